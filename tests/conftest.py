@@ -1,0 +1,118 @@
+"""Shared fixtures. Real components only: a real SQLite file, the real embedding model, the real
+MCP servers installed by ../shared/servers/setup.sh.
+
+Where the model or the servers are missing: locally the tests that need them skip; in CI
+(CI=true) they fail, so a broken CI set-up can never pass by skipping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _need(what: str, fix: str) -> None:
+    if IN_CI:
+        pytest.fail(f"{what} missing in CI: {fix}", pytrace=False)
+    pytest.skip(f"{what} missing: {fix}")
+
+
+@pytest.fixture(scope="session")
+def model_path() -> str:
+    p = Path(os.environ.get("TOOLIDX_MODEL_PATH") or SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8")
+    if not (p / "model.onnx").is_file():
+        _need("embedding model", f"set TOOLIDX_MODEL_PATH (looked in {p})")
+    return str(p)
+
+
+@pytest.fixture(scope="session")
+def embedder(model_path):
+    from toolidx.embed import load_embedder, resolve_model
+
+    e = load_embedder(resolve_model(path=model_path))
+    assert e is not None and e.dim == 384
+    return e
+
+
+@pytest.fixture(scope="session")
+def servers_dir() -> Path:
+    """Where setup.sh installed the real servers (TOOLIDX_TEST_SERVERS); has servers.json."""
+    p = Path(os.environ.get("TOOLIDX_TEST_SERVERS", REPO.parent / "servers"))
+    if not (p / "servers.json").is_file():
+        _need("real MCP servers", f"run ../shared/servers/setup.sh DIR and set TOOLIDX_TEST_SERVERS=DIR (looked in {p})")
+    return p
+
+
+@pytest.fixture(scope="session")
+def servers_config(servers_dir) -> dict:
+    return json.loads((servers_dir / "servers.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def bench_dir() -> Path:
+    p = SHARED / "bench"
+    if not (p / "etom" / "tools.jsonl").is_file():
+        _need("bench sets", f"expected {p}")
+    return p
+
+
+@pytest.fixture(autouse=True)
+def _fresh_notices(monkeypatch, tmp_path):
+    from toolidx import notices
+
+    notices.reset()
+    # never touch the user's real index or model cache
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("TOOLIDX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TOOLIDX_DB", raising=False)
+    monkeypatch.delenv("TOOLIDX_CONFIG", raising=False)
+    yield
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> dict:
+        return json.loads(self.stdout)
+
+
+def run_cli(*args: str) -> CliResult:
+    """Run the real entry point (`toolidx.cli.main`) in-process and capture everything."""
+    from toolidx.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main([str(a) for a in args])
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+@pytest.fixture
+def example_db(tmp_path, model_path, cli) -> Path:
+    """The bundled example crawled into a fresh index, with vectors."""
+    db = tmp_path / "example.db"
+    r = cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db, "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    return db

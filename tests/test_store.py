@@ -1,0 +1,58 @@
+"""The index file as a contract: migrations, identity checks, atomic crawls, no secrets."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from toolidx.errors import DatabaseError
+from toolidx.store import open_db
+from toolidx.store.migrations import MIGRATIONS
+
+
+def test_new_index_has_schema_and_identity(tmp_path):
+    db = open_db(tmp_path / "t.db", create=True)
+    assert db.scalar("PRAGMA user_version") == len(MIGRATIONS)
+    assert db.scalar("PRAGMA journal_mode") == "wal"
+    names = {r["name"] for r in db.query("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"meta", "servers", "tools", "tools_fts", "crawls", "crawl_tools", "tool_versions"} <= names
+    assert db.vec_available, db.vec_error
+
+
+def test_missing_index_is_not_created_by_readers(tmp_path):
+    with pytest.raises(DatabaseError, match="no index"):
+        open_db(tmp_path / "nope.db")
+    assert not (tmp_path / "nope.db").exists()
+
+
+def test_foreign_sqlite_file_is_refused_and_untouched(tmp_path):
+    p = tmp_path / "other.db"
+    con = sqlite3.connect(p)
+    con.execute("CREATE TABLE customers (id INTEGER)")
+    con.commit()
+    con.close()
+    before = p.read_bytes()
+    with pytest.raises(DatabaseError, match="not a toolidx index"):
+        open_db(p, create=True)
+    assert p.read_bytes() == before
+
+
+@pytest.mark.parametrize("content", [b"hello, I am a text file\n" * 10, b"SQLite format 3\x00" + b"\xff" * 5000])
+def test_non_sqlite_or_corrupt_file_is_refused_and_untouched(tmp_path, content):
+    p = tmp_path / "junk.db"
+    p.write_bytes(content)
+    with pytest.raises(DatabaseError):
+        open_db(p, create=True)
+    assert p.read_bytes() == content
+
+
+def test_newer_schema_is_refused(tmp_path):
+    p = tmp_path / "t.db"
+    open_db(p, create=True).close()
+    con = sqlite3.connect(p)
+    con.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 5}")
+    con.commit()
+    con.close()
+    with pytest.raises(DatabaseError, match="newer"):
+        open_db(p)

@@ -1,0 +1,155 @@
+"""Embeddings: the embedder protocol, its fastembed implementation, and model resolution.
+
+Default model: sentence-transformers/all-MiniLM-L6-v2 (384 dimensions). It is small (23 MB as
+int8 ONNX), fast on a laptop CPU, and it is the model our fusion weights and "no good match"
+threshold are calibrated on (benchmarks/quality.py). A larger model may retrieve a little better,
+but an uncalibrated score threshold would make abstention unreliable; switching is one flag and
+`toolidx eval` tells you what it bought.
+
+Resolution (first that is set wins):
+  name: --model, TOOLIDX_MODEL, config `toolidx.model`, the default above ("none" disables)
+  path: --model-path, TOOLIDX_MODEL_PATH, config `toolidx.model_path` (an air-gapped directory
+        with model.onnx + tokenizer files, loaded with no network)
+Without a path the model comes from toolidx's cache (TOOLIDX_CACHE_DIR, default
+~/.cache/toolidx/models); only `crawl` and `embed` may download it, and only when the model hub is
+reachable. With no model, everything still works lexically and says so once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, Sequence
+
+from .errors import ModelError
+from .notices import warn_once
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+BATCH_SIZE = 64
+
+
+class Embedder(Protocol):
+    model: str  # the model name stored in the index
+    dim: int
+
+    def embed_documents(self, texts: Sequence[str]) -> list[bytes]: ...
+
+    def embed_query(self, text: str) -> bytes: ...
+
+
+@dataclass
+class ModelChoice:
+    name: str | None  # None: embeddings disabled
+    path: str | None
+    explicit: bool  # the user asked for this model: failing to load it is an error, not a warning
+
+
+def resolve_model(name: str | None = None, path: str | None = None,
+                  settings: dict | None = None) -> ModelChoice:
+    s = settings or {}
+    explicit = bool(name or path)
+    name = name or os.environ.get("TOOLIDX_MODEL") or s.get("model")
+    path = path or os.environ.get("TOOLIDX_MODEL_PATH") or s.get("model_path")
+    explicit = explicit or bool(os.environ.get("TOOLIDX_MODEL_PATH") or s.get("model_path"))
+    if name and str(name).lower() in ("none", "off", "false", ""):
+        return ModelChoice(None, None, False)
+    if path:
+        path = str(Path(path).expanduser())
+    return ModelChoice(str(name or DEFAULT_MODEL), path, explicit)
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("TOOLIDX_CACHE_DIR") or str(Path.home() / ".cache" / "toolidx" / "models")
+    return Path(base).expanduser()
+
+
+def text_hash(model: str, text: str) -> str:
+    return hashlib.sha256(f"{model}\n{text}".encode()).hexdigest()
+
+
+def to_blob(vec: Any) -> bytes:
+    import numpy as np
+
+    return np.asarray(vec, dtype=np.float32).tobytes()
+
+
+class FastEmbedder:
+    def __init__(self, model: str, te: Any):
+        self.model = model
+        self._te = te
+        self.dim = len(next(iter(te.query_embed(["probe"]))))
+
+    def embed_documents(self, texts: Sequence[str]) -> list[bytes]:
+        return [to_blob(v) for v in self._te.embed(list(texts), batch_size=BATCH_SIZE)]
+
+    def embed_query(self, text: str) -> bytes:
+        return to_blob(next(iter(self._te.query_embed([text]))))
+
+
+def _hub_reachable(timeout: float = 2.0) -> bool:
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        return False
+    try:
+        with socket.create_connection(("huggingface.co", 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+_cache: dict[tuple, Any] = {}
+
+
+def load_embedder(choice: ModelChoice, *, allow_download: bool = False) -> Embedder | None:
+    """The embedder, or None (warned once) when no model can be had. An explicitly configured
+    model path that does not load raises ModelError: the user asked for it by name."""
+    if choice.name is None:
+        return None
+    key = (choice.name, choice.path)
+    if key in _cache:
+        return _cache[key]
+    try:
+        from loguru import logger
+
+        logger.disable("fastembed")  # its download retries log loudly; we say it once, below
+    except ImportError:
+        pass
+    try:
+        from fastembed import TextEmbedding
+    except ImportError:
+        warn_once("model", "fastembed is not installed: search is keyword-only")
+        return None
+    emb = None
+    try:
+        if choice.path:
+            if not Path(choice.path).is_dir():
+                raise ModelError(f"model directory not found: {choice.path}",
+                                 fix="set --model-path / TOOLIDX_MODEL_PATH to a fastembed model folder")
+            te = TextEmbedding(model_name=choice.name, specific_model_path=choice.path,
+                               local_files_only=True)
+            emb = FastEmbedder(choice.name, te)
+        else:
+            cdir = cache_dir()
+            try:
+                te = TextEmbedding(model_name=choice.name, cache_dir=str(cdir), local_files_only=True)
+            except Exception:
+                if not (allow_download and _hub_reachable()):
+                    raise
+                cdir.mkdir(parents=True, exist_ok=True)
+                te = TextEmbedding(model_name=choice.name, cache_dir=str(cdir))
+            emb = FastEmbedder(choice.name, te)
+    except ModelError:
+        raise
+    except Exception as e:
+        if choice.path:
+            raise ModelError(f"cannot load model {choice.name!r} from {choice.path}: "
+                             f"{str(e).splitlines()[0][:200]}",
+                             fix="check the directory has model.onnx and tokenizer files, and that "
+                                 "--model names the model it holds") from None
+        warn_once("model", f"embedding model {choice.name!r} is not available offline: search is "
+                           "keyword-only; set TOOLIDX_MODEL_PATH to a local model folder, then run "
+                           "`toolidx embed`")
+    _cache[key] = emb
+    return emb

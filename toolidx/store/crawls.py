@@ -1,0 +1,267 @@
+"""Writing a crawl into the index (one transaction), filling in vectors, and reading crawl history.
+
+A crawl is a full snapshot: `crawl_tools` lists every tool the index held after that crawl
+(a failed server's previous tools are carried over, marked stale), so any two crawls compare.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable
+
+from .. import __version__
+from ..embed import Embedder, text_hash
+from ..notices import warn_once
+from ..results import ServerResult
+from ..tooldoc import ToolDoc, build_tooldoc, canonical_json, server_words
+from . import vectors
+from .db import Database
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class CrawlSummary:
+    crawl_id: int
+    servers_ok: int = 0
+    servers_failed: int = 0
+    tools: int = 0
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    embedded: int = 0
+    semantic: bool = False
+    servers: list[dict] = field(default_factory=list)
+
+
+def docs_for(result: ServerResult) -> list[ToolDoc]:
+    spec = result.spec
+    label = server_words(spec.name, result.server_name, result.server_title)
+    return [build_tooldoc(t, spec.name, config_tags=spec.tags, category=spec.category,
+                          server_label=label) for t in result.tools]
+
+
+def _j(v: Any) -> str | None:
+    return None if v is None else canonical_json(v)
+
+
+def _bool(v: bool | None) -> int | None:
+    return None if v is None else int(v)
+
+
+def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder | None,
+                config_path: str | None, prune: bool, started_at: str | None = None,
+                progress: Callable[[str, int, int], None] | None = None) -> CrawlSummary:
+    """Store one crawl. `prune`: servers in the index that were not crawled are removed (a full
+    crawl of a config); otherwise they are kept and carried into this crawl's snapshot.
+
+    Embeddings are computed before the write transaction, for tools whose embedded text changed
+    (or all, when the model changed), so readers are never blocked and see one whole crawl.
+    """
+    docs = {r.spec.name: docs_for(r) for r in results if r.ok}
+    existing = {row["id"]: row for row in db.query("SELECT rowid, id, hash, embed_hash FROM tools")}
+
+    vecs: dict[str, bytes] = {}
+    model_changed = False
+    if embedder is not None and not db.vec_available:
+        warn_once("vec", f"{db.vec_error}: semantic search is off, keyword search works")
+        embedder = None
+    if embedder is not None:
+        model_changed = (db.get_meta("embed_model") != embedder.model
+                         or db.get_meta("embed_dim") != str(embedder.dim))
+        todo = [d for ds in docs.values() for d in ds
+                if model_changed or (existing.get(d.id) or {}).get("embed_hash")
+                != text_hash(embedder.model, d.embed_text)]
+        vecs = _embed(embedder, todo, progress)
+
+    summary = CrawlSummary(crawl_id=0, semantic=embedder is not None)
+    ts = now_iso()
+    with db.transaction():
+        cur = db.execute("INSERT INTO crawls(started_at, config_path, toolidx_version) VALUES (?, ?, ?)",
+                         (started_at or ts, config_path, __version__))
+        crawl_id = summary.crawl_id = int(cur.lastrowid)
+        if embedder is not None and vectors.ensure_table(db, embedder.model, embedder.dim):
+            db.execute("UPDATE tools SET embed_hash = NULL")
+        crawled = set()
+        for r in results:
+            crawled.add(r.spec.name)
+            _write_server(db, r, crawl_id, ts)
+            if r.ok:
+                _write_tools(db, r.spec.name, docs[r.spec.name], existing, vecs, embedder, ts, summary)
+                summary.servers_ok += 1
+            else:
+                db.execute("UPDATE tools SET stale = 1, stale_reason = ? WHERE server = ?",
+                           (r.error or "crawl failed", r.spec.name))
+                summary.servers_failed += 1
+            summary.servers.append({"server": r.spec.name, "status": r.status, "error": r.error,
+                                    "tools": len(r.tools) if r.ok else None,
+                                    "invalid_tools": r.invalid_tools, "duration_ms": r.duration_ms})
+        if prune:
+            for row in db.query("SELECT name FROM servers"):
+                if row["name"] not in crawled:
+                    summary.removed += _delete_server(db, row["name"])
+        # snapshot of the whole index after this crawl
+        db.execute("INSERT OR IGNORE INTO tool_versions(hash, definition) "
+                   "SELECT hash, definition FROM tools")
+        db.execute("INSERT INTO crawl_tools(crawl_id, tool_id, server, name, hash, stale) "
+                   "SELECT ?, id, server, name, hash, stale FROM tools", (crawl_id,))
+        summary.tools = int(db.scalar("SELECT count(*) FROM tools"))
+        db.execute("UPDATE crawls SET finished_at = ?, servers_ok = ?, servers_failed = ?, "
+                   "tool_count = ?, embedded = ? WHERE id = ?",
+                   (now_iso(), summary.servers_ok, summary.servers_failed, summary.tools,
+                    summary.embedded, crawl_id))
+        db.set_meta("last_crawl_id", str(crawl_id))
+        if config_path:
+            db.set_meta("config_path", config_path)
+    return summary
+
+
+def _embed(embedder: Embedder, todo: list[ToolDoc],
+           progress: Callable[[str, int, int], None] | None) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    step = 256
+    for i in range(0, len(todo), step):
+        chunk = todo[i:i + step]
+        for d, blob in zip(chunk, embedder.embed_documents([d.embed_text for d in chunk])):
+            out[d.id] = blob
+        if progress:
+            progress("embed", min(i + step, len(todo)), len(todo))
+    return out
+
+
+def _write_server(db: Database, r: ServerResult, crawl_id: int, ts: str) -> None:
+    s = r.spec
+    db.execute("INSERT INTO crawl_servers(crawl_id, server, status, error, server_name, server_version, "
+               "protocol_version, tool_count, duration_ms) VALUES (?,?,?,?,?,?,?,?,?)",
+               (crawl_id, s.name, r.status, r.error, r.server_name, r.server_version,
+                r.protocol_version, len(r.tools) if r.ok else 0, r.duration_ms))
+    common = dict(name=s.name, transport=s.transport, connect=canonical_json(s.public()),
+                  category=s.category, tags=json.dumps(s.tags), status=r.status, error=r.error,
+                  stderr_tail=r.stderr_tail, crawled_at=r.started_at or ts,
+                  duration_ms=r.duration_ms, last_crawl_id=crawl_id)
+    if r.ok:
+        common.update(server_name=r.server_name, server_title=r.server_title,
+                      server_version=r.server_version, protocol_version=r.protocol_version,
+                      instructions=r.instructions, capabilities=_j(r.capabilities),
+                      tool_count=len(r.tools), invalid_tools=json.dumps(r.invalid_tools),
+                      last_ok_at=r.started_at or ts)
+    cols = list(common)
+    # a failed attempt keeps what the last good crawl learned about the server
+    db.execute(f"INSERT INTO servers({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
+               f"ON CONFLICT(name) DO UPDATE SET "
+               + ", ".join(f"{c} = excluded.{c}" for c in cols if c != "name"),
+               [common[c] for c in cols])
+
+
+def _write_tools(db: Database, server: str, docs: list[ToolDoc], existing: dict[str, dict],
+                 vecs: dict[str, bytes], embedder: Embedder | None, ts: str,
+                 summary: CrawlSummary) -> None:
+    keep = {d.id for d in docs}
+    gone = [row for row in db.query("SELECT rowid, id FROM tools WHERE server = ?", (server,))
+            if row["id"] not in keep]
+    for row in gone:
+        _delete_tool(db, row["rowid"])
+    summary.removed += len(gone)
+    for d in docs:
+        old = existing.get(d.id)
+        values = dict(server=d.server, name=d.name, title=d.title, description=d.description,
+                      input_schema=_j(d.definition.get("inputSchema")),
+                      output_schema=_j(d.definition.get("outputSchema")),
+                      annotations=_j(d.definition.get("annotations")),
+                      icons=_j(d.definition.get("icons")), meta=_j(d.definition.get("_meta")),
+                      definition=canonical_json(d.definition), tags=json.dumps(d.tags),
+                      category=d.category, param_names=json.dumps(d.param_names),
+                      read_only=_bool(d.read_only), destructive=_bool(d.destructive),
+                      hash=d.hash, embed_text=d.embed_text, stale=0, stale_reason=None,
+                      updated_at=ts)
+        if old is None:
+            values.update(id=d.id, first_seen=ts)
+            cols = list(values)
+            rowid = int(db.execute(f"INSERT INTO tools({', '.join(cols)}) VALUES "
+                                   f"({', '.join('?' * len(cols))})", [values[c] for c in cols]).lastrowid)
+            summary.added += 1
+        else:
+            rowid = int(old["rowid"])
+            if old["hash"] == d.hash:
+                summary.unchanged += 1
+                values.pop("updated_at")
+            else:
+                summary.changed += 1
+            db.execute(f"UPDATE tools SET {', '.join(f'{c} = ?' for c in values)} WHERE rowid = ?",
+                       [*values.values(), rowid])
+            db.execute("DELETE FROM tools_fts WHERE rowid = ?", (rowid,))
+        fts = d.fts_row()
+        db.execute(f"INSERT INTO tools_fts(rowid, {', '.join(fts)}) VALUES (?, {', '.join('?' * len(fts))})",
+                   [rowid, *fts.values()])
+        if embedder is not None and d.id in vecs:
+            vectors.put(db, rowid, vecs[d.id])
+            db.execute("UPDATE tools SET embed_hash = ? WHERE rowid = ?",
+                       (text_hash(embedder.model, d.embed_text), rowid))
+            summary.embedded += 1
+
+
+def _delete_tool(db: Database, rowid: int) -> None:
+    db.execute("DELETE FROM tools_fts WHERE rowid = ?", (rowid,))
+    vectors.delete(db, [rowid])
+    db.execute("DELETE FROM tools WHERE rowid = ?", (rowid,))
+
+
+def _delete_server(db: Database, name: str) -> int:
+    rows = db.query("SELECT rowid FROM tools WHERE server = ?", (name,))
+    for row in rows:
+        _delete_tool(db, row["rowid"])
+    db.execute("DELETE FROM servers WHERE name = ?", (name,))
+    return len(rows)
+
+
+def embed_missing(db: Database, embedder: Embedder,
+                  progress: Callable[[str, int, int], None] | None = None) -> int:
+    """Embed every tool whose vector is missing or out of date (`toolidx embed`). Returns how many."""
+    if not db.vec_available:
+        warn_once("vec", f"{db.vec_error}: semantic search is off, keyword search works")
+        return 0
+    model_changed = (db.get_meta("embed_model") != embedder.model
+                     or db.get_meta("embed_dim") != str(embedder.dim))
+    rows = db.query("SELECT rowid, id, embed_text, embed_hash FROM tools")
+    todo = [r for r in rows if model_changed or r["embed_hash"] != text_hash(embedder.model, r["embed_text"])]
+    blobs: list[bytes] = []
+    step = 256
+    for i in range(0, len(todo), step):
+        blobs.extend(embedder.embed_documents([r["embed_text"] for r in todo[i:i + step]]))
+        if progress:
+            progress("embed", min(i + step, len(todo)), len(todo))
+    with db.transaction():
+        vectors.ensure_table(db, embedder.model, embedder.dim)
+        for r, blob in zip(todo, blobs):
+            vectors.put(db, r["rowid"], blob)
+            db.execute("UPDATE tools SET embed_hash = ? WHERE rowid = ?",
+                       (text_hash(embedder.model, r["embed_text"]), r["rowid"]))
+    return len(todo)
+
+
+def list_crawls(db: Database, limit: int | None = None) -> list[dict]:
+    sql = "SELECT * FROM crawls ORDER BY id DESC" + (" LIMIT ?" if limit else "")
+    return db.query(sql, (limit,) if limit else ())
+
+
+def crawl_snapshot(db: Database, crawl_id: int) -> dict[str, dict]:
+    """tool id -> {server, name, hash, stale, definition} as of one crawl."""
+    rows = db.query("SELECT ct.tool_id, ct.server, ct.name, ct.hash, ct.stale, tv.definition "
+                    "FROM crawl_tools ct JOIN tool_versions tv ON tv.hash = ct.hash "
+                    "WHERE ct.crawl_id = ?", (crawl_id,))
+    return {r["tool_id"]: {**r, "definition": json.loads(r["definition"])} for r in rows}
+
+
+def crawl_servers(db: Database, crawl_id: int) -> dict[str, dict]:
+    return {r["server"]: r for r in db.query("SELECT * FROM crawl_servers WHERE crawl_id = ?", (crawl_id,))}
+
+
+def iter_docs_from(results: Iterable[ServerResult]) -> Iterable[ToolDoc]:
+    for r in results:
+        if r.ok:
+            yield from docs_for(r)

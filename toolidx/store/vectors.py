@@ -1,0 +1,57 @@
+"""The sqlite-vec table of tool embeddings (rowid = tools.rowid), created once the model's
+dimension is known. Cosine distance; vectors are float32 blobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .db import Database
+
+TABLE = "tool_vectors"
+
+
+def has_table(db: Database) -> bool:
+    return db.scalar("SELECT 1 FROM sqlite_master WHERE name = ?", (TABLE,)) is not None
+
+
+def ensure_table(db: Database, model: str, dim: int) -> bool:
+    """Make the table fit (model, dim). Returns True when existing vectors were dropped (a new
+    model or dimension), so every tool must be embedded again. Call inside a transaction."""
+    same = db.get_meta("embed_model") == model and db.get_meta("embed_dim") == str(dim)
+    exists = has_table(db)
+    if exists and same:
+        return False
+    if exists:
+        db.execute(f"DROP TABLE {TABLE}")
+        db.execute("UPDATE tools SET embed_hash = NULL")
+    db.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(embedding float[{dim}] distance_metric=cosine)")
+    db.set_meta("embed_model", model)
+    db.set_meta("embed_dim", str(dim))
+    return exists
+
+
+def put(db: Database, rowid: int, blob: bytes) -> None:
+    # vec0 has no UPSERT
+    db.execute(f"DELETE FROM {TABLE} WHERE rowid = ?", (rowid,))
+    db.execute(f"INSERT INTO {TABLE}(rowid, embedding) VALUES (?, ?)", (rowid, blob))
+
+
+def delete(db: Database, rowids: list[int]) -> None:
+    if rowids and has_table(db):
+        for r in rowids:
+            db.execute(f"DELETE FROM {TABLE} WHERE rowid = ?", (r,))
+
+
+def knn(db: Database, query: bytes, k: int) -> list[tuple[int, float]]:
+    """(rowid, cosine distance) of the k nearest tools."""
+    if not has_table(db):
+        return []
+    rows = db.execute(f"SELECT rowid, distance FROM {TABLE} WHERE embedding MATCH ? AND k = ? "
+                      "ORDER BY distance", (query, k)).fetchall()
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def get(db: Database, rowid: int) -> Any:
+    if not has_table(db):
+        return None
+    return db.scalar(f"SELECT embedding FROM {TABLE} WHERE rowid = ?", (rowid,))

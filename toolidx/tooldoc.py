@@ -1,0 +1,196 @@
+"""A tool as toolidx sees it: validation of what a server sent, and everything derived from it
+(id, tags, parameter names, words for the keyword index, the text that is embedded, the hash).
+
+Pure functions: crawl, search and diff share them, so a tool is read the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SEP = re.compile(r"[_\-.\s/:]+")
+MAX_EMBED_PARAMS = 8
+
+
+def split_name(name: str) -> list[str]:
+    """`getCurrentTime` / `get_current-time` / `API-post.page` -> lowercase words."""
+    words: list[str] = []
+    for part in _SEP.split(name or ""):
+        if part:
+            words.extend(w.lower() for w in _CAMEL.split(part) if w)
+    return words
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def definition_hash(definition: dict) -> str:
+    return hashlib.sha256(canonical_json(definition).encode()).hexdigest()
+
+
+def validate_tool(raw: Any) -> str | None:
+    """Why this `tools/list` entry is not a valid MCP tool, or None. Lenient where servers differ
+    harmlessly; strict where an index entry would be useless or misleading."""
+    if not isinstance(raw, dict):
+        return f"not an object ({type(raw).__name__})"
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return "missing or empty `name`"
+    if len(name) > 256:
+        return "`name` longer than 256 characters"
+    schema = raw.get("inputSchema")
+    if not isinstance(schema, dict):
+        return "missing `inputSchema` object"
+    if schema.get("type") != "object":
+        return "`inputSchema.type` is not \"object\""
+    for key in ("description", "title"):
+        if raw.get(key) is not None and not isinstance(raw[key], str):
+            return f"`{key}` is not a string"
+    for key in ("outputSchema", "annotations", "_meta"):
+        if raw.get(key) is not None and not isinstance(raw[key], dict):
+            return f"`{key}` is not an object"
+    return None
+
+
+def annotation_tags(annotations: dict | None) -> list[str]:
+    a = annotations or {}
+    tags = []
+    if a.get("readOnlyHint") is True:
+        tags.append("read-only")
+    if a.get("destructiveHint") is True and a.get("readOnlyHint") is not True:
+        tags.append("destructive")
+    if a.get("idempotentHint") is True:
+        tags.append("idempotent")
+    if a.get("openWorldHint") is True:
+        tags.append("open-world")
+    return tags
+
+
+def meta_tags(meta: dict | None) -> list[str]:
+    """Tags servers put in `_meta` (FastMCP: `_meta._fastmcp.tags`; others: `_meta.tags`)."""
+    out: list[str] = []
+    if not isinstance(meta, dict):
+        return out
+    for holder in (meta, *(v for v in meta.values() if isinstance(v, dict))):
+        tags = holder.get("tags")
+        if isinstance(tags, list):
+            out.extend(str(t) for t in tags if isinstance(t, (str, int)))
+    return out
+
+
+def param_docs(schema: dict | None) -> list[tuple[str, str]]:
+    """Top-level (name, description) pairs of an input schema."""
+    props = (schema or {}).get("properties")
+    if not isinstance(props, dict):
+        return []
+    out = []
+    for k, v in props.items():
+        desc = v.get("description") if isinstance(v, dict) else None
+        out.append((str(k), desc if isinstance(desc, str) else ""))
+    return out
+
+
+def first_line(text: str | None, limit: int = 160) -> str:
+    t = " ".join((text or "").split())
+    m = re.match(r"(.+?[.!?])(\s|$)", t)
+    line = m.group(1) if m and len(m.group(1)) >= 20 else t
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    seen, out = set(), []
+    for t in items:
+        t = t.strip()
+        if t and t.lower() not in seen:
+            seen.add(t.lower())
+            out.append(t)
+    return out
+
+
+@dataclass
+class ToolDoc:
+    """One tool ready for the index."""
+
+    id: str
+    server: str
+    name: str
+    title: str | None
+    description: str
+    definition: dict  # as sent (wire JSON)
+    tags: list[str]
+    category: str | None
+    param_names: list[str]
+    read_only: bool | None
+    destructive: bool | None
+    hash: str
+    server_label: str = ""  # words naming the server, for the keyword index
+    params_text: str = ""
+    embed_text: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def input_schema(self) -> dict | None:
+        return self.definition.get("inputSchema")
+
+    def fts_row(self) -> dict[str, str]:
+        return {
+            "name": " ".join([self.name, *split_name(self.name)]),
+            "title": self.title or "",
+            "description": self.description,
+            "server": self.server_label,
+            "tags": " ".join(self.tags),
+            "params": self.params_text,
+        }
+
+
+def server_words(server: str, *labels: str | None) -> str:
+    words = split_name(server)
+    for label in labels:
+        if label:
+            words.extend(split_name(label))
+    return " ".join(_dedupe(words))
+
+
+def embed_text(name: str, title: str | None, description: str, params: list[tuple[str, str]]) -> str:
+    """The text that is embedded (README: "Embedded text"). Name as words first, because short
+    models weigh the start; the description cut at ~1,000 chars (MiniLM reads 256 tokens anyway);
+    then up to 8 parameter names as words."""
+    parts = [" ".join(split_name(name))]
+    if title and title.strip().lower() != " ".join(split_name(name)):
+        parts.append(title.strip())
+    desc = " ".join(description.split())
+    if desc:
+        parts.append(desc[:1000])
+    pnames = [" ".join(split_name(p)) for p, _ in params[:MAX_EMBED_PARAMS]]
+    if pnames:
+        parts.append("Parameters: " + ", ".join(pnames))
+    return ". ".join(p.rstrip(".") for p in parts if p)
+
+
+def build_tooldoc(raw: dict, server: str, *, config_tags: list[str] | None = None,
+                  category: str | None = None, server_label: str = "") -> ToolDoc:
+    """Derive a ToolDoc from a validated tool dict (wire JSON as sent)."""
+    definition = dict(raw)
+    name = str(raw["name"])
+    ann = raw.get("annotations") if isinstance(raw.get("annotations"), dict) else None
+    title = raw.get("title") or (ann or {}).get("title") or None
+    description = raw.get("description") or ""
+    params = param_docs(raw.get("inputSchema"))
+    tags = _dedupe([*(config_tags or []), *annotation_tags(ann), *meta_tags(raw.get("_meta"))])
+    read_only = ann.get("readOnlyHint") if ann and isinstance(ann.get("readOnlyHint"), bool) else None
+    destructive = (ann.get("destructiveHint") if ann and isinstance(ann.get("destructiveHint"), bool)
+                   else None)
+    params_text = " ".join(" ".join([*split_name(p), d]) for p, d in params)
+    return ToolDoc(
+        id=f"{server}/{name}", server=server, name=name, title=title, description=description,
+        definition=definition, tags=tags, category=category or server,
+        param_names=[p for p, _ in params], read_only=read_only, destructive=destructive,
+        hash=definition_hash(definition), server_label=server_label or server_words(server),
+        params_text=params_text, embed_text=embed_text(name, title, description, params),
+    )
