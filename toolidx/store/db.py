@@ -164,6 +164,9 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False) -> D
     except mod.Error as e:
         raise DatabaseError(f"cannot open: {e}", where=spath) from None
     vec_ok, vec_err = _load_vec(conn)
+    from ..filters import regexp
+
+    conn.create_function("regexp", 2, regexp, deterministic=True)
     try:
         _identify(conn, spath)
         conn.execute("PRAGMA busy_timeout = 30000")

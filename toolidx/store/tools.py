@@ -1,0 +1,75 @@
+"""Reading tools and servers: the rows every query command starts from."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..filters import Filters
+from .db import Database
+
+JSON_COLUMNS = ("input_schema", "output_schema", "annotations", "icons", "meta", "definition",
+                "tags", "param_names")
+SERVER_JSON_COLUMNS = ("connect", "capabilities", "tags", "invalid_tools")
+
+
+def decode(row: dict | None, columns: tuple[str, ...] = JSON_COLUMNS) -> dict | None:
+    """A row with its JSON columns parsed and 0/1 flags as booleans."""
+    if row is None:
+        return None
+    out = dict(row)
+    for c in columns:
+        if c in out and isinstance(out[c], str):
+            out[c] = json.loads(out[c])
+    for c in ("read_only", "destructive", "stale"):
+        if c in out and out[c] is not None:
+            out[c] = bool(out[c])
+    return out
+
+
+def get_tool(db: Database, tool_id: str) -> dict | None:
+    return decode(db.one("SELECT * FROM tools WHERE id = ?", (tool_id,)))
+
+
+def get_tools_by_rowid(db: Database, rowids: list[int], columns: str = "*") -> dict[int, dict]:
+    if not rowids:
+        return {}
+    out: dict[int, dict] = {}
+    for i in range(0, len(rowids), 500):
+        chunk = rowids[i:i + 500]
+        for r in db.query(f"SELECT rowid AS _rowid, {columns} FROM tools WHERE rowid IN "
+                          f"({', '.join('?' * len(chunk))})", chunk):
+            out[int(r.pop("_rowid"))] = decode(r)
+    return out
+
+
+def all_ids(db: Database) -> list[str]:
+    return [r["id"] for r in db.query("SELECT id FROM tools ORDER BY id")]
+
+
+def filtered_rowids(db: Database, filters: Filters | None) -> set[int] | None:
+    """Rowids passing the filters, or None when there are no filters (everything passes)."""
+    if filters is None or filters.is_empty():
+        return None
+    where, params = filters.where("t")
+    return {r["rowid"] for r in db.query(f"SELECT t.rowid AS rowid FROM tools t WHERE {where}", params)}
+
+
+def get_server(db: Database, name: str) -> dict | None:
+    return decode(db.one("SELECT * FROM servers WHERE name = ?", (name,)), SERVER_JSON_COLUMNS)
+
+
+def list_servers(db: Database) -> list[dict]:
+    return [decode(r, SERVER_JSON_COLUMNS) for r in db.query("SELECT * FROM servers ORDER BY name")]
+
+
+def tool_count(db: Database) -> int:
+    return int(db.scalar("SELECT count(*) FROM tools"))
+
+
+def index_info(db: Database) -> dict[str, Any]:
+    meta = {r["key"]: r["value"] for r in db.query("SELECT key, value FROM meta")}
+    return {"path": db.path, "tools": tool_count(db), "servers": int(db.scalar("SELECT count(*) FROM servers")),
+            "embed_model": meta.get("embed_model"), "embed_dim": meta.get("embed_dim"),
+            "schema_version": meta.get("schema_version"), "last_crawl_id": meta.get("last_crawl_id"),
+            "config_path": meta.get("config_path"), "vec_available": db.vec_available}
