@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# One command from a fresh clone: install toolidx into .venv, crawl the bundled example, search it.
+#   bash scripts/setup.sh
+# Uses ../shared/models/all-MiniLM-L6-v2-onnx-int8 (or TOOLIDX_MODEL_PATH) when present, so the
+# example gets vectors offline; without a model the crawl is keyword-only and says so.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "toolidx needs Python >= 3.10" >&2; exit 2; }
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+# pip prints a warning per unreachable mirror location on some machines; keep real errors
+.venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "WARNING: Location" || true
+.venv/bin/python -m pip install -q -e ".[test]" 2>&1 | grep -v "WARNING: Location" || true
+.venv/bin/python -c "import toolidx, sqlean, sqlite_vec, fastembed, mcp" \
+  || { echo "setup: install failed (see above)" >&2; exit 1; }
+if [ -z "${TOOLIDX_MODEL_PATH:-}" ] && [ -f ../shared/models/all-MiniLM-L6-v2-onnx-int8/model.onnx ]; then
+  TOOLIDX_MODEL_PATH=$(cd ../shared/models/all-MiniLM-L6-v2-onnx-int8 && pwd); export TOOLIDX_MODEL_PATH
+fi
+rm -f example.db example.db-wal example.db-shm
+.venv/bin/toolidx crawl --config examples/servers.yaml --db example.db
+.venv/bin/toolidx search "convert a pdf to text" --db example.db
+echo "ready: .venv/bin/toolidx --help   (index: example.db)"

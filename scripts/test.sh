@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# One command runs the whole test suite with real components:
+#   bash scripts/test.sh [pytest args]
+# - the embedding model: TOOLIDX_MODEL_PATH, default ../shared/models/all-MiniLM-L6-v2-onnx-int8
+# - the real MCP servers: TOOLIDX_TEST_SERVERS, default ~/.cache/toolidx/test-servers, installed
+#   there (outside the clone) by ../shared/servers/setup.sh when missing
+# Run scripts/setup.sh first (it creates .venv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/pytest ] || { echo "no .venv: run 'bash scripts/setup.sh' first" >&2; exit 2; }
+SHARED=$(cd .. && pwd)/shared
+if [ -z "${TOOLIDX_MODEL_PATH:-}" ] && [ -d "$SHARED/models/all-MiniLM-L6-v2-onnx-int8" ]; then
+  export TOOLIDX_MODEL_PATH="$SHARED/models/all-MiniLM-L6-v2-onnx-int8"
+fi
+export TOOLIDX_TEST_SERVERS=${TOOLIDX_TEST_SERVERS:-${XDG_CACHE_HOME:-$HOME/.cache}/toolidx/test-servers}
+if [ ! -f "$TOOLIDX_TEST_SERVERS/servers.json" ] && [ -x "$SHARED/servers/setup.sh" ]; then
+  echo "installing the real MCP servers into $TOOLIDX_TEST_SERVERS (once, ~2 min)" >&2
+  bash "$SHARED/servers/setup.sh" "$TOOLIDX_TEST_SERVERS" >&2
+fi
+exec .venv/bin/pytest "$@"
