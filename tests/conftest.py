@@ -116,3 +116,58 @@ def example_db(tmp_path, model_path, cli) -> Path:
     r = cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db, "--model-path", model_path)
     assert r.code == 0, r.stderr
     return db
+
+
+# --- serve -------------------------------------------------------------------------------------
+SERVE_SERVERS = ("time", "everything", "memory", "filesystem")
+
+
+@pytest.fixture(scope="session")
+def serve_index(servers_config, model_path, tmp_path_factory) -> Path:
+    """A few real servers plus tests/servers/serve_crashy.py crawled (with vectors) for serve's
+    tests. Read-only: a test that changes an index copies this file first."""
+    import sys
+
+    d = tmp_path_factory.mktemp("serve")
+    src = servers_config["mcpServers"]
+    cfg = {"mcpServers": {n: src[n] for n in SERVE_SERVERS}}
+    cfg["mcpServers"]["crashy"] = {"command": sys.executable,
+                                   "args": [str(REPO / "tests" / "servers" / "serve_crashy.py")],
+                                   "tags": ["test"]}
+    cfg["mcpServers"]["weather"] = {"tools_file": str(REPO / "examples" / "weather-tools.json"),
+                                    "enabled": False}  # switched on by the re-crawl tests
+    (d / "servers.json").write_text(json.dumps(cfg, indent=1))
+    db = d / "serve.db"
+    r = run_cli("crawl", "--config", d / "servers.json", "--db", db, "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    from toolidx.store import open_db
+
+    idx = open_db(db)  # fold the WAL into the file, so a plain file copy is a whole index
+    idx.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    idx.close()
+    return db
+
+
+# --- catalog (describe / list / categories / similar) -----------------------------------------
+CATALOG_DATA = REPO / "tests" / "data" / "catalog"
+CATALOG_REAL_SERVERS = ("time", "git", "filesystem", "memory", "everything", "cyanheads-git")
+
+
+@pytest.fixture(scope="session")
+def catalog_db(model_path, tmp_path_factory) -> Path:
+    """tests/data/catalog (3 servers, 13 tools, two git servers) crawled with vectors. Read-only."""
+    db = tmp_path_factory.mktemp("catalog") / "catalog.db"
+    r = run_cli("crawl", "--config", CATALOG_DATA / "servers.yaml", "--db", db, "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    return db
+
+
+@pytest.fixture(scope="session")
+def catalog_real_db(servers_config, model_path, tmp_path_factory) -> Path:
+    """The fast real servers (two git servers among them) crawled with vectors. Read-only."""
+    d = tmp_path_factory.mktemp("catalog-real")
+    src = servers_config["mcpServers"]
+    (d / "servers.json").write_text(json.dumps({"mcpServers": {n: src[n] for n in CATALOG_REAL_SERVERS}}))
+    r = run_cli("crawl", "--config", d / "servers.json", "--db", d / "real.db", "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    return d / "real.db"

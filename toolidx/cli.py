@@ -91,6 +91,296 @@ def embed(
     render.embed_result(embed_missing(database, embedder), embedder.model, as_json)
 
 
+# --- catalog: describe / list / categories / similar -------------------------------------------
+CatServerOpt = typer.Option([], "--server", "-s", help="Only these servers (repeatable).")
+CatTagOpt = typer.Option([], "--tag", "-t", help="Only tools with any of these tags (repeatable).")
+CatExcludeTagOpt = typer.Option([], "--exclude-tag", help="Drop tools with any of these tags.")
+CatCategoryOpt = typer.Option([], "--category", help="Only these categories (repeatable).")
+CatNamePatternOpt = typer.Option(None, "--name-pattern", help="Regex searched in tool names (case-insensitive).")
+CatDescOpt = typer.Option(None, "--description-contains", help="Substring of the description (case-insensitive).")
+CatReadOnlyOpt = typer.Option(False, "--read-only", help="Only tools annotated readOnlyHint: true.")
+CatNoDestructiveOpt = typer.Option(False, "--no-destructive", help="Drop tools annotated destructiveHint: true.")
+MaxTokensOpt = typer.Option(None, "--max-tokens", min=1,
+                            help="Fit the answer in about this many tokens: shorten descriptions, "
+                                 "then drop schemas, then drop items (JSON says what was cut).")
+
+
+def _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
+                     read_only, no_destructive):
+    from .filters import Filters
+
+    f = Filters(servers=list(server), tags=list(tag), exclude_tags=list(exclude_tag),
+                categories=list(category), name_pattern=name_pattern,
+                description_contains=description_contains, read_only=read_only,
+                no_destructive=no_destructive)
+    return None if f.is_empty() else f
+
+
+@app.command()
+def describe(
+    tool: str = typer.Argument(..., help="SERVER/TOOL (also SERVER.TOOL, SERVER:TOOL, or a bare tool name)."),
+    detail: str = typer.Option("summary", "--detail", "-d", help="summary | schema | full."),
+    db: Optional[Path] = DbOpt,
+    max_tokens: Optional[int] = MaxTokensOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Show one tool: summary, its parameters (--detail schema), or everything with an example call (--detail full)."""
+    from .describe import describe as describe_tool
+
+    render.describe_result(describe_tool(_open(db), tool, detail, max_tokens=max_tokens), as_json)
+
+
+@app.command("list")
+def list_cmd(
+    db: Optional[Path] = DbOpt,
+    page: int = typer.Option(1, "--page", min=1, help="Page number (from 1)."),
+    page_size: int = typer.Option(50, "--page-size", min=1, max=1000, help="Tools per page."),
+    sort: str = typer.Option("name", "--sort", help="name | server | category (then id)."),
+    order: str = typer.Option("asc", "--order", help="asc | desc."),
+    server: List[str] = CatServerOpt,
+    tag: List[str] = CatTagOpt,
+    exclude_tag: List[str] = CatExcludeTagOpt,
+    category: List[str] = CatCategoryOpt,
+    name_pattern: Optional[str] = CatNamePatternOpt,
+    description_contains: Optional[str] = CatDescOpt,
+    read_only: bool = CatReadOnlyOpt,
+    no_destructive: bool = CatNoDestructiveOpt,
+    max_tokens: Optional[int] = MaxTokensOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """List indexed tools, a page at a time, with the same filters as search."""
+    from .catalog import list_tools
+
+    filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
+                               read_only, no_destructive)
+    render.list_result(list_tools(_open(db), page=page, page_size=page_size, sort=sort, order=order,
+                                  filters=filters, max_tokens=max_tokens), as_json)
+
+
+@app.command()
+def categories(
+    db: Optional[Path] = DbOpt,
+    server: List[str] = CatServerOpt,
+    tag: List[str] = CatTagOpt,
+    exclude_tag: List[str] = CatExcludeTagOpt,
+    category: List[str] = CatCategoryOpt,
+    name_pattern: Optional[str] = CatNamePatternOpt,
+    description_contains: Optional[str] = CatDescOpt,
+    read_only: bool = CatReadOnlyOpt,
+    no_destructive: bool = CatNoDestructiveOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Categories, tags and servers (with crawl status and stale tools), each with its tool count."""
+    from .catalog import categories as catalog_categories
+
+    filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
+                               read_only, no_destructive)
+    render.categories_result(catalog_categories(_open(db), filters), as_json)
+
+
+@app.command()
+def similar(
+    tool: str = typer.Argument(..., help="SERVER/TOOL to find neighbours of."),
+    db: Optional[Path] = DbOpt,
+    limit: int = typer.Option(10, "--limit", "-n", min=1, max=200, help="How many similar tools."),
+    max_tokens: Optional[int] = MaxTokensOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Tools most like one tool (by stored embedding; by words without vectors), flagging likely duplicates across servers."""
+    from .similar import similar as similar_tools
+
+    render.similar_result(similar_tools(_open(db), tool, limit, max_tokens=max_tokens), as_json)
+
+
+# --- serve / stats -----------------------------------------------------------------------------
+@app.command()
+def serve(
+    db: Optional[Path] = DbOpt,
+    config: Optional[Path] = typer.Option(None, "--config", "-c", envvar="TOOLIDX_CONFIG",
+                                          help="Config to start servers from for execute_tool "
+                                               "(default: the one the index was crawled from)."),
+    server: List[str] = typer.Option([], "--server", "-s", help="Scope: only these servers' tools can be found and run."),
+    tag: List[str] = typer.Option([], "--tag", "-t", help="Scope: only tools with any of these tags."),
+    category: List[str] = typer.Option([], "--category", help="Scope: only these categories."),
+    read_only: bool = typer.Option(False, "--read-only", help="Scope: only tools annotated read-only."),
+    expose_tools: bool = typer.Option(False, "--expose-tools",
+                                      help="Also list every tool in scope directly, as SERVER__TOOL (proxied)."),
+    pin: List[str] = typer.Option([], "--pin", help="SERVER/TOOL always listed directly (repeatable)."),
+    max_tokens: int = typer.Option(4000, "--max-tokens", min=200, help="Token budget of each meta-tool answer."),
+    poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between checks for a new crawl."),
+    print_config: bool = typer.Option(False, "--print-config",
+                                      help="Print the client config entry that starts this server, and exit."),
+    client: str = typer.Option("claude", "--client", help="With --print-config: claude | cursor | vscode."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Serve the index over stdio as an MCP server: search/describe/execute meta-tools for any client."""
+    from .filters import Filters
+
+    scope = Filters(servers=list(server), tags=list(tag), categories=list(category), read_only=read_only)
+    if print_config:
+        from .install import client_config
+        from .store.db import default_db_path
+
+        db_path = str(db or default_db_path())
+        render.serve_config(client_config(
+            client, db_path, index_config_path=_open(db).get_meta("config_path"),
+            config_path=str(config) if config else None, servers=list(server), tags=list(tag),
+            categories=list(category), read_only=read_only, expose_tools=expose_tools, pins=list(pin),
+            max_tokens=max_tokens if max_tokens != 4000 else None), as_json)
+        return
+    from .serve import serve_stdio
+    from .store.db import default_db_path
+
+    serve_stdio(str(db or default_db_path()), config_path=str(config) if config else None, scope=scope,
+                expose_tools=expose_tools, pins=list(pin), max_tokens=max_tokens, poll_interval=poll)
+
+
+@app.command()
+def stats(
+    db: Optional[Path] = DbOpt,
+    server: List[str] = typer.Option([], "--server", "-s", help="Only these servers."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Context tokens: every tool definition versus toolidx serve's meta-tools, per server."""
+    from .filters import Filters
+    from .stats import index_stats
+
+    render.stats_result(index_stats(_open(db), Filters(servers=list(server)) if server else None), as_json)
+
+
+# --- diff / history / audit --------------------------------------------------------------------
+FormatOpt = typer.Option("text", "--format", "-f", help="text | json | markdown (a pull-request comment).")
+
+
+def _format(fmt: str, as_json: bool) -> str:
+    from .errors import UsageError
+
+    f = "json" if as_json else fmt.strip().lower()
+    f = {"md": "markdown", "txt": "text"}.get(f, f)
+    if f not in ("text", "json", "markdown"):
+        raise UsageError(f"unknown --format {fmt!r}", fix="use text, json or markdown")
+    return f
+
+
+@app.command()
+def diff(
+    files: Optional[List[Path]] = typer.Argument(None, help="OLD.db [NEW.db]: compare the latest crawl of "
+                                                              "each (NEW defaults to --db). None: two crawls of --db."),
+    db: Optional[Path] = DbOpt,
+    from_crawl: Optional[str] = typer.Option(None, "--from", help="Older crawl: id, previous, or -N "
+                                                                  "(default: the one before --to)."),
+    to_crawl: Optional[str] = typer.Option(None, "--to", help="Newer crawl: id, latest, or -N (default: latest)."),
+    server: List[str] = typer.Option([], "--server", "-s", help="Only these servers."),
+    fail_on: List[str] = typer.Option(["none"], "--fail-on",
+                                      help="Exit 1 when a change of this class is found: breaking, risky, "
+                                           "compatible, any, none (default; comma-separate or repeat)."),
+    fmt: str = FormatOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """What changed between two crawls: added, removed, renamed and changed tools, classified
+    breaking / risky / compatible. Exit 0: nothing matched --fail-on; 1: matching changes; 2: usage."""
+    from .diff import expand_fail_on
+    from .errors import UsageError
+    from .history import diff as run_diff
+
+    f = _format(fmt, as_json)
+    expand_fail_on(fail_on)  # a typo in the gate fails before any work
+    paths = list(files or [])
+    if len(paths) > 2:
+        raise UsageError("at most two index files (OLD.db NEW.db)", fix="toolidx diff OLD.db NEW.db")
+    result = run_diff(db, *paths, from_ref=from_crawl, to_ref=to_crawl, servers=list(server) or None)
+    render.diff_result(result, f, list(fail_on))
+    if result.matches(fail_on):
+        raise typer.Exit(EXIT_FAILURE)
+
+
+@app.command()
+def history(
+    db: Optional[Path] = DbOpt,
+    limit: int = typer.Option(20, "--limit", "-n", min=0, help="How many crawls, newest first (0: all)."),
+    server: List[str] = typer.Option([], "--server", "-s", help="Count only these servers' tools."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """The crawls in the index: servers ok/failed, tools, and added/removed/changed since the crawl before."""
+    from .history import history as crawl_history
+
+    render.history_result(crawl_history(_open(db), limit or None, list(server) or None), as_json)
+
+
+@app.command()
+def audit(
+    db: Optional[Path] = DbOpt,
+    server: List[str] = typer.Option([], "--server", "-s", help="Only these servers."),
+    crawl_ref: Optional[str] = typer.Option(None, "--crawl", help="Scan a past crawl (id, previous, -N) "
+                                                                  "instead of the index as it is now."),
+    fmt: str = FormatOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Scan tool descriptions and schemas for prompt-injection patterns (hidden tags, "ignore previous
+    instructions", secret-file requests, invisible Unicode, base64). Exit 1 when anything is found."""
+    from .history import audit as run_audit
+
+    f = _format(fmt, as_json)
+    report = run_audit(_open(db), list(server) or None, crawl_ref)
+    render.audit_result(report, f)
+    if report.findings:
+        raise typer.Exit(EXIT_FAILURE)
+
+
+# --- search / eval -----------------------------------------------------------------------------
+@app.command()
+def search(
+    query: str = typer.Argument(..., help="What you want to do, in plain words (or a tool name)."),
+    db: Optional[Path] = DbOpt,
+    limit: int = typer.Option(10, "--limit", "-n", min=1, help="At most this many hits."),
+    mode: str = typer.Option("hybrid", "--mode", "-m", help="hybrid | keyword | semantic."),
+    server: List[str] = CatServerOpt,
+    tag: List[str] = CatTagOpt,
+    exclude_tag: List[str] = CatExcludeTagOpt,
+    category: List[str] = CatCategoryOpt,
+    name_pattern: Optional[str] = CatNamePatternOpt,
+    description_contains: Optional[str] = CatDescOpt,
+    read_only: bool = CatReadOnlyOpt,
+    no_destructive: bool = CatNoDestructiveOpt,
+    min_score: Optional[float] = typer.Option(
+        None, "--min-score", help="Drop hits below this score (0..1); default: the calibrated "
+                                  "'no good match' threshold. 0 always shows the best tools."),
+    max_tokens: Optional[int] = MaxTokensOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Find tools for a task: keyword + semantic + fuzzy-name ranking, scores in [0, 1]. Says so
+    (no hits, exit 1) when no tool is a good match."""
+    from .search import search as run_search
+
+    filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
+                               read_only, no_destructive)
+    result = run_search(_open(db), query, mode=mode, limit=limit, filters=filters, min_score=min_score)
+    render.search_result(result, as_json, max_tokens)
+    if result.no_match:
+        raise typer.Exit(EXIT_FAILURE)
+
+
+@app.command("eval")
+def eval_cmd(
+    queries: Path = typer.Argument(..., help='JSONL of {"id", "query", "relevant": [tool ids]} '
+                                             '("relevant": [] = no tool serves it).'),
+    db: Optional[Path] = DbOpt,
+    mode: str = typer.Option("all", "--mode", "-m", help="all | hybrid | keyword | semantic."),
+    k: List[int] = typer.Option([1, 5, 10], "--k", help="Cut-offs for R@k (repeatable)."),
+    labels: str = typer.Option("any", "--labels", help="any: one relevant tool serves the query; "
+                                                       "all: it needs every one."),
+    infeasible: Optional[Path] = typer.Option(None, "--infeasible", help="Extra JSONL of queries no tool serves."),
+    by: Optional[str] = typer.Option(None, "--by", help="Also report per value of this query field (e.g. level)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Measure retrieval quality on your catalog: R@k, MRR@10, nDCG@10, abstention, per mode."""
+    from .eval import evaluate
+
+    modes = ["hybrid", "keyword", "semantic"] if mode == "all" else [mode]
+    render.eval_report(evaluate(_open(db), queries, modes=modes, k=tuple(k), labels=labels,
+                                infeasible=infeasible, by=by), as_json)
+
+
 # --- entry point -------------------------------------------------------------------------------
 class _StderrHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
@@ -104,18 +394,23 @@ def main(argv: list[str] | None = None) -> None:
         log.setLevel(logging.WARNING)
         log.propagate = False
     args = sys.argv[1:] if argv is None else argv
-    as_json = "--json" in args or "--format=json" in args
+    as_json = "--json" in args or "--format=json" in args or any(
+        a in ("--format", "-f") and b == "json" for a, b in zip(args, args[1:]))
     import click
 
+    try:  # typer >= 0.20 raises its own vendored click's exceptions: catch both
+        from typer._click.exceptions import ClickException as TyperClickError
+    except ImportError:
+        TyperClickError = click.ClickException
     try:
         code = app(args=args, prog_name="toolidx", standalone_mode=False)
     except ToolidxError as e:
         render.error(e, as_json)
         code = e.exit_code
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, typer.Abort):
         render.note("aborted")
         code = 130
-    except click.ClickException as e:
+    except (click.ClickException, TyperClickError) as e:
         e.show()
         code = EXIT_USAGE if e.exit_code == 2 else e.exit_code
     except KeyboardInterrupt:

@@ -29,6 +29,7 @@ SERVER_KEYS = {"command", "args", "env", "cwd", "url", "headers", "type", "trans
                "category", "timeout", "enabled", "disabled", "tools_file", "envFile"}
 
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_INPUT = re.compile(r"\$\{input:([^}]+)\}")  # VS Code prompts the user for these; we cannot
 
 
 @dataclass
@@ -110,14 +111,19 @@ class _DupKeyLoader:
         seen: dict[str, Any] = {}
         for k, v in pairs:
             if k in seen:
-                raise _Duplicate(k)
+                raise _Duplicate(k, server=_looks_like_server(v))
             seen[k] = v
         return seen
 
 
 class _Duplicate(Exception):
-    def __init__(self, key: str, line: int | None = None):
-        self.key, self.line = key, line
+    def __init__(self, key: str, line: int | None = None, server: bool = False):
+        self.key, self.line, self.server = key, line, server
+
+
+def _looks_like_server(value: Any) -> bool:
+    keys = set(value) if isinstance(value, dict) else set()
+    return bool(keys & {"command", "url", "tools_file", "type", "transport"})
 
 
 def _load_yaml(text: str) -> Any:
@@ -131,7 +137,11 @@ def _load_yaml(text: str) -> Any:
         for key_node, _ in node.value:
             k = loader.construct_object(key_node, deep=deep)
             if k in keys:
-                raise _Duplicate(str(k), key_node.start_mark.line + 1)
+                value_node = next(v for kn, v in node.value if kn is key_node)
+                is_server = isinstance(value_node, yaml.MappingNode) and any(
+                    getattr(kn, "value", None) in ("command", "url", "tools_file", "type", "transport")
+                    for kn, _ in value_node.value)
+                raise _Duplicate(str(k), key_node.start_mark.line + 1, is_server)
             keys.add(k)
         return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
@@ -146,7 +156,8 @@ def parse_text(text: str, where: str, is_json: bool) -> Any:
         return _load_yaml(text)
     except _Duplicate as d:
         at = f"{where}:{d.line}" if d.line else where
-        raise ConfigError(f"duplicate key {d.key!r} (a server name must be unique)", where=at,
+        what = f"server {d.key!r} is defined twice" if d.server else f"duplicate key {d.key!r}"
+        raise ConfigError(f"{what} (names must be unique)", where=at,
                           fix="rename or remove one of them") from None
     except json.JSONDecodeError as e:
         raise ConfigError(f"invalid JSON: {e.msg}", where=f"{where}:{e.lineno}:{e.colno}",
@@ -218,14 +229,22 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
     elif entry.get("url"):
         t = "sse" if str(entry["url"]).rstrip("/").endswith("/sse") else "http"
     else:
-        raise err("no `command`, `url` or `tools_file`", fix="say how to start or reach the server")
+        raise err("no `command`, `url` or `tools_file`", "command",
+                  fix="say how to start (command) or reach (url) the server")
 
     missing: list[str] = []
+
+    # VS Code's mcp.json lives in .vscode/ and may say ${workspaceFolder}
+    workspace = str(base.parent if base.name == ".vscode" else base)
+    env_vars = dict(os.environ if environ is None else environ)
+    env_vars.setdefault("workspaceFolder", workspace)
+    inputs: list[str] = []
 
     def x(v: Any, key: str) -> str:
         if not isinstance(v, (str, int, float)) or isinstance(v, bool):
             raise err(f"must be a string, not {type(v).__name__}", key)
-        s, miss = expand(str(v), environ)
+        inputs.extend(f"${{input:{m}}} in {key}" for m in _INPUT.findall(str(v)))
+        s, miss = expand(str(v), env_vars)
         missing.extend(miss)
         return s
 
@@ -244,7 +263,7 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
         if not isinstance(args, list):
             raise err("must be a list of strings", "args")
         spec.args = [x(a, "args") for a in args]
-        spec.env = xmap("env")
+        spec.env = {**_env_file(entry, base, x, err), **xmap("env")}
         if entry.get("cwd"):
             spec.cwd = str(base / x(entry["cwd"], "cwd"))
     elif t in ("http", "sse"):
@@ -278,4 +297,29 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
     spec.enabled = enabled
     if missing:
         spec.problem = "environment variable(s) not set: " + ", ".join(sorted(set(missing)))
+    if inputs:
+        spec.problem = (f"uses VS Code input variables, which toolidx cannot prompt for "
+                        f"({', '.join(inputs)}): use ${{ENV_VAR}} instead")
     return spec
+
+
+def _env_file(entry: dict, base: Path, x: Any, err: Any) -> dict[str, str]:
+    """VS Code's `envFile`: KEY=VALUE lines (dotenv); `env` wins over it."""
+    if not entry.get("envFile"):
+        return {}
+    path = base / x(entry["envFile"], "envFile")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise err(f"cannot read {path}: {e.strerror}", "envFile") from None
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        k, v = line.removeprefix("export ").split("=", 1)
+        v = v.strip()
+        if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
+            v = v[1:-1]
+        out[k.strip()] = v
+    return out

@@ -20,6 +20,9 @@ from .store.db import Database
 
 
 class CrawlProgress(Protocol):
+    """What a progress display is told. `begin(specs)` and `entry_finished(spec, results)` are
+    optional (a tools_file catalog entry may yield results under other server names)."""
+
     def server_started(self, spec: ServerSpec) -> None: ...
 
     def server_finished(self, result: ServerResult) -> None: ...
@@ -70,8 +73,14 @@ async def gather_results(specs: list[ServerSpec], concurrency: int,
                 results = [_failed(spec, f"internal error: {type(e).__name__}: {e}", t0, started)]
             for r in results:
                 progress.server_finished(r)
+            entry_finished = getattr(progress, "entry_finished", None)
+            if entry_finished:
+                entry_finished(spec, results)
             return results
 
+    begin = getattr(progress, "begin", None)
+    if begin:
+        begin(specs)
     nested = await asyncio.gather(*(one(s) for s in specs))
     return [r for rs in nested for r in rs]
 

@@ -188,10 +188,15 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False) -> D
 
 def _load_vec(conn: Any) -> tuple[bool, str | None]:
     try:
-        import sqlite_vec
+        # find the bundled vec0 library without importing the package: `import sqlite_vec`
+        # imports numpy (~0.3 s), which a keyword search must not pay for
+        import importlib.util
 
+        spec = importlib.util.find_spec("sqlite_vec")
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError("No module named 'sqlite_vec'")
         conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
+        conn.load_extension(os.path.join(list(spec.submodule_search_locations)[0], "vec0"))
         conn.enable_load_extension(False)
         return True, None
     except Exception as e:  # missing wheel, or a SQLite built without extension loading

@@ -1,0 +1,1 @@
+complete --command toolidx --no-files --arguments "(env _TOOLIDX_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) toolidx)" --condition "env _TOOLIDX_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) toolidx"

@@ -1,0 +1,246 @@
+"""Text and Markdown views of a diff, a crawl history and an audit, built from their JSON payloads
+(so every format shows the same facts). render.py decides where they go; this module only
+builds strings. `rich=True` adds rich markup for a terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ICON = {"breaking": "🔴", "risky": "🟠", "compatible": "🟢", None: "⚪"}
+COLOR = {"breaking": "red", "risky": "yellow", "compatible": "green", None: "dim"}
+CONTEXT_WORDS = 8
+
+
+def _esc_rich(s: str) -> str:
+    return s.replace("[", "\\[")
+
+
+def _esc_md(s: str) -> str:
+    out = []
+    for ch in s:
+        if ch in "\\`*_[]<>|~#":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out).replace("\n", " ")
+
+
+def _clip_equal(text: str, first: bool, last: bool) -> str:
+    """Keep a few words of context around edits in long descriptions."""
+    words = text.split(" ")
+    if len(words) <= 2 * CONTEXT_WORDS:
+        return text
+    if first:
+        return "… " + " ".join(words[-CONTEXT_WORDS:])
+    if last:
+        return " ".join(words[:CONTEXT_WORDS]) + " …"
+    return " ".join(words[:CONTEXT_WORDS]) + " … " + " ".join(words[-CONTEXT_WORDS:])
+
+
+def words_inline(words: list[dict], style: str) -> str:
+    """A word diff on one line: git-style `[-old-]{+new+}`, rich colours, or Markdown."""
+    parts = []
+    for i, w in enumerate(words):
+        t = " ".join(w["text"].split()) if w["op"] != "equal" else " ".join(w["text"].replace("\n", " ").split(" "))
+        if w["op"] == "equal":
+            t = _clip_equal(t, i == 0, i == len(words) - 1)
+            parts.append(_esc_md(t) if style == "md" else _esc_rich(t) if style == "rich" else t)
+        elif not t.strip():
+            parts.append(" ")
+        elif w["op"] == "delete":
+            parts.append(f"~~{_esc_md(t)}~~" if style == "md" else f"[red strike]{_esc_rich(t)}[/]"
+                         if style == "rich" else f"[-{t}-]")
+        else:
+            if style != "plain" and i and words[i - 1]["op"] == "delete":
+                parts.append(" ")  # "~~old~~ **new**" reads better than "~~old~~**new**"
+            parts.append(f"**{_esc_md(t)}**" if style == "md" else f"[green]{_esc_rich(t)}[/]"
+                         if style == "rich" else f"{{+{t}+}}")
+    s = "".join(parts).strip()
+    return s if len(s) <= 600 else s[:599] + "…"
+
+
+def _side(d: dict) -> str:
+    cid = d.get("crawl_id")
+    return f"{d.get('db')} crawl {cid}" + (f" ({d['started_at']})" if d.get("started_at") else "")
+
+
+def summary_line(payload: dict) -> str:
+    sv = payload["summary"]["severity"]
+    t = payload["summary"]["tools"]
+    parts = [f"{sv['breaking']} breaking", f"{sv['risky']} risky", f"{sv['compatible']} compatible"]
+    tools = ", ".join(f"{t[k]} {k}" for k in ("added", "removed", "renamed", "changed", "unknown") if t[k])
+    states = ", ".join(f"{n} server{'s' if n > 1 else ''} {k}"
+                       for k, n in payload["summary"]["servers"].items() if k != "not_crawled")
+    return ("; ".join(parts) + f" — tools: {tools or 'no changes'}, {t['unchanged']} unchanged"
+            + (f"; {states}" if states else ""))
+
+
+def _change_line(c: dict, style: str) -> str:
+    sev = c["severity"]
+    where = c["field"]
+    msg = c["message"]
+    if msg.startswith(where.split(".")[-1] + " "):
+        msg = msg[len(where.split(".")[-1]) + 1:]  # "description changed" under "description:"
+    if c.get("via"):
+        msg += " (via " + ", ".join(f"`{v}`" for v in c["via"]) + ")"
+    # the message is ours (escape it for the format); the detail after it quotes the tool's text
+    msg = _md_msg(msg) if style == "md" else _esc_rich(msg) if style == "rich" else msg
+    words = c.get("words")
+    if words and any(w["op"] != "equal" for w in words) and c["kind"].endswith("_changed"):
+        msg += ": " + words_inline(words, style)
+    elif c["kind"] == "injection_appeared" and c.get("new"):
+        ex = c["new"]
+        msg += f": “{_esc_md(ex) if style == 'md' else _esc_rich(ex) if style == 'rich' else ex}”"
+    if style == "md":
+        return f"{ICON[sev]} **{sev}** · {_esc_md(where)} · {msg}"
+    if style == "rich":
+        return f"[{COLOR[sev]}]{sev:<10}[/] {_esc_rich(where)}: {msg}"
+    return f"{sev:<10} {where}: {msg}"
+
+
+def _md_msg(msg: str) -> str:
+    # keep `code` spans from the message; escape the rest
+    out, inside = [], False
+    for chunk in msg.split("`"):
+        out.append(f"`{chunk}`" if inside else _esc_md(chunk))
+        inside = not inside
+    return "".join(out)
+
+
+def _tool_head(t: dict, style: str) -> str:
+    sev = t["severity"]
+    rn = t.get("renamed_from")
+    extra = ""
+    if rn:
+        how = "certain" if rn["certain"] else f"{rn['score']:.0%} sure"
+        extra = f" ← `{rn['name']}` ({how}: {rn['reason']})"
+    if t.get("note"):
+        extra += f" — {t['note']}"
+    if style == "md":
+        return f"- {ICON[sev]} **{t['change']}** `{t['id']}`{_md_msg(extra) if extra else ''}"
+    if style == "rich":
+        return f"  [{COLOR[sev]}]{(sev or '-'):<10}[/] [bold]{t['change']:<8}[/] {_esc_rich(t['id'])}{_esc_rich(extra)}"
+    return f"  {(sev or '-'):<10} {t['change']:<8} {t['id']}{extra}"
+
+
+def _server_head(s: dict, style: str) -> str:
+    state = s["state"]
+    counts: dict[str, int] = {}
+    for t in s["tools"]:
+        counts[t["change"]] = counts.get(t["change"], 0) + 1
+    c = ", ".join(f"{n} {k}" for k, n in counts.items()) or "no tool changes"
+    err = f" ({s['error']})" if s.get("error") else ""
+    what = {"failed": "FAILED in the newer crawl — tools not removed, just unknown",
+            "removed": "server removed", "added": "new server", "recovered": "recovered (failed before)",
+            "not_crawled": "not crawled in the newer crawl", "ok": "ok"}.get(state, state)
+    if style == "md":
+        return f"#### `{s['server']}` — {_esc_md(what + err)}: {c}"
+    if style == "rich":
+        return f"[bold]{_esc_rich(s['server'])}[/]: {_esc_rich(what + err)} — {c}"
+    return f"{s['server']}: {what}{err} — {c}"
+
+
+def diff_text(payload: dict, style: str = "plain", show_compatible: bool = True) -> str:
+    lines = [f"from {_side(payload['from'])}", f"to   {_side(payload['to'])}"]
+    for s in payload["servers"]:
+        lines.append("")
+        lines.append(_server_head(s, style))
+        for t in s["tools"]:
+            lines.append(_tool_head(t, style))
+            if t["change"] in ("added", "removed", "unknown"):
+                detail = [c for c in t["changes"] if c["kind"] not in ("tool_added", "tool_removed")]
+            else:
+                detail = [c for c in t["changes"] if c["kind"] != "tool_renamed"]
+            for c in detail:
+                if c["severity"] == "compatible" and not show_compatible:
+                    continue
+                lines.append("      " + _change_line(c, style))
+    for n in payload.get("notes") or []:
+        lines.append(f"note: {n}")
+    lines.append("")
+    lines.append(summary_line(payload))
+    return "\n".join(lines)
+
+
+def diff_markdown(payload: dict, max_tools: int = 200) -> str:
+    """A pull-request comment: headline, a per-server table, then the details (folded)."""
+    sv = payload["summary"]["severity"]
+    head = payload.get("highest")
+    title = (f"{ICON[head]} **{sv['breaking']} breaking**, {sv['risky']} risky, {sv['compatible']} compatible"
+             if head else "✅ no tool changes")
+    out = ["### toolidx diff", "", title, "",
+           f"`{_side(payload['from'])}` → `{_side(payload['to'])}`", ""]
+    servers = payload["servers"]
+    if servers:
+        out += ["| server | state | added | removed | renamed | changed | unknown | breaking | risky |",
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for s in servers:
+            n = {k: sum(1 for t in s["tools"] if t["change"] == k)
+                 for k in ("added", "removed", "renamed", "changed", "unknown")}
+            b = sum(1 for t in s["tools"] if "breaking" in t["severities"])
+            r = sum(1 for t in s["tools"] if "risky" in t["severities"])
+            out.append(f"| `{s['server']}` | {s['state']} | {n['added']} | {n['removed']} | {n['renamed']} | "
+                       f"{n['changed']} | {n['unknown']} | {b} | {r} |")
+        out.append("")
+        shown = 0
+        for s in servers:
+            if not s["tools"] and s["state"] in ("ok", "not_crawled"):
+                continue
+            out.append(_server_head(s, "md"))
+            out.append("")
+            for t in s["tools"]:
+                if shown >= max_tools:
+                    break
+                shown += 1
+                out.append(_tool_head(t, "md"))
+                for c in t["changes"]:
+                    if c["kind"] in ("tool_added", "tool_removed", "tool_renamed"):
+                        continue
+                    out.append("  - " + _change_line(c, "md"))
+            out.append("")
+        total = sum(len(s["tools"]) for s in servers)
+        if shown < total:
+            out.append(f"_{total - shown} more tool changes not shown; see the JSON output._")
+    for n in payload.get("notes") or []:
+        out.append(f"> note: {_esc_md(n)}")
+    out.append("")
+    out.append(f"<sub>{_esc_md(summary_line(payload))}</sub>")
+    return "\n".join(out) + "\n"
+
+
+def history_rows(payload: dict) -> list[list[Any]]:
+    rows = []
+    for c in payload["crawls"]:
+        failed = c["failed_servers"]
+        rows.append([c["id"], (c.get("started_at") or "")[:19].replace("T", " "),
+                     f"{c['servers_crawled'] - len(failed)}/{c['servers_crawled']}",
+                     c["tools"], c["stale"] or "", "-" if c["added"] is None else f"+{c['added']}",
+                     "-" if c["removed"] is None else f"-{c['removed']}",
+                     "-" if c["changed"] is None else f"~{c['changed']}", ", ".join(failed)])
+    return rows
+
+
+HISTORY_COLUMNS = ["crawl", "started (UTC)", "servers ok", "tools", "stale", "added", "removed", "changed",
+                   "failed servers"]
+
+
+def audit_markdown(payload: dict) -> str:
+    n = payload["findings"]
+    out = ["### toolidx audit", "",
+           (f"🟠 **{n} finding{'s' if n != 1 else ''}** in {payload['flagged_tools']} of "
+            f"{payload['scanned']} tools" if n else f"✅ no findings in {payload['scanned']} tools"), ""]
+    if n:
+        out += ["| tool | rule | confidence | where | finding | excerpt |", "|---|---|---|---|---|---|"]
+        for t in payload["tools"]:
+            for f in t["findings"]:
+                out.append(f"| `{t['id']}` | {f['rule']} | {f['confidence']} | {_esc_md(f['where'])} | "
+                           f"{_esc_md(f['message'])} | {_esc_md(f['excerpt'])} |")
+    return "\n".join(out) + "\n"
+
+
+def audit_rows(payload: dict) -> list[list[Any]]:
+    return [[t["id"], f["rule"], f["confidence"], f["where"], f["message"], f["excerpt"]]
+            for t in payload["tools"] for f in t["findings"]]
+
+
+AUDIT_COLUMNS = ["tool", "rule", "confidence", "where", "finding", "excerpt"]

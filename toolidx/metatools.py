@@ -1,0 +1,203 @@
+"""The discovery server's meta-tools as they go on the wire: names, descriptions written for an
+LLM reader, and exact JSON input schemas.
+
+Kept apart from serve.py (which needs mcp) so `toolidx stats` can count their tokens without
+importing the MCP SDK.
+"""
+
+from __future__ import annotations
+
+import copy
+
+SEARCH_TYPES = ["hybrid", "semantic", "keyword"]
+DETAILS = ["summary", "schema", "full"]
+SORT_BY = ["name", "server", "category"]
+DEFAULT_TIMEOUT_MS = 30_000
+
+_FILTERS = {
+    "type": "object",
+    "description": "Optional narrowing; lists match any of their values.",
+    "properties": {
+        "servers": {"type": "array", "items": {"type": "string"}, "description": "Only these servers."},
+        "tags": {"type": "array", "items": {"type": "string"},
+                 "description": "Only tools with one of these tags (e.g. read-only)."},
+        "exclude_tags": {"type": "array", "items": {"type": "string"},
+                         "description": "Drop tools with any of these tags (e.g. destructive)."},
+        "categories": {"type": "array", "items": {"type": "string"}, "description": "Only these categories."},
+        "name_pattern": {"type": "string", "description": "Regex on the tool name, case-insensitive."},
+        "description_contains": {"type": "string", "description": "Text the description must contain."},
+        "read_only": {"type": "boolean", "description": "Only tools marked read-only."},
+        "min_score": {"type": "number", "minimum": 0, "maximum": 1,
+                      "description": "Drop matches scoring below this (0..1)."},
+    },
+    "additionalProperties": False,
+}
+
+_TOOL_NAME = {
+    "type": "string", "minLength": 1,
+    "description": "The tool's id as search_tools/list_tools return it: \"server/tool\" "
+                   "(e.g. \"time/get_current_time\"). A bare tool name works when only one server has it.",
+}
+
+
+def _filters(search: bool) -> dict:
+    f = copy.deepcopy(_FILTERS)
+    if not search:
+        del f["properties"]["min_score"]
+    return f
+
+
+META_TOOLS: list[dict] = [
+    {
+        "name": "search_tools",
+        "title": "Search tools",
+        "description": (
+            "Find the right tool for a task among every tool of every MCP server indexed here "
+            "(they are not listed directly). Describe what you want to do in plain words; you get "
+            "ranked matches with ids, one-line descriptions and a 0..1 relevance score. If nothing "
+            "fits, the answer says so explicitly (no_match: true) instead of guessing: then "
+            "rephrase or tell the user no such tool exists. Next step: describe_tool for the "
+            "exact arguments, then execute_tool to run it."),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1,
+                          "description": "The task in plain words, e.g. \"current time in Tokyo\" or "
+                                         "\"list files in a folder\". Tool names and keywords also work."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5,
+                          "description": "How many matches at most."},
+                "filters": _filters(search=True),
+                "include_schemas": {"type": "boolean", "default": False,
+                                    "description": "Also return each match's input schema (costs context; "
+                                                   "usually describe_tool on the one you pick is better)."},
+                "search_type": {"type": "string", "enum": SEARCH_TYPES, "default": "hybrid",
+                                "description": "hybrid (best, default): meaning + keywords; semantic: meaning "
+                                               "only; keyword: exact words only."},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "list_tools",
+        "title": "List all tools",
+        "description": (
+            "Browse the full catalog page by page, in a stable order (use search_tools to find a "
+            "tool for a task; use this to see everything a server offers). Returns items, the "
+            "total count, and next_page (null on the last page)."),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "page": {"type": "integer", "minimum": 1, "default": 1, "description": "1-based page number."},
+                "page_size": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20,
+                              "description": "Tools per page."},
+                "sort_by": {"type": "string", "enum": SORT_BY, "default": "name",
+                            "description": "name: by tool name; server: grouped by server; category: grouped by category."},
+                "sort_order": {"type": "string", "enum": ["asc", "desc"], "default": "asc"},
+                "filters": _filters(search=False),
+                "include_schemas": {"type": "boolean", "default": False,
+                                    "description": "Also return each tool's input schema (costs context)."},
+            },
+            "additionalProperties": False,
+        },
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "describe_tool",
+        "title": "Describe a tool",
+        "description": (
+            "Everything needed to call one tool correctly: its parameters (types, required, "
+            "defaults, allowed values), the full input schema, its annotations (read-only, "
+            "destructive) and an example arguments object. An unknown name returns the closest "
+            "existing names. Call this before execute_tool."),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "tool_name": _TOOL_NAME,
+                "detail": {"type": "string", "enum": DETAILS, "default": "schema",
+                           "description": "summary: description and parameter names; schema (default): "
+                                          "plus a parameter table, the input schema, annotations and example "
+                                          "arguments; full: plus output schema and server details."},
+            },
+            "required": ["tool_name"],
+            "additionalProperties": False,
+        },
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "execute_tool",
+        "title": "Run a tool",
+        "description": (
+            "Run one tool on its real MCP server and get its result back unchanged (content, "
+            "structuredContent, isError). `arguments` is checked against the tool's input schema "
+            "first: if it does not fit, nothing is run and the answer lists what is wrong, with the "
+            "schema and an example to fix the call. Find the tool with search_tools and its "
+            "arguments with describe_tool first."),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "tool_name": _TOOL_NAME,
+                "arguments": {"type": "object", "default": {},
+                              "description": "The tool's arguments, exactly as its input schema asks "
+                                             "(see describe_tool)."},
+                "timeout_ms": {"type": "integer", "minimum": 100, "maximum": 600_000,
+                               "default": DEFAULT_TIMEOUT_MS,
+                               "description": "Give up after this many milliseconds."},
+            },
+            "required": ["tool_name"],
+            "additionalProperties": False,
+        },
+        # it runs arbitrary tools: no hint can be promised
+        "annotations": {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
+    },
+    {
+        "name": "get_tool_categories",
+        "title": "Tool categories, tags and servers",
+        "description": (
+            "An overview of what is available: categories, tags and servers, each with a tool "
+            "count (and each server's status). Use it to pick values for the `filters` of "
+            "search_tools and list_tools, or to answer \"what can you do?\"."),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "include_tags": {"type": "boolean", "default": True, "description": "Include the tag list."},
+                "include_servers": {"type": "boolean", "default": True, "description": "Include the server list."},
+            },
+            "additionalProperties": False,
+        },
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "get_similar_tools",
+        "title": "Similar tools",
+        "description": (
+            "Alternatives to one tool: tools doing the same or nearly the same thing, on the same "
+            "or other servers, with likely duplicates flagged. Use it when a tool fails, is "
+            "missing a feature, or to choose between overlapping servers."),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "tool_name": _TOOL_NAME,
+                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5,
+                          "description": "How many alternatives at most."},
+            },
+            "required": ["tool_name"],
+            "additionalProperties": False,
+        },
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+]
+
+META_NAMES = frozenset(t["name"] for t in META_TOOLS)
+
+INSTRUCTIONS = (
+    "This server stands in for many MCP servers. Their tools are not listed one by one: find one "
+    "with search_tools (plain-language task), check its arguments with describe_tool, run it with "
+    "execute_tool. get_tool_categories shows what is available; list_tools pages through all of it."
+)
+
+
+def meta_tools() -> list[dict]:
+    """A fresh copy of the wire definitions (callers may add to them)."""
+    return copy.deepcopy(META_TOOLS)

@@ -1,0 +1,243 @@
+"""Search: keyword (FTS5 BM25 with field weights), semantic (sqlite-vec KNN on the query embedding),
+fuzzy names (rapidfuzz), and a calibrated hybrid of the three.
+
+Every hit gets a score in [0, 1] that means the same thing for every query: an estimate of the
+probability that the tool serves the request, from a small logistic model over absolute evidence
+(cosine similarity, BM25, query-term coverage, fuzzy name match) fitted on the bench sets
+(`toolidx.calibration`, docs/search.md). Below a calibrated threshold search returns nothing and
+says so ("no good match") instead of the least-bad tools.
+
+Keyword mode imports no numpy, fastembed or mcp, so a keyword search in a new process is fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import calibration as cal
+from .errors import UsageError
+from .filters import Filters
+from .notices import warn_once
+from .store import retrieval
+from .store.tools import filtered_rowids
+from .textsearch import fts_query, query_terms
+from .tooldoc import first_line, split_name
+
+MODES = ("hybrid", "keyword", "semantic")
+POOL = 50  # candidates taken from each retriever before fusion
+FUZZY_MAX_TERMS = 4  # fuzzy name matching is for short, name-like queries ("git_stauts")
+FUZZY_CUTOFF = 75.0
+
+
+@dataclass
+class Hit:
+    id: str
+    server: str
+    name: str
+    title: str | None
+    description: str  # first line / sentence
+    score: float  # calibrated estimate of P(relevant), in [0, 1]
+    matched: list[str] = field(default_factory=list)  # query terms found in the tool's text
+    why: str = ""
+    signals: dict[str, float] = field(default_factory=dict)  # the evidence behind the score
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "server": self.server, "name": self.name, "title": self.title,
+                "description": self.description, "score": self.score, "matched": self.matched,
+                "why": self.why, "signals": self.signals}
+
+
+@dataclass
+class SearchResult:
+    query: str
+    mode: str  # as asked
+    mode_used: str  # what ran: "keyword" when the model or the vectors are missing
+    hits: list[Hit]
+    no_match: bool
+    threshold: float  # the score below which hits are dropped
+    notes: list[str] = field(default_factory=list)
+    considered: int = 0  # tools that passed the filters
+
+    def to_json(self) -> dict:
+        return {"query": self.query, "mode": self.mode, "mode_used": self.mode_used,
+                "no_match": self.no_match, "threshold": self.threshold, "count": len(self.hits),
+                "considered": self.considered, "notes": self.notes,
+                "hits": [h.to_json() for h in self.hits]}
+
+
+# --- query embedding ----------------------------------------------------------------------------
+_NO_EMBEDDER = object()
+_embedders: dict[str, Any] = {}
+
+
+def get_query_embedder(db) -> Any:
+    """The embedder for the model named in the index (loaded once per process), or None with a
+    one-time warning when the index has no vectors or the model cannot be loaded offline."""
+    from .store import vectors
+
+    model = db.get_meta("embed_model")
+    if not model or not db.vec_available or not vectors.has_table(db):
+        if not db.vec_available:
+            warn_once("vec", f"{db.vec_error}: search is keyword-only")
+        else:
+            warn_once("no-vectors", "the index has no embeddings: search is keyword-only "
+                                    "(run `toolidx embed` with a model to add them)")
+        return None
+    if model in _embedders:
+        e = _embedders[model]
+        return None if e is _NO_EMBEDDER else e
+    from .embed import load_embedder, resolve_model
+    from .errors import ModelError
+
+    try:
+        emb = load_embedder(resolve_model(name=model))
+    except ModelError as e:
+        warn_once("model", f"{e}: search is keyword-only")
+        emb = None
+    if emb is not None and str(emb.dim) != (db.get_meta("embed_dim") or str(emb.dim)):
+        warn_once("model-dim", f"the model loaded for {model!r} has {emb.dim} dimensions, the index "
+                               f"{db.get_meta('embed_dim')}: search is keyword-only")
+        emb = None
+    _embedders[model] = _NO_EMBEDDER if emb is None else emb
+    return emb
+
+
+_qcache: dict[tuple[int, str], bytes] = {}
+
+
+def _embed_query(embedder: Any, text: str) -> bytes:
+    key = (id(embedder), text)
+    blob = _qcache.get(key)
+    if blob is None:
+        if len(_qcache) > 2048:
+            _qcache.clear()
+        blob = _qcache[key] = embedder.embed_query(text)
+    return blob
+
+
+# --- fuzzy names --------------------------------------------------------------------------------
+_names: dict[tuple, tuple[list[int], list[str]]] = {}
+
+
+def _fuzzy(db, terms: list[str], pool: int, filters: Filters | None) -> dict[int, float]:
+    """rowid -> similarity in [0, 1] of the query to the tool name (both as words)."""
+    if not terms or len(terms) > FUZZY_MAX_TERMS:
+        return {}
+    allowed = filtered_rowids(db, filters)
+    key = (id(db.conn), db.data_version(), db.conn.total_changes)
+    if key not in _names:
+        _names.clear()
+        rows = retrieval.tool_names(db)
+        _names[key] = ([r for r, _ in rows], [" ".join(split_name(n)) for _, n in rows])
+    rowids, names = _names[key]
+    from rapidfuzz import fuzz, process
+
+    q = " ".join(terms)
+    out: dict[int, float] = {}
+    for _, score, i in process.extract(q, names, scorer=fuzz.ratio, limit=pool * 4,
+                                       score_cutoff=FUZZY_CUTOFF):
+        r = rowids[i]
+        if allowed is None or r in allowed:
+            out[r] = score / 100.0
+            if len(out) >= pool:
+                break
+    return out
+
+
+# --- search -------------------------------------------------------------------------------------
+def _prepare(query: str) -> str:
+    return " ".join((query or "").split())
+
+
+def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Any,
+           pool: int = POOL) -> tuple[dict[int, dict], list[str], str]:
+    """Candidates with their evidence: {rowid: {"bm25", "cos", "fuzzy", "kw_rank", "vec_rank"}},
+    the keyword terms, and the mode that actually ran."""
+    text = _prepare(query)
+    terms = query_terms(text)
+    mode_used = mode
+    if mode in ("hybrid", "semantic") and embedder is None:
+        mode_used = "keyword"
+    cands: dict[int, dict] = {}
+
+    def slot(r: int) -> dict:
+        return cands.setdefault(r, {"bm25": 0.0, "cos": None, "fuzzy": 0.0})
+
+    if mode_used in ("hybrid", "keyword"):
+        for rank, (r, s) in enumerate(retrieval.fts_candidates(db, fts_query(terms), pool, filters)):
+            c = slot(r)
+            c["bm25"], c["kw_rank"] = s, rank
+        for r, s in _fuzzy(db, terms, pool, filters).items():
+            slot(r)["fuzzy"] = s
+    if mode_used in ("hybrid", "semantic") and text:
+        qv = _embed_query(embedder, text[:2000])
+        for rank, (r, s) in enumerate(retrieval.vec_candidates(db, qv, pool, filters)):
+            c = slot(r)
+            c["cos"], c["vec_rank"] = s, rank
+        missing = [r for r, c in cands.items() if c["cos"] is None]
+        for r, s in retrieval.cosine_for(db, qv, missing).items():
+            cands[r]["cos"] = s
+    for c in cands.values():
+        if c["cos"] is None:
+            c["cos"] = 0.0
+    return cands, terms, mode_used
+
+
+def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Filters | None = None,
+           min_score: float | None = None, embedder: Any = "auto") -> "SearchResult":
+    """Find the tools that serve `query`. `min_score` overrides the calibrated "no good match"
+    threshold (0 returns the best tools whatever their score). `embedder="auto"` loads the
+    index's model (see get_query_embedder); None searches without one."""
+    if mode not in MODES:
+        raise UsageError(f"unknown search mode {mode!r}", fix=f"use one of: {', '.join(MODES)}")
+    if limit < 1:
+        raise UsageError(f"--limit must be at least 1 (got {limit})")
+    if min_score is not None and not 0.0 <= min_score <= 1.0:
+        raise UsageError(f"--min-score must be between 0 and 1 (got {min_score})")
+    notes: list[str] = []
+    if embedder == "auto":
+        embedder = get_query_embedder(db) if mode != "keyword" else None
+    with db.snapshot():
+        cands, terms, mode_used = gather(db, query, mode=mode, filters=filters, embedder=embedder,
+                                         pool=max(POOL, limit))
+        if mode_used != mode:
+            notes.append(f"{mode} search needs embeddings; ran keyword search instead")
+        threshold = cal.threshold(mode_used) if min_score is None else float(min_score)
+        scored = cal.score_candidates(cands, terms, mode_used)
+        order = sorted(scored, key=lambda r: -scored[r])
+        rows = retrieval.hit_rows(db, order[: limit * 2 + 10])
+        ranked = sorted(rows, key=lambda r: (-round(scored[r], 6), rows[r]["id"]))
+        kept = [r for r in ranked if scored[r] >= threshold][:limit]
+        matched = retrieval.matched_terms(db, terms, kept) if mode_used != "semantic" else {}
+        considered = retrieval.filtered_count(db, filters)
+    if not _prepare(query):
+        notes.append("empty query: nothing to search for")
+    elif not terms and mode_used == "keyword":
+        notes.append("the query has no searchable words (only stop words, digits or symbols)")
+    hits = [_hit(rows[r], scored[r], matched.get(r, []), cands[r], mode_used) for r in kept]
+    no_match = not hits
+    if no_match and ranked and _prepare(query):
+        best = scored[ranked[0]]
+        notes.append(f"no good match: the best tool ({rows[ranked[0]]['id']}) scored {best:.2f}, "
+                     f"below the threshold {threshold:.2f} (--min-score 0 shows it anyway)")
+    elif no_match and considered == 0:
+        notes.append("no tools pass the filters")
+    return SearchResult(query=query, mode=mode, mode_used=mode_used, hits=hits, no_match=no_match,
+                        threshold=threshold, notes=notes, considered=considered)
+
+
+def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) -> Hit:
+    reasons = []
+    if matched:
+        reasons.append("terms: " + ", ".join(matched[:8]))
+    if ev.get("fuzzy", 0) >= FUZZY_CUTOFF / 100:
+        reasons.append(f"fuzzy name ({ev['fuzzy']:.2f})")
+    if mode_used != "keyword" and ev.get("cos", 0) > 0:
+        reasons.append(f"semantic ({ev['cos']:.2f})")
+    signals = {"bm25": round(ev.get("bm25", 0.0), 3), "fuzzy": round(ev.get("fuzzy", 0.0), 3)}
+    if mode_used != "keyword":
+        signals["cosine"] = round(ev.get("cos", 0.0), 4)
+    return Hit(id=row["id"], server=row["server"], name=row["name"], title=row["title"],
+               description=first_line(row["description"]), score=round(score, 4), matched=matched,
+               why="; ".join(reasons) or "semantic", signals=signals)

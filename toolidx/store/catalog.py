@@ -1,0 +1,80 @@
+"""Reads behind describe, list, categories and similar: pages of tools, counts, id look-ups."""
+
+from __future__ import annotations
+
+from ..filters import Filters
+from .db import Database
+from .tools import decode
+
+# sort key -> ORDER BY columns (the id last, so equal keys keep one stable order)
+SORTS = {
+    "name": ("lower(t.name)", "t.name"),
+    "server": ("t.server", "lower(t.name)"),
+    "category": ("coalesce(t.category, '')", "t.server", "lower(t.name)"),
+}
+LIST_COLUMNS = ("t.id, t.server, t.name, t.title, t.description, t.tags, t.category, t.param_names, "
+                "t.read_only, t.destructive, t.stale")
+
+
+def _where(filters: Filters | None) -> tuple[str, list]:
+    return filters.where("t") if filters is not None else ("1", [])
+
+
+def count_tools(db: Database, filters: Filters | None = None) -> int:
+    where, params = _where(filters)
+    return int(db.scalar(f"SELECT count(*) FROM tools t WHERE {where}", params))
+
+
+def page_tools(db: Database, *, sort: str, descending: bool, limit: int, offset: int,
+               filters: Filters | None = None) -> list[dict]:
+    where, params = _where(filters)
+    direction = "DESC" if descending else "ASC"
+    order = ", ".join(f"{c} {direction}" for c in SORTS[sort])
+    rows = db.query(f"SELECT {LIST_COLUMNS} FROM tools t WHERE {where} ORDER BY {order}, t.id ASC "
+                    "LIMIT ? OFFSET ?", [*params, limit, offset])
+    return [decode(r) for r in rows]
+
+
+def category_counts(db: Database, filters: Filters | None = None) -> list[dict]:
+    where, params = _where(filters)
+    return db.query(f"SELECT t.category AS name, count(*) AS count FROM tools t WHERE {where} "
+                    "GROUP BY t.category ORDER BY count DESC, name", params)
+
+
+def tag_counts(db: Database, filters: Filters | None = None) -> list[dict]:
+    where, params = _where(filters)
+    return db.query(f"SELECT j.value AS name, count(*) AS count FROM tools t, json_each(t.tags) j "
+                    f"WHERE {where} GROUP BY j.value ORDER BY count DESC, name", params)
+
+
+def server_counts(db: Database, filters: Filters | None = None) -> list[dict]:
+    """Every server with its matching tools, stale tools, and last crawl status."""
+    where, params = _where(filters)
+    return db.query(
+        "SELECT s.name, s.status, s.error, s.transport, s.category, s.crawled_at, s.last_ok_at, "
+        "coalesce(c.count, 0) AS count, coalesce(c.stale, 0) AS stale "
+        "FROM servers s LEFT JOIN (SELECT t.server, count(*) AS count, sum(t.stale) AS stale "
+        f"FROM tools t WHERE {where} GROUP BY t.server) c ON c.server = s.name ORDER BY s.name",
+        params)
+
+
+def id_names(db: Database) -> list[dict]:
+    return db.query("SELECT id, server, name FROM tools ORDER BY id")
+
+
+def ids_named(db: Database, name: str) -> list[str]:
+    return [r["id"] for r in db.query("SELECT id FROM tools WHERE name = ? ORDER BY id", (name,))]
+
+
+def tool_exists(db: Database, tool_id: str) -> bool:
+    return db.scalar("SELECT 1 FROM tools WHERE id = ?", (tool_id,)) is not None
+
+
+def tool_rowid(db: Database, tool_id: str) -> int | None:
+    v = db.scalar("SELECT rowid FROM tools WHERE id = ?", (tool_id,))
+    return None if v is None else int(v)
+
+
+def lexical_rows(db: Database) -> list[dict]:
+    """What the lexical fallback of `similar` compares: every tool's name, text and params."""
+    return db.query("SELECT rowid, id, server, name, title, description FROM tools ORDER BY id")

@@ -1,0 +1,97 @@
+"""Reading crawl history for diff, history and audit: crawl lookup, snapshot rows, definitions by
+hash, and per-crawl change counts. Read-only; crawls.py writes."""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+from .db import Database
+
+
+def crawl_ids(db: Database) -> list[int]:
+    return [int(r["id"]) for r in db.query("SELECT id FROM crawls ORDER BY id")]
+
+
+def get_crawl(db: Database, crawl_id: int) -> dict | None:
+    return db.one("SELECT * FROM crawls WHERE id = ?", (crawl_id,))
+
+
+def snapshot_rows(db: Database, crawl_id: int, servers: list[str] | None = None) -> list[tuple]:
+    """(tool_id, server, name, hash, stale) tuples for every tool in one crawl's snapshot; no
+    definitions, so a diff parses only the definitions that differ. Tuples, not dicts: a
+    10,000-tool crawl is read in a few milliseconds."""
+    sql = "SELECT tool_id, server, name, hash, stale FROM crawl_tools WHERE crawl_id = ?"
+    params: list = [crawl_id]
+    if servers:
+        sql += f" AND server IN ({', '.join('?' * len(servers))})"
+        params += servers
+    with db.lock:
+        return db.conn.execute(sql, params).fetchall()
+
+
+def crawl_server_rows(db: Database, crawl_id: int) -> list[dict]:
+    return db.query("SELECT * FROM crawl_servers WHERE crawl_id = ?", (crawl_id,))
+
+
+def definitions(db: Database, hashes: Iterable[str]) -> dict[str, dict]:
+    """hash -> parsed definition."""
+    hs = list(dict.fromkeys(hashes))
+    out: dict[str, dict] = {}
+    for i in range(0, len(hs), 500):
+        chunk = hs[i:i + 500]
+        for r in db.query(f"SELECT hash, definition FROM tool_versions WHERE hash IN "
+                          f"({', '.join('?' * len(chunk))})", chunk):
+            out[r["hash"]] = json.loads(r["definition"])
+    return out
+
+
+def current_definitions(db: Database, servers: list[str] | None = None) -> list[dict]:
+    """id, server, name, definition of every tool in the index now (for the audit)."""
+    sql = "SELECT id, server, name, definition FROM tools"
+    params: list = []
+    if servers:
+        sql += f" WHERE server IN ({', '.join('?' * len(servers))})"
+        params = list(servers)
+    return [{**r, "definition": json.loads(r["definition"])} for r in db.query(sql + " ORDER BY id", params)]
+
+
+def crawl_history(db: Database, limit: int | None = 20, servers: list[str] | None = None) -> list[dict]:
+    """Crawls, newest first, each with tool counts and added/removed/changed against the crawl
+    before it (by tool id and definition hash: a rename counts as one removed plus one added)."""
+    rows = db.query("SELECT * FROM crawls ORDER BY id DESC" + (" LIMIT ?" if limit else ""),
+                    (limit,) if limit else ())
+    srv = ""
+    params: list = []
+    if servers:
+        srv = f" AND {{a}}.server IN ({', '.join('?' * len(servers))})"
+        params = list(servers)
+    out = []
+    for c in rows:
+        cid = int(c["id"])
+        prev = db.scalar("SELECT max(id) FROM crawls WHERE id < ?", (cid,))
+        failed = [r["server"] for r in db.query(
+            "SELECT server FROM crawl_servers WHERE crawl_id = ? AND status != 'ok'"
+            + srv.format(a="crawl_servers"), [cid, *params])]
+        crawled = int(db.scalar("SELECT count(*) FROM crawl_servers WHERE crawl_id = ?"
+                                + srv.format(a="crawl_servers"), [cid, *params]))
+        tools = int(db.scalar("SELECT count(*) FROM crawl_tools c WHERE crawl_id = ?" + srv.format(a="c"),
+                              [cid, *params]))
+        stale = int(db.scalar("SELECT count(*) FROM crawl_tools c WHERE crawl_id = ? AND stale = 1"
+                              + srv.format(a="c"), [cid, *params]))
+        entry = {**c, "servers_crawled": crawled, "failed_servers": failed, "tools": tools, "stale": stale,
+                 "previous": prev, "added": None, "removed": None, "changed": None}
+        if prev is not None:
+            entry["added"] = int(db.scalar(
+                "SELECT count(*) FROM crawl_tools c WHERE c.crawl_id = ?" + srv.format(a="c") +
+                " AND NOT EXISTS (SELECT 1 FROM crawl_tools p WHERE p.crawl_id = ? AND p.tool_id = c.tool_id)",
+                [cid, *params, prev]))
+            entry["removed"] = int(db.scalar(
+                "SELECT count(*) FROM crawl_tools p WHERE p.crawl_id = ?" + srv.format(a="p") +
+                " AND NOT EXISTS (SELECT 1 FROM crawl_tools c WHERE c.crawl_id = ? AND c.tool_id = p.tool_id)",
+                [prev, *params, cid]))
+            entry["changed"] = int(db.scalar(
+                "SELECT count(*) FROM crawl_tools c JOIN crawl_tools p ON p.crawl_id = ? AND p.tool_id = c.tool_id "
+                "WHERE c.crawl_id = ? AND p.hash != c.hash" + srv.format(a="c"), [prev, cid, *params]))
+        out.append(entry)
+    return out

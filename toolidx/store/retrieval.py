@@ -1,0 +1,103 @@
+"""The SQL behind search: FTS5 BM25 candidates, vector KNN candidates, exact cosine for a given
+set of tools, per-term match checks, and the name list for fuzzy matching. Filters are applied
+inside each query, so a filter narrows the candidates instead of emptying the top k."""
+
+from __future__ import annotations
+
+from ..filters import Filters
+from . import vectors
+from .db import Database
+
+# BM25 column weights, in tools_fts column order: name, title, description, server, tags, params.
+# Name and title weigh above the description (a name is a dense summary); the server words weigh
+# like the name so "On Semgrep, ..." reaches Semgrep's tools; parameter text weighs least
+# (long, repetitive) but still helps when a request names an argument. Tuned on the bench sets
+# (docs/search.md, benchmarks/quality.py).
+FTS_WEIGHTS = (3.0, 2.0, 1.0, 2.5, 1.0, 0.3)
+
+
+def _filter_sql(filters: Filters | None) -> tuple[str, list]:
+    if filters is None or filters.is_empty():
+        return "", []
+    where, params = filters.where("t")
+    return f" AND f.rowid IN (SELECT t.rowid FROM tools t WHERE {where})", params
+
+
+def fts_candidates(db: Database, match: str, limit: int, filters: Filters | None = None,
+                   weights: tuple[float, ...] = FTS_WEIGHTS) -> list[tuple[int, float]]:
+    """(rowid, BM25 score >= 0, higher is better) of the best `limit` tools for an FTS5 query."""
+    if not match:
+        return []
+    fsql, fparams = _filter_sql(filters)
+    w = ", ".join(repr(float(x)) for x in weights)
+    rows = db.execute(f"SELECT f.rowid, -bm25(tools_fts, {w}) AS s FROM tools_fts f "
+                      f"WHERE tools_fts MATCH ?{fsql} ORDER BY s DESC, f.rowid LIMIT ?",
+                      [match, *fparams, limit]).fetchall()
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def vec_candidates(db: Database, query: bytes, k: int,
+                   filters: Filters | None = None) -> list[tuple[int, float]]:
+    """(rowid, cosine similarity) of the k nearest tools that pass the filters."""
+    if not vectors.has_table(db):
+        return []
+    if filters is None or filters.is_empty():
+        return [(r, 1.0 - d) for r, d in vectors.knn(db, query, k)]
+    where, params = filters.where("t")
+    rows = db.execute(f"SELECT rowid, distance FROM {vectors.TABLE} WHERE embedding MATCH ? AND k = ? "
+                      f"AND rowid IN (SELECT t.rowid FROM tools t WHERE {where}) ORDER BY distance",
+                      [query, k, *params]).fetchall()
+    return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+
+
+def cosine_for(db: Database, query: bytes, rowids: list[int]) -> dict[int, float]:
+    """Exact cosine similarity of the query to each given tool (those with a vector)."""
+    if not rowids or not vectors.has_table(db):
+        return {}
+    out: dict[int, float] = {}
+    for i in range(0, len(rowids), 500):
+        chunk = rowids[i:i + 500]
+        for r in db.execute(f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM {vectors.TABLE} "
+                            f"WHERE rowid IN ({', '.join('?' * len(chunk))})", [query, *chunk]):
+            out[int(r[0])] = 1.0 - float(r[1])
+    return out
+
+
+def matched_terms(db: Database, terms: list[str], rowids: list[int]) -> dict[int, list[str]]:
+    """Which query terms each tool matches in the keyword index (FTS5 stemming included)."""
+    out: dict[int, list[str]] = {r: [] for r in rowids}
+    if not terms or not rowids:
+        return out
+    marks = ", ".join("?" * len(rowids))
+    sql = " UNION ALL ".join(f"SELECT {i}, rowid FROM tools_fts WHERE tools_fts MATCH ? "
+                             f"AND rowid IN ({marks})" for i in range(len(terms)))
+    params: list = []
+    for t in terms:
+        params += ['"' + t.replace('"', '""') + '"', *rowids]
+    for i, rowid in db.execute(sql, params):
+        out[int(rowid)].append(terms[int(i)])
+    return out
+
+
+def tool_names(db: Database) -> list[tuple[int, str]]:
+    """(rowid, name) of every tool, for fuzzy name matching."""
+    return [(int(r[0]), r[1]) for r in db.execute("SELECT rowid, name FROM tools ORDER BY rowid")]
+
+
+def hit_rows(db: Database, rowids: list[int]) -> dict[int, dict]:
+    """The columns a search hit shows."""
+    out: dict[int, dict] = {}
+    for i in range(0, len(rowids), 500):
+        chunk = rowids[i:i + 500]
+        for r in db.query(f"SELECT rowid AS _rowid, id, server, name, title, description, read_only, "
+                          f"destructive, stale FROM tools WHERE rowid IN ({', '.join('?' * len(chunk))})",
+                          chunk):
+            out[int(r.pop("_rowid"))] = r
+    return out
+
+
+def filtered_count(db: Database, filters: Filters | None) -> int:
+    if filters is None or filters.is_empty():
+        return int(db.scalar("SELECT count(*) FROM tools"))
+    where, params = filters.where("t")
+    return int(db.scalar(f"SELECT count(*) FROM tools t WHERE {where}", params))

@@ -1,0 +1,19 @@
+"""Reads behind `toolidx stats`: every tool's wire definition, grouped by server."""
+
+from __future__ import annotations
+
+from .db import Database
+from ..filters import Filters
+
+
+def definitions_by_server(db: Database, filters: Filters | None = None) -> dict[str, list[str]]:
+    """server -> the tools' definitions as sent (compact JSON text), in id order."""
+    where, params = filters.where("t") if filters is not None else ("1", [])
+    out: dict[str, list[str]] = {}
+    for r in db.query(f"SELECT t.server, t.definition FROM tools t WHERE {where} ORDER BY t.id", params):
+        out.setdefault(r["server"], []).append(r["definition"])
+    return out
+
+
+def server_statuses(db: Database) -> dict[str, str]:
+    return {r["name"]: r["status"] for r in db.query("SELECT name, status FROM servers")}
