@@ -60,8 +60,12 @@ def bench_concurrency(cfg, repeat: int) -> dict:
 def bench_embedding(embedder, model_path: str, texts: list[str], repeat: int) -> dict:
     from fastembed import TextEmbedding
 
+    from toolidx.embed import BATCH_SIZE
+
     raw = TextEmbedding(model_name=embedder.model, specific_model_path=model_path, local_files_only=True)
-    list(raw.embed(texts[:64]))  # warm both (the ONNX session allocates on first use)
+    # Same batch size for both: fastembed's default (256) pads long tool descriptions to 512
+    # tokens x 256 texts and needs ~10 GB; the comparison is about our pipeline's overhead.
+    list(raw.embed(texts[:64], batch_size=BATCH_SIZE))  # warm both (ONNX allocates on first use)
     embedder.embed_documents(texts[:64])
 
     class _Doc:  # what the crawl embeds: ToolDoc.embed_text
@@ -74,7 +78,7 @@ def bench_embedding(embedder, model_path: str, texts: list[str], repeat: int) ->
     ours, theirs = [], []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        list(raw.embed(texts))
+        list(raw.embed(texts, batch_size=BATCH_SIZE))
         theirs.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         out = _embed(embedder, docs, None)

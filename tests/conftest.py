@@ -150,7 +150,7 @@ def serve_index(servers_config, model_path, tmp_path_factory) -> Path:
 
 # --- catalog (describe / list / categories / similar) -----------------------------------------
 CATALOG_DATA = REPO / "tests" / "data" / "catalog"
-CATALOG_REAL_SERVERS = ("time", "git", "filesystem", "memory", "everything", "cyanheads-git")
+CATALOG_REAL_SERVERS = ("git", "filesystem", "memory", "everything", "cyanheads-git")
 
 
 @pytest.fixture(scope="session")

@@ -175,7 +175,7 @@ def test_example_prefers_the_schemas_own_values():
 def test_every_bench_schema_gets_a_valid_example(bench_dir):
     """ETOM's 2,375 and LiveMCPBench's 527 input schemas, as their servers published them."""
     n = 0
-    bad = []
+    bad, broken = [], []
     for name in ("etom", "livemcp"):
         with open(bench_dir / name / "tools.jsonl") as f:
             for line in f:
@@ -183,12 +183,18 @@ def test_every_bench_schema_gets_a_valid_example(bench_dir):
                 schema = t["input_schema"]
                 ex = example_arguments(schema)
                 parameter_table(schema)  # never raises either
-                errors = _check(ex, schema)
+                try:
+                    errors = _check(ex, schema)
+                except jsonschema.exceptions.UnknownType:
+                    broken.append(t["id"])
+                    continue
                 if errors:
                     bad.append((t["id"], errors[0]))
                 n += 1
-    assert n >= 2375 + 527
+    assert n >= 2375 + 527 - len(broken)
     assert bad == []
+    # the only schema nothing can be checked against is itself invalid ("type": "string[]")
+    assert broken == ["mcp-image-compression/image_compression"]
 
 
 @pytest.mark.servers
@@ -196,7 +202,7 @@ def test_every_bench_schema_gets_a_valid_example(bench_dir):
 def test_every_real_tool_gets_a_valid_example(catalog_real_db, cli):
     db = open_db(catalog_real_db)
     ids = [r["id"] for r in db.query("SELECT id FROM tools ORDER BY id")]
-    assert len(ids) >= 70
+    assert len(ids) >= 70  # 76 tools on 5 servers
     for tid in ids:
         d = describe(db, tid, "full")
         assert d["example_valid"], (tid, d.get("example_problem"))

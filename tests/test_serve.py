@@ -183,7 +183,7 @@ def test_execute_runs_the_real_tool_and_returns_its_result_unchanged(serve_index
     async def body(c):
         r, sc, text = await call(c, "execute_tool", {"tool_name": "time/get_current_time",
                                                      "arguments": {"timezone": "Asia/Tokyo"}})
-        direct = await _direct_time_call()
+        direct = await _direct_time_call(serve_index)
         return r, sc, text, direct
 
     srv = build(serve_index)
@@ -198,15 +198,11 @@ def test_execute_runs_the_real_tool_and_returns_its_result_unchanged(serve_index
     assert set(direct["structuredContent"]) == set(sc) and direct["content"][0]["type"] == "text"
 
 
-async def _direct_time_call() -> dict:
+async def _direct_time_call(index) -> dict:
     from toolidx.config import load_config
     from toolidx.connect import open_session
-    from conftest import REPO  # noqa: F401  (keeps the import style of the suite)
 
-    import os
-
-    cfg = load_config(os.path.join(os.environ.get("TOOLIDX_TEST_SERVERS", str(REPO.parent / "servers")),
-                                   "servers.json"))
+    cfg = load_config(index.parent / "servers.json")  # the config serve_index was crawled from
     spec = next(s for s in cfg.servers if s.name == "time")
     async with open_session(spec) as conn:
         return await conn.call_tool("get_current_time", {"timezone": "Asia/Tokyo"}, 30)
@@ -398,3 +394,17 @@ def test_a_call_that_times_out_is_reported_and_the_backend_stays_usable(serve_in
     assert took < 1.4
     assert not ok.is_error and echo == {"text": "later"}
     assert backends["crashy"]["starts"] == 1  # the same process answered: a timeout is not a death
+
+
+def test_clients_of_the_2026_protocol_are_served_too(serve_index):
+    from mcp import Client
+
+    async def main():
+        async with Client(build(serve_index)) as c:  # mode "auto": the 2026-07-28 per-request era
+            tools = [t.name for t in (await c.list_tools()).tools]
+            r = await c.call_tool("execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "new era"}})
+            return c.protocol_version, tools, r
+
+    version, tools, r = anyio.run(main)
+    assert version == "2026-07-28" and tools == META
+    assert not r.is_error and r.structured_content == {"text": "new era"}

@@ -52,6 +52,18 @@ def scenario(entry, body, errlog_path):
     return anyio.run(main)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead too
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
 async def call(c, name, args):
     r = await c.call_tool(name, args)
     return r, r.structured_content, r.content[0].text if r.content else ""
@@ -108,6 +120,10 @@ def test_serve_over_stdio_end_to_end(serve_index, model_path, tmp_path, monkeypa
     (_, _, pid1), (rc, crash, crash_text), (r2, _, pid2) = out["pid1"], out["crash"], out["pid2"]
     assert rc.is_error and crash["error"] == "backend_unavailable" and "exit code 7" in crash_text
     assert not r2.is_error and pid1 != pid2
+    deadline = time.time() + 10  # backends are closed with the session, not left behind
+    while _alive(int(pid2)) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not _alive(int(pid2))
     r, _, text = out["echo"]
     assert not r.is_error and "via toolidx" in text
     assert out["junk"] == []  # nothing but protocol on stdout

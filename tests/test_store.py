@@ -56,3 +56,31 @@ def test_newer_schema_is_refused(tmp_path):
     con.close()
     with pytest.raises(DatabaseError, match="newer"):
         open_db(p)
+
+
+def test_readonly_open_of_a_readonly_file_writes_nothing(tmp_path):
+    p = tmp_path / "base.db"
+    db = open_db(p, create=True)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    for extra in ("-wal", "-shm"):
+        (tmp_path / f"base.db{extra}").unlink(missing_ok=True)
+    before = p.read_bytes()
+    p.chmod(0o444)  # (CI runs as root, so this alone would not stop a write: the ro mode must)
+    ro = open_db(p, readonly=True)
+    assert ro.scalar("SELECT count(*) FROM tools") == 0
+    with pytest.raises(Exception, match="readonly"):
+        ro.execute("INSERT INTO meta(key, value) VALUES ('x', 'y')")
+    ro.close()
+    assert p.read_bytes() == before
+
+
+def test_readonly_open_refuses_an_index_that_needs_migrating(tmp_path):
+    p = tmp_path / "old.db"
+    open_db(p, create=True).close()
+    con = sqlite3.connect(p)
+    con.execute("PRAGMA user_version = 0")
+    con.commit()
+    con.close()
+    with pytest.raises(DatabaseError, match="read-only"):
+        open_db(p, readonly=True)

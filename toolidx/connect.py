@@ -23,6 +23,11 @@ from typing import Any, AsyncIterator
 
 import anyio
 
+try:
+    BaseExceptionGroup
+except NameError:  # Python 3.10: anyio depends on the backport
+    from exceptiongroup import BaseExceptionGroup
+
 from . import __version__
 from .config import ServerSpec
 from .results import ServerResult

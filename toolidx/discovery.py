@@ -21,7 +21,7 @@ from .errors import ToolidxError, UsageError
 from .filters import Filters
 from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS
 from .store.db import Database, open_db
-from .store.tools import all_ids, filtered_rowids, get_server, get_tool, get_tools_by_rowid
+from .store.tools import all_ids, filtered_rowids, get_tool, get_tools_by_rowid
 
 log = logging.getLogger("toolidx")
 

@@ -103,8 +103,9 @@ def diff(db_path: str | Path | None, old_path: str | Path | None = None, new_pat
             return diff_crawls(db, from_ref, to_ref, servers)
         finally:
             db.close()
-    old_db = open_db(old_path)
-    new_db = open_db(new_path if new_path is not None else db_path)
+    # baselines are often downloaded artifacts: never write to them
+    old_db = open_db(old_path, readonly=True)
+    new_db = open_db(new_path, readonly=True) if new_path is not None else open_db(db_path)
     try:
         return diff_files(old_db, new_db, from_ref, to_ref, servers)
     finally:

@@ -375,44 +375,56 @@ def _matches(pattern: str, value: str) -> bool:
         return True  # an ECMA-only regex we cannot check; the final validation decides
 
 
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _bounds(s: dict) -> tuple[tuple[float, bool] | None, tuple[float, bool] | None]:
+    """(lower, upper) as (value, exclusive); draft 4's boolean exclusiveMinimum/Maximum too."""
+    lower = upper = None
+    if _is_num(s.get("minimum")):
+        lower = (s["minimum"], s.get("exclusiveMinimum") is True)
+    if _is_num(s.get("exclusiveMinimum")) and (lower is None or s["exclusiveMinimum"] >= lower[0]):
+        lower = (s["exclusiveMinimum"], True)
+    if _is_num(s.get("maximum")):
+        upper = (s["maximum"], s.get("exclusiveMaximum") is True)
+    if _is_num(s.get("exclusiveMaximum")) and (upper is None or s["exclusiveMaximum"] <= upper[0]):
+        upper = (s["exclusiveMaximum"], True)
+    return lower, upper
+
+
 def _number(s: dict, integer: bool) -> int | float:
-    lo, hi = s.get("minimum"), s.get("maximum")
-    xlo, xhi = s.get("exclusiveMinimum"), s.get("exclusiveMaximum")
-    # draft 4: exclusiveMinimum/Maximum are booleans qualifying minimum/maximum
-    if xlo is True and isinstance(lo, (int, float)):
-        lo, xlo = None, lo
-    if xhi is True and isinstance(hi, (int, float)):
-        hi, xhi = None, hi
-    num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
-    step = s.get("multipleOf") if num(s.get("multipleOf")) and s.get("multipleOf") > 0 else None
-    low = lo if num(lo) else None
-    if num(xlo):
-        cand = (int(xlo) + 1) if integer else xlo + (step or 1)
-        low = cand if low is None or cand > low else low
-    high = hi if num(hi) else None
-    if num(xhi):
-        cand = (int(xhi) - 1 if float(xhi).is_integer() else int(xhi)) if integer else xhi - (step or 1) / 2
-        high = cand if high is None or cand < high else high
-    value: float = 1
-    if low is not None and value < low:
-        value = low
-    if high is not None and value > high:
-        value = high
+    """1 when the bounds allow it; else the nearest allowed value (the middle of an open range),
+    on a multiple of `multipleOf`."""
+    import math
+
+    lower, upper = _bounds(s)
+    step = s["multipleOf"] if _is_num(s.get("multipleOf")) and s["multipleOf"] > 0 else None
     if integer:
-        import math
+        lo = None if lower is None else (math.floor(lower[0]) + 1 if lower[1] else math.ceil(lower[0]))
+        hi = None if upper is None else (math.ceil(upper[0]) - 1 if upper[1] else math.floor(upper[0]))
+    else:
+        lo = None if lower is None else lower[0]
+        hi = None if upper is None else upper[0]
 
-        value = math.ceil(value) if low is not None and value == low else int(value)
-        if high is not None and value > high:
-            value = math.floor(high)
+    def ok(v: float) -> bool:
+        if lower is not None and (v < lower[0] or (lower[1] and v == lower[0])):
+            return False
+        return upper is None or not (v > upper[0] or (upper[1] and v == upper[0]))
+
+    value: float = 1
+    if not ok(value):
+        if lo is not None and hi is not None:
+            value = lo if integer else (lo + hi) / 2
+        elif lo is not None:
+            value = lo if ok(lo) else lo + 1
+        elif hi is not None:
+            value = hi if ok(hi) else hi - 1
     if step:
-        import math
-
-        value = math.ceil(value / step) * step
-        if high is not None and value > high:
-            value = math.floor(high / step) * step
-        if integer:
-            value = int(value)
-    if not integer and float(value).is_integer():
+        up = math.ceil(value / step) * step
+        down = math.floor(value / step) * step
+        value = up if ok(up) else down
+    if integer or float(value).is_integer():
         value = int(value)
     return value
 
@@ -445,9 +457,8 @@ class _Gen:
 
     def value(self, schema: Any, name: str, seen: frozenset, depth: int) -> Any:
         s, seen = _normal(schema, self.root, seen)
-        for key in ("const",):
-            if key in s:
-                return s[key]
+        if "const" in s:
+            return s["const"]
         # values the schema author gave are the best examples, when they validate
         for cand in self._given(s):
             if self.valid(cand, s):

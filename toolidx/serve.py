@@ -91,9 +91,16 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
 
     async def on_list_tools(ctx: Any, params: Any) -> dict:
         await refreshed(ctx)
-        return {"tools": meta_tools() + disc.exposed_definitions()}
+        # ttlMs 0: a new crawl may change the list at any time (2026-07-28 clients cache otherwise)
+        return {"tools": meta_tools() + disc.exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
+                "resultType": "complete"}
 
     async def on_call_tool(ctx: Any, params: Any) -> dict:
+        result = await call_tool(ctx, params)
+        # 2026-07-28 results must say they are complete; older clients ignore the key
+        return result if "resultType" in result else {**result, "resultType": "complete"}
+
+    async def call_tool(ctx: Any, params: Any) -> dict:
         name, args = params.name, params.arguments or {}
         try:
             await refreshed(ctx)

@@ -140,8 +140,12 @@ def _check_header(path: Path) -> None:
                             fix="point --db at a toolidx index, or at a new file name")
 
 
-def open_db(path: str | os.PathLike | None = None, *, create: bool = False) -> Database:
+def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
+            readonly: bool = False) -> Database:
     """Open (and with `create`, make) an index. Migrations are applied on open.
+
+    `readonly`: never write, not even the WAL switch or a migration (a baseline index downloaded
+    from CI may be a read-only file); an index that needs migrating is then refused.
 
     Raises DatabaseError for a missing file (unless `create`), a foreign or corrupt file, or a
     file from a newer toolidx. A foreign or corrupt file is never written to.
@@ -159,8 +163,11 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False) -> D
         else:
             _check_header(p)
     mod = sqlite_module()
+    target, uri = spath, False
+    if readonly and spath != ":memory:":
+        target, uri = p.resolve().as_uri() + "?mode=ro", True
     try:
-        conn = mod.connect(spath, isolation_level=None, check_same_thread=False, timeout=30)
+        conn = mod.connect(target, isolation_level=None, check_same_thread=False, timeout=30, uri=uri)
     except mod.Error as e:
         raise DatabaseError(f"cannot open: {e}", where=spath) from None
     vec_ok, vec_err = _load_vec(conn)
@@ -171,11 +178,14 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False) -> D
         _identify(conn, spath)
         conn.execute("PRAGMA busy_timeout = 30000")
         conn.execute("PRAGMA foreign_keys = ON")
-        if spath != ":memory:":
+        if readonly:
+            _check_version(conn, spath)
+        elif spath != ":memory:":
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-        _migrate(conn, spath)
+        if not readonly:
+            _migrate(conn, spath)
     except mod.DatabaseError as e:
         conn.close()
         raise DatabaseError(f"corrupt or unreadable index ({e}); left untouched", where=spath,
@@ -215,6 +225,14 @@ def _identify(conn: Any, spath: str) -> None:
     if tables:
         raise DatabaseError(f"not a toolidx index (has tables {', '.join(tables)}); left untouched",
                             where=spath, fix="point --db at a toolidx index, or at a new file name")
+
+
+def _check_version(conn: Any, spath: str) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version != len(MIGRATIONS):
+        raise DatabaseError(f"index schema v{version} differs from this toolidx's v{len(MIGRATIONS)} "
+                            "and it was opened read-only", where=spath,
+                            fix="open it once with a writing command (toolidx crawl/embed) or upgrade toolidx")
 
 
 def _migrate(conn: Any, spath: str) -> None:

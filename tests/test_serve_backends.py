@@ -1,0 +1,52 @@
+"""How serve finds the way to start a backend (no servers needed): secrets from the environment at
+run time, the index's own record when the config file is gone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from toolidx.backends import BackendUnavailable, SpecSource, spec_from_index
+from toolidx.discovery import exposed_name
+
+
+def test_spec_from_the_index_takes_secrets_from_the_environment():
+    row = {"transport": "stdio", "connect": {"transport": "stdio", "command": "srv", "args": ["--x"],
+                                             "env_keys": ["TOKEN"], "timeout": 12.0}}
+    spec = spec_from_index("s", row, {"TOKEN": "s3cret"})
+    assert (spec.command, spec.args, spec.env, spec.timeout, spec.problem) == ("srv", ["--x"], {"TOKEN": "s3cret"}, 12.0, None)
+    missing = spec_from_index("s", row, {})
+    assert "TOKEN" in missing.problem
+    http = spec_from_index("h", {"transport": "http", "connect": {"transport": "http", "url": "https://x/mcp",
+                                                                   "header_keys": ["Authorization"]}},
+                           {"Authorization": "Bearer t"})
+    assert http.transport == "http" and http.headers == {"Authorization": "Bearer t"}
+
+
+def test_spec_source_prefers_config_then_index(tmp_path):
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"mcpServers": {"a": {"command": "from-config", "env": {"K": "${K}"}}}}))
+    rows = {"a": {"transport": "stdio", "connect": {"transport": "stdio", "command": "from-index"}},
+            "b": {"transport": "stdio", "connect": {"transport": "stdio", "command": "only-indexed"}}}
+    src = SpecSource(server_row=rows.get, index_config_path=lambda: str(cfg), environ={"K": "v"})
+    spec, where = src.spec("a")
+    assert spec.command == "from-config" and spec.env == {"K": "v"} and where == str(cfg)
+    assert src.spec("b")[0].command == "only-indexed"  # not in the config: the index's record
+    cfg.unlink()
+    assert src.spec("a") == (spec_from_index("a", rows["a"], {"K": "v"}), "index")
+    with pytest.raises(BackendUnavailable, match="not in the index"):
+        src.spec("zzz")
+    explicit = SpecSource(server_row=rows.get, config_path=str(cfg))
+    with pytest.raises(BackendUnavailable, match="config file not found"):
+        explicit.spec("a")  # --config names a file: it must exist
+
+
+def test_exposed_names_fit_client_rules():
+    assert exposed_name("time/get_current_time", set()) == "time__get_current_time"
+    assert exposed_name("my.server/tool:x", set()) == "my_server__tool_x"
+    long = exposed_name("s/" + "a" * 80, set())
+    assert len(long) == 64 and long.startswith("s__aaa")
+    taken = {"a__b"}
+    other = exposed_name("a/b", taken)
+    assert other != "a__b" and len(other) <= 64
