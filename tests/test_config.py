@@ -209,3 +209,17 @@ def test_bundled_example_crawls(tmp_path):
     r = run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", tmp_path / "e.db",
                 "--model", "none", "--json")
     assert r.code == 0 and r.json["servers_ok"] >= 2 and r.json["tools"] > 0
+
+
+def test_live_example_with_a_real_stdio_server(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHON", sys.executable)
+    r = run_cli("crawl", "--config", REPO / "examples" / "live.yaml", "--db", tmp_path / "l.db",
+                "--model", "none", "--json")
+    assert r.code == 0, r.stderr
+    from toolidx.store import open_db
+
+    db = open_db(tmp_path / "l.db")
+    assert db.one("SELECT server_name, tool_count FROM servers WHERE name = 'notes'") == {
+        "server_name": "notes", "tool_count": 3}
+    assert db.scalar("SELECT destructive FROM tools WHERE id = 'notes/delete_note'") == 1
+    db.close()

@@ -121,6 +121,28 @@ def test_search_answers_with_keywords_before_the_model_is_loaded(serve_index):
     assert any(h["id"].startswith("time/") for h in sc["hits"])
 
 
+def test_a_keyword_no_match_waits_for_the_loading_model_instead_of_giving_up(serve_index, embedder):
+    import threading
+
+    srv = build(serve_index)
+    disc = srv.discovery
+    disc.model_state = "loading"
+
+    def finish_loading():
+        disc.embedder, disc.model_state = embedder, "ready"
+        disc.model_done.set()
+
+    async def body(c):
+        threading.Timer(0.3, finish_loading).start()
+        # no indexed word in it: keyword search alone finds nothing, meaning does
+        return await call(c, "search_tools", {"query": "clock hour Tokyo"})
+
+    r, sc, _ = session(srv, body)
+    assert not r.is_error and not sc["no_match"] and sc["mode_used"] == "hybrid"
+    assert sc["hits"][0]["id"].startswith("time/")
+    assert not any("still loading" in n for n in sc.get("notes", []))
+
+
 def test_list_tools_pages_through_everything_once(serve_index):
     async def body(c):
         pages, page = [], 1
@@ -408,3 +430,33 @@ def test_clients_of_the_2026_protocol_are_served_too(serve_index):
     version, tools, r = anyio.run(main)
     assert version == "2026-07-28" and tools == META
     assert not r.is_error and r.structured_content == {"text": "new era"}
+
+
+@pytest.mark.parametrize("mode", ["streamableHttp", "sse"])
+def test_execute_reaches_servers_over_http_and_sse(servers_dir, tmp_path, mode):
+    import os
+    import signal
+    import socket
+    import subprocess
+
+    from conftest import SHARED
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = subprocess.run(["bash", str(SHARED / "servers" / "start-http.sh"), str(servers_dir), str(port), mode],
+                         capture_output=True, text=True, timeout=30, check=True).stdout.split()
+    url, pid = out[0], int(out[1])
+    try:
+        cfg = tmp_path / "remote.json"
+        cfg.write_text(json.dumps({"mcpServers": {"remote": {"url": url, **({"type": "sse"} if mode == "sse" else {})}}}))
+        db = tmp_path / "remote.db"
+        assert run_cli("crawl", "--config", cfg, "--db", db, "--model", "none").code == 0
+
+        async def body(c):
+            return await call(c, "execute_tool", {"tool_name": "remote/echo", "arguments": {"message": mode}})
+
+        r, _, text = session(build(db), body)
+        assert not r.is_error and text == f"Echo: {mode}"
+    finally:
+        os.kill(pid, signal.SIGTERM)

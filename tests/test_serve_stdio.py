@@ -170,3 +170,20 @@ def test_start_up_errors_are_one_line_on_stderr_and_nothing_on_stdout(serve_inde
         assert r.stdout == ""
         assert expect in r.stderr and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_stdin_from_a_file_is_served_too(serve_index, tmp_path):
+    """Not a pipe (a file here, a terminal by hand): the SDK's own stdio streams take over."""
+    reqs = tmp_path / "requests.jsonl"
+    reqs.write_text("\n".join(json.dumps(m) for m in [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]) + "\n")  # (requests after it would be cancelled by the EOF that follows: the client is gone)
+    with open(reqs) as stdin:
+        r = subprocess.run([*TOOLIDX, "serve", "--db", str(serve_index)], stdin=stdin, capture_output=True,
+                           text=True, timeout=60)
+    answers = [json.loads(line) for line in r.stdout.splitlines()]  # every stdout line is protocol
+    assert [a["id"] for a in answers] == [1] and r.returncode == 0
+    assert answers[0]["result"]["serverInfo"]["name"] == "toolidx"
+    assert answers[0]["result"]["capabilities"]["tools"]["listChanged"] is True

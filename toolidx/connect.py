@@ -341,12 +341,23 @@ class Connection:
             raise BackendError(f"{self.spec.name}: connection lost ({type(e).__name__})") from None
 
 
+def _command_path(spec: ServerSpec) -> str:
+    """A relative command with a directory part (`.venv/bin/python`) is found where toolidx runs,
+    as a shell would, unless it exists relative to the server's `cwd` (what exec would do)."""
+    cmd = spec.command or ""
+    if os.path.isabs(cmd) or (os.sep not in cmd and "/" not in cmd):
+        return cmd
+    if spec.cwd and os.path.exists(os.path.join(spec.cwd, cmd)):
+        return cmd
+    return os.path.abspath(cmd) if os.path.exists(cmd) else cmd
+
+
 @asynccontextmanager
 async def _transport(spec: ServerSpec, stderr: _StderrFile | None) -> AsyncIterator[tuple[Any, Any]]:
     if spec.transport == "stdio":
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        params = StdioServerParameters(command=spec.command or "", args=list(spec.args),
+        params = StdioServerParameters(command=_command_path(spec), args=list(spec.args),
                                        env=child_env(spec), cwd=spec.cwd,
                                        encoding_error_handler="replace")
         async with stdio_client(params, errlog=stderr.file if stderr else sys.stderr) as (r, w):
@@ -478,6 +489,7 @@ async def list_server_tools(spec: ServerSpec) -> ServerResult:
         result.error = scrub(_one_reason(e, spec, _phase_name(phase[0]), None), spec)
     if not result.ok:
         result.tools, result.invalid_tools = [], []
+        result.error = scrub(result.error, spec)
     result.stderr_tail = scrub("\n".join(t for t in tails if t), spec) or None
     result.duration_ms = round((time.perf_counter() - t0) * 1000, 1)
     return result

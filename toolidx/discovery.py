@@ -21,11 +21,12 @@ from .errors import ToolidxError, UsageError
 from .filters import Filters
 from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS
 from .store.db import Database, open_db
-from .store.tools import all_ids, filtered_rowids, get_tool, get_tools_by_rowid
+from .store.tools import all_ids, filtered_rowids, get_tool, get_tools_by_rowid, list_servers
 
 log = logging.getLogger("toolidx")
 
 DEFAULT_MAX_TOKENS = 4000
+MODEL_WAIT_S = 15.0  # how long a keyword "no match" waits for a loading model before it stands
 EXPOSED_NAME_MAX = 64  # Claude and most clients: ^[a-zA-Z0-9_-]{1,64}$
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 HIT_KEYS = ("id", "title", "description", "score", "matched")
@@ -110,9 +111,8 @@ class Discovery:
         self._lock = threading.Lock()
         self.embedder: Any = None
         self.model_state = "not loaded"  # loading | ready | unavailable
+        self.model_done = threading.Event()
         self.reloads = 0
-        from .store.tools import list_servers
-
         known = {s["name"] for s in list_servers(self.db)}
         unknown = [s for s in self.scope.servers if s not in known]
         if unknown:
@@ -172,6 +172,7 @@ class Discovery:
             emb = None
         self.embedder = emb
         self.model_state = "ready" if emb is not None else "unavailable"
+        self.model_done.set()
 
     # --- scope and names ----------------------------------------------------------------------
     def scope_ids(self) -> set[str]:
@@ -333,9 +334,17 @@ class Discovery:
         query, limit = args["query"], args.get("limit", 5)
         mode = args.get("search_type", "hybrid")
         min_score = (args.get("filters") or {}).get("min_score")
+        filters = self._filters(args)
         ready = self.embedder is not None
-        res = search(self.db, query, mode=mode, limit=limit, filters=self._filters(args),
+        res = search(self.db, query, mode=mode, limit=limit, filters=filters,
                      min_score=min_score, embedder=self.embedder if ready else None)
+        if res.no_match and not ready and mode != "keyword" and self.model_state == "loading":
+            # words alone found nothing: rather than a false "no good match", wait (bounded) for
+            # the model that is loading and ask again by meaning
+            if self.model_done.wait(MODEL_WAIT_S) and self.embedder is not None:
+                ready = True
+                res = search(self.db, query, mode=mode, limit=limit, filters=filters,
+                             min_score=min_score, embedder=self.embedder)
         full = res.to_json()
         hits = [{k: h[k] for k in HIT_KEYS if h.get(k) not in (None, "", [])} for h in full.get("hits", [])]
         for h in hits:
@@ -547,6 +556,12 @@ def _describe_text(p: dict) -> str:
             lines.append(f"- {r.get('name')} ({', '.join(bits)}){desc}")
     elif isinstance(params, list):
         lines.append("Parameters: none")
+    elif p.get("params"):
+        req = set(p.get("required") or [])
+        lines.append("Parameters: " + ", ".join(f"{n}{' (required)' if n in req else ''}" for n in p["params"])
+                     + " (describe_tool with detail \"schema\" for types)")
+    if p.get("hints"):
+        lines.append("Hints: " + ", ".join(p["hints"]))
     if "example_arguments" in p:
         lines.append(f"Example arguments: {compact(p['example_arguments'])}")
     if "input_schema" in p:

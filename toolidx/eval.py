@@ -138,10 +138,11 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
                          embedder=embedder)
             lat.append((time.perf_counter() - t0) * 1000)
             mode_used = res.mode_used
-            from .calibration import threshold as default_threshold
-
-            threshold = default_threshold(mode_used) if min_score is None else min_score
-            kept = [h for h in res.hits if h.score >= threshold]
+            threshold = res.gate if min_score is None else min_score
+            # what a default search answers: nothing when the best hit is below the threshold
+            kept = res.hits if res.hits and res.hits[0].score >= threshold else []
+            if min_score is not None:
+                kept = [h for h in res.hits if h.score >= threshold]
             if not q["relevant"]:
                 abstained += not kept
                 continue

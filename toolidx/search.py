@@ -58,10 +58,12 @@ class SearchResult:
     threshold: float  # the score below which hits are dropped
     notes: list[str] = field(default_factory=list)
     considered: int = 0  # tools that passed the filters
+    gate: float = 0.0  # the calibrated "no good match" threshold for this query (min_score aside)
 
     def to_json(self) -> dict:
         return {"query": self.query, "mode": self.mode, "mode_used": self.mode_used,
-                "no_match": self.no_match, "threshold": self.threshold, "count": len(self.hits),
+                "no_match": self.no_match, "threshold": self.threshold,
+                "calibrated_threshold": self.gate, "count": len(self.hits),
                 "considered": self.considered, "notes": self.notes,
                 "hits": [h.to_json() for h in self.hits]}
 
@@ -120,19 +122,31 @@ def _embed_query(embedder: Any, text: str) -> bytes:
 _names: dict[tuple, tuple[list[int], list[str]]] = {}
 
 
-def _fuzzy(db, terms: list[str], pool: int, filters: Filters | None) -> dict[int, float]:
-    """rowid -> similarity in [0, 1] of the query to the tool name (both as words)."""
-    if not terms or len(terms) > FUZZY_MAX_TERMS:
-        return {}
-    allowed = filtered_rowids(db, filters)
+def _all_names(db) -> tuple[list[int], list[str]]:
     key = (id(db.conn), db.data_version(), db.conn.total_changes)
     if key not in _names:
         _names.clear()
         rows = retrieval.tool_names(db)
         _names[key] = ([r for r, _ in rows], [" ".join(split_name(n)) for _, n in rows])
-    rowids, names = _names[key]
+    return _names[key]
+
+
+def _fuzzy(db, terms: list[str], pool: int, filters: Filters | None,
+           candidates: list[int]) -> dict[int, float]:
+    """rowid -> similarity in [0, 1] of a short query to the tool name (both as words). Scored on
+    the keyword/vector candidates (a misspelt name still shares a word or its meaning with the
+    tool); only when they are empty on every name in the index."""
+    if not terms or len(terms) > FUZZY_MAX_TERMS:
+        return {}
     from rapidfuzz import fuzz, process
 
+    if candidates:
+        rows = retrieval.names_for(db, candidates)
+        rowids, names = [r for r, _ in rows], [" ".join(split_name(n)) for _, n in rows]
+        allowed = None  # candidates already passed the filters
+    else:
+        rowids, names = _all_names(db)
+        allowed = filtered_rowids(db, filters)
     q = " ".join(terms)
     out: dict[int, float] = {}
     for _, score, i in process.extract(q, names, scorer=fuzz.ratio, limit=pool * 4,
@@ -168,8 +182,6 @@ def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Any,
         for rank, (r, s) in enumerate(retrieval.fts_candidates(db, fts_query(terms), pool, filters)):
             c = slot(r)
             c["bm25"], c["kw_rank"] = s, rank
-        for r, s in _fuzzy(db, terms, pool, filters).items():
-            slot(r)["fuzzy"] = s
     if mode_used in ("hybrid", "semantic") and text:
         qv = _embed_query(embedder, text[:2000])
         for rank, (r, s) in enumerate(retrieval.vec_candidates(db, qv, pool, filters)):
@@ -178,6 +190,9 @@ def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Any,
         missing = [r for r, c in cands.items() if c["cos"] is None]
         for r, s in retrieval.cosine_for(db, qv, missing).items():
             cands[r]["cos"] = s
+    if mode_used in ("hybrid", "keyword"):
+        for r, s in _fuzzy(db, terms, pool, filters, list(cands)).items():
+            slot(r)["fuzzy"] = s
     for c in cands.values():
         if c["cos"] is None:
             c["cos"] = 0.0
@@ -203,12 +218,18 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
                                          pool=max(POOL, limit))
         if mode_used != mode:
             notes.append(f"{mode} search needs embeddings; ran keyword search instead")
-        threshold = cal.threshold(mode_used) if min_score is None else float(min_score)
-        scored = cal.score_candidates(cands, terms, mode_used)
+        gate = cal.threshold(cal.effective_mode(cands, mode_used), len(terms))
+        threshold = gate if min_score is None else float(min_score)
+        scored = cal.score_candidates(cands, terms, mode_used, retrieval.filtered_count(db, None))
         order = sorted(scored, key=lambda r: -scored[r])
         rows = retrieval.hit_rows(db, order[: limit * 2 + 10])
-        ranked = sorted(rows, key=lambda r: (-round(scored[r], 6), rows[r]["id"]))
-        kept = [r for r in ranked if scored[r] >= threshold][:limit]
+        ranked = sorted(rows, key=lambda r: (-round(scored[r], 4), rows[r]["id"]))  # as shown
+        if min_score is None:
+            # the calibrated threshold judges the query (is any tool good enough?); once one is,
+            # the runners-up are shown with their own scores, as alternatives
+            kept = ranked[:limit] if ranked and scored[ranked[0]] >= threshold else []
+        else:
+            kept = [r for r in ranked if scored[r] >= threshold][:limit]
         matched = retrieval.matched_terms(db, terms, kept) if mode_used != "semantic" else {}
         considered = retrieval.filtered_count(db, filters)
     if not _prepare(query):
@@ -219,12 +240,12 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
     no_match = not hits
     if no_match and ranked and _prepare(query):
         best = scored[ranked[0]]
-        notes.append(f"no good match: the best tool ({rows[ranked[0]]['id']}) scored {best:.2f}, "
-                     f"below the threshold {threshold:.2f} (--min-score 0 shows it anyway)")
+        notes.append(f"no good match: the best tool ({rows[ranked[0]]['id']}) scored {best:.3f}, "
+                     f"below the threshold {threshold:.3f} (--min-score 0 shows it anyway)")
     elif no_match and considered == 0:
         notes.append("no tools pass the filters")
     return SearchResult(query=query, mode=mode, mode_used=mode_used, hits=hits, no_match=no_match,
-                        threshold=threshold, notes=notes, considered=considered)
+                        threshold=threshold, notes=notes, considered=considered, gate=gate)
 
 
 def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) -> Hit:

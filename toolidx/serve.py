@@ -11,6 +11,7 @@ logs go to stderr.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -130,10 +131,9 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
         run = _run_of(ctx)
         if run is not None and getattr(ctx, "session", None) is not None:
             run.session = ctx.session
-        result = await call_next(ctx)
         if ctx.method != "initialize":
-            start_model()
-        return result
+            start_model()  # after the handshake, which it would slow down
+        return await call_next(ctx)
 
     server.middleware.append(remember_session)
     plain_options = server.create_initialization_options
@@ -187,13 +187,78 @@ def run_stdio(server: Any) -> None:
     from mcp.server.stdio import stdio_server
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
+        pipes = await _pipe_streams()
+        async with stdio_server(*(pipes or ())) as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(main)
 
 
+class _PipeLines:
+    """stdin as an async iterator of lines, read by the event loop: the SDK's default reads every
+    line in a worker thread, a thread hop per request that shows in execute_tool's overhead."""
+
+    def __init__(self, reader: Any):
+        self._reader = reader
+
+    def __aiter__(self) -> "_PipeLines":
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+class _PipeWriter:
+    """stdout written by the event loop (no thread hop per message; the transport buffers)."""
+
+    def __init__(self, transport: Any, protocol: Any):
+        self._transport, self._protocol = transport, protocol
+
+    async def write(self, text: str) -> None:
+        self._transport.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        if self._transport.get_write_buffer_size():
+            await self._protocol._drain_helper()
+
+
+async def _pipe_streams() -> tuple[Any, Any] | None:
+    """Protocol streams on private copies of fd 0/1 when both are pipes (as MCP clients start us),
+    with fd 0 moved to /dev/null and fd 1 to stderr so stray prints (ours, a library's, a child's)
+    can never corrupt the wire. None (the SDK's own streams) for anything else, e.g. a terminal."""
+    import asyncio
+    import os
+    import stat
+
+    try:
+        if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode) for fd in (0, 1)):
+            return None
+        loop = asyncio.get_running_loop()
+        sys.stdout.flush()
+        wire_in, wire_out = os.dup(0), os.dup(1)
+        reader = asyncio.StreamReader(limit=64 * 1024 * 1024, loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
+                                     os.fdopen(wire_in, "rb", buffering=0))
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), os.fdopen(wire_out, "wb", buffering=0))
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        os.dup2(2, 1)
+        return _PipeLines(reader), _PipeWriter(transport, protocol)
+    except (OSError, ValueError, RuntimeError, NotImplementedError) as e:
+        log.debug(f"pipe streams unavailable ({e}); using the SDK's")
+        return None
+
+
 def serve_stdio(db_path: str, **options: Any) -> None:
     """`toolidx serve`: build the server (errors in the index or options raise first, before any
     protocol byte), then serve it over stdio."""
-    run_stdio(build_server(db_path, **options))
+    server = build_server(db_path, **options)
+    if sys.stdin.isatty():  # started by hand: say what it is waiting for (on stderr)
+        sys.stderr.write("toolidx serve: speaking MCP on stdin/stdout; start it from an MCP client "
+                         "(`toolidx serve --print-config` prints the entry). Ctrl-D to stop.\n")
+    run_stdio(server)

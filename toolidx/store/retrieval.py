@@ -13,7 +13,7 @@ from .db import Database
 # like the name so "On Semgrep, ..." reaches Semgrep's tools; parameter text weighs least
 # (long, repetitive) but still helps when a request names an argument. Tuned on the bench sets
 # (docs/search.md, benchmarks/quality.py).
-FTS_WEIGHTS = (3.0, 2.0, 1.0, 2.5, 1.0, 0.3)
+FTS_WEIGHTS = (3.0, 2.0, 1.0, 2.5, 1.0, 0.6)
 
 
 def _filter_sql(filters: Filters | None) -> tuple[str, list]:
@@ -82,6 +82,15 @@ def matched_terms(db: Database, terms: list[str], rowids: list[int]) -> dict[int
 def tool_names(db: Database) -> list[tuple[int, str]]:
     """(rowid, name) of every tool, for fuzzy name matching."""
     return [(int(r[0]), r[1]) for r in db.execute("SELECT rowid, name FROM tools ORDER BY rowid")]
+
+
+def names_for(db: Database, rowids: list[int]) -> list[tuple[int, str]]:
+    rows = []
+    for i in range(0, len(rowids), 500):
+        chunk = rowids[i:i + 500]
+        rows += db.execute(f"SELECT rowid, name FROM tools WHERE rowid IN ({', '.join('?' * len(chunk))}) "
+                           "ORDER BY rowid", chunk).fetchall()
+    return [(int(r), n) for r, n in rows]
 
 
 def hit_rows(db: Database, rowids: list[int]) -> dict[int, dict]:
