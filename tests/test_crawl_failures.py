@@ -377,7 +377,7 @@ def test_live_connection_api_for_serve():
         async with open_session(spec) as conn:
             with pytest.raises(BackendError, match="timed out after 0.5 s"):
                 await conn.call_tool("tool_0", {"sleep": 3}, timeout=0.5)
-            with pytest.raises(BackendError, match=r"server closed the connection \(exit code 5\)"):
+            with pytest.raises(BackendError, match=r"server closed the connection during tools/call tool_0 \(exit code 5\)"):
                 await conn.call_tool("tool_0", {"die": True}, timeout=5)
             assert not conn.alive
 
@@ -407,3 +407,15 @@ def test_open_session_failure_is_one_backend_error(tmp_path):
         assert "cannot open configuration" in e.value.stderr_tail
 
     anyio.run(go)
+
+
+def test_relative_command_is_found_where_toolidx_runs(tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.chdir(Path(sys.executable).parent.parent)  # e.g. the venv: command "bin/python"
+    rel = os.path.relpath(sys.executable)
+    assert os.sep in rel and not os.path.isabs(rel)
+    (tmp_path / "elsewhere").mkdir()
+    cfg = write_config(tmp_path / "r.json", {"s": {"command": rel, "args": [str(RAW)], "cwd": str(tmp_path / "elsewhere")}})
+    r = crawl(cfg, tmp_path / "r.db")
+    assert r.code == 0, r.json["servers"][0]["error"]

@@ -291,7 +291,7 @@ class Connection:
         cursors: set[str] = set()
         for page in range(1, MAX_PAGES + 1):
             self._phase[0] = "tools/list" if page == 1 else f"tools/list page {page}"
-            raw = await self._request("tools/list", {"cursor": cursor} if cursor else None, timeout)
+            raw = await self._send("tools/list", {"cursor": cursor} if cursor else None, timeout, self._phase[0])
             items = raw.get("tools")
             if not isinstance(items, list):
                 raise BackendError(f"{self._phase[0]}: result has no `tools` list")
@@ -319,26 +319,30 @@ class Connection:
 
         Raises BackendError on transport failure, timeout or server death, and RemoteError (a
         BackendError) when the server answers with a JSON-RPC error."""
+        if self._closed:
+            raise BackendError("connection is closed")
+        return await self._send("tools/call", {"name": name, "arguments": arguments or {}}, timeout,
+                                f"tools/call {name}")
+
+    async def _send(self, method: str, params: dict | None, timeout: float | None, during: str) -> dict:
+        """`_request` with the SDK's errors turned into BackendError / RemoteError."""
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-        if self._closed:
-            raise BackendError(f"{self.spec.name}: connection is closed")
         try:
-            return await self._request("tools/call", {"name": name, "arguments": arguments or {}}, timeout)
+            return await self._request(method, params, timeout)
         except MCPError as e:
             if e.code == REQUEST_TIMEOUT:
-                raise BackendError(f"{self.spec.name}: {name} timed out after {timeout:g} s") from None
+                raise BackendError(f"timed out after {timeout:g} s during {during}") from None
             if e.code == CONNECTION_CLOSED:
                 self._closed = True
                 code = await self._exit_code_soon()
-                raise BackendError(f"{self.spec.name}: server closed the connection"
+                raise BackendError(f"server closed the connection during {during}"
                                    + (f" (exit code {code})" if code is not None else "")) from None
-            raise RemoteError(f"{self.spec.name}: {name}: server error {e.code}: {e.message}",
-                              e.code, e.data) from None
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as e:
+            raise RemoteError(f"{during} failed: server error {e.code}: {e.message}", e.code, e.data) from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as e:
             self._closed = True
-            raise BackendError(f"{self.spec.name}: connection lost ({type(e).__name__})") from None
+            raise BackendError(f"connection lost during {during} ({type(e).__name__})") from None
 
 
 def _command_path(spec: ServerSpec) -> str:
