@@ -107,3 +107,21 @@ def test_model_path_that_is_not_a_model_is_an_error(tmp_path):
     r = run_cli("crawl", "--config", config(tmp_path / "c.json"), "--db", tmp_path / "m.db",
                 "--model-path", tmp_path)
     assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_unchanged_recrawl_never_loads_the_model(tmp_path, model_path):
+    """The model loads only when some text needs embedding: a re-crawl with nothing changed must
+    succeed even with a model folder that would fail to load (a junk model.onnx)."""
+    db = tmp_path / "u.db"
+    cfg = config(tmp_path / "c.json")
+    assert run_cli("crawl", "--config", cfg, "--db", db, "--model-path", model_path).code == 0
+    junk = tmp_path / "junk-model"
+    junk.mkdir()
+    (junk / "model.onnx").write_bytes(b"not an onnx model")
+    again = run_cli("crawl", "--config", cfg, "--db", db, "--model-path", junk, "--json")
+    assert again.code == 0, again.stderr
+    assert again.json["embedded"] == 0 and again.json["semantic"]
+    # a changed tool does need the model, and the junk folder is then reported in one line
+    changed = config(tmp_path / "c2.json", tools=5)
+    bad = run_cli("crawl", "--config", changed, "--db", db, "--model-path", junk)
+    assert bad.code == 2 and "junk-model" in bad.stderr

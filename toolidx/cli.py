@@ -32,10 +32,15 @@ ModelOpt = typer.Option(None, "--model", help="Embedding model name (default: al
 ModelPathOpt = typer.Option(None, "--model-path", help="Local model directory (air-gapped; env TOOLIDX_MODEL_PATH).")
 
 
+_opened: list = []
+
+
 def _open(db: Optional[Path], create: bool = False):
     from .store import open_db
 
-    return open_db(db, create=create)
+    database = open_db(db, create=create)
+    _opened.append(database)  # closed by main() when the command ends
+    return database
 
 
 # --- crawl / embed -----------------------------------------------------------------------------
@@ -53,14 +58,15 @@ def crawl(
     """Connect to every configured MCP server and index its tools. Exit 1 if any server failed."""
     from .config import load_config
     from .crawl import run_crawl
-    from .embed import load_embedder, resolve_model
+    from .embed import LazyEmbedder, resolve_model
 
     cfg = load_config(config)
     only = list(server) or None
     cfg.enabled_servers(only)  # unknown --server names fail before the index is touched
     database = _open(db, create=True)
-    embedder = load_embedder(resolve_model(model, str(model_path) if model_path else None, cfg.settings),
-                             allow_download=True)
+    choice = resolve_model(model, str(model_path) if model_path else None, cfg.settings)
+    # loaded only if some tool's text needs embedding: an unchanged re-crawl never pays for it
+    embedder = LazyEmbedder(choice, allow_download=True) if choice.name else None
     from .progress import crawl_progress
 
     with crawl_progress(as_json) as progress:
@@ -396,21 +402,19 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     as_json = "--json" in args or "--format=json" in args or any(
         a in ("--format", "-f") and b == "json" for a, b in zip(args, args[1:]))
-    import click
-
-    try:  # typer >= 0.20 raises its own vendored click's exceptions: catch both
-        from typer._click.exceptions import ClickException as TyperClickError
+    try:  # typer >= 0.20 vendors click and raises its copy's exceptions (importing click costs time)
+        from typer._click import exceptions as click_exc
     except ImportError:
-        TyperClickError = click.ClickException
+        from click import exceptions as click_exc
     try:
         code = app(args=args, prog_name="toolidx", standalone_mode=False)
     except ToolidxError as e:
         render.error(e, as_json)
         code = e.exit_code
-    except (click.exceptions.Abort, typer.Abort):
+    except typer.Abort:
         render.note("aborted")
         code = 130
-    except (click.ClickException, TyperClickError) as e:
+    except click_exc.ClickException as e:
         e.show()
         code = EXIT_USAGE if e.exit_code == 2 else e.exit_code
     except KeyboardInterrupt:
@@ -418,6 +422,13 @@ def main(argv: list[str] | None = None) -> None:
         code = 130
     except BrokenPipeError:
         code = 0
+    finally:
+        for database in _opened:
+            try:  # closing folds the WAL into the file, so a copied index is whole
+                database.close()
+            except Exception:
+                pass
+        _opened.clear()
     sys.exit(code if isinstance(code, int) else 0)
 
 

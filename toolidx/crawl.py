@@ -7,12 +7,13 @@ marked stale. Only `connect.py` knows MCP; this module only schedules and hands 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from .config import DEFAULT_CONCURRENCY, Config, ServerSpec
-from .embed import Embedder
+from .embed import Embedder, LazyEmbedder
 from .results import ServerResult
 from .sources import load_tools_file
 from .store.crawls import CrawlSummary, now_iso, write_crawl
@@ -86,12 +87,14 @@ async def gather_results(specs: list[ServerSpec], concurrency: int,
 
 
 def run_crawl(config: Config, db: Database, *, only: list[str] | None = None,
-              concurrency: int | None = None, embedder: Embedder | None = None,
+              concurrency: int | None = None, embedder: Embedder | LazyEmbedder | None = None,
               progress: CrawlProgress | None = None) -> CrawlSummary:
     specs = config.enabled_servers(only)
     progress = progress or _Quiet()
     conc = concurrency or int(config.settings.get("concurrency", DEFAULT_CONCURRENCY))
     started = now_iso()
     results = asyncio.run(gather_results(specs, conc, progress))
-    return write_crawl(db, results, embedder=embedder, config_path=config.path, prune=not only,
+    # stored absolute: serve later starts backends from it, from any working directory
+    config_path = os.path.abspath(config.path) if config.path and os.path.exists(config.path) else config.path
+    return write_crawl(db, results, embedder=embedder, config_path=config_path, prune=not only,
                        started_at=started, progress=progress.step)

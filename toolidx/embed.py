@@ -153,3 +153,36 @@ def load_embedder(choice: ModelChoice, *, allow_download: bool = False) -> Embed
                            "`toolidx embed`")
     _cache[key] = emb
     return emb
+
+
+def check_model_path(choice: ModelChoice) -> None:
+    """Fail fast (before a crawl contacts any server) when an explicit model folder is unusable."""
+    if not choice.path:
+        return
+    p = Path(choice.path)
+    if not p.is_dir():
+        raise ModelError(f"model directory not found: {choice.path}",
+                         fix="set --model-path / TOOLIDX_MODEL_PATH to a fastembed model folder")
+    if not any(p.glob("*.onnx")) and not any(p.glob("*/*.onnx")):
+        raise ModelError(f"no .onnx model file in {choice.path}",
+                         fix="point --model-path at a folder with model.onnx and tokenizer.json")
+
+
+class LazyEmbedder:
+    """An embedder that loads its model on first need. `model` is known without loading, so a
+    crawl can tell which texts changed; `get()` loads (or returns None, warned once)."""
+
+    def __init__(self, choice: ModelChoice, *, allow_download: bool = False):
+        assert choice.name is not None
+        check_model_path(choice)
+        self.choice = choice
+        self.model = choice.name
+        self.allow_download = allow_download
+        self._loaded = False
+        self._embedder: Embedder | None = None
+
+    def get(self) -> Embedder | None:
+        if not self._loaded:
+            self._embedder = load_embedder(self.choice, allow_download=self.allow_download)
+            self._loaded = True
+        return self._embedder

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
 from .. import __version__
-from ..embed import Embedder, text_hash
+from ..embed import Embedder, LazyEmbedder, text_hash
 from ..notices import warn_once
 from ..results import ServerResult
 from ..tooldoc import ToolDoc, build_tooldoc, canonical_json, server_words
@@ -54,7 +54,7 @@ def _bool(v: bool | None) -> int | None:
     return None if v is None else int(v)
 
 
-def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder | None,
+def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder | LazyEmbedder | None,
                 config_path: str | None, prune: bool, started_at: str | None = None,
                 progress: Callable[[str, int, int], None] | None = None) -> CrawlSummary:
     """Store one crawl. `prune`: servers in the index that were not crawled are removed (a full
@@ -67,19 +67,24 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
     existing = {row["id"]: row for row in db.query("SELECT rowid, id, hash, embed_hash FROM tools")}
 
     vecs: dict[str, bytes] = {}
-    model_changed = False
     if embedder is not None and not db.vec_available:
         warn_once("vec", f"{db.vec_error}: semantic search is off, keyword search works")
         embedder = None
     if embedder is not None:
-        model_changed = (db.get_meta("embed_model") != embedder.model
-                         or db.get_meta("embed_dim") != str(embedder.dim))
-        todo = [d for ds in docs.values() for d in ds
-                if model_changed or (existing.get(d.id) or {}).get("embed_hash")
+        all_docs = [d for ds in docs.values() for d in ds]
+        model_changed = db.get_meta("embed_model") != embedder.model
+        todo = [d for d in all_docs if model_changed or (existing.get(d.id) or {}).get("embed_hash")
                 != text_hash(embedder.model, d.embed_text)]
-        vecs = _embed(embedder, todo, progress)
+        if todo and isinstance(embedder, LazyEmbedder):
+            embedder = embedder.get()  # None (warned once) when the model cannot be had
+        elif not todo:
+            embedder = None  # nothing to embed: the model need not even load
+        if embedder is not None:
+            if db.get_meta("embed_dim") not in (None, str(embedder.dim)):
+                todo = all_docs  # same name, other dimension: every vector must be redone
+            vecs = _embed(embedder, todo, progress)
 
-    summary = CrawlSummary(crawl_id=0, semantic=embedder is not None)
+    summary = CrawlSummary(crawl_id=0)
     ts = now_iso()
     with db.transaction():
         cur = db.execute("INSERT INTO crawls(started_at, config_path, toolidx_version) VALUES (?, ?, ?)",
@@ -111,6 +116,7 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
         db.execute("INSERT INTO crawl_tools(crawl_id, tool_id, server, name, hash, stale) "
                    "SELECT ?, id, server, name, hash, stale FROM tools", (crawl_id,))
         summary.tools = int(db.scalar("SELECT count(*) FROM tools"))
+        summary.semantic = db.vec_available and vectors.has_table(db)
         db.execute("UPDATE crawls SET finished_at = ?, servers_ok = ?, servers_failed = ?, "
                    "tool_count = ?, embedded = ? WHERE id = ?",
                    (now_iso(), summary.servers_ok, summary.servers_failed, summary.tools,
