@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from .schemas import json_type, resolve_ref
 from .tooldoc import canonical_json as _canon
 
 BREAKING, RISKY, COMPATIBLE = "breaking", "risky", "compatible"
@@ -105,19 +106,7 @@ class _Walker:
 
     # --- $ref / allOf ------------------------------------------------------------------------
     def lookup(self, ref: str, side: int) -> dict | None:
-        if not ref.startswith("#"):
-            return None
-        node: Any = self.roots[side]
-        for part in ref[1:].split("/"):
-            if not part:
-                continue
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return None
+        node = resolve_ref(self.roots[side], ref)
         return node if isinstance(node, dict) else None
 
     def resolve(self, s: Any, side: int, via: list[str]) -> tuple[Any, list[str], str | None]:
@@ -202,7 +191,7 @@ class _Walker:
             return [("array", s)]
         values = s["enum"] if isinstance(s.get("enum"), list) else [s["const"]] if "const" in s else None
         if values:
-            kinds = sorted({_json_kind(v) for v in values})
+            kinds = sorted({json_type(v) for v in values})
             if len(kinds) == 1:
                 return [(kinds[0], s)]
         return [("any", s)]
@@ -472,22 +461,6 @@ def _refs_in(s: Any) -> Iterator[str]:
 
 def _order(kinds: set[str]) -> list[str]:
     return sorted(kinds, key=lambda k: (_KIND_ORDER.index(k) if k in _KIND_ORDER else 99, k))
-
-
-def _json_kind(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "array"
-    return "object"
 
 
 def _accepts(kinds: set[str]) -> set[str]:

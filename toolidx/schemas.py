@@ -81,7 +81,8 @@ def _normal(schema: Any, root: Any, seen: frozenset) -> tuple[dict, frozenset]:
     return merge_all_of(schema, root, seen), seen
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a JSON value (bool before int: bool is an int in Python)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -111,9 +112,9 @@ def type_label(schema: Any, root: Any, seen: frozenset = frozenset()) -> str:
         elif "items" in s:
             t = "array"
         elif "const" in s:
-            return _json_type(s["const"])
+            return json_type(s["const"])
         elif isinstance(s.get("enum"), list) and s["enum"]:
-            return " | ".join(dict.fromkeys(_json_type(v) for v in s["enum"]))
+            return " | ".join(dict.fromkeys(json_type(v) for v in s["enum"]))
         else:
             return "any"
     if t == "array":
