@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import anyio
 import pytest
@@ -74,7 +75,8 @@ def test_serve_over_stdio_end_to_end(serve_index, model_path, tmp_path, monkeypa
     db = tmp_path / "e2e.db"
     shutil.copy(serve_index, db)
     entry = client_entry(db, "--server", "time", "--server", "crashy", "--server", "everything")
-    assert entry["env"]["TOOLIDX_MODEL_PATH"] == model_path  # clients start servers with a bare env
+    # clients start servers with a bare env; the entry holds the absolute, resolved path
+    assert Path(entry["env"]["TOOLIDX_MODEL_PATH"]) == Path(model_path).resolve()
     assert entry["args"][-6:] == ["--server", "time", "--server", "crashy", "--server", "everything"]
     spawned = time.perf_counter()
 

@@ -14,6 +14,7 @@ from .db import Database
 # (long, repetitive) but still helps when a request names an argument. Tuned on the bench sets
 # (docs/search.md, benchmarks/quality.py).
 FTS_WEIGHTS = (3.0, 2.0, 1.0, 2.5, 1.0, 0.6)
+FTS_COLUMNS = ("name", "title", "description", "server", "tags", "params")
 
 
 def _filter_sql(filters: Filters | None) -> tuple[str, list]:
@@ -63,13 +64,16 @@ def cosine_for(db: Database, query: bytes, rowids: list[int]) -> dict[int, float
     return out
 
 
-def matched_terms(db: Database, terms: list[str], rowids: list[int]) -> dict[int, list[str]]:
-    """Which query terms each tool matches in the keyword index (FTS5 stemming included)."""
+def matched_terms(db: Database, terms: list[str], rowids: list[int],
+                  table: str = "tools_fts") -> dict[int, list[str]]:
+    """Which query terms each tool matches in the keyword index (FTS5 stemming included).
+    `table`: a copy of tools_fts holding just these tools (toolidx.bm25's scratch table) answers
+    the same without walking the index's long doclists of common words."""
     out: dict[int, list[str]] = {r: [] for r in rowids}
     if not terms or not rowids:
         return out
     marks = ", ".join("?" * len(rowids))
-    sql = " UNION ALL ".join(f"SELECT {i}, rowid FROM tools_fts WHERE tools_fts MATCH ? "
+    sql = " UNION ALL ".join(f"SELECT {i}, rowid FROM {table} WHERE {table} MATCH ? "
                              f"AND rowid IN ({marks})" for i in range(len(terms)))
     params: list = []
     for t in terms:
@@ -110,3 +114,72 @@ def filtered_count(db: Database, filters: Filters | None) -> int:
         return int(db.scalar("SELECT count(*) FROM tools"))
     where, params = filters.where("t")
     return int(db.scalar(f"SELECT count(*) FROM tools t WHERE {where}", params))
+
+
+# --- the fast keyword path (toolidx.bm25) and the in-memory vector matrix (toolidx.vecmatrix) ----
+FTS_VOCAB = ("tools_fts_vrow", "tools_fts_vinst")  # temp fts5vocab tables: per-term rows, instances
+
+
+def fts_schema(db: Database) -> str | None:
+    """The CREATE statement of tools_fts: the tokenizer query words must be stemmed with."""
+    return db.scalar("SELECT sql FROM sqlite_master WHERE name = 'tools_fts'")
+
+
+def ensure_fts_vocab(db: Database) -> None:
+    # temp tables: nothing is written to the index (which may be read-only), nothing to migrate
+    for name, kind in zip(FTS_VOCAB, ("row", "instance")):
+        db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, tools_fts, {kind})")
+
+
+def fts_totals(db: Database) -> bytes | None:
+    """FTS5's averages record (varints: row count, then tokens per column), which bm25() reads."""
+    return db.scalar("SELECT block FROM tools_fts_data WHERE id = 1")
+
+
+def fts_doc_freq(db: Database, term: str) -> int:
+    """How many tools contain an (already stemmed) index term."""
+    return int(db.scalar(f"SELECT doc FROM temp.{FTS_VOCAB[0]} WHERE term = ?", (term,)) or 0)
+
+
+def fts_postings(db: Database, term: str) -> list[tuple[int, int, bytes]]:
+    """(rowid, column, docsize record) of every occurrence of an (already stemmed) index term."""
+    return db.execute(f"SELECT i.doc, i.col, d.sz FROM temp.{FTS_VOCAB[1]} i "
+                      "JOIN tools_fts_docsize d ON d.id = i.doc WHERE i.term = ?", (term,)).fetchall()
+
+
+def fts_texts(db: Database, rowids: list[int]) -> list[tuple]:
+    """(rowid, name, title, description, server, tags, params) as indexed, for the given tools."""
+    if not rowids:
+        return []
+    return db.execute("SELECT rowid, name, title, description, server, tags, params FROM tools_fts "
+                      f"WHERE rowid IN ({', '.join('?' * len(rowids))})", rowids).fetchall()
+
+
+def all_vectors(db: Database) -> list[tuple[int, bytes]]:
+    """(rowid, float32 blob) of every stored embedding."""
+    if not vectors.has_table(db):
+        return []
+    return db.execute(f"SELECT rowid, embedding FROM {vectors.TABLE}").fetchall()
+
+
+# The scratch database (in memory, one per process) holds copies of tools_fts with the index's
+# own tokenizer: one to stem query words exactly as FTS5 does, one for the shown hits' texts.
+
+
+def scratch_create(conn, fts_sql: str) -> None:
+    body = fts_sql[fts_sql.index("("):]
+    conn.execute(f"CREATE VIRTUAL TABLE words USING fts5{body}")
+    conn.execute("CREATE VIRTUAL TABLE words_inst USING fts5vocab(words, instance)")
+    conn.execute(f"CREATE VIRTUAL TABLE hits USING fts5{body}")
+
+
+def scratch_tokens(conn, words: list[str]) -> list[tuple[int, str]]:
+    """(index in words, token) in token order: how the index's tokenizer cuts each word."""
+    conn.execute("DELETE FROM words")
+    conn.executemany("INSERT INTO words(rowid, name) VALUES (?, ?)", list(enumerate(words)))
+    return conn.execute("SELECT doc, term FROM words_inst ORDER BY doc, offset").fetchall()
+
+
+def scratch_hits(conn, rows: list[tuple]) -> None:
+    conn.execute("DELETE FROM hits")
+    conn.executemany(f"INSERT INTO hits(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
