@@ -169,8 +169,8 @@ def candidates(db, terms: list[str], limit: int, filters=None,
     while keep < len(parts) and total + parts[keep][1] < theta:
         total += parts[keep][1]
         keep += 1
-    if keep:
-        moved = [w for w, _ in zip(common[keep:], parts[keep:])]
+    if 0 < keep < len(parts):
+        moved = common[keep:]
         got = _pass(db, terms, [w for w in terms if w in set(rare) | set(moved)], common[:keep],
                     parts[:keep], limit, fetch, filters, weights)
         if isinstance(got, list):
