@@ -75,7 +75,7 @@ def test_offline_first_run_is_lexical_then_embed_fills_in(tmp_path, model_path, 
     assert r.code == 0, r.stderr
     assert not r.json["semantic"] and r.json["embedded"] == 0 and r.json["tools"] > 0
     warnings = [line for line in r.stderr.splitlines() if "warning" in line]
-    assert len(warnings) == 1 and "keyword-only" in warnings[0] and "toolidx embed" in warnings[0]
+    assert len(warnings) == 1 and "keyword search works" in warnings[0] and "toolidx embed" in warnings[0]
     d = open_db(db)
     assert d.scalar("SELECT count(*) FROM tools_fts WHERE tools_fts MATCH 'file'") > 0  # lexical works
     assert d.get_meta("embed_model") is None
@@ -125,3 +125,22 @@ def test_unchanged_recrawl_never_loads_the_model(tmp_path, model_path):
     changed = config(tmp_path / "c2.json", tools=5)
     bad = run_cli("crawl", "--config", changed, "--db", db, "--model-path", junk)
     assert bad.code == 2 and "junk-model" in bad.stderr
+
+
+def test_index_remembers_its_local_model_folder(tmp_path, model_path):
+    """Crawled with --model-path, the index records the folder: a later search in a new process,
+    with no model setting at all, is semantic without being told where the model is."""
+    import os
+    import subprocess
+
+    db = tmp_path / "r.db"
+    assert run_cli("crawl", "--config", config(tmp_path / "c.json"), "--db", db,
+                   "--model-path", model_path).code == 0
+    idx = open_db(db)
+    assert idx.get_meta("embed_model_path") == str(Path(model_path).resolve())
+    idx.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLIDX_MODEL")}
+    out = subprocess.run([sys.executable, "-m", "toolidx", "search", "read a text file", "--db", str(db),
+                          "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["mode_used"] == "hybrid" and "warning" not in out.stderr

@@ -30,7 +30,7 @@ from .textsearch import fts_query
 K1, B = 1.2, 0.75  # FTS5's bm25() constants (fts5_aux.c)
 COMMON_SHARE = 0.03  # a word in more than this share of the tools is handled outside FTS5
 COMMON_MIN_DF = 200  # below this the FTS5 doclist is short anyway
-RARE_FETCH = 2000  # FTS5 rows fetched; past it an unseen tool's bound uses the last one
+RARE_FETCH = 100  # FTS5 rows fetched; past it an unseen tool's bound uses the last one
 MAX_CACHED = 1_000_000  # cached (word, tool) contributions per process, ~100 MB at most
 
 _lock = threading.Lock()

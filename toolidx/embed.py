@@ -48,12 +48,16 @@ class ModelChoice:
 
 
 def resolve_model(name: str | None = None, path: str | None = None,
-                  settings: dict | None = None) -> ModelChoice:
+                  settings: dict | None = None, remembered_path: str | None = None) -> ModelChoice:
+    """`remembered_path`: the folder the index was embedded from (meta `embed_model_path`), used
+    last, and only while it still exists, so a search needs no setting on the crawling machine."""
     s = settings or {}
     explicit = bool(name or path)
     name = name or os.environ.get("TOOLIDX_MODEL") or s.get("model")
     path = path or os.environ.get("TOOLIDX_MODEL_PATH") or s.get("model_path")
     explicit = explicit or bool(os.environ.get("TOOLIDX_MODEL_PATH") or s.get("model_path"))
+    if not path and remembered_path and Path(remembered_path).is_dir():
+        path = remembered_path
     if name and str(name).lower() in ("none", "off", "false", ""):
         return ModelChoice(None, None, False)
     if path:
@@ -77,8 +81,9 @@ def to_blob(vec: Any) -> bytes:
 
 
 class FastEmbedder:
-    def __init__(self, model: str, te: Any):
+    def __init__(self, model: str, te: Any, path: str | None = None):
         self.model = model
+        self.path = path  # the local folder it was loaded from, if any
         self._te = te
         self.dim = len(next(iter(te.query_embed(["probe"]))))
 
@@ -129,7 +134,7 @@ def load_embedder(choice: ModelChoice, *, allow_download: bool = False) -> Embed
                                  fix="set --model-path / TOOLIDX_MODEL_PATH to a fastembed model folder")
             te = TextEmbedding(model_name=choice.name, specific_model_path=choice.path,
                                local_files_only=True)
-            emb = FastEmbedder(choice.name, te)
+            emb = FastEmbedder(choice.name, te, str(Path(choice.path).resolve()))
         else:
             cdir = cache_dir()
             try:
@@ -148,9 +153,10 @@ def load_embedder(choice: ModelChoice, *, allow_download: bool = False) -> Embed
                              f"{str(e).splitlines()[0][:200]}",
                              fix="check the directory has model.onnx and tokenizer files, and that "
                                  "--model names the model it holds") from None
-        warn_once("model", f"embedding model {choice.name!r} is not available offline: search is "
-                           "keyword-only; set TOOLIDX_MODEL_PATH to a local model folder, then run "
-                           "`toolidx embed`")
+        warn_once("model", f"embedding model {choice.name!r} is not available offline: semantic "
+                           "search is off, keyword search works; point TOOLIDX_MODEL_PATH (or "
+                           "--model-path) at a local copy of the model (`toolidx embed` adds vectors "
+                           "to an index crawled without one)")
     _cache[key] = emb
     return emb
 

@@ -300,8 +300,10 @@ def search_result(result: Any, as_json: bool, max_tokens: int | None = None) -> 
     for n in payload["notes"]:
         note(n)
     if payload["hits"]:
-        rows = [[f"{h['score']:.2f}", h["id"], h.get("description", ""), h.get("why", "")]
-                for h in payload["hits"]]
+        # a runner-up far below the best is still shown (an alternative), but "0.00" would read
+        # as a bug: say it is under 0.01
+        rows = [[f"{h['score']:.2f}" if h["score"] >= 0.005 else "<0.01", h["id"],
+                 h.get("description", ""), h.get("why", "")] for h in payload["hits"]]
         table(["score", "tool", "description", "why"], rows)
     if payload.get("truncated"):
         t = payload["truncated"]

@@ -93,7 +93,7 @@ def get_query_embedder(db) -> Any:
     from .errors import ModelError
 
     try:
-        emb = load_embedder(resolve_model(name=model))
+        emb = load_embedder(resolve_model(name=model, remembered_path=db.get_meta("embed_model_path")))
     except ModelError as e:
         warn_once("model", f"{e}: search is keyword-only")
         emb = None

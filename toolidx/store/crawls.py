@@ -90,8 +90,10 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
         cur = db.execute("INSERT INTO crawls(started_at, config_path, toolidx_version) VALUES (?, ?, ?)",
                          (started_at or ts, config_path, __version__))
         crawl_id = summary.crawl_id = int(cur.lastrowid)
-        if embedder is not None and vectors.ensure_table(db, embedder.model, embedder.dim):
-            db.execute("UPDATE tools SET embed_hash = NULL")
+        if embedder is not None:
+            if vectors.ensure_table(db, embedder.model, embedder.dim):
+                db.execute("UPDATE tools SET embed_hash = NULL")
+            vectors.remember_model(db, embedder)
         crawled = set()
         for r in results:
             crawled.add(r.spec.name)
@@ -243,6 +245,7 @@ def embed_missing(db: Database, embedder: Embedder,
             progress("embed", min(i + step, len(todo)), len(todo))
     with db.transaction():
         vectors.ensure_table(db, embedder.model, embedder.dim)
+        vectors.remember_model(db, embedder)
         for r, blob in zip(todo, blobs):
             vectors.put(db, r["rowid"], blob)
             db.execute("UPDATE tools SET embed_hash = ? WHERE rowid = ?",

@@ -14,6 +14,13 @@ def has_table(db: Database) -> bool:
     return db.scalar("SELECT 1 FROM sqlite_master WHERE name = ?", (TABLE,)) is not None
 
 
+def remember_model(db: Database, embedder: object) -> None:
+    """Where the model came from (a local folder), so searches on this machine find it unasked."""
+    path = getattr(embedder, "path", None)
+    if path:
+        db.set_meta("embed_model_path", path)
+
+
 def ensure_table(db: Database, model: str, dim: int) -> bool:
     """Make the table fit (model, dim). Returns True when existing vectors were dropped (a new
     model or dimension), so every tool must be embedded again. Call inside a transaction."""
