@@ -8,10 +8,13 @@ bm25 is a sum over the query's phrases of idf(word) * f(weighted tf, doc length)
   come back with their partial BM25;
 - each common word's contribution to every tool is computed once per process from the fts5vocab
   table (same formula, same constants as FTS5's bm25) and cached per index version;
-- a candidate's score is its rare part plus its common parts. A tool outside the rare top rows
-  scores at most (lowest rare score fetched) + (sum of the common words' largest contributions);
-  when that bound is below the `limit`-th score the result equals FTS5's (exact, MaxScore style),
-  otherwise the plain FTS5 query runs. So ranking and scores do not change, only the cost.
+- the candidates are the best RARE_FETCH tools by their rare part; each one's score is its rare
+  part plus its common parts, which is exactly FTS5's bm25 of the whole query. What can change:
+  a tool that matches only common words, or whose rare part is outside the fetched rows, is not
+  a candidate. An exact variant (MaxScore: prove that no unseen tool can enter the top 50, else
+  run the full query) had to fall back on most queries and was no faster; this one keeps ETOM
+  and LiveMCP quality unchanged (docs/search.md) at a fraction of the cost.
+- a query with no rare word, or no common one, is the plain FTS5 query.
 
 Stemming: query words are cut by the index's own tokenizer (a copy of tools_fts in an in-memory
 database), so "files" finds the cached postings of "file" exactly as FTS5 would. The same scratch
@@ -30,7 +33,7 @@ from .textsearch import fts_query
 K1, B = 1.2, 0.75  # FTS5's bm25() constants (fts5_aux.c)
 COMMON_SHARE = 0.03  # a word in more than this share of the tools is handled outside FTS5
 COMMON_MIN_DF = 200  # below this the FTS5 doclist is short anyway
-RARE_FETCH = 100  # FTS5 rows fetched; past it an unseen tool's bound uses the last one
+RARE_FETCH = 200  # tools taken by their rare part, then rescored with the common words
 MAX_CACHED = 1_000_000  # cached (word, tool) contributions per process, ~100 MB at most
 
 _lock = threading.Lock()
@@ -65,6 +68,7 @@ class _Index:
         self.df: dict[str, int] = {}
         self.contrib: OrderedDict[str, tuple[dict[int, float], float]] = OrderedDict()
         self.cached = 0
+        self.doclen: dict[int, int] = {}  # tokens per tool, from FTS5's docsize records
         retrieval.ensure_fts_vocab(db)
 
     def doc_freq(self, db, token: str) -> int:
@@ -90,8 +94,11 @@ class _Index:
             size[doc] = sz
         idf = self.idf(self.doc_freq(db, token))
         norm = K1 * B / self.avgdl
-        out = {d: idf * (f * (K1 + 1.0)) / (f + K1 * (1 - B) + norm * sum(_varints(size[d])))
-               for d, f in freq.items()}
+        dl = self.doclen
+        for d, sz in size.items():
+            if d not in dl:
+                dl[d] = sum(_varints(sz))
+        out = {d: idf * (f * (K1 + 1.0)) / (f + K1 * (1 - B) + norm * dl[d]) for d, f in freq.items()}
         hit = (out, max(out.values(), default=0.0))
         self.contrib[token] = hit
         self.cached += len(out)
@@ -123,7 +130,7 @@ class _Scratch:
 
 
 def _get(db) -> tuple["_Index", "_Scratch"] | None:
-    key = (id(db.conn), db.data_version(), db.conn.total_changes)
+    key = (db.conn, db.data_version(), db.conn.total_changes)  # the object: ids are reused
     st = _state.get(id(db.conn))
     if st is not None and st[0] == key:
         return st[1], st[2]
@@ -159,35 +166,10 @@ def candidates(db, terms: list[str], limit: int, filters=None,
         parts = [index.contributions(db, toks[w][0], weights) for w in common]
         order = sorted(range(len(common)), key=lambda i: parts[i][1])
         common, parts = [common[i] for i in order], [parts[i] for i in order]
-    fetch = max(RARE_FETCH, 4 * limit)
-    theta = _pass(db, terms, rare, common, parts, limit, fetch, filters, weights)
-    if isinstance(theta, list):
-        return theta
-    # MaxScore: the common words whose largest contributions sum below the limit-th score seen
-    # so far cannot, alone, lift a tool into the top; the others join the FTS5 query
-    keep, total = 0, 0.0
-    while keep < len(parts) and total + parts[keep][1] < theta:
-        total += parts[keep][1]
-        keep += 1
-    if 0 < keep < len(parts):
-        moved = common[keep:]
-        got = _pass(db, terms, [w for w in terms if w in set(rare) | set(moved)], common[:keep],
-                    parts[:keep], limit, fetch, filters, weights)
-        if isinstance(got, list):
-            return got
-    return retrieval.fts_candidates(db, fts_query(terms), limit, filters, weights)
-
-
-def _pass(db, terms, rare, common, parts, limit, fetch, filters, weights):
-    """The top `limit` if provably exact, else the limit-th score seen (a lower bound)."""
-    rows = retrieval.fts_candidates(db, fts_query(rare), fetch, filters, weights) if rare else []
+    rows = retrieval.fts_candidates(db, fts_query(rare), max(RARE_FETCH, 4 * limit), filters, weights)
     scored = [(r, s + sum(p.get(r, 0.0) for p, _ in parts)) for r, s in rows]
     scored.sort(key=lambda x: (-x[1], x[0]))
-    top = scored[:limit]
-    floor = rows[-1][1] if len(rows) == fetch else 0.0  # best possible FTS part of an unseen tool
-    if len(top) == limit and floor + sum(m for _, m in parts) < top[-1][1]:
-        return top
-    return top[-1][1] if len(top) == limit else 0.0
+    return scored[:limit]
 
 
 def matched_terms(db, terms: list[str], rowids: list[int]) -> dict[int, list[str]]:
@@ -200,4 +182,15 @@ def matched_terms(db, terms: list[str], rowids: list[int]) -> dict[int, list[str
             return retrieval.matched_terms(db, terms, rowids)
         scratch = got[1]
         retrieval.scratch_hits(scratch.conn, retrieval.fts_texts(db, rowids))
-        return retrieval.matched_terms(scratch.conn, terms, rowids, table="hits")
+        toks = scratch.cut(terms)
+        single = [w for w in terms if len(toks[w]) == 1]
+        found: dict[int, set[str]] = {}
+        for doc, tok in retrieval.scratch_hit_tokens(scratch.conn, sorted({toks[w][0] for w in single})):
+            found.setdefault(int(doc), set()).add(tok)
+        phrases = [w for w in terms if len(toks[w]) != 1]  # several tokens: FTS5 phrase rules
+        pm = retrieval.matched_terms(scratch.conn, phrases, rowids, table="hits") if phrases else {}
+        out = {}
+        for r in rowids:
+            got_r, f = set(pm.get(r, ())), found.get(r, ())
+            out[r] = [w for w in terms if (toks[w][0] in f if len(toks[w]) == 1 else w in got_r)]
+        return out

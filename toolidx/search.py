@@ -15,13 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import bm25
 from . import calibration as cal
 from .errors import UsageError
 from .filters import Filters
 from .notices import warn_once
 from .store import retrieval
 from .store.tools import filtered_rowids
-from .textsearch import fts_query, query_terms
+from .textsearch import query_terms
 from .tooldoc import first_line, split_name
 
 MODES = ("hybrid", "keyword", "semantic")
@@ -179,16 +180,18 @@ def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Any,
         return cands.setdefault(r, {"bm25": 0.0, "cos": None, "fuzzy": 0.0})
 
     if mode_used in ("hybrid", "keyword"):
-        for rank, (r, s) in enumerate(retrieval.fts_candidates(db, fts_query(terms), pool, filters)):
+        for rank, (r, s) in enumerate(bm25.candidates(db, terms, pool, filters)):
             c = slot(r)
             c["bm25"], c["kw_rank"] = s, rank
     if mode_used in ("hybrid", "semantic") and text:
         qv = _embed_query(embedder, text[:2000])
-        for rank, (r, s) in enumerate(retrieval.vec_candidates(db, qv, pool, filters)):
+        from . import vecmatrix
+
+        for rank, (r, s) in enumerate(vecmatrix.knn(db, qv, pool, filters)):
             c = slot(r)
             c["cos"], c["vec_rank"] = s, rank
         missing = [r for r, c in cands.items() if c["cos"] is None]
-        for r, s in retrieval.cosine_for(db, qv, missing).items():
+        for r, s in vecmatrix.cosine_for(db, qv, missing).items():
             cands[r]["cos"] = s
     if mode_used in ("hybrid", "keyword"):
         for r, s in _fuzzy(db, terms, pool, filters, list(cands)).items():
@@ -230,7 +233,7 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
             kept = ranked[:limit] if ranked and scored[ranked[0]] >= threshold else []
         else:
             kept = [r for r in ranked if scored[r] >= threshold][:limit]
-        matched = retrieval.matched_terms(db, terms, kept) if mode_used != "semantic" else {}
+        matched = bm25.matched_terms(db, terms, kept) if mode_used != "semantic" else {}
         considered = retrieval.filtered_count(db, filters)
     if not _prepare(query):
         notes.append("empty query: nothing to search for")

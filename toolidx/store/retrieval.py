@@ -171,6 +171,7 @@ def scratch_create(conn, fts_sql: str) -> None:
     conn.execute(f"CREATE VIRTUAL TABLE words USING fts5{body}")
     conn.execute("CREATE VIRTUAL TABLE words_inst USING fts5vocab(words, instance)")
     conn.execute(f"CREATE VIRTUAL TABLE hits USING fts5{body}")
+    conn.execute("CREATE VIRTUAL TABLE hits_row USING fts5vocab(hits, instance)")
 
 
 def scratch_tokens(conn, words: list[str]) -> list[tuple[int, str]]:
@@ -183,3 +184,11 @@ def scratch_tokens(conn, words: list[str]) -> list[tuple[int, str]]:
 def scratch_hits(conn, rows: list[tuple]) -> None:
     conn.execute("DELETE FROM hits")
     conn.executemany(f"INSERT INTO hits(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+def scratch_hit_tokens(conn, tokens: list[str]) -> list[tuple[int, str]]:
+    """(rowid, token) for each of the given tokens found in the scratch hits."""
+    if not tokens:
+        return []
+    return conn.execute(f"SELECT DISTINCT doc, term FROM hits_row WHERE term IN ({', '.join('?' * len(tokens))})",
+                        tokens).fetchall()
