@@ -45,11 +45,15 @@ def _spellings(text: str) -> list[str]:
     return out
 
 
-def suggest_ids(db: Database, text: str, limit: int = MAX_SUGGESTIONS) -> list[str]:
-    """The ids closest to `text`, comparing it with whole ids and with bare tool names."""
+def suggest_ids(db: Database, text: str, limit: int = MAX_SUGGESTIONS,
+                within: set[str] | None = None) -> list[str]:
+    """The ids closest to `text`, comparing it with whole ids and with bare tool names; `within`
+    limits the candidates (serve's scope: never suggest a tool the caller may not use)."""
     from rapidfuzz import fuzz, process
 
     rows = q.id_names(db)
+    if within is not None:
+        rows = [r for r in rows if r["id"] in within]
     if not rows or not text:
         return []
     ids = [r["id"] for r in rows]

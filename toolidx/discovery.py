@@ -224,15 +224,9 @@ class Discovery:
         raise LookupProblem("unknown_tool", f"tool {name!r} was removed from the index", self.closest(name))
 
     def closest(self, name: str, limit: int = 5) -> list[str]:
-        from rapidfuzz import fuzz, process
+        from .describe import suggest_ids
 
-        ids = sorted(self.scope_ids())
-        if not ids or not name:
-            return []
-        # compare with both the id and the bare name, so "get_time" finds "time/get_current_time"
-        choices = {i: f"{i} {i.partition('/')[2]}" for i in ids}
-        got = process.extract(name, choices, scorer=fuzz.WRatio, limit=limit, score_cutoff=50)
-        return [key for _, _, key in got]
+        return suggest_ids(self.db, name, limit, within=self.scope_ids())
 
     def scope_text(self) -> str:
         s = self.scope.to_json()
