@@ -10,19 +10,12 @@ every machine, applied identically to both sides so the ratio is fair.
 from __future__ import annotations
 
 import json
-import math
 
 from .budget import CHARS_PER_TOKEN, estimate_tokens
 from .filters import Filters
 from .metatools import META_TOOLS
 from .store.db import Database
 from .store.stats import definitions_by_server, server_statuses
-
-
-def _tokens_of_json_text(text: str) -> int:
-    # definitions are stored as canonical compact JSON: count them as estimate_tokens would
-    return math.ceil(len(json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":")))
-                     / CHARS_PER_TOKEN)
 
 
 def index_stats(db: Database, filters: Filters | None = None) -> dict:
@@ -32,7 +25,7 @@ def index_stats(db: Database, filters: Filters | None = None) -> dict:
     status = server_statuses(db)
     rows = []
     for server, items in sorted(defs.items()):
-        per = [_tokens_of_json_text(d) for d in items]
+        per = [estimate_tokens(json.loads(d)) for d in items]
         rows.append({"server": server, "status": status.get(server), "tools": len(items),
                      "tokens": sum(per), "max_tool_tokens": max(per) if per else 0})
     rows.sort(key=lambda r: (-r["tokens"], r["server"]))
