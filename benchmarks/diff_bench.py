@@ -10,7 +10,7 @@ catalog edits 5 % of them: description rewrites (a fifth with a planted injectio
 Reported: the diff's wall time and peak Python memory (tracemalloc), the end-to-end CLI
 (`toolidx diff OLD NEW --format json`, a fresh process), and, as baselines measured in the same
 run, (a) only comparing the two (id, hash) lists and (b) reading both full snapshots with
-`store.crawls.crawl_snapshot` (what a naive diff would start from). Target: diff < 2 s.
+`store.history.crawl_snapshot` (what a naive diff would start from). Target: diff < 2 s.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def main() -> None:
 
     from toolidx.history import diff
     from toolidx.store import open_db
-    from toolidx.store.crawls import crawl_snapshot
+    from toolidx.store.history import crawl_snapshot
     from toolidx.store.history import snapshot_rows
 
     work = a.keep or Path(tempfile.mkdtemp(prefix="toolidx-diffbench-"))

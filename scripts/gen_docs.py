@@ -23,7 +23,7 @@ def _esc(text: str) -> str:
     return text.replace("\\", "\\\\").replace("-", "\\-").replace("'", "\\(aq")
 
 
-def _opts(cmd: click.Command) -> list[str]:
+def _opts(cmd) -> list[str]:
     lines = []
     for p in cmd.params:
         # typer vendors its own click: compare by kind, not by class

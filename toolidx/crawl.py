@@ -10,7 +10,7 @@ import asyncio
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 from .config import DEFAULT_CONCURRENCY, Config, ServerSpec
 from .embed import Embedder, LazyEmbedder

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from .. import __version__
 from ..embed import Embedder, LazyEmbedder, text_hash
@@ -82,7 +82,7 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
         if embedder is not None:
             if db.get_meta("embed_dim") not in (None, str(embedder.dim)):
                 todo = all_docs  # same name, other dimension: every vector must be redone
-            vecs = _embed(embedder, todo, progress)
+            vecs = dict(zip([d.id for d in todo], _embed(embedder, [d.embed_text for d in todo], progress)))
 
     summary = CrawlSummary(crawl_id=0)
     ts = now_iso()
@@ -129,16 +129,15 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
     return summary
 
 
-def _embed(embedder: Embedder, todo: list[ToolDoc],
-           progress: Callable[[str, int, int], None] | None) -> dict[str, bytes]:
-    out: dict[str, bytes] = {}
+def _embed(embedder: Embedder, texts: list[str],
+           progress: Callable[[str, int, int], None] | None) -> list[bytes]:
+    """Vectors for `texts`, in chunks so the progress display moves on a large catalog."""
+    out: list[bytes] = []
     step = 256
-    for i in range(0, len(todo), step):
-        chunk = todo[i:i + step]
-        for d, blob in zip(chunk, embedder.embed_documents([d.embed_text for d in chunk])):
-            out[d.id] = blob
+    for i in range(0, len(texts), step):
+        out.extend(embedder.embed_documents(texts[i:i + step]))
         if progress:
-            progress("embed", min(i + step, len(todo)), len(todo))
+            progress("embed", min(i + step, len(texts)), len(texts))
     return out
 
 
@@ -237,12 +236,7 @@ def embed_missing(db: Database, embedder: Embedder,
                      or db.get_meta("embed_dim") != str(embedder.dim))
     rows = db.query("SELECT rowid, id, embed_text, embed_hash FROM tools")
     todo = [r for r in rows if model_changed or r["embed_hash"] != text_hash(embedder.model, r["embed_text"])]
-    blobs: list[bytes] = []
-    step = 256
-    for i in range(0, len(todo), step):
-        blobs.extend(embedder.embed_documents([r["embed_text"] for r in todo[i:i + step]]))
-        if progress:
-            progress("embed", min(i + step, len(todo)), len(todo))
+    blobs = _embed(embedder, [r["embed_text"] for r in todo], progress)
     with db.transaction():
         vectors.ensure_table(db, embedder.model, embedder.dim)
         vectors.remember_model(db, embedder)
@@ -251,26 +245,3 @@ def embed_missing(db: Database, embedder: Embedder,
             db.execute("UPDATE tools SET embed_hash = ? WHERE rowid = ?",
                        (text_hash(embedder.model, r["embed_text"]), r["rowid"]))
     return len(todo)
-
-
-def list_crawls(db: Database, limit: int | None = None) -> list[dict]:
-    sql = "SELECT * FROM crawls ORDER BY id DESC" + (" LIMIT ?" if limit else "")
-    return db.query(sql, (limit,) if limit else ())
-
-
-def crawl_snapshot(db: Database, crawl_id: int) -> dict[str, dict]:
-    """tool id -> {server, name, hash, stale, definition} as of one crawl."""
-    rows = db.query("SELECT ct.tool_id, ct.server, ct.name, ct.hash, ct.stale, tv.definition "
-                    "FROM crawl_tools ct JOIN tool_versions tv ON tv.hash = ct.hash "
-                    "WHERE ct.crawl_id = ?", (crawl_id,))
-    return {r["tool_id"]: {**r, "definition": json.loads(r["definition"])} for r in rows}
-
-
-def crawl_servers(db: Database, crawl_id: int) -> dict[str, dict]:
-    return {r["server"]: r for r in db.query("SELECT * FROM crawl_servers WHERE crawl_id = ?", (crawl_id,))}
-
-
-def iter_docs_from(results: Iterable[ServerResult]) -> Iterable[ToolDoc]:
-    for r in results:
-        if r.ok:
-            yield from docs_for(r)

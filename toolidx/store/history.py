@@ -95,3 +95,11 @@ def crawl_history(db: Database, limit: int | None = 20, servers: list[str] | Non
                 "WHERE c.crawl_id = ? AND p.hash != c.hash" + srv.format(a="c"), [prev, cid, *params]))
         out.append(entry)
     return out
+
+
+def crawl_snapshot(db: Database, crawl_id: int) -> dict[str, dict]:
+    """tool id -> {server, name, hash, stale, definition} as of one crawl."""
+    rows = db.query("SELECT ct.tool_id, ct.server, ct.name, ct.hash, ct.stale, tv.definition "
+                    "FROM crawl_tools ct JOIN tool_versions tv ON tv.hash = ct.hash "
+                    "WHERE ct.crawl_id = ?", (crawl_id,))
+    return {r["tool_id"]: {**r, "definition": json.loads(r["definition"])} for r in rows}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from ..filters import Filters
 from .db import Database
@@ -65,11 +64,3 @@ def list_servers(db: Database) -> list[dict]:
 
 def tool_count(db: Database) -> int:
     return int(db.scalar("SELECT count(*) FROM tools"))
-
-
-def index_info(db: Database) -> dict[str, Any]:
-    meta = {r["key"]: r["value"] for r in db.query("SELECT key, value FROM meta")}
-    return {"path": db.path, "tools": tool_count(db), "servers": int(db.scalar("SELECT count(*) FROM servers")),
-            "embed_model": meta.get("embed_model"), "embed_dim": meta.get("embed_dim"),
-            "schema_version": meta.get("schema_version"), "last_crawl_id": meta.get("last_crawl_id"),
-            "config_path": meta.get("config_path"), "vec_available": db.vec_available}
