@@ -225,7 +225,7 @@ class BackendPool:
             b = self._backends.get(server)
             dead = b is not None and not b.usable
             msg = f"server {server!r} failed during the call: {e}"
-            code = await _exit_code(conn) if dead else None
+            code = await conn.exit_code_soon(0.5) if dead else None
             if code is not None and "exit code" not in msg:
                 msg += f" (exit code {code})"
             tail = b.stderr_tail() if b is not None else ""
@@ -238,13 +238,3 @@ class BackendPool:
     def status(self) -> dict[str, dict]:
         return {name: {"alive": b.usable, "starts": self._starts.get(name, 0), "error": b.error}
                 for name, b in self._backends.items()}
-
-
-async def _exit_code(conn: Any, wait: float = 0.5) -> int | None:
-    """A dead stdio server's exit code; the process may be reaped a moment after its pipe closed."""
-    with anyio.move_on_after(wait):
-        while getattr(conn, "exit_code", None) is None:
-            if not hasattr(conn, "exit_code") or conn.spec.transport != "stdio":
-                return None
-            await anyio.sleep(0.02)
-    return getattr(conn, "exit_code", None)

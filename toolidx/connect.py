@@ -236,7 +236,7 @@ class Connection:
     def exit_code(self) -> int | None:
         return self._processes[0].returncode if self._processes else None
 
-    async def _exit_code_soon(self, within: float = 1.0) -> int | None:
+    async def exit_code_soon(self, within: float = 1.0) -> int | None:
         """The exit code of a server that just closed its stdout (it may not be reaped yet)."""
         if not self._processes:
             return None
@@ -336,7 +336,7 @@ class Connection:
                 raise BackendError(f"timed out after {timeout:g} s during {during}") from None
             if e.code == CONNECTION_CLOSED:
                 self._closed = True
-                code = await self._exit_code_soon()
+                code = await self.exit_code_soon()
                 raise BackendError(f"server closed the connection during {during}"
                                    + (f" (exit code {code})" if code is not None else "")) from None
             raise RemoteError(f"{during} failed: server error {e.code}: {e.message}", e.code, e.data) from None
