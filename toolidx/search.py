@@ -223,7 +223,8 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
             notes.append(f"{mode} search needs embeddings; ran keyword search instead")
         gate = cal.threshold(cal.effective_mode(cands, mode_used), len(terms))
         threshold = gate if min_score is None else float(min_score)
-        scored = cal.score_candidates(cands, terms, mode_used, retrieval.filtered_count(db, None))
+        total = retrieval.filtered_count(db, None)
+        scored = cal.score_candidates(cands, terms, mode_used, total)
         order = sorted(scored, key=lambda r: -scored[r])
         rows = retrieval.hit_rows(db, order[: limit * 2 + 10])
         ranked = sorted(rows, key=lambda r: (-round(scored[r], 4), rows[r]["id"]))  # as shown
@@ -234,7 +235,7 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
         else:
             kept = [r for r in ranked if scored[r] >= threshold][:limit]
         matched = bm25.matched_terms(db, terms, kept) if mode_used != "semantic" else {}
-        considered = retrieval.filtered_count(db, filters)
+        considered = total if filters is None or filters.is_empty() else retrieval.filtered_count(db, filters)
     if not _prepare(query):
         notes.append("empty query: nothing to search for")
     elif not terms and mode_used == "keyword":
