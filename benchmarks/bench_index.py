@@ -27,10 +27,12 @@ def fingerprint() -> str:
     return h.hexdigest()[:12]
 
 
-def embedder():
+def embedder(threads: int | None = None):
+    """The model for documents (all cores), or with threads=embed.QUERY_THREADS the one search
+    loads for queries."""
     from toolidx.embed import load_embedder, resolve_model
 
-    e = load_embedder(resolve_model(path=MODEL))
+    e = load_embedder(resolve_model(path=MODEL), threads=threads)
     if e is None:
         sys.exit(f"no embedding model at {MODEL} (set TOOLIDX_MODEL_PATH)")
     return e

@@ -1,42 +1,49 @@
-"""Keyword candidates without paying for common words: the same FTS5 BM25 scores, faster.
+"""Keyword candidates scored in Python from cached FTS5 postings: FTS5's own BM25, faster.
 
 FTS5 computes bm25() for every row that matches any query word, and a request's common words
-("file", "list", "data") match half of a large catalog: at 10k tools that was ~10 ms a query.
-bm25 is a sum over the query's phrases of idf(word) * f(weighted tf, doc length), so it splits:
+("file", "list", "data") match half of a large catalog: at 10k tools a query cost ~10 ms in FTS5.
+bm25 is a sum over the query's phrases of idf(word) * f(weighted tf, doc length), so each word's
+contribution to each tool can be computed once (from the fts5vocab instance table, with FTS5's
+formula and constants) and cached per process and index version. A query then is dict sums:
 
-- rare words (document frequency below COMMON_SHARE of the catalog) go to FTS5, whose top rows
-  come back with their partial BM25;
-- each common word's contribution to every tool is computed once per process from the fts5vocab
-  table (same formula, same constants as FTS5's bm25) and cached per index version;
-- the candidates are the best RARE_FETCH tools by their rare part; each one's score is its rare
-  part plus its common parts, which is exactly FTS5's bm25 of the whole query. What can change:
-  a tool that matches only common words, or whose rare part is outside the fetched rows, is not
-  a candidate. An exact variant (MaxScore: prove that no unseen tool can enter the top 50, else
-  run the full query) had to fall back on most queries and was no faster; this one keeps ETOM
-  and LiveMCP quality unchanged (docs/search.md) at a fraction of the cost.
-- a query with no rare word, or no common one, is the plain FTS5 query.
+- rare words (document frequency up to COMMON_SHARE of the catalog) are summed over all their
+  tools; the best RARE_FETCH tools by that rare part are the candidates;
+- each common word's contribution is added to those candidates. What this changes against
+  FTS5's full OR query: a tool that matches only common words, or whose rare part is outside the
+  fetched rows, is not a candidate. An exact variant (MaxScore: prove that no unseen tool can
+  enter the top 50, else run the full query) had to fall back on most queries and was no faster;
+  this one keeps ETOM and LiveMCP quality unchanged (docs/search.md);
+- a query with no rare word, or no common one, is scored exactly (every matching tool).
+
+Each word's postings are fetched on first use (~0.1 ms for a rare word, ~10 ms for one in most
+tools), or all at once by `preload` (a long-lived process: `toolidx serve`, benchmarks), which
+makes every later keyword query a few dict sums with no SQL but the shown hits' rows.
 
 Stemming: query words are cut by the index's own tokenizer (a copy of tools_fts in an in-memory
-database), so "files" finds the cached postings of "file" exactly as FTS5 would. The same scratch
-database answers "which query words does each shown hit contain" for a handful of hits.
+database), so "files" finds the postings of "file" exactly as FTS5 would. A word the tokenizer
+cuts in several tokens is an FTS5 phrase ("e-mail"): such queries go to FTS5 itself.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import threading
+from array import array
+from bisect import bisect_left
 from collections import OrderedDict
 
 from .store import retrieval
+from .store.tools import filtered_rowids
 from .textsearch import fts_query
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants (fts5_aux.c)
-COMMON_SHARE = 0.03  # a word in more than this share of the tools is handled outside FTS5
-COMMON_MIN_DF = 200  # below this the FTS5 doclist is short anyway
+COMMON_SHARE = 0.03  # a word in more than this share of the tools is only added to candidates
+COMMON_MIN_DF = 200  # below this a word's postings are short: sum them all
 RARE_FETCH = 200  # tools taken by their rare part, then rescored with the common words
-MAX_CACHED = 1_000_000  # cached (word, tool) contributions per process, ~100 MB at most
+MAX_CACHED = 4_000_000  # cached (word, tool) terms per process (16 bytes each: 64 MB at most)
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _state: dict = {}
 
 
@@ -58,54 +65,104 @@ def _varints(blob: bytes) -> list[int]:
     return out
 
 
-class _Index:
-    """What one index version needs: row count, mean length, df and contributions per word."""
+class _Postings:
+    """One word's bm25 term per tool, compact (16 bytes a tool): rowids ascending, values."""
 
-    def __init__(self, db):
+    __slots__ = ("rows", "vals")
+
+    def __init__(self, rows: array, vals: array):
+        self.rows, self.vals = rows, vals
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def items(self):
+        return zip(self.rows, self.vals)
+
+    def get(self, rowid: int, default: float = 0.0) -> float:
+        i = bisect_left(self.rows, rowid)
+        return self.vals[i] if i < len(self.rows) and self.rows[i] == rowid else default
+
+    def __contains__(self, rowid: int) -> bool:
+        i = bisect_left(self.rows, rowid)
+        return i < len(self.rows) and self.rows[i] == rowid
+
+
+_EMPTY = _Postings(array("q"), array("d"))
+
+
+class _Index:
+    """What one index version needs: row count, mean length, and each word's postings."""
+
+    def __init__(self, db, weights):
         tot = _varints(retrieval.fts_totals(db) or b"")
         self.nrow = tot[0] if tot else 0
         self.avgdl = (sum(tot[1:]) / self.nrow) if self.nrow else 1.0
-        self.df: dict[str, int] = {}
-        self.contrib: OrderedDict[str, tuple[dict[int, float], float]] = OrderedDict()
+        self.wcol = dict(zip(retrieval.FTS_COLUMNS, weights))
+        self.cache: OrderedDict[str, _Postings] = OrderedDict()
         self.cached = 0
         self.doclen: dict[int, int] = {}  # tokens per tool, from FTS5's docsize records
+        self.complete = False  # every word of the index is cached (preload)
         retrieval.ensure_fts_vocab(db)
-
-    def doc_freq(self, db, token: str) -> int:
-        if token not in self.df:
-            self.df[token] = retrieval.fts_doc_freq(db, token)
-        return self.df[token]
 
     def idf(self, df: int) -> float:
         v = math.log((self.nrow - df + 0.5) / (df + 0.5))
         return v if v > 0 else 1e-6  # as FTS5
 
-    def contributions(self, db, token: str, weights) -> tuple[dict[int, float], float]:
-        """tool rowid -> this word's bm25 term, and the largest one."""
-        hit = self.contrib.get(token)
+    def _keep(self, token: str, freq: dict[int, float]) -> _Postings:
+        """Score a word's weighted term frequencies with FTS5's bm25 and cache them."""
+        idf = self.idf(len(freq))
+        norm, base, dl = K1 * B / self.avgdl, K1 * (1 - B), self.doclen
+        rows = sorted(freq)
+        out = _Postings(array("q", rows), array("d", (
+            idf * (freq[d] * (K1 + 1.0)) / (freq[d] + base + norm * dl[d]) for d in rows)))
+        self.cache[token] = out
+        self.cached += len(rows)
+        while self.cached > MAX_CACHED and len(self.cache) > 1:
+            _, old = self.cache.popitem(last=False)
+            self.cached -= len(old)
+            self.complete = False
+        return out
+
+    def postings(self, db, token: str) -> _Postings:
+        """This (stemmed) word's bm25 term per tool; empty when no tool has it."""
+        hit = self.cache.get(token)
         if hit is not None:
-            self.contrib.move_to_end(token)
+            self.cache.move_to_end(token)
             return hit
+        if self.complete:
+            return _EMPTY
         freq: dict[int, float] = {}
-        size: dict[int, bytes] = {}
-        wcol = dict(zip(retrieval.FTS_COLUMNS, weights))
+        wcol, dl = self.wcol, self.doclen
         for doc, col, sz in retrieval.fts_postings(db, token):
             freq[doc] = freq.get(doc, 0.0) + wcol.get(col, 1.0)
-            size[doc] = sz
-        idf = self.idf(self.doc_freq(db, token))
-        norm = K1 * B / self.avgdl
+            if doc not in dl:
+                dl[doc] = sum(_varints(sz))
+        return self._keep(token, freq) if freq else _EMPTY
+
+    def preload(self, db) -> None:
+        """Every word's postings, from one scan of the index (fts5vocab walks it in term order,
+        so one word's frequencies are in memory at a time)."""
         dl = self.doclen
-        for d, sz in size.items():
-            if d not in dl:
-                dl[d] = sum(_varints(sz))
-        out = {d: idf * (f * (K1 + 1.0)) / (f + K1 * (1 - B) + norm * dl[d]) for d, f in freq.items()}
-        hit = (out, max(out.values(), default=0.0))
-        self.contrib[token] = hit
-        self.cached += len(out)
-        while self.cached > MAX_CACHED and len(self.contrib) > 1:
-            _, (old, _) = self.contrib.popitem(last=False)
-            self.cached -= len(old)
-        return hit
+        for doc, sz in retrieval.fts_docsizes(db):
+            dl[doc] = sum(_varints(sz))
+        wcol = self.wcol
+        self.cache.clear()
+        self.cached = 0
+        term, freq, split = None, {}, set()
+        for t, doc, col in retrieval.fts_all_postings(db):
+            if t != term:
+                if freq:
+                    self._keep(term, freq)
+                if t in self.cache:  # out of order: fetch that word alone when asked
+                    split.add(t)
+                term, freq = t, {}
+            freq[doc] = freq.get(doc, 0.0) + wcol.get(col, 1.0)
+        if freq:
+            self._keep(term, freq)
+        for t in split:
+            self.cached -= len(self.cache.pop(t, _EMPTY))
+        self.complete = not split and self.cached <= MAX_CACHED
 
 
 class _Scratch:
@@ -129,8 +186,8 @@ class _Scratch:
         return {w: self.tokens[w] for w in words}
 
 
-def _get(db) -> tuple["_Index", "_Scratch"] | None:
-    key = (db.conn, db.data_version(), db.conn.total_changes)  # the object: ids are reused
+def _get(db, weights=retrieval.FTS_WEIGHTS) -> tuple["_Index", "_Scratch"] | None:
+    key = (db.conn, db.data_version(), db.conn.total_changes, tuple(weights))  # the object: ids are reused
     st = _state.get(id(db.conn))
     if st is not None and st[0] == key:
         return st[1], st[2]
@@ -140,57 +197,89 @@ def _get(db) -> tuple["_Index", "_Scratch"] | None:
     scratch = st[2] if st is not None else _Scratch(db, fts_sql)
     if len(_state) > 8:
         _state.clear()
-    _state[id(db.conn)] = (key, _Index(db), scratch)
+    _state[id(db.conn)] = (key, _Index(db, weights), scratch)
     return _state[id(db.conn)][1], scratch
+
+
+def preload(db) -> bool:
+    """Cache every word's postings now (a long-lived process, before its first query)."""
+    with db.snapshot(), _lock:  # the order search takes them in
+        got = _get(db)
+        if got is None:
+            return False
+        if not got[0].complete:
+            got[0].preload(db)
+        return True
+
+
+def _top(acc: dict[int, float], k: int) -> list[tuple[int, float]]:
+    """The k best (rowid, score), ties by rowid as FTS5's ORDER BY s DESC, rowid."""
+    if len(acc) > k:
+        edge = heapq.nlargest(k, acc.values())[-1]
+        items = [(r, s) for r, s in acc.items() if s >= edge]
+    else:
+        items = list(acc.items())
+    items.sort(key=lambda x: (-x[1], x[0]))
+    return items[:k]
 
 
 def candidates(db, terms: list[str], limit: int, filters=None,
                weights=retrieval.FTS_WEIGHTS) -> list[tuple[int, float]]:
-    """The same (rowid, BM25) list as retrieval.fts_candidates(db, fts_query(terms), limit, ...)."""
+    """The same (rowid, BM25) list as retrieval.fts_candidates(db, fts_query(terms), limit, ...),
+    except for the common-word shortcut above."""
     if not terms:
         return []
     with _lock:
-        got = _get(db)
+        got = _get(db, weights)
         if got is None:
             return retrieval.fts_candidates(db, fts_query(terms), limit, filters, weights)
         index, scratch = got
-        cut = max(COMMON_MIN_DF, COMMON_SHARE * index.nrow)
         toks = scratch.cut(terms)
+        if any(len(toks[w]) != 1 for w in terms):  # a phrase: FTS5's phrase rules apply
+            return retrieval.fts_candidates(db, fts_query(terms), limit, filters, weights)
+        cut = max(COMMON_MIN_DF, COMMON_SHARE * index.nrow)
         rare, common = [], []
         for w in terms:
-            t = toks[w]
-            # a word the tokenizer cuts in several tokens is a phrase: FTS5 keeps it
-            (common if len(t) == 1 and index.doc_freq(db, t[0]) > cut else rare).append(w)
-        if not common or not rare:
-            return retrieval.fts_candidates(db, fts_query(terms), limit, filters, weights)
-        parts = [index.contributions(db, toks[w][0], weights) for w in common]
-        order = sorted(range(len(common)), key=lambda i: parts[i][1])
-        common, parts = [common[i] for i in order], [parts[i] for i in order]
-    rows = retrieval.fts_candidates(db, fts_query(rare), max(RARE_FETCH, 4 * limit), filters, weights)
-    scored = [(r, s + sum(p.get(r, 0.0) for p, _ in parts)) for r, s in rows]
-    scored.sort(key=lambda x: (-x[1], x[0]))
+            p = index.postings(db, toks[w][0])
+            if p:
+                (common if len(p) > cut else rare).append(p)
+    allowed = filtered_rowids(db, filters)
+    if not rare or not common:  # exact: every tool that matches a word
+        rare, common = rare + common, []
+    acc: dict[int, float] = {}
+    get = acc.get
+    for p in rare:
+        for d, v in p.items():
+            acc[d] = get(d, 0.0) + v
+    if allowed is not None:
+        acc = {d: v for d, v in acc.items() if d in allowed}
+    if not common:
+        return _top(acc, limit)
+    top = sorted(_top(acc, max(RARE_FETCH, 4 * limit)))  # by rowid: one forward walk per word
+    cand = [r for r, _ in top]
+    add = [s for _, s in top]
+    for p in common:
+        rows, vals, n, lo = p.rows, p.vals, len(p.rows), 0
+        for j, r in enumerate(cand):
+            lo = bisect_left(rows, r, lo)
+            if lo < n and rows[lo] == r:
+                add[j] += vals[lo]
+    scored = sorted(zip(cand, add), key=lambda x: (-x[1], x[0]))
     return scored[:limit]
 
 
 def matched_terms(db, terms: list[str], rowids: list[int]) -> dict[int, list[str]]:
-    """retrieval.matched_terms, answered from a scratch copy of just these tools' indexed text."""
+    """retrieval.matched_terms (FTS5 stemming included), answered from the cached postings."""
     if not terms or not rowids:
         return {r: [] for r in rowids}
     with _lock:
         got = _get(db)
         if got is None:
             return retrieval.matched_terms(db, terms, rowids)
-        scratch = got[1]
-        retrieval.scratch_hits(scratch.conn, retrieval.fts_texts(db, rowids))
+        index, scratch = got
         toks = scratch.cut(terms)
-        single = [w for w in terms if len(toks[w]) == 1]
-        found: dict[int, set[str]] = {}
-        for doc, tok in retrieval.scratch_hit_tokens(scratch.conn, sorted({toks[w][0] for w in single})):
-            found.setdefault(int(doc), set()).add(tok)
-        phrases = [w for w in terms if len(toks[w]) != 1]  # several tokens: FTS5 phrase rules
-        pm = retrieval.matched_terms(scratch.conn, phrases, rowids, table="hits") if phrases else {}
-        out = {}
-        for r in rowids:
-            got_r, f = set(pm.get(r, ())), found.get(r, ())
-            out[r] = [w for w in terms if (toks[w][0] in f if len(toks[w]) == 1 else w in got_r)]
-        return out
+        phrases = [w for w in terms if len(toks[w]) != 1]
+        pm = retrieval.matched_terms(db, phrases, rowids) if phrases else {}
+        posts = {w: index.postings(db, toks[w][0]) for w in terms if len(toks[w]) == 1}
+    return {r: [w for w in terms if (r in posts[w] if w in posts else w in pm.get(r, ()))]
+            for r in rowids}

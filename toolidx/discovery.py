@@ -162,7 +162,7 @@ class Discovery:
     def load_model(self) -> None:
         """Load the query embedder (slow: run it in a background thread). Until it is ready,
         search answers with keywords."""
-        from .search import get_query_embedder
+        from .search import get_query_embedder, warm
 
         self.model_state = "loading"
         try:
@@ -171,6 +171,10 @@ class Discovery:
             log.warning(f"embedding model unavailable, keyword search only: {e}")
             emb = None
         self.embedder = emb
+        try:  # the first searches then pay for nothing but themselves
+            warm(self.db, emb)
+        except Exception as e:
+            log.warning(f"could not preload the search caches: {e}")
         self.model_state = "ready" if emb is not None else "unavailable"
         self.model_done.set()
 

@@ -107,12 +107,20 @@ def _hub_reachable(timeout: float = 2.0) -> bool:
 _cache: dict[tuple, Any] = {}
 
 
-def load_embedder(choice: ModelChoice, *, allow_download: bool = False) -> Embedder | None:
+# A query is one short text: ONNX Runtime's second thread mostly spins (2x the CPU for ~the same
+# wall time on an idle 2-core box, 2x slower when the other core is busy), and a hybrid search
+# already runs its keyword half beside the query embedding (search.gather).
+QUERY_THREADS = 1
+
+
+def load_embedder(choice: ModelChoice, *, allow_download: bool = False,
+                  threads: int | None = None) -> Embedder | None:
     """The embedder, or None (warned once) when no model can be had. An explicitly configured
-    model path that does not load raises ModelError: the user asked for it by name."""
+    model path that does not load raises ModelError: the user asked for it by name. `threads`:
+    ONNX Runtime threads (None: one per core, for batches of documents; QUERY_THREADS for search)."""
     if choice.name is None:
         return None
-    key = (choice.name, choice.path)
+    key = (choice.name, choice.path, threads)
     if key in _cache:
         return _cache[key]
     try:
@@ -133,17 +141,18 @@ def load_embedder(choice: ModelChoice, *, allow_download: bool = False) -> Embed
                 raise ModelError(f"model directory not found: {choice.path}",
                                  fix="set --model-path / TOOLIDX_MODEL_PATH to a fastembed model folder")
             te = TextEmbedding(model_name=choice.name, specific_model_path=choice.path,
-                               local_files_only=True)
+                               local_files_only=True, threads=threads)
             emb = FastEmbedder(choice.name, te, str(Path(choice.path).resolve()))
         else:
             cdir = cache_dir()
             try:
-                te = TextEmbedding(model_name=choice.name, cache_dir=str(cdir), local_files_only=True)
+                te = TextEmbedding(model_name=choice.name, cache_dir=str(cdir), local_files_only=True,
+                                   threads=threads)
             except Exception:
                 if not (allow_download and _hub_reachable()):
                     raise
                 cdir.mkdir(parents=True, exist_ok=True)
-                te = TextEmbedding(model_name=choice.name, cache_dir=str(cdir))
+                te = TextEmbedding(model_name=choice.name, cache_dir=str(cdir), threads=threads)
             emb = FastEmbedder(choice.name, te)
     except ModelError:
         raise

@@ -90,11 +90,12 @@ def get_query_embedder(db) -> Any:
     if model in _embedders:
         e = _embedders[model]
         return None if e is _NO_EMBEDDER else e
-    from .embed import load_embedder, resolve_model
+    from .embed import QUERY_THREADS, load_embedder, resolve_model
     from .errors import ModelError
 
     try:
-        emb = load_embedder(resolve_model(name=model, remembered_path=db.get_meta("embed_model_path")))
+        emb = load_embedder(resolve_model(name=model, remembered_path=db.get_meta("embed_model_path")),
+                            threads=QUERY_THREADS)
     except ModelError as e:
         warn_once("model", f"{e}: search is keyword-only")
         emb = None
@@ -117,6 +118,38 @@ def _embed_query(embedder: Any, text: str) -> bytes:
             _qcache.clear()
         blob = _qcache[key] = embedder.embed_query(text)
     return blob
+
+
+_worker: Any = None
+
+
+def _embed_in_background(embedder: Any, text: str) -> Any:
+    """A future of the query embedding (ONNX Runtime releases the GIL while it runs)."""
+    global _worker
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    key = (id(embedder), text)
+    if key in _qcache:
+        done: Future = Future()
+        done.set_result(_qcache[key])
+        return done
+    if _worker is None:
+        _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolidx-embed")
+    return _worker.submit(_embed_query, embedder, text)
+
+
+def warm(db, embedder: Any = "auto") -> None:
+    """Load now what the first searches would load: every word's keyword postings, the vector
+    matrix, the tool names and the model (a long-lived process: `toolidx serve`, benchmarks)."""
+    bm25.preload(db)
+    _all_names(db)
+    if embedder == "auto":
+        embedder = get_query_embedder(db)
+    if embedder is not None:
+        from . import vecmatrix
+
+        vecmatrix.preload(db)
+        embedder.embed_query("warm up")  # ONNX Runtime's first run allocates its buffers
 
 
 # --- fuzzy names --------------------------------------------------------------------------------
@@ -179,12 +212,15 @@ def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Any,
     def slot(r: int) -> dict:
         return cands.setdefault(r, {"bm25": 0.0, "cos": None, "fuzzy": 0.0})
 
+    qv = None
+    if mode_used in ("hybrid", "semantic") and text:
+        qv = _embed_in_background(embedder, text[:2000])  # beside the keyword half, on another core
     if mode_used in ("hybrid", "keyword"):
         for rank, (r, s) in enumerate(bm25.candidates(db, terms, pool, filters)):
             c = slot(r)
             c["bm25"], c["kw_rank"] = s, rank
-    if mode_used in ("hybrid", "semantic") and text:
-        qv = _embed_query(embedder, text[:2000])
+    if qv is not None:
+        qv = qv.result()
         from . import vecmatrix
 
         for rank, (r, s) in enumerate(vecmatrix.knn(db, qv, pool, filters)):

@@ -42,6 +42,11 @@ def _matrix(db):
     return ids, m, pos
 
 
+def preload(db) -> None:
+    with _lock:
+        _matrix(db)
+
+
 def _query(blob: bytes, dim: int):
     import numpy as np
 

@@ -64,16 +64,13 @@ def cosine_for(db: Database, query: bytes, rowids: list[int]) -> dict[int, float
     return out
 
 
-def matched_terms(db: Database, terms: list[str], rowids: list[int],
-                  table: str = "tools_fts") -> dict[int, list[str]]:
-    """Which query terms each tool matches in the keyword index (FTS5 stemming included).
-    `table`: a copy of tools_fts holding just these tools (toolidx.bm25's scratch table) answers
-    the same without walking the index's long doclists of common words."""
+def matched_terms(db: Database, terms: list[str], rowids: list[int]) -> dict[int, list[str]]:
+    """Which query terms each tool matches in the keyword index (FTS5 stemming included)."""
     out: dict[int, list[str]] = {r: [] for r in rowids}
     if not terms or not rowids:
         return out
     marks = ", ".join("?" * len(rowids))
-    sql = " UNION ALL ".join(f"SELECT {i}, rowid FROM {table} WHERE {table} MATCH ? "
+    sql = " UNION ALL ".join(f"SELECT {i}, rowid FROM tools_fts WHERE tools_fts MATCH ? "
                              f"AND rowid IN ({marks})" for i in range(len(terms)))
     params: list = []
     for t in terms:
@@ -117,7 +114,7 @@ def filtered_count(db: Database, filters: Filters | None) -> int:
 
 
 # --- the fast keyword path (toolidx.bm25) and the in-memory vector matrix (toolidx.vecmatrix) ----
-FTS_VOCAB = ("tools_fts_vrow", "tools_fts_vinst")  # temp fts5vocab tables: per-term rows, instances
+FTS_VOCAB = "tools_fts_vinst"  # a temp fts5vocab table: one row per word occurrence
 
 
 def fts_schema(db: Database) -> str | None:
@@ -126,9 +123,8 @@ def fts_schema(db: Database) -> str | None:
 
 
 def ensure_fts_vocab(db: Database) -> None:
-    # temp tables: nothing is written to the index (which may be read-only), nothing to migrate
-    for name, kind in zip(FTS_VOCAB, ("row", "instance")):
-        db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, tools_fts, {kind})")
+    # a temp table: nothing is written to the index (which may be read-only), nothing to migrate
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{FTS_VOCAB} USING fts5vocab(main, tools_fts, instance)")
 
 
 def fts_totals(db: Database) -> bytes | None:
@@ -136,23 +132,20 @@ def fts_totals(db: Database) -> bytes | None:
     return db.scalar("SELECT block FROM tools_fts_data WHERE id = 1")
 
 
-def fts_doc_freq(db: Database, term: str) -> int:
-    """How many tools contain an (already stemmed) index term."""
-    return int(db.scalar(f"SELECT doc FROM temp.{FTS_VOCAB[0]} WHERE term = ?", (term,)) or 0)
-
-
 def fts_postings(db: Database, term: str) -> list[tuple[int, int, bytes]]:
     """(rowid, column, docsize record) of every occurrence of an (already stemmed) index term."""
-    return db.execute(f"SELECT i.doc, i.col, d.sz FROM temp.{FTS_VOCAB[1]} i "
+    return db.execute(f"SELECT i.doc, i.col, d.sz FROM temp.{FTS_VOCAB} i "
                       "JOIN tools_fts_docsize d ON d.id = i.doc WHERE i.term = ?", (term,)).fetchall()
 
 
-def fts_texts(db: Database, rowids: list[int]) -> list[tuple]:
-    """(rowid, name, title, description, server, tags, params) as indexed, for the given tools."""
-    if not rowids:
-        return []
-    return db.execute("SELECT rowid, name, title, description, server, tags, params FROM tools_fts "
-                      f"WHERE rowid IN ({', '.join('?' * len(rowids))})", rowids).fetchall()
+def fts_all_postings(db: Database):
+    """(term, rowid, column) of every indexed word occurrence: one scan of the index."""
+    return db.execute(f"SELECT term, doc, col FROM temp.{FTS_VOCAB}")
+
+
+def fts_docsizes(db: Database) -> list[tuple[int, bytes]]:
+    """(rowid, docsize record: tokens per column) of every tool."""
+    return db.execute("SELECT id, sz FROM tools_fts_docsize").fetchall()
 
 
 def all_vectors(db: Database) -> list[tuple[int, bytes]]:
@@ -162,16 +155,14 @@ def all_vectors(db: Database) -> list[tuple[int, bytes]]:
     return db.execute(f"SELECT rowid, embedding FROM {vectors.TABLE}").fetchall()
 
 
-# The scratch database (in memory, one per process) holds copies of tools_fts with the index's
-# own tokenizer: one to stem query words exactly as FTS5 does, one for the shown hits' texts.
+# The scratch database (in memory, one per process) holds an empty copy of tools_fts with the
+# index's own tokenizer, to stem query words exactly as FTS5 does.
 
 
 def scratch_create(conn, fts_sql: str) -> None:
     body = fts_sql[fts_sql.index("("):]
     conn.execute(f"CREATE VIRTUAL TABLE words USING fts5{body}")
     conn.execute("CREATE VIRTUAL TABLE words_inst USING fts5vocab(words, instance)")
-    conn.execute(f"CREATE VIRTUAL TABLE hits USING fts5{body}")
-    conn.execute("CREATE VIRTUAL TABLE hits_row USING fts5vocab(hits, instance)")
 
 
 def scratch_tokens(conn, words: list[str]) -> list[tuple[int, str]]:
@@ -179,16 +170,3 @@ def scratch_tokens(conn, words: list[str]) -> list[tuple[int, str]]:
     conn.execute("DELETE FROM words")
     conn.executemany("INSERT INTO words(rowid, name) VALUES (?, ?)", list(enumerate(words)))
     return conn.execute("SELECT doc, term FROM words_inst ORDER BY doc, offset").fetchall()
-
-
-def scratch_hits(conn, rows: list[tuple]) -> None:
-    conn.execute("DELETE FROM hits")
-    conn.executemany(f"INSERT INTO hits(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-
-
-def scratch_hit_tokens(conn, tokens: list[str]) -> list[tuple[int, str]]:
-    """(rowid, token) for each of the given tokens found in the scratch hits."""
-    if not tokens:
-        return []
-    return conn.execute(f"SELECT DISTINCT doc, term FROM hits_row WHERE term IN ({', '.join('?' * len(tokens))})",
-                        tokens).fetchall()
