@@ -41,6 +41,7 @@ K1, B = 1.2, 0.75  # FTS5's bm25() constants (fts5_aux.c)
 COMMON_SHARE = 0.03  # a word in more than this share of the tools is only added to candidates
 COMMON_MIN_DF = 200  # below this a word's postings are short: sum them all
 RARE_FETCH = 200  # tools taken by their rare part, then rescored with the common words
+PRELOAD_CHUNK = 50_000  # word occurrences read per preload step (~0.1 s of work between searches)
 MAX_CACHED = 4_000_000  # cached (word, tool) terms per process (16 bytes each: 64 MB at most)
 
 _lock = threading.RLock()
@@ -98,71 +99,80 @@ class _Index:
         tot = _varints(retrieval.fts_totals(db) or b"")
         self.nrow = tot[0] if tot else 0
         self.avgdl = (sum(tot[1:]) / self.nrow) if self.nrow else 1.0
+        self.weights = weights
         self.wcol = dict(zip(retrieval.FTS_COLUMNS, weights))
         self.cache: OrderedDict[str, _Postings] = OrderedDict()
         self.cached = 0
-        self.doclen: dict[int, int] = {}  # tokens per tool, from FTS5's docsize records
-        self.complete = False  # every word of the index is cached (preload)
+        self.doclen: dict[int, int] = {}  # tokens per tool (preload), from FTS5's docsize records
+        self.complete = False  # every word of the index is cached: a miss means no tool has it
+        self.evicted = False
         retrieval.ensure_fts_vocab(db)
 
     def idf(self, df: int) -> float:
         v = math.log((self.nrow - df + 0.5) / (df + 0.5))
         return v if v > 0 else 1e-6  # as FTS5
 
-    def _keep(self, token: str, freq: dict[int, float]) -> _Postings:
-        """Score a word's weighted term frequencies with FTS5's bm25 and cache them."""
+    def _score_and_put(self, token: str, freq: dict[int, float]) -> None:
+        """FTS5's bm25 term from a word's weighted term frequencies, as fts5_aux.c computes it."""
         idf = self.idf(len(freq))
         norm, base, dl = K1 * B / self.avgdl, K1 * (1 - B), self.doclen
         rows = sorted(freq)
-        out = _Postings(array("q", rows), array("d", (
-            idf * (freq[d] * (K1 + 1.0)) / (freq[d] + base + norm * dl[d]) for d in rows)))
-        self.cache[token] = out
-        self.cached += len(rows)
+        self._put(token, _Postings(array("q", rows), array("d", (
+            idf * (freq[d] * (K1 + 1.0)) / (freq[d] + base + norm * dl[d]) for d in rows))))
+
+    def _put(self, token: str, p: _Postings) -> _Postings:
+        if token in self.cache:
+            self.cached -= len(self.cache[token])
+        self.cache[token] = p
+        self.cached += len(p)
         while self.cached > MAX_CACHED and len(self.cache) > 1:
             _, old = self.cache.popitem(last=False)
             self.cached -= len(old)
-            self.complete = False
-        return out
+            self.evicted = True
+        return p
 
-    def postings(self, db, token: str) -> _Postings:
-        """This (stemmed) word's bm25 term per tool; empty when no tool has it."""
+    def postings(self, db, token: str, word: str) -> _Postings:
+        """The bm25 term per tool of `word`, cut by the tokenizer into `token` (the cache key);
+        empty when no tool has it. FTS5 scores a one-word query faster than Python can."""
         hit = self.cache.get(token)
         if hit is not None:
             self.cache.move_to_end(token)
             return hit
         if self.complete:
             return _EMPTY
-        freq: dict[int, float] = {}
-        wcol, dl = self.wcol, self.doclen
-        for doc, col, sz in retrieval.fts_postings(db, token):
-            freq[doc] = freq.get(doc, 0.0) + wcol.get(col, 1.0)
-            if doc not in dl:
-                dl[doc] = sum(_varints(sz))
-        return self._keep(token, freq) if freq else _EMPTY
+        rows = retrieval.fts_word_scores(db, word, self.weights)
+        if not rows:
+            return _EMPTY
+        return self._put(token, _Postings(array("q", (r for r, _ in rows)), array("d", (v for _, v in rows))))
 
-    def preload(self, db) -> None:
-        """Every word's postings, from one scan of the index (fts5vocab walks it in term order,
-        so one word's frequencies are in memory at a time)."""
-        dl = self.doclen
-        for doc, sz in retrieval.fts_docsizes(db):
-            dl[doc] = sum(_varints(sz))
+    def preload_chunk(self, db, start: str) -> str | None:
+        """Cache the words from `start` on, PRELOAD_CHUNK occurrences at a time (fts5vocab walks
+        the index in term order); the next start, or None at the end."""
+        if not self.doclen:
+            for doc, sz in retrieval.fts_docsizes(db):
+                self.doclen[doc] = sum(_varints(sz))
+        limit = PRELOAD_CHUNK
+        while True:
+            rows = retrieval.fts_postings_from(db, start, limit)
+            if len(rows) < limit:
+                nxt = None
+                break
+            nxt = rows[-1][0]  # may be cut short: taken again by the next chunk
+            if nxt != rows[0][0]:
+                rows = [r for r in rows if r[0] != nxt]
+                break
+            limit *= 2  # one word in more places than a chunk holds
         wcol = self.wcol
-        self.cache.clear()
-        self.cached = 0
-        term, freq, split = None, {}, set()
-        for t, doc, col in retrieval.fts_all_postings(db):
+        term, freq = None, {}
+        for t, doc, col in rows:
             if t != term:
                 if freq:
-                    self._keep(term, freq)
-                if t in self.cache:  # out of order: fetch that word alone when asked
-                    split.add(t)
+                    self._score_and_put(term, freq)
                 term, freq = t, {}
             freq[doc] = freq.get(doc, 0.0) + wcol.get(col, 1.0)
         if freq:
-            self._keep(term, freq)
-        for t in split:
-            self.cached -= len(self.cache.pop(t, _EMPTY))
-        self.complete = not split and self.cached <= MAX_CACHED
+            self._score_and_put(term, freq)
+        return nxt
 
 
 class _Scratch:
@@ -202,14 +212,23 @@ def _get(db, weights=retrieval.FTS_WEIGHTS) -> tuple["_Index", "_Scratch"] | Non
 
 
 def preload(db) -> bool:
-    """Cache every word's postings now (a long-lived process, before its first query)."""
-    with db.snapshot(), _lock:  # the order search takes them in
-        got = _get(db)
-        if got is None:
-            return False
-        if not got[0].complete:
-            got[0].preload(db)
-        return True
+    """Cache every word's postings now (a long-lived process, before its first queries). Chunk by
+    chunk, each in its own read snapshot, so searches in other threads go on meanwhile; a crawl
+    committing in between starts a new index version, and this one is dropped."""
+    start: str | None = ""
+    index = None
+    while start is not None:
+        with db.snapshot(), _lock:  # the order search takes them in
+            got = _get(db)
+            if got is None or (index is not None and got[0] is not index):
+                return False
+            index = got[0]
+            if index.complete:
+                return True
+            start = index.preload_chunk(db, start)
+    with _lock:
+        index.complete = not index.evicted
+    return True
 
 
 def _top(acc: dict[int, float], k: int) -> list[tuple[int, float]]:
@@ -240,7 +259,7 @@ def candidates(db, terms: list[str], limit: int, filters=None,
         cut = max(COMMON_MIN_DF, COMMON_SHARE * index.nrow)
         rare, common = [], []
         for w in terms:
-            p = index.postings(db, toks[w][0])
+            p = index.postings(db, toks[w][0], w)
             if p:
                 (common if len(p) > cut else rare).append(p)
     allowed = filtered_rowids(db, filters)
@@ -280,6 +299,6 @@ def matched_terms(db, terms: list[str], rowids: list[int]) -> dict[int, list[str
         toks = scratch.cut(terms)
         phrases = [w for w in terms if len(toks[w]) != 1]
         pm = retrieval.matched_terms(db, phrases, rowids) if phrases else {}
-        posts = {w: index.postings(db, toks[w][0]) for w in terms if len(toks[w]) == 1}
+        posts = {w: index.postings(db, toks[w][0], w) for w in terms if len(toks[w]) == 1}
     return {r: [w for w in terms if (r in posts[w] if w in posts else w in pm.get(r, ()))]
             for r in rowids}

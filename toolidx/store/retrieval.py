@@ -132,15 +132,18 @@ def fts_totals(db: Database) -> bytes | None:
     return db.scalar("SELECT block FROM tools_fts_data WHERE id = 1")
 
 
-def fts_postings(db: Database, term: str) -> list[tuple[int, int, bytes]]:
-    """(rowid, column, docsize record) of every occurrence of an (already stemmed) index term."""
-    return db.execute(f"SELECT i.doc, i.col, d.sz FROM temp.{FTS_VOCAB} i "
-                      "JOIN tools_fts_docsize d ON d.id = i.doc WHERE i.term = ?", (term,)).fetchall()
+def fts_word_scores(db: Database, word: str, weights: tuple[float, ...]) -> list[tuple[int, float]]:
+    """(rowid, BM25 score) of every tool containing one query word, by rowid: the word's term
+    in the BM25 score of any query that has it."""
+    w = ", ".join(repr(float(x)) for x in weights)
+    return db.execute(f"SELECT rowid, -bm25(tools_fts, {w}) FROM tools_fts WHERE tools_fts MATCH ? "
+                      "ORDER BY rowid", ('"' + word.replace('"', '""') + '"',)).fetchall()
 
 
-def fts_all_postings(db: Database):
-    """(term, rowid, column) of every indexed word occurrence: one scan of the index."""
-    return db.execute(f"SELECT term, doc, col FROM temp.{FTS_VOCAB}")
+def fts_postings_from(db: Database, start: str, limit: int) -> list[tuple[str, int, str]]:
+    """(term, rowid, column) of indexed word occurrences, in term order from `start` on."""
+    return db.execute(f"SELECT term, doc, col FROM temp.{FTS_VOCAB} WHERE term >= ? LIMIT ?",
+                      (start, limit)).fetchall()
 
 
 def fts_docsizes(db: Database) -> list[tuple[int, bytes]]:
