@@ -1,27 +1,28 @@
-"""Keyword candidates scored in Python from cached FTS5 postings: FTS5's own BM25, faster.
+"""Keyword candidates scored in Python from cached per-word BM25 terms: FTS5's own scores, faster.
 
 FTS5 computes bm25() for every row that matches any query word, and a request's common words
 ("file", "list", "data") match half of a large catalog: at 10k tools a query cost ~10 ms in FTS5.
-bm25 is a sum over the query's phrases of idf(word) * f(weighted tf, doc length), so each word's
-contribution to each tool can be computed once (from the fts5vocab instance table, with FTS5's
-formula and constants) and cached per process and index version. A query then is dict sums:
+bm25 is a sum over the query's words of idf(word) * f(weighted tf, doc length), so each word's
+term for each tool can be computed once and cached per process and index version (16 bytes a
+tool: rowids and values in two arrays). A query is then sums over cached arrays:
 
-- rare words (document frequency up to COMMON_SHARE of the catalog) are summed over all their
-  tools; the best RARE_FETCH tools by that rare part are the candidates;
-- each common word's contribution is added to those candidates. What this changes against
-  FTS5's full OR query: a tool that matches only common words, or whose rare part is outside the
-  fetched rows, is not a candidate. An exact variant (MaxScore: prove that no unseen tool can
-  enter the top 50, else run the full query) had to fall back on most queries and was no faster;
-  this one keeps ETOM and LiveMCP quality unchanged (docs/search.md);
+- rare words (in up to COMMON_SHARE of the tools) are summed over all their tools; the best
+  RARE_FETCH tools by that rare part are the candidates;
+- each common word's term is added to those candidates. What this changes against FTS5's full
+  OR query: a tool that matches only common words, or whose rare part is outside the fetched
+  rows, is not a candidate. An exact variant (MaxScore: prove that no unseen tool can enter the
+  top 50, else run the full query) had to fall back on most queries and was no faster; this one
+  keeps ETOM and LiveMCP quality unchanged (docs/search.md);
 - a query with no rare word, or no common one, is scored exactly (every matching tool).
 
-Each word's postings are fetched on first use (~0.1 ms for a rare word, ~10 ms for one in most
-tools), or all at once by `preload` (a long-lived process: `toolidx serve`, benchmarks), which
-makes every later keyword query a few dict sums with no SQL but the shown hits' rows.
+A word not cached yet is scored by FTS5 itself (a one-word query: its bm25() is exactly that
+word's term). `preload` caches every word at once from the fts5vocab table with the same formula
+and constants as fts5_aux.c (a long-lived process: `toolidx serve`, benchmarks), after which a
+keyword query runs no SQL but the shown hits' rows.
 
-Stemming: query words are cut by the index's own tokenizer (a copy of tools_fts in an in-memory
-database), so "files" finds the postings of "file" exactly as FTS5 would. A word the tokenizer
-cuts in several tokens is an FTS5 phrase ("e-mail"): such queries go to FTS5 itself.
+Stemming: query words are cut by the index's own tokenizer (an empty copy of tools_fts in an
+in-memory database), so "files" shares the cached terms of "file" exactly as FTS5 would. A word
+the tokenizer cuts in several tokens is an FTS5 phrase ("e-mail"): such queries go to FTS5.
 """
 
 from __future__ import annotations
