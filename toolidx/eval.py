@@ -90,7 +90,7 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
              by: str | None = None, filters: Filters | None = None, embedder: Any = "auto",
              min_score: float | None = None) -> dict:
     """Run every query in every mode and report the metrics (see the module doc)."""
-    from .search import MODES, get_query_embedder, search
+    from .search import MODES, get_query_embedder, search, warm
     from .store.tools import all_ids
 
     if labels not in LABELS:
@@ -110,6 +110,7 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
                          fix="crawl first: toolidx crawl --config FILE")
     if embedder == "auto":
         embedder = get_query_embedder(db) if any(m != "keyword" for m in modes) else None
+    warm(db, embedder)  # the reported latencies are a warm process's, as `toolidx serve` runs
 
     unresolved, partly, feasible, infeasible_q = [], [], [], []
     for q in queries:
