@@ -17,7 +17,7 @@ import sys
 
 from bench_index import BENCH, build, embedder
 
-GRID = {"hybrid": [0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.1, 0.15],
+GRID = {"hybrid": [0.04, 0.05, 0.055, 0.06, 0.065, 0.07, 0.08, 0.1],
         "keyword": [0.2, 0.3, 0.35, 0.4, 0.41, 0.45, 0.5],
         "semantic": [0.002, 0.004, 0.006, 0.01, 0.02]}
 
@@ -65,14 +65,15 @@ def main() -> int:
         for q, _, c in feas + inf:
             rel = set(q["relevant"])
             best = max((v["bm25"] for v in c.values()), default=0) or 1
+            # z of the whole candidate set: bm25_rel is relative to this query's best BM25
+            z = cal.ranking_values(c, mode) if mode != "keyword" else {}
             for tid, v in c.items():
                 if mode == "keyword":
                     if v["bm25"] > 0:
                         xs.append([math.log1p(v["bm25"]), v["bm25"] / best])
                         ys.append(tid in rel)
                 else:
-                    z = cal.ranking_values({0: v} if mode == "semantic" else {0: {**v, "bm25": v["bm25"] / best}}, mode)
-                    xs.append([z[0]])
+                    xs.append([z[tid]])
                     ys.append(tid in rel)
         w = _logistic(np.array(xs), np.array(ys, float))
         print(f"{mode}: fitted {np.round(w, 3).tolist()} (calibration.py holds "
@@ -96,7 +97,7 @@ def main() -> int:
         print(f"  {'threshold':>9s} {'abstain':>8s} {'R@5':>6s} {'drop':>6s} {'livemcp R@5':>11s}")
         for t in GRID[mode]:
             ab = sum(s < t and g for s, _, g in ti) / len(ti)
-            print(f"  {t:9.3f} {ab:8.3f} {r5(t, tf, feas):6.3f} {r5(0, tf, feas) - r5(t, tf, feas):6.3f} "
+            print(f"  {t:9.4f} {ab:8.3f} {r5(t, tf, feas):6.3f} {r5(0, tf, feas) - r5(t, tf, feas):6.3f} "
                   f"{r5(t, tl, live):11.3f}")
     return 0
 

@@ -244,9 +244,12 @@ def _top(acc: dict[int, float], k: int) -> list[tuple[int, float]]:
 
 
 def candidates(db, terms: list[str], limit: int, filters=None,
-               weights=retrieval.FTS_WEIGHTS) -> list[tuple[int, float]]:
+               weights=retrieval.FTS_WEIGHTS, idf_power: float = 1.0,
+               term_weights: dict[str, float] | None = None) -> list[tuple[int, float]]:
     """The same (rowid, BM25) list as retrieval.fts_candidates(db, fts_query(terms), limit, ...),
-    except for the common-word shortcut above."""
+    except for the common-word shortcut above. Hybrid search reweighs words: `idf_power` < 1 weighs
+    each by idf**idf_power instead of idf (calibration.IDF_POWER), `term_weights` multiplies some
+    (quoted values: toolidx.quoted); a query with a phrase (FTS5 path) keeps plain BM25."""
     if not terms:
         return []
     with _lock:
@@ -261,16 +264,19 @@ def candidates(db, terms: list[str], limit: int, filters=None,
         rare, common = [], []
         for w in terms:
             p = index.postings(db, toks[w][0], w)
-            if p:
-                (common if len(p) > cut else rare).append(p)
+            if p:  # len(p) is the word's document frequency
+                s = index.idf(len(p)) ** (idf_power - 1.0) if idf_power != 1.0 else 1.0
+                if term_weights:
+                    s *= term_weights.get(w, 1.0)
+                (common if len(p) > cut else rare).append((p, s))
     allowed = filtered_rowids(db, filters)
     if not rare or not common:  # exact: every tool that matches a word
         rare, common = rare + common, []
     acc: dict[int, float] = {}
     get = acc.get
-    for p in rare:
+    for p, s in rare:
         for d, v in p.items():
-            acc[d] = get(d, 0.0) + v
+            acc[d] = get(d, 0.0) + v * s
     if allowed is not None:
         acc = {d: v for d, v in acc.items() if d in allowed}
     if not common:
@@ -278,12 +284,12 @@ def candidates(db, terms: list[str], limit: int, filters=None,
     top = sorted(_top(acc, max(RARE_FETCH, 4 * limit)))  # by rowid: one forward walk per word
     cand = [r for r, _ in top]
     add = [s for _, s in top]
-    for p in common:
+    for p, s in common:
         rows, vals, n, lo = p.rows, p.vals, len(p.rows), 0
         for j, r in enumerate(cand):
             lo = bisect_left(rows, r, lo)
             if lo < n and rows[lo] == r:
-                add[j] += vals[lo]
+                add[j] += vals[lo] * s
     scored = sorted(zip(cand, add), key=lambda x: (-x[1], x[0]))
     return scored[:limit]
 

@@ -24,6 +24,13 @@ import math
 
 # hybrid: z = HYBRID_COS * cos + (1 - HYBRID_COS) * bm25_rel + FUZZY_WEIGHT * fuzzy_strength
 HYBRID_COS = 0.55
+# Hybrid's BM25 weighs each query word by sqrt(idf) instead of idf (bm25.candidates): in a long
+# request the rarest word (an id, a place name) would otherwise outvote the several ordinary words
+# that say what to do, and the embedding already rewards the rare, specific ones. Measured
+# (docs/search.md): ETOM L1+L2 R@1 +.005, L2 +.006, LiveMCP R@5 +2 queries; idf**0.3 to idf**0.7
+# all gain, so 0.5 is not a knife-edge. Quoted values weigh less too (toolidx.quoted). Keyword
+# mode keeps plain BM25 (its own calibration).
+IDF_POWER = 0.5
 # fuzzy_strength = (fuzzy - FUZZY_FLOOR) / (1 - FUZZY_FLOOR), clipped to [0, 1]: only a close name
 # counts. Not fittable on the bench (its queries are sentences, never names); chosen so an
 # exact-but-misspelt tool name ranks first and clears the threshold.
@@ -32,14 +39,14 @@ FUZZY_WEIGHT = 0.35
 
 PLATT = {
     # mode: (slope, bias) applied to z
-    "hybrid": (15.594, -11.638),
+    "hybrid": (16.051, -12.225),
     "semantic": (15.192, -10.664),  # z = cos
     "keyword": (1.0, 0.0),  # z is already a logit, see _keyword_z
 }
 # keyword: logit = KW_LOG * log(1 + bm25) + KW_REL * bm25_rel + KW_BIAS + KW_FUZZY * fuzzy_strength
 KW_LOG, KW_REL, KW_BIAS, KW_FUZZY = 1.408, 11.105, -15.294, 6.0
 
-THRESHOLD = {"hybrid": 0.07, "keyword": 0.41, "semantic": 0.004}
+THRESHOLD = {"hybrid": 0.055, "keyword": 0.41, "semantic": 0.004}
 
 
 # Keyword evidence for a one- or two-word query is small in absolute terms even when it is exact

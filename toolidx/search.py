@@ -17,6 +17,7 @@ from typing import Any
 
 from . import bm25
 from . import calibration as cal
+from . import quoted
 from .errors import UsageError
 from .filters import Filters
 from .notices import warn_once
@@ -213,10 +214,14 @@ def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Any,
         return cands.setdefault(r, {"bm25": 0.0, "cos": None, "fuzzy": 0.0})
 
     qv = None
+    hybrid = mode_used == "hybrid"  # reads quoted values and rare words differently (docs/search.md)
     if mode_used in ("hybrid", "semantic") and text:
-        qv = _embed_in_background(embedder, text[:2000])  # beside the keyword half, on another core
+        etext = quoted.strip_quoted(text) if hybrid else text
+        qv = _embed_in_background(embedder, etext[:2000])  # beside the keyword half, on another core
     if mode_used in ("hybrid", "keyword"):
-        for rank, (r, s) in enumerate(bm25.candidates(db, terms, pool, filters)):
+        for rank, (r, s) in enumerate(bm25.candidates(
+                db, terms, pool, filters, idf_power=cal.IDF_POWER if hybrid else 1.0,
+                term_weights=quoted.term_weights(text, terms) if hybrid else None)):
             c = slot(r)
             c["bm25"], c["kw_rank"] = s, rank
     if qv is not None:
@@ -263,7 +268,8 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
         scored = cal.score_candidates(cands, terms, mode_used, total)
         order = sorted(scored, key=lambda r: -scored[r])
         rows = retrieval.hit_rows(db, order[: limit * 2 + 10])
-        ranked = sorted(rows, key=lambda r: (-round(scored[r], 4), rows[r]["id"]))  # as shown
+        # as shown (4 decimals), ties by the unrounded score: low scores round alike
+        ranked = sorted(rows, key=lambda r: (-round(scored[r], 4), -scored[r], rows[r]["id"]))
         if min_score is None:
             # the calibrated threshold judges the query (is any tool good enough?); once one is,
             # the runners-up are shown with their own scores, as alternatives
