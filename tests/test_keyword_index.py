@@ -151,3 +151,17 @@ def test_query_embedder_matches_the_document_embedder(model_path, embedder):
     a = np.frombuffer(q.embed_query(text), dtype=np.float32)
     b = np.frombuffer(embedder.embed_query(text), dtype=np.float32)
     assert a.shape == b.shape and float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)) > 0.9999
+
+
+def test_single_query_path_gives_fastembeds_vectors(model_path):
+    """embed_query skips fastembed's batching for one text; the vectors must be fastembed's."""
+    import numpy as np
+
+    from toolidx.embed import QUERY_THREADS, load_embedder, resolve_model
+
+    q = load_embedder(resolve_model(path=model_path), threads=QUERY_THREADS)
+    assert q._one is not None  # the shortcut is on for MiniLM
+    for text in ("convert a pdf file to markdown", "x", "Überprüfung 搜索 🔥 " * 30, "a " * 600):
+        ours = np.frombuffer(q.embed_query(text), dtype=np.float32)
+        theirs = np.asarray(next(iter(q._te.query_embed([text]))), dtype=np.float32)
+        assert ours.shape == theirs.shape and float(ours @ theirs) > 0.99999, text
