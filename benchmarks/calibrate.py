@@ -17,7 +17,7 @@ import sys
 
 from bench_index import BENCH, build, embedder
 
-GRID = {"hybrid": [0.04, 0.05, 0.055, 0.06, 0.065, 0.07, 0.08, 0.1],
+GRID = {"hybrid": [0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.05, 0.06],
         "keyword": [0.2, 0.3, 0.35, 0.4, 0.41, 0.45, 0.5],
         "semantic": [0.002, 0.004, 0.006, 0.01, 0.02]}
 

@@ -102,3 +102,23 @@ def test_term_weights_scale_single_words(idx_db):
     assert pdf and set(low) == set(plain)
     for r in plain:
         assert low[r] == pytest.approx(plain[r] - 0.75 * pdf.get(r, 0.0), rel=1e-9)
+
+
+def test_hybrid_coverage_is_the_share_of_query_words_a_tool_has(idx_db, embedder):
+    """Hybrid's coverage evidence: matched words / query words, quoted values weighing less."""
+    from toolidx.search import search
+    from toolidx.quoted import QUOTED_WEIGHT
+
+    db = idx_db
+    res = search(db, "merge pdf files into one document", embedder=embedder, min_score=0.0, limit=8)
+    terms = query_terms("merge pdf files into one document")
+    assert res.mode_used == "hybrid" and res.hits
+    for h in res.hits:
+        assert h.signals["coverage"] == round(len(h.matched) / len(terms), 3), h.id
+    assert res.hits[0].signals["coverage"] > 0
+    q = 'merge pdf files named "quarterly report"'
+    res = search(db, q, embedder=embedder, min_score=0.0, limit=8)
+    terms = query_terms(q)
+    w = {t: (QUOTED_WEIGHT if t in ("quarterly", "report") else 1.0) for t in terms}
+    for h in res.hits:
+        assert h.signals["coverage"] == round(sum(w[t] for t in h.matched) / sum(w.values()), 3), h.id

@@ -218,12 +218,14 @@ def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Any,
     if mode_used in ("hybrid", "semantic") and text:
         etext = quoted.strip_quoted(text) if hybrid else text
         qv = _embed_in_background(embedder, etext[:2000])  # beside the keyword half, on another core
+    tw = quoted.term_weights(text, terms) if hybrid else None
     if mode_used in ("hybrid", "keyword"):
         for rank, (r, s) in enumerate(bm25.candidates(
-                db, terms, pool, filters, idf_power=cal.IDF_POWER if hybrid else 1.0,
-                term_weights=quoted.term_weights(text, terms) if hybrid else None)):
+                db, terms, pool, filters, idf_power=cal.IDF_POWER if hybrid else 1.0, term_weights=tw)):
             c = slot(r)
             c["bm25"], c["kw_rank"] = s, rank
+    if hybrid:  # the keyword candidates' words while the model runs; the others' below
+        _cover(db, terms, tw, cands)
     if qv is not None:
         qv = qv.result()
         from . import vecmatrix
@@ -237,10 +239,27 @@ def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Any,
     if mode_used in ("hybrid", "keyword"):
         for r, s in _fuzzy(db, terms, pool, filters, list(cands)).items():
             slot(r)["fuzzy"] = s
+    if hybrid:
+        _cover(db, terms, tw, cands)
     for c in cands.values():
         if c["cos"] is None:
             c["cos"] = 0.0
     return cands, terms, mode_used
+
+
+def _cover(db, terms: list[str], tw: dict[str, float] | None, cands: dict[int, dict]) -> None:
+    """Each candidate's query words ("matched") and the share of the query they make up
+    ("coverage"; quoted values weigh QUOTED_WEIGHT): hybrid's evidence that a tool does what the
+    whole request says, not just its rarest part (calibration.COVERAGE_WEIGHT)."""
+    todo = [r for r, c in cands.items() if "matched" not in c]
+    if not todo:
+        return
+    tw = tw or {}
+    total = sum(tw.get(w, 1.0) for w in terms)
+    for r, words in bm25.matched_terms(db, terms, todo).items():
+        c = cands[r]
+        c["matched"] = words
+        c["coverage"] = sum(tw.get(w, 1.0) for w in words) / total if total else 0.0
 
 
 def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Filters | None = None,
@@ -276,7 +295,10 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
             kept = ranked[:limit] if ranked and scored[ranked[0]] >= threshold else []
         else:
             kept = [r for r in ranked if scored[r] >= threshold][:limit]
-        matched = bm25.matched_terms(db, terms, kept) if mode_used != "semantic" else {}
+        if mode_used == "hybrid":
+            matched = {r: cands[r].get("matched", []) for r in kept}
+        else:
+            matched = bm25.matched_terms(db, terms, kept) if mode_used != "semantic" else {}
         considered = total if filters is None or filters.is_empty() else retrieval.filtered_count(db, filters)
     if not _prepare(query):
         notes.append("empty query: nothing to search for")
@@ -305,6 +327,8 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) 
     signals = {"bm25": round(ev.get("bm25", 0.0), 3), "fuzzy": round(ev.get("fuzzy", 0.0), 3)}
     if mode_used != "keyword":
         signals["cosine"] = round(ev.get("cos", 0.0), 4)
+    if mode_used == "hybrid":
+        signals["coverage"] = round(ev.get("coverage", 0.0), 3)
     return Hit(id=row["id"], server=row["server"], name=row["name"], title=row["title"],
                description=first_line(row["description"]), score=round(score, 4), matched=matched,
                why="; ".join(reasons) or "semantic", signals=signals)
