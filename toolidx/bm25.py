@@ -45,7 +45,7 @@ RARE_FETCH = 200  # tools taken by their rare part, then rescored with the commo
 PRELOAD_CHUNK = 50_000  # word occurrences read per preload step (~0.1 s of work between searches)
 MAX_CACHED = 4_000_000  # cached (word, tool) terms per process (16 bytes each: 64 MB at most)
 
-_lock = threading.RLock()
+_lock = threading.Lock()
 _state: dict = {}
 
 
@@ -81,10 +81,6 @@ class _Postings:
     def items(self):
         return zip(self.rows, self.vals)
 
-    def get(self, rowid: int, default: float = 0.0) -> float:
-        i = bisect_left(self.rows, rowid)
-        return self.vals[i] if i < len(self.rows) and self.rows[i] == rowid else default
-
     def __contains__(self, rowid: int) -> bool:
         i = bisect_left(self.rows, rowid)
         return i < len(self.rows) and self.rows[i] == rowid
@@ -107,7 +103,6 @@ class _Index:
         self.doclen: dict[int, int] = {}  # tokens per tool (preload), from FTS5's docsize records
         self.complete = False  # every word of the index is cached: a miss means no tool has it
         self.evicted = False
-        retrieval.ensure_fts_vocab(db)
 
     def idf(self, df: int) -> float:
         v = math.log((self.nrow - df + 0.5) / (df + 0.5))
@@ -150,6 +145,7 @@ class _Index:
         """Cache the words from `start` on, PRELOAD_CHUNK occurrences at a time (fts5vocab walks
         the index in term order); the next start, or None at the end."""
         if not self.doclen:
+            retrieval.ensure_fts_vocab(db)
             for doc, sz in retrieval.fts_docsizes(db):
                 self.doclen[doc] = sum(_varints(sz))
         limit = PRELOAD_CHUNK

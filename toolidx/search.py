@@ -127,13 +127,8 @@ _worker: Any = None
 def _embed_in_background(embedder: Any, text: str) -> Any:
     """A future of the query embedding (ONNX Runtime releases the GIL while it runs)."""
     global _worker
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor
 
-    key = (id(embedder), text)
-    if key in _qcache:
-        done: Future = Future()
-        done.set_result(_qcache[key])
-        return done
     if _worker is None:
         _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolidx-embed")
     return _worker.submit(_embed_query, embedder, text)

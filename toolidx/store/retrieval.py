@@ -5,6 +5,7 @@ inside each query, so a filter narrows the candidates instead of emptying the to
 from __future__ import annotations
 
 from ..filters import Filters
+from ..textsearch import fts_query
 from . import vectors
 from .db import Database
 
@@ -15,6 +16,11 @@ from .db import Database
 # (docs/search.md, benchmarks/quality.py).
 FTS_WEIGHTS = (3.0, 2.0, 1.0, 2.5, 1.0, 0.6)
 FTS_COLUMNS = ("name", "title", "description", "server", "tags", "params")
+
+
+def _bm25(weights: tuple[float, ...]) -> str:
+    """-bm25(...) with the column weights: the score, higher is better."""
+    return f"-bm25(tools_fts, {', '.join(repr(float(x)) for x in weights)})"
 
 
 def _filter_sql(filters: Filters | None) -> tuple[str, list]:
@@ -30,8 +36,7 @@ def fts_candidates(db: Database, match: str, limit: int, filters: Filters | None
     if not match:
         return []
     fsql, fparams = _filter_sql(filters)
-    w = ", ".join(repr(float(x)) for x in weights)
-    rows = db.execute(f"SELECT f.rowid, -bm25(tools_fts, {w}) AS s FROM tools_fts f "
+    rows = db.execute(f"SELECT f.rowid, {_bm25(weights)} AS s FROM tools_fts f "
                       f"WHERE tools_fts MATCH ?{fsql} ORDER BY s DESC, f.rowid LIMIT ?",
                       [match, *fparams, limit]).fetchall()
     return [(int(r[0]), float(r[1])) for r in rows]
@@ -74,7 +79,7 @@ def matched_terms(db: Database, terms: list[str], rowids: list[int]) -> dict[int
                              f"AND rowid IN ({marks})" for i in range(len(terms)))
     params: list = []
     for t in terms:
-        params += ['"' + t.replace('"', '""') + '"', *rowids]
+        params += [fts_query([t]), *rowids]
     for i, rowid in db.execute(sql, params):
         out[int(rowid)].append(terms[int(i)])
     return out
@@ -135,9 +140,8 @@ def fts_totals(db: Database) -> bytes | None:
 def fts_word_scores(db: Database, word: str, weights: tuple[float, ...]) -> list[tuple[int, float]]:
     """(rowid, BM25 score) of every tool containing one query word, by rowid: the word's term
     in the BM25 score of any query that has it."""
-    w = ", ".join(repr(float(x)) for x in weights)
-    return db.execute(f"SELECT rowid, -bm25(tools_fts, {w}) FROM tools_fts WHERE tools_fts MATCH ? "
-                      "ORDER BY rowid", ('"' + word.replace('"', '""') + '"',)).fetchall()
+    return db.execute(f"SELECT rowid, {_bm25(weights)} FROM tools_fts WHERE tools_fts MATCH ? "
+                      "ORDER BY rowid", (fts_query([word]),)).fetchall()
 
 
 def fts_postings_from(db: Database, start: str, limit: int) -> list[tuple[str, int, str]]:
