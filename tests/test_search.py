@@ -88,6 +88,26 @@ def test_hostile_query_terms_are_quoted():
     assert len(query_terms("word " * 5000 + " ".join(f"w{i}" for i in range(200)))) <= 48
 
 
+@pytest.mark.parametrize("name, words", [
+    ("getStoryWithComments", ["get", "story", "with", "comments"]),
+    ("get_current-time", ["get", "current", "time"]),
+    ("HTMLParser", ["html", "parser"]),
+    ("listAPIKeys", ["list", "api", "keys"]),
+    # an acronym's plural is one word, in names and in queries ("merge two PDFs", "user IDs")
+    ("PDFs", ["pdfs"]), ("getURLs", ["get", "urls"]), ("getIDsFor", ["get", "ids", "for"]),
+    ("MCPServers", ["mcp", "servers"]), ("NFTsByOwner", ["nfts", "by", "owner"]),
+])
+def test_names_and_query_words_split_into_words(name, words):
+    from toolidx.tooldoc import split_name
+
+    assert split_name(name) == words
+
+
+def test_an_acronym_plural_in_a_query_finds_its_tool(run):
+    res = run("merge two PDFs", mode="keyword")
+    assert res.hits[0].id == "pdf/merge_pdfs" and "pdfs" in res.hits[0].matched
+
+
 @pytest.mark.parametrize("mode", ["hybrid", "keyword", "semantic"])
 def test_finds_the_obvious_tool_first(run, mode):
     res = run("convert a pdf document to markdown", mode=mode)

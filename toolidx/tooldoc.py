@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# camelCase and ACRONYMWord boundaries; an acronym's plural stays one word (PDFs, URLs, IDs)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z](?!s(?![a-z]))[a-z])")
 _SEP = re.compile(r"[_\-.\s/:]+")
 MAX_EMBED_PARAMS = 8
 
