@@ -369,22 +369,27 @@ def search(
 @app.command("eval")
 def eval_cmd(
     queries: Path = typer.Argument(..., help='JSONL of {"id", "query", "relevant": [tool ids]} '
-                                             '("relevant": [] = no tool serves it).'),
+                                             '("relevant": [] = no tool serves it; "steps": '
+                                             '[[ids], ...] with --labels steps).'),
     db: Optional[Path] = DbOpt,
     mode: str = typer.Option("all", "--mode", "-m", help="all | hybrid | keyword | semantic."),
     k: List[int] = typer.Option([1, 5, 10], "--k", help="Cut-offs for R@k (repeatable)."),
     labels: str = typer.Option("any", "--labels", help="any: one relevant tool serves the query; "
-                                                       "all: it needs every one."),
+                                                       "all: it needs every one; steps: it needs "
+                                                       "every step, any alternative meets a step."),
     infeasible: Optional[Path] = typer.Option(None, "--infeasible", help="Extra JSONL of queries no tool serves."),
     by: Optional[str] = typer.Option(None, "--by", help="Also report per value of this query field (e.g. level)."),
+    misses: int = typer.Option(0, "--misses", min=0, help="Also list up to N queries per mode whose "
+                                                          "relevant tool is not ranked 1st (--json has all)."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Measure retrieval quality on your catalog: R@k, MRR@10, nDCG@10, abstention, per mode."""
+    """Measure retrieval quality on your catalog: R@k, MRR@10, nDCG@10, abstention, per mode; with
+    several modes, a paired sign test of the first against the others; the missed queries."""
     from .eval import evaluate
 
     modes = ["hybrid", "keyword", "semantic"] if mode == "all" else [mode]
     render.eval_report(evaluate(_open(db), queries, modes=modes, k=tuple(k), labels=labels,
-                                infeasible=infeasible, by=by), as_json)
+                                infeasible=infeasible, by=by), as_json, misses)
 
 
 # --- entry point -------------------------------------------------------------------------------

@@ -313,26 +313,75 @@ def search_result(result: Any, as_json: bool, max_tokens: int | None = None) -> 
         note("no good match")
 
 
-def eval_report(report: dict, as_json: bool) -> None:
+def eval_report(report: dict, as_json: bool, misses: int = 0) -> None:
+    """The metrics table, one paired-comparison line per mode pair, and with `misses` > 0 up to
+    that many missed queries per mode (JSON always carries them all)."""
     if as_json:
         emit_json("eval", report)
         return
     ks = report["k"]
-    cols = ["mode", "ran", *[f"R@{k}" for k in ks], "MRR@10", "nDCG@10", "R@5@thr", "abstain"]
+    extra = ["All@10"] if report["labels"] != "any" else []  # with "any" labels it equals R@10
+    keys = [*[f"R@{k}" for k in ks], *extra, "MRR@10", "nDCG@10", "R@5@threshold"]
+    cols = ["mode", "ran", *[k.replace("@threshold", "@thr") for k in keys], "abstain"]
     rows = []
     for mode, e in report["modes"].items():
         m = e["metrics"]
         ab = e["abstention"]
-        rows.append([mode, e["mode_used"], *[f"{m.get(f'R@{k}', 0):.3f}" for k in ks],
-                     f"{m.get('MRR@10', 0):.3f}", f"{m.get('nDCG@10', 0):.3f}",
-                     f"{m.get('R@5@threshold', 0):.3f}", f"{ab['rate']:.3f}" if ab else "-"])
+        rows.append([mode, e["mode_used"], *[f"{m.get(k, 0):.3f}" for k in keys],
+                     f"{ab['rate']:.3f}" if ab else "-"])
         for g, gm in (e.get("groups") or {}).items():
-            rows.append([f"  {g}", f"n={gm['n']}", *[f"{gm.get(f'R@{k}', 0):.3f}" for k in ks],
-                         f"{gm.get('MRR@10', 0):.3f}", f"{gm.get('nDCG@10', 0):.3f}",
-                         f"{gm.get('R@5@threshold', 0):.3f}", ""])
+            rows.append([f"  {g}", f"n={gm['n']}", *[f"{gm.get(k, 0):.3f}" for k in keys], ""])
     table(cols, rows, title=f"{report['evaluated']} queries ({report['infeasible']} with no relevant tool)")
+    _lines([_paired_line(p) for p in report.get("paired") or []])
+    if misses > 0:
+        _misses_table(report, misses)
+    counts = {mode: len(e.get("misses") or []) for mode, e in report["modes"].items()}
+    more = {mode: n - misses for mode, n in counts.items() if n > misses}
+    if more:
+        what = "queries whose relevant tool is not ranked 1st" if misses == 0 else "more misses not shown"
+        note(f"{what}: " + ", ".join(f"{mode} {n}" for mode, n in more.items())
+             + ("; --misses N lists them" if misses == 0 else "; --json lists them all"))
     if report["unresolved"]["count"]:
         note(f"{report['unresolved']['count']} queries skipped: none of their relevant tools is in the index "
              f"(e.g. {report['unresolved']['queries'][0]['id']})")
     if report["partly_unresolved"]["count"]:
         note(f"{report['partly_unresolved']['count']} queries name relevant tools missing from the index")
+
+
+def _lines(lines: list[str]) -> None:
+    """Plain result lines after a table (a blank line first in a pipe, as `show` separates blocks)."""
+    if not lines:
+        return
+    if is_tty():
+        for line in lines:
+            out().print(line, markup=False)
+    else:
+        sys.stdout.write("\n" + "\n".join(lines) + "\n")
+
+
+def _p_value(p: float) -> str:
+    return f"{p:.2f}" if p >= 0.1 else f"{p:.2g}"
+
+
+def _paired_line(pair: dict) -> str:
+    parts = [f"{key} +{s['better']}/-{s['worse']} ({'sign test p' if i == 0 else 'p'}={_p_value(s['p'])})"
+             for i, (key, s) in enumerate(pair["metrics"].items())]
+    return f"{pair['mode']} vs {pair['vs']}: " + ", ".join(parts)
+
+
+def _cut(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
+def _misses_table(report: dict, limit: int) -> None:
+    depth = report.get("depth", 10)
+    rows = [[mode, m["id"], m["rank"] if m["rank"] is not None else f">{depth}",
+             m["top"][0] if m["top"] else "-", m["relevant"][0] if m["relevant"] else "-", _cut(m["query"], 60)]
+            for mode, e in report["modes"].items() for m in (e.get("misses") or [])[:limit]]
+    if not rows:
+        return
+    if not is_tty():
+        sys.stdout.write("\n")
+    table(["mode", "query", "rank", "top hit", "relevant", "text"], rows,
+          title=f"misses: the first relevant tool is not ranked 1st (up to {limit} per mode)")
