@@ -3,9 +3,14 @@
 
     python benchmarks/quality.py [--json OUT.json]
 
-Sets: ETOM levels 1+2 (queries.jsonl, plus queries_infeasible.jsonl for abstention), ETOM level 2
-alone, LiveMCPBench (queries.jsonl, a query is served by any one of its tools). Prints one table
-and exits 1 if a target is missed or hybrid does not beat both baselines on every set.
+Sets the constants were fitted or chosen on: ETOM levels 1+2 (queries.jsonl, plus
+queries_infeasible.jsonl for abstention), ETOM level 2 alone, LiveMCPBench (queries.jsonl, a
+query is served by any one of its tools). Never used to fit or choose anything (held out): ETOM
+level 3 (queries_multi.jsonl: every listed tool is needed), ETOM level 4 (queries_level4.jsonl:
+every step, any alternative), LiveMCPBench as "every tool needed" and its relaxed superset in
+steps form. Prints one table, the paired per-query comparison of hybrid with each baseline
+(better / worse queries, sign test), and exits 1 if a target is missed or hybrid does not beat
+both baselines on every set.
 """
 
 from __future__ import annotations
@@ -39,24 +44,39 @@ def main() -> int:
     r_etom = evaluate(etom, BENCH / "etom" / "queries.jsonl", modes=modes, by="level",
                       infeasible=BENCH / "etom" / "queries_infeasible.jsonl", embedder=emb)
     r_lmb = evaluate(lmb, BENCH / "livemcp" / "queries.jsonl", modes=modes, embedder=emb)
+    held = {  # set: (index, file, labels)
+        "etom L3 (all)": (etom, BENCH / "etom" / "queries_multi.jsonl", "all"),
+        "etom L4 (steps)": (etom, BENCH / "etom" / "queries_level4.jsonl", "steps"),
+        "livemcp (all)": (lmb, BENCH / "livemcp" / "queries.jsonl", "all"),
+        "livemcp relaxed": (lmb, BENCH / "livemcp" / "queries_relaxed.jsonl", "steps"),
+    }
+    reports = {"etom L1+L2": r_etom, "livemcp": r_lmb}
+    for name, (db, path, labels) in held.items():
+        reports[name] = evaluate(db, path, modes=modes, labels=labels, embedder=emb)
     rows = {}
     for mode in modes:
         e = r_etom["modes"][mode]
         rows[("etom L1+L2", mode)] = e["metrics"]
         rows[("etom L2", mode)] = e["groups"]["level=2"]
-        rows[("livemcp", mode)] = r_lmb["modes"][mode]["metrics"]
+        for name in ("livemcp", *held):
+            rows[(name, mode)] = reports[name]["modes"][mode]["metrics"]
     failures = []
-    print(f"{'set':12s} {'mode':9s} {'R@1':>6s} {'R@5':>6s} {'R@10':>6s} {'MRR@10':>7s} {'nDCG@10':>8s} {'R@5thr':>7s}")
-    for (s, mode), m in rows.items():
-        print(f"{s:12s} {mode:9s} {m['R@1']:6.3f} {m['R@5']:6.3f} {m['R@10']:6.3f} {m['MRR@10']:7.3f} "
-              f"{m['nDCG@10']:8.3f} {m['R@5@threshold']:7.3f}")
-    for s in TARGETS:
+    sets = list(dict.fromkeys(name for name, _ in rows))
+    print(f"{'set':16s} {'mode':9s} {'R@1':>6s} {'R@5':>6s} {'R@10':>6s} {'MRR@10':>7s} {'nDCG@10':>8s} {'R@5thr':>7s}")
+    for s in sets:
+        for mode in modes:
+            m = rows[(s, mode)]
+            print(f"{s:16s} {mode:9s} {m['R@1']:6.3f} {m['R@5']:6.3f} {m['R@10']:6.3f} {m['MRR@10']:7.3f} "
+                  f"{m['nDCG@10']:8.3f} {m['R@5@threshold']:7.3f}")
+    for s, floors in TARGETS.items():
         h = rows[(s, "hybrid")]
-        for metric, floor in TARGETS[s].items():
+        for metric, floor in floors.items():
             ok = h[metric] >= floor
             print(f"target {s} {metric} >= {floor}: {h[metric]:.3f} {'ok' if ok else 'MISSED'}")
             if not ok:
                 failures.append(f"{s} {metric}")
+    for s in sets:
+        h = rows[(s, "hybrid")]
         for base in ("keyword", "semantic"):
             b = rows[(s, base)]
             # beating a baseline: at least as good on R@1, R@5 and MRR@10, better on one
@@ -64,6 +84,11 @@ def main() -> int:
             if not (all(h[k] >= b[k] for k in keys) and any(h[k] > b[k] for k in keys)):
                 failures.append(f"{s}: hybrid does not beat {base}")
                 print(f"hybrid vs {base} on {s}: does NOT beat it")
+    print("per query (hybrid better / worse than the baseline; exact sign test):")
+    for name, r in reports.items():
+        for pair in r["paired"]:
+            print(f"  {name:16s} vs {pair['vs']:8s} " + ", ".join(
+                f"{k} +{v['better']}/-{v['worse']} (p={v['p']:.2g})" for k, v in pair["metrics"].items()))
     e = r_etom["modes"]["hybrid"]
     ab = e["abstention"]["rate"]
     drop = e["metrics"]["R@5"] - e["metrics"]["R@5@threshold"]
@@ -83,7 +108,7 @@ def main() -> int:
           f"total {time.time() - t0:.0f} s")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"etom": r_etom, "livemcp": r_lmb}, f, indent=2)
+            json.dump(reports, f, indent=2)
     if failures:
         print("MISSED: " + "; ".join(failures))
         return 1

@@ -97,7 +97,11 @@ def test_matched_terms_are_fts5_matches(etom_kw, queries):
     for q in queries[:80] + ["e-mail attachments"]:
         terms = query_terms(q)
         shown = [r for r, _ in retrieval.fts_candidates(db, fts_query(terms), 10)]
-        assert bm25.matched_terms(db, terms, shown) == retrieval.matched_terms(db, terms, shown), q
+        want = retrieval.matched_terms(db, terms, shown)
+        assert bm25.matched_terms(db, terms, shown) == want, q
+        assert bm25.matched_terms(db, terms, shown, many=True) == want, q  # hybrid's numpy path
+        many = [r for r, _ in retrieval.fts_candidates(db, fts_query(terms), 100)] + [10**9]  # no such tool
+        assert bm25.matched_terms(db, terms, many, many=True) == retrieval.matched_terms(db, terms, many), q
     db.close()
 
 

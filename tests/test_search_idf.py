@@ -122,3 +122,36 @@ def test_hybrid_coverage_is_the_share_of_query_words_a_tool_has(idx_db, embedder
     w = {t: (QUOTED_WEIGHT if t in ("quarterly", "report") else 1.0) for t in terms}
     for h in res.hits:
         assert h.signals["coverage"] == round(sum(w[t] for t in h.matched) / sum(w.values()), 3), h.id
+
+
+def test_name_words_count_the_tool_name_words_a_query_has_as_the_index_stems_them(idx_db):
+    from toolidx.search import _name_words
+
+    rows = dict((n, r) for r, n in retrieval.tool_names(idx_db))
+    def count(query, name):
+        return _name_words(idx_db, query_terms(query), [rows[name]])[rows[name]]
+
+    assert count("merging two PDFs into one", "merge_pdfs") == 2  # stemmed: merg, pdf
+    assert count("show the git status of my repo", "git_status") == 2
+    assert count("are there severe weather alerts in Texas", "get_alerts") == 1  # "get": a stop word
+    assert count("are there severe weather alerts in Texas", "get_forecast") == 0
+    assert count("run this SQL query", "run_sql_query") == 3
+
+
+def test_a_query_with_two_name_words_adds_name_weight_to_the_hybrid_score(idx_db, embedder, monkeypatch):
+    from toolidx.search import search
+
+    q = "merge these pdfs for me"
+    weight = cal.NAME_WEIGHT
+    assert weight > 0
+    on = {h.id: h for h in search(idx_db, q, embedder=embedder, min_score=0.0).hits}
+    assert on["pdf/merge_pdfs"].signals["name_words"] == 2
+    assert on["pdf/convert_pdf_to_markdown"].signals["name_words"] == 1
+    monkeypatch.setattr(cal, "NAME_WEIGHT", 0.0)
+    off = {h.id: h for h in search(idx_db, q, embedder=embedder, min_score=0.0).hits}
+    slope, bias = cal.PLATT["hybrid"]
+    logit = lambda p: math.log(p / (1 - p))  # noqa: E731
+    for tool, bonus in (("pdf/merge_pdfs", weight), ("pdf/convert_pdf_to_markdown", 0.0)):
+        z_on = (logit(on[tool].score) - bias) / slope
+        z_off = (logit(off[tool].score) - bias) / slope
+        assert z_on - z_off == pytest.approx(bonus, abs=2e-3), tool

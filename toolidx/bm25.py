@@ -290,8 +290,17 @@ def candidates(db, terms: list[str], limit: int, filters=None,
     return scored[:limit]
 
 
-def matched_terms(db, terms: list[str], rowids: list[int]) -> dict[int, list[str]]:
-    """retrieval.matched_terms (FTS5 stemming included), answered from the cached postings."""
+def stems(db, words: list[str]) -> dict[str, tuple[str, ...]] | None:
+    """Each word as the index's tokenizer cuts and stems it (None: the index has no keyword table)."""
+    with _lock:
+        got = _get(db)
+        return None if got is None else got[1].cut(words)
+
+
+def matched_terms(db, terms: list[str], rowids: list[int], *, many: bool = False) -> dict[int, list[str]]:
+    """retrieval.matched_terms (FTS5 stemming included), answered from the cached postings.
+    many=True: for a caller that has numpy loaded already (hybrid's ~100 candidates x ~15 words),
+    one vectorised search per word instead of a bisect per tool and word (~1 ms a query at 10k)."""
     if not terms or not rowids:
         return {r: [] for r in rowids}
     with _lock:
@@ -303,5 +312,18 @@ def matched_terms(db, terms: list[str], rowids: list[int]) -> dict[int, list[str
         phrases = [w for w in terms if len(toks[w]) != 1]
         pm = retrieval.matched_terms(db, phrases, rowids) if phrases else {}
         posts = {w: index.postings(db, toks[w][0], w) for w in terms if len(toks[w]) == 1}
-    return {r: [w for w in terms if (r in posts[w] if w in posts else w in pm.get(r, ()))]
-            for r in rowids}
+    if not many:  # keyword mode: the shown hits only, and no numpy import on its cold start
+        return {r: [w for w in terms if (r in posts[w] if w in posts else w in pm.get(r, ()))]
+                for r in rowids}
+    import numpy as np
+
+    cand = np.asarray(rowids, dtype=np.int64)
+    has: dict[str, list[bool]] = {}
+    for w, p in posts.items():
+        rows = np.frombuffer(p.rows, dtype=np.int64)
+        if not len(rows):
+            continue
+        i = np.minimum(np.searchsorted(rows, cand), len(rows) - 1)
+        has[w] = (rows[i] == cand).tolist()
+    return {r: [w for w in terms if (has[w][j] if w in has else w not in posts and w in pm.get(r, ()))]
+            for j, r in enumerate(rowids)}

@@ -6,7 +6,9 @@ Per candidate tool the evidence is:
 - cos: cosine similarity of the query and tool embeddings (absolute: comparable across queries);
 - bm25: FTS5 BM25 with field weights (store.retrieval.FTS_WEIGHTS); bm25_rel = bm25 / the best
   BM25 of this query (BM25 grows with query length, so only its ratio ranks well);
-- fuzzy: rapidfuzz similarity of a short query to the tool name (typos, snake_case vs words).
+- fuzzy: rapidfuzz similarity of a short query to the tool name (typos, snake_case vs words);
+- hybrid only: coverage (the share of the query's words the tool has) and name_words (how many of
+  the tool name's words the query has).
 
 Ranking value z, per mode, then score = sigmoid(SLOPE * z + BIAS): a Platt scaling fitted by
 logistic regression on every candidate of ETOM levels 1-2 plus its infeasible queries, so a
@@ -23,7 +25,7 @@ from __future__ import annotations
 import math
 
 # hybrid: z = HYBRID_COS * cos + (1 - HYBRID_COS) * bm25_rel + COVERAGE_WEIGHT * coverage
-#             + FUZZY_WEIGHT * fuzzy_strength
+#             + FUZZY_WEIGHT * fuzzy_strength + NAME_WEIGHT * [name_words >= NAME_MIN_WORDS]
 HYBRID_COS = 0.6
 # coverage: the share of the query's words (quoted values x0.25) a tool contains. bm25_rel says how
 # well a tool matches the query's rare words; coverage says it matches the whole request ("list the
@@ -31,6 +33,15 @@ HYBRID_COS = 0.6
 # (docs/search.md): ETOM L2 R@1 .846 -> .851; weight 0.15-0.2 alike on ETOM, 2-fold CV over it and
 # the fusion weight L2 .849-.854; at 0.2 LiveMCP loses one query (R@5 .743), at 0.15 none.
 COVERAGE_WEIGHT = 0.15
+# name words: + NAME_WEIGHT when the query has at least NAME_MIN_WORDS of the tool name's words
+# ("plot a bar chart" and generate_bar_chart; "comments on story 4449" and getStoryWithComments). A
+# name is its server's shortest account of what a tool does; BM25 already weighs the name field,
+# but a long description elsewhere can outvote it, and a description that never names its service
+# ("Get a story with its comments") can lose the cosine to a sibling's. Measured (docs/search.md):
+# ETOM flat (2-fold CV picks 0 or 0.02 alike), LiveMCP R@1 +2 queries, held-out ETOM level 3 R@5
+# +.004 and LiveMCP relaxed R@1 +2; 0.03-0.05 gain the same on LiveMCP but cost ETOM L2 1-2 queries.
+NAME_WEIGHT = 0.02
+NAME_MIN_WORDS = 2
 # Hybrid's BM25 weighs each query word by sqrt(idf) instead of idf (bm25.candidates): in a long
 # request the rarest word (an id, a place name) would otherwise outvote the several ordinary words
 # that say what to do, and the embedding already rewards the rare, specific ones. Measured
@@ -46,7 +57,7 @@ FUZZY_WEIGHT = 0.35
 
 PLATT = {
     # mode: (slope, bias) applied to z
-    "hybrid": (14.097, -11.969),
+    "hybrid": (13.808, -11.867),
     "semantic": (15.192, -10.664),  # z = cos
     "keyword": (1.0, 0.0),  # z is already a logit, see _keyword_z
 }
@@ -99,7 +110,8 @@ def ranking_values(cands: dict[int, dict], mode: str, n_tools: int = REFERENCE_T
         rel = c["bm25"] / best
         if mode == "hybrid":
             out[r] = (HYBRID_COS * c["cos"] + (1 - HYBRID_COS) * rel
-                      + COVERAGE_WEIGHT * c.get("coverage", 0.0) + FUZZY_WEIGHT * fz)
+                      + COVERAGE_WEIGHT * c.get("coverage", 0.0) + FUZZY_WEIGHT * fz
+                      + NAME_WEIGHT * (c.get("name_words", 0) >= NAME_MIN_WORDS))
         elif mode == "semantic":
             out[r] = c["cos"]
         else:

@@ -23,7 +23,7 @@ from .filters import Filters
 from .notices import warn_once
 from .store import retrieval
 from .store.tools import filtered_rowids
-from .textsearch import query_terms
+from .textsearch import STOP_WORDS, query_terms
 from .tooldoc import first_line, split_name
 
 MODES = ("hybrid", "keyword", "semantic")
@@ -136,9 +136,11 @@ def _embed_in_background(embedder: Any, text: str) -> Any:
 
 def warm(db, embedder: Any = "auto") -> None:
     """Load now what the first searches would load: every word's keyword postings, the vector
-    matrix, the tool names and the model (a long-lived process: `toolidx serve`, benchmarks)."""
+    matrix, the tool names (and their words' stems) and the model (a long-lived process: `toolidx
+    serve`, benchmarks)."""
     bm25.preload(db)
     _all_names(db)
+    _name_stems_for(db, None)
     if embedder == "auto":
         embedder = get_query_embedder(db)
     if embedder is not None:
@@ -251,10 +253,46 @@ def _cover(db, terms: list[str], tw: dict[str, float] | None, cands: dict[int, d
         return
     tw = tw or {}
     total = sum(tw.get(w, 1.0) for w in terms)
-    for r, words in bm25.matched_terms(db, terms, todo).items():
+    for r, words in bm25.matched_terms(db, terms, todo, many=True).items():
         c = cands[r]
         c["matched"] = words
         c["coverage"] = sum(tw.get(w, 1.0) for w in words) / total if total else 0.0
+    for r, n in _name_words(db, terms, todo).items():
+        cands[r]["name_words"] = n
+
+
+_name_stems: dict[tuple, dict[int, frozenset[str]]] = {}
+
+
+def _name_stems_for(db, rowids: list[int] | None) -> dict[int, frozenset[str]]:
+    """rowid -> the stems of its name's words (stop words aside), cut once per index version;
+    rowids=None: every tool (search.warm)."""
+    key = (id(db.conn), db.data_version(), db.conn.total_changes)
+    known = _name_stems.get(key)
+    if known is None:
+        _name_stems.clear()
+        known = _name_stems[key] = {}
+    if rowids is None:
+        rows = retrieval.tool_names(db)
+    else:
+        todo = [r for r in rowids if r not in known]
+        rows = retrieval.names_for(db, todo) if todo else []
+    if rows:
+        names = {r: [w for w in split_name(n) if w not in STOP_WORDS] for r, n in rows}
+        cut = bm25.stems(db, list({w for ws in names.values() for w in ws}))
+        if cut is not None:
+            for r, ws in names.items():
+                known[r] = frozenset(t for w in ws for t in cut[w])
+    return known
+
+
+def _name_words(db, terms: list[str], rowids: list[int]) -> dict[int, int]:
+    """How many of each tool name's words the query has ("bar" and "chart" of generate_bar_chart),
+    compared as the keyword index stems them."""
+    known = _name_stems_for(db, rowids)
+    cut = bm25.stems(db, terms) or {}
+    said = {t for w in terms for t in cut.get(w, ())}
+    return {r: len(known[r] & said) for r in rowids if r in known}
 
 
 def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Filters | None = None,
@@ -324,6 +362,7 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) 
         signals["cosine"] = round(ev.get("cos", 0.0), 4)
     if mode_used == "hybrid":
         signals["coverage"] = round(ev.get("coverage", 0.0), 3)
+        signals["name_words"] = ev.get("name_words", 0)
     return Hit(id=row["id"], server=row["server"], name=row["name"], title=row["title"],
                description=first_line(row["description"]), score=round(score, 4), matched=matched,
                why="; ".join(reasons) or "semantic", signals=signals)
