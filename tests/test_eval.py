@@ -82,8 +82,9 @@ def test_paired_comparison_and_misses_by_hand():
     q = {"id": "q", "query": "w" * 300, "relevant": [f"r{i}" for i in range(7)]}
     assert miss_entry(q, ["r3", "x"]) is None  # ranked first: not a miss
     m = miss_entry(q, ["x", "y", "z", "r6"])
-    assert m == {"id": "q", "query": "w" * 200, "rank": 4, "top": ["x", "y", "z"],
-                 "relevant": ["r0", "r1", "r2", "r3", "r4"]}
+    assert m == {"id": "q", "query": "w" * 200, "rank": 4, "top": ["x", "y", "z"], "found": "r6",
+                 "relevant": ["r0", "r1", "r2", "r3", "r4"]}  # found: the relevant tool at `rank`
+    assert miss_entry(q, ["x", "y"])["found"] is None
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +118,7 @@ def test_evaluate_small_catalog(small_db, embedder):
         misses = r["modes"][mode]["misses"]
         assert len(misses) == round((1 - r["modes"][mode]["metrics"]["R@1"]) * 4)
         for m in misses:
-            assert set(m) == {"id", "query", "rank", "top", "relevant"} and m["rank"] != 1
+            assert set(m) == {"id", "query", "rank", "top", "found", "relevant"} and m["rank"] != 1
     # paired: hybrid against each other mode over the same 4 queries; it is never worse on R@1
     assert [(p["mode"], p["vs"], p["queries"]) for p in r["paired"]] == \
         [("hybrid", "keyword", 4), ("hybrid", "semantic", 4)]

@@ -151,7 +151,7 @@ def miss_entry(q: dict, ranked: list[str]) -> dict | None:
     if rank == 1:
         return None
     return {"id": q["id"], "query": q["query"][:QUERY_CUT], "rank": rank, "top": ranked[:3],
-            "relevant": q["relevant"][:5]}
+            "found": ranked[rank - 1] if rank else None, "relevant": q["relevant"][:5]}
 
 
 def _miss_order(m: dict) -> tuple:
