@@ -64,6 +64,22 @@ def test_cuts_descriptions_first_then_schemas_then_items():
     assert estimate_tokens(p) == full and "truncated" not in p
 
 
+def test_hits_lose_their_evidence_details_before_any_hit_is_dropped():
+    hits = [{"id": f"s/t{i}", "description": "Merge PDF files.", "why": "terms: merge, pdf; semantic (0.71)",
+             "matched": ["merge", "pdf", "files"],
+             "signals": {"bm25": 12.345, "fuzzy": 0.0, "cosine": 0.7123, "coverage": 0.5, "name_words": 2}}
+            for i in range(5)]
+    p = {"query": "merge pdfs", "hits": hits}
+    lean = {"query": "merge pdfs", "hits": [{k: h[k] for k in ("id", "description", "why")} for h in hits]}
+    r = fit_budget(p, "hits", estimate_tokens(lean) + 60)  # room for the record, not for details
+    t = r["truncated"]
+    assert t["details_dropped"] == 5 and t["items_dropped"] == 0 and len(r["hits"]) == 5 and t["fits"]
+    assert all("signals" not in h and "matched" not in h and h["why"] for h in r["hits"])
+    r = fit_budget(p, "hits", estimate_tokens(lean))  # then hits go, from the end
+    assert 0 < r["truncated"]["items_kept"] < 5 and r["hits"][0]["id"] == "s/t0"
+    assert "signals" in p["hits"][0]  # the input is never modified
+
+
 def test_single_item_payload_is_shortened_never_dropped():
     p = {"id": "s/t", "description": LONG, "parameters": [{"name": "x", "description": LONG}],
          "input_schema": {"type": "object"}}

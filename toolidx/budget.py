@@ -7,7 +7,8 @@ JSON that tool catalogs hold (see docs/catalog.md for its measured error against
 `fit_budget` cuts in a fixed order, and only as far as needed:
 1. descriptions shortened to their first sentence (<= 160 chars), then to <= 60 chars;
 2. schemas dropped (raw input/output schemas, parameter tables, example arguments);
-3. items dropped from the end (results are ranked, so the end is the least relevant).
+3. a hit's evidence details dropped (`signals`, `matched`: its one-line `why` stays);
+4. items dropped from the end (results are ranked, so the end is the least relevant).
 What it did is recorded in `payload["truncated"]`, so a reader always knows the answer is partial.
 """
 
@@ -24,6 +25,8 @@ CHARS_PER_TOKEN = 4
 # Keys holding schema-like bulk, dropped in step 2 (both wire and toolidx spellings).
 SCHEMA_KEYS = ("input_schema", "output_schema", "inputSchema", "outputSchema", "parameters",
                "example_arguments", "icons", "_meta", "meta")
+# Keys holding a search hit's evidence in detail, dropped in step 3 (`why` says it in one line).
+DETAIL_KEYS = ("signals", "matched")
 DESCRIPTION_LIMITS = (160, 60)
 
 
@@ -69,8 +72,8 @@ def _shorten_descriptions(node: Any, limit: int) -> int:
     return n
 
 
-def _drop_schemas(item: dict) -> list[str]:
-    dropped = [k for k in SCHEMA_KEYS if k in item]
+def _drop_keys(item: dict, keys: tuple[str, ...]) -> list[str]:
+    dropped = [k for k in keys if k in item]
     for k in dropped:
         del item[k]
     return dropped
@@ -81,13 +84,14 @@ def fit_budget(payload: dict, items_key: str | None, max_tokens: int) -> dict:
     dropping every item gets. `items_key` names the ranked list (None: the payload is one item,
     e.g. a describe answer, which is shortened but never dropped). Untouched when it already fits;
     otherwise `truncated` says what was cut: {"max_tokens", "estimated_tokens",
-    "descriptions_shortened", "schemas_dropped", "items_dropped", "items_kept", "fits"}."""
+    "descriptions_shortened", "schemas_dropped", "details_dropped", "items_dropped", "items_kept",
+    "fits"}."""
     if max_tokens is None or estimate_tokens(payload) <= max_tokens:
         return payload
     out = copy.deepcopy(payload)
     record: dict[str, Any] = {"max_tokens": max_tokens, "estimated_tokens": 0,
                               "descriptions_shortened": 0, "schemas_dropped": 0,
-                              "items_dropped": 0, "items_kept": len(_items(out, items_key)),
+                              "details_dropped": 0, "items_dropped": 0, "items_kept": len(_items(out, items_key)),
                               "fits": True}
     out["truncated"] = record
 
@@ -101,8 +105,12 @@ def fit_budget(payload: dict, items_key: str | None, max_tokens: int) -> dict:
                                                _shorten_descriptions(out, limit))
     if not fits():
         for item in _items(out, items_key):
-            if _drop_schemas(item):
+            if _drop_keys(item, SCHEMA_KEYS):
                 record["schemas_dropped"] += 1
+    if not fits() and items_key is not None:
+        for item in _items(out, items_key):
+            if _drop_keys(item, DETAIL_KEYS):
+                record["details_dropped"] += 1
     if not fits() and items_key is not None:
         items = _items(out, items_key)
         # the largest prefix that fits: binary search, as each try serialises the payload

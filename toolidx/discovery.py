@@ -495,6 +495,8 @@ def _trunc_note(payload: dict) -> str:
         parts.append(f"{t['items_dropped']} items dropped")
     if t.get("schemas_dropped"):
         parts.append("schemas dropped")
+    if t.get("details_dropped"):
+        parts.append("match details dropped")
     if t.get("descriptions_shortened"):
         parts.append("descriptions shortened")
     return f"\n(Shortened to fit {t.get('max_tokens')} tokens: {', '.join(parts)}.)"

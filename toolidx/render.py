@@ -113,6 +113,7 @@ def _truncation_note(payload: dict) -> None:
         return
     cut = [f"{t['descriptions_shortened']} descriptions shortened" if t.get("descriptions_shortened") else "",
            f"{t['schemas_dropped']} schemas dropped" if t.get("schemas_dropped") else "",
+           f"{t['details_dropped']} hits' signals dropped" if t.get("details_dropped") else "",
            f"{t['items_dropped']} items dropped" if t.get("items_dropped") else ""]
     note(f"shortened to fit ~{t['max_tokens']} tokens (now ~{t['estimated_tokens']}): "
          + ", ".join(c for c in cut if c) + ("" if t.get("fits") else "; still over budget"))
@@ -305,10 +306,7 @@ def search_result(result: Any, as_json: bool, max_tokens: int | None = None) -> 
         rows = [[f"{h['score']:.2f}" if h["score"] >= 0.005 else "<0.01", h["id"],
                  h.get("description", ""), h.get("why", "")] for h in payload["hits"]]
         table(["score", "tool", "description", "why"], rows)
-    if payload.get("truncated"):
-        t = payload["truncated"]
-        note(f"cut to fit {t['max_tokens']} tokens: {t['items_dropped']} hit(s) dropped, "
-             f"{t['descriptions_shortened']} description(s) shortened")
+    _truncation_note(payload)
     if payload["no_match"] and not payload["notes"]:
         note("no good match")
 
