@@ -11,6 +11,8 @@ import json
 import sys
 from typing import Any
 
+from .tooldoc import first_line
+
 JSON_VERSION = 1
 
 _out = None
@@ -367,15 +369,10 @@ def _paired_line(pair: dict) -> str:
     return f"{pair['mode']} vs {pair['vs']}: " + ", ".join(parts)
 
 
-def _cut(text: str, n: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[:n - 1] + "…"
-
-
 def _misses_table(report: dict, limit: int) -> None:
     depth = report.get("depth", 10)
     rows = [[mode, m["id"], m["rank"] if m["rank"] is not None else f">{depth}",
-             m["top"][0] if m["top"] else "-", m.get("found") or (m["relevant"][0] if m["relevant"] else "-"), _cut(m["query"], 60)]
+             m["top"][0] if m["top"] else "-", m.get("found") or (m["relevant"][0] if m["relevant"] else "-"), first_line(m["query"], 60)]
             for mode, e in report["modes"].items() for m in (e.get("misses") or [])[:limit]]
     if not rows:
         return
