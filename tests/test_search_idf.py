@@ -127,7 +127,8 @@ def test_hybrid_coverage_is_the_share_of_query_words_a_tool_has(idx_db, embedder
 def test_name_words_count_the_tool_name_words_a_query_has_as_the_index_stems_them(idx_db):
     from toolidx.search import _name_words
 
-    rows = dict((n, r) for r, n in retrieval.tool_names(idx_db))
+    rows = {n: r for r, n in retrieval.tool_names(idx_db)}
+
     def count(query, name):
         return _name_words(idx_db, query_terms(query), [rows[name]])[rows[name]]
 
