@@ -82,7 +82,7 @@ def main() -> int:
         def tops(rows, n_tools):
             res = []
             for q, terms, c in rows:
-                sc = cal.score_candidates(c, terms, mode, n_tools)
+                sc = cal.score_candidates(c, mode, n_tools)
                 order = sorted(sc, key=lambda t: (-round(sc[t], 4), t))
                 gate = cal.threshold(cal.effective_mode(c, mode), len(terms))
                 res.append((sc[order[0]] if order else 0.0, order[:5], gate > 0))

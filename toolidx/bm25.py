@@ -194,7 +194,7 @@ class _Scratch:
 
 
 def _get(db, weights=retrieval.FTS_WEIGHTS) -> tuple["_Index", "_Scratch"] | None:
-    key = (db.conn, db.data_version(), db.conn.total_changes, tuple(weights))  # the object: ids are reused
+    key = (*db.version_key(), tuple(weights))
     st = _state.get(id(db.conn))
     if st is not None and st[0] == key:
         return st[1], st[2]

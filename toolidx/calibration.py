@@ -12,9 +12,9 @@ Per candidate tool the evidence is:
 
 Ranking value z, per mode, then score = sigmoid(SLOPE * z + BIAS): a Platt scaling fitted by
 logistic regression on every candidate of ETOM levels 1-2 plus its infeasible queries, so a
-score is an estimate of P(this tool serves the query). Few parameters on purpose (two weights
-and two Platt constants per mode) so the fit cannot memorise queries; LiveMCPBench, not used for
-fitting, checks that it carries over.
+score is an estimate of P(this tool serves the query). Few parameters on purpose (a handful of
+weights and two Platt constants per mode) so the fit cannot memorise queries; LiveMCPBench, not
+used for fitting, checks that it carries over.
 
 "No good match": a query whose best tool scores below THRESHOLD[mode] gets no hits. Chosen so
 >= 80 % of ETOM's infeasible queries abstain while R@5 of the feasible queries drops <= 1 point.
@@ -59,7 +59,7 @@ PLATT = {
     # mode: (slope, bias) applied to z
     "hybrid": (13.808, -11.867),
     "semantic": (15.192, -10.664),  # z = cos
-    "keyword": (1.0, 0.0),  # z is already a logit, see _keyword_z
+    "keyword": (1.0, 0.0),  # z is already a logit, see ranking_values
 }
 # keyword: logit = KW_LOG * log(1 + bm25) + KW_REL * bm25_rel + KW_BIAS + KW_FUZZY * fuzzy_strength
 KW_LOG, KW_REL, KW_BIAS, KW_FUZZY = 1.408, 11.105, -15.294, 6.0
@@ -130,7 +130,7 @@ def effective_mode(cands: dict[int, dict], mode: str) -> str:
     return mode
 
 
-def score_candidates(cands: dict[int, dict], terms: list[str], mode: str,
+def score_candidates(cands: dict[int, dict], mode: str,
                      n_tools: int = REFERENCE_TOOLS) -> dict[int, float]:
     """Calibrated score in [0, 1] per candidate."""
     mode = effective_mode(cands, mode)

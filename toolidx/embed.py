@@ -178,9 +178,7 @@ def load_embedder(choice: ModelChoice, *, allow_download: bool = False,
     emb = None
     try:
         if choice.path:
-            if not Path(choice.path).is_dir():
-                raise ModelError(f"model directory not found: {choice.path}",
-                                 fix="set --model-path / TOOLIDX_MODEL_PATH to a fastembed model folder")
+            check_model_path(choice)
             te = TextEmbedding(model_name=choice.name, specific_model_path=choice.path,
                                local_files_only=True, threads=threads)
             emb = FastEmbedder(choice.name, te, str(Path(choice.path).resolve()))

@@ -155,7 +155,7 @@ _names: dict[tuple, tuple[list[int], list[str]]] = {}
 
 
 def _all_names(db) -> tuple[list[int], list[str]]:
-    key = (id(db.conn), db.data_version(), db.conn.total_changes)
+    key = db.version_key()
     if key not in _names:
         _names.clear()
         rows = retrieval.tool_names(db)
@@ -267,18 +267,18 @@ _name_stems: dict[tuple, dict[int, frozenset[str]]] = {}
 def _name_stems_for(db, rowids: list[int] | None) -> dict[int, frozenset[str]]:
     """rowid -> the stems of its name's words (stop words aside), cut once per index version;
     rowids=None: every tool (search.warm)."""
-    key = (id(db.conn), db.data_version(), db.conn.total_changes)
+    key = db.version_key()
     known = _name_stems.get(key)
     if known is None:
         _name_stems.clear()
         known = _name_stems[key] = {}
-    if rowids is None:
-        rows = retrieval.tool_names(db)
+    if rowids is None:  # every name, as _all_names has already read and split them
+        words = {r: n.split() for r, n in zip(*_all_names(db))}
     else:
         todo = [r for r in rowids if r not in known]
-        rows = retrieval.names_for(db, todo) if todo else []
-    if rows:
-        names = {r: [w for w in split_name(n) if w not in STOP_WORDS] for r, n in rows}
+        words = {r: split_name(n) for r, n in retrieval.names_for(db, todo)} if todo else {}
+    if words:
+        names = {r: [w for w in ws if w not in STOP_WORDS] for r, ws in words.items()}
         cut = bm25.stems(db, list({w for ws in names.values() for w in ws}))
         if cut is not None:
             for r, ws in names.items():
@@ -317,7 +317,7 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
         gate = cal.threshold(cal.effective_mode(cands, mode_used), len(terms))
         threshold = gate if min_score is None else float(min_score)
         total = retrieval.filtered_count(db, None)
-        scored = cal.score_candidates(cands, terms, mode_used, total)
+        scored = cal.score_candidates(cands, mode_used, total)
         order = sorted(scored, key=lambda r: -scored[r])
         rows = retrieval.hit_rows(db, order[: limit * 2 + 10])
         # as shown (4 decimals), ties by the unrounded score: low scores round alike

@@ -20,7 +20,7 @@ _state: dict = {}
 
 
 def _matrix(db):
-    key = (db.conn, db.data_version(), db.conn.total_changes)  # the object: ids are reused
+    key = db.version_key()
     st = _state.get(id(db.conn))
     if st is not None and st[0] == key:
         return st[1]

@@ -124,9 +124,23 @@ class Database:
         """Changes whenever another connection commits (serve uses it to notice a new crawl)."""
         return int(self.scalar("PRAGMA data_version"))
 
+    def version_key(self) -> tuple:
+        """Equal only while the index is unchanged, for caches built from it: another connection's
+        commit moves data_version, this one's total_changes. The connection object, not its id:
+        a closed connection's id is reused by the next one, whose counters start over."""
+        return (self.conn, self.data_version(), self.conn.total_changes)
+
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+
+
+def in_chunks(values: list) -> Iterator[tuple[str, list]]:
+    """(`?, ?, ...`, values) 500 at a time, for `... IN (?, ...)`: SQLite bounds the variables of
+    one statement."""
+    for i in range(0, len(values), 500):
+        chunk = values[i:i + 500]
+        yield ", ".join("?" * len(chunk)), chunk
 
 
 def _check_header(path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Iterable
 
-from .db import Database
+from .db import Database, in_chunks
 
 
 def crawl_ids(db: Database) -> list[int]:
@@ -38,10 +38,8 @@ def definitions(db: Database, hashes: Iterable[str]) -> dict[str, dict]:
     """hash -> parsed definition."""
     hs = list(dict.fromkeys(hashes))
     out: dict[str, dict] = {}
-    for i in range(0, len(hs), 500):
-        chunk = hs[i:i + 500]
-        for r in db.query(f"SELECT hash, definition FROM tool_versions WHERE hash IN "
-                          f"({', '.join('?' * len(chunk))})", chunk):
+    for marks, chunk in in_chunks(hs):
+        for r in db.query(f"SELECT hash, definition FROM tool_versions WHERE hash IN ({marks})", chunk):
             out[r["hash"]] = json.loads(r["definition"])
     return out
 

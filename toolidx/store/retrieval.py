@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..filters import Filters
 from ..textsearch import fts_query
 from . import vectors
-from .db import Database
+from .db import Database, in_chunks
 
 # BM25 column weights, in tools_fts column order: name, title, description, server, tags, params.
 # Name and title weigh above the description (a name is a dense summary); the server words weigh
@@ -61,10 +61,9 @@ def cosine_for(db: Database, query: bytes, rowids: list[int]) -> dict[int, float
     if not rowids or not vectors.has_table(db):
         return {}
     out: dict[int, float] = {}
-    for i in range(0, len(rowids), 500):
-        chunk = rowids[i:i + 500]
+    for marks, chunk in in_chunks(rowids):
         for r in db.execute(f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM {vectors.TABLE} "
-                            f"WHERE rowid IN ({', '.join('?' * len(chunk))})", [query, *chunk]):
+                            f"WHERE rowid IN ({marks})", [query, *chunk]):
             out[int(r[0])] = 1.0 - float(r[1])
     return out
 
@@ -91,22 +90,17 @@ def tool_names(db: Database) -> list[tuple[int, str]]:
 
 
 def names_for(db: Database, rowids: list[int]) -> list[tuple[int, str]]:
-    rows = []
-    for i in range(0, len(rowids), 500):
-        chunk = rowids[i:i + 500]
-        rows += db.execute(f"SELECT rowid, name FROM tools WHERE rowid IN ({', '.join('?' * len(chunk))}) "
-                           "ORDER BY rowid", chunk).fetchall()
-    return [(int(r), n) for r, n in rows]
+    """(rowid, name) of the given tools."""
+    return [(int(r), n) for marks, chunk in in_chunks(rowids)
+            for r, n in db.execute(f"SELECT rowid, name FROM tools WHERE rowid IN ({marks}) ORDER BY rowid", chunk)]
 
 
 def hit_rows(db: Database, rowids: list[int]) -> dict[int, dict]:
     """The columns a search hit shows."""
     out: dict[int, dict] = {}
-    for i in range(0, len(rowids), 500):
-        chunk = rowids[i:i + 500]
+    for marks, chunk in in_chunks(rowids):
         for r in db.query(f"SELECT rowid AS _rowid, id, server, name, title, description, read_only, "
-                          f"destructive, stale FROM tools WHERE rowid IN ({', '.join('?' * len(chunk))})",
-                          chunk):
+                          f"destructive, stale FROM tools WHERE rowid IN ({marks})", chunk):
             out[int(r.pop("_rowid"))] = r
     return out
 

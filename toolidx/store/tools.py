@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ..filters import Filters
-from .db import Database
+from .db import Database, in_chunks
 
 JSON_COLUMNS = ("input_schema", "output_schema", "annotations", "icons", "meta", "definition",
                 "tags", "param_names")
@@ -34,10 +34,8 @@ def get_tools_by_rowid(db: Database, rowids: list[int], columns: str = "*") -> d
     if not rowids:
         return {}
     out: dict[int, dict] = {}
-    for i in range(0, len(rowids), 500):
-        chunk = rowids[i:i + 500]
-        for r in db.query(f"SELECT rowid AS _rowid, {columns} FROM tools WHERE rowid IN "
-                          f"({', '.join('?' * len(chunk))})", chunk):
+    for marks, chunk in in_chunks(rowids):
+        for r in db.query(f"SELECT rowid AS _rowid, {columns} FROM tools WHERE rowid IN ({marks})", chunk):
             out[int(r.pop("_rowid"))] = decode(r)
     return out
 
