@@ -30,7 +30,7 @@ def fingerprint() -> str:
 def embedder(threads: int | None = None):
     """The model for documents (all cores), or with threads=embed.QUERY_THREADS the one search
     loads for queries."""
-    from toolidx.embed import load_embedder, resolve_model
+    from toolidx.core.embedding import load_embedder, resolve_model
 
     e = load_embedder(resolve_model(path=MODEL), threads=threads)
     if e is None:
@@ -40,9 +40,9 @@ def embedder(threads: int | None = None):
 
 def build(set_name: str, *, embed: bool = True):
     """An open Database with `BENCH/set_name/tools.jsonl` indexed (rows keep their own server)."""
-    from toolidx.config import build_config
-    from toolidx.crawl import run_crawl
-    from toolidx.store import open_db
+    from toolidx.crawl.config import build_config
+    from toolidx.crawl.run import run_crawl
+    from toolidx.store.db import open_db
 
     tools = BENCH / set_name / "tools.jsonl"
     if not tools.is_file():

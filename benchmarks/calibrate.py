@@ -36,7 +36,7 @@ def _logistic(X, y, l2=1e-3, iters=60):
 
 
 def _rows(db, path, emb, mode):
-    from toolidx.search import gather
+    from toolidx.search.hybrid import gather
 
     ids = {r["rowid"]: r["id"] for r in db.query("SELECT rowid, id FROM tools")}
     out = []
@@ -51,7 +51,7 @@ def _rows(db, path, emb, mode):
 def main() -> int:
     import numpy as np
 
-    from toolidx import calibration as cal
+    from toolidx.search import calibration as cal
 
     emb = embedder()
     etom, lmb = build("etom"), build("livemcp")

@@ -26,12 +26,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from toolidx.config import build_config, load_config  # noqa: E402
-from toolidx.crawl import gather_results, run_crawl  # noqa: E402
-from toolidx.embed import load_embedder, resolve_model  # noqa: E402
-from toolidx.progress import SilentProgress  # noqa: E402
-from toolidx.store import open_db  # noqa: E402
+from toolidx.cli.progress import SilentProgress  # noqa: E402
+from toolidx.core.embedding import load_embedder, resolve_model  # noqa: E402
+from toolidx.crawl.config import build_config, load_config  # noqa: E402
+from toolidx.crawl.run import gather_results, run_crawl  # noqa: E402
 from toolidx.store.crawls import _embed, docs_for  # noqa: E402
+from toolidx.store.db import open_db  # noqa: E402
 
 
 def crawl_wall(specs, concurrency: int) -> tuple[float, list]:
@@ -60,7 +60,7 @@ def bench_concurrency(cfg, repeat: int) -> dict:
 def bench_embedding(embedder, model_path: str, texts: list[str], repeat: int) -> dict:
     from fastembed import TextEmbedding
 
-    from toolidx.embed import BATCH_SIZE
+    from toolidx.core.embedding import BATCH_SIZE
 
     raw = TextEmbedding(model_name=embedder.model, specific_model_path=model_path, local_files_only=True)
     # Same batch size for both: fastembed's default (256) pads long tool descriptions to 512
@@ -166,7 +166,7 @@ def main() -> None:
             texts = [r["embed_text"] for r in db.query("SELECT embed_text FROM tools ORDER BY rowid")]
             db.close()
         if "embedding" in parts and bench.is_file() and len(texts) < a.texts:
-            from toolidx.sources import load_tools_file
+            from toolidx.crawl.sources import load_tools_file
 
             spec = build_config({"mcpServers": {"b": {"tools_file": str(bench)}}}, "bench").servers[0]
             extra = [d.embed_text for r in load_tools_file(spec) for d in docs_for(r)]

@@ -126,10 +126,9 @@ def main() -> None:
     if not (BENCH / "etom" / "tools.jsonl").is_file():
         sys.exit(f"bench data missing: {BENCH}")
 
-    from toolidx.history import diff
-    from toolidx.store import open_db
-    from toolidx.store.history import crawl_snapshot
-    from toolidx.store.history import snapshot_rows
+    from toolidx.diff.history import diff
+    from toolidx.store.db import open_db
+    from toolidx.store.history import crawl_snapshot, snapshot_rows
 
     work = a.keep or Path(tempfile.mkdtemp(prefix="toolidx-diffbench-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,5 @@
 """Retrieval quality on the bench sets: hybrid vs BM25-only (keyword) vs embedding-only
-(semantic), all computed in this run with `toolidx.eval.evaluate`, against the issue's targets.
+(semantic), all computed in this run with `toolidx.search.eval.evaluate`, against the issue's targets.
 
     python benchmarks/quality.py [--json OUT.json]
 
@@ -34,7 +34,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", help="also write the full reports here")
     args = ap.parse_args()
-    from toolidx.eval import evaluate
+    from toolidx.search.eval import evaluate
 
     emb = embedder()
     t0 = time.time()

@@ -28,10 +28,10 @@ from bench_index import BENCH, CACHE, MODEL, embedder, fingerprint
 
 
 def _catalog(n: int, emb) -> Path:
-    from toolidx.config import ServerSpec
-    from toolidx.sources import load_tools_file
-    from toolidx.store import open_db
+    from toolidx.core.servers import ServerSpec
+    from toolidx.crawl.sources import load_tools_file
     from toolidx.store.crawls import write_crawl
+    from toolidx.store.db import open_db
 
     path = CACHE / f"speed-{n}-{fingerprint()}.db"
     if path.exists():
@@ -95,7 +95,7 @@ def _pct(xs: list[float], p: float) -> float:
 
 
 def _time(fn, queries) -> dict:
-    from toolidx import search as search_mod
+    from toolidx.search import hybrid as search_mod
 
     for q in queries[-5:]:
         fn(q)  # warm caches (pages, name list, model)
@@ -127,9 +127,9 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--cold-runs", type=int, default=15)
     args = ap.parse_args()
-    from toolidx.embed import QUERY_THREADS
-    from toolidx.search import search, warm
-    from toolidx.store import open_db
+    from toolidx.core.embedding import QUERY_THREADS
+    from toolidx.search.hybrid import search, warm
+    from toolidx.store.db import open_db
 
     emb = embedder()  # builds the catalogs
     qemb = embedder(threads=QUERY_THREADS)  # what search loads for a query

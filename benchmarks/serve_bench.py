@@ -77,8 +77,8 @@ async def overhead(db: Path, servers_json: Path, server: str, tool: str, args: d
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    from toolidx.config import load_config
-    from toolidx.connect import child_env
+    from toolidx.crawl.config import load_config
+    from toolidx.crawl.connect import child_env
 
     spec = next(s for s in load_config(servers_json).servers if s.name == server)
     direct_params = StdioServerParameters(command=spec.command, args=spec.args, env=child_env(spec), cwd=spec.cwd)
@@ -113,8 +113,8 @@ async def startup(db: Path, servers_json: Path, runs: int) -> dict:
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    from toolidx.config import load_config
-    from toolidx.connect import child_env
+    from toolidx.crawl.config import load_config
+    from toolidx.crawl.connect import child_env
 
     first, semantic, base = [], [], []
     spec = next(s for s in load_config(servers_json).servers if s.name == "time")
@@ -161,8 +161,8 @@ def main() -> None:
         print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (timings scale with load)")
 
         print("\n== context tokens (toolidx stats; chars/4 approximation)")
-        from toolidx.stats import index_stats
-        from toolidx.store import open_db
+        from toolidx.serve.stats import index_stats
+        from toolidx.store.db import open_db
 
         s = index_stats(open_db(db))
         for row in s["servers"]:

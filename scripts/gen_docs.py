@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from toolidx import __version__  # noqa: E402
-from toolidx.cli import app  # noqa: E402
+from toolidx.cli.main import app  # noqa: E402
 
 SHELLS = {"bash": "toolidx.bash", "zsh": "_toolidx", "fish": "toolidx.fish"}
 

@@ -37,7 +37,7 @@ def model_path() -> str:
 
 @pytest.fixture(scope="session")
 def embedder(model_path):
-    from toolidx.embed import load_embedder, resolve_model
+    from toolidx.core.embedding import load_embedder, resolve_model
 
     e = load_embedder(resolve_model(path=model_path))
     assert e is not None and e.dim == 384
@@ -68,7 +68,7 @@ def bench_dir() -> Path:
 
 @pytest.fixture(autouse=True)
 def _fresh_notices(monkeypatch, tmp_path):
-    from toolidx import notices
+    from toolidx.core import notices
 
     notices.reset()
     # never touch the user's real index or model cache
@@ -92,7 +92,7 @@ class CliResult:
 
 def run_cli(*args: str) -> CliResult:
     """Run the real entry point (`toolidx.cli.main`) in-process and capture everything."""
-    from toolidx.cli import main
+    from toolidx.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     code = 0
@@ -140,7 +140,7 @@ def serve_index(servers_config, model_path, tmp_path_factory) -> Path:
     db = d / "serve.db"
     r = run_cli("crawl", "--config", d / "servers.json", "--db", db, "--model-path", model_path)
     assert r.code == 0, r.stderr
-    from toolidx.store import open_db
+    from toolidx.store.db import open_db
 
     idx = open_db(db)  # fold the WAL into the file, so a plain file copy is a whole index
     idx.execute("PRAGMA wal_checkpoint(TRUNCATE)")

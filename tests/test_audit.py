@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from toolidx.audit import scan_text, scan_tool
+from toolidx.diff.audit import scan_text, scan_tool
 
 DATA = Path(__file__).parent / "data" / "diff"
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from toolidx.budget import estimate_tokens, fit_budget
+from toolidx.core.budget import estimate_tokens, fit_budget
 
 LONG = ("Convert a document between formats. " + "It keeps headings, tables and images intact. " * 12).strip()
 

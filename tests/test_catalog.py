@@ -6,13 +6,12 @@ import json
 import shutil
 
 import pytest
-
-from toolidx.catalog import categories, list_tools
-from toolidx.errors import UsageError
-from toolidx.filters import Filters
-from toolidx.store import open_db
-
 from conftest import CATALOG_DATA
+
+from toolidx.catalog.listing import categories, list_tools
+from toolidx.core.errors import UsageError
+from toolidx.core.filters import Filters
+from toolidx.store.db import open_db
 
 ALL = ["docs/convert_pdf", "docs/merge_pdfs", "docs/render_report", "docs/word_count",
        "git/git_commit", "git/git_diff", "git/git_log", "git/git_reset", "git/git_status",

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, run_cli
-from toolidx.config import build_config, expand, load_config
-from toolidx.errors import ConfigError
+
+from toolidx.core.errors import ConfigError
+from toolidx.crawl.config import build_config, expand, load_config
 
 RAW = Path(__file__).parent / "servers" / "rawmcp.py"
 ENV = {"HOME": "/home/u", "TOKEN": "t0k3n-abc", "PORT": "8123", "EMPTY": ""}
@@ -135,7 +135,7 @@ mcpServers:
 """)
     r = run_cli("crawl", "--config", p, "--db", tmp_path / "c.db", "--model", "none", "--json")
     assert r.code == 0, r.stderr
-    from toolidx.store import open_db
+    from toolidx.store.db import open_db
 
     db = open_db(tmp_path / "c.db")
     row = db.one("SELECT server_version, instructions FROM servers WHERE name = 's'")
@@ -216,7 +216,7 @@ def test_live_example_with_a_real_stdio_server(tmp_path, monkeypatch):
     r = run_cli("crawl", "--config", REPO / "examples" / "live.yaml", "--db", tmp_path / "l.db",
                 "--model", "none", "--json")
     assert r.code == 0, r.stderr
-    from toolidx.store import open_db
+    from toolidx.store.db import open_db
 
     db = open_db(tmp_path / "l.db")
     assert db.one("SELECT server_name, tool_count FROM servers WHERE name = 'notes'") == {

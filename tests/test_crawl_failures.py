@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
-from toolidx.store import open_db
+
+from toolidx.store.db import open_db
 
 RAW = Path(__file__).parent / "servers" / "rawmcp.py"
 
@@ -250,8 +250,8 @@ class _Counter:
 
 @pytest.mark.parametrize("concurrency, expected_peak", [(None, 4), (2, 2), (1, 1)])
 def test_concurrency_cap(tmp_path, concurrency, expected_peak):
-    from toolidx.config import load_config
-    from toolidx.crawl import run_crawl
+    from toolidx.crawl.config import load_config
+    from toolidx.crawl.run import run_crawl
 
     cfg = load_config(write_config(tmp_path / "c.json",
                                    {f"s{i}": raw("ok", "--init-delay", "0.3") for i in range(6)}))
@@ -350,8 +350,8 @@ def test_live_connection_api_for_serve():
     """open_session/Connection as serve's execute_tool uses it: one connection, several calls."""
     import anyio
 
-    from toolidx.config import build_config
-    from toolidx.connect import BackendError, RemoteError, open_session
+    from toolidx.crawl.config import build_config
+    from toolidx.crawl.connect import BackendError, RemoteError, open_session
 
     spec = build_config({"mcpServers": {"s": raw("ok")}}, "t").servers[0]
 
@@ -394,8 +394,8 @@ def test_live_connection_api_for_serve():
 def test_open_session_failure_is_one_backend_error(tmp_path):
     import anyio
 
-    from toolidx.config import build_config
-    from toolidx.connect import BackendError, open_session
+    from toolidx.crawl.config import build_config
+    from toolidx.crawl.connect import BackendError, open_session
 
     spec = build_config({"mcpServers": {"s": raw("crash-start")}}, "t").servers[0]
 

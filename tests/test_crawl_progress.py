@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 from conftest import run_cli
-from toolidx.config import build_config
-from toolidx.progress import LiveProgress, use_live
-from toolidx.results import ServerResult
+
+from toolidx.cli.progress import LiveProgress, use_live
+from toolidx.core.servers import ServerResult
+from toolidx.crawl.config import build_config
 
 RAW = Path(__file__).parent / "servers" / "rawmcp.py"
 

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import SHARED, run_cli
-from toolidx.store import open_db
+
+from toolidx.store.db import open_db
 
 pytestmark = [pytest.mark.servers]
 

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
-from toolidx.store import open_db
+
+from toolidx.store.db import open_db
 
 TOOL = {"name": "get_forecast", "description": "Weather forecast for a city.",
         "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}

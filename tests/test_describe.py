@@ -9,9 +9,9 @@ import jsonschema
 import pytest
 from jsonschema.validators import validator_for
 
-from toolidx.describe import describe, example_arguments, parameter_table
-from toolidx.errors import NotFoundError, UsageError
-from toolidx.store import open_db
+from toolidx.catalog.describe import describe, example_arguments, parameter_table
+from toolidx.core.errors import NotFoundError, UsageError
+from toolidx.store.db import open_db
 
 
 def _check(value, schema) -> list[str]:

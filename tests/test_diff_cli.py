@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
 
 DATA = Path(__file__).parent / "data" / "diff"

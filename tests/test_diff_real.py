@@ -9,9 +9,9 @@ import copy
 import json
 
 import pytest
-
 from conftest import run_cli
-from toolidx.store import open_db
+
+from toolidx.store.db import open_db
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
 

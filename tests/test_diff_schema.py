@@ -6,9 +6,15 @@ import copy
 
 import pytest
 
-from toolidx.diff import Snapshot, compare_tools, diff_snapshots, expand_fail_on, find_renames
-from toolidx.errors import UsageError
-from toolidx.schemadiff import diff_schema, word_diff
+from toolidx.core.errors import UsageError
+from toolidx.diff.schema import diff_schema, word_diff
+from toolidx.diff.snapshot import (
+    Snapshot,
+    compare_tools,
+    diff_snapshots,
+    expand_fail_on,
+    find_renames,
+)
 
 
 def obj(props: dict, required: list[str] | None = None, **extra) -> dict:

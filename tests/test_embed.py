@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
-from toolidx.store import open_db
+
+from toolidx.store.db import open_db
 
 pytestmark = [pytest.mark.model]
 
@@ -66,7 +66,7 @@ def test_offline_first_run_is_lexical_then_embed_fills_in(tmp_path, model_path, 
     monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
     monkeypatch.delenv("TOOLIDX_MODEL", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # no network: the default model cannot be fetched
-    from toolidx import embed
+    from toolidx.core import embedding as embed
 
     embed._cache.clear()
     db = tmp_path / "o.db"

@@ -10,8 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from toolidx.errors import UsageError
-from toolidx.eval import evaluate, first_rank, miss_entry, paired_comparison, ranking_metrics, sign_test
+from toolidx.core.errors import UsageError
+from toolidx.search.eval import (
+    evaluate,
+    first_rank,
+    miss_entry,
+    paired_comparison,
+    ranking_metrics,
+    sign_test,
+)
 
 DATA = Path(__file__).parent / "data"
 
@@ -96,7 +103,7 @@ def small_db(tmp_path_factory, model_path):
 
 
 def test_evaluate_small_catalog(small_db, embedder):
-    from toolidx.store import open_db
+    from toolidx.store.db import open_db
 
     db = open_db(small_db)
     r = evaluate(db, DATA / "search_queries.jsonl", modes=("hybrid", "keyword", "semantic"),
@@ -131,7 +138,7 @@ def test_evaluate_small_catalog(small_db, embedder):
 
 
 def test_evaluate_misses_ordered_and_single_mode_unpaired(small_db, tmp_path):
-    from toolidx.store import open_db
+    from toolidx.store.db import open_db
 
     q = tmp_path / "q.jsonl"
     q.write_text("\n".join(json.dumps(x) for x in [
@@ -153,7 +160,7 @@ def test_evaluate_misses_ordered_and_single_mode_unpaired(small_db, tmp_path):
 
 
 def test_evaluate_steps_labels(small_db, tmp_path):
-    from toolidx.store import open_db
+    from toolidx.store.db import open_db
 
     q = tmp_path / "q.jsonl"
     q.write_text("\n".join(json.dumps(x) for x in [
@@ -182,7 +189,7 @@ def test_evaluate_steps_labels(small_db, tmp_path):
 
 
 def test_evaluate_by_group_and_partly_missing(small_db, tmp_path, embedder):
-    from toolidx.store import open_db
+    from toolidx.store.db import open_db
 
     q = tmp_path / "q.jsonl"
     q.write_text("\n".join(json.dumps(x) for x in [
@@ -199,7 +206,7 @@ def test_evaluate_by_group_and_partly_missing(small_db, tmp_path, embedder):
 
 
 def test_evaluate_bad_files(small_db, tmp_path):
-    from toolidx.store import open_db
+    from toolidx.store.db import open_db
 
     db = open_db(small_db)
     with pytest.raises(UsageError, match="not found"):
@@ -280,7 +287,7 @@ def etom_sample(bench_dir, tmp_path_factory, model_path):
 
 @pytest.mark.slow
 def test_quality_floor_on_etom_sample(etom_sample, embedder, bench_dir):
-    from toolidx.store import open_db
+    from toolidx.store.db import open_db
 
     db = open_db(etom_sample / "etom.db")
     r = evaluate(db, etom_sample / "queries.jsonl", infeasible=etom_sample / "infeasible.jsonl",

@@ -1,4 +1,4 @@
-"""toolidx.bm25: keyword candidates scored in Python from cached postings must give FTS5's own
+"""toolidx.search.bm25: keyword candidates scored in Python from cached postings must give FTS5's own
 bm25() scores, whether the postings were fetched word by word or preloaded, follow a new crawl,
 and honour filters. Checked against FTS5 itself on the real ETOM catalog (2,375 tools, so the
 common-word path runs: "get", "list", "file" are in more than 200 tools)."""
@@ -11,10 +11,11 @@ import shutil
 
 import pytest
 
-from toolidx import bm25
-from toolidx.filters import Filters
-from toolidx.store import open_db, retrieval
-from toolidx.textsearch import fts_query, query_terms
+from toolidx.core.filters import Filters
+from toolidx.core.tokens import fts_query, query_terms
+from toolidx.search import bm25
+from toolidx.store import retrieval
+from toolidx.store.db import open_db
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +148,7 @@ def test_query_embedder_matches_the_document_embedder(model_path, embedder):
     """Search loads the model with one ONNX thread; its vectors are the crawl's vectors."""
     import numpy as np
 
-    from toolidx.embed import QUERY_THREADS, load_embedder, resolve_model
+    from toolidx.core.embedding import QUERY_THREADS, load_embedder, resolve_model
 
     q = load_embedder(resolve_model(path=model_path), threads=QUERY_THREADS)
     assert q is not embedder
@@ -161,7 +162,7 @@ def test_single_query_path_gives_fastembeds_vectors(model_path):
     """embed_query skips fastembed's batching for one text; the vectors must be fastembed's."""
     import numpy as np
 
-    from toolidx.embed import QUERY_THREADS, load_embedder, resolve_model
+    from toolidx.core.embedding import QUERY_THREADS, load_embedder, resolve_model
 
     q = load_embedder(resolve_model(path=model_path), threads=QUERY_THREADS)
     assert q._one is not None  # the shortcut is on for MiniLM

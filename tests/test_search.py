@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from toolidx.errors import UsageError
-from toolidx.filters import Filters
+from toolidx.core.errors import UsageError
+from toolidx.core.filters import Filters
 
 DATA = Path(__file__).parent / "data"
 
@@ -43,7 +43,7 @@ def keyword_db_path(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def db(search_db_path):
-    from toolidx.store import open_db
+    from toolidx.store.db import open_db
 
     d = open_db(search_db_path)
     yield d
@@ -52,7 +52,7 @@ def db(search_db_path):
 
 @pytest.fixture
 def run(db, embedder):
-    from toolidx.search import search
+    from toolidx.search.hybrid import search
 
     def go(query, **kw):
         kw.setdefault("embedder", embedder)
@@ -79,7 +79,7 @@ def test_hostile_queries_never_crash(run, query, mode):
 
 
 def test_hostile_query_terms_are_quoted():
-    from toolidx.textsearch import fts_query, query_terms
+    from toolidx.core.tokens import fts_query, query_terms
 
     terms = query_terms('NEAR(a b) "x" -y name:z AND OR NOT *')
     assert "near" in terms and "and" not in terms  # NEAR is a word, and "and" a stop word
@@ -98,7 +98,7 @@ def test_hostile_query_terms_are_quoted():
     ("MCPServers", ["mcp", "servers"]), ("NFTsByOwner", ["nfts", "by", "owner"]),
 ])
 def test_names_and_query_words_split_into_words(name, words):
-    from toolidx.tooldoc import split_name
+    from toolidx.core.tooldoc import split_name
 
     assert split_name(name) == words
 
@@ -221,7 +221,7 @@ def test_unknown_mode_and_bad_limit(run):
 
 
 def test_keyword_mode_loads_no_model(db):
-    from toolidx.search import search
+    from toolidx.search.hybrid import search
 
     res = search(db, "convert pdf", mode="keyword")  # embedder="auto": keyword never loads it
     assert res.mode_used == "keyword" and res.hits
@@ -229,8 +229,8 @@ def test_keyword_mode_loads_no_model(db):
 
 
 def test_without_a_model_hybrid_falls_back_to_keyword(keyword_db_path, caplog):
-    from toolidx.search import get_query_embedder, search
-    from toolidx.store import open_db
+    from toolidx.search.hybrid import get_query_embedder, search
+    from toolidx.store.db import open_db
 
     db = open_db(keyword_db_path)
     assert get_query_embedder(db) is None
@@ -244,7 +244,7 @@ def test_without_a_model_hybrid_falls_back_to_keyword(keyword_db_path, caplog):
 
 
 def test_model_named_by_the_index_is_loaded_from_model_path(db, model_path, monkeypatch):
-    from toolidx import search as search_mod
+    from toolidx.search import hybrid as search_mod
 
     monkeypatch.setenv("TOOLIDX_MODEL_PATH", model_path)
     monkeypatch.setattr(search_mod, "_embedders", {})

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from toolidx import bm25
-from toolidx import calibration as cal
-from toolidx.store import open_db, retrieval
-from toolidx.textsearch import fts_query, query_terms
+from toolidx.core.tokens import fts_query, query_terms
+from toolidx.search import bm25
+from toolidx.search import calibration as cal
+from toolidx.store import retrieval
+from toolidx.store.db import open_db
 
 DATA = Path(__file__).parent / "data"
 QUERIES = ["merge pdf files into one document", "git repository status and recent commits",
@@ -62,7 +63,7 @@ def test_idf_power_rescales_each_word_of_fts5_bm25(idx_db, query):
 
 
 def test_hybrid_uses_the_weighted_bm25_and_keyword_mode_plain_bm25(idx_db, embedder):
-    from toolidx.search import gather
+    from toolidx.search.hybrid import gather
 
     q = "send a message to the team channel about the release"
     hy, terms, used = gather(idx_db, q, mode="hybrid", filters=None, embedder=embedder)
@@ -79,7 +80,7 @@ def test_hybrid_uses_the_weighted_bm25_and_keyword_mode_plain_bm25(idx_db, embed
 
 
 def test_quoted_values_weigh_less_and_stay_out_of_the_embedding():
-    from toolidx import quoted
+    from toolidx.search import quoted
 
     q = 'Search the "my_data" index for documents containing the keyword \'AI risk\''
     assert quoted.strip_quoted(q) == "Search the index for documents containing the keyword"
@@ -106,8 +107,8 @@ def test_term_weights_scale_single_words(idx_db):
 
 def test_hybrid_coverage_is_the_share_of_query_words_a_tool_has(idx_db, embedder):
     """Hybrid's coverage evidence: matched words / query words, quoted values weighing less."""
-    from toolidx.search import search
-    from toolidx.quoted import QUOTED_WEIGHT
+    from toolidx.search.hybrid import search
+    from toolidx.search.quoted import QUOTED_WEIGHT
 
     db = idx_db
     res = search(db, "merge pdf files into one document", embedder=embedder, min_score=0.0, limit=8)
@@ -125,7 +126,7 @@ def test_hybrid_coverage_is_the_share_of_query_words_a_tool_has(idx_db, embedder
 
 
 def test_name_words_count_the_tool_name_words_a_query_has_as_the_index_stems_them(idx_db):
-    from toolidx.search import _name_words
+    from toolidx.search.hybrid import _name_words
 
     rows = {n: r for r, n in retrieval.tool_names(idx_db)}
 
@@ -140,7 +141,7 @@ def test_name_words_count_the_tool_name_words_a_query_has_as_the_index_stems_the
 
 
 def test_a_query_with_two_name_words_adds_name_weight_to_the_hybrid_score(idx_db, embedder, monkeypatch):
-    from toolidx.search import search
+    from toolidx.search.hybrid import search
 
     q = "merge these pdfs for me"
     weight = cal.NAME_WEIGHT

@@ -11,11 +11,11 @@ from datetime import datetime, timedelta, timezone
 
 import anyio
 import pytest
-
 from conftest import run_cli
-from toolidx.budget import estimate_tokens
-from toolidx.filters import Filters
-from toolidx.metatools import META_TOOLS
+
+from toolidx.core.budget import estimate_tokens
+from toolidx.core.filters import Filters
+from toolidx.serve.metatools import META_TOOLS
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
 
@@ -24,7 +24,7 @@ META = ["search_tools", "list_tools", "describe_tool", "execute_tool", "get_tool
 
 
 def build(db, embedder=None, **kw):
-    from toolidx.serve import build_server
+    from toolidx.serve.server import build_server
 
     srv = build_server(db, load_model=False, **kw)
     if embedder is not None:
@@ -221,8 +221,8 @@ def test_execute_runs_the_real_tool_and_returns_its_result_unchanged(serve_index
 
 
 async def _direct_time_call(index) -> dict:
-    from toolidx.config import load_config
-    from toolidx.connect import open_session
+    from toolidx.crawl.config import load_config
+    from toolidx.crawl.connect import open_session
 
     cfg = load_config(index.parent / "servers.json")  # the config serve_index was crawled from
     spec = next(s for s in cfg.servers if s.name == "time")
@@ -311,7 +311,7 @@ def test_a_backend_that_cannot_start_gives_a_clear_error(serve_index, tmp_path):
 
 
 def test_backend_spec_is_rebuilt_from_the_index_when_the_config_is_gone(serve_index, tmp_path):
-    from toolidx.store import open_db
+    from toolidx.store.db import open_db
 
     db = tmp_path / "moved.db"
     shutil.copy(serve_index, db)
@@ -349,7 +349,7 @@ def test_expose_tools_and_pins_list_proxied_tools_with_their_real_schemas(serve_
 
 
 def test_a_pin_that_does_not_exist_fails_at_start(serve_index):
-    from toolidx.errors import UsageError
+    from toolidx.core.errors import UsageError
 
     with pytest.raises(UsageError, match="time/get_curent_time"):
         build(serve_index, pins=["time/get_curent_time"])

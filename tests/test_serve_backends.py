@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from toolidx.backends import BackendUnavailable, SpecSource, spec_from_index
-from toolidx.discovery import exposed_name
+from toolidx.serve.backends import BackendUnavailable, SpecSource, spec_from_index
+from toolidx.serve.discovery import exposed_name
 
 
 def test_spec_from_the_index_takes_secrets_from_the_environment():

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-
 from conftest import run_cli
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]

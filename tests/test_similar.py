@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
-from toolidx.errors import NotFoundError
-from toolidx.similar import duplicate_reason, similar
-from toolidx.store import open_db
-
 from conftest import CATALOG_DATA
+
+from toolidx.catalog.similar import duplicate_reason, similar
+from toolidx.core.errors import NotFoundError
+from toolidx.store.db import open_db
 
 
 def _by_id(res: dict) -> dict:

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from toolidx.budget import estimate_tokens
-from toolidx.metatools import META_TOOLS
-from toolidx.store import open_db
+from toolidx.core.budget import estimate_tokens
+from toolidx.serve.metatools import META_TOOLS
+from toolidx.store.db import open_db
 
 
 def test_stats_counts_every_definition_against_the_meta_tools(example_db, cli):

@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 
-from toolidx.errors import DatabaseError
-from toolidx.store import open_db
+from toolidx.core.errors import DatabaseError
+from toolidx.store.db import open_db
 from toolidx.store.migrations import MIGRATIONS
 
 

@@ -1,5 +1,4 @@
-"""The index file: opening it (db), its schema (migrations), and every read and write of it."""
-
-from .db import Database, default_db_path, open_db
-
-__all__ = ["Database", "default_db_path", "open_db"]
+"""The SQLite index file: opening it (sqlean + sqlite-vec, `db`), its schema and migrations
+(`migrations`), and every SQL statement toolidx runs, one module per part of the file. Nothing
+above this folder names a table.
+"""

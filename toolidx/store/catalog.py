@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..filters import Filters
+from ..core.filters import Filters
 from .db import Database
 from .tools import decode
 

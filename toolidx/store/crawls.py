@@ -7,15 +7,16 @@ A crawl is a full snapshot: `crawl_tools` lists every tool the index held after 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 from .. import __version__
-from ..embed import Embedder, LazyEmbedder, text_hash
-from ..notices import warn_once
-from ..results import ServerResult
-from ..tooldoc import ToolDoc, build_tooldoc, canonical_json, server_words
+from ..core.embedding import Embedder, LazyEmbedder, text_hash
+from ..core.notices import warn_once
+from ..core.servers import ServerResult
+from ..core.tooldoc import ToolDoc, build_tooldoc, canonical_json, server_words
 from . import vectors
 from .db import Database
 

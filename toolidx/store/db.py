@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from ..errors import DatabaseError
+from ..core.errors import DatabaseError
 from .migrations import MIGRATIONS
 
 APPLICATION_ID = 0x54494458  # "TIDX" in PRAGMA application_id marks a file as ours
@@ -185,7 +186,7 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
     except mod.Error as e:
         raise DatabaseError(f"cannot open: {e}", where=spath) from None
     vec_ok, vec_err = _load_vec(conn)
-    from ..filters import regexp
+    from ..core.filters import regexp
 
     conn.create_function("regexp", 2, regexp, deterministic=True)
     try:

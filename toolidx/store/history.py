@@ -4,7 +4,7 @@ hash, and per-crawl change counts. Read-only; crawls.py writes."""
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from collections.abc import Iterable
 
 from .db import Database, in_chunks
 

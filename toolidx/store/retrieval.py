@@ -4,8 +4,8 @@ inside each query, so a filter narrows the candidates instead of emptying the to
 
 from __future__ import annotations
 
-from ..filters import Filters
-from ..textsearch import fts_query
+from ..core.filters import Filters
+from ..core.tokens import fts_query
 from . import vectors
 from .db import Database, in_chunks
 
@@ -112,7 +112,7 @@ def filtered_count(db: Database, filters: Filters | None) -> int:
     return int(db.scalar(f"SELECT count(*) FROM tools t WHERE {where}", params))
 
 
-# --- the fast keyword path (toolidx.bm25) and the in-memory vector matrix (toolidx.vecmatrix) ----
+# --- the fast keyword path (toolidx.search.bm25) and the in-memory vector matrix (toolidx.search.vecmatrix) ----
 FTS_VOCAB = "tools_fts_vinst"  # a temp fts5vocab table: one row per word occurrence
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ..core.filters import Filters
 from .db import Database
-from ..filters import Filters
 
 
 def definitions_by_server(db: Database, filters: Filters | None = None) -> dict[str, list[str]]:

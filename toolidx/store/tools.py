@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..filters import Filters
+from ..core.filters import Filters
 from .db import Database, in_chunks
 
 JSON_COLUMNS = ("input_schema", "output_schema", "annotations", "icons", "meta", "definition",

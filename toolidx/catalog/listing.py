@@ -1,0 +1,77 @@
+"""Browsing the index: pages of tools (`list_tools`) and what it holds (`categories`)."""
+
+from __future__ import annotations
+
+import math
+
+from ..core.errors import UsageError
+from ..core.filters import Filters
+from ..core.tooldoc import first_line
+from ..store import catalog as q
+from ..store.db import Database
+
+SORTS = tuple(q.SORTS)
+ORDERS = ("asc", "desc")
+MAX_PAGE_SIZE = 1000
+
+
+def compact_tool(row: dict) -> dict:
+    """A tool as list and search show it: enough to choose, not to call (see describe)."""
+    return {"id": row["id"], "server": row["server"], "name": row["name"], "title": row.get("title"),
+            "description": first_line(row.get("description")), "tags": row.get("tags") or [],
+            "category": row.get("category"), "params": row.get("param_names") or [],
+            "read_only": row.get("read_only"), "destructive": row.get("destructive"),
+            "stale": bool(row.get("stale"))}
+
+
+def list_tools(db: Database, *, page: int = 1, page_size: int = 50, sort: str = "name",
+               order: str = "asc", filters: Filters | None = None,
+               max_tokens: int | None = None) -> dict:
+    """One page of tools: {"items", "total", "page", "page_size", "pages", "next_page", "sort",
+    "order", "filters"}. Order is stable: the sort key, then the id. With `max_tokens`, the page
+    is cut to fit (see budget); `truncated` then says how, and `next_page` still follows on
+    from the full page."""
+    if sort not in SORTS:
+        raise UsageError(f"unknown sort {sort!r}", fix="use one of: " + ", ".join(SORTS))
+    if order not in ORDERS:
+        raise UsageError(f"unknown order {order!r}", fix="use asc or desc")
+    if page < 1:
+        raise UsageError(f"--page must be 1 or more (got {page})")
+    if not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise UsageError(f"--page-size must be 1..{MAX_PAGE_SIZE} (got {page_size})")
+    with db.snapshot():  # the count and the page from the same crawl
+        total = q.count_tools(db, filters)
+        rows = q.page_tools(db, sort=sort, descending=order == "desc", limit=page_size,
+                            offset=(page - 1) * page_size, filters=filters)
+    pages = math.ceil(total / page_size)
+    out = {"items": [compact_tool(r) for r in rows], "total": total, "page": page,
+           "page_size": page_size, "pages": pages, "next_page": page + 1 if page < pages else None,
+           "sort": sort, "order": order, "filters": filters.to_json() if filters else {}}
+    if page > pages and total:
+        out["notes"] = [f"page {page} is past the last page ({pages})"]
+    if max_tokens is not None:
+        from ..core.budget import fit_budget
+
+        out = fit_budget(out, "items", max_tokens)
+    return out
+
+
+def categories(db: Database, filters: Filters | None = None) -> dict:
+    """{"categories": [{"name","count"}], "tags": [{"name","count"}], "servers": [{"name",
+    "count", "stale", "status", "error"}], "total"}; counts are of tools passing `filters`.
+    With filters, servers with no matching tool are left out."""
+    with db.snapshot():
+        cats = q.category_counts(db, filters)
+        tags = q.tag_counts(db, filters)
+        servers = q.server_counts(db, filters)
+        total = q.count_tools(db, filters)
+    filtered = filters is not None and not filters.is_empty()
+    return {
+        "categories": [{"name": c["name"], "count": c["count"]} for c in cats],
+        "tags": [{"name": t["name"], "count": t["count"]} for t in tags],
+        "servers": [{"name": s["name"], "count": s["count"], "stale": s["stale"], "status": s["status"],
+                     "error": s["error"], "transport": s["transport"], "crawled_at": s["crawled_at"]}
+                    for s in servers if not filtered or s["count"]],
+        "total": total,
+        "filters": filters.to_json() if filters else {},
+    }

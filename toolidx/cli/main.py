@@ -1,0 +1,441 @@
+"""The command line: parse, call one library function, hand the result to `render`.
+
+Errors become one line and an exit code in `main()` (0 ok, 1 a failure was found, 2 usage).
+Heavy modules (mcp, fastembed, numpy) are imported inside commands, never at import time.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..core.errors import EXIT_FAILURE, EXIT_USAGE, ToolidxError
+from . import render
+
+app = typer.Typer(
+    name="toolidx",
+    help="One local SQLite index of every MCP tool: crawl servers, search tools, diff crawls, serve.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+DbOpt = typer.Option(None, "--db", envvar="TOOLIDX_DB", show_envvar=True,
+                     help="Index file (default: ~/.local/share/toolidx/tools.db).")
+JsonOpt = typer.Option(False, "--json", help="Print versioned JSON instead of a table.")
+ModelOpt = typer.Option(None, "--model", help="Embedding model name (default: all-MiniLM-L6-v2; 'none' disables).")
+ModelPathOpt = typer.Option(None, "--model-path", help="Local model directory (air-gapped; env TOOLIDX_MODEL_PATH).")
+
+
+_opened: list = []
+
+
+def _open(db: Optional[Path], create: bool = False):
+    from ..store.db import open_db
+
+    database = open_db(db, create=create)
+    _opened.append(database)  # closed by main() when the command ends
+    return database
+
+
+# --- crawl / embed -----------------------------------------------------------------------------
+@app.command()
+def crawl(
+    config: Path = typer.Option(..., "--config", "-c", envvar="TOOLIDX_CONFIG",
+                                help="mcpServers config (JSON or YAML; Claude Desktop, Cursor, VS Code files work as is)."),
+    db: Optional[Path] = DbOpt,
+    server: List[str] = typer.Option([], "--server", "-s", help="Crawl only these servers (others are kept)."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Servers at once (default 4)."),
+    model: Optional[str] = ModelOpt,
+    model_path: Optional[Path] = ModelPathOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Connect to every configured MCP server and index its tools. Exit 1 if any server failed."""
+    from ..core.embedding import LazyEmbedder, resolve_model
+    from ..crawl.config import load_config
+    from ..crawl.run import run_crawl
+
+    cfg = load_config(config)
+    only = list(server) or None
+    cfg.enabled_servers(only)  # unknown --server names fail before the index is touched
+    database = _open(db, create=True)
+    choice = resolve_model(model, str(model_path) if model_path else None, cfg.settings)
+    # loaded only if some tool's text needs embedding: an unchanged re-crawl never pays for it
+    embedder = LazyEmbedder(choice, allow_download=True) if choice.name else None
+    from .progress import crawl_progress
+
+    with crawl_progress(as_json) as progress:
+        summary = run_crawl(cfg, database, only=only, concurrency=concurrency, embedder=embedder,
+                            progress=progress)
+    render.crawl_summary(summary, as_json)
+    if summary.servers_failed:
+        raise typer.Exit(EXIT_FAILURE)
+
+
+@app.command()
+def embed(
+    db: Optional[Path] = DbOpt,
+    model: Optional[str] = ModelOpt,
+    model_path: Optional[Path] = ModelPathOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Fill in missing or outdated embeddings (after an offline first crawl, or a model change)."""
+    from ..core.embedding import load_embedder, resolve_model
+    from ..core.errors import ModelError
+    from ..store.crawls import embed_missing
+
+    database = _open(db)
+    embedder = load_embedder(resolve_model(model, str(model_path) if model_path else None), allow_download=True)
+    if embedder is None:
+        raise ModelError("no embedding model available",
+                         fix="pass --model-path DIR or set TOOLIDX_MODEL_PATH to a local model folder")
+    render.embed_result(embed_missing(database, embedder), embedder.model, as_json)
+
+
+# --- catalog: describe / list / categories / similar -------------------------------------------
+CatServerOpt = typer.Option([], "--server", "-s", help="Only these servers (repeatable).")
+CatTagOpt = typer.Option([], "--tag", "-t", help="Only tools with any of these tags (repeatable).")
+CatExcludeTagOpt = typer.Option([], "--exclude-tag", help="Drop tools with any of these tags.")
+CatCategoryOpt = typer.Option([], "--category", help="Only these categories (repeatable).")
+CatNamePatternOpt = typer.Option(None, "--name-pattern", help="Regex searched in tool names (case-insensitive).")
+CatDescOpt = typer.Option(None, "--description-contains", help="Substring of the description (case-insensitive).")
+CatReadOnlyOpt = typer.Option(False, "--read-only", help="Only tools annotated readOnlyHint: true.")
+CatNoDestructiveOpt = typer.Option(False, "--no-destructive", help="Drop tools annotated destructiveHint: true.")
+MaxTokensOpt = typer.Option(None, "--max-tokens", min=1,
+                            help="Fit the answer in about this many tokens: shorten descriptions, "
+                                 "then drop schemas, then drop items (JSON says what was cut).")
+
+
+def _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
+                     read_only, no_destructive):
+    from ..core.filters import Filters
+
+    f = Filters(servers=list(server), tags=list(tag), exclude_tags=list(exclude_tag),
+                categories=list(category), name_pattern=name_pattern,
+                description_contains=description_contains, read_only=read_only,
+                no_destructive=no_destructive)
+    return None if f.is_empty() else f
+
+
+@app.command()
+def describe(
+    tool: str = typer.Argument(..., help="SERVER/TOOL (also SERVER.TOOL, SERVER:TOOL, or a bare tool name)."),
+    detail: str = typer.Option("summary", "--detail", "-d", help="summary | schema | full."),
+    db: Optional[Path] = DbOpt,
+    max_tokens: Optional[int] = MaxTokensOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Show one tool: summary, its parameters (--detail schema), or everything with an example call (--detail full)."""
+    from ..catalog.describe import describe as describe_tool
+
+    render.describe_result(describe_tool(_open(db), tool, detail, max_tokens=max_tokens), as_json)
+
+
+@app.command("list")
+def list_cmd(
+    db: Optional[Path] = DbOpt,
+    page: int = typer.Option(1, "--page", min=1, help="Page number (from 1)."),
+    page_size: int = typer.Option(50, "--page-size", min=1, max=1000, help="Tools per page."),
+    sort: str = typer.Option("name", "--sort", help="name | server | category (then id)."),
+    order: str = typer.Option("asc", "--order", help="asc | desc."),
+    server: List[str] = CatServerOpt,
+    tag: List[str] = CatTagOpt,
+    exclude_tag: List[str] = CatExcludeTagOpt,
+    category: List[str] = CatCategoryOpt,
+    name_pattern: Optional[str] = CatNamePatternOpt,
+    description_contains: Optional[str] = CatDescOpt,
+    read_only: bool = CatReadOnlyOpt,
+    no_destructive: bool = CatNoDestructiveOpt,
+    max_tokens: Optional[int] = MaxTokensOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """List indexed tools, a page at a time, with the same filters as search."""
+    from ..catalog.listing import list_tools
+
+    filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
+                               read_only, no_destructive)
+    render.list_result(list_tools(_open(db), page=page, page_size=page_size, sort=sort, order=order,
+                                  filters=filters, max_tokens=max_tokens), as_json)
+
+
+@app.command()
+def categories(
+    db: Optional[Path] = DbOpt,
+    server: List[str] = CatServerOpt,
+    tag: List[str] = CatTagOpt,
+    exclude_tag: List[str] = CatExcludeTagOpt,
+    category: List[str] = CatCategoryOpt,
+    name_pattern: Optional[str] = CatNamePatternOpt,
+    description_contains: Optional[str] = CatDescOpt,
+    read_only: bool = CatReadOnlyOpt,
+    no_destructive: bool = CatNoDestructiveOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Categories, tags and servers (with crawl status and stale tools), each with its tool count."""
+    from ..catalog.listing import categories as catalog_categories
+
+    filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
+                               read_only, no_destructive)
+    render.categories_result(catalog_categories(_open(db), filters), as_json)
+
+
+@app.command()
+def similar(
+    tool: str = typer.Argument(..., help="SERVER/TOOL to find neighbours of."),
+    db: Optional[Path] = DbOpt,
+    limit: int = typer.Option(10, "--limit", "-n", min=1, max=200, help="How many similar tools."),
+    max_tokens: Optional[int] = MaxTokensOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Tools most like one tool (by stored embedding; by words without vectors), flagging likely duplicates across servers."""
+    from ..catalog.similar import similar as similar_tools
+
+    render.similar_result(similar_tools(_open(db), tool, limit, max_tokens=max_tokens), as_json)
+
+
+# --- serve / stats -----------------------------------------------------------------------------
+@app.command()
+def serve(
+    db: Optional[Path] = DbOpt,
+    config: Optional[Path] = typer.Option(None, "--config", "-c", envvar="TOOLIDX_CONFIG",
+                                          help="Config to start servers from for execute_tool "
+                                               "(default: the one the index was crawled from)."),
+    server: List[str] = typer.Option([], "--server", "-s", help="Scope: only these servers' tools can be found and run."),
+    tag: List[str] = typer.Option([], "--tag", "-t", help="Scope: only tools with any of these tags."),
+    category: List[str] = typer.Option([], "--category", help="Scope: only these categories."),
+    read_only: bool = typer.Option(False, "--read-only", help="Scope: only tools annotated read-only."),
+    expose_tools: bool = typer.Option(False, "--expose-tools",
+                                      help="Also list every tool in scope directly, as SERVER__TOOL (proxied)."),
+    pin: List[str] = typer.Option([], "--pin", help="SERVER/TOOL always listed directly (repeatable)."),
+    max_tokens: int = typer.Option(4000, "--max-tokens", min=200, help="Token budget of each meta-tool answer."),
+    poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between checks for a new crawl."),
+    print_config: bool = typer.Option(False, "--print-config",
+                                      help="Print the client config entry that starts this server, and exit."),
+    client: str = typer.Option("claude", "--client", help="With --print-config: claude | cursor | vscode."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Serve the index over stdio as an MCP server: search/describe/execute meta-tools for any client."""
+    from ..core.filters import Filters
+
+    scope = Filters(servers=list(server), tags=list(tag), categories=list(category), read_only=read_only)
+    if print_config:
+        from ..store.db import default_db_path
+        from .clients import client_config
+
+        db_path = str(db or default_db_path())
+        render.serve_config(client_config(
+            client, db_path, index_config_path=_open(db).get_meta("config_path"),
+            config_path=str(config) if config else None, servers=list(server), tags=list(tag),
+            categories=list(category), read_only=read_only, expose_tools=expose_tools, pins=list(pin),
+            max_tokens=max_tokens if max_tokens != 4000 else None), as_json)
+        return
+    from ..serve.server import serve_stdio
+    from ..store.db import default_db_path
+
+    serve_stdio(str(db or default_db_path()), config_path=str(config) if config else None, scope=scope,
+                expose_tools=expose_tools, pins=list(pin), max_tokens=max_tokens, poll_interval=poll)
+
+
+@app.command()
+def stats(
+    db: Optional[Path] = DbOpt,
+    server: List[str] = typer.Option([], "--server", "-s", help="Only these servers."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Context tokens: every tool definition versus toolidx serve's meta-tools, per server."""
+    from ..core.filters import Filters
+    from ..serve.stats import index_stats
+
+    render.stats_result(index_stats(_open(db), Filters(servers=list(server)) if server else None), as_json)
+
+
+# --- diff / history / audit --------------------------------------------------------------------
+FormatOpt = typer.Option("text", "--format", "-f", help="text | json | markdown (a pull-request comment).")
+
+
+def _format(fmt: str, as_json: bool) -> str:
+    from ..core.errors import UsageError
+
+    f = "json" if as_json else fmt.strip().lower()
+    f = {"md": "markdown", "txt": "text"}.get(f, f)
+    if f not in ("text", "json", "markdown"):
+        raise UsageError(f"unknown --format {fmt!r}", fix="use text, json or markdown")
+    return f
+
+
+@app.command()
+def diff(
+    files: Optional[List[Path]] = typer.Argument(None, help="OLD.db [NEW.db]: compare the latest crawl of "
+                                                              "each (NEW defaults to --db). None: two crawls of --db."),
+    db: Optional[Path] = DbOpt,
+    from_crawl: Optional[str] = typer.Option(None, "--from", help="Older crawl: id, previous, or -N "
+                                                                  "(default: the one before --to)."),
+    to_crawl: Optional[str] = typer.Option(None, "--to", help="Newer crawl: id, latest, or -N (default: latest)."),
+    server: List[str] = typer.Option([], "--server", "-s", help="Only these servers."),
+    fail_on: List[str] = typer.Option(["none"], "--fail-on",
+                                      help="Exit 1 when a change of this class is found: breaking, risky, "
+                                           "compatible, any, none (default; comma-separate or repeat)."),
+    fmt: str = FormatOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """What changed between two crawls: added, removed, renamed and changed tools, classified
+    breaking / risky / compatible. Exit 0: nothing matched --fail-on; 1: matching changes; 2: usage."""
+    from ..core.errors import UsageError
+    from ..diff.history import diff as run_diff
+    from ..diff.snapshot import expand_fail_on
+
+    f = _format(fmt, as_json)
+    expand_fail_on(fail_on)  # a typo in the gate fails before any work
+    paths = list(files or [])
+    if len(paths) > 2:
+        raise UsageError("at most two index files (OLD.db NEW.db)", fix="toolidx diff OLD.db NEW.db")
+    result = run_diff(db, *paths, from_ref=from_crawl, to_ref=to_crawl, servers=list(server) or None)
+    render.diff_result(result, f, list(fail_on))
+    if result.matches(fail_on):
+        raise typer.Exit(EXIT_FAILURE)
+
+
+@app.command()
+def history(
+    db: Optional[Path] = DbOpt,
+    limit: int = typer.Option(20, "--limit", "-n", min=0, help="How many crawls, newest first (0: all)."),
+    server: List[str] = typer.Option([], "--server", "-s", help="Count only these servers' tools."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """The crawls in the index: servers ok/failed, tools, and added/removed/changed since the crawl before."""
+    from ..diff.history import history as crawl_history
+
+    render.history_result(crawl_history(_open(db), limit or None, list(server) or None), as_json)
+
+
+@app.command()
+def audit(
+    db: Optional[Path] = DbOpt,
+    server: List[str] = typer.Option([], "--server", "-s", help="Only these servers."),
+    crawl_ref: Optional[str] = typer.Option(None, "--crawl", help="Scan a past crawl (id, previous, -N) "
+                                                                  "instead of the index as it is now."),
+    fmt: str = FormatOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Scan tool descriptions and schemas for prompt-injection patterns (hidden tags, "ignore previous
+    instructions", secret-file requests, invisible Unicode, base64). Exit 1 when anything is found."""
+    from ..diff.history import audit as run_audit
+
+    f = _format(fmt, as_json)
+    report = run_audit(_open(db), list(server) or None, crawl_ref)
+    render.audit_result(report, f)
+    if report.findings:
+        raise typer.Exit(EXIT_FAILURE)
+
+
+# --- search / eval -----------------------------------------------------------------------------
+@app.command()
+def search(
+    query: str = typer.Argument(..., help="What you want to do, in plain words (or a tool name)."),
+    db: Optional[Path] = DbOpt,
+    limit: int = typer.Option(10, "--limit", "-n", min=1, help="At most this many hits."),
+    mode: str = typer.Option("hybrid", "--mode", "-m", help="hybrid | keyword | semantic."),
+    server: List[str] = CatServerOpt,
+    tag: List[str] = CatTagOpt,
+    exclude_tag: List[str] = CatExcludeTagOpt,
+    category: List[str] = CatCategoryOpt,
+    name_pattern: Optional[str] = CatNamePatternOpt,
+    description_contains: Optional[str] = CatDescOpt,
+    read_only: bool = CatReadOnlyOpt,
+    no_destructive: bool = CatNoDestructiveOpt,
+    min_score: Optional[float] = typer.Option(
+        None, "--min-score", help="Drop hits below this score (0..1); default: the calibrated "
+                                  "'no good match' threshold. 0 always shows the best tools."),
+    max_tokens: Optional[int] = MaxTokensOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Find tools for a task: keyword + semantic + fuzzy-name ranking, scores in [0, 1]. Says so
+    (no hits, exit 1) when no tool is a good match."""
+    from ..search.hybrid import search as run_search
+
+    filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
+                               read_only, no_destructive)
+    result = run_search(_open(db), query, mode=mode, limit=limit, filters=filters, min_score=min_score)
+    render.search_result(result, as_json, max_tokens)
+    if result.no_match:
+        raise typer.Exit(EXIT_FAILURE)
+
+
+@app.command("eval")
+def eval_cmd(
+    queries: Path = typer.Argument(..., help='JSONL of {"id", "query", "relevant": [tool ids]} '
+                                             '("relevant": [] = no tool serves it; "steps": '
+                                             '[[ids], ...] with --labels steps).'),
+    db: Optional[Path] = DbOpt,
+    mode: str = typer.Option("all", "--mode", "-m", help="all | hybrid | keyword | semantic."),
+    k: List[int] = typer.Option([1, 5, 10], "--k", help="Cut-offs for R@k (repeatable)."),
+    labels: str = typer.Option("any", "--labels", help="any: one relevant tool serves the query; "
+                                                       "all: it needs every one; steps: it needs "
+                                                       "every step, any alternative meets a step."),
+    infeasible: Optional[Path] = typer.Option(None, "--infeasible", help="Extra JSONL of queries no tool serves."),
+    by: Optional[str] = typer.Option(None, "--by", help="Also report per value of this query field (e.g. level)."),
+    misses: int = typer.Option(0, "--misses", min=0, help="Also list up to N queries per mode whose "
+                                                          "relevant tool is not ranked 1st (--json has all)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Measure retrieval quality on your catalog: R@k, MRR@10, nDCG@10, abstention, per mode; with
+    several modes, a paired sign test of the first against the others; the missed queries."""
+    from ..search.eval import evaluate
+
+    modes = ["hybrid", "keyword", "semantic"] if mode == "all" else [mode]
+    render.eval_report(evaluate(_open(db), queries, modes=modes, k=tuple(k), labels=labels,
+                                infeasible=infeasible, by=by), as_json, misses)
+
+
+# --- entry point -------------------------------------------------------------------------------
+class _StderrHandler(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        render.warning(record.getMessage())
+
+
+def main(argv: list[str] | None = None) -> None:
+    log = logging.getLogger("toolidx")
+    if not any(isinstance(h, _StderrHandler) for h in log.handlers):
+        log.addHandler(_StderrHandler())
+        log.setLevel(logging.WARNING)
+        log.propagate = False
+    args = sys.argv[1:] if argv is None else argv
+    as_json = "--json" in args or "--format=json" in args or any(
+        a in ("--format", "-f") and b == "json" for a, b in zip(args, args[1:]))
+    try:  # typer >= 0.20 vendors click and raises its copy's exceptions (importing click costs time)
+        from typer._click import exceptions as click_exc
+    except ImportError:
+        from click import exceptions as click_exc
+    try:
+        code = app(args=args, prog_name="toolidx", standalone_mode=False)
+    except ToolidxError as e:
+        render.error(e, as_json)
+        code = e.exit_code
+    except typer.Abort:
+        render.note("aborted")
+        code = 130
+    except click_exc.ClickException as e:
+        e.show()
+        code = EXIT_USAGE if e.exit_code == 2 else e.exit_code
+    except KeyboardInterrupt:
+        render.note("interrupted")
+        code = 130
+    except BrokenPipeError:
+        code = 0
+    finally:
+        for database in _opened:
+            try:  # closing folds the WAL into the file, so a copied index is whole
+                database.close()
+            except Exception:
+                pass
+        _opened.clear()
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

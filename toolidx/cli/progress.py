@@ -1,0 +1,174 @@
+"""Crawl progress: a live rich display per server on a terminal, plain lines in CI logs and pipes,
+nothing with --json. All of it goes to stderr: stdout is for the summary table or JSON document.
+
+Which one: `--json` -> silent; stderr not a terminal, `CI` set, or TERM=dumb -> plain lines;
+otherwise the live display (cleared when done, the summary table follows).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..core.servers import ServerResult, ServerSpec
+
+
+class PlainProgress:
+    def __init__(self, stream=None):
+        self.stream = stream if stream is not None else sys.stderr
+
+    def begin(self, specs: list[ServerSpec]) -> None:
+        self.stream.write(f"crawl: {len(specs)} server(s)\n")
+        self.stream.flush()
+
+    def server_started(self, spec: ServerSpec) -> None:
+        self.stream.write(f"crawl: {spec.name}: connecting ({spec.transport})\n")
+        self.stream.flush()
+
+    def server_finished(self, result: ServerResult) -> None:
+        sec = result.duration_ms / 1000
+        if result.ok:
+            extra = f", {len(result.invalid_tools)} invalid" if result.invalid_tools else ""
+            line = f"ok, {len(result.tools)} tools{extra} in {sec:.1f}s"
+        else:
+            line = f"FAILED in {sec:.1f}s: {result.error}"
+        self.stream.write(f"crawl: {result.spec.name}: {line}\n")
+        self.stream.flush()
+
+    def step(self, what: str, done: int, total: int) -> None:
+        self.stream.write(f"crawl: {what}: {done}/{total}\n")
+        self.stream.flush()
+
+
+class SilentProgress(PlainProgress):
+    def begin(self, specs: list[ServerSpec]) -> None:
+        pass
+
+    def server_started(self, spec: ServerSpec) -> None:
+        pass
+
+    def server_finished(self, result: ServerResult) -> None:
+        pass
+
+    def step(self, what: str, done: int, total: int) -> None:
+        pass
+
+
+class _Row:
+    __slots__ = ("name", "transport", "state", "started", "result")
+
+    def __init__(self, name: str, transport: str):
+        self.name, self.transport = name, transport
+        self.state = "waiting"  # waiting | running | ok | failed
+        self.started: float | None = None
+        self.result: ServerResult | None = None
+
+
+class LiveProgress:
+    """One row per server (spinner while connecting, then tools and time), refreshed in place."""
+
+    def __init__(self, console: Any):
+        self.console = console
+        self.rows: dict[str, _Row] = {}
+        self.embed: tuple[int, int] | None = None
+        self.live: Any = None
+
+    # rich calls this on every refresh, from its own thread: it only reads.
+    def __rich__(self) -> Any:
+        from rich.spinner import Spinner
+        from rich.table import Table
+        from rich.text import Text
+
+        t = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+        for col in ("", "server", "status", "tools", "time", ""):
+            t.add_column(col, no_wrap=col != "", overflow="ellipsis")
+        now = time.perf_counter()
+        done = ok = 0
+        for row in list(self.rows.values()):
+            r = row.result
+            if row.state == "running":
+                icon: Any = Spinner("dots", style="cyan")
+                status, tools = Text("connecting", style="cyan"), ""
+                secs = f"{now - (row.started or now):.1f}s"
+                note = row.transport
+            elif row.state == "waiting":
+                icon, status, tools, secs, note = Text("·", style="dim"), Text("waiting", style="dim"), "", "", ""
+            else:
+                done += 1
+                ok += row.state == "ok"
+                good = row.state == "ok"
+                icon = Text("✓" if good else "✗", style="green" if good else "red bold")
+                status = Text("ok" if good else "failed", style="green" if good else "red")
+                tools = str(len(r.tools)) if r and good else "-"
+                secs = f"{(r.duration_ms if r else 0) / 1000:.1f}s"
+                note = ((f"{len(r.invalid_tools)} invalid tool(s)" if r and r.invalid_tools else "")
+                        if good else (r.error or "") if r else "")
+            t.add_row(icon, row.name, status, tools, secs, Text(note, style="dim" if row.state != "failed" else "red"))
+        footer = f"{done}/{len(self.rows)} servers done, {done - ok} failed"
+        if self.embed:
+            footer += f"; embedding {self.embed[0]}/{self.embed[1]} tools"
+        t.caption = footer
+        return t
+
+    def begin(self, specs: list[ServerSpec]) -> None:
+        from rich.live import Live
+
+        for s in specs:
+            self.rows.setdefault(s.name, _Row(s.name, s.transport))
+        self.live = Live(self, console=self.console, refresh_per_second=8, transient=True)
+        self.live.start()
+
+    def server_started(self, spec: ServerSpec) -> None:
+        row = self.rows.setdefault(spec.name, _Row(spec.name, spec.transport))
+        row.state, row.started = "running", time.perf_counter()
+
+    def server_finished(self, result: ServerResult) -> None:
+        # a tools_file catalog can yield servers that were not in the config
+        row = self.rows.setdefault(result.spec.name, _Row(result.spec.name, result.spec.transport))
+        row.result, row.state = result, ("ok" if result.ok else "failed")
+
+    def entry_finished(self, spec: ServerSpec, results: list[ServerResult]) -> None:
+        """A catalog entry whose tools were filed under other server names leaves no row behind."""
+        if spec.name not in {r.spec.name for r in results}:
+            self.rows.pop(spec.name, None)
+
+    def step(self, what: str, done: int, total: int) -> None:
+        self.embed = (done, total)
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+
+def use_live(stream: Any = None) -> bool:
+    stream = stream if stream is not None else sys.stderr
+    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+        return False
+    if os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+@contextmanager
+def crawl_progress(as_json: bool) -> Iterator[Any]:
+    if as_json:
+        yield SilentProgress()
+        return
+    if not use_live():
+        yield PlainProgress()
+        return
+    from rich.console import Console
+
+    live = LiveProgress(Console(stderr=True, highlight=False))
+    try:
+        yield live
+    finally:
+        live.close()

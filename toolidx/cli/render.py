@@ -1,0 +1,382 @@
+"""All output: rich tables on a terminal, plain text in pipes, versioned JSON for scripts.
+
+JSON shape (every command): {"toolidx": JSON_VERSION, "command": NAME, ...payload}. The version
+goes up only on an incompatible change; new keys may appear at any time.
+Commands call `render.<command>(result, as_json)`; nothing else in toolidx prints.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from ..core.tooldoc import first_line
+
+JSON_VERSION = 1
+
+_out = None
+_err = None
+
+
+def out() -> Any:
+    global _out
+    if _out is None:
+        from rich.console import Console
+
+        _out = Console(highlight=False, soft_wrap=False)
+    return _out
+
+
+def err() -> Any:
+    global _err
+    if _err is None:
+        from rich.console import Console
+
+        _err = Console(stderr=True, highlight=False)
+    return _err
+
+
+def is_tty() -> bool:
+    return sys.stdout.isatty()
+
+
+def emit_json(command: str, payload: dict) -> None:
+    sys.stdout.write(json.dumps({"toolidx": JSON_VERSION, "command": command, **payload},
+                                ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def error(exc: Exception, as_json: bool) -> None:
+    """One line on stderr (and a JSON object on stdout with --json)."""
+    line = str(exc)
+    sys.stderr.write(f"toolidx: error: {line}\n")
+    if as_json:
+        to_json = getattr(exc, "to_json", None)
+        emit_json("error", to_json() if to_json else {"error": type(exc).__name__, "message": line})
+
+
+def warning(message: str) -> None:
+    sys.stderr.write(f"toolidx: warning: {message}\n")
+
+
+def note(message: str) -> None:
+    """A human remark on stderr (never mixed into stdout data)."""
+    sys.stderr.write(f"{message}\n")
+
+
+def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -> None:
+    """A rich table on a terminal; tab-separated lines (with a header) in a pipe."""
+    if not is_tty():
+        sys.stdout.write("\t".join(columns) + "\n")
+        for r in rows:
+            sys.stdout.write("\t".join("" if v is None else str(v).replace("\t", " ").replace("\n", " ")
+                                       for v in r) + "\n")
+        return
+    from rich.table import Table
+
+    t = Table(title=title, show_lines=False, header_style="bold")
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(*("" if v is None else str(v) for v in r))
+    out().print(t)
+
+
+# --- crawl / embed -----------------------------------------------------------------------------
+def crawl_summary(summary: Any, as_json: bool) -> None:
+    from dataclasses import asdict
+
+    d = asdict(summary)
+    if as_json:
+        emit_json("crawl", d)
+        return
+    rows = [[s["server"], s["status"], s["tools"] if s["tools"] is not None else "-",
+             len(s["invalid_tools"]) or "", f"{s['duration_ms'] / 1000:.1f}s", s["error"] or ""]
+            for s in d["servers"]]
+    table(["server", "status", "tools", "invalid", "time", "error"], rows)
+    note(f"crawl {d['crawl_id']}: {d['servers_ok']} ok, {d['servers_failed']} failed; "
+         f"{d['tools']} tools ({d['added']} added, {d['changed']} changed, {d['removed']} removed); "
+         f"{d['embedded']} embedded" + ("" if d["semantic"] else " (keyword-only: no model)"))
+
+
+def embed_result(count: int, model: str | None, as_json: bool) -> None:
+    if as_json:
+        emit_json("embed", {"embedded": count, "model": model})
+    else:
+        note(f"embedded {count} tools with {model}")
+
+# Sections below are per command group; keep each group's renderers together.
+
+
+# --- catalog: describe / list / categories / similar -------------------------------------------
+def _truncation_note(payload: dict) -> None:
+    t = payload.get("truncated")
+    if not t:
+        return
+    cut = [f"{t['descriptions_shortened']} descriptions shortened" if t.get("descriptions_shortened") else "",
+           f"{t['schemas_dropped']} schemas dropped" if t.get("schemas_dropped") else "",
+           f"{t['details_dropped']} hits' signals dropped" if t.get("details_dropped") else "",
+           f"{t['items_dropped']} items dropped" if t.get("items_dropped") else ""]
+    note(f"shortened to fit ~{t['max_tokens']} tokens (now ~{t['estimated_tokens']}): "
+         + ", ".join(c for c in cut if c) + ("" if t.get("fits") else "; still over budget"))
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def describe_result(d: dict, as_json: bool) -> None:
+    if as_json:
+        emit_json("describe", d)
+        return
+    fields = [("id", d["id"]), ("title", d.get("title")), ("description", d.get("description")),
+              ("tags", ", ".join(d.get("tags") or [])), ("category", d.get("category")),
+              ("hints", ", ".join(d.get("hints") or [])), ("required", ", ".join(d.get("required") or [])),
+              ("params", ", ".join(d.get("params") or []))]
+    if d.get("stale"):
+        fields.append(("stale", d.get("stale_reason") or "its server failed at the last crawl"))
+    info = d.get("server_info") or {}
+    if info:
+        fields.append(("server", " ".join(str(x) for x in (info.get("server_name"), info.get("server_version"),
+                                                            f"({info.get('transport')}, {info.get('status')})")
+                                           if x)))
+    fields = [(k, v) for k, v in fields if v not in (None, "")]
+    params = d.get("parameters")
+    prow = [[p["name"], p["type"], "yes" if p["required"] else "",
+             "" if p.get("default") is None else _compact(p["default"]),
+             "" if not p.get("enum") else ", ".join(_compact(e) for e in p["enum"]),
+             p.get("description") or ""] for p in params or []]
+    pcols = ["parameter", "type", "required", "default", "enum", "description"]
+    if not is_tty():
+        for k, v in fields:
+            sys.stdout.write(f"{k}\t{str(v).replace(chr(10), ' ')}\n")
+        if params is not None:
+            sys.stdout.write("\n")
+            table(pcols, prow)
+        if "example_arguments" in d:
+            sys.stdout.write(f"\nexample_arguments\t{_compact(d['example_arguments'])}\n")
+            for key in ("input_schema", "output_schema", "annotations"):
+                if d.get(key) is not None:
+                    sys.stdout.write(f"{key}\t{_compact(d[key])}\n")
+        _truncation_note(d)
+        return
+    from rich.panel import Panel
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column(overflow="fold")
+    for k, v in fields:
+        grid.add_row(k, str(v))
+    out().print(Panel(grid, title=d["id"], title_align="left"))
+    if params is not None:
+        if prow:
+            table(pcols, prow, title="parameters")
+        else:
+            note("no parameters")
+    if "example_arguments" in d:
+        from rich.syntax import Syntax
+
+        out().print("example arguments" + ("" if d.get("example_valid", True) else " (does not validate)"))
+        out().print(Syntax(json.dumps(d["example_arguments"], indent=2, ensure_ascii=False), "json"))
+        for key in ("input_schema", "output_schema", "annotations"):
+            if d.get(key) is not None:
+                out().print(key)
+                out().print(Syntax(json.dumps(d[key], indent=2, ensure_ascii=False), "json"))
+    _truncation_note(d)
+
+
+def list_result(res: dict, as_json: bool) -> None:
+    if as_json:
+        emit_json("list", res)
+        return
+    rows = [[t["id"], t.get("title") or "", t.get("description") or ""] for t in res["items"]]
+    table(["id", "title", "description"], rows)
+    more = f"; next: --page {res['next_page']}" if res.get("next_page") else ""
+    note(f"page {res['page']} of {max(res['pages'], 1)}, {res['total']} tools{more}")
+    for n in res.get("notes", []):
+        note(n)
+    _truncation_note(res)
+
+
+def categories_result(res: dict, as_json: bool) -> None:
+    if as_json:
+        emit_json("categories", res)
+        return
+    table(["category", "tools"], [[c["name"] or "-", c["count"]] for c in res["categories"]])
+    if is_tty() or res["tags"]:
+        table(["tag", "tools"], [[t["name"], t["count"]] for t in res["tags"]])
+    table(["server", "tools", "stale", "status", "error"],
+          [[s["name"], s["count"], s["stale"] or "", s["status"], s.get("error") or ""] for s in res["servers"]])
+    note(f"{res['total']} tools")
+
+
+def similar_result(res: dict, as_json: bool) -> None:
+    if as_json:
+        emit_json("similar", res)
+        return
+    rows = [[h["id"], f"{h['score']:.2f}", "yes" if h["likely_duplicate"] else "", h["reason"]]
+            for h in res["similar"]]
+    table(["id", "score", "duplicate", "why"], rows, title=f"like {res['tool']} ({res['method']})")
+    note(f"{len(res['similar'])} similar to {res['tool']} by {res['method']} similarity; "
+         f"{res['duplicates']} likely duplicate(s)")
+    _truncation_note(res)
+
+
+# --- serve / stats -----------------------------------------------------------------------------
+def serve_config(res: dict, as_json: bool) -> None:
+    if as_json:
+        emit_json("serve-config", res)
+        return
+    sys.stdout.write(json.dumps(res["config"], indent=2, ensure_ascii=False) + "\n")
+    note(f"Merge this into your {res['client']} config: " + "; ".join(res["where"]))
+    if res["env_needed"]:
+        note("Fill in the environment variables your servers need: " + ", ".join(res["env_needed"]))
+
+
+def stats_result(s: dict, as_json: bool) -> None:
+    if as_json:
+        emit_json("stats", s)
+        return
+    rows = [[r["server"], r["status"] or "", r["tools"], r["tokens"], r["max_tool_tokens"]] for r in s["servers"]]
+    table(["server", "status", "tools", "tokens", "largest tool"], rows)
+    note(f"{s['tools']} tool definitions: ~{s['tool_tokens']:,} tokens; toolidx serve's {s['meta_tools']} "
+         f"meta-tools: ~{s['meta_tokens']:,} tokens. Saved: ~{s['saved_tokens']:,} tokens "
+         f"({s['saving_pct']}%, {s['ratio']}x smaller). Tokens: {s['tokenizer']}.")
+
+
+# --- diff / history / audit --------------------------------------------------------------------
+def diff_result(result: Any, fmt: str, fail_on: list[str], show_compatible: bool = True) -> None:
+    """`fmt`: text (rich on a terminal), json, markdown (a pull-request comment)."""
+    from . import diffview
+
+    payload = result.to_json(fail_on)
+    if fmt == "json":
+        emit_json("diff", payload)
+    elif fmt == "markdown":
+        sys.stdout.write(diffview.diff_markdown(payload))
+    elif is_tty():
+        out().print(diffview.diff_text(payload, "rich", show_compatible))
+    else:
+        sys.stdout.write(diffview.diff_text(payload, "plain", show_compatible) + "\n")
+    if fmt != "json" and payload["gate_failed"]:
+        note(f"--fail-on {','.join(payload['fail_on'])}: matching changes found (exit 1)")
+
+
+def history_result(res: dict, as_json: bool) -> None:
+    from . import diffview
+
+    if as_json:
+        emit_json("history", res)
+        return
+    table(diffview.HISTORY_COLUMNS, diffview.history_rows(res))
+    if not res["crawls"]:
+        note("no crawls yet: run `toolidx crawl --config FILE`")
+
+
+def audit_result(report: Any, fmt: str) -> None:
+    from . import diffview
+
+    payload = report.to_json()
+    if fmt == "json":
+        emit_json("audit", payload)
+        return
+    if fmt == "markdown":
+        sys.stdout.write(diffview.audit_markdown(payload))
+        return
+    if payload["findings"]:
+        table(diffview.AUDIT_COLUMNS, diffview.audit_rows(payload))
+    note(f"audit: {payload['findings']} finding(s) in {payload['flagged_tools']} of {payload['scanned']} tools"
+         + (f" ({', '.join(f'{k} {v}' for k, v in payload['by_rule'].items())})" if payload["by_rule"] else ""))
+
+
+# --- search / eval -----------------------------------------------------------------------------
+def search_result(result: Any, as_json: bool, max_tokens: int | None = None) -> None:
+    payload = result.to_json()
+    if max_tokens is not None:
+        from ..core.budget import fit_budget
+
+        payload = fit_budget(payload, "hits", max_tokens)
+    if as_json:
+        emit_json("search", payload)
+        return
+    for n in payload["notes"]:
+        note(n)
+    if payload["hits"]:
+        # a runner-up far below the best is still shown (an alternative), but "0.00" would read
+        # as a bug: say it is under 0.01
+        rows = [[f"{h['score']:.2f}" if h["score"] >= 0.005 else "<0.01", h["id"],
+                 h.get("description", ""), h.get("why", "")] for h in payload["hits"]]
+        table(["score", "tool", "description", "why"], rows)
+    _truncation_note(payload)
+    if payload["no_match"] and not payload["notes"]:
+        note("no good match")
+
+
+def eval_report(report: dict, as_json: bool, misses: int = 0) -> None:
+    """The metrics table, one paired-comparison line per mode pair, and with `misses` > 0 up to
+    that many missed queries per mode (JSON always carries them all)."""
+    if as_json:
+        emit_json("eval", report)
+        return
+    ks = report["k"]
+    extra = ["All@10"] if report["labels"] != "any" else []  # with "any" labels it equals R@10
+    keys = [*[f"R@{k}" for k in ks], *extra, "MRR@10", "nDCG@10", "R@5@threshold"]
+    cols = ["mode", "ran", *[k.replace("@threshold", "@thr") for k in keys], "abstain"]
+    rows = []
+    for mode, e in report["modes"].items():
+        m = e["metrics"]
+        ab = e["abstention"]
+        rows.append([mode, e["mode_used"], *[f"{m.get(k, 0):.3f}" for k in keys],
+                     f"{ab['rate']:.3f}" if ab else "-"])
+        for g, gm in (e.get("groups") or {}).items():
+            rows.append([f"  {g}", f"n={gm['n']}", *[f"{gm.get(k, 0):.3f}" for k in keys], ""])
+    table(cols, rows, title=f"{report['evaluated']} queries ({report['infeasible']} with no relevant tool)")
+    _lines([_paired_line(p) for p in report.get("paired") or []])
+    if misses > 0:
+        _misses_table(report, misses)
+    counts = {mode: len(e.get("misses") or []) for mode, e in report["modes"].items()}
+    more = {mode: n - misses for mode, n in counts.items() if n > misses}
+    if more:
+        what = "queries whose relevant tool is not ranked 1st" if misses == 0 else "more misses not shown"
+        note(f"{what}: " + ", ".join(f"{mode} {n}" for mode, n in more.items())
+             + ("; --misses N lists them" if misses == 0 else "; --json lists them all"))
+    if report["unresolved"]["count"]:
+        note(f"{report['unresolved']['count']} queries skipped: none of their relevant tools is in the index "
+             f"(e.g. {report['unresolved']['queries'][0]['id']})")
+    if report["partly_unresolved"]["count"]:
+        note(f"{report['partly_unresolved']['count']} queries name relevant tools missing from the index")
+
+
+def _lines(lines: list[str]) -> None:
+    """Plain result lines after a table (a blank line first in a pipe, as `show` separates blocks)."""
+    if not lines:
+        return
+    if is_tty():
+        for line in lines:
+            out().print(line, markup=False)
+    else:
+        sys.stdout.write("\n" + "\n".join(lines) + "\n")
+
+
+def _p_value(p: float) -> str:
+    return f"{p:.2f}" if p >= 0.1 else f"{p:.2g}"
+
+
+def _paired_line(pair: dict) -> str:
+    parts = [f"{key} +{s['better']}/-{s['worse']} ({'sign test p' if i == 0 else 'p'}={_p_value(s['p'])})"
+             for i, (key, s) in enumerate(pair["metrics"].items())]
+    return f"{pair['mode']} vs {pair['vs']}: " + ", ".join(parts)
+
+
+def _misses_table(report: dict, limit: int) -> None:
+    depth = report.get("depth", 10)
+    rows = [[mode, m["id"], m["rank"] if m["rank"] is not None else f">{depth}",
+             m["top"][0] if m["top"] else "-", m.get("found") or (m["relevant"][0] if m["relevant"] else "-"), first_line(m["query"], 60)]
+            for mode, e in report["modes"].items() for m in (e.get("misses") or [])[:limit]]
+    if not rows:
+        return
+    if not is_tty():
+        sys.stdout.write("\n")
+    table(["mode", "query", "rank", "top hit", "relevant", "text"], rows,
+          title=f"misses: the first relevant tool is not ranked 1st (up to {limit} per mode)")

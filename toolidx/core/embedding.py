@@ -1,0 +1,243 @@
+"""Embeddings: the embedder protocol, its fastembed implementation, and model resolution.
+
+Default model: sentence-transformers/all-MiniLM-L6-v2 (384 dimensions). It is small (23 MB as
+int8 ONNX), fast on a laptop CPU, and it is the model our fusion weights and "no good match"
+threshold are calibrated on (benchmarks/quality.py). A larger model may retrieve a little better,
+but an uncalibrated score threshold would make abstention unreliable; switching is one flag and
+`toolidx eval` tells you what it bought.
+
+Resolution (first that is set wins):
+  name: --model, TOOLIDX_MODEL, config `toolidx.model`, the default above ("none" disables)
+  path: --model-path, TOOLIDX_MODEL_PATH, config `toolidx.model_path` (an air-gapped directory
+        with model.onnx + tokenizer files, loaded with no network)
+Without a path the model comes from toolidx's cache (TOOLIDX_CACHE_DIR, default
+~/.cache/toolidx/models); only `crawl` and `embed` may download it, and only when the model hub is
+reachable. With no model, everything still works lexically and says so once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from .errors import ModelError
+from .notices import warn_once
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+BATCH_SIZE = 64
+
+
+class Embedder(Protocol):
+    model: str  # the model name stored in the index
+    dim: int
+
+    def embed_documents(self, texts: Sequence[str]) -> list[bytes]: ...
+
+    def embed_query(self, text: str) -> bytes: ...
+
+
+@dataclass
+class ModelChoice:
+    name: str | None  # None: embeddings disabled
+    path: str | None
+    explicit: bool  # the user asked for this model: failing to load it is an error, not a warning
+
+
+def resolve_model(name: str | None = None, path: str | None = None,
+                  settings: dict | None = None, remembered_path: str | None = None) -> ModelChoice:
+    """`remembered_path`: the folder the index was embedded from (meta `embed_model_path`), used
+    last, and only while it still exists, so a search needs no setting on the crawling machine."""
+    s = settings or {}
+    explicit = bool(name or path)
+    name = name or os.environ.get("TOOLIDX_MODEL") or s.get("model")
+    path = path or os.environ.get("TOOLIDX_MODEL_PATH") or s.get("model_path")
+    explicit = explicit or bool(os.environ.get("TOOLIDX_MODEL_PATH") or s.get("model_path"))
+    if not path and remembered_path and Path(remembered_path).is_dir():
+        path = remembered_path
+    if name and str(name).lower() in ("none", "off", "false", ""):
+        return ModelChoice(None, None, False)
+    if path:
+        path = str(Path(path).expanduser())
+    return ModelChoice(str(name or DEFAULT_MODEL), path, explicit)
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("TOOLIDX_CACHE_DIR") or str(Path.home() / ".cache" / "toolidx" / "models")
+    return Path(base).expanduser()
+
+
+def text_hash(model: str, text: str) -> str:
+    return hashlib.sha256(f"{model}\n{text}".encode()).hexdigest()
+
+
+def to_blob(vec: Any) -> bytes:
+    import numpy as np
+
+    return np.asarray(vec, dtype=np.float32).tobytes()
+
+
+class FastEmbedder:
+    def __init__(self, model: str, te: Any, path: str | None = None):
+        self.model = model
+        self.path = path  # the local folder it was loaded from, if any
+        self._te = te
+        probe = next(iter(te.query_embed(["probe"])))
+        self.dim = len(probe)
+        self._one = _single_query_runner(te, probe)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[bytes]:
+        return [to_blob(v) for v in self._te.embed(list(texts), batch_size=BATCH_SIZE)]
+
+    def embed_query(self, text: str) -> bytes:
+        if self._one is not None:
+            return to_blob(self._one(text))
+        return to_blob(next(iter(self._te.query_embed([text]))))
+
+
+def _single_query_runner(te: Any, probe: Any) -> Any:
+    """One query through fastembed's own tokenizer and ONNX session, mean-pooled and normalised,
+    without its batching machinery: 1.2 ms of an 11 ms query embedding. Only for the mean-pooled
+    models (all-MiniLM-L6-v2 among them), and only when it gives fastembed's vector for a probe
+    text; any other model, or another fastembed layout, uses query_embed."""
+    import numpy as np
+
+    try:
+        from fastembed.text.pooled_normalized_embedding import PooledNormalizedEmbedding
+    except ImportError:
+        return None
+    impl = getattr(te, "model", None)
+    sess, tok = getattr(impl, "model", None), getattr(impl, "tokenizer", None)
+    if type(impl) is not PooledNormalizedEmbedding or sess is None or tok is None:
+        return None
+    names = {i.name for i in sess.get_inputs()}
+
+    def run(text: str) -> Any:
+        enc = tok.encode_batch([text])[0]
+        ids = np.array([enc.ids], dtype=np.int64)
+        mask = np.array([enc.attention_mask], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in names:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        tokens = sess.run(None, feed)[0][0]
+        v = (tokens * mask[0][:, None]).sum(axis=0) / max(int(mask.sum()), 1)
+        n = float(np.linalg.norm(v))
+        return v / n if n else v
+
+    try:
+        same = float(np.dot(run("probe"), np.asarray(probe))) > 0.99999
+    except Exception:  # a layout this code does not know: fastembed's own path is always right
+        return None
+    return run if same else None
+
+
+def _hub_reachable(timeout: float = 2.0) -> bool:
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        return False
+    try:
+        with socket.create_connection(("huggingface.co", 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+_cache: dict[tuple, Any] = {}
+
+
+# A query is one short text (~40 tokens): measured on a 2-core box (ONNX Runtime alone, ETOM
+# queries, p50), 1 thread 15.5 ms, 2 threads 10.2 ms idle, but 17 vs 23 ms with the other core
+# busy (its threads spin-wait). Two threads is the best idle latency; more only add spinning for
+# an input this small. Batches of documents (crawl) use every core.
+QUERY_THREADS = min(2, os.cpu_count() or 1)
+
+
+def load_embedder(choice: ModelChoice, *, allow_download: bool = False,
+                  threads: int | None = None) -> Embedder | None:
+    """The embedder, or None (warned once) when no model can be had. An explicitly configured
+    model path that does not load raises ModelError: the user asked for it by name. `threads`:
+    ONNX Runtime threads (None: one per core, for batches of documents; QUERY_THREADS for search)."""
+    if choice.name is None:
+        return None
+    key = (choice.name, choice.path, threads)
+    if key in _cache:
+        return _cache[key]
+    try:
+        from loguru import logger
+
+        logger.disable("fastembed")  # its download retries log loudly; we say it once, below
+    except ImportError:
+        pass
+    try:
+        from fastembed import TextEmbedding
+    except ImportError:
+        warn_once("model", "fastembed is not installed: search is keyword-only")
+        return None
+    emb = None
+    try:
+        if choice.path:
+            check_model_path(choice)
+            te = TextEmbedding(model_name=choice.name, specific_model_path=choice.path,
+                               local_files_only=True, threads=threads)
+            emb = FastEmbedder(choice.name, te, str(Path(choice.path).resolve()))
+        else:
+            cdir = cache_dir()
+            try:
+                te = TextEmbedding(model_name=choice.name, cache_dir=str(cdir), local_files_only=True,
+                                   threads=threads)
+            except Exception:
+                if not (allow_download and _hub_reachable()):
+                    raise
+                cdir.mkdir(parents=True, exist_ok=True)
+                te = TextEmbedding(model_name=choice.name, cache_dir=str(cdir), threads=threads)
+            emb = FastEmbedder(choice.name, te)
+    except ModelError:
+        raise
+    except Exception as e:
+        if choice.path:
+            raise ModelError(f"cannot load model {choice.name!r} from {choice.path}: "
+                             f"{str(e).splitlines()[0][:200]}",
+                             fix="check the directory has model.onnx and tokenizer files, and that "
+                                 "--model names the model it holds") from None
+        warn_once("model", f"embedding model {choice.name!r} is not available offline: semantic "
+                           "search is off, keyword search works; point TOOLIDX_MODEL_PATH (or "
+                           "--model-path) at a local copy of the model (`toolidx embed` adds vectors "
+                           "to an index crawled without one)")
+    _cache[key] = emb
+    return emb
+
+
+def check_model_path(choice: ModelChoice) -> None:
+    """Fail fast (before a crawl contacts any server) when an explicit model folder is unusable."""
+    if not choice.path:
+        return
+    p = Path(choice.path)
+    if not p.is_dir():
+        raise ModelError(f"model directory not found: {choice.path}",
+                         fix="set --model-path / TOOLIDX_MODEL_PATH to a fastembed model folder")
+    if not any(p.glob("*.onnx")) and not any(p.glob("*/*.onnx")):
+        raise ModelError(f"no .onnx model file in {choice.path}",
+                         fix="point --model-path at a folder with model.onnx and tokenizer.json")
+
+
+class LazyEmbedder:
+    """An embedder that loads its model on first need. `model` is known without loading, so a
+    crawl can tell which texts changed; `get()` loads (or returns None, warned once)."""
+
+    def __init__(self, choice: ModelChoice, *, allow_download: bool = False):
+        assert choice.name is not None
+        check_model_path(choice)
+        self.choice = choice
+        self.model = choice.name
+        self.allow_download = allow_download
+        self._loaded = False
+        self._embedder: Embedder | None = None
+
+    def get(self) -> Embedder | None:
+        if not self._loaded:
+            self._embedder = load_embedder(self.choice, allow_download=self.allow_download)
+            self._loaded = True
+        return self._embedder

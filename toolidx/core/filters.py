@@ -1,0 +1,107 @@
+"""Tool filters shared by search, list, categories and serve's scope. One dataclass, one SQL
+builder, so every command filters the same way."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
+
+from .errors import UsageError
+
+
+@lru_cache(maxsize=64)
+def compile_pattern(pattern: str) -> re.Pattern:
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error as e:
+        raise UsageError(f"invalid --name-pattern regex {pattern!r}: {e}",
+                         fix="use a Python regular expression, e.g. '^git_' or 'pdf|docx'") from None
+
+
+def regexp(pattern: str, value: str | None) -> int:
+    """SQLite REGEXP(pattern, value), registered on every connection by store.db."""
+    return int(value is not None and compile_pattern(pattern).search(value) is not None)
+
+
+@dataclass
+class Filters:
+    servers: list[str] = field(default_factory=list)  # any of
+    tags: list[str] = field(default_factory=list)  # any of
+    exclude_tags: list[str] = field(default_factory=list)  # none of
+    categories: list[str] = field(default_factory=list)  # any of
+    name_pattern: str | None = None  # regex searched in the tool name (case-insensitive)
+    description_contains: str | None = None  # case-insensitive substring
+    read_only: bool = False  # only tools annotated readOnlyHint: true
+    no_destructive: bool = False  # drop tools annotated destructiveHint: true
+    include_stale: bool = True  # tools whose server failed at the last crawl
+
+    def __post_init__(self) -> None:
+        if self.name_pattern:
+            compile_pattern(self.name_pattern)
+
+    def is_empty(self) -> bool:
+        return self == Filters()
+
+    def narrowed_by(self, scope: Filters | None) -> Filters:
+        """These filters inside a fixed scope (serve's --server/--tag/--category/--read-only): a
+        request can narrow the scope, never widen it."""
+        if scope is None or scope.is_empty():
+            return self
+
+        def within(mine: list[str], theirs: list[str]) -> list[str]:
+            if not theirs:
+                return mine
+            if not mine:
+                return list(theirs)
+            inside = [v for v in mine if v in theirs]
+            return inside or ["\x00nothing"]  # asked only for things outside the scope
+
+        return replace(
+            self,
+            servers=within(self.servers, scope.servers),
+            tags=within(self.tags, scope.tags),
+            categories=within(self.categories, scope.categories),
+            exclude_tags=sorted(set(self.exclude_tags) | set(scope.exclude_tags)),
+            name_pattern=self.name_pattern or scope.name_pattern,
+            read_only=self.read_only or scope.read_only,
+            no_destructive=self.no_destructive or scope.no_destructive,
+            include_stale=self.include_stale and scope.include_stale,
+        )
+
+    def where(self, alias: str = "t") -> tuple[str, list]:
+        """A SQL condition over the `tools` table (as `alias`) and its parameters."""
+        a = alias
+        conds: list[str] = []
+        params: list = []
+        if self.servers:
+            conds.append(f"{a}.server IN ({', '.join('?' * len(self.servers))})")
+            params += self.servers
+        if self.categories:
+            conds.append(f"{a}.category IN ({', '.join('?' * len(self.categories))})")
+            params += self.categories
+        if self.tags:
+            conds.append(f"EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value IN "
+                         f"({', '.join('?' * len(self.tags))}))")
+            params += self.tags
+        if self.exclude_tags:
+            conds.append(f"NOT EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value IN "
+                         f"({', '.join('?' * len(self.exclude_tags))}))")
+            params += self.exclude_tags
+        if self.name_pattern:
+            conds.append(f"{a}.name REGEXP ?")
+            params.append(self.name_pattern)
+        if self.description_contains:
+            conds.append(f"instr(lower({a}.description), lower(?)) > 0")
+            params.append(self.description_contains)
+        if self.read_only:
+            conds.append(f"{a}.read_only = 1")
+        if self.no_destructive:
+            conds.append(f"coalesce({a}.destructive, 0) = 0")
+        if not self.include_stale:
+            conds.append(f"{a}.stale = 0")
+        return (" AND ".join(conds) or "1"), params
+
+    def to_json(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) not in (None, [], False) or f.name == "include_stale"}

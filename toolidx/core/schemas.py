@@ -1,0 +1,693 @@
+"""Reading a tool's JSON Schema for people: a flat parameter table and an example `arguments`
+object that validates against the schema.
+
+Schemas in the wild use `$ref`/`$defs`, `anyOf` for optional values (`T | null`), `allOf`
+composition, draft-4 boolean `exclusiveMinimum`, regex `pattern`s and `format`s; both functions
+follow local refs (with a cycle guard) and never raise on a schema they do not understand.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+MAX_DEPTH = 6  # nesting shown in a parameter table / filled in an example
+_TYPE_ORDER = ("object", "array", "string", "integer", "number", "boolean", "null")
+
+
+# --- refs and composition ------------------------------------------------------------------------
+def resolve_ref(root: Any, ref: str) -> Any:
+    """A local JSON pointer (`#/$defs/X`, `#/definitions/X`, `#`) inside `root`, or None."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return None
+    node = root
+    for part in [p for p in ref[1:].split("/") if p]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def deref(schema: Any, root: Any, seen: frozenset = frozenset()) -> tuple[Any, frozenset]:
+    """Follow `$ref` chains; sibling keywords are kept (2019+ allows them next to `$ref`)."""
+    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
+        ref = schema["$ref"]
+        if ref in seen:
+            return {k: v for k, v in schema.items() if k != "$ref"}, seen
+        seen = seen | {ref}
+        target = resolve_ref(root, ref)
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        if not isinstance(target, dict):
+            return rest, seen
+        schema = {**target, **rest}
+    return schema, seen
+
+
+def merge_all_of(schema: dict, root: Any, seen: frozenset) -> dict:
+    """Fold `allOf` members into one schema (properties and required lists are unioned)."""
+    parts = schema.get("allOf")
+    if not isinstance(parts, list):
+        return schema
+    out = {k: v for k, v in schema.items() if k != "allOf"}
+    for part in parts:
+        part, _ = deref(part, root, seen)
+        if not isinstance(part, dict):
+            continue
+        part = merge_all_of(part, root, seen)
+        for k, v in part.items():
+            if k == "properties" and isinstance(v, dict):
+                out["properties"] = {**(out.get("properties") or {}), **v}
+            elif k == "required" and isinstance(v, list):
+                out["required"] = list(dict.fromkeys([*(out.get("required") or []), *v]))
+            elif k not in out:
+                out[k] = v
+    return out
+
+
+def _never(schema: Any) -> bool:
+    """`{"not": {}}` / `false`: matches nothing (zod writes it for "may be absent")."""
+    return schema is False or (isinstance(schema, dict) and schema.get("not") in ({}, True)
+                               and len(schema) == 1)
+
+
+def _normal(schema: Any, root: Any, seen: frozenset) -> tuple[dict, frozenset]:
+    schema, seen = deref(schema, root, seen)
+    if schema is True or not isinstance(schema, dict):
+        return {}, seen
+    return merge_all_of(schema, root, seen), seen
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a JSON value (bool before int: bool is an int in Python)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def type_label(schema: Any, root: Any, seen: frozenset = frozenset()) -> str:
+    """`string`, `integer | null`, `array<string>`, `object`, `any`."""
+    s, seen = _normal(schema, root, seen)
+    for key in ("anyOf", "oneOf"):
+        if isinstance(s.get(key), list) and s[key]:
+            labels = [type_label(x, root, seen) for x in s[key] if not _never(x)]
+            return " | ".join(dict.fromkeys(labels)) or "never"
+    t = s.get("type")
+    if isinstance(t, list):
+        return " | ".join(str(x) for x in t) or "any"
+    if t is None:
+        if "properties" in s:
+            t = "object"
+        elif "items" in s:
+            t = "array"
+        elif "const" in s:
+            return json_type(s["const"])
+        elif isinstance(s.get("enum"), list) and s["enum"]:
+            return " | ".join(dict.fromkeys(json_type(v) for v in s["enum"]))
+        else:
+            return "any"
+    if t == "array":
+        items, _ = _normal(s.get("items"), root, seen)
+        if items:
+            return f"array<{type_label(items, root, seen)}>"
+    if t == "string" and isinstance(s.get("format"), str):
+        return f"string ({s['format']})"
+    return str(t)
+
+
+# --- parameter table -----------------------------------------------------------------------------
+def _constraints(s: dict) -> str | None:
+    parts = []
+    for key, label in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="),
+                       ("exclusiveMaximum", "<")):
+        v = s.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            parts.append(f"{label} {v}")
+    for key in ("minLength", "maxLength", "minItems", "maxItems", "pattern", "multipleOf"):
+        if key in s:
+            parts.append(f"{key} {s[key]}")
+    return ", ".join(parts) or None
+
+
+def _variants(s: dict, root: Any, seen: frozenset) -> list[dict]:
+    """The object/array branches of an anyOf/oneOf (what nested rows are listed from)."""
+    out = []
+    for key in ("anyOf", "oneOf"):
+        for x in s.get(key) or []:
+            x, _ = _normal(x, root, seen)
+            if x.get("type") in ("object", "array") or "properties" in x or "items" in x:
+                out.append(x)
+    return out
+
+
+def _union(variants: list[dict]) -> dict:
+    """One object out of alternative object shapes: every property any of them has (the first
+    description wins, consts become an enum); required only where all of them require it."""
+    if len(variants) == 1:
+        return variants[0]
+    props: dict[str, Any] = {}
+    for v in variants:
+        for name, sub in (v.get("properties") or {}).items():
+            if name not in props:
+                props[name] = sub
+            elif isinstance(sub, dict) and isinstance(props[name], dict):
+                a, b = props[name], sub
+                values = [*(a.get("enum") or ([a["const"]] if "const" in a else [])),
+                          *(b.get("enum") or ([b["const"]] if "const" in b else []))]
+                if values:
+                    props[name] = {**{k: x for k, x in a.items() if k != "const"},
+                                   "enum": list(dict.fromkeys(values))}
+    reqs = [set(v.get("required") or []) for v in variants]
+    required = [n for n in props if all(n in r for r in reqs)]
+    items = next((v["items"] for v in variants if isinstance(v.get("items"), dict)), None)
+    out: dict[str, Any] = {"properties": props, "required": required} if props else {}
+    if items is not None:
+        out["items"] = items
+    return out
+
+
+def _rows(schema: Any, root: Any, prefix: str, required: bool, seen: frozenset, depth: int,
+          out: list[dict]) -> None:
+    s, seen = _normal(schema, root, seen)
+    variants = _variants(s, root, seen)
+    node = s if ("properties" in s or "items" in s) else _union(variants) if variants else s
+    if prefix:
+        enum = s.get("enum") if isinstance(s.get("enum"), list) else (
+            [s["const"]] if "const" in s else None)
+        out.append({"name": prefix, "type": type_label(s, root, seen), "required": required,
+                    "default": s.get("default"), "enum": enum,
+                    "description": s.get("description") if isinstance(s.get("description"), str)
+                    else (node.get("description") if isinstance(node.get("description"), str) else None),
+                    "constraints": _constraints(s)})
+    if depth >= MAX_DEPTH:
+        return
+    props = node.get("properties")
+    if isinstance(props, dict):
+        req = node.get("required") if isinstance(node.get("required"), list) else []
+        for name, sub in props.items():
+            _rows(sub, root, f"{prefix}.{name}" if prefix else str(name), name in req, seen,
+                  depth + 1, out)
+    items = node.get("items")
+    if isinstance(items, dict) and prefix:
+        i, iseen = _normal(items, root, seen)
+        if "properties" in i or _variants(i, root, iseen) or "items" in i:
+            # the element itself is not a row; its fields are, as name[].field
+            for sub_name, sub in (i.get("properties") or {}).items():
+                req = i.get("required") if isinstance(i.get("required"), list) else []
+                _rows(sub, root, f"{prefix}[].{sub_name}", sub_name in req, iseen, depth + 1, out)
+
+
+def parameter_table(schema: dict | None, order: list[str] | None = None) -> list[dict]:
+    """One row per parameter: name (dotted for nesting, `[]` for array elements), type,
+    required, default, enum, description, constraints. `$ref`s resolved, anyOf/oneOf types
+    joined with ` | `. `order`: top-level names in the server's order (the index stores schemas
+    as canonical JSON, keys sorted); nested rows stay under their parent."""
+    if not isinstance(schema, dict):
+        return []
+    out: list[dict] = []
+    _rows(schema, schema, "", True, frozenset(), 0, out)
+    if order:
+        rank = {n: i for i, n in enumerate(order)}
+        out.sort(key=lambda r: rank.get(re.split(r"\.|\[\]", r["name"], maxsplit=1)[0], len(rank)))
+    return out
+
+
+def required_params(schema: dict | None) -> list[str]:
+    if not isinstance(schema, dict):
+        return []
+    s, _ = _normal(schema, schema, frozenset())
+    req = s.get("required")
+    return [str(r) for r in req] if isinstance(req, list) else []
+
+
+# --- example arguments ---------------------------------------------------------------------------
+_FORMATS = {
+    "date-time": "2024-01-15T09:30:00Z", "date": "2024-01-15", "time": "09:30:00Z",
+    "duration": "P1D", "email": "user@example.com", "idn-email": "user@example.com",
+    "hostname": "example.com", "idn-hostname": "example.com", "ipv4": "192.0.2.1",
+    "ipv6": "2001:db8::1", "uri": "https://example.com", "url": "https://example.com",
+    "uri-reference": "https://example.com", "iri": "https://example.com",
+    "iri-reference": "https://example.com", "uri-template": "https://example.com/{id}",
+    "uuid": "123e4567-e89b-12d3-a456-426614174000", "json-pointer": "/example",
+    "relative-json-pointer": "0", "regex": "^example$", "byte": "ZXhhbXBsZQ==",
+    "binary": "example", "password": "example-password", "int32": "1", "int64": "1",
+}
+# Name hints for plain strings: an example reads better with a plausible value.
+_NAME_HINTS = (
+    (re.compile(r"(^|_)(url|uri|link|endpoint|href)s?$|Url$|Uri$", re.I), "https://example.com"),
+    (re.compile(r"email", re.I), "user@example.com"),
+    (re.compile(r"(^|_)(path|file|filename|filepath|dir|directory|folder)s?$|Path$", re.I),
+     "/tmp/example.txt"),
+    (re.compile(r"(^|_)date$|Date$", re.I), "2024-01-15"),
+    (re.compile(r"(^|_)(query|search|q|keyword|keywords)$", re.I), "example query"),
+    (re.compile(r"(^|_)(name|title)$|Name$", re.I), "example"),
+)
+
+
+def _pattern_string(pattern: str) -> str | None:
+    """A short string matching `pattern`, built from Python's parse of it (None when unsure)."""
+    try:
+        try:
+            from re import _constants as c
+            from re import _parser as sre_parse  # Python 3.11+
+        except ImportError:  # Python 3.10
+            import sre_constants as c  # type: ignore[no-redef]
+            import sre_parse  # type: ignore[no-redef]
+        parsed = sre_parse.parse(pattern)
+    except Exception:
+        return None
+    cats = {c.CATEGORY_DIGIT: "1", c.CATEGORY_WORD: "a", c.CATEGORY_SPACE: " ",
+            c.CATEGORY_NOT_DIGIT: "a", c.CATEGORY_NOT_WORD: "-", c.CATEGORY_NOT_SPACE: "a"}
+
+    def one_in(items: list) -> str | None:
+        negate = any(op == c.NEGATE for op, _ in items)
+        if negate:
+            banned = set()
+            for op, av in items:
+                if op == c.LITERAL:
+                    banned.add(chr(av))
+                elif op == c.RANGE:
+                    banned.update(chr(x) for x in range(av[0], min(av[1], av[0] + 300) + 1))
+            return next((ch for ch in "ax1_-. " if ch not in banned), None)
+        for op, av in items:
+            if op == c.LITERAL:
+                return chr(av)
+            if op == c.RANGE:
+                lo, hi = av
+                for ch in "a1A":  # prefer readable characters inside the range
+                    if lo <= ord(ch) <= hi:
+                        return ch
+                return chr(lo)
+            if op == c.CATEGORY:
+                return cats.get(av, "a")
+        return None
+
+    def gen(seq: Any, depth: int = 0) -> str | None:
+        if depth > 50:
+            return None
+        out = []
+        for op, av in seq:
+            if op == c.LITERAL:
+                out.append(chr(av))
+            elif op == c.NOT_LITERAL:
+                out.append("a" if chr(av) != "a" else "b")
+            elif op == c.ANY:
+                out.append("a")
+            elif op == c.IN:
+                ch = one_in(av)
+                if ch is None:
+                    return None
+                out.append(ch)
+            elif op == c.BRANCH:
+                part = gen(av[1][0], depth + 1)
+                if part is None:
+                    return None
+                out.append(part)
+            elif op == c.SUBPATTERN:
+                part = gen(av[-1], depth + 1)
+                if part is None:
+                    return None
+                out.append(part)
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT):
+                lo, _hi, sub = av
+                part = gen(sub, depth + 1)
+                if part is None:
+                    return None
+                out.append(part * lo)
+            elif op == c.CATEGORY:
+                out.append(cats.get(av, "a"))
+            elif op in (c.AT, c.ASSERT, c.ASSERT_NOT):
+                continue
+            else:  # group references, conditionals: give up, the caller tries other values
+                return None
+        return "".join(out)
+
+    return gen(parsed)
+
+
+def _fit_length(value: str, s: dict) -> str:
+    lo = s.get("minLength") if isinstance(s.get("minLength"), int) else 0
+    hi = s.get("maxLength") if isinstance(s.get("maxLength"), int) else None
+    if len(value) < lo:
+        value = value + "x" * (lo - len(value))
+    if hi is not None and len(value) > hi:
+        value = value[:hi]
+    return value
+
+
+def _string(s: dict, name: str) -> str:
+    fmt = s.get("format")
+    pattern = s.get("pattern")
+    candidates: list[str] = []
+    if isinstance(fmt, str) and fmt in _FORMATS:
+        candidates.append(_FORMATS[fmt])
+    if isinstance(pattern, str):
+        p = _pattern_string(pattern)
+        if p is not None:
+            candidates.append(p)
+    if not candidates:
+        for rx, value in _NAME_HINTS:
+            if rx.search(name or ""):
+                candidates.append(value)
+                break
+    candidates.append("example")
+    for cand in candidates:
+        v = _fit_length(cand, s)
+        if not isinstance(pattern, str) or _matches(pattern, v):
+            return v
+    return _fit_length(candidates[0], s)
+
+
+def _matches(pattern: str, value: str) -> bool:
+    try:
+        return re.search(pattern, value) is not None
+    except re.error:
+        return True  # an ECMA-only regex we cannot check; the final validation decides
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _bounds(s: dict) -> tuple[tuple[float, bool] | None, tuple[float, bool] | None]:
+    """(lower, upper) as (value, exclusive); draft 4's boolean exclusiveMinimum/Maximum too."""
+    lower = upper = None
+    if _is_num(s.get("minimum")):
+        lower = (s["minimum"], s.get("exclusiveMinimum") is True)
+    if _is_num(s.get("exclusiveMinimum")) and (lower is None or s["exclusiveMinimum"] >= lower[0]):
+        lower = (s["exclusiveMinimum"], True)
+    if _is_num(s.get("maximum")):
+        upper = (s["maximum"], s.get("exclusiveMaximum") is True)
+    if _is_num(s.get("exclusiveMaximum")) and (upper is None or s["exclusiveMaximum"] <= upper[0]):
+        upper = (s["exclusiveMaximum"], True)
+    return lower, upper
+
+
+def _number(s: dict, integer: bool) -> int | float:
+    """1 when the bounds allow it; else the nearest allowed value (the middle of an open range),
+    on a multiple of `multipleOf`."""
+    import math
+
+    lower, upper = _bounds(s)
+    step = s["multipleOf"] if _is_num(s.get("multipleOf")) and s["multipleOf"] > 0 else None
+    if integer:
+        lo = None if lower is None else (math.floor(lower[0]) + 1 if lower[1] else math.ceil(lower[0]))
+        hi = None if upper is None else (math.ceil(upper[0]) - 1 if upper[1] else math.floor(upper[0]))
+    else:
+        lo = None if lower is None else lower[0]
+        hi = None if upper is None else upper[0]
+
+    def ok(v: float) -> bool:
+        if lower is not None and (v < lower[0] or (lower[1] and v == lower[0])):
+            return False
+        return upper is None or not (v > upper[0] or (upper[1] and v == upper[0]))
+
+    value: float = 1
+    if not ok(value):
+        if lo is not None and hi is not None:
+            value = lo if integer else (lo + hi) / 2
+        elif lo is not None:
+            value = lo if ok(lo) else lo + 1
+        elif hi is not None:
+            value = hi if ok(hi) else hi - 1
+    if step:
+        up = math.ceil(value / step) * step
+        down = math.floor(value / step) * step
+        value = up if ok(up) else down
+    if integer or float(value).is_integer():
+        value = int(value)
+    return value
+
+
+def _pick_type(s: dict) -> str | None:
+    t = s.get("type")
+    if isinstance(t, list):
+        real = [x for x in t if x != "null"]
+        return (sorted(real, key=lambda x: _TYPE_ORDER.index(x) if x in _TYPE_ORDER else 99) or ["null"])[0]
+    if isinstance(t, str):
+        return t
+    if "properties" in s or "required" in s or "additionalProperties" in s:
+        return "object"
+    if "items" in s or "prefixItems" in s:
+        return "array"
+    if any(k in s for k in ("minLength", "maxLength", "pattern", "format")):
+        return "string"
+    if any(k in s for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")):
+        return "number"
+    return None
+
+
+class _Gen:
+    def __init__(self, root: dict, optional: bool):
+        self.root = root
+        self.optional = optional  # also fill optional properties (when an object needs none)
+
+    def valid(self, value: Any, schema: Any) -> bool:
+        return validate(value, schema, self.root) is None
+
+    def value(self, schema: Any, name: str, seen: frozenset, depth: int) -> Any:
+        s, seen = _normal(schema, self.root, seen)
+        if "const" in s:
+            return s["const"]
+        # values the schema author gave are the best examples, when they validate
+        for cand in self._given(s):
+            if self.valid(cand, s):
+                return cand
+        for key in ("anyOf", "oneOf"):
+            branches = s.get(key)
+            if isinstance(branches, list) and branches:
+                base = {k: v for k, v in s.items() if k not in ("anyOf", "oneOf")}
+                # a real value over null, then the first branch whose value the whole schema takes
+                order = sorted((i for i in range(len(branches)) if not _never(branches[i])),
+                               key=lambda i: _normal(branches[i], self.root, seen)[0].get("type") == "null")
+                first = None
+                for i in order:
+                    b, _ = _normal(branches[i], self.root, seen)
+                    v = self.value({**base, **b} if base else b, name, seen, depth)
+                    first = v if first is None else first
+                    if self.valid(v, s):
+                        return v
+                return first
+        t = _pick_type(s)
+        if t == "object" or (t is None and depth == 0):
+            return self.obj(s, seen, depth)
+        if t == "array":
+            return self.arr(s, name, seen, depth)
+        if t == "string":
+            return _string(s, name)
+        if t == "integer":
+            return _number(s, True)
+        if t == "number":
+            return _number(s, False)
+        if t == "boolean":
+            return True
+        if t == "null":
+            return None
+        return _string(s, name)  # untyped: anything goes; a string reads best
+
+    @staticmethod
+    def _given(s: dict) -> Iterator[Any]:
+        if isinstance(s.get("examples"), list):
+            yield from s["examples"][:3]
+        if "example" in s:
+            yield s["example"]
+        if "default" in s and s["default"] not in ("", None):  # an empty default shows nothing
+            yield s["default"]
+        if isinstance(s.get("enum"), list):
+            enum = s["enum"]
+            yield from [v for v in enum if v is not None][:5] or enum[:1]
+
+    def obj(self, s: dict, seen: frozenset, depth: int) -> dict:
+        props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
+        req = [r for r in (s.get("required") or []) if isinstance(r, str)]
+        out: dict[str, Any] = {}
+        if depth >= MAX_DEPTH + 4:
+            return out
+        names = list(req)
+        min_props = s.get("minProperties") if isinstance(s.get("minProperties"), int) else 0
+        if (self.optional and not req and depth == 0) or len(names) < min_props:
+            extra = [p for p in props if p not in names]
+            want = max(min_props - len(names), 3 if (self.optional and not req and depth == 0) else 0)
+            names += extra[:want]
+        for key in names:
+            out[key] = self.value(self._prop_schema(s, key, props), key, seen, depth + 1)
+        while len(out) < min_props:  # open objects: invent keys the schema allows
+            key = f"key{len(out) + 1}"
+            out[key] = self.value(self._prop_schema(s, key, props), key, seen, depth + 1)
+        return out
+
+    def _distinct(self, sub: Any, v: Any, taken: list, seen: frozenset) -> Any:
+        """An element not yet in `taken` that the item schema still accepts (uniqueItems)."""
+        s, _ = _normal(sub, self.root, seen)
+        for i in range(len(taken), len(taken) + 3):
+            for cand in _distinct_candidates(s, v, i):
+                if cand not in taken and self.valid(cand, s):
+                    return cand
+        return _vary(v, len(taken))
+
+    @staticmethod
+    def _prop_schema(s: dict, key: str, props: dict) -> Any:
+        if key in props:
+            return props[key]
+        for pat, sub in (s.get("patternProperties") or {}).items():
+            if _matches(pat, key):
+                return sub
+        extra = s.get("additionalProperties")
+        return extra if isinstance(extra, dict) else {}
+
+    def arr(self, s: dict, name: str, seen: frozenset, depth: int) -> list:
+        lo = s.get("minItems") if isinstance(s.get("minItems"), int) else 0
+        hi = s.get("maxItems") if isinstance(s.get("maxItems"), int) else None
+        prefix = s.get("prefixItems") if isinstance(s.get("prefixItems"), list) else (
+            s.get("items") if isinstance(s.get("items"), list) else [])
+        items = s.get("items") if isinstance(s.get("items"), dict) else (
+            s.get("additionalItems") if isinstance(s.get("additionalItems"), dict) else {})
+        count = max(lo, len(prefix), 1)
+        if hi is not None:
+            count = min(count, hi)
+        if depth >= MAX_DEPTH + 4:
+            count = min(count, lo)
+        singular = name[:-1] if name.endswith("s") else name
+        out = []
+        for i in range(count):
+            sub = prefix[i] if i < len(prefix) else items
+            v = self.value(sub, singular, seen, depth + 1)
+            if s.get("uniqueItems") and v in out:
+                v = self._distinct(sub, v, out, seen)
+            out.append(v)
+        return out
+
+
+def _distinct_candidates(s: dict, v: Any, i: int) -> Iterator[Any]:
+    for key in ("enum", "examples"):
+        if isinstance(s.get(key), list):
+            yield from s[key]
+    yield _vary(v, i)
+
+
+def _vary(v: Any, i: int) -> Any:
+    if isinstance(v, bool):
+        return not v
+    if isinstance(v, (int, float)):
+        return v + i
+    if isinstance(v, str):
+        return f"{v}{i}"
+    if isinstance(v, dict):
+        return {**v, f"key{i}": i}
+    return v
+
+
+def _validator(schema: Any) -> Any:
+    import jsonschema
+    from jsonschema.validators import validator_for
+
+    cls = validator_for(schema, default=jsonschema.Draft202012Validator) if isinstance(schema, dict) \
+        else jsonschema.Draft202012Validator
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def _errors(value: Any, schema: Any) -> list | None:
+    """Validation errors, or None when the schema cannot be checked (remote refs, broken)."""
+    try:
+        return list(_validator(schema).iter_errors(value))
+    except Exception:
+        return None
+
+
+def validate(value: Any, schema: Any, root: Any | None = None) -> str | None:
+    """None when `value` validates against `schema` (refs resolved against `root`), else the
+    first error's message. Schemas that cannot be checked (remote refs, broken) count as valid."""
+    root = schema if root is None else root
+    if root is not schema and isinstance(root, dict) and isinstance(schema, dict):
+        # check a subschema with the root's definitions in reach of its local refs
+        schema = {**{k: root[k] for k in ("$defs", "definitions") if k in root}, **schema}
+    errors = _errors(value, schema)
+    return errors[0].message if errors else None
+
+
+def _schema_at(root: dict, path: list) -> dict:
+    """The (normalised) schema of the instance at `path` (property names and array indexes)."""
+    s, seen = _normal(root, root, frozenset())
+    for part in path:
+        if isinstance(part, int):
+            items = s.get("items") if isinstance(s.get("items"), dict) else {}
+            s, seen = _normal(items, root, seen)
+        else:
+            s, seen = _normal(_Gen._prop_schema(s, part, s.get("properties") or {}), root, seen)
+    return s
+
+
+def _walk(errors: list) -> Iterator:
+    for e in errors:
+        yield e
+        yield from _walk(list(e.context or []))
+
+
+def _repair(value: dict, schema: dict, rounds: int = 8) -> dict:
+    """Fix what conditional keywords (if/then, dependencies, oneOf of required lists) demand and
+    the generator cannot see: add properties reported missing, drop ones reported unexpected."""
+    for _ in range(rounds):
+        errors = _errors(value, schema)
+        if not errors:
+            return value
+        changed = False
+        for e in _walk(errors):
+            target: Any = value
+            try:
+                for part in e.absolute_path:
+                    target = target[part]
+            except (KeyError, IndexError, TypeError):
+                continue
+            if not isinstance(target, dict):
+                continue
+            path = list(e.absolute_path)
+            if e.validator in ("required", "dependentRequired", "dependencies"):
+                wanted = e.validator_value
+                if isinstance(wanted, dict):  # dependencies: {prop: [needed]}
+                    wanted = [n for k, v in wanted.items() if k in target and isinstance(v, list) for n in v]
+                for key in [k for k in (wanted if isinstance(wanted, list) else []) if k not in target]:
+                    target[key] = _Gen(schema, False).value(_schema_at(schema, [*path, key]), key,
+                                                            frozenset(), len(path) + 1)
+                    changed = True
+            elif e.validator == "additionalProperties" and e.validator_value is False:
+                props = (e.schema.get("properties") or {}) if isinstance(e.schema, dict) else {}
+                for key in [k for k in target if k not in props]:
+                    del target[key]
+                    changed = True
+        if not changed:
+            break
+    return value
+
+
+def example_arguments(schema: dict | None) -> dict:
+    """An example `arguments` object for a tool: every required parameter (and, when none is
+    required, a few optional ones), using the schema's own const/examples/default/enum first,
+    then format- and constraint-aware values. Checked with jsonschema, and repaired where
+    conditional keywords ask for more; when filling optional parameters breaks validation, only
+    the required ones are kept."""
+    if not isinstance(schema, dict):
+        return {}
+    value: dict = {}
+    for optional in (True, False):
+        v = _Gen(schema, optional).value(schema, "", frozenset(), 0)
+        value = _repair(v if isinstance(v, dict) else {}, schema)
+        if validate(value, schema) is None:
+            return value
+    return value
+
+
+def example_is_valid(schema: dict) -> str | None:
+    """Why `example_arguments(schema)` does not validate, or None (used by tests and full detail)."""
+    return validate(example_arguments(schema), schema)

@@ -1,0 +1,289 @@
+"""Crawl configs: the common `mcpServers` shape (Claude Desktop, Cursor), VS Code's `servers`,
+plus toolidx's own keys. Parsing, validation, and `${VAR}` expansion live here.
+
+Every problem raises ConfigError naming the file, the server and the key. Values of `env` and
+`headers` are secrets: they are used to connect and never stored (see `ServerSpec.public`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import ConfigError
+from ..core.servers import DEFAULT_TIMEOUT, ServerSpec
+
+DEFAULT_CONCURRENCY = 4
+
+TRANSPORTS = {
+    "stdio": "stdio",
+    "http": "http", "streamable-http": "http", "streamablehttp": "http", "streamable_http": "http",
+    "sse": "sse",
+    "tools_file": "tools_file", "tools-file": "tools_file", "file": "tools_file",
+}
+SERVER_KEYS = {"command", "args", "env", "cwd", "url", "headers", "type", "transport", "tags",
+               "category", "timeout", "enabled", "disabled", "tools_file", "envFile"}
+
+_VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_INPUT = re.compile(r"\$\{input:([^}]+)\}")  # VS Code prompts the user for these; we cannot
+
+
+@dataclass
+class Config:
+    path: str | None
+    servers: list[ServerSpec]
+    settings: dict[str, Any] = field(default_factory=dict)  # the top-level `toolidx:` block
+
+    def enabled_servers(self, only: list[str] | None = None) -> list[ServerSpec]:
+        out = [s for s in self.servers if s.enabled]
+        if only:
+            names = {s.name for s in self.servers}
+            missing = [n for n in only if n not in names]
+            if missing:
+                raise ConfigError(f"no server named {', '.join(map(repr, missing))}",
+                                  where=self.path, fix=f"known: {', '.join(sorted(names))}")
+            out = [s for s in self.servers if s.name in only]
+        return out
+
+
+def expand(value: str, environ: dict[str, str] | None = None) -> tuple[str, list[str]]:
+    """Expand `${VAR}`, `${VAR:-default}` and VS Code's `${env:VAR}`; return (text, unset names)."""
+    env = os.environ if environ is None else environ
+    missing: list[str] = []
+
+    def sub(m: re.Match) -> str:
+        name, default = m.group(1), m.group(2)
+        if name in env and (env[name] != "" or default is None):
+            return env[name]
+        if default is not None:
+            return default
+        missing.append(name)
+        return ""
+
+    return _VAR.sub(sub, value), missing
+
+
+class _DupKeyLoader:
+    """YAML and JSON both drop duplicate keys silently; a duplicate server name must be an error."""
+
+    @staticmethod
+    def json_pairs(pairs: list[tuple[str, Any]]) -> dict:
+        seen: dict[str, Any] = {}
+        for k, v in pairs:
+            if k in seen:
+                raise _Duplicate(k, server=_looks_like_server(v))
+            seen[k] = v
+        return seen
+
+
+class _Duplicate(Exception):
+    def __init__(self, key: str, line: int | None = None, server: bool = False):
+        self.key, self.line, self.server = key, line, server
+
+
+def _looks_like_server(value: Any) -> bool:
+    keys = set(value) if isinstance(value, dict) else set()
+    return bool(keys & {"command", "url", "tools_file", "type", "transport"})
+
+
+def _load_yaml(text: str) -> Any:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def construct_mapping(loader: Any, node: Any, deep: bool = False) -> dict:
+        keys = set()
+        for key_node, _ in node.value:
+            k = loader.construct_object(key_node, deep=deep)
+            if k in keys:
+                value_node = next(v for kn, v in node.value if kn is key_node)
+                is_server = isinstance(value_node, yaml.MappingNode) and any(
+                    getattr(kn, "value", None) in ("command", "url", "tools_file", "type", "transport")
+                    for kn, _ in value_node.value)
+                raise _Duplicate(str(k), key_node.start_mark.line + 1, is_server)
+            keys.add(k)
+        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return yaml.load(text, Loader=Loader)  # noqa: S506 - SafeLoader subclass
+
+
+def parse_text(text: str, where: str, is_json: bool) -> Any:
+    try:
+        if is_json:
+            return json.loads(text, object_pairs_hook=_DupKeyLoader.json_pairs)
+        return _load_yaml(text)
+    except _Duplicate as d:
+        at = f"{where}:{d.line}" if d.line else where
+        what = f"server {d.key!r} is defined twice" if d.server else f"duplicate key {d.key!r}"
+        raise ConfigError(f"{what} (names must be unique)", where=at,
+                          fix="rename or remove one of them") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"invalid JSON: {e.msg}", where=f"{where}:{e.lineno}:{e.colno}",
+                          fix="fix the syntax") from None
+    except Exception as e:  # yaml.YAMLError and friends
+        mark = getattr(e, "problem_mark", None)
+        at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"invalid YAML: {problem}", where=at, fix="fix the syntax") from None
+
+
+def load_config(path: str | os.PathLike, environ: dict[str, str] | None = None) -> Config:
+    p = Path(path).expanduser()
+    where = str(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("config file not found", where=where,
+                          fix="pass --config PATH to an mcpServers JSON/YAML file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read config: {e}", where=where) from None
+    data = parse_text(text, where, is_json=p.suffix.lower() == ".json")
+    return build_config(data, where, base_dir=p.parent, environ=environ)
+
+
+def build_config(data: Any, where: str | None, base_dir: Path | None = None,
+                 environ: dict[str, str] | None = None) -> Config:
+    w = where or "<config>"
+    if not isinstance(data, dict):
+        raise ConfigError("the config must be a mapping with `mcpServers` (or `servers`)", where=w)
+    block_key = "mcpServers" if "mcpServers" in data else "servers" if "servers" in data else None
+    if block_key is None:
+        raise ConfigError("no `mcpServers` (or VS Code `servers`) block", where=w,
+                          fix="see examples/servers.yaml for the shape")
+    block = data[block_key] or {}
+    if not isinstance(block, dict):
+        raise ConfigError(f"`{block_key}` must be a mapping of server name to settings", where=w)
+    settings = data.get("toolidx") or {}
+    if not isinstance(settings, dict):
+        raise ConfigError("`toolidx` must be a mapping", where=w)
+    servers = [_server(name, entry, w, base_dir or Path.cwd(), environ, settings)
+               for name, entry in block.items()]
+    return Config(path=where, servers=servers, settings=settings)
+
+
+def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] | None,
+            settings: dict[str, Any]) -> ServerSpec:
+    name = str(name)
+
+    def err(msg: str, key: str | None = None, fix: str | None = None) -> ConfigError:
+        at = f"server {name!r}" + (f", key {key!r}" if key else "")
+        return ConfigError(f"{at}: {msg}", where=w, fix=fix)
+
+    if not name.strip():
+        raise err("empty server name")
+    if not isinstance(entry, dict):
+        raise err("settings must be a mapping")
+    declared = entry.get("type", entry.get("transport"))
+    if declared is not None:
+        t = TRANSPORTS.get(str(declared).strip().lower().replace(" ", ""))
+        if t is None:
+            key = "type" if "type" in entry else "transport"
+            raise err(f"unknown transport {declared!r}", key,
+                      fix="use stdio, http (Streamable HTTP), sse or tools_file")
+    elif entry.get("tools_file"):
+        t = "tools_file"
+    elif entry.get("command"):
+        t = "stdio"
+    elif entry.get("url"):
+        t = "sse" if str(entry["url"]).rstrip("/").endswith("/sse") else "http"
+    else:
+        raise err("no `command`, `url` or `tools_file`", "command",
+                  fix="say how to start (command) or reach (url) the server")
+
+    missing: list[str] = []
+
+    # VS Code's mcp.json lives in .vscode/ and may say ${workspaceFolder}
+    workspace = str(base.parent if base.name == ".vscode" else base)
+    env_vars = dict(os.environ if environ is None else environ)
+    env_vars.setdefault("workspaceFolder", workspace)
+    inputs: list[str] = []
+
+    def x(v: Any, key: str) -> str:
+        if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+            raise err(f"must be a string, not {type(v).__name__}", key)
+        inputs.extend(f"${{input:{m}}} in {key}" for m in _INPUT.findall(str(v)))
+        s, miss = expand(str(v), env_vars)
+        missing.extend(miss)
+        return s
+
+    def xmap(key: str) -> dict[str, str]:
+        v = entry.get(key) or {}
+        if not isinstance(v, dict):
+            raise err("must be a mapping of names to strings", key)
+        return {str(k): x(val, f"{key}.{k}") for k, val in v.items()}
+
+    spec = ServerSpec(name=name, transport=t, raw=dict(entry))
+    if t == "stdio":
+        if not entry.get("command"):
+            raise err("stdio transport needs `command`", "command")
+        spec.command = x(entry["command"], "command")
+        args = entry.get("args") or []
+        if not isinstance(args, list):
+            raise err("must be a list of strings", "args")
+        spec.args = [x(a, "args") for a in args]
+        spec.env = {**_env_file(entry, base, x, err), **xmap("env")}
+        if entry.get("cwd"):
+            spec.cwd = str(base / x(entry["cwd"], "cwd"))
+    elif t in ("http", "sse"):
+        if not entry.get("url"):
+            raise err(f"{t} transport needs `url`", "url")
+        spec.url = x(entry["url"], "url")
+        if not re.match(r"^https?://", spec.url):
+            raise err(f"not an http(s) URL: {spec.url!r}", "url")
+        spec.headers = xmap("headers")
+    else:
+        tf = entry.get("tools_file")
+        if not tf:
+            raise err("tools_file transport needs `tools_file`", "tools_file")
+        spec.tools_file = str((base / x(tf, "tools_file")).resolve())
+
+    tags = entry.get("tags") or []
+    if isinstance(tags, str):
+        tags = [t_.strip() for t_ in tags.split(",") if t_.strip()]
+    if not isinstance(tags, list) or not all(isinstance(t_, (str, int)) for t_ in tags):
+        raise err("must be a list of strings", "tags")
+    spec.tags = [str(t_) for t_ in tags]
+    if entry.get("category") is not None:
+        spec.category = str(entry["category"])
+    timeout = entry.get("timeout", settings.get("timeout", DEFAULT_TIMEOUT))
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise err(f"must be a positive number of seconds, not {timeout!r}", "timeout")
+    spec.timeout = float(timeout)
+    enabled = entry.get("enabled", not entry.get("disabled", False))
+    if not isinstance(enabled, bool):
+        raise err("must be true or false", "enabled")
+    spec.enabled = enabled
+    if missing:
+        spec.problem = "environment variable(s) not set: " + ", ".join(sorted(set(missing)))
+    if inputs:
+        spec.problem = (f"uses VS Code input variables, which toolidx cannot prompt for "
+                        f"({', '.join(inputs)}): use ${{ENV_VAR}} instead")
+    return spec
+
+
+def _env_file(entry: dict, base: Path, x: Any, err: Any) -> dict[str, str]:
+    """VS Code's `envFile`: KEY=VALUE lines (dotenv); `env` wins over it."""
+    if not entry.get("envFile"):
+        return {}
+    path = base / x(entry["envFile"], "envFile")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise err(f"cannot read {path}: {e.strerror}", "envFile") from None
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        k, v = line.removeprefix("export ").split("=", 1)
+        v = v.strip()
+        if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
+            v = v[1:-1]
+        out[k.strip()] = v
+    return out

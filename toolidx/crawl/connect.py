@@ -1,0 +1,498 @@
+"""MCP client connections (stdio, Streamable HTTP, SSE) for crawl and for serve's execute_tool.
+
+Why not the SDK's high-level `Client`: it probes `server/discover` first (up to 10 s against
+servers that ignore unknown methods), has no stderr capture, and validates whole `tools/list`
+pages, so ONE spec-invalid tool would lose a server's valid ones. Here the legacy `initialize`
+handshake runs on a `ClientSession`, and `initialize`, `tools/list` and `tools/call` are sent as
+raw JSON-RPC so results are kept as sent (wire JSON) and tools are validated one by one
+(`tooldoc.validate_tool`).
+
+Imports mcp (~1 s): only crawl (for live servers) and serve import this module.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import anyio
+
+try:
+    BaseExceptionGroup
+except NameError:  # Python 3.10: anyio depends on the backport
+    from exceptiongroup import BaseExceptionGroup
+
+from .. import __version__
+from ..core.servers import ServerResult, ServerSpec
+from ..core.tooldoc import validate_tool
+
+STDERR_TAIL_BYTES = 4096
+MAX_PAGES = 10_000  # a server whose cursors never end is reported, not followed forever
+MIN_SECRET_LEN = 6  # env/header values at least this long are masked in errors and stderr tails
+
+# Besides the SDK's minimal set (HOME, LOGNAME, PATH, SHELL, TERM, USER), the variables a server
+# needs to behave like it does in a terminal: locale, temp dir, time zone, proxies and CA bundles.
+# The rest of our environment (tokens!) is not passed: like Claude Desktop, a server gets the
+# minimal environment plus its configured `env`.
+PASS_ENV = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TMPDIR", "TMP", "TEMP", "TZ",
+            "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+            "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+            "XDG_RUNTIME_DIR")
+
+# The SDK logs a traceback for every junk line a server prints on stdout, and logs under "client"
+# and "mcp.*". Without a handler of its own, Python's last-resort handler would put those on our
+# stderr, in the middle of the progress display. A NullHandler keeps them out unless the user
+# configures logging.
+for _name in ("mcp", "client", "httpx2", "httpx"):
+    logging.getLogger(_name).addHandler(logging.NullHandler())
+    logging.getLogger(_name).propagate = False
+
+
+class BackendError(Exception):
+    """The server could not be reached or used: transport failure, timeout, server death."""
+
+
+class RemoteError(BackendError):
+    """The server answered a request with a JSON-RPC error. The connection is still usable."""
+
+    def __init__(self, message: str, code: int | None = None, data: Any = None):
+        super().__init__(message)
+        self.code, self.data = code, data
+
+
+# --- the server process, for its exit code ------------------------------------------------------
+# The SDK's stdio transport owns the process and does not expose it; its exit code is the most
+# useful fact about a server that dies at start. The spawn function is wrapped (once, delegating
+# unchanged) to hand the process to whoever set `_spawned` in this task's context.
+_spawned: ContextVar[list | None] = ContextVar("toolidx_spawned", default=None)
+
+
+def _install_spawn_hook() -> None:
+    import mcp.client.stdio as stdio
+
+    orig = getattr(stdio, "_create_platform_compatible_process", None)
+    if orig is None or getattr(orig, "_toolidx_hook", False):
+        return  # a future SDK without this seam: exit codes are just not reported
+
+    async def spawn(*args: Any, **kwargs: Any) -> Any:
+        process = await orig(*args, **kwargs)
+        holder = _spawned.get()
+        if holder is not None:
+            holder.append(process)
+        return process
+
+    spawn._toolidx_hook = True  # type: ignore[attr-defined]
+    stdio._create_platform_compatible_process = spawn
+
+
+# --- stderr capture -----------------------------------------------------------------------------
+class _StderrFile:
+    """A temp file the server's stderr goes to (the SDK needs a real file descriptor).
+
+    Opened in append mode: the child shares the file offset, and O_APPEND keeps its writes at the
+    end while we seek around to read the tail."""
+
+    def __init__(self) -> None:
+        fd, self.path = tempfile.mkstemp(prefix="toolidx-stderr-")
+        os.close(fd)
+        self.file = open(self.path, "a+b")  # noqa: SIM115 - closed in close()
+        if sys.platform != "win32":
+            os.unlink(self.path)  # nothing left behind, even if we are killed
+
+    def tail(self, limit: int = STDERR_TAIL_BYTES) -> str:
+        try:
+            self.file.flush()
+            size = os.fstat(self.file.fileno()).st_size
+            self.file.seek(max(0, size - limit))
+            data = self.file.read()
+        except (OSError, ValueError):
+            return ""
+        text = data.decode("utf-8", errors="replace")
+        if size > limit and "\n" in text:
+            text = text.split("\n", 1)[1]  # start at a line boundary
+        return text.strip()
+
+    def close(self) -> None:
+        try:
+            self.file.close()
+            if sys.platform == "win32":
+                os.unlink(self.path)
+        except OSError:
+            pass
+
+
+# --- errors -------------------------------------------------------------------------------------
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for e in exc.exceptions for leaf in _leaves(e)]
+    return [exc]
+
+
+def _one_reason(exc: BaseException, spec: ServerSpec, phase: str, exit_code: int | None) -> str:
+    """Nested ExceptionGroups from the SDK's task groups, flattened to the one fact that helps."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+    leaves = [e for e in _leaves(exc) if not isinstance(e, anyio.get_cancelled_exc_class())] or [exc]
+
+    def rank(e: BaseException) -> int:  # the most specific cause first
+        if isinstance(e, (FileNotFoundError, PermissionError, NotADirectoryError)):
+            return 0
+        if isinstance(e, MCPError) and e.code != CONNECTION_CLOSED:
+            return 1
+        if isinstance(e, (TimeoutError,)):
+            return 2
+        if isinstance(e, MCPError):
+            return 4
+        return 3
+
+    e = sorted(leaves, key=rank)[0]
+    exited = f" (exit code {exit_code})" if exit_code is not None else ""
+    if isinstance(e, FileNotFoundError):
+        if spec.transport == "stdio" and spec.cwd and not os.path.isdir(spec.cwd):
+            return f"working directory not found: {spec.cwd}"
+        return f"command not found: {spec.command}"
+    if isinstance(e, PermissionError):
+        return f"cannot run {spec.command}: permission denied"
+    if isinstance(e, NotADirectoryError):
+        return f"cannot start {spec.command}: {e.strerror}"
+    if isinstance(e, MCPError):
+        if e.code == CONNECTION_CLOSED:
+            return f"server closed the connection during {phase}{exited}"
+        if e.code == REQUEST_TIMEOUT:
+            return f"timed out after {spec.timeout:g} s during {phase}"
+        return f"{phase} failed: server error {e.code}: {e.message}"
+    if isinstance(e, TimeoutError):
+        return f"timed out after {spec.timeout:g} s during {phase}"
+    name = type(e).__name__
+    if name == "ValidationError":
+        first = str(e).splitlines()
+        return f"{phase} failed: invalid response ({first[0] if first else 'validation error'})"
+    if name.startswith(("ConnectError", "ConnectTimeout")):
+        return f"cannot connect to {_url_for_error(spec)}: {e or name}"
+    if name == "HTTPStatusError":
+        status = getattr(getattr(e, "response", None), "status_code", "?")
+        return f"{phase} failed: HTTP {status} from {_url_for_error(spec)}"
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else name
+    if spec.transport == "stdio" and exit_code is not None:
+        return f"{phase} failed: {msg}{exited}"
+    return f"{phase} failed: {name}: {msg}" if msg != name else f"{phase} failed: {name}"
+
+
+def _url_for_error(spec: ServerSpec) -> str:
+    return str(spec.raw.get("url") or spec.url)  # as written: an expanded ${TOKEN} stays hidden
+
+
+def scrub(text: str | None, spec: ServerSpec) -> str | None:
+    """Mask secret values (env, headers, an expanded url) in text that is going to be stored."""
+    if not text:
+        return text
+    secrets = [v for v in [*spec.env.values(), *spec.headers.values()] if len(v) >= MIN_SECRET_LEN]
+    if spec.url and spec.raw.get("url") and spec.url != spec.raw.get("url"):
+        secrets.append(spec.url)
+    for s in sorted(set(secrets), key=len, reverse=True):
+        text = text.replace(s, "***")
+    return text
+
+
+# --- the connection -----------------------------------------------------------------------------
+def child_env(spec: ServerSpec) -> dict[str, str]:
+    """What the server process gets: the SDK's minimal set + PASS_ENV + the configured `env`."""
+    env = {k: os.environ[k] for k in PASS_ENV if os.environ.get(k)}
+    env.update(spec.env)
+    return env
+
+
+class Connection:
+    """One live, initialized MCP session. Made by `open_session`; valid inside its `async with`."""
+
+    def __init__(self, spec: ServerSpec, session: Any, stderr: _StderrFile | None,
+                 processes: list, phase: list[str]):
+        self.spec = spec
+        self._session = session
+        self._stderr = stderr
+        self._processes = processes
+        self._phase = phase
+        self._closed = False
+        self.server_info: dict = {}
+        self.protocol_version: str | None = None
+        self.instructions: str | None = None
+        self.capabilities: dict = {}
+        self.tools_changed = False  # set when the server sends notifications/tools/list_changed
+        self.junk_lines = 0  # stdout lines that were not JSON-RPC (tolerated)
+
+    @property
+    def stderr_tail(self) -> str:
+        return (self._stderr.tail() if self._stderr else "") or ""
+
+    @property
+    def exit_code(self) -> int | None:
+        return self._processes[0].returncode if self._processes else None
+
+    async def exit_code_soon(self, within: float = 1.0) -> int | None:
+        """The exit code of a server that just closed its stdout (it may not be reaped yet)."""
+        if not self._processes:
+            return None
+        with anyio.move_on_after(within):
+            while self._processes[0].returncode is None:
+                await anyio.sleep(0.02)
+        return self._processes[0].returncode
+
+    @property
+    def alive(self) -> bool:
+        return not self._closed and self.exit_code is None
+
+    async def _request(self, method: str, params: dict | None, timeout: float | None) -> dict:
+        """A raw JSON-RPC request: the result dict exactly as the server sent it."""
+        data: dict[str, Any] = {"method": method, "params": dict(params or {})}
+        opts: dict[str, Any] = {}
+        # The session's stamp adds what the negotiated protocol needs (e.g. the
+        # Mcp-Protocol-Version header on HTTP); the dispatcher is the SDK's raw-request seam.
+        self._session._stamp(data, opts)
+        if timeout is not None:
+            opts["timeout"] = timeout
+        return await self._session._dispatcher.send_raw_request(method, data.get("params") or None, opts)
+
+    async def _initialize(self, timeout: float | None) -> None:
+        import mcp_types as types
+        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+
+        params = {
+            "protocolVersion": LATEST_HANDSHAKE_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "toolidx", "version": __version__},
+        }
+        raw = await self._session._dispatcher.send_raw_request(
+            "initialize", params, {"cancel_on_abandon": False, **({"timeout": timeout} if timeout else {})})
+        result = types.InitializeResult.model_validate(raw, by_name=False)
+        if result.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            raise BackendError(f"unsupported protocol version {result.protocol_version!r}")
+        self._session.adopt(result)
+        await self._session.send_notification(types.InitializedNotification())
+        info = raw.get("serverInfo") if isinstance(raw.get("serverInfo"), dict) else {}
+        self.server_info = {k: info.get(k) for k in ("name", "title", "version")}
+        self.protocol_version = result.protocol_version
+        self.instructions = raw.get("instructions") if isinstance(raw.get("instructions"), str) else None
+        self.capabilities = raw.get("capabilities") if isinstance(raw.get("capabilities"), dict) else {}
+
+    async def list_tools_raw(self, timeout: float | None = None) -> tuple[list[dict], list[dict]]:
+        """Every page of `tools/list`: (valid tools as sent, [{"name", "reason"}] for the rest)."""
+        tools: list[dict] = []
+        invalid: list[dict] = []
+        seen: set[str] = set()
+        cursor: str | None = None
+        cursors: set[str] = set()
+        for page in range(1, MAX_PAGES + 1):
+            self._phase[0] = "tools/list" if page == 1 else f"tools/list page {page}"
+            raw = await self._send("tools/list", {"cursor": cursor} if cursor else None, timeout, self._phase[0])
+            items = raw.get("tools")
+            if not isinstance(items, list):
+                raise BackendError(f"{self._phase[0]}: result has no `tools` list")
+            for item in items:
+                reason = validate_tool(item)
+                name = item.get("name") if isinstance(item, dict) else None
+                if reason is None and name in seen:
+                    reason = "duplicate name"
+                if reason:
+                    invalid.append({"name": name if isinstance(name, str) else None, "reason": reason})
+                    continue
+                seen.add(name)
+                tools.append(item)
+            cursor = raw.get("nextCursor")
+            if cursor is None or cursor == "":
+                self._phase[0] = "ready"
+                return tools, invalid
+            if not isinstance(cursor, str) or cursor in cursors:
+                raise BackendError(f"{self._phase[0]}: nextCursor {cursor!r} repeats or is not a string")
+            cursors.add(cursor)
+        raise BackendError(f"tools/list: more than {MAX_PAGES} pages")
+
+    async def call_tool(self, name: str, arguments: dict, timeout: float) -> dict:
+        """`tools/call`; the CallToolResult as wire JSON, unchanged.
+
+        Raises BackendError on transport failure, timeout or server death, and RemoteError (a
+        BackendError) when the server answers with a JSON-RPC error."""
+        if self._closed:
+            raise BackendError("connection is closed")
+        return await self._send("tools/call", {"name": name, "arguments": arguments or {}}, timeout,
+                                f"tools/call {name}")
+
+    async def _send(self, method: str, params: dict | None, timeout: float | None, during: str) -> dict:
+        """`_request` with the SDK's errors turned into BackendError / RemoteError."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        try:
+            return await self._request(method, params, timeout)
+        except MCPError as e:
+            if e.code == REQUEST_TIMEOUT:
+                raise BackendError(f"timed out after {timeout:g} s during {during}") from None
+            if e.code == CONNECTION_CLOSED:
+                self._closed = True
+                code = await self.exit_code_soon()
+                raise BackendError(f"server closed the connection during {during}"
+                                   + (f" (exit code {code})" if code is not None else "")) from None
+            raise RemoteError(f"{during} failed: server error {e.code}: {e.message}", e.code, e.data) from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as e:
+            self._closed = True
+            raise BackendError(f"connection lost during {during} ({type(e).__name__})") from None
+
+
+def _command_path(spec: ServerSpec) -> str:
+    """A relative command with a directory part (`.venv/bin/python`) is found where toolidx runs,
+    as a shell would, unless it exists relative to the server's `cwd` (what exec would do)."""
+    cmd = spec.command or ""
+    if os.path.isabs(cmd) or (os.sep not in cmd and "/" not in cmd):
+        return cmd
+    if spec.cwd and os.path.exists(os.path.join(spec.cwd, cmd)):
+        return cmd
+    return os.path.abspath(cmd) if os.path.exists(cmd) else cmd
+
+
+@asynccontextmanager
+async def _transport(spec: ServerSpec, stderr: _StderrFile | None) -> AsyncIterator[tuple[Any, Any]]:
+    if spec.transport == "stdio":
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(command=_command_path(spec), args=list(spec.args),
+                                       env=child_env(spec), cwd=spec.cwd,
+                                       encoding_error_handler="replace")
+        async with stdio_client(params, errlog=stderr.file if stderr else sys.stderr) as (r, w):
+            yield r, w
+    elif spec.transport == "http":
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        client = create_mcp_http_client(headers=dict(spec.headers),
+                                        timeout=httpx2.Timeout(spec.timeout, read=300.0))
+        async with client, streamable_http_client(spec.url or "", http_client=client) as (r, w):
+            yield r, w
+    elif spec.transport == "sse":
+        from mcp.client.sse import sse_client
+
+        async with sse_client(spec.url or "", headers=dict(spec.headers), timeout=spec.timeout) as (r, w):
+            yield r, w
+    else:
+        raise BackendError(f"transport {spec.transport!r} has no live connection")
+
+
+@asynccontextmanager
+async def open_session(spec: ServerSpec, *, phase: list[str] | None = None,
+                       tail_out: list[str] | None = None) -> AsyncIterator[Connection]:
+    """Start/reach the server and run the `initialize` handshake (bounded by `spec.timeout`).
+
+    Failures raise BackendError with one readable reason and `.stderr_tail`. An exception the
+    caller raises inside `async with` comes out as itself, not wrapped in the SDK's
+    ExceptionGroups. `phase` (a one-item list) tracks where we are, for timeout reports;
+    `tail_out` receives the server's last stderr before the capture file is closed."""
+    from mcp.client.session import ClientSession
+
+    _install_spawn_hook()
+    phase = phase if phase is not None else ["start"]
+    phase[0] = "start"
+    stderr = _StderrFile() if spec.transport == "stdio" else None
+    processes: list = []
+    token = _spawned.set(processes)
+    try:
+        async with _transport(spec, stderr) as (read, write):
+            _spawned.reset(token)
+            token = None
+            holder: dict[str, Connection] = {}
+
+            async def on_message(message: Any) -> None:
+                c = holder.get("c")
+                if c is None:
+                    return
+                if isinstance(message, Exception):
+                    c.junk_lines += 1
+                elif getattr(message, "method", None) == "notifications/tools/list_changed":
+                    c.tools_changed = True
+
+            async with ClientSession(read, write, message_handler=on_message) as session:
+                conn = holder["c"] = Connection(spec, session, stderr, processes, phase)
+                phase[0] = "initialize"
+                with anyio.fail_after(spec.timeout):
+                    await conn._initialize(spec.timeout)
+                phase[0] = "ready"
+                try:
+                    yield conn
+                finally:
+                    conn._closed = True
+    except Exception as e:
+        leaves = [x for x in _leaves(e) if not isinstance(x, anyio.get_cancelled_exc_class())]
+        mine = [x for x in leaves if isinstance(x, BackendError)]
+        if mine:
+            err = mine[0]
+        elif phase[0] == "ready" and len(leaves) == 1 and not _is_transport_error(leaves[0]):
+            raise leaves[0] from None  # the caller's own exception, unwrapped
+        else:
+            where = _phase_name(phase[0])
+            code = processes[0].returncode if processes else None
+            err = BackendError(scrub(_one_reason(e, spec, where, code), spec) or "")
+        if stderr is not None and not getattr(err, "stderr_tail", None):
+            err.stderr_tail = scrub(stderr.tail(), spec)  # type: ignore[attr-defined]
+        raise err from None
+    finally:
+        if token is not None:
+            _spawned.reset(token)
+        if stderr is not None:
+            if tail_out is not None:
+                tail_out.append(stderr.tail())
+            stderr.close()
+
+
+def _is_transport_error(e: BaseException) -> bool:
+    from mcp.shared.exceptions import MCPError
+
+    return isinstance(e, (MCPError, OSError, TimeoutError, anyio.ClosedResourceError,
+                          anyio.BrokenResourceError, anyio.EndOfStream))
+
+
+def _phase_name(phase: str) -> str:
+    return "tools/list" if phase == "ready" else phase
+
+
+async def list_server_tools(spec: ServerSpec) -> ServerResult:
+    """Crawl one live server. Never raises for the server's failures: they are in the result.
+
+    One deadline (`spec.timeout`) covers start, initialize and every tools/list page."""
+    from ..store.crawls import now_iso
+
+    t0, started = time.perf_counter(), now_iso()
+    result = ServerResult(spec, "failed", started)
+    phase = ["start"]
+    tails: list[str] = []
+    try:
+        with anyio.fail_after(spec.timeout):
+            async with open_session(spec, phase=phase, tail_out=tails) as conn:
+                tools, invalid = await conn.list_tools_raw()
+                info = conn.server_info
+                result.status = "ok"
+                result.server_name, result.server_title = info.get("name"), info.get("title")
+                result.server_version = info.get("version")
+                result.protocol_version = conn.protocol_version
+                result.instructions = conn.instructions
+                result.capabilities = conn.capabilities
+                result.tools, result.invalid_tools = tools, invalid
+    except BackendError as e:
+        result.status, result.error = "failed", str(e)
+    except TimeoutError:
+        result.status = "failed"
+        result.error = f"timed out after {spec.timeout:g} s during {_phase_name(phase[0])}"
+    except Exception as e:  # never let one server's oddity escape as a traceback
+        result.status = "failed"
+        result.error = scrub(_one_reason(e, spec, _phase_name(phase[0]), None), spec)
+    if not result.ok:
+        result.tools, result.invalid_tools = [], []
+        result.error = scrub(result.error, spec)
+    result.stderr_tail = scrub("\n".join(t for t in tails if t), spec) or None
+    result.duration_ms = round((time.perf_counter() - t0) * 1000, 1)
+    return result

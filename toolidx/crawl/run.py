@@ -1,0 +1,100 @@
+"""One crawl: reach every enabled server (concurrently, capped), then write one snapshot.
+
+A server that fails is reported and does not stop the others; the store keeps its previous tools,
+marked stale. Only `connect.py` knows MCP; this module only schedules and hands results on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..core.embedding import Embedder, LazyEmbedder
+from ..core.servers import ServerResult, ServerSpec
+from ..store.crawls import CrawlSummary, now_iso, write_crawl
+from ..store.db import Database
+from .config import DEFAULT_CONCURRENCY, Config
+from .sources import load_tools_file
+
+
+class CrawlProgress(Protocol):
+    """What a progress display is told. `begin(specs)` and `entry_finished(spec, results)` are
+    optional (a tools_file catalog entry may yield results under other server names)."""
+
+    def server_started(self, spec: ServerSpec) -> None: ...
+
+    def server_finished(self, result: ServerResult) -> None: ...
+
+    def step(self, what: str, done: int, total: int) -> None: ...
+
+
+@dataclass
+class _Quiet:
+    def server_started(self, spec: ServerSpec) -> None:
+        pass
+
+    def server_finished(self, result: ServerResult) -> None:
+        pass
+
+    def step(self, what: str, done: int, total: int) -> None:
+        pass
+
+
+def _failed(spec: ServerSpec, error: str, t0: float, started: str) -> ServerResult:
+    return ServerResult(spec, "failed", started, duration_ms=round((time.perf_counter() - t0) * 1000, 1),
+                        error=error)
+
+
+async def fetch_server(spec: ServerSpec) -> list[ServerResult]:
+    """What one config entry yields (a tools_file catalog may yield several servers)."""
+    t0, started = time.perf_counter(), now_iso()
+    if spec.problem:
+        return [_failed(spec, spec.problem, t0, started)]
+    if spec.transport == "tools_file":
+        return await asyncio.to_thread(load_tools_file, spec)
+    from .connect import list_server_tools  # imports mcp (~1 s): only when a live server is crawled
+
+    return [await list_server_tools(spec)]
+
+
+async def gather_results(specs: list[ServerSpec], concurrency: int,
+                         progress: CrawlProgress) -> list[ServerResult]:
+    sem = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(spec: ServerSpec) -> list[ServerResult]:
+        async with sem:
+            progress.server_started(spec)
+            t0, started = time.perf_counter(), now_iso()
+            try:
+                results = await fetch_server(spec)
+            except Exception as e:  # a bug in one server's handling must not sink the crawl
+                results = [_failed(spec, f"internal error: {type(e).__name__}: {e}", t0, started)]
+            for r in results:
+                progress.server_finished(r)
+            entry_finished = getattr(progress, "entry_finished", None)
+            if entry_finished:
+                entry_finished(spec, results)
+            return results
+
+    begin = getattr(progress, "begin", None)
+    if begin:
+        begin(specs)
+    nested = await asyncio.gather(*(one(s) for s in specs))
+    return [r for rs in nested for r in rs]
+
+
+def run_crawl(config: Config, db: Database, *, only: list[str] | None = None,
+              concurrency: int | None = None, embedder: Embedder | LazyEmbedder | None = None,
+              progress: CrawlProgress | None = None) -> CrawlSummary:
+    specs = config.enabled_servers(only)
+    progress = progress or _Quiet()
+    conc = concurrency or int(config.settings.get("concurrency", DEFAULT_CONCURRENCY))
+    started = now_iso()
+    results = asyncio.run(gather_results(specs, conc, progress))
+    # stored absolute: serve later starts backends from it, from any working directory
+    config_path = os.path.abspath(config.path) if config.path and os.path.exists(config.path) else config.path
+    return write_crawl(db, results, embedder=embedder, config_path=config_path, prune=not only,
+                       started_at=started, progress=progress.step)

@@ -1,0 +1,100 @@
+"""`tools_file` sources: a saved tool list indexed as if a server had returned it.
+
+Accepted shapes:
+- JSON: a `tools/list` result (`{"tools": [...]}`), a JSON-RPC response holding one, or a list.
+- JSONL: one tool per line, wire shape (`inputSchema`) or the bench shape
+  (`{"id", "server", "server_title", "name", "description", "input_schema"}`).
+Rows that name their own `server` (a catalog of many servers) are indexed under that server;
+the rest under the config entry's name.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..core.servers import ServerResult, ServerSpec
+from ..core.tooldoc import validate_tool
+
+_BENCH_KEYS = {"input_schema": "inputSchema", "output_schema": "outputSchema"}
+_DROP = {"id", "server", "server_title"}
+
+
+def _rows(path: Path) -> list[Any]:
+    text = path.read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    if path.suffix.lower() != ".jsonl" and stripped[:1] in ("{", "["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            data = None  # maybe JSONL whose first line is an object
+        if data is not None:
+            if isinstance(data, dict) and isinstance(data.get("result"), dict):
+                data = data["result"]
+            if isinstance(data, dict) and isinstance(data.get("tools"), list):
+                return data["tools"]
+            if isinstance(data, list):
+                return data
+            if isinstance(data, dict) and "name" in data:
+                return [data]
+            raise ValueError("JSON has no `tools` list")
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise ValueError(f"line {n}: invalid JSON ({e.msg})") from None
+    return rows
+
+
+def _wire(row: dict) -> dict:
+    return {_BENCH_KEYS.get(k, k): v for k, v in row.items() if k not in _DROP}
+
+
+def load_tools_file(spec: ServerSpec) -> list[ServerResult]:
+    t0 = time.perf_counter()
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    path = Path(spec.tools_file or "")
+
+    def done(r: ServerResult) -> ServerResult:
+        r.duration_ms = round((time.perf_counter() - t0) * 1000, 1)
+        return r
+
+    try:
+        rows = _rows(path)
+    except FileNotFoundError:
+        return [done(ServerResult(spec, "failed", started, error=f"tools_file not found: {path}"))]
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        return [done(ServerResult(spec, "failed", started, error=f"tools_file {path}: {e}"))]
+
+    groups: dict[str, ServerResult] = {}
+    seen: dict[str, set[str]] = {}
+    for row in rows:
+        server = row.get("server") if isinstance(row, dict) and isinstance(row.get("server"), str) else None
+        name = server or spec.name
+        if name not in groups:
+            sub = spec if server is None else replace(spec, name=server)
+            title = row.get("server_title") if server else None
+            groups[name] = ServerResult(sub, "ok", started, server_name=name,
+                                        server_title=title if isinstance(title, str) else None)
+        res = groups[name]
+        tool = _wire(row) if isinstance(row, dict) else row
+        if isinstance(tool, dict) and tool.get("description") is None and "description" in tool:
+            tool.pop("description")
+        reason = validate_tool(tool)
+        if reason:
+            res.invalid_tools.append({"name": str(tool.get("name")) if isinstance(tool, dict) else None,
+                                      "reason": reason})
+            continue
+        if tool["name"] in seen.setdefault(name, set()):
+            res.invalid_tools.append({"name": tool["name"], "reason": "duplicate name"})
+            continue
+        seen[name].add(tool["name"])
+        res.tools.append(tool)
+    if not groups:
+        groups[spec.name] = ServerResult(spec, "ok", started)
+    return [done(r) for r in groups.values()]

@@ -1,0 +1,139 @@
+"""Library entry points for `toolidx diff`, `history` and `audit`: pick the crawls, load the
+snapshots, call the pure diff (diff.py) or the scanner (audit.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import NotFoundError, UsageError
+from ..store import history as store
+from ..store.db import Database
+from .audit import AuditReport, audit_definitions
+from .snapshot import DiffResult, Snapshot, ToolRef, diff_snapshots
+
+
+def resolve_crawl(db: Database, ref: str | int | None, *, default: int = -1) -> int:
+    """A crawl id from `ref`: an id (`12`), `latest`/`last`, `previous`/`prev`, or `-N` (the
+    Nth crawl from the end; -1 is the latest). None means `default` (as an offset from the end)."""
+    ids = store.crawl_ids(db)
+    if not ids:
+        raise NotFoundError("the index has no crawls", where=db.path,
+                            fix="run `toolidx crawl --config FILE --db PATH` first")
+    r = str(ref).strip().lower() if ref is not None else str(default)
+    aliases = {"latest": "-1", "last": "-1", "newest": "-1", "previous": "-2", "prev": "-2"}
+    r = aliases.get(r, r)
+    try:
+        n = int(r)
+    except ValueError:
+        raise UsageError(f"not a crawl: {ref!r}",
+                         fix="use a crawl id (see `toolidx history`), latest, previous, or -N") from None
+    if n < 0:
+        if -n > len(ids):
+            raise NotFoundError(f"the index has only {len(ids)} crawl{'s' if len(ids) != 1 else ''}",
+                                where=db.path, fix="crawl again, or compare with another index: "
+                                                   "toolidx diff OLD.db NEW.db")
+        return ids[n]
+    if n not in ids:
+        near = ", ".join(map(str, ids[-10:]))
+        raise NotFoundError(f"no crawl {n} in the index", where=db.path, fix=f"known crawls: {near}")
+    return n
+
+
+def load_snapshot(db: Database, crawl_id: int, servers: list[str] | None = None) -> Snapshot:
+    rows = store.snapshot_rows(db, crawl_id, servers)
+    tools = {tid: ToolRef(tid, server, name, h, bool(stale)) for tid, server, name, h, stale in rows}
+    srv = {r["server"]: r for r in store.crawl_server_rows(db, crawl_id)}
+    c = store.get_crawl(db, crawl_id) or {}
+    label = {"db": db.path, "crawl_id": crawl_id, "started_at": c.get("started_at"),
+             "tools": len(tools)}
+    return Snapshot(tools, srv, label, lambda hs: store.definitions(db, hs))
+
+
+def _check_servers(snaps: list[Snapshot], servers: list[str] | None) -> None:
+    if not servers:
+        return
+    known = set()
+    for s in snaps:
+        known |= {t.server for t in s.tools.values()} | set(s.servers)
+    missing = [s for s in servers if s not in known]
+    if missing:
+        raise NotFoundError(f"no server named {', '.join(map(repr, missing))} in either crawl",
+                            fix=f"known: {', '.join(sorted(known)[:20])}")
+
+
+def diff_crawls(db: Database, from_ref: str | None = None, to_ref: str | None = None,
+                servers: list[str] | None = None) -> DiffResult:
+    """Two crawls of one index; by default the last two (or the crawl before `to_ref`)."""
+    to_id = resolve_crawl(db, to_ref, default=-1)
+    if from_ref is None:
+        ids = store.crawl_ids(db)
+        before = [i for i in ids if i < to_id]
+        if not before:
+            raise NotFoundError(f"crawl {to_id} is the first crawl: nothing to compare it with",
+                                where=db.path, fix="crawl again later, or compare two files: "
+                                                   "toolidx diff OLD.db NEW.db (audit checks a first crawl)")
+        from_id = before[-1]
+    else:
+        from_id = resolve_crawl(db, from_ref)
+    old, new = load_snapshot(db, from_id), load_snapshot(db, to_id)
+    _check_servers([old, new], servers)
+    return diff_snapshots(old, new, servers=servers)
+
+
+def diff_files(old_db: Database, new_db: Database, from_ref: str | None = None, to_ref: str | None = None,
+               servers: list[str] | None = None) -> DiffResult:
+    """The latest crawl (or `from_ref`) of one index against the latest (or `to_ref`) of another."""
+    old = load_snapshot(old_db, resolve_crawl(old_db, from_ref, default=-1))
+    new = load_snapshot(new_db, resolve_crawl(new_db, to_ref, default=-1))
+    _check_servers([old, new], servers)
+    return diff_snapshots(old, new, servers=servers)
+
+
+def diff(db_path: str | Path | None, old_path: str | Path | None = None, new_path: str | Path | None = None,
+         *, from_ref: str | None = None, to_ref: str | None = None,
+         servers: list[str] | None = None) -> DiffResult:
+    """What `toolidx diff` runs: with no files, two crawls of `db_path`; with OLD only, OLD's latest
+    crawl against `db_path`'s; with OLD and NEW, the two files."""
+    from ..store.db import open_db
+
+    if old_path is None:
+        db = open_db(db_path)
+        try:
+            return diff_crawls(db, from_ref, to_ref, servers)
+        finally:
+            db.close()
+    # baselines are often downloaded artifacts: never write to them
+    old_db = open_db(old_path, readonly=True)
+    new_db = open_db(new_path, readonly=True) if new_path is not None else open_db(db_path)
+    try:
+        return diff_files(old_db, new_db, from_ref, to_ref, servers)
+    finally:
+        old_db.close()
+        new_db.close()
+
+
+def history(db: Database, limit: int | None = 20, servers: list[str] | None = None) -> dict[str, Any]:
+    rows = store.crawl_history(db, limit, servers)
+    return {"db": db.path, "filter": {"servers": servers or []}, "crawls": rows}
+
+
+def audit(db: Database, servers: list[str] | None = None, crawl: str | None = None) -> AuditReport:
+    """Scan the index as it is now (or as of one crawl) for text that reads like instructions to
+    the model."""
+    if crawl is None:
+        rows = store.current_definitions(db, servers)
+        if servers:
+            _known = {r["server"] for r in rows}
+            missing = [s for s in servers if s not in _known]
+            if missing:
+                raise NotFoundError(f"no server named {', '.join(map(repr, missing))} in the index",
+                                    where=db.path, fix="see `toolidx history` or the crawl summary")
+        items = ((r["id"], r["server"], r["name"], r["definition"]) for r in rows)
+        return audit_definitions(items, {"db": db.path, "crawl_id": None}, servers)
+    cid = resolve_crawl(db, crawl)
+    snap = load_snapshot(db, cid, servers)
+    defs = snap.load({t.hash for t in snap.tools.values()})
+    items = ((t.id, t.server, t.name, defs[t.hash]) for t in sorted(snap.tools.values(), key=lambda t: t.id)
+             if t.hash in defs)
+    return audit_definitions(items, {"db": db.path, "crawl_id": cid}, servers)

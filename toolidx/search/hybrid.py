@@ -1,0 +1,367 @@
+"""Search: keyword (FTS5 BM25 with field weights), semantic (sqlite-vec KNN on the query embedding),
+fuzzy names (rapidfuzz), and a calibrated hybrid of the three.
+
+Every hit gets a score in [0, 1] that means the same thing for every query: an estimate of the
+probability that the tool serves the request, from a small logistic model over absolute evidence
+(cosine similarity, BM25, query-term coverage, fuzzy name match) fitted on the bench sets
+(`toolidx.search.calibration`, docs/search.md). Below a calibrated threshold search returns nothing and
+says so ("no good match") instead of the least-bad tools.
+
+Keyword mode imports no numpy, fastembed or mcp, so a keyword search in a new process is fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import UsageError
+from ..core.filters import Filters
+from ..core.notices import warn_once
+from ..core.tokens import STOP_WORDS, query_terms
+from ..core.tooldoc import first_line, split_name
+from ..store import retrieval
+from ..store.tools import filtered_rowids
+from . import bm25, quoted
+from . import calibration as cal
+
+MODES = ("hybrid", "keyword", "semantic")
+POOL = 50  # candidates taken from each retriever before fusion
+FUZZY_MAX_TERMS = 4  # fuzzy name matching is for short, name-like queries ("git_stauts")
+FUZZY_CUTOFF = 75.0
+
+
+@dataclass
+class Hit:
+    id: str
+    server: str
+    name: str
+    title: str | None
+    description: str  # first line / sentence
+    score: float  # calibrated estimate of P(relevant), in [0, 1]
+    matched: list[str] = field(default_factory=list)  # query terms found in the tool's text
+    why: str = ""
+    signals: dict[str, float] = field(default_factory=dict)  # the evidence behind the score
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "server": self.server, "name": self.name, "title": self.title,
+                "description": self.description, "score": self.score, "matched": self.matched,
+                "why": self.why, "signals": self.signals}
+
+
+@dataclass
+class SearchResult:
+    query: str
+    mode: str  # as asked
+    mode_used: str  # what ran: "keyword" when the model or the vectors are missing
+    hits: list[Hit]
+    no_match: bool
+    threshold: float  # the score below which hits are dropped
+    notes: list[str] = field(default_factory=list)
+    considered: int = 0  # tools that passed the filters
+    gate: float = 0.0  # the calibrated "no good match" threshold for this query (min_score aside)
+
+    def to_json(self) -> dict:
+        return {"query": self.query, "mode": self.mode, "mode_used": self.mode_used,
+                "no_match": self.no_match, "threshold": self.threshold,
+                "calibrated_threshold": self.gate, "count": len(self.hits),
+                "considered": self.considered, "notes": self.notes,
+                "hits": [h.to_json() for h in self.hits]}
+
+
+# --- query embedding ----------------------------------------------------------------------------
+_NO_EMBEDDER = object()
+_embedders: dict[str, Any] = {}
+
+
+def get_query_embedder(db) -> Any:
+    """The embedder for the model named in the index (loaded once per process), or None with a
+    one-time warning when the index has no vectors or the model cannot be loaded offline."""
+    from ..store import vectors
+
+    model = db.get_meta("embed_model")
+    if not model or not db.vec_available or not vectors.has_table(db):
+        if not db.vec_available:
+            warn_once("vec", f"{db.vec_error}: search is keyword-only")
+        else:
+            warn_once("no-vectors", "the index has no embeddings: search is keyword-only "
+                                    "(run `toolidx embed` with a model to add them)")
+        return None
+    if model in _embedders:
+        e = _embedders[model]
+        return None if e is _NO_EMBEDDER else e
+    from ..core.embedding import QUERY_THREADS, load_embedder, resolve_model
+    from ..core.errors import ModelError
+
+    try:
+        emb = load_embedder(resolve_model(name=model, remembered_path=db.get_meta("embed_model_path")),
+                            threads=QUERY_THREADS)
+    except ModelError as e:
+        warn_once("model", f"{e}: search is keyword-only")
+        emb = None
+    if emb is not None and str(emb.dim) != (db.get_meta("embed_dim") or str(emb.dim)):
+        warn_once("model-dim", f"the model loaded for {model!r} has {emb.dim} dimensions, the index "
+                               f"{db.get_meta('embed_dim')}: search is keyword-only")
+        emb = None
+    _embedders[model] = _NO_EMBEDDER if emb is None else emb
+    return emb
+
+
+_qcache: dict[tuple[int, str], bytes] = {}
+
+
+def _embed_query(embedder: Any, text: str) -> bytes:
+    key = (id(embedder), text)
+    blob = _qcache.get(key)
+    if blob is None:
+        if len(_qcache) > 2048:
+            _qcache.clear()
+        blob = _qcache[key] = embedder.embed_query(text)
+    return blob
+
+
+_worker: Any = None
+
+
+def _embed_in_background(embedder: Any, text: str) -> Any:
+    """A future of the query embedding (ONNX Runtime releases the GIL while it runs)."""
+    global _worker
+    from concurrent.futures import ThreadPoolExecutor
+
+    if _worker is None:
+        _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolidx-embed")
+    return _worker.submit(_embed_query, embedder, text)
+
+
+def warm(db, embedder: Any = "auto") -> None:
+    """Load now what the first searches would load: every word's keyword postings, the vector
+    matrix, the tool names (and their words' stems) and the model (a long-lived process: `toolidx
+    serve`, benchmarks)."""
+    bm25.preload(db)
+    _all_names(db)
+    _name_stems_for(db, None)
+    if embedder == "auto":
+        embedder = get_query_embedder(db)
+    if embedder is not None:
+        from . import vecmatrix
+
+        vecmatrix.preload(db)
+        embedder.embed_query("warm up")  # ONNX Runtime's first run allocates its buffers
+
+
+# --- fuzzy names --------------------------------------------------------------------------------
+_names: dict[tuple, tuple[list[int], list[str]]] = {}
+
+
+def _all_names(db) -> tuple[list[int], list[str]]:
+    key = db.version_key()
+    if key not in _names:
+        _names.clear()
+        rows = retrieval.tool_names(db)
+        _names[key] = ([r for r, _ in rows], [" ".join(split_name(n)) for _, n in rows])
+    return _names[key]
+
+
+def _fuzzy(db, terms: list[str], pool: int, filters: Filters | None,
+           candidates: list[int]) -> dict[int, float]:
+    """rowid -> similarity in [0, 1] of a short query to the tool name (both as words). Scored on
+    the keyword/vector candidates (a misspelt name still shares a word or its meaning with the
+    tool); only when they are empty on every name in the index."""
+    if not terms or len(terms) > FUZZY_MAX_TERMS:
+        return {}
+    from rapidfuzz import fuzz, process
+
+    if candidates:
+        rows = retrieval.names_for(db, candidates)
+        rowids, names = [r for r, _ in rows], [" ".join(split_name(n)) for _, n in rows]
+        allowed = None  # candidates already passed the filters
+    else:
+        rowids, names = _all_names(db)
+        allowed = filtered_rowids(db, filters)
+    q = " ".join(terms)
+    out: dict[int, float] = {}
+    for _, score, i in process.extract(q, names, scorer=fuzz.ratio, limit=pool * 4,
+                                       score_cutoff=FUZZY_CUTOFF):
+        r = rowids[i]
+        if allowed is None or r in allowed:
+            out[r] = score / 100.0
+            if len(out) >= pool:
+                break
+    return out
+
+
+# --- search -------------------------------------------------------------------------------------
+def _prepare(query: str) -> str:
+    return " ".join((query or "").split())
+
+
+def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Any,
+           pool: int = POOL) -> tuple[dict[int, dict], list[str], str]:
+    """Candidates with their evidence: {rowid: {"bm25", "cos", "fuzzy", "kw_rank", "vec_rank"}},
+    the keyword terms, and the mode that actually ran."""
+    text = _prepare(query)
+    terms = query_terms(text)
+    mode_used = mode
+    if mode in ("hybrid", "semantic") and embedder is None:
+        mode_used = "keyword"
+    cands: dict[int, dict] = {}
+
+    def slot(r: int) -> dict:
+        return cands.setdefault(r, {"bm25": 0.0, "cos": None, "fuzzy": 0.0})
+
+    qv = None
+    hybrid = mode_used == "hybrid"  # reads quoted values and rare words differently (docs/search.md)
+    if mode_used in ("hybrid", "semantic") and text:
+        etext = quoted.strip_quoted(text) if hybrid else text
+        qv = _embed_in_background(embedder, etext[:2000])  # beside the keyword half, on another core
+    tw = quoted.term_weights(text, terms) if hybrid else None
+    if mode_used in ("hybrid", "keyword"):
+        for rank, (r, s) in enumerate(bm25.candidates(
+                db, terms, pool, filters, idf_power=cal.IDF_POWER if hybrid else 1.0, term_weights=tw)):
+            c = slot(r)
+            c["bm25"], c["kw_rank"] = s, rank
+    if hybrid:  # the keyword candidates' words while the model runs; the others' below
+        _cover(db, terms, tw, cands)
+    if qv is not None:
+        qv = qv.result()
+        from . import vecmatrix
+
+        for rank, (r, s) in enumerate(vecmatrix.knn(db, qv, pool, filters)):
+            c = slot(r)
+            c["cos"], c["vec_rank"] = s, rank
+        missing = [r for r, c in cands.items() if c["cos"] is None]
+        for r, s in vecmatrix.cosine_for(db, qv, missing).items():
+            cands[r]["cos"] = s
+    if mode_used in ("hybrid", "keyword"):
+        for r, s in _fuzzy(db, terms, pool, filters, list(cands)).items():
+            slot(r)["fuzzy"] = s
+    if hybrid:
+        _cover(db, terms, tw, cands)
+    for c in cands.values():
+        if c["cos"] is None:
+            c["cos"] = 0.0
+    return cands, terms, mode_used
+
+
+def _cover(db, terms: list[str], tw: dict[str, float] | None, cands: dict[int, dict]) -> None:
+    """Each candidate's query words ("matched") and the share of the query they make up
+    ("coverage"; quoted values weigh QUOTED_WEIGHT): hybrid's evidence that a tool does what the
+    whole request says, not just its rarest part (calibration.COVERAGE_WEIGHT)."""
+    todo = [r for r, c in cands.items() if "matched" not in c]
+    if not todo:
+        return
+    tw = tw or {}
+    total = sum(tw.get(w, 1.0) for w in terms)
+    for r, words in bm25.matched_terms(db, terms, todo, many=True).items():
+        c = cands[r]
+        c["matched"] = words
+        c["coverage"] = sum(tw.get(w, 1.0) for w in words) / total if total else 0.0
+    for r, n in _name_words(db, terms, todo).items():
+        cands[r]["name_words"] = n
+
+
+_name_stems: dict[tuple, dict[int, frozenset[str]]] = {}
+
+
+def _name_stems_for(db, rowids: list[int] | None) -> dict[int, frozenset[str]]:
+    """rowid -> the stems of its name's words (stop words aside), cut once per index version;
+    rowids=None: every tool (search.warm)."""
+    key = db.version_key()
+    known = _name_stems.get(key)
+    if known is None:
+        _name_stems.clear()
+        known = _name_stems[key] = {}
+    if rowids is None:  # every name, as _all_names has already read and split them
+        words = {r: n.split() for r, n in zip(*_all_names(db))}
+    else:
+        todo = [r for r in rowids if r not in known]
+        words = {r: split_name(n) for r, n in retrieval.names_for(db, todo)} if todo else {}
+    if words:
+        names = {r: [w for w in ws if w not in STOP_WORDS] for r, ws in words.items()}
+        cut = bm25.stems(db, list({w for ws in names.values() for w in ws}))
+        if cut is not None:
+            for r, ws in names.items():
+                known[r] = frozenset(t for w in ws for t in cut[w])
+    return known
+
+
+def _name_words(db, terms: list[str], rowids: list[int]) -> dict[int, int]:
+    """How many of each tool name's words the query has ("bar" and "chart" of generate_bar_chart),
+    compared as the keyword index stems them."""
+    known = _name_stems_for(db, rowids)
+    cut = bm25.stems(db, terms) or {}
+    said = {t for w in terms for t in cut.get(w, ())}
+    return {r: len(known[r] & said) for r in rowids if r in known}
+
+
+def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Filters | None = None,
+           min_score: float | None = None, embedder: Any = "auto") -> SearchResult:
+    """Find the tools that serve `query`. `min_score` overrides the calibrated "no good match"
+    threshold (0 returns the best tools whatever their score). `embedder="auto"` loads the
+    index's model (see get_query_embedder); None searches without one."""
+    if mode not in MODES:
+        raise UsageError(f"unknown search mode {mode!r}", fix=f"use one of: {', '.join(MODES)}")
+    if limit < 1:
+        raise UsageError(f"--limit must be at least 1 (got {limit})")
+    if min_score is not None and not 0.0 <= min_score <= 1.0:
+        raise UsageError(f"--min-score must be between 0 and 1 (got {min_score})")
+    notes: list[str] = []
+    if embedder == "auto":
+        embedder = get_query_embedder(db) if mode != "keyword" else None
+    with db.snapshot():
+        cands, terms, mode_used = gather(db, query, mode=mode, filters=filters, embedder=embedder,
+                                         pool=max(POOL, limit))
+        if mode_used != mode:
+            notes.append(f"{mode} search needs embeddings; ran keyword search instead")
+        gate = cal.threshold(cal.effective_mode(cands, mode_used), len(terms))
+        threshold = gate if min_score is None else float(min_score)
+        total = retrieval.filtered_count(db, None)
+        scored = cal.score_candidates(cands, mode_used, total)
+        order = sorted(scored, key=lambda r: -scored[r])
+        rows = retrieval.hit_rows(db, order[: limit * 2 + 10])
+        # as shown (4 decimals), ties by the unrounded score: low scores round alike
+        ranked = sorted(rows, key=lambda r: (-round(scored[r], 4), -scored[r], rows[r]["id"]))
+        if min_score is None:
+            # the calibrated threshold judges the query (is any tool good enough?); once one is,
+            # the runners-up are shown with their own scores, as alternatives
+            kept = ranked[:limit] if ranked and scored[ranked[0]] >= threshold else []
+        else:
+            kept = [r for r in ranked if scored[r] >= threshold][:limit]
+        if mode_used == "hybrid":
+            matched = {r: cands[r].get("matched", []) for r in kept}
+        else:
+            matched = bm25.matched_terms(db, terms, kept) if mode_used != "semantic" else {}
+        considered = total if filters is None or filters.is_empty() else retrieval.filtered_count(db, filters)
+    if not _prepare(query):
+        notes.append("empty query: nothing to search for")
+    elif not terms and mode_used == "keyword":
+        notes.append("the query has no searchable words (only stop words, digits or symbols)")
+    hits = [_hit(rows[r], scored[r], matched.get(r, []), cands[r], mode_used) for r in kept]
+    no_match = not hits
+    if no_match and ranked and _prepare(query):
+        best = scored[ranked[0]]
+        notes.append(f"no good match: the best tool ({rows[ranked[0]]['id']}) scored {best:.3f}, "
+                     f"below the threshold {threshold:.3f} (--min-score 0 shows it anyway)")
+    elif no_match and considered == 0:
+        notes.append("no tools pass the filters")
+    return SearchResult(query=query, mode=mode, mode_used=mode_used, hits=hits, no_match=no_match,
+                        threshold=threshold, notes=notes, considered=considered, gate=gate)
+
+
+def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) -> Hit:
+    reasons = []
+    if matched:
+        reasons.append("terms: " + ", ".join(matched[:8]))
+    if ev.get("fuzzy", 0) >= FUZZY_CUTOFF / 100:
+        reasons.append(f"fuzzy name ({ev['fuzzy']:.2f})")
+    if mode_used != "keyword" and ev.get("cos", 0) > 0:
+        reasons.append(f"semantic ({ev['cos']:.2f})")
+    signals = {"bm25": round(ev.get("bm25", 0.0), 3), "fuzzy": round(ev.get("fuzzy", 0.0), 3)}
+    if mode_used != "keyword":
+        signals["cosine"] = round(ev.get("cos", 0.0), 4)
+    if mode_used == "hybrid":
+        signals["coverage"] = round(ev.get("coverage", 0.0), 3)
+        signals["name_words"] = ev.get("name_words", 0)
+    return Hit(id=row["id"], server=row["server"], name=row["name"], title=row["title"],
+               description=first_line(row["description"]), score=round(score, 4), matched=matched,
+               why="; ".join(reasons) or "semantic", signals=signals)

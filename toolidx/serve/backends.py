@@ -1,0 +1,242 @@
+"""Live connections to the real MCP servers behind `execute_tool`: started on first use, kept and
+reused, restarted when they die, closed on shutdown.
+
+Each connection lives in its own task for its whole life: the MCP client holds anyio task groups
+that must be entered and left by the same task, while calls arrive from request tasks. A request
+task only sends on the connection's streams, which is allowed from any task.
+
+Specs come from the crawl config stored with the index (or `--config`), loaded at each (re)start
+so that secrets are read from the environment at run time and never stored. When the config file
+is gone, the spec is rebuilt from what the index stored (`servers.connect`: command, args, url and
+the *names* of env vars / headers, resolved from the environment).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..core.errors import ToolidxError
+from ..core.servers import ServerSpec
+from ..crawl.config import build_config, load_config
+
+log = logging.getLogger("toolidx")
+
+STOP_GRACE_S = 5.0
+
+
+class BackendUnavailable(Exception):
+    """A backend cannot be started or reached. `str()` is a one-line reason for the agent."""
+
+
+# --- where specs come from ------------------------------------------------------------------------
+def spec_from_index(name: str, server_row: dict, environ: dict[str, str] | None = None) -> ServerSpec:
+    """Rebuild a spec from the index's `servers.connect` (secrets by name, from the environment)."""
+    c = server_row.get("connect") or {}
+    entry: dict[str, Any] = {"type": c.get("transport") or server_row.get("transport")}
+    for key in ("command", "args", "cwd", "url", "tools_file", "timeout"):
+        if c.get(key) not in (None, [], ""):
+            entry[key] = c[key]
+    if c.get("env_keys"):
+        entry["env"] = {k: "${" + k + "}" for k in c["env_keys"]}
+    if c.get("header_keys"):
+        entry["headers"] = {k: "${" + k + "}" for k in c["header_keys"]}
+    cfg = build_config({"mcpServers": {name: entry}}, f"index entry for {name!r}", environ=environ)
+    return cfg.servers[0]
+
+
+def _existing(path: str, near: str | None) -> Path | None:
+    p = Path(path).expanduser()
+    if p.is_file():
+        return p
+    if not p.is_absolute() and near:
+        q = Path(near).resolve().parent / p
+        if q.is_file():
+            return q
+    return None
+
+
+@dataclass
+class SpecSource:
+    """Finds the spec of a server: `--config`, else the config the index was crawled from, else the
+    index's own record. `server_row(name)` reads the index (None: not there)."""
+
+    server_row: Callable[[str], dict | None]
+    config_path: str | None = None  # --config: explicit, so a missing file is an error
+    index_config_path: Callable[[], str | None] = lambda: None
+    db_path: str | None = None
+    environ: dict[str, str] | None = None
+
+    def spec(self, name: str) -> tuple[ServerSpec, str]:
+        """(spec, where it came from). Raises BackendUnavailable."""
+        env = os.environ if self.environ is None else self.environ
+        try:
+            if self.config_path:
+                cfg = load_config(self.config_path, environ=dict(env))
+                return self._pick(cfg, name), cfg.path or self.config_path
+            stored = self.index_config_path()
+            found = _existing(stored, self.db_path) if stored else None
+            if found is not None:
+                cfg = load_config(found, environ=dict(env))
+                if any(s.name == name for s in cfg.servers):
+                    return self._pick(cfg, name), str(found)
+            row = self.server_row(name)
+            if row is None:
+                raise BackendUnavailable(f"server {name!r} is not in the index")
+            return spec_from_index(name, row, dict(env)), "index"
+        except ToolidxError as e:
+            raise BackendUnavailable(f"cannot read how to start {name!r}: {e}") from None
+
+    @staticmethod
+    def _pick(cfg: Any, name: str) -> ServerSpec:
+        for s in cfg.servers:
+            if s.name == name:
+                return s
+        raise BackendUnavailable(f"server {name!r} is not in the config {cfg.path}")
+
+
+# --- one connection -------------------------------------------------------------------------------
+@dataclass
+class _Backend:
+    spec: ServerSpec
+    conn: Any = None
+    error: str | None = None
+    started_at: float = field(default_factory=time.monotonic)
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+    async def run(self) -> None:
+        from ..crawl.connect import open_session
+
+        try:
+            async with open_session(self.spec) as conn:
+                self.conn = conn
+                self.ready.set()
+                await self.stop.wait()
+        except Exception as e:  # a dead server surfaces here (often as an ExceptionGroup)
+            self.error = _one_line(e)
+            if self.conn is not None and not self.stop.is_set():
+                log.warning(f"backend {self.spec.name!r} closed: {self.error}")
+        finally:
+            self.ready.set()
+            self.done.set()
+
+    @property
+    def usable(self) -> bool:
+        return self.conn is not None and not self.done.is_set() and bool(self.conn.alive)
+
+    def stderr_tail(self) -> str:
+        tail = getattr(self.conn, "stderr_tail", "") or ""
+        return tail.strip().splitlines()[-1][:300] if tail.strip() else ""
+
+
+def _one_line(e: BaseException) -> str:
+    while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
+        e = e.exceptions[0]
+    if isinstance(e, BaseExceptionGroup):
+        return "; ".join(_one_line(x) for x in e.exceptions[:3])
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+# --- the pool -------------------------------------------------------------------------------------
+class BackendPool:
+    """`async with BackendPool(source) as pool: await pool.call(server, tool, args, timeout)`."""
+
+    def __init__(self, source: SpecSource):
+        self.source = source
+        self._backends: dict[str, _Backend] = {}
+        self._locks: dict[str, anyio.Lock] = {}
+        self._starts: dict[str, int] = {}
+        self._tg: Any = None
+
+    async def __aenter__(self) -> BackendPool:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await self.close_all()
+        finally:
+            self._tg.cancel_scope.cancel()
+            await self._tg.__aexit__(None, None, None)
+
+    async def close_all(self) -> None:
+        async with anyio.create_task_group() as tg:
+            for b in list(self._backends.values()):
+                tg.start_soon(self._stop, b)
+        self._backends.clear()
+
+    @staticmethod
+    async def _stop(b: _Backend) -> None:
+        b.stop.set()
+        with anyio.move_on_after(STOP_GRACE_S):
+            await b.done.wait()
+
+    async def connection(self, server: str) -> Any:
+        """A live connection to `server`, started or restarted as needed."""
+        lock = self._locks.setdefault(server, anyio.Lock())
+        async with lock:
+            b = self._backends.get(server)
+            if b is not None and b.usable:
+                return b.conn
+            restarting = b is not None
+            if b is not None:
+                await self._stop(b)
+            spec, where = self.source.spec(server)
+            if spec.problem:
+                raise BackendUnavailable(f"cannot start server {server!r}: {spec.problem}")
+            if spec.transport == "tools_file":
+                raise BackendUnavailable(f"server {server!r} is a saved tool list (tools_file), not a "
+                                         "live server: its tools cannot be run")
+            b = _Backend(spec)
+            self._backends[server] = b
+            self._tg.start_soon(b.run)
+            with anyio.move_on_after(spec.timeout + STOP_GRACE_S):
+                await b.ready.wait()
+            if b.conn is None:
+                b.stop.set()
+                self._backends.pop(server, None)
+                raise BackendUnavailable(f"server {server!r} did not start ({b.error or 'timed out'}; "
+                                         f"spec from {where})")
+            self._starts[server] = self._starts.get(server, 0) + 1
+            if restarting:
+                log.warning(f"backend {server!r} restarted")
+            return b.conn
+
+    async def call(self, server: str, tool: str, arguments: dict, timeout: float) -> dict:
+        """The CallToolResult as wire JSON. Raises BackendUnavailable (with the server's last
+        stderr line when it died)."""
+        from ..crawl.connect import BackendError, RemoteError
+
+        conn = await self.connection(server)
+        try:
+            return await conn.call_tool(tool, arguments, timeout)
+        except RemoteError as e:
+            raise BackendUnavailable(f"server {server!r} refused the call: {e}") from None
+        except BackendError as e:
+            b = self._backends.get(server)
+            dead = b is not None and not b.usable
+            msg = f"server {server!r} failed during the call: {e}"
+            code = await conn.exit_code_soon(0.5) if dead else None
+            if code is not None and "exit code" not in msg:
+                msg += f" (exit code {code})"
+            tail = b.stderr_tail() if b is not None else ""
+            if dead:
+                msg += " (the server process ended; it is restarted on the next call)"
+            if tail:
+                msg += f"; its last stderr line: {tail}"
+            raise BackendUnavailable(msg) from None
+
+    def status(self) -> dict[str, dict]:
+        return {name: {"alive": b.usable, "starts": self._starts.get(name, 0), "error": b.error}
+                for name, b in self._backends.items()}

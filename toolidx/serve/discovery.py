@@ -1,0 +1,595 @@
+"""What the discovery server knows and answers, without MCP: the index it serves (reloaded when a
+crawl changes it), the scope it may see, tool-name resolution, argument validation, and the
+meta-tools' answers (a structured payload within the token budget plus a compact text block).
+
+serve.py wires this to MCP; tests and benchmarks can call it directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.budget import fit_budget
+from ..core.errors import ToolidxError, UsageError
+from ..core.filters import Filters
+from ..store.db import Database, open_db
+from ..store.tools import all_ids, filtered_rowids, get_tool, get_tools_by_rowid, list_servers
+from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS
+
+log = logging.getLogger("toolidx")
+
+DEFAULT_MAX_TOKENS = 4000
+MODEL_WAIT_S = 15.0  # how long a keyword "no match" waits for a loading model before it stands
+EXPOSED_NAME_MAX = 64  # Claude and most clients: ^[a-zA-Z0-9_-]{1,64}$
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+HIT_KEYS = ("id", "title", "description", "score", "matched")
+
+
+@dataclass
+class Answer:
+    """One meta-tool result: `payload` is the structuredContent, `text` the readable block."""
+
+    payload: dict
+    text: str
+    is_error: bool = False
+
+    def to_result(self) -> dict:
+        return {"content": [{"type": "text", "text": self.text}], "structuredContent": self.payload,
+                "isError": self.is_error}
+
+
+class LookupProblem(Exception):
+    """A tool name that cannot be used here (unknown, ambiguous, outside the scope)."""
+
+    def __init__(self, code: str, message: str, suggestions: list[str] | None = None):
+        super().__init__(message)
+        self.code, self.message, self.suggestions = code, message, suggestions or []
+
+    def answer(self) -> Answer:
+        payload: dict[str, Any] = {"error": self.code, "message": self.message}
+        text = f"Error: {self.message}"
+        if self.suggestions:
+            payload["suggestions"] = self.suggestions
+            text += "\nClosest names: " + ", ".join(self.suggestions)
+        return Answer(payload, text, is_error=True)
+
+
+def error_answer(code: str, message: str, fix: str | None = None, **extra: Any) -> Answer:
+    payload = {"error": code, "message": message, **({"fix": fix} if fix else {}), **extra}
+    return Answer(payload, f"Error: {message}" + (f"\nFix: {fix}" if fix else ""), is_error=True)
+
+
+def exposed_name(tool_id: str, taken: set[str]) -> str:
+    """`server__tool`, made safe for clients' tool-name rules (letters, digits, _ and -, <= 64);
+    a name that had to be shortened or collides gets a short hash of the id."""
+    server, _, name = tool_id.partition("/")
+    base = _UNSAFE.sub("_", f"{server}__{name}")
+    if len(base) <= EXPOSED_NAME_MAX and base not in taken:
+        return base
+    h = hashlib.sha256(tool_id.encode()).hexdigest()[:6]
+    return base[:EXPOSED_NAME_MAX - 7] + "_" + h
+
+
+def compact(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+@dataclass
+class _Cache:
+    """Everything derived from one version of the index; replaced whole on reload."""
+
+    scope_ids: set[str] | None = None
+    by_name: dict[str, list[str]] | None = None
+    tools: dict[str, dict] = field(default_factory=dict)
+    validators: dict[str, Any] = field(default_factory=dict)
+    exposed: dict[str, str] | None = None  # exposed name -> tool id
+
+
+class Discovery:
+    """The served index. Thread-safe: answers run in worker threads, reloads on the event loop."""
+
+    def __init__(self, db_path: str, *, scope: Filters | None = None, expose_tools: bool = False,
+                 pins: list[str] | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
+                 config_path: str | None = None):
+        self.db_path = str(db_path)
+        self.scope = scope or Filters()
+        self.expose_tools = expose_tools
+        self.pin_names = list(pins or [])
+        self.max_tokens = max_tokens
+        self.config_path = config_path
+        self.db: Database = open_db(self.db_path)
+        self._file_id = self._stat()
+        self._data_version = self.db.data_version()
+        self._cache = _Cache()
+        self._lock = threading.Lock()
+        self.embedder: Any = None
+        self.model_state = "not loaded"  # loading | ready | unavailable
+        self.model_done = threading.Event()
+        self.reloads = 0
+        known = {s["name"] for s in list_servers(self.db)}
+        unknown = [s for s in self.scope.servers if s not in known]
+        if unknown:
+            raise UsageError(f"--server {', '.join(unknown)}: not in the index {self.db_path}",
+                             fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"))
+        resolved, asked, self.pin_names = [], self.pin_names, []
+        for pin in asked:  # a pin that cannot work is a start-up error, not a silent no-op
+            try:
+                resolved.append(self.resolve(pin)["id"])
+            except LookupProblem as e:
+                raise UsageError(f"--pin {pin}: {e.message}",
+                                 fix="pin SERVER/TOOL ids that `toolidx search` shows"
+                                     + (f" (closest: {', '.join(e.suggestions[:3])})" if e.suggestions else ""))
+        self.pin_names = resolved
+        self._cache = _Cache()
+
+    # --- the index and its changes ------------------------------------------------------------
+    def _stat(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.db_path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    def refresh(self) -> bool:
+        """Reload when a crawl changed the index (or replaced the file). True if it changed."""
+        with self._lock:
+            fid = self._stat()
+            if fid is not None and fid != self._file_id:
+                try:
+                    new = open_db(self.db_path)
+                except ToolidxError as e:
+                    log.warning(f"index changed but cannot be reopened: {e}")
+                    return False
+                old, self.db, self._file_id = self.db, new, fid
+                self._data_version = new.data_version()
+                old.close()
+            else:
+                v = self.db.data_version()
+                if v == self._data_version:
+                    return False
+                self._data_version = v
+            self._cache = _Cache()
+            self.reloads += 1
+        return True
+
+    def load_model(self) -> None:
+        """Load the query embedder (slow: run it in a background thread). Until it is ready,
+        search answers with keywords."""
+        from ..search.hybrid import get_query_embedder, warm
+
+        self.model_state = "loading"
+        try:
+            emb = get_query_embedder(self.db)
+        except Exception as e:  # a broken model must not take the server down
+            log.warning(f"embedding model unavailable, keyword search only: {e}")
+            emb = None
+        self.embedder = emb
+        try:  # the first searches then pay for nothing but themselves
+            warm(self.db, emb)
+        except Exception as e:
+            log.warning(f"could not preload the search caches: {e}")
+        self.model_state = "ready" if emb is not None else "unavailable"
+        self.model_done.set()
+
+    # --- scope and names ----------------------------------------------------------------------
+    def scope_ids(self) -> set[str]:
+        c = self._cache
+        if c.scope_ids is None:
+            rowids = filtered_rowids(self.db, self.scope)
+            if rowids is None:
+                ids = set(all_ids(self.db))
+            else:
+                ids = {r["id"] for r in get_tools_by_rowid(self.db, sorted(rowids), "id").values()}
+            by_name: dict[str, list[str]] = {}
+            for i in sorted(ids):
+                by_name.setdefault(i.partition("/")[2], []).append(i)
+            c.by_name, c.scope_ids = by_name, ids
+        return c.scope_ids
+
+    def tool(self, tool_id: str) -> dict | None:
+        c = self._cache
+        t = c.tools.get(tool_id)
+        if t is None:
+            t = get_tool(self.db, tool_id)
+            if t is not None:
+                c.tools[tool_id] = t
+        return t
+
+    def resolve(self, name: str) -> dict:
+        """The tool row for `name` (an id, a unique bare name, or an exposed `server__tool`
+        name), inside the scope. Raises LookupProblem."""
+        ids = self.scope_ids()
+        name = (name or "").strip()
+        if name in ids:
+            return self.tool(name) or self._gone(name)
+        exposed = self.exposed()
+        if name in exposed:
+            return self.tool(exposed[name]) or self._gone(name)
+        if "/" not in name:
+            matches = (self._cache.by_name or {}).get(name, [])
+            if len(matches) == 1:
+                return self.tool(matches[0]) or self._gone(name)
+            if len(matches) > 1:
+                raise LookupProblem("ambiguous_tool", f"{name!r} is a tool of several servers: "
+                                    f"use its full id, one of {', '.join(matches)}", matches)
+        if self.tool(name) is not None:
+            raise LookupProblem("out_of_scope", f"tool {name!r} is outside what this server may "
+                                f"use ({self.scope_text()})", self.closest(name))
+        raise LookupProblem("unknown_tool", f"no tool {name!r} in the index", self.closest(name))
+
+    def _gone(self, name: str) -> dict:
+        raise LookupProblem("unknown_tool", f"tool {name!r} was removed from the index", self.closest(name))
+
+    def closest(self, name: str, limit: int = 5) -> list[str]:
+        from ..catalog.describe import suggest_ids
+
+        return suggest_ids(self.db, name, limit, within=self.scope_ids())
+
+    def scope_text(self) -> str:
+        s = self.scope.to_json()
+        s.pop("include_stale", None)
+        return "scope: " + (", ".join(f"{k}={v}" for k, v in s.items()) or "everything")
+
+    def exposed(self) -> dict[str, str]:
+        """Tools listed directly (with --expose-tools, or pinned): exposed name -> id."""
+        c = self._cache
+        if c.exposed is None:
+            ids = sorted(self.scope_ids()) if self.expose_tools else []
+            pinned = [p for p in self.pin_names if p in self.scope_ids()]
+            for p in self.pin_names:
+                if p not in self.scope_ids():
+                    log.warning(f"pinned tool {p!r} is no longer in the index")
+            out: dict[str, str] = {}
+            taken = {t["name"] for t in META_TOOLS}
+            for i in dict.fromkeys([*pinned, *ids]):
+                n = exposed_name(i, taken)
+                taken.add(n)
+                out[n] = i
+            c.exposed = out
+        return c.exposed
+
+    def exposed_definitions(self) -> list[dict]:
+        out = []
+        for n, i in self.exposed().items():
+            t = self.tool(i)
+            if t is None:
+                continue
+            d = dict(t["definition"])
+            d["name"] = n
+            d.pop("execution", None)  # task-augmented execution is not proxied
+            meta = dict(d.get("_meta") or {})
+            meta["toolidx/id"] = i
+            d["_meta"] = meta
+            out.append(d)
+        return out
+
+    # --- arguments ----------------------------------------------------------------------------
+    def validation_errors(self, tool: dict, arguments: Any) -> list[dict]:
+        """What is wrong with `arguments` for `tool` ([] when valid, or when its schema is itself
+        unusable: then the server judges)."""
+        if not isinstance(arguments, dict):
+            return [{"path": "(root)", "message": f"arguments must be an object, not {type(arguments).__name__}"}]
+        c = self._cache
+        v = c.validators.get(tool["id"])
+        if v is None:
+            v = c.validators[tool["id"]] = _validator(tool.get("input_schema") or {"type": "object"})
+        if v is False:
+            return []
+        errs = sorted(v.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
+        return [{"path": "/".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message[:300]}
+                for e in errs[:10]]
+
+    def invalid_arguments(self, tool: dict, errors: list[dict]) -> Answer:
+        from ..core.schemas import example_arguments
+
+        schema = tool.get("input_schema") or {}
+        payload = {"error": "invalid_arguments", "tool": tool["id"], "errors": errors,
+                   "input_schema": schema, "example_arguments": example_arguments(schema)}
+        payload = fit_budget(payload, None, self.max_tokens)
+        lines = [f"Not run: the arguments do not fit the input schema of {tool['id']}:"]
+        lines += [f"- {e['path']}: {e['message']}" for e in errors]
+        if "example_arguments" in payload:
+            lines.append(f"Example arguments: {compact(payload['example_arguments'])}")
+        if "input_schema" in payload:
+            lines.append(f"Input schema: {compact(payload['input_schema'])}")
+        return Answer(payload, "\n".join(lines), is_error=True)
+
+    # --- meta-tools ---------------------------------------------------------------------------
+    def answer(self, name: str, args: dict) -> Answer:
+        """Run one meta-tool (not execute_tool, which needs a backend: see `prepare_call`)."""
+        problem = check_arguments(name, args)
+        if problem:
+            return problem
+        try:
+            return getattr(self, "_" + name)(args)
+        except LookupProblem as e:
+            return e.answer()
+        except ToolidxError as e:
+            extra = {"suggestions": e.suggestions} if getattr(e, "suggestions", None) else {}
+            return error_answer(type(e).__name__, e.what, e.fix, **extra)
+
+    def _filters(self, args: dict) -> Filters:
+        f = dict(args.get("filters") or {})
+        f.pop("min_score", None)
+        return Filters(**f).narrowed_by(self.scope)
+
+    def _schemas_for(self, items: list[dict], key: str = "id") -> None:
+        for it in items:
+            t = self.tool(it[key])
+            if t is not None:
+                it["input_schema"] = t.get("input_schema")
+
+    def _search_tools(self, args: dict) -> Answer:
+        from ..search.hybrid import search
+
+        query, limit = args["query"], args.get("limit", 5)
+        mode = args.get("search_type", "hybrid")
+        min_score = (args.get("filters") or {}).get("min_score")
+        filters = self._filters(args)
+        ready = self.embedder is not None
+        res = search(self.db, query, mode=mode, limit=limit, filters=filters,
+                     min_score=min_score, embedder=self.embedder if ready else None)
+        if res.no_match and not ready and mode != "keyword" and self.model_state == "loading":
+            # words alone found nothing: rather than a false "no good match", wait (bounded) for
+            # the model that is loading and ask again by meaning
+            if self.model_done.wait(MODEL_WAIT_S) and self.embedder is not None:
+                ready = True
+                res = search(self.db, query, mode=mode, limit=limit, filters=filters,
+                             min_score=min_score, embedder=self.embedder)
+        full = res.to_json()
+        hits = [{k: h[k] for k in HIT_KEYS if h.get(k) not in (None, "", [])} for h in full.get("hits", [])]
+        for h in hits:
+            if isinstance(h.get("score"), float):
+                h["score"] = round(h["score"], 3)
+        if args.get("include_schemas"):
+            self._schemas_for(hits)
+        notes = list(full.get("notes") or [])
+        if mode != "keyword" and not ready:
+            notes = [n for n in notes if "needs embeddings" not in n]
+            notes.append("semantic model " + ("still loading" if self.model_state in ("loading", "not loaded")
+                                              else "unavailable") + ": keyword results")
+        payload: dict[str, Any] = {"query": query, "mode_used": full.get("mode_used"),
+                                   "no_match": bool(full.get("no_match")), "hits": hits}
+        if payload["no_match"]:
+            payload["message"] = ("No good match: no indexed tool fits this request well. Rephrase it, "
+                                  "or tell the user that no available tool does this.")
+        if notes:
+            payload["notes"] = notes
+        payload = fit_budget(payload, "hits", self.max_tokens)
+        return Answer(payload, _search_text(payload))
+
+    def _list_tools(self, args: dict) -> Answer:
+        from ..catalog.listing import list_tools
+
+        res = list_tools(self.db, page=args.get("page", 1), page_size=args.get("page_size", 20),
+                         sort=args.get("sort_by", "name"), order=args.get("sort_order", "asc"),
+                         filters=self._filters(args))
+        items = [_compact_tool(t) for t in res.get("items", [])]
+        if args.get("include_schemas"):
+            self._schemas_for(items)
+        payload = {"total": res.get("total"), "page": res.get("page"), "pages": res.get("pages"),
+                   "page_size": res.get("page_size"), "next_page": res.get("next_page"), "items": items}
+        payload = fit_budget(payload, "items", self.max_tokens)
+        return Answer(payload, _list_text(payload, args.get("sort_by", "name"), args.get("sort_order", "asc")))
+
+    def _describe_tool(self, args: dict) -> Answer:
+        from ..catalog.describe import describe
+        from ..core.schemas import example_arguments
+
+        tool = self.resolve(args["tool_name"])
+        detail = args.get("detail", "schema")
+        payload = describe(self.db, tool["id"], detail)
+        if detail == "schema":  # what a caller needs, without the full dump's server details
+            schema = tool.get("input_schema") or {"type": "object"}
+            payload.update(input_schema=schema, annotations=tool.get("annotations"),
+                           example_arguments=example_arguments(schema))
+        payload = {k: v for k, v in payload.items() if v not in (None, [], {}, "")}
+        payload = fit_budget(payload, None, self.max_tokens)
+        return Answer(payload, _describe_text(payload))
+
+    def _get_tool_categories(self, args: dict) -> Answer:
+        from ..catalog.listing import categories
+
+        res = categories(self.db, filters=self.scope if not self.scope.is_empty() else None)
+        payload: dict[str, Any] = {"categories": res.get("categories", [])}
+        if args.get("include_tags", True):
+            payload["tags"] = res.get("tags", [])
+        if args.get("include_servers", True):
+            servers = res.get("servers", [])
+            if self.scope.servers:
+                servers = [s for s in servers if s.get("name") in self.scope.servers]
+            payload["servers"] = [{k: s.get(k) for k in ("name", "count", "status") if k in s}
+                                  for s in servers if s.get("count")]
+        payload["total_tools"] = len(self.scope_ids())
+        payload = fit_budget(payload, "tags" if "tags" in payload else None, self.max_tokens)
+        return Answer(payload, _categories_text(payload))
+
+    def _get_similar_tools(self, args: dict) -> Answer:
+        from ..catalog.similar import similar
+
+        tool = self.resolve(args["tool_name"])
+        limit = args.get("limit", 5)
+        res = similar(self.db, tool["id"], limit=limit * 3 + 5, embedder=self.embedder)
+        ids = self.scope_ids()
+        alts = [s for s in res.get("similar", []) if s.get("id") in ids][:limit]
+        for s in alts:
+            for k in ("server", "name", "title"):
+                s.pop(k, None)
+            if not s.get("likely_duplicate"):
+                s.pop("reason", None)  # says no more than the score
+            if isinstance(s.get("score"), float):
+                s["score"] = round(s["score"], 3)
+        payload = {"tool": tool["id"], "method": res.get("method"), "similar": alts}
+        payload = fit_budget(payload, "similar", self.max_tokens)
+        return Answer(payload, _similar_text(payload))
+
+    # --- execute_tool, the part before the backend --------------------------------------------
+    def prepare_call(self, tool_name: str, arguments: Any) -> tuple[dict | None, Answer | None]:
+        """(tool row, None) when the call may go to its server; (None, refusal) otherwise."""
+        try:
+            tool = self.resolve(tool_name)
+        except LookupProblem as e:
+            return None, e.answer()
+        errors = self.validation_errors(tool, arguments)
+        if errors:
+            return None, self.invalid_arguments(tool, errors)
+        return tool, None
+
+
+def _validator(schema: dict) -> Any:
+    """A compiled validator, or False when the schema itself is broken (the server decides)."""
+    import jsonschema
+
+    try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+        return cls(schema)
+    except Exception as e:  # SchemaError, unknown $schema, unresolvable refs
+        log.warning(f"input schema not usable for validation ({type(e).__name__}); passing arguments through")
+        return False
+
+
+_META_VALIDATORS: dict[str, Any] = {}
+
+
+def check_arguments(name: str, args: Any) -> Answer | None:
+    """A meta-tool's own arguments against its published schema (the low-level server does not)."""
+    import jsonschema
+
+    v = _META_VALIDATORS.get(name)
+    if v is None:
+        schema = next(t["inputSchema"] for t in META_TOOLS if t["name"] == name)
+        v = _META_VALIDATORS[name] = jsonschema.Draft202012Validator(schema)
+    errs = sorted(v.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path])
+    if not errs:
+        return None
+    lines = [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message[:200]}" for e in errs[:5]]
+    return Answer({"error": "invalid_arguments", "tool": name, "errors": lines},
+                  f"Error: invalid arguments for {name}:\n- " + "\n- ".join(lines), is_error=True)
+
+
+def call_timeout(args: dict) -> float:
+    return float(args.get("timeout_ms") or DEFAULT_TIMEOUT_MS) / 1000.0
+
+
+# --- compact text blocks ----------------------------------------------------------------------------
+def _compact_tool(t: dict) -> dict:
+    keep = ("id", "title", "description", "params", "read_only", "destructive", "stale")
+    return {k: t[k] for k in keep if t.get(k) not in (None, "", False)}
+
+
+def _trunc_note(payload: dict) -> str:
+    t = payload.get("truncated")
+    if not t:
+        return ""
+    parts = []
+    if t.get("items_dropped"):
+        parts.append(f"{t['items_dropped']} items dropped")
+    if t.get("schemas_dropped"):
+        parts.append("schemas dropped")
+    if t.get("details_dropped"):
+        parts.append("match details dropped")
+    if t.get("descriptions_shortened"):
+        parts.append("descriptions shortened")
+    return f"\n(Shortened to fit {t.get('max_tokens')} tokens: {', '.join(parts)}.)"
+
+
+def _search_text(p: dict) -> str:
+    if p["no_match"]:
+        lines = [f"No good match for {p['query']!r}. {p.get('message', '')}"]
+        if p["hits"]:
+            lines.append("Weak candidates: " + ", ".join(f"{h['id']} ({h.get('score')})" for h in p["hits"][:3]))
+    else:
+        lines = [f"{len(p['hits'])} match(es) for {p['query']!r} ({p.get('mode_used')}):"]
+        for n, h in enumerate(p["hits"], 1):
+            lines.append(f"{n}. {h['id']} ({h.get('score')}) — {h.get('description', '')}")
+            if "input_schema" in h:
+                lines.append(f"   input schema: {compact(h['input_schema'])}")
+        lines.append("Next: describe_tool for the arguments, then execute_tool.")
+    for n in p.get("notes", []):
+        lines.append(f"Note: {n}")
+    return "\n".join(lines) + _trunc_note(p)
+
+
+def _list_text(p: dict, sort: str, order: str) -> str:
+    items = p["items"]
+    first = ((p.get("page") or 1) - 1) * (p.get("page_size") or len(items)) + 1
+    head = (f"Tools {first}-{first + len(items) - 1} of {p['total']} (page {p['page']}/{p['pages']}, "
+            f"by {sort} {order}); next_page: {p['next_page']}") if items else f"No tools on page {p.get('page')} (total {p['total']})."
+    lines = [head]
+    for t in items:
+        flags = "".join(f" [{f}]" for f in ("read_only", "destructive", "stale") if t.get(f))
+        lines.append(f"- {t['id']}{flags} — {t.get('description', '')}")
+        if "input_schema" in t:
+            lines.append(f"  input schema: {compact(t['input_schema'])}")
+    return "\n".join(lines) + _trunc_note(p)
+
+
+def _describe_text(p: dict) -> str:
+    lines = []
+    head = p.get("id") or p.get("tool") or ""
+    title = p.get("title")
+    lines.append(f"{head}" + (f" — {title}" if title else ""))
+    if p.get("description"):
+        lines.append(str(p["description"]))
+    ann = p.get("annotations")
+    if ann:
+        lines.append(f"Annotations: {compact(ann)}")
+    params = p.get("parameters")
+    if isinstance(params, list) and params:
+        lines.append("Parameters:")
+        for r in params:
+            bits = [str(r.get("type") or "any"), "required" if r.get("required") else "optional"]
+            if r.get("default") is not None:
+                bits.append(f"default {compact(r['default'])}")
+            if r.get("enum"):
+                bits.append("one of " + compact(r["enum"]))
+            desc = f": {r['description']}" if r.get("description") else ""
+            lines.append(f"- {r.get('name')} ({', '.join(bits)}){desc}")
+    elif isinstance(params, list):
+        lines.append("Parameters: none")
+    elif p.get("params"):
+        req = set(p.get("required") or [])
+        lines.append("Parameters: " + ", ".join(f"{n}{' (required)' if n in req else ''}" for n in p["params"])
+                     + " (describe_tool with detail \"schema\" for types)")
+    if p.get("hints"):
+        lines.append("Hints: " + ", ".join(p["hints"]))
+    if "example_arguments" in p:
+        lines.append(f"Example arguments: {compact(p['example_arguments'])}")
+    if "input_schema" in p:
+        lines.append(f"Input schema: {compact(p['input_schema'])}")
+    if p.get("output_schema"):
+        lines.append(f"Output schema: {compact(p['output_schema'])}")
+    return "\n".join(lines) + _trunc_note(p)
+
+
+def _categories_text(p: dict) -> str:
+    def fmt(rows: list[dict], status: bool = False) -> str:
+        return ", ".join(f"{r.get('name') or '(none)'} ({r.get('count')}"
+                         + (f", {r['status']}" if status and r.get("status") not in (None, "ok") else "") + ")"
+                         for r in rows) or "none"
+
+    lines = [f"{p['total_tools']} tools.", f"Categories: {fmt(p['categories'])}"]
+    if "tags" in p:
+        lines.append(f"Tags: {fmt(p['tags'])}")
+    if "servers" in p:
+        lines.append(f"Servers: {fmt(p['servers'], status=True)}")
+    return "\n".join(lines) + _trunc_note(p)
+
+
+def _similar_text(p: dict) -> str:
+    if not p["similar"]:
+        return f"No similar tools to {p['tool']} here."
+    lines = [f"Similar to {p['tool']} ({p.get('method')}):"]
+    for n, s in enumerate(p["similar"], 1):
+        dup = ", likely duplicate" if s.get("likely_duplicate") else ""
+        why = f" — {s['reason']}" if s.get("reason") else ""
+        lines.append(f"{n}. {s['id']} ({s.get('score')}{dup}){why}")
+    return "\n".join(lines) + _trunc_note(p)

@@ -1,0 +1,265 @@
+"""`toolidx serve`: the discovery MCP server. A handful of meta-tools stand in for every indexed
+tool; `execute_tool` runs the real one on its real server.
+
+Built on the SDK's low-level `Server` so the published JSON schemas are exactly ours
+(`metatools.py`). The answers themselves live in `discovery.py` (no MCP there); this module only
+wires them to MCP: list/call handlers, the backend pool, reload + `tools/list_changed`, and the
+stdio entry point. Stdout carries protocol only (the SDK moves fd 1 to stderr while it serves);
+logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from .. import __version__
+from ..core.filters import Filters
+from ..store.tools import get_server
+from .backends import BackendPool, BackendUnavailable, SpecSource
+from .discovery import DEFAULT_MAX_TOKENS, Discovery, call_timeout, check_arguments, error_answer
+from .metatools import DEFAULT_TIMEOUT_MS, INSTRUCTIONS, META_NAMES, meta_tools
+
+log = logging.getLogger("toolidx")
+
+DEFAULT_POLL_S = 1.0
+
+
+@dataclass
+class _Run:
+    """Per-connection state (one per `server.run`): the session to notify on."""
+
+    session: Any = None
+
+    async def notify_tools_changed(self) -> None:
+        if self.session is None:
+            return  # no request yet: the client has not listed anything that could be stale
+        try:
+            await self.session.send_tool_list_changed()
+        except Exception as e:  # the client may be gone; never fail a request over this
+            log.debug(f"list_changed not sent: {e}")
+
+
+def build_server(db_path: str | Path, *, config_path: str | None = None, scope: Filters | None = None,
+                 expose_tools: bool = False, pins: list[str] | None = None,
+                 max_tokens: int = DEFAULT_MAX_TOKENS, poll_interval: float = DEFAULT_POLL_S,
+                 load_model: bool = True) -> Any:
+    """The discovery server over the index at `db_path` (a low-level `mcp` Server; `.discovery`
+    holds its state). Raises ToolidxError for an unusable index or a bad --pin."""
+    # the index and options first: their errors need no MCP import (~1 s)
+    disc = Discovery(str(db_path), scope=scope, expose_tools=expose_tools, pins=pins,
+                     max_tokens=max_tokens, config_path=config_path)
+    from mcp.server.lowlevel import Server
+
+    source = SpecSource(server_row=lambda name: get_server(disc.db, name), config_path=config_path,
+                        index_config_path=lambda: disc.db.get_meta("config_path"), db_path=disc.db_path)
+    model_started = threading.Event()
+    pools: list[BackendPool] = []  # one per live connection; tests and stats look at them
+
+    def start_model() -> None:
+        # Keyword search answers at once; semantic search joins in when the model is ready. Not
+        # before the handshake: importing fastembed holds the GIL for seconds and would delay it.
+        if load_model and not model_started.is_set():
+            model_started.set()
+            disc.model_state = "loading"
+            threading.Thread(target=disc.load_model, name="toolidx-model", daemon=True).start()
+
+    @asynccontextmanager
+    async def lifespan(_server: Any) -> AsyncIterator[dict]:
+        run = _Run()
+        async with BackendPool(source) as pool:
+            pools.append(pool)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_watch, disc, run, poll_interval)
+                try:
+                    yield {"pool": pool, "run": run}
+                finally:
+                    tg.cancel_scope.cancel()
+                    pools.remove(pool)
+
+    async def refreshed(ctx: Any) -> None:
+        if disc.refresh():
+            run = _run_of(ctx)
+            if run is not None:
+                await run.notify_tools_changed()
+
+    async def on_list_tools(ctx: Any, params: Any) -> dict:
+        await refreshed(ctx)
+        # ttlMs 0: a new crawl may change the list at any time (2026-07-28 clients cache otherwise)
+        return {"tools": meta_tools() + disc.exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
+                "resultType": "complete"}
+
+    async def on_call_tool(ctx: Any, params: Any) -> dict:
+        result = await call_tool(ctx, params)
+        # 2026-07-28 results must say they are complete; older clients ignore the key
+        return result if "resultType" in result else {**result, "resultType": "complete"}
+
+    async def call_tool(ctx: Any, params: Any) -> dict:
+        name, args = params.name, params.arguments or {}
+        try:
+            await refreshed(ctx)
+            if name == "execute_tool":
+                problem = check_arguments(name, args)
+                if problem:
+                    return problem.to_result()
+                return await _execute(ctx, disc, args["tool_name"], args.get("arguments", {}),
+                                      call_timeout(args))
+            if name in META_NAMES:
+                answer = await anyio.to_thread.run_sync(disc.answer, name, args)
+                return answer.to_result()
+            exposed = disc.exposed()
+            if name in exposed:
+                return await _execute(ctx, disc, exposed[name], args, DEFAULT_TIMEOUT_MS / 1000)
+            return error_answer("unknown_tool", f"no tool named {name!r} on this server",
+                                "find tools with search_tools and run them with execute_tool").to_result()
+        except Exception as e:  # a bug must come back as an error result, not kill the session
+            log.warning(f"{name} failed: {type(e).__name__}: {e}")
+            return error_answer("internal_error", f"{name} failed: {type(e).__name__}: {e}").to_result()
+
+    server = Server("toolidx", version=__version__, title="toolidx: every MCP tool, one search away",
+                    instructions=INSTRUCTIONS, lifespan=lifespan,
+                    on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+    async def remember_session(ctx: Any, call_next: Any) -> Any:
+        run = _run_of(ctx)
+        if run is not None and getattr(ctx, "session", None) is not None:
+            run.session = ctx.session
+        if ctx.method != "initialize":
+            start_model()  # after the handshake, which it would slow down
+        return await call_next(ctx)
+
+    server.middleware.append(remember_session)
+    plain_options = server.create_initialization_options
+
+    def options(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+        # every transport (stdio, in-process tests) advertises tools.listChanged
+        from mcp.server.lowlevel import NotificationOptions
+
+        return plain_options(notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
+
+    server.create_initialization_options = options  # type: ignore[method-assign]
+    server.discovery = disc  # type: ignore[attr-defined]
+    server.backend_pools = pools  # type: ignore[attr-defined]
+    return server
+
+
+def _run_of(ctx: Any) -> _Run | None:
+    lc = getattr(ctx, "lifespan_context", None)
+    return lc.get("run") if isinstance(lc, dict) else None
+
+
+async def _execute(ctx: Any, disc: Discovery, tool_name: str, arguments: Any, timeout: float) -> dict:
+    tool, refusal = disc.prepare_call(tool_name, arguments)
+    if refusal is not None:
+        return refusal.to_result()
+    pool: BackendPool = ctx.lifespan_context["pool"]
+    try:
+        return await pool.call(tool["server"], tool["name"], arguments, timeout)
+    except BackendUnavailable as e:
+        return error_answer("backend_unavailable", str(e),
+                            "try again (a dead server is restarted on the next call), or use "
+                            "get_similar_tools for an alternative", tool=tool["id"]).to_result()
+
+
+async def _watch(disc: Discovery, run: _Run, interval: float) -> None:
+    """Notice a new crawl even while the client is idle, and tell it the tool list changed."""
+    while True:
+        await anyio.sleep(interval)
+        try:
+            changed = disc.refresh()
+        except Exception as e:  # a locked or half-written file: try again next tick
+            log.debug(f"index check failed: {e}")
+            continue
+        if changed:
+            log.info("index changed: reloaded")
+            await run.notify_tools_changed()
+
+
+def run_stdio(server: Any) -> None:
+    """Serve over stdin/stdout until the client closes them."""
+    from mcp.server.stdio import stdio_server
+
+    async def main() -> None:
+        pipes = await _pipe_streams()
+        async with stdio_server(*(pipes or ())) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+class _PipeLines:
+    """stdin as an async iterator of lines, read by the event loop: the SDK's default reads every
+    line in a worker thread, a thread hop per request that shows in execute_tool's overhead."""
+
+    def __init__(self, reader: Any):
+        self._reader = reader
+
+    def __aiter__(self) -> _PipeLines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+class _PipeWriter:
+    """stdout written by the event loop (no thread hop per message; the transport buffers)."""
+
+    def __init__(self, transport: Any, protocol: Any):
+        self._transport, self._protocol = transport, protocol
+
+    async def write(self, text: str) -> None:
+        self._transport.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        if self._transport.get_write_buffer_size():
+            await self._protocol._drain_helper()
+
+
+async def _pipe_streams() -> tuple[Any, Any] | None:
+    """Protocol streams on private copies of fd 0/1 when both are pipes (as MCP clients start us),
+    with fd 0 moved to /dev/null and fd 1 to stderr so stray prints (ours, a library's, a child's)
+    can never corrupt the wire. None (the SDK's own streams) for anything else, e.g. a terminal."""
+    import asyncio
+    import os
+    import stat
+
+    try:
+        if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode) for fd in (0, 1)):
+            return None
+        loop = asyncio.get_running_loop()
+        sys.stdout.flush()
+        wire_in, wire_out = os.dup(0), os.dup(1)
+        reader = asyncio.StreamReader(limit=64 * 1024 * 1024, loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
+                                     os.fdopen(wire_in, "rb", buffering=0))
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), os.fdopen(wire_out, "wb", buffering=0))
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        os.dup2(2, 1)
+        return _PipeLines(reader), _PipeWriter(transport, protocol)
+    except (OSError, ValueError, RuntimeError, NotImplementedError) as e:
+        log.debug(f"pipe streams unavailable ({e}); using the SDK's")
+        return None
+
+
+def serve_stdio(db_path: str, **options: Any) -> None:
+    """`toolidx serve`: build the server (errors in the index or options raise first, before any
+    protocol byte), then serve it over stdio."""
+    server = build_server(db_path, **options)
+    if sys.stdin.isatty():  # started by hand: say what it is waiting for (on stderr)
+        sys.stderr.write("toolidx serve: speaking MCP on stdin/stdout; start it from an MCP client "
+                         "(`toolidx serve --print-config` prints the entry). Ctrl-D to stop.\n")
+    run_stdio(server)
