@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO))
 
 def fingerprint() -> str:
     h = hashlib.sha256()
-    for f in ("toolidx/tooldoc.py", "toolidx/store/migrations.py", "toolidx/sources.py",
+    for f in ("toolidx/core/tooldoc.py", "toolidx/store/migrations.py", "toolidx/crawl/sources.py",
               "toolidx/store/crawls.py"):
         h.update((REPO / f).read_bytes())
     return h.hexdigest()[:12]

@@ -1,7 +1,7 @@
 """Query text -> keyword terms, and terms -> a safe FTS5 query.
 
 User text is never passed to FTS5 as syntax: it is cut into Unicode word tokens (the same
-camelCase / snake_case splitting as tool names), stop words and request boilerplate are dropped,
+camelCase / snake_case splitting as tool names), stop words, request boilerplate and bare numbers are dropped,
 and each remaining term is quoted and OR-combined. So `"`, `*`, `NEAR`, `-`, `:`, parentheses,
 emoji and 10 KB pastes all become plain words or nothing.
 """
@@ -28,8 +28,13 @@ def query_terms(text: str) -> list[str]:
     seen: set[str] = set()
     out: list[str] = []
     for m in _WORD.finditer(text[:MAX_QUERY_CHARS]):
-        for w in split_name(m.group(0)):
-            if w in seen or w in STOP_WORDS or w.isdigit() or (len(w) == 1 and w.isascii()):
+        word = m.group(0)
+        # digits alone ("on March 3 2023") say little; inside an identifier (tool_01234, v2_api)
+        # they are what tells it from its siblings, so they stay
+        ident = not word.isdigit() and any(ch.isdigit() for ch in word)
+        for w in split_name(word):
+            if w in seen or w in STOP_WORDS or (w.isdigit() and not ident) or (
+                    len(w) == 1 and w.isascii() and not (ident and w.isdigit())):
                 continue
             seen.add(w)
             out.append(w)
