@@ -296,5 +296,8 @@ def test_quality_floor_on_etom_sample(etom_sample, embedder, bench_dir):
     # floors well under what the method measures (docs/search.md), above the plain baselines
     assert h["R@1"] >= 0.82 and h["R@5"] >= 0.94, h
     assert h["MRR@10"] > max(k["MRR@10"], s["MRR@10"]), (h, k, s)
-    assert r["modes"]["hybrid"]["abstention"]["rate"] >= 0.7
+    # the gate is fitted to cost at most 1 point of R@5 on every catalog (benchmarks/fit_fusion.py),
+    # which leaves it abstaining on about a tenth of ETOM's impossible requests (docs/search.md)
+    assert h["R@5"] - h["R@5@threshold"] <= 0.01, h
+    assert r["modes"]["hybrid"]["abstention"]["rate"] > 0
     db.close()

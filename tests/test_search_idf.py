@@ -144,8 +144,8 @@ def test_a_query_with_two_name_words_adds_name_weight_to_the_hybrid_score(idx_db
     from toolidx.search.hybrid import search
 
     q = "merge these pdfs for me"
-    weight = cal.NAME_WEIGHT
-    assert weight > 0
+    weight = 0.05  # fit_fusion.py fits NAME_WEIGHT to 0; the mechanism must still add what it is set to
+    monkeypatch.setattr(cal, "NAME_WEIGHT", weight)
     on = {h.id: h for h in search(idx_db, q, embedder=embedder, min_score=0.0).hits}
     assert on["pdf/merge_pdfs"].signals["name_words"] == 2
     assert on["pdf/convert_pdf_to_markdown"].signals["name_words"] == 1
@@ -156,4 +156,4 @@ def test_a_query_with_two_name_words_adds_name_weight_to_the_hybrid_score(idx_db
     for tool, bonus in (("pdf/merge_pdfs", weight), ("pdf/convert_pdf_to_markdown", 0.0)):
         z_on = (logit(on[tool].score) - bias) / slope
         z_off = (logit(off[tool].score) - bias) / slope
-        assert z_on - z_off == pytest.approx(bonus, abs=2e-3), tool
+        assert z_on - z_off == pytest.approx(bonus, abs=5e-3), tool  # scores are rounded to 4 decimals

@@ -1,6 +1,6 @@
 """From retrieval evidence to a score in [0, 1] that means the same thing for every query, and
-the "no good match" thresholds. Constants fitted on the bench sets by benchmarks/calibrate.py
-(docs/search.md has the tables); refit them there if the method changes.
+the "no good match" thresholds. Constants fitted on the bench sets by benchmarks/fit_fusion.py
+and benchmarks/calibrate.py (docs/search.md has the tables); refit them there if the method changes.
 
 Per candidate tool the evidence is:
 - cos: cosine similarity of the query and tool embeddings (absolute: comparable across queries);
@@ -11,13 +11,14 @@ Per candidate tool the evidence is:
   the tool name's words the query has).
 
 Ranking value z, per mode, then score = sigmoid(SLOPE * z + BIAS): a Platt scaling fitted by
-logistic regression on every candidate of ETOM levels 1-2 plus its infeasible queries, so a
-score is an estimate of P(this tool serves the query). Few parameters on purpose (a handful of
-weights and two Platt constants per mode) so the fit cannot memorise queries; LiveMCPBench, not
-used for fitting, checks that it carries over.
+logistic regression, so a score is an estimate of P(this tool serves the query). Hybrid's
+weights, Platt constants and threshold are fitted by benchmarks/fit_fusion.py on every bench set
+and style (leave-one-set-out validated); keyword's and semantic's by benchmarks/calibrate.py on
+ETOM. Few parameters on purpose (a handful of weights and two Platt constants per mode) so the
+fit cannot memorise queries. All of it belongs to the model it was fitted on (CALIBRATED_MODELS).
 
-"No good match": a query whose best tool scores below THRESHOLD[mode] gets no hits. Chosen so
->= 80 % of ETOM's infeasible queries abstain while R@5 of the feasible queries drops <= 1 point.
+"No good match": a query of GATE_MIN_TERMS words or more whose best tool scores below
+THRESHOLD[mode] gets no hits.
 """
 
 from __future__ import annotations
@@ -26,21 +27,23 @@ import math
 
 # hybrid: z = HYBRID_COS * cos + (1 - HYBRID_COS) * bm25_rel + COVERAGE_WEIGHT * coverage
 #             + FUZZY_WEIGHT * fuzzy_strength + NAME_WEIGHT * [name_words >= NAME_MIN_WORDS]
-HYBRID_COS = 0.6
-# coverage: the share of the query's words (quoted values x0.25) a tool contains. bm25_rel says how
-# well a tool matches the query's rare words; coverage says it matches the whole request ("list the
-# boards" vs a tool that only shares "boards"): it separates sibling tools of one server. Measured
-# (docs/search.md): ETOM L2 R@1 .846 -> .851; weight 0.15-0.2 alike on ETOM, 2-fold CV over it and
-# the fusion weight L2 .849-.854; at 0.2 LiveMCP loses one query (R@5 .743), at 0.15 none.
-COVERAGE_WEIGHT = 0.15
+# Fitted together by benchmarks/fit_fusion.py over every bench set and query style (ETOM levels
+# 1 and 2, LiveMCPBench task prompts, livemcp-natural plain / terse / typo / long / name), each
+# catalog weighing the same, with leave-one-set-out validation, and kept only where no set is
+# significantly worse than before, than cosine alone or than BM25 alone (docs/search.md).
+# The meaning carries most of the weight: bm25_rel is relative to the query's best BM25, so it is
+# 1 for the best keyword match even when that tool shares one ordinary word with the request ("show
+# me what's on the page" and a tool whose parameters say "page"); the earlier 0.6 / 0.4 (fitted on
+# ETOM, whose queries reuse the tools' words) let such words outvote the meaning on paraphrases.
+# Coverage (the share of the request's words a tool has, unweighted) is the keyword evidence that
+# survives paraphrase and separates sibling tools. Measured: natural plain R@5 .786 -> .843, long
+# R@1 .480 -> .640, ETOM L2 unchanged (.851), ETOM L1 R@1 .964 -> .953 (+6/-15, not significant).
+HYBRID_COS = 0.9
+COVERAGE_WEIGHT = 0.35
 # name words: + NAME_WEIGHT when the query has at least NAME_MIN_WORDS of the tool name's words
-# ("plot a bar chart" and generate_bar_chart; "comments on story 4449" and getStoryWithComments). A
-# name is its server's shortest account of what a tool does; BM25 already weighs the name field,
-# but a long description elsewhere can outvote it, and a description that never names its service
-# ("Get a story with its comments") can lose the cosine to a sibling's. Measured (docs/search.md):
-# ETOM flat (2-fold CV picks 0 or 0.02 alike), LiveMCP R@1 +2 queries, held-out ETOM level 3 R@5
-# +.004 and LiveMCP relaxed R@1 +2; 0.03-0.05 gain the same on LiveMCP but cost ETOM L2 1-2 queries.
-NAME_WEIGHT = 0.02
+# ("plot a bar chart" and generate_bar_chart). Fitted to 0 over all sets (0.02 and 0.05 no better
+# once coverage weighs 0.35); the evidence stays in `signals.name_words`.
+NAME_WEIGHT = 0.0
 NAME_MIN_WORDS = 2
 # Hybrid's BM25 weighs each query word by sqrt(idf) instead of idf (bm25.candidates): in a long
 # request the rarest word (an id, a place name) would otherwise outvote the several ordinary words
@@ -57,24 +60,31 @@ FUZZY_WEIGHT = 0.35
 
 PLATT = {
     # mode: (slope, bias) applied to z
-    "hybrid": (13.808, -11.867),
+    "hybrid": (8.400, -7.391),  # fit_fusion.py: every candidate of every set, each set weighing the same
     "semantic": (15.192, -10.664),  # z = cos
     "keyword": (1.0, 0.0),  # z is already a logit, see ranking_values
 }
 # keyword: logit = KW_LOG * log(1 + bm25) + KW_REL * bm25_rel + KW_BIAS + KW_FUZZY * fuzzy_strength
 KW_LOG, KW_REL, KW_BIAS, KW_FUZZY = 1.408, 11.105, -15.294, 6.0
 
-THRESHOLD = {"hybrid": 0.02, "keyword": 0.41, "semantic": 0.004}
+# hybrid: the highest threshold that costs at most 1 point of feasible R@5 on ETOM and on
+# livemcp-natural (each pooled; fit_fusion.py). Natural requests score low even when served, so
+# the gate abstains on few impossible requests (ETOM .11, natural far .10, near 0): the score of
+# the best hit, a calibrated P(relevant), says how sure the answer is. 0.02 would abstain on 80 %
+# of ETOM's but hide 8 % of the natural requests' right answers (docs/search.md has the table).
+THRESHOLD = {"hybrid": 0.005, "keyword": 0.41, "semantic": 0.004}
 
 
-# Keyword evidence for a one- or two-word query is small in absolute terms even when it is exact
-# ("status"), and the keyword threshold was fitted on sentence-like requests (ETOM's infeasible
-# queries have ~10 terms). Such short lookups are deliberate searches: keyword mode does not gate them.
-KW_GATE_MIN_TERMS = 3
+# A one- or two-word query ("status", "guava versions", "AAPL dividends") is a deliberate lookup:
+# its evidence is small in absolute terms even when exact (a short BM25, a short embedding), and
+# every threshold was fitted on sentences. Such queries are not gated in any mode: the best tools
+# are shown with their own scores.
+GATE_MIN_TERMS = 3
+KW_GATE_MIN_TERMS = GATE_MIN_TERMS  # the name earlier releases used
 
 
 def threshold(mode: str, n_terms: int | None = None) -> float:
-    if mode == "keyword" and n_terms is not None and n_terms < KW_GATE_MIN_TERMS:
+    if n_terms is not None and n_terms < GATE_MIN_TERMS:
         return 0.0
     return THRESHOLD[mode]
 
@@ -122,17 +132,50 @@ def ranking_values(cands: dict[int, dict], mode: str, n_tools: int = REFERENCE_T
 
 
 def effective_mode(cands: dict[int, dict], mode: str) -> str:
-    """The calibration that applies: a hybrid query none of whose words is in the index (a pure
-    paraphrase) has only semantic evidence, and is judged as a semantic query. Otherwise the
-    missing keyword half would cap every score below the threshold."""
-    if mode == "hybrid" and not any(c["bm25"] > 0 for c in cands.values()):
-        return "semantic"
+    """The calibration that applies. Hybrid's is fitted on every candidate, those of queries none of
+    whose words is in the index (pure paraphrases) included, so it is hybrid's own for every query
+    (before fit_fusion.py such a query fell back on the semantic calibration)."""
     return mode
 
 
+# The fusion weights, Platt constants and thresholds above are those of one embedding model: its
+# cosines have their own scale (MiniLM's unrelated pairs sit near 0.1, other models' near 0.5 or
+# 0.8). They are applied only to an index embedded with a model named here; any other model gets
+# UNCALIBRATED instead (fit_fusion.py refits them for a model given its vectors of the bench sets).
+CALIBRATED_MODELS = {
+    # model id (the index's embed_model): what was fitted on it
+    "sentence-transformers/all-MiniLM-L6-v2": "fusion, Platt and thresholds of hybrid and semantic "
+                                              "(benchmarks/fit_fusion.py, benchmarks/calibrate.py)",
+}
+UNCALIBRATED = "uncalibrated"  # the mode of the scores for another model's index
+RRF_K = 60
+
+
+def is_calibrated(model: str | None) -> bool:
+    return model is None or model in CALIBRATED_MODELS
+
+
+def uncalibrated_scores(cands: dict[int, dict], mode: str) -> dict[int, float]:
+    """For an index embedded with a model the constants were not fitted on: no absolute scale is
+    assumed. Hybrid ranks by reciprocal rank fusion of the keyword and vector ranks (plus a close
+    fuzzy name), scaled to [0, 1] (1 = first in both lists); semantic by the cosine itself. These
+    scores are orders, not probabilities, and no "no good match" gate applies."""
+    if mode == "semantic":
+        return {r: max(0.0, min(1.0, c["cos"])) for r, c in cands.items()}
+    top = 2.0 / (RRF_K + 1)
+    out = {}
+    for r, c in cands.items():
+        v = sum(1.0 / (RRF_K + 1 + c[k]) for k in ("kw_rank", "vec_rank") if c.get(k) is not None)
+        out[r] = min(1.0, v / top + 0.5 * fuzzy_strength(c.get("fuzzy", 0.0)))
+    return out
+
+
 def score_candidates(cands: dict[int, dict], mode: str,
-                     n_tools: int = REFERENCE_TOOLS) -> dict[int, float]:
-    """Calibrated score in [0, 1] per candidate."""
+                     n_tools: int = REFERENCE_TOOLS, model: str | None = None) -> dict[int, float]:
+    """Calibrated score in [0, 1] per candidate (for a model not in CALIBRATED_MODELS, in hybrid
+    and semantic mode: uncalibrated_scores)."""
+    if mode != "keyword" and not is_calibrated(model):
+        return uncalibrated_scores(cands, mode)
     mode = effective_mode(cands, mode)
     slope, bias = PLATT[mode]
     return {r: _sigmoid(slope * z + bias) for r, z in ranking_values(cands, mode, n_tools).items()}

@@ -29,6 +29,11 @@ MODES = ("hybrid", "keyword", "semantic")
 POOL = 50  # candidates taken from each retriever before fusion
 FUZZY_MAX_TERMS = 4  # fuzzy name matching is for short, name-like queries ("git_stauts")
 FUZZY_CUTOFF = 75.0
+# Without --min-score, a runner-up is shown only while its score is at least this share of the best
+# hit's: after a 0.9 hit, 0.01 rows are noise, not alternatives. The scores are calibrated, so the
+# share means the same on every catalog; 0.05 cut no relevant tool from the top 5 of any bench set
+# (0.1 cut one, 0.2 two; docs/search.md). --min-score X shows every hit scoring X or more instead.
+RUNNER_UP_SHARE = 0.05
 
 
 @dataclass
@@ -313,10 +318,18 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
                                          pool=max(POOL, limit))
         if mode_used != mode:
             notes.append(f"{mode} search needs embeddings; ran keyword search instead")
-        gate = cal.threshold(cal.effective_mode(cands, mode_used), len(terms))
+        model = db.get_meta("embed_model") if mode_used != "keyword" else None
+        calibrated = cal.is_calibrated(model)
+        if not calibrated:
+            warn_once(f"uncalibrated:{model}", f"the index is embedded with {model}, and toolidx's fusion "
+                      "and score calibration were fitted on another model: hybrid ranks by reciprocal "
+                      "rank fusion, scores are not probabilities and no \"no good match\" gate applies")
+            notes.append(f"scores are uncalibrated for {model} (fitted on "
+                         f"{', '.join(cal.CALIBRATED_MODELS)}): ranked by rank fusion, not gated")
+        gate = cal.threshold(cal.effective_mode(cands, mode_used), len(terms)) if calibrated else 0.0
         threshold = gate if min_score is None else float(min_score)
         total = retrieval.filtered_count(db, None)
-        scored = cal.score_candidates(cands, mode_used, total)
+        scored = cal.score_candidates(cands, mode_used, total, model=model)
         order = sorted(scored, key=lambda r: -scored[r])
         rows = retrieval.hit_rows(db, order[: limit * 2 + 10])
         # as shown (4 decimals), ties by the unrounded score: low scores round alike
@@ -325,6 +338,9 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
             # the calibrated threshold judges the query (is any tool good enough?); once one is,
             # the runners-up are shown with their own scores, as alternatives
             kept = ranked[:limit] if ranked and scored[ranked[0]] >= threshold else []
+            if kept and calibrated:  # runners-up while plausible next to the best (RUNNER_UP_SHARE)
+                floor = RUNNER_UP_SHARE * scored[kept[0]]
+                kept = [r for r in kept if scored[r] >= floor]
         else:
             kept = [r for r in ranked if scored[r] >= threshold][:limit]
         if mode_used == "hybrid":
@@ -335,7 +351,7 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
     if not _prepare(query):
         notes.append("empty query: nothing to search for")
     elif not terms and mode_used == "keyword":
-        notes.append("the query has no searchable words (only stop words, digits or symbols)")
+        notes.append("the query has no searchable words (only stop words, bare numbers or symbols)")
     hits = [_hit(rows[r], scored[r], matched.get(r, []), cands[r], mode_used) for r in kept]
     no_match = not hits
     if no_match and ranked and _prepare(query):

@@ -1,0 +1,197 @@
+"""Fit hybrid's fusion weights, its Platt calibration and the "no good match" threshold with
+leave-one-set-out validation, over every bench set and query style.
+
+    python benchmarks/fit_fusion.py
+
+Data: fusion_data.load() (each query's hybrid candidates and their evidence, as search.gather
+computes them). Sets: etom L1, etom L2, livemcp (task prompts), natural plain / terse / typo /
+long / name; impossible requests: etom infeasible, natural far, natural near.
+
+1. Fusion, z = a*cos + (1-a)*bm25_rel + c*coverage + n*[name_words >= 2] + FUZZY_WEIGHT*fuzzy:
+   a grid over (a, c, n). A point is admissible on some sets when no set is significantly worse
+   (exact sign test p < 0.05, at R@1 or R@5) than the current constants, than cosine alone or
+   than BM25 alone; among admissible points the best mean R@1+R@5 wins, each catalog (etom,
+   livemcp, natural) weighing the same (so five styles of one catalog cannot outvote the others).
+   Leave-one-set-out: pick on the other sets, report the held-out set.
+2. Platt scaling sigmoid(s*z + b) by logistic regression over every candidate of the training
+   sets (each set weighing the same), and the threshold: the highest one whose feasible R@5 loss
+   is <= 1 point on every training set. Leave-one-set-out again, then the all-sets fit, whose
+   constants are those in toolidx/search/calibration.py (copied by hand).
+3. Reliability per set: ECE of the score over all shown candidates (10 bins).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+
+import numpy as np
+from fusion_data import FEASIBLE, INFEASIBLE, load
+
+from toolidx.search import calibration as cal
+from toolidx.search.eval import sign_test
+
+GRID_COS = (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
+GRID_COV = (0.15, 0.2, 0.25, 0.3, 0.35)
+GRID_NAME = (0.0, 0.02, 0.05)
+BEFORE = (0.6, 0.15, 0.02)  # the constants this fit replaces (fitted on ETOM alone)
+R5_LOSS_MAX = 0.01
+
+
+def z_values(ev: list, a: float, c: float, n: float) -> np.ndarray:
+    best = max((e["bm25"] for _, e in ev), default=0.0) or 1.0
+    return np.array([a * e["cos"] + (1 - a) * e["bm25"] / best + c * e.get("coverage", 0.0)
+                     + n * (e.get("name_words", 0) >= cal.NAME_MIN_WORDS)
+                     + cal.FUZZY_WEIGHT * cal.fuzzy_strength(e.get("fuzzy", 0.0)) for _, e in ev])
+
+
+def ranked(ev: list, z: np.ndarray) -> list[str]:
+    return [ev[i][0] for i in sorted(range(len(ev)), key=lambda i: (-round(z[i], 6), ev[i][0]))]
+
+
+def per_query(rows: list, zf) -> np.ndarray:
+    """(hit@1, hit@5) per query."""
+    out = []
+    for q, ev in rows:
+        top = ranked(ev, zf(ev)) if ev else []
+        rel = set(q["relevant"])
+        out.append((int(bool(top) and top[0] in rel), int(bool(rel & set(top[:5])))))
+    return np.array(out)
+
+
+def significantly_worse(a: np.ndarray, b: np.ndarray) -> bool:
+    for k in (0, 1):
+        better, worse = int((a[:, k] > b[:, k]).sum()), int((a[:, k] < b[:, k]).sum())
+        if worse > better and sign_test(better, worse) < 0.05:
+            return True
+    return False
+
+
+def objective(P: dict, sets: list[str], size: dict[str, int]) -> float:
+    groups: dict[str, list[str]] = {}
+    for s in sets:
+        groups.setdefault(s.split()[0], []).append(s)
+    return float(np.mean([sum(P[s].sum() for s in ss) / sum(size[s] for s in ss) for ss in groups.values()]))
+
+
+def logistic(X: np.ndarray, y: np.ndarray, w8: np.ndarray, l2: float = 1e-3, iters: int = 40) -> np.ndarray:
+    X1 = np.hstack([X, np.ones((len(X), 1))])
+    w = np.zeros(X1.shape[1])
+    for _ in range(iters):  # Newton steps
+        p = 1 / (1 + np.exp(-np.clip(X1 @ w, -30, 30)))
+        g = X1.T @ (w8 * (p - y)) + l2 * w
+        H = (X1 * (w8 * p * (1 - p))[:, None]).T @ X1 + l2 * np.eye(len(w))
+        w -= np.linalg.solve(H, g)
+    return w
+
+
+def main() -> int:
+    data = load()
+    size = {s: len(rows) for s, rows in data.items()}
+    # single modes as references
+    cos_only = {s: per_query(data[s], lambda ev: np.array([e["cos"] for _, e in ev])) for s in FEASIBLE}
+    bm_only = {s: per_query(data[s], lambda ev: np.array([e["bm25"] for _, e in ev])) for s in FEASIBLE}
+    grid = list(itertools.product(GRID_COS, GRID_COV, GRID_NAME))
+    P = {k: {s: per_query(data[s], lambda ev, k=k: z_values(ev, *k)) for s in FEASIBLE} for k in grid}
+    before = P[BEFORE]
+
+    def admissible(k, sets):
+        return not any(significantly_worse(P[k][s], ref[s]) for s in sets for ref in (before, cos_only, bm_only))
+
+    def pick(sets):
+        ok = [k for k in grid if admissible(k, sets)] or grid
+        return max(ok, key=lambda k: objective(P[k], sets, size))
+
+    print("1. fusion (a = cosine weight, c = coverage, n = name words), leave-one-set-out")
+    print(f"  {'held out':15s} {'picked':18s} {'R@1':>6s} {'R@5':>6s}   {'before':>13s}   {'cosine':>13s}   {'bm25':>13s}")
+    for s in FEASIBLE:
+        k = pick([t for t in FEASIBLE if t != s])
+        m, b, c, w = (x[s].mean(0) for x in (P[k], before, cos_only, bm_only))
+        print(f"  {s:15s} {str(k):18s} {m[0]:6.3f} {m[1]:6.3f}   {b[0]:.3f} / {b[1]:.3f}   "
+              f"{c[0]:.3f} / {c[1]:.3f}   {w[0]:.3f} / {w[1]:.3f}")
+    final = pick(list(FEASIBLE))
+    print(f"  all sets -> {final} (calibration.py holds "
+          f"{(cal.HYBRID_COS, cal.COVERAGE_WEIGHT, cal.NAME_WEIGHT)})")
+    for s in FEASIBLE:
+        m = P[final][s].mean(0)
+        d = P[final][s] - before[s]
+        print(f"    {s:15s} {m[0]:.3f} / {m[1]:.3f}  vs before R@1 +{(d[:, 0] > 0).sum()}/-{(d[:, 0] < 0).sum()}"
+              f" R@5 +{(d[:, 1] > 0).sum()}/-{(d[:, 1] < 0).sum()}")
+
+    # 2. calibration and threshold on the chosen z
+    a, c, n = final
+    Z = {s: [(q, ev, z_values(ev, a, c, n) if ev else np.zeros(0)) for q, ev in rows] for s, rows in data.items()}
+
+    def platt(sets):
+        xs, ys, ws = [], [], []
+        for s in sets:
+            for q, ev, z in Z[s]:
+                rel = set(q["relevant"])
+                xs.extend(z)
+                ys.extend(t in rel for t, _ in ev)
+                ws.extend([1.0 / size[s]] * len(ev))
+        w = logistic(np.array(xs)[:, None], np.array(ys, float), np.array(ws) * 1000)
+        return float(w[0]), float(w[1])
+
+    def ece(s, slope, bias):
+        sc, y = [], []
+        for q, ev, z in Z[s]:
+            rel = set(q["relevant"])
+            sc.extend(1 / (1 + np.exp(-(slope * z + bias))))
+            y.extend(tid in rel for tid, _ in ev)
+        sc_a, y_a = np.array(sc), np.array(y, float)
+        bins = np.minimum((sc_a * 10).astype(int), 9)
+        return float(sum(abs(sc_a[bins == b].mean() - y_a[bins == b].mean()) * (bins == b).mean()
+                         for b in range(10) if (bins == b).any()))
+
+    def top_scores(s, slope, bias):
+        return np.array([1 / (1 + math.exp(-(slope * z.max() + bias))) if len(z) else 0.0 for _, _, z in Z[s]])
+
+    thresholds = [round(x, 4) for x in np.arange(0.002, 0.05, 0.001)]
+    catalogs = {"etom": ["etom L1", "etom L2"], "natural": [s for s in FEASIBLE if s.startswith("natural")]}
+
+    def exempt(s):  # a query of fewer than GATE_MIN_TERMS words is a deliberate lookup: not gated
+        return np.array([q["n_terms"] < cal.GATE_MIN_TERMS for q, _ in data[s]])
+
+    def pooled_loss(sets, slope, bias, t):
+        hit5 = np.concatenate([P[final][s][:, 1] for s in sets])
+        kept = np.concatenate([(top_scores(s, slope, bias) >= t) | exempt(s) for s in sets])
+        return float(hit5.mean() - (hit5 * kept).mean())
+
+    def abstains(s, slope, bias, t):
+        return float(((top_scores(s, slope, bias) < t) & ~exempt(s)).mean())
+
+    def pick_threshold(cats, slope, bias):
+        ok = [t for t in thresholds if all(pooled_loss(catalogs[c], slope, bias, t) <= R5_LOSS_MAX for c in cats)]
+        return max(ok) if ok else thresholds[0]
+
+    print("\n2. calibration, leave-one-set-out: Platt fitted without the set, its ECE on the set")
+    everything = list(FEASIBLE) + list(INFEASIBLE)
+    for s in everything:
+        slope, bias = platt([t for t in everything if t != s])
+        print(f"  {s:16s} Platt ({slope:7.3f}, {bias:7.3f}) held-out ECE {ece(s, slope, bias):.3f}")
+    slope, bias = platt(everything)
+    print(f"  all sets -> Platt ({slope:.3f}, {bias:.3f}) (calibration.py holds {cal.PLATT['hybrid']})")
+    print("  threshold: the highest whose feasible R@5 loss is <= 1 point on each catalog (pooled), held out by catalog")
+    for held, other in (("etom", "natural"), ("natural", "etom")):
+        t = pick_threshold([other], slope, bias)
+        print(f"    picked on {other}: {t:.3f}; on {held}: R@5 loss {pooled_loss(catalogs[held], slope, bias, t):.3f}")
+    t = pick_threshold(list(catalogs), slope, bias)
+    print(f"  both catalogs -> threshold {t} (calibration.py holds {cal.THRESHOLD['hybrid']})")
+    print(f"  {'threshold':>9s} {'etom loss':>9s} {'natural loss':>12s} {'livemcp loss':>12s} "
+          f"{'etom abst':>9s} {'far abst':>8s} {'near abst':>9s}")
+    for tt in sorted({0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, t}):
+        print(f"  {tt:9.4f} {pooled_loss(catalogs['etom'], slope, bias, tt):9.3f} "
+              f"{pooled_loss(catalogs['natural'], slope, bias, tt):12.3f} {pooled_loss(['livemcp'], slope, bias, tt):12.3f} "
+              f"{abstains('etom infeasible', slope, bias, tt):9.3f} {abstains('natural far', slope, bias, tt):8.3f} "
+              f"{abstains('natural near', slope, bias, tt):9.3f}" + ("  <-" if tt == t else ""))
+
+    print("\n3. reliability of the all-sets fit: ECE over every candidate (10 equal-width bins)")
+    for s in everything:
+        print(f"  {s:16s} ECE {ece(s, slope, bias):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

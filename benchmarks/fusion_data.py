@@ -1,0 +1,87 @@
+"""The fitting data of the hybrid fusion and calibration: every bench query's hybrid candidates
+with their evidence, as `search.gather` computes it, grouped by set.
+
+    from fusion_data import load
+    sets = load()   # {set name: [(query dict, [(tool id, evidence dict), ...]), ...]}
+
+Cached in $TOOLIDX_BENCH_CACHE (outside the repository: the bench data stay in ../shared) keyed by the index fingerprint and the search code, so a change to gathering refreshes it.
+The sets (one per style or kind, so leave-one-set-out can hold out each):
+etom L1, etom L2, etom infeasible, livemcp (task prompts), natural plain / terse / typo / long /
+name, natural far / near (impossible requests).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+
+from bench_index import BENCH, CACHE, REPO, build, embedder, fingerprint
+
+FEASIBLE = ("etom L1", "etom L2", "livemcp", "natural plain", "natural terse", "natural typo",
+            "natural long", "natural name")
+INFEASIBLE = ("etom infeasible", "natural far", "natural near")
+
+
+def _key() -> str:
+    h = hashlib.sha256(fingerprint().encode())
+    for f in ("toolidx/search/hybrid.py", "toolidx/search/bm25.py", "toolidx/core/tokens.py",
+              "toolidx/search/quoted.py", "benchmarks/fusion_data.py"):
+        h.update((REPO / f).read_bytes())
+    return h.hexdigest()[:12]
+
+
+def _queries(path):
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+
+def specs():
+    """set name -> (catalog, queries)"""
+    nat = _queries(BENCH / "livemcp-natural" / "queries.jsonl")
+    nat_x = _queries(BENCH / "livemcp-natural" / "queries_infeasible.jsonl")
+    etom = _queries(BENCH / "etom" / "queries.jsonl")
+    out = {
+        "etom L1": ("etom", [q for q in etom if q.get("level") == 1]),
+        "etom L2": ("etom", [q for q in etom if q.get("level") == 2]),
+        "etom infeasible": ("etom", _queries(BENCH / "etom" / "queries_infeasible.jsonl")),
+        "livemcp": ("livemcp", _queries(BENCH / "livemcp" / "queries.jsonl")),
+    }
+    for style in ("plain", "terse", "typo", "long", "name"):
+        out[f"natural {style}"] = ("livemcp", [q for q in nat if q["style"] == style])
+    for kind in ("far", "near"):
+        out[f"natural {kind}"] = ("livemcp", [q for q in nat_x if q["kind"] == kind])
+    return out
+
+
+def load(refresh: bool = False) -> dict[str, list]:
+    path = CACHE / f"fusion-{_key()}.pkl"
+    if path.exists() and not refresh:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    from toolidx.search import hybrid
+
+    emb = embedder()
+    dbs = {name: build(name) for name in ("etom", "livemcp")}
+    info = {}
+    for name, db in dbs.items():
+        info[name] = {r["rowid"]: (r["id"], r["server"]) for r in db.query("SELECT rowid, id, server FROM tools")}
+        hybrid.warm(db, emb)
+    out: dict[str, list] = {}
+    for set_name, (cat, qs) in specs().items():
+        db, ids = dbs[cat], info[cat]
+        rows = []
+        for q in qs:
+            cands, terms, _ = hybrid.gather(db, q["query"], mode="hybrid", filters=None, embedder=emb)
+            ev = [(ids[r][0], {k: v for k, v in c.items() if k != "matched"}
+                   | {"n_matched": len(c.get("matched", ()))}) for r, c in cands.items()]
+            rows.append(({"id": q["id"], "relevant": q["relevant"], "n_terms": len(terms), "terms": terms}, ev))
+        out[set_name] = rows
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        pickle.dump(out, f)
+    return out
+
+
+if __name__ == "__main__":
+    d = load(refresh=True)
+    print({k: len(v) for k, v in d.items()})
