@@ -27,19 +27,32 @@ import math
 import sys
 
 import numpy as np
-from fusion_data import FEASIBLE, INFEASIBLE, load
+from fusion_data import FEASIBLE, INFEASIBLE, held_specs, load
 
 from toolidx.search import calibration as cal
-from toolidx.search.eval import sign_test
+from toolidx.search.eval import ranking_metrics, sign_test
 
-GRID_COS = (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
-GRID_COV = (0.15, 0.2, 0.25, 0.3, 0.35)
-GRID_NAME = (0.0, 0.02, 0.05)
+GRID_COS = (0.6, 0.7, 0.8, 0.85, 0.9)
+GRID_COV = (0.15, 0.25, 0.3, 0.35)
+GRID_NAME = (0.0, 0.02)
+GRID_RAMP = (None, (4, 16), (6, 14), (8, 16), (10, 20))
 BEFORE = (0.6, 0.15, 0.02)  # the constants this fit replaces (fitted on ETOM alone)
+LABELS = {"etom L3 (all)": "all", "etom L4 (steps)": "steps", "livemcp relaxed": "steps"}
 R5_LOSS_MAX = 0.01
 
 
-def z_values(ev: list, a: float, c: float, n: float) -> np.ndarray:
+def weights(cfg: tuple, n_terms: int) -> tuple[float, float, float]:
+    """(cosine weight, coverage, name words) for a query of n_terms words: cfg = (a, c, n, ramp);
+    ramp = (n0, n1) moves from (a, c, n) at n0 words or fewer to BEFORE at n1 or more."""
+    a, c, n, ramp = cfg
+    if ramp is None:
+        return a, c, n
+    w = min(1.0, max(0.0, (n_terms - ramp[0]) / (ramp[1] - ramp[0])))
+    return tuple(h * (1 - w) + lo * w for h, lo in zip((a, c, n), BEFORE))
+
+
+def z_values(ev: list, cfg: tuple, n_terms: int) -> np.ndarray:
+    a, c, n = weights(cfg, n_terms)
     best = max((e["bm25"] for _, e in ev), default=0.0) or 1.0
     return np.array([a * e["cos"] + (1 - a) * e["bm25"] / best + c * e.get("coverage", 0.0)
                      + n * (e.get("name_words", 0) >= cal.NAME_MIN_WORDS)
@@ -50,13 +63,14 @@ def ranked(ev: list, z: np.ndarray) -> list[str]:
     return [ev[i][0] for i in sorted(range(len(ev)), key=lambda i: (-round(z[i], 6), ev[i][0]))]
 
 
-def per_query(rows: list, zf) -> np.ndarray:
-    """(hit@1, hit@5) per query."""
+def per_query(rows: list, zf, labels: str = "any") -> np.ndarray:
+    """(R@1, R@5) per query (any / all / steps labels as toolidx eval defines them)."""
     out = []
     for q, ev in rows:
-        top = ranked(ev, zf(ev)) if ev else []
-        rel = set(q["relevant"])
-        out.append((int(bool(top) and top[0] in rel), int(bool(rel & set(top[:5])))))
+        top = ranked(ev, zf(ev, q["n_terms"])) if ev else []
+        gold = q["steps"] if labels == "steps" else q["relevant"]
+        m = ranking_metrics(top[:10], gold, labels, (1, 5))
+        out.append((m["R@1"], m["R@5"]))
     return np.array(out)
 
 
@@ -68,65 +82,72 @@ def significantly_worse(a: np.ndarray, b: np.ndarray) -> bool:
     return False
 
 
-def objective(P: dict, sets: list[str], size: dict[str, int]) -> float:
+def objective(perf: dict, sets: list[str], size: dict[str, int]) -> float:
     groups: dict[str, list[str]] = {}
     for s in sets:
         groups.setdefault(s.split()[0], []).append(s)
-    return float(np.mean([sum(P[s].sum() for s in ss) / sum(size[s] for s in ss) for ss in groups.values()]))
+    return float(np.mean([sum(perf[s].sum() for s in ss) / sum(size[s] for s in ss) for ss in groups.values()]))
 
 
-def logistic(X: np.ndarray, y: np.ndarray, w8: np.ndarray, l2: float = 1e-3, iters: int = 40) -> np.ndarray:
-    X1 = np.hstack([X, np.ones((len(X), 1))])
-    w = np.zeros(X1.shape[1])
+def logistic(x: np.ndarray, y: np.ndarray, w8: np.ndarray, l2: float = 1e-3, iters: int = 40) -> np.ndarray:
+    x1 = np.hstack([x, np.ones((len(x), 1))])
+    w = np.zeros(x1.shape[1])
     for _ in range(iters):  # Newton steps
-        p = 1 / (1 + np.exp(-np.clip(X1 @ w, -30, 30)))
-        g = X1.T @ (w8 * (p - y)) + l2 * w
-        H = (X1 * (w8 * p * (1 - p))[:, None]).T @ X1 + l2 * np.eye(len(w))
-        w -= np.linalg.solve(H, g)
+        p = 1 / (1 + np.exp(-np.clip(x1 @ w, -30, 30)))
+        g = x1.T @ (w8 * (p - y)) + l2 * w
+        hess = (x1 * (w8 * p * (1 - p))[:, None]).T @ x1 + l2 * np.eye(len(w))
+        w -= np.linalg.solve(hess, g)
     return w
 
 
 def main() -> int:
     data = load()
+    data.update(load(held=True))  # the multi-tool sets take part in leave-one-set-out too
+    fit_sets = [*FEASIBLE, *held_specs()]
+    lab = {s: LABELS.get(s, "any") for s in fit_sets}
     size = {s: len(rows) for s, rows in data.items()}
     # single modes as references
-    cos_only = {s: per_query(data[s], lambda ev: np.array([e["cos"] for _, e in ev])) for s in FEASIBLE}
-    bm_only = {s: per_query(data[s], lambda ev: np.array([e["bm25"] for _, e in ev])) for s in FEASIBLE}
-    grid = list(itertools.product(GRID_COS, GRID_COV, GRID_NAME))
-    P = {k: {s: per_query(data[s], lambda ev, k=k: z_values(ev, *k)) for s in FEASIBLE} for k in grid}
-    before = P[BEFORE]
+    cos_only = {s: per_query(data[s], lambda ev, n: np.array([e["cos"] for _, e in ev]), lab[s]) for s in fit_sets}
+    bm_only = {s: per_query(data[s], lambda ev, n: np.array([e["bm25"] for _, e in ev]), lab[s]) for s in fit_sets}
+    grid = [(a, c, n, r) for a, c, n in itertools.product(GRID_COS, GRID_COV, GRID_NAME) for r in GRID_RAMP]
+    grid.append((*BEFORE, None))
+    perf = {k: {s: per_query(data[s], lambda ev, nt, k=k: z_values(ev, k, nt), lab[s]) for s in fit_sets}
+         for k in grid}
+    before = perf[(*BEFORE, None)]
 
     def admissible(k, sets):
-        return not any(significantly_worse(P[k][s], ref[s]) for s in sets for ref in (before, cos_only, bm_only))
+        return not any(significantly_worse(perf[k][s], ref[s]) for s in sets for ref in (before, cos_only, bm_only))
 
     def pick(sets):
         ok = [k for k in grid if admissible(k, sets)] or grid
-        return max(ok, key=lambda k: objective(P[k], sets, size))
+        return max(ok, key=lambda k: objective(perf[k], sets, size))
 
-    print("1. fusion (a = cosine weight, c = coverage, n = name words), leave-one-set-out")
-    print(f"  {'held out':15s} {'picked':18s} {'R@1':>6s} {'R@5':>6s}   {'before':>13s}   {'cosine':>13s}   {'bm25':>13s}")
-    for s in FEASIBLE:
-        k = pick([t for t in FEASIBLE if t != s])
-        m, b, c, w = (x[s].mean(0) for x in (P[k], before, cos_only, bm_only))
-        print(f"  {s:15s} {str(k):18s} {m[0]:6.3f} {m[1]:6.3f}   {b[0]:.3f} / {b[1]:.3f}   "
-              f"{c[0]:.3f} / {c[1]:.3f}   {w[0]:.3f} / {w[1]:.3f}")
-    final = pick(list(FEASIBLE))
+    print("1. fusion (a = cosine weight, c = coverage, n = name words, ramp to the old weights by query length), "
+          "leave-one-set-out")
+    print(f"  {'held out':16s} {'picked':28s} {'R@1':>6s} {'R@5':>6s}   {'before':>13s}   "
+          f"{'cosine':>13s}   {'bm25':>13s}")
+    for s in fit_sets:
+        k = pick([t for t in fit_sets if t != s])
+        m, b, c, w = (x[s].mean(0) for x in (perf[k], before, cos_only, bm_only))
+        print(f"  {s:16s} {str(k):28s} {m[0]:6.3f} {m[1]:6.3f}   {b[0]:.3f} / {b[1]:.3f}   "
+              f"{c[0]:.3f} / {c[1]:.3f}   {w[0]:.3f} / {w[1]:.3f}", flush=True)
+    final = pick(fit_sets)
     print(f"  all sets -> {final} (calibration.py holds "
-          f"{(cal.HYBRID_COS, cal.COVERAGE_WEIGHT, cal.NAME_WEIGHT)})")
-    for s in FEASIBLE:
-        m = P[final][s].mean(0)
-        d = P[final][s] - before[s]
-        print(f"    {s:15s} {m[0]:.3f} / {m[1]:.3f}  vs before R@1 +{(d[:, 0] > 0).sum()}/-{(d[:, 0] < 0).sum()}"
+          f"{(cal.HYBRID_COS, cal.COVERAGE_WEIGHT, cal.NAME_WEIGHT, cal.LENGTH_RAMP)})")
+    for s in fit_sets:
+        m = perf[final][s].mean(0)
+        d = perf[final][s] - before[s]
+        print(f"    {s:16s} {m[0]:.3f} / {m[1]:.3f}  vs before R@1 +{(d[:, 0] > 0).sum()}/-{(d[:, 0] < 0).sum()}"
               f" R@5 +{(d[:, 1] > 0).sum()}/-{(d[:, 1] < 0).sum()}")
 
     # 2. calibration and threshold on the chosen z
-    a, c, n = final
-    Z = {s: [(q, ev, z_values(ev, a, c, n) if ev else np.zeros(0)) for q, ev in rows] for s, rows in data.items()}
+    zs = {s: [(q, ev, z_values(ev, final, q["n_terms"]) if ev else np.zeros(0)) for q, ev in rows]
+         for s, rows in data.items()}
 
     def platt(sets):
         xs, ys, ws = [], [], []
         for s in sets:
-            for q, ev, z in Z[s]:
+            for q, ev, z in zs[s]:
                 rel = set(q["relevant"])
                 xs.extend(z)
                 ys.extend(t in rel for t, _ in ev)
@@ -136,7 +157,7 @@ def main() -> int:
 
     def ece(s, slope, bias):
         sc, y = [], []
-        for q, ev, z in Z[s]:
+        for q, ev, z in zs[s]:
             rel = set(q["relevant"])
             sc.extend(1 / (1 + np.exp(-(slope * z + bias))))
             y.extend(tid in rel for tid, _ in ev)
@@ -146,7 +167,7 @@ def main() -> int:
                          for b in range(10) if (bins == b).any()))
 
     def top_scores(s, slope, bias):
-        return np.array([1 / (1 + math.exp(-(slope * z.max() + bias))) if len(z) else 0.0 for _, _, z in Z[s]])
+        return np.array([1 / (1 + math.exp(-(slope * z.max() + bias))) if len(z) else 0.0 for _, _, z in zs[s]])
 
     thresholds = [round(x, 4) for x in np.arange(0.002, 0.05, 0.001)]
     catalogs = {"etom": ["etom L1", "etom L2"], "natural": [s for s in FEASIBLE if s.startswith("natural")]}
@@ -155,7 +176,7 @@ def main() -> int:
         return np.array([q["n_terms"] < cal.GATE_MIN_TERMS for q, _ in data[s]])
 
     def pooled_loss(sets, slope, bias, t):
-        hit5 = np.concatenate([P[final][s][:, 1] for s in sets])
+        hit5 = np.concatenate([perf[final][s][:, 1] for s in sets])  # any-label sets: 0 or 1
         kept = np.concatenate([(top_scores(s, slope, bias) >= t) | exempt(s) for s in sets])
         return float(hit5.mean() - (hit5 * kept).mean())
 
@@ -173,7 +194,8 @@ def main() -> int:
         print(f"  {s:16s} Platt ({slope:7.3f}, {bias:7.3f}) held-out ECE {ece(s, slope, bias):.3f}")
     slope, bias = platt(everything)
     print(f"  all sets -> Platt ({slope:.3f}, {bias:.3f}) (calibration.py holds {cal.PLATT['hybrid']})")
-    print("  threshold: the highest whose feasible R@5 loss is <= 1 point on each catalog (pooled), held out by catalog")
+    print("  threshold: the highest whose feasible R@5 loss is <= 1 point on each catalog (pooled), "
+          "held out by catalog")
     for held, other in (("etom", "natural"), ("natural", "etom")):
         t = pick_threshold([other], slope, bias)
         print(f"    picked on {other}: {t:.3f}; on {held}: R@5 loss {pooled_loss(catalogs[held], slope, bias, t):.3f}")
@@ -183,7 +205,8 @@ def main() -> int:
           f"{'etom abst':>9s} {'far abst':>8s} {'near abst':>9s}")
     for tt in sorted({0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, t}):
         print(f"  {tt:9.4f} {pooled_loss(catalogs['etom'], slope, bias, tt):9.3f} "
-              f"{pooled_loss(catalogs['natural'], slope, bias, tt):12.3f} {pooled_loss(['livemcp'], slope, bias, tt):12.3f} "
+              f"{pooled_loss(catalogs['natural'], slope, bias, tt):12.3f} "
+              f"{pooled_loss(['livemcp'], slope, bias, tt):12.3f} "
               f"{abstains('etom infeasible', slope, bias, tt):9.3f} {abstains('natural far', slope, bias, tt):8.3f} "
               f"{abstains('natural near', slope, bias, tt):9.3f}" + ("  <-" if tt == t else ""))
 

@@ -4,7 +4,8 @@ with their evidence, as `search.gather` computes it, grouped by set.
     from fusion_data import load
     sets = load()   # {set name: [(query dict, [(tool id, evidence dict), ...]), ...]}
 
-Cached in $TOOLIDX_BENCH_CACHE (outside the repository: the bench data stay in ../shared) keyed by the index fingerprint and the search code, so a change to gathering refreshes it.
+Cached in $TOOLIDX_BENCH_CACHE (outside the repository: the bench data stay in ../shared), keyed
+by the index fingerprint and the search code, so a change to gathering refreshes it.
 The sets (one per style or kind, so leave-one-set-out can hold out each):
 etom L1, etom L2, etom infeasible, livemcp (task prompts), natural plain / terse / typo / long /
 name, natural far / near (impossible requests).
@@ -53,8 +54,21 @@ def specs():
     return out
 
 
-def load(refresh: bool = False) -> dict[str, list]:
-    path = CACHE / f"fusion-{_key()}.pkl"
+def held_specs():
+    """The multi-tool sets quality.py reports as held out: "all" labels (every tool needed) as
+    `relevant`, steps (any alternative meets a step) as `steps`."""
+    def steps(path):
+        return [q | {"relevant": [i for s in q["steps"] for i in s]} for q in _queries(path)]
+
+    return {
+        "etom L3 (all)": ("etom", _queries(BENCH / "etom" / "queries_multi.jsonl")),
+        "etom L4 (steps)": ("etom", steps(BENCH / "etom" / "queries_level4.jsonl")),
+        "livemcp relaxed": ("livemcp", steps(BENCH / "livemcp" / "queries_relaxed.jsonl")),
+    }
+
+
+def load(refresh: bool = False, held: bool = False) -> dict[str, list]:
+    path = CACHE / f"fusion-{_key()}{'-held' if held else ''}.pkl"
     if path.exists() and not refresh:
         with open(path, "rb") as f:
             return pickle.load(f)
@@ -67,14 +81,15 @@ def load(refresh: bool = False) -> dict[str, list]:
         info[name] = {r["rowid"]: (r["id"], r["server"]) for r in db.query("SELECT rowid, id, server FROM tools")}
         hybrid.warm(db, emb)
     out: dict[str, list] = {}
-    for set_name, (cat, qs) in specs().items():
+    for set_name, (cat, qs) in (held_specs() if held else specs()).items():
         db, ids = dbs[cat], info[cat]
         rows = []
         for q in qs:
             cands, terms, _ = hybrid.gather(db, q["query"], mode="hybrid", filters=None, embedder=emb)
             ev = [(ids[r][0], {k: v for k, v in c.items() if k != "matched"}
                    | {"n_matched": len(c.get("matched", ()))}) for r, c in cands.items()]
-            rows.append(({"id": q["id"], "relevant": q["relevant"], "n_terms": len(terms), "terms": terms}, ev))
+            rows.append(({"id": q["id"], "relevant": q["relevant"], "steps": q.get("steps"),
+                          "n_terms": len(terms), "terms": terms}, ev))
         out[set_name] = rows
     CACHE.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:

@@ -84,7 +84,7 @@ def _catalog(n: int, emb) -> Path:
 
 def _queries(k: int) -> list[str]:
     qs = [json.loads(line)["query"] for f in ("etom/queries.jsonl", "livemcp/queries.jsonl")
-          for line in open(BENCH / f) if line.strip()]
+          for line in (BENCH / f).read_text().splitlines() if line.strip()]
     random.Random(7).shuffle(qs)
     return qs[:k]
 
@@ -121,6 +121,18 @@ def _cold(cmd: list[str], runs: int, env: dict) -> float:
     return statistics.median(walls)
 
 
+def _rss_mb() -> float:
+    """Resident memory of this process now (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000,50000")
@@ -146,14 +158,16 @@ def main() -> int:
     for n in sizes:
         path = _catalog(n, emb)
         db = open_db(path)
-        r = _time(lambda q: search(db, q, mode="keyword", embedder=None, limit=10), queries)
+        r = _time(lambda q, db=db: search(db, q, mode="keyword", embedder=None, limit=10), queries)
         results[(n, "keyword (lazy)")] = r
         print(f"{n:7d} {'keyword (lazy)':15s} {r['p50']:8.2f} {r['p95']:8.2f} {r['cpu_p50']:8.2f}")
         t0 = time.perf_counter()
         warm(db, qemb)
-        print(f"{n:7d} {'search.warm()':15s} {(time.perf_counter() - t0) * 1000:8.0f} ms once")
+        print(f"{n:7d} {'search.warm()':15s} {(time.perf_counter() - t0) * 1000:8.0f} ms once; "
+              f"process RSS {_rss_mb():.0f} MB (the model and the caches of the catalogs warmed so far: "
+              "a warm `toolidx serve` holds one)")
         for mode in ("keyword", "semantic", "hybrid"):
-            r = _time(lambda q: search(db, q, mode=mode, embedder=qemb, limit=10), queries)
+            r = _time(lambda q, db=db, mode=mode: search(db, q, mode=mode, embedder=qemb, limit=10), queries)
             results[(n, mode)] = r
             print(f"{n:7d} {mode:15s} {r['p50']:8.2f} {r['p95']:8.2f} {r['cpu_p50']:8.2f}")
         db.close()

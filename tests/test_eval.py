@@ -278,7 +278,8 @@ def etom_sample(bench_dir, tmp_path_factory, model_path):
     (tmp / "tools.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tools if t["server"] in keep))
     (tmp / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in sample))
     infeasible = [json.loads(x) for x in (bench_dir / "etom" / "queries_infeasible.jsonl").read_text().splitlines()]
-    (tmp / "infeasible.jsonl").write_text("".join(json.dumps(q) + "\n" for q in random.Random(3).sample(infeasible, 40)))
+    sample = random.Random(3).sample(infeasible, 40)
+    (tmp / "infeasible.jsonl").write_text("".join(json.dumps(q) + "\n" for q in sample))
     (tmp / "servers.yaml").write_text("mcpServers:\n  etom:\n    tools_file: tools.jsonl\n")
     r = run_cli("crawl", "--config", tmp / "servers.yaml", "--db", tmp / "etom.db", "--model-path", model_path)
     assert r.code == 0, r.stderr

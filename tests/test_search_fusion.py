@@ -124,8 +124,7 @@ def db(search_db_path):
 
 @pytest.fixture(scope="session")
 def search_db_path(tmp_path_factory, model_path) -> Path:
-    from test_search import _index
-
     from conftest import run_cli
+    from test_search import _index
 
     return _index(tmp_path_factory.mktemp("search-fusion"), run_cli, "--model-path", model_path)

@@ -25,26 +25,40 @@ from __future__ import annotations
 
 import math
 
-# hybrid: z = HYBRID_COS * cos + (1 - HYBRID_COS) * bm25_rel + COVERAGE_WEIGHT * coverage
-#             + FUZZY_WEIGHT * fuzzy_strength + NAME_WEIGHT * [name_words >= NAME_MIN_WORDS]
+# hybrid: z = cos_w * cos + (1 - cos_w) * bm25_rel + cov_w * coverage
+#             + FUZZY_WEIGHT * fuzzy_strength + name_w * [name_words >= NAME_MIN_WORDS]
+# with (cos_w, cov_w, name_w) = hybrid_weights(the query's number of keyword terms).
 # Fitted together by benchmarks/fit_fusion.py over every bench set and query style (ETOM levels
-# 1 and 2, LiveMCPBench task prompts, livemcp-natural plain / terse / typo / long / name), each
-# catalog weighing the same, with leave-one-set-out validation, and kept only where no set is
+# 1-4, LiveMCPBench task prompts and steps, livemcp-natural plain / terse / typo / long / name),
+# each catalog weighing the same, with leave-one-set-out validation, and kept only where no set is
 # significantly worse than before, than cosine alone or than BM25 alone (docs/search.md).
-# The meaning carries most of the weight: bm25_rel is relative to the query's best BM25, so it is
-# 1 for the best keyword match even when that tool shares one ordinary word with the request ("show
-# me what's on the page" and a tool whose parameters say "page"); the earlier 0.6 / 0.4 (fitted on
-# ETOM, whose queries reuse the tools' words) let such words outvote the meaning on paraphrases.
-# Coverage (the share of the request's words a tool has, unweighted) is the keyword evidence that
-# survives paraphrase and separates sibling tools. Measured: natural plain R@5 .786 -> .843, long
-# R@1 .480 -> .640, ETOM L2 unchanged (.851), ETOM L1 R@1 .964 -> .953 (+6/-15, not significant).
-HYBRID_COS = 0.9
-COVERAGE_WEIGHT = 0.35
-# name words: + NAME_WEIGHT when the query has at least NAME_MIN_WORDS of the tool name's words
-# ("plot a bar chart" and generate_bar_chart). Fitted to 0 over all sets (0.02 and 0.05 no better
-# once coverage weighs 0.35); the evidence stays in `signals.name_words`.
+# A short request is read mostly by meaning: bm25_rel is relative to the query's best BM25, so it
+# is 1 for the best keyword match even when that tool shares one ordinary word with a paraphrase
+# ("show me what's on the page" and a tool whose parameters say "page"). A long one (a task with
+# ids, file names, several steps) keeps the weights fitted before on ETOM, whose many specific
+# words are the best evidence of each step's tool. Measured (held out): natural plain R@5 .786 ->
+# .857, typo .733 -> .867, LiveMCP R@1 .386 -> .429; ETOM L1-L4 unchanged (+-2 queries).
+HYBRID_COS = 0.9  # at LENGTH_RAMP[0] terms or fewer
+COVERAGE_WEIGHT = 0.15
+# name words ("plot a bar chart" and generate_bar_chart): 0 for short queries (fitted), 0.02 for
+# long ones (LONG_WEIGHTS); the evidence stays in `signals.name_words`.
 NAME_WEIGHT = 0.0
 NAME_MIN_WORDS = 2
+# Query-dependent weights: from (HYBRID_COS, COVERAGE_WEIGHT, NAME_WEIGHT) at LENGTH_RAMP[0] keyword
+# terms or fewer to LONG_WEIGHTS at LENGTH_RAMP[1] or more, linear in between (fit_fusion.py tried
+# no ramp and 4-16, 6-14, 8-16, 10-20; all ramps alike, no ramp costs ETOM L1 and L4, LiveMCP steps).
+LENGTH_RAMP: tuple[int, int] | None = (4, 16)
+LONG_WEIGHTS = (0.6, 0.15, 0.02)  # (cosine, coverage, name words): the weights fitted on ETOM before
+
+
+def hybrid_weights(n_terms: int | None) -> tuple[float, float, float]:
+    """(cosine weight, coverage weight, name-word weight) for a query of n_terms keyword terms."""
+    short = (HYBRID_COS, COVERAGE_WEIGHT, NAME_WEIGHT)
+    if LENGTH_RAMP is None or n_terms is None:
+        return short
+    lo, hi = LENGTH_RAMP
+    w = min(1.0, max(0.0, (n_terms - lo) / (hi - lo)))
+    return tuple(a * (1 - w) + b * w for a, b in zip(short, LONG_WEIGHTS))  # type: ignore[return-value]
 # Hybrid's BM25 weighs each query word by sqrt(idf) instead of idf (bm25.candidates): in a long
 # request the rarest word (an id, a place name) would otherwise outvote the several ordinary words
 # that say what to do, and the embedding already rewards the rare, specific ones. Measured
@@ -60,7 +74,7 @@ FUZZY_WEIGHT = 0.35
 
 PLATT = {
     # mode: (slope, bias) applied to z
-    "hybrid": (8.400, -7.391),  # fit_fusion.py: every candidate of every set, each set weighing the same
+    "hybrid": (10.087, -7.694),  # fit_fusion.py: every candidate of every set, each set weighing the same
     "semantic": (15.192, -10.664),  # z = cos
     "keyword": (1.0, 0.0),  # z is already a logit, see ranking_values
 }
@@ -69,9 +83,9 @@ KW_LOG, KW_REL, KW_BIAS, KW_FUZZY = 1.408, 11.105, -15.294, 6.0
 
 # hybrid: the highest threshold that costs at most 1 point of feasible R@5 on ETOM and on
 # livemcp-natural (each pooled; fit_fusion.py). Natural requests score low even when served, so
-# the gate abstains on few impossible requests (ETOM .11, natural far .10, near 0): the score of
-# the best hit, a calibrated P(relevant), says how sure the answer is. 0.02 would abstain on 80 %
-# of ETOM's but hide 8 % of the natural requests' right answers (docs/search.md has the table).
+# the gate abstains on few impossible requests (ETOM .06, natural far .13, near 0): the score of
+# the best hit, a calibrated P(relevant), says how sure the answer is. 0.02 would abstain on 48 %
+# of ETOM's but hide 6 % of the natural requests' right answers (docs/search.md has the table).
 THRESHOLD = {"hybrid": 0.005, "keyword": 0.41, "semantic": 0.004}
 
 
@@ -110,18 +124,20 @@ def size_factor(n_tools: int) -> float:
     return math.log(REFERENCE_TOOLS + 1) / math.log(max(n_tools, 3) + 1)
 
 
-def ranking_values(cands: dict[int, dict], mode: str, n_tools: int = REFERENCE_TOOLS) -> dict[int, float]:
+def ranking_values(cands: dict[int, dict], mode: str, n_tools: int = REFERENCE_TOOLS,
+                   n_terms: int | None = None) -> dict[int, float]:
     """z per candidate (higher is better); the score is a monotone map of it."""
     best = max((c["bm25"] for c in cands.values()), default=0.0) or 1.0
     scale = size_factor(n_tools)
+    cos_w, cov_w, name_w = hybrid_weights(n_terms)
     out: dict[int, float] = {}
     for r, c in cands.items():
         fz = fuzzy_strength(c.get("fuzzy", 0.0))
         rel = c["bm25"] / best
         if mode == "hybrid":
-            out[r] = (HYBRID_COS * c["cos"] + (1 - HYBRID_COS) * rel
-                      + COVERAGE_WEIGHT * c.get("coverage", 0.0) + FUZZY_WEIGHT * fz
-                      + NAME_WEIGHT * (c.get("name_words", 0) >= NAME_MIN_WORDS))
+            out[r] = (cos_w * c["cos"] + (1 - cos_w) * rel
+                      + cov_w * c.get("coverage", 0.0) + FUZZY_WEIGHT * fz
+                      + name_w * (c.get("name_words", 0) >= NAME_MIN_WORDS))
         elif mode == "semantic":
             out[r] = c["cos"]
         else:
@@ -170,12 +186,12 @@ def uncalibrated_scores(cands: dict[int, dict], mode: str) -> dict[int, float]:
     return out
 
 
-def score_candidates(cands: dict[int, dict], mode: str,
-                     n_tools: int = REFERENCE_TOOLS, model: str | None = None) -> dict[int, float]:
+def score_candidates(cands: dict[int, dict], mode: str, n_tools: int = REFERENCE_TOOLS,
+                     model: str | None = None, n_terms: int | None = None) -> dict[int, float]:
     """Calibrated score in [0, 1] per candidate (for a model not in CALIBRATED_MODELS, in hybrid
     and semantic mode: uncalibrated_scores)."""
     if mode != "keyword" and not is_calibrated(model):
         return uncalibrated_scores(cands, mode)
     mode = effective_mode(cands, mode)
     slope, bias = PLATT[mode]
-    return {r: _sigmoid(slope * z + bias) for r, z in ranking_values(cands, mode, n_tools).items()}
+    return {r: _sigmoid(slope * z + bias) for r, z in ranking_values(cands, mode, n_tools, n_terms).items()}

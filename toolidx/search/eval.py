@@ -23,9 +23,13 @@ Queries whose relevant ids are all missing from the index are listed under "unre
 counted as misses; ids partly missing are listed under "partly_unresolved" (for steps: missing
 alternatives are dropped, and only a step left with none makes the query partly unresolved).
 
+Per mode, "reliability" bins every shown hit's score (impossible requests' hits included) against
+whether the hit serves its query, with the ECE (is the score a probability?); "abstention" is split
+by an impossible request's "kind" field when it has one (livemcp-natural: far / near).
 Per mode, "misses" lists the queries whose first relevant tool is not ranked first (what to read
 to fix tool descriptions); with 2+ modes, "paired" compares the first mode with each other one
-query by query (better / worse counts and an exact sign test).
+query by query (better / worse counts and an exact sign test), and with `by` per group too
+("paired_groups").
 """
 
 from __future__ import annotations
@@ -217,9 +221,9 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
 
     if labels not in LABELS:
         raise UsageError(f"unknown labels {labels!r}", fix="use any, all or steps")
-    for m in modes:
-        if m not in MODES:
-            raise UsageError(f"unknown mode {m!r}", fix=f"use all or one of: {', '.join(MODES)}")
+    for md in modes:
+        if md not in MODES:
+            raise UsageError(f"unknown mode {md!r}", fix=f"use all or one of: {', '.join(MODES)}")
     ks = tuple(sorted(set(int(x) for x in k)))
     if not ks or ks[0] < 1:
         raise UsageError("--k values must be positive integers")
@@ -259,6 +263,8 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
         mode_used = mode
         threshold = None
         lat: list[float] = []
+        shown: list[tuple[float, bool]] = []  # every hit's score and whether it serves the query
+        abstained_by: dict[str, list[int]] = {}
         for q in feasible + infeasible_q:
             t0 = time.perf_counter()
             res = search(db, q["query"], mode=mode, limit=depth, filters=filters, min_score=0.0,
@@ -270,8 +276,12 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
             kept = res.hits if res.hits and res.hits[0].score >= threshold else []
             if min_score is not None:
                 kept = [h for h in res.hits if h.score >= threshold]
+            rel_ids = {i for step in gold(q) for i in step} if labels == "steps" else set(q["relevant"])
+            shown.extend((h.score, h.id in rel_ids) for h in res.hits)
             if not q["relevant"]:
                 abstained += not kept
+                if q.get("kind") is not None:
+                    abstained_by.setdefault(str(q["kind"]), []).append(int(not kept))
                 continue
             ranked = [h.id for h in res.hits]
             m = ranking_metrics(ranked, gold(q), labels, ks)
@@ -289,8 +299,11 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
             "mode_used": mode_used,
             "threshold": threshold,
             "metrics": _mean(rows_by_mode[mode]),
-            "abstention": ({"n": len(infeasible_q), "rate": round(abstained / len(infeasible_q), 4)}
+            "abstention": ({"n": len(infeasible_q), "rate": round(abstained / len(infeasible_q), 4),
+                            "by_kind": {k: {"n": len(v), "rate": round(sum(v) / len(v), 4)}
+                                        for k, v in sorted(abstained_by.items())}}
                            if infeasible_q else None),
+            "reliability": reliability(shown),
             "latency_ms": {"p50": round(lat[len(lat) // 2], 2),
                            "p95": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))], 2)} if lat else None,
             "misses": sorted(misses, key=_miss_order),
@@ -300,11 +313,22 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
             for q, m in per_q:
                 groups.setdefault(f"{by}={q.get(by)}", []).append(m)
             entry["groups"] = {g: {"n": len(ms), **_mean(ms)} for g, ms in sorted(groups.items())}
+            entry["group_rows"] = groups
         report_modes[mode] = entry
     # the first mode (hybrid by default) against each other one, over the same feasible queries
     names = list(report_modes)
     paired = [{"mode": names[0], "vs": o, "queries": len(feasible),
                "metrics": paired_comparison(rows_by_mode[names[0]], rows_by_mode[o])} for o in names[1:]]
+    paired_groups = {}
+    if by and len(names) > 1:
+        first = report_modes[names[0]].pop("group_rows")
+        others = {o: report_modes[o].pop("group_rows") for o in names[1:]}
+        paired_groups = {g: [{"mode": names[0], "vs": o, "queries": len(rows),
+                              "metrics": paired_comparison(rows, others[o][g])} for o in names[1:]]
+                         for g, rows in first.items()}
+    else:
+        for e in report_modes.values():
+            e.pop("group_rows", None)
     return {
         "queries_path": str(queries_path),
         "infeasible_path": str(infeasible) if infeasible else None,
@@ -319,4 +343,22 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
         "partly_unresolved": {"count": len(partly), "queries": partly[:20]},
         "modes": report_modes,
         "paired": paired,
+        "paired_groups": paired_groups,
     }
+
+
+def reliability(shown: list[tuple[float, bool]], bins: int = 10) -> dict | None:
+    """Is the score a probability? Over every shown hit (of every query, impossible ones included):
+    10 equal-width score bins, each with its mean score, the share of its hits that serve their
+    query, and its count; ECE = the count-weighted mean gap between the two."""
+    if not shown:
+        return None
+    cells: list[list[float]] = [[0.0, 0.0, 0] for _ in range(bins)]
+    for score, ok in shown:
+        c = cells[min(int(score * bins), bins - 1)]
+        c[0] += score
+        c[1] += ok
+        c[2] += 1
+    n = len(shown)
+    out = [[round(c[0] / c[2], 4), round(c[1] / c[2], 4), int(c[2])] for c in cells if c[2]]
+    return {"ece": round(sum(abs(m - r) * k for m, r, k in out) / n, 4), "bins": out}

@@ -329,7 +329,7 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
         gate = cal.threshold(cal.effective_mode(cands, mode_used), len(terms)) if calibrated else 0.0
         threshold = gate if min_score is None else float(min_score)
         total = retrieval.filtered_count(db, None)
-        scored = cal.score_candidates(cands, mode_used, total, model=model)
+        scored = cal.score_candidates(cands, mode_used, total, model=model, n_terms=len(terms))
         order = sorted(scored, key=lambda r: -scored[r])
         rows = retrieval.hit_rows(db, order[: limit * 2 + 10])
         # as shown (4 decimals), ties by the unrounded score: low scores round alike
