@@ -29,7 +29,11 @@ NAME_SIM = 0.85
 PARAM_SIM = 0.5
 PARAM_SIM_IDENTICAL = 0.8
 _WORD = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset(["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it", "of", "on", "or", "that", "the", "this", "to", "with", "you", "your", "use", "used", "using", "can", "will", "if", "not"])
+_STOP = frozenset([
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it", "of",
+    "on", "or", "that", "the", "this", "to", "with", "you", "your", "use", "used", "using", "can",
+    "will", "if", "not",
+])
 
 
 def _words(text: str | None) -> set[str]:

@@ -372,7 +372,8 @@ def _paired_line(pair: dict) -> str:
 def _misses_table(report: dict, limit: int) -> None:
     depth = report.get("depth", 10)
     rows = [[mode, m["id"], m["rank"] if m["rank"] is not None else f">{depth}",
-             m["top"][0] if m["top"] else "-", m.get("found") or (m["relevant"][0] if m["relevant"] else "-"), first_line(m["query"], 60)]
+             m["top"][0] if m["top"] else "-", m.get("found") or (m["relevant"][0] if m["relevant"] else "-"),
+             first_line(m["query"], 60)]
             for mode, e in report["modes"].items() for m in (e.get("misses") or [])[:limit]]
     if not rows:
         return

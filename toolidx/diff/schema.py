@@ -425,8 +425,8 @@ class _Walker:
 
     def array(self, old: dict, new: dict, path: str, via: list[str], depth: int) -> None:
         io, in_ = old.get("items"), new.get("items")
-        to = old.get("prefixItems") if isinstance(old.get("prefixItems"), list) else io if isinstance(io, list) else None
-        tn = new.get("prefixItems") if isinstance(new.get("prefixItems"), list) else in_ if isinstance(in_, list) else None
+        to = _tuple_items(old, io)
+        tn = _tuple_items(new, in_)
         if to is not None or tn is not None:
             to, tn = to or [], tn or []
             for i in range(max(len(to), len(tn))):
@@ -629,3 +629,11 @@ def word_diff(old: str, new: str) -> list[dict]:
         elif w["text"]:
             merged.append(w)
     return merged
+
+
+def _tuple_items(schema: dict, items: Any) -> list | None:
+    """The positional item schemas of a tuple array: `prefixItems`, or the draft-4 list form of `items`."""
+    prefix = schema.get("prefixItems")
+    if isinstance(prefix, list):
+        return prefix
+    return items if isinstance(items, list) else None

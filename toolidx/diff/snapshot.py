@@ -308,7 +308,8 @@ def _rename_score(old: dict, new: dict) -> tuple[float, str]:
     return round(score, 3), reason
 
 
-def find_renames(removed: dict[str, dict], added: dict[str, dict]) -> tuple[list[tuple[str, str, float, bool, str]], bool]:
+def find_renames(removed: dict[str, dict], added: dict[str, dict],
+                 ) -> tuple[list[tuple[str, str, float, bool, str]], bool]:
     """Pairs (old name, new name, score, certain, reason) within one server. Certain: everything
     but the name is identical. Otherwise the most alike pairs above RENAME_MIN_SCORE, greedily.
     Returns (pairs, whether fuzzy matching was skipped for size)."""
@@ -421,8 +422,8 @@ def diff_snapshots(old: Snapshot, new: Snapshot, *, servers: list[str] | None = 
         for n in gone:
             if n in rem or to[n].hash not in defs_o:
                 why = "server removed from the index" if state == "removed" else "no longer listed by the server"
-                sd.tools.append(ToolDiff(to[n].id, s, n, "removed",
-                                         [Change("tool", "tool_removed", BREAKING, f"tool removed ({why})", "", n, None)]))
+                gone = Change("tool", "tool_removed", BREAKING, f"tool removed ({why})", "", n, None)
+                sd.tools.append(ToolDiff(to[n].id, s, n, "removed", [gone]))
         for n in came:
             if n in add or tn[n].hash not in defs_n:
                 d = defs_n.get(tn[n].hash) or {}

@@ -125,7 +125,8 @@ class Discovery:
             except LookupProblem as e:
                 raise UsageError(f"--pin {pin}: {e.message}",
                                  fix="pin SERVER/TOOL ids that `toolidx search` shows"
-                                     + (f" (closest: {', '.join(e.suggestions[:3])})" if e.suggestions else ""))
+                                     + (f" (closest: {', '.join(e.suggestions[:3])})" if e.suggestions else "")
+                                 ) from None
         self.pin_names = resolved
         self._cache = _Cache()
 
@@ -336,13 +337,13 @@ class Discovery:
         ready = self.embedder is not None
         res = search(self.db, query, mode=mode, limit=limit, filters=filters,
                      min_score=min_score, embedder=self.embedder if ready else None)
-        if res.no_match and not ready and mode != "keyword" and self.model_state == "loading":
-            # words alone found nothing: rather than a false "no good match", wait (bounded) for
-            # the model that is loading and ask again by meaning
-            if self.model_done.wait(MODEL_WAIT_S) and self.embedder is not None:
-                ready = True
-                res = search(self.db, query, mode=mode, limit=limit, filters=filters,
-                             min_score=min_score, embedder=self.embedder)
+        # words alone found nothing: rather than a false "no good match", wait (bounded) for
+        # the model that is loading and ask again by meaning
+        if (res.no_match and not ready and mode != "keyword" and self.model_state == "loading"
+                and self.model_done.wait(MODEL_WAIT_S) and self.embedder is not None):
+            ready = True
+            res = search(self.db, query, mode=mode, limit=limit, filters=filters,
+                         min_score=min_score, embedder=self.embedder)
         full = res.to_json()
         hits = [{k: h[k] for k in HIT_KEYS if h.get(k) not in (None, "", [])} for h in full.get("hits", [])]
         for h in hits:
@@ -522,7 +523,8 @@ def _list_text(p: dict, sort: str, order: str) -> str:
     items = p["items"]
     first = ((p.get("page") or 1) - 1) * (p.get("page_size") or len(items)) + 1
     head = (f"Tools {first}-{first + len(items) - 1} of {p['total']} (page {p['page']}/{p['pages']}, "
-            f"by {sort} {order}); next_page: {p['next_page']}") if items else f"No tools on page {p.get('page')} (total {p['total']})."
+            f"by {sort} {order}); next_page: {p['next_page']}") if items \
+        else f"No tools on page {p.get('page')} (total {p['total']})."
     lines = [head]
     for t in items:
         flags = "".join(f" [{f}]" for f in ("read_only", "destructive", "stale") if t.get(f))
