@@ -299,7 +299,8 @@ class Discovery:
         except LookupProblem as e:
             return e.answer()
         except ToolidxError as e:
-            extra = {"suggestions": e.suggestions} if getattr(e, "suggestions", None) else {}
+            suggestions = getattr(e, "suggestions", None)
+            extra = {"suggestions": suggestions} if suggestions else {}
             return error_answer(type(e).__name__, e.what, e.fix, **extra)
 
     def _filters(self, args: dict) -> Filters:
@@ -446,8 +447,9 @@ def check_arguments(name: str, args: Any) -> Answer | None:
     """A meta-tool's own arguments against its published schema (the low-level server does not)."""
     v = _META_VALIDATORS.get(name)
     if v is None:
-        v = _META_VALIDATORS[name] = compile_validator(next(t["inputSchema"] for t in META_TOOLS
-                                                            if t["name"] == name))
+        schema = next(t["inputSchema"] for t in META_TOOLS if t["name"] == name)
+        v = _META_VALIDATORS[name] = compile_validator(schema)
+        assert v is not None, f"the published schema of {name} is broken"
     errs = sorted(v.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path])
     if not errs:
         return None
