@@ -21,7 +21,7 @@ from ..store import catalog as q
 from ..store import vectors
 from ..store.db import Database
 from ..store.tools import get_tool, get_tools_by_rowid
-from .describe import UnknownToolError, resolve_tool_id
+from .resolve import UnknownToolError, resolve_tool_id
 
 # thresholds per method: (same name, near-same name, near-identical)
 DUP_SCORE = {"semantic": (0.68, 0.80, 0.93), "lexical": (0.62, 0.70, 0.90)}

@@ -610,20 +610,31 @@ def _vary(v: Any, i: int) -> Any:
     return v
 
 
-def _validator(schema: Any) -> Any:
+def compile_validator(schema: Any) -> Any | None:
+    """The one JSON Schema validator toolidx uses (describe's examples, serve's arguments, the
+    meta-tools' own arguments): the draft the schema's `$schema` names (2020-12 when it names
+    none), with format checks. None when the schema itself is broken or names an unknown draft:
+    then nothing can be checked, and the server that owns the tool judges."""
     import jsonschema
     from jsonschema.validators import validator_for
 
-    cls = validator_for(schema, default=jsonschema.Draft202012Validator) if isinstance(schema, dict) \
-        else jsonschema.Draft202012Validator
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    try:
+        cls = validator_for(schema, default=jsonschema.Draft202012Validator) if isinstance(schema, dict) \
+            else jsonschema.Draft202012Validator
+        cls.check_schema(schema)
+        return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    except Exception:  # SchemaError, unknown $schema
+        return None
 
 
 def _errors(value: Any, schema: Any) -> list | None:
     """Validation errors, or None when the schema cannot be checked (remote refs, broken)."""
+    validator = compile_validator(schema)
+    if validator is None:
+        return None
     try:
-        return list(_validator(schema).iter_errors(value))
-    except Exception:
+        return list(validator.iter_errors(value))
+    except Exception:  # unresolvable refs surface only while validating
         return None
 
 
