@@ -414,7 +414,7 @@ def main(argv: list[str] | None = None) -> None:
     try:  # typer >= 0.20 vendors click and raises its copy's exceptions (importing click costs time)
         from typer._click import exceptions as click_exc
     except ImportError:
-        from click import exceptions as click_exc
+        from click import exceptions as click_exc  # type: ignore[no-redef]  # same API, other copy
     try:
         code = app(args=args, prog_name="toolidx", standalone_mode=False)
     except ToolidxError as e:
