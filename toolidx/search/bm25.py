@@ -45,8 +45,7 @@ RARE_FETCH = 200  # tools taken by their rare part, then rescored with the commo
 PRELOAD_CHUNK = 50_000  # word occurrences read per preload step (~0.1 s of work between searches)
 MAX_CACHED = 4_000_000  # cached (word, tool) terms per process (16 bytes each: 64 MB at most)
 
-_lock = threading.Lock()
-_state: dict = {}
+_lock = threading.Lock()  # guards each cached _Index's LRU and each _Scratch
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -193,19 +192,20 @@ class _Scratch:
         return {w: self.tokens[w] for w in words}
 
 
-def _get(db, weights=retrieval.FTS_WEIGHTS) -> tuple[_Index, _Scratch] | None:
-    key = (*db.version_key(), tuple(weights))
-    st = _state.get(id(db.conn))
-    if st is not None and st[0] == key:
-        return st[1], st[2]
+def _scratch(db) -> _Scratch | None:
     fts_sql = retrieval.fts_schema(db)
-    if not fts_sql:
+    return _Scratch(db, fts_sql) if fts_sql else None
+
+
+def _get(db, weights=retrieval.FTS_WEIGHTS) -> tuple[_Index, _Scratch] | None:
+    """This index version's postings (per field weights) and tokenizer, from the index's cache;
+    None when the index has no keyword table. The caller holds _lock."""
+    scratch = db.cache.get("bm25_tokenizer", lambda: _scratch(db))
+    if scratch is None:
         return None
-    scratch = st[2] if st is not None else _Scratch(db, fts_sql)
-    if len(_state) > 8:
-        _state.clear()
-    _state[id(db.conn)] = (key, _Index(db, weights), scratch)
-    return _state[id(db.conn)][1], scratch
+    index = db.cache.get(f"bm25_postings{tuple(weights)}", lambda: _Index(db, weights),
+                         size=lambda entry: entry.cached)
+    return index, scratch
 
 
 def preload(db) -> bool:

@@ -43,4 +43,6 @@ def index_stats(db: Database, filters: Filters | None = None) -> dict:
         "ratio": round(total / meta, 1) if meta else None,
         "tokenizer": f"approximation: ceil(compact JSON characters / {CHARS_PER_TOKEN}) per definition",
         "filters": filters.to_json() if filters else {},
+        # what this process derived from the index so far (store/cache.py): entries and their sizes
+        "cache": db.cache.stats(),
     }
