@@ -159,12 +159,13 @@ class _Index:
                 break
             limit *= 2  # one word in more places than a chunk holds
         wcol = self.wcol
-        term, freq = None, {}
-        for t, doc, col in rows:
-            if t != term:
+        term = ""  # rows come grouped by term
+        freq: dict[int, float] = {}  # the term's weighted frequency per tool
+        for word, doc, col in rows:
+            if word != term:
                 if freq:
                     self._score_and_put(term, freq)
-                term, freq = t, {}
+                term, freq = word, {}
             freq[doc] = freq.get(doc, 0.0) + wcol.get(col, 1.0)
         if freq:
             self._score_and_put(term, freq)
@@ -213,7 +214,7 @@ def preload(db) -> bool:
     chunk, each in its own read snapshot, so searches in other threads go on meanwhile; a crawl
     committing in between starts a new index version, and this one is dropped."""
     start: str | None = ""
-    index = None
+    index: _Index | None = None
     while start is not None:
         with db.snapshot(), _lock:  # the order search takes them in
             got = _get(db)
@@ -223,8 +224,9 @@ def preload(db) -> bool:
             if index.complete:
                 return True
             start = index.preload_chunk(db, start)
-    with _lock:
-        index.complete = not index.evicted
+    if index is not None:
+        with _lock:
+            index.complete = not index.evicted
     return True
 
 
@@ -257,7 +259,8 @@ def candidates(db, terms: list[str], limit: int, filters=None,
         if any(len(toks[w]) != 1 for w in terms):  # a phrase: FTS5's phrase rules apply
             return retrieval.fts_candidates(db, fts_query(terms), limit, filters, weights)
         cut = max(COMMON_MIN_DF, COMMON_SHARE * index.nrow)
-        rare, common = [], []
+        rare: list[tuple[_Postings, float]] = []
+        common: list[tuple[_Postings, float]] = []
         for w in terms:
             p = index.postings(db, toks[w][0], w)
             if p:  # len(p) is the word's document frequency
