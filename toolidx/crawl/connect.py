@@ -221,8 +221,6 @@ class Connection:
         self.protocol_version: str | None = None
         self.instructions: str | None = None
         self.capabilities: dict = {}
-        self.tools_changed = False  # set when the server sends notifications/tools/list_changed
-        self.junk_lines = 0  # stdout lines that were not JSON-RPC (tolerated)
 
     @property
     def stderr_tail(self) -> str:
@@ -401,19 +399,12 @@ async def open_session(spec: ServerSpec, *, phase: list[str] | None = None,
         async with _transport(spec, stderr) as (read, write):
             _spawned.reset(token)
             token = None
-            holder: dict[str, Connection] = {}
-
             async def on_message(message: Any) -> None:
-                c = holder.get("c")
-                if c is None:
-                    return
-                if isinstance(message, Exception):
-                    c.junk_lines += 1
-                elif getattr(message, "method", None) == "notifications/tools/list_changed":
-                    c.tools_changed = True
+                """Stray stdout lines that are not JSON-RPC arrive here as exceptions, and
+                notifications such as tools/list_changed: tolerated, a crawl lists anyway."""
 
             async with ClientSession(read, write, message_handler=on_message) as session:
-                conn = holder["c"] = Connection(spec, session, stderr, processes, phase)
+                conn = Connection(spec, session, stderr, processes, phase)
                 phase[0] = "initialize"
                 with anyio.fail_after(spec.timeout):
                     await conn._initialize(spec.timeout)

@@ -108,7 +108,6 @@ class Discovery:
         self.embedder: Any = None
         self.model_state = "not loaded"  # loading | ready | unavailable
         self.model_done = threading.Event()
-        self.reloads = 0
         known = {s["name"] for s in list_servers(self.db)}
         unknown = [s for s in self.scope.servers if s not in known]
         if unknown:
@@ -153,7 +152,6 @@ class Discovery:
                     return False
                 self._data_version = v
             self._cache = _Cache()
-            self.reloads += 1
         return True
 
     def load_model(self) -> None:
