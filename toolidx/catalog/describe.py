@@ -29,10 +29,8 @@ def _server_info(db: Database, name: str) -> dict | None:
     return {k: s.get(k) for k in keys}
 
 
-def describe(db: Database, tool_id: str, detail: str = "summary", *,
-             max_tokens: int | None = None) -> dict:
-    """A JSON-able description of one tool at `detail` (summary | schema | full). With
-    `max_tokens`, descriptions are shortened and schemas dropped until it fits (see budget)."""
+def describe(db: Database, tool_id: str, detail: str = "summary") -> dict:
+    """A JSON-able description of one tool at `detail` (summary | schema | full)."""
     if detail not in DETAILS:
         raise UsageError(f"unknown detail level {detail!r}", fix="use one of: " + ", ".join(DETAILS))
     tid = resolve_tool_id(db, tool_id)
@@ -62,8 +60,4 @@ def describe(db: Database, tool_id: str, detail: str = "summary", *,
         })
         if problem:
             out["example_problem"] = problem
-    if max_tokens is not None:
-        from ..core.budget import fit_budget
-
-        out = fit_budget(out, None, max_tokens)
     return out

@@ -113,8 +113,7 @@ def _lexical(db: Database, rowid: int, tool: dict, limit: int) -> list[tuple[int
     return scored[:limit]
 
 
-def similar(db: Database, tool_id: str, limit: int = 10, embedder=None, *,
-            max_tokens: int | None = None) -> dict:
+def similar(db: Database, tool_id: str, limit: int = 10, embedder=None) -> dict:
     """{"tool", "method": "semantic"|"lexical", "similar": [{"id", "server", "name", "title",
     "description", "score", "likely_duplicate", "reason"}]}, best first (score, then id)."""
     limit = max(1, int(limit))
@@ -143,8 +142,4 @@ def similar(db: Database, tool_id: str, limit: int = 10, embedder=None, *,
     items.sort(key=lambda h: (-h["score"], h["id"]))
     out = {"tool": tid, "method": method, "similar": items,
            "duplicates": sum(1 for h in items if h["likely_duplicate"])}
-    if max_tokens is not None:
-        from ..core.budget import fit_budget
-
-        out = fit_budget(out, "similar", max_tokens)
     return out

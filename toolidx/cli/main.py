@@ -135,7 +135,7 @@ def describe(
     """Show one tool: summary, its parameters (--detail schema), or everything with an example call (--detail full)."""
     from ..catalog.describe import describe as describe_tool
 
-    render.describe_result(describe_tool(_open(db), tool, detail, max_tokens=max_tokens), as_json)
+    render.describe_result(describe_tool(_open(db), tool, detail), as_json, max_tokens)
 
 
 @app.command("list")
@@ -162,7 +162,7 @@ def list_cmd(
     filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
                                read_only, no_destructive)
     render.list_result(list_tools(_open(db), page=page, page_size=page_size, sort=sort, order=order,
-                                  filters=filters, max_tokens=max_tokens), as_json)
+                                  filters=filters), as_json, max_tokens)
 
 
 @app.command()
@@ -198,7 +198,7 @@ def similar(
     across servers."""
     from ..catalog.similar import similar as similar_tools
 
-    render.similar_result(similar_tools(_open(db), tool, limit, max_tokens=max_tokens), as_json)
+    render.similar_result(similar_tools(_open(db), tool, limit), as_json, max_tokens)
 
 
 # --- serve / stats -----------------------------------------------------------------------------

@@ -121,7 +121,18 @@ def _truncation_note(payload: dict) -> None:
          + ", ".join(c for c in cut if c) + ("" if t.get("fits") else "; still over budget"))
 
 
-def describe_result(d: dict, as_json: bool) -> None:
+def _fit(payload: dict, list_key: str | None, max_tokens: int | None) -> dict:
+    """The one place the CLI applies a token budget (serve applies the same core.budget to its
+    answers); the library returns whole results."""
+    if max_tokens is None:
+        return payload
+    from ..core.budget import fit_budget
+
+    return fit_budget(payload, list_key, max_tokens)
+
+
+def describe_result(d: dict, as_json: bool, max_tokens: int | None = None) -> None:
+    d = _fit(d, None, max_tokens)
     if as_json:
         emit_json("describe", d)
         return
@@ -182,7 +193,8 @@ def describe_result(d: dict, as_json: bool) -> None:
     _truncation_note(d)
 
 
-def list_result(res: dict, as_json: bool) -> None:
+def list_result(res: dict, as_json: bool, max_tokens: int | None = None) -> None:
+    res = _fit(res, "items", max_tokens)
     if as_json:
         emit_json("list", res)
         return
@@ -207,7 +219,8 @@ def categories_result(res: dict, as_json: bool) -> None:
     note(f"{res['total']} tools")
 
 
-def similar_result(res: dict, as_json: bool) -> None:
+def similar_result(res: dict, as_json: bool, max_tokens: int | None = None) -> None:
+    res = _fit(res, "similar", max_tokens)
     if as_json:
         emit_json("similar", res)
         return
@@ -288,11 +301,7 @@ def audit_result(report: Any, fmt: str) -> None:
 
 # --- search / eval -----------------------------------------------------------------------------
 def search_result(result: Any, as_json: bool, max_tokens: int | None = None) -> None:
-    payload = result.to_json()
-    if max_tokens is not None:
-        from ..core.budget import fit_budget
-
-        payload = fit_budget(payload, "hits", max_tokens)
+    payload = _fit(result.to_json(), "hits", max_tokens)
     if as_json:
         emit_json("search", payload)
         return
