@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from ..core.tooldoc import compact_json, first_line
@@ -41,7 +42,7 @@ def is_tty() -> bool:
     return sys.stdout.isatty()
 
 
-def emit_json(command: str, payload: dict) -> None:
+def emit_json(command: str, payload: Mapping[str, Any]) -> None:
     sys.stdout.write(json.dumps({"toolidx": JSON_VERSION, "command": command, **payload},
                                 ensure_ascii=False, indent=2, default=str) + "\n")
 
@@ -109,7 +110,7 @@ def embed_result(count: int, model: str | None, as_json: bool) -> None:
 
 
 # --- catalog: describe / list / categories / similar -------------------------------------------
-def _truncation_note(payload: dict) -> None:
+def _truncation_note(payload: Mapping[str, Any]) -> None:
     t = payload.get("truncated")
     if not t:
         return
@@ -121,7 +122,7 @@ def _truncation_note(payload: dict) -> None:
          + ", ".join(c for c in cut if c) + ("" if t.get("fits") else "; still over budget"))
 
 
-def _fit(payload: dict, list_key: str | None, max_tokens: int | None) -> dict:
+def _fit(payload: Mapping[str, Any], list_key: str | None, max_tokens: int | None) -> Mapping[str, Any]:
     """The one place the CLI applies a token budget (serve applies the same core.budget to its
     answers); the library returns whole results."""
     if max_tokens is None:
@@ -131,7 +132,7 @@ def _fit(payload: dict, list_key: str | None, max_tokens: int | None) -> dict:
     return fit_budget(payload, list_key, max_tokens)
 
 
-def describe_result(d: dict, as_json: bool, max_tokens: int | None = None) -> None:
+def describe_result(d: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
     d = _fit(d, None, max_tokens)
     if as_json:
         emit_json("describe", d)
@@ -193,7 +194,7 @@ def describe_result(d: dict, as_json: bool, max_tokens: int | None = None) -> No
     _truncation_note(d)
 
 
-def list_result(res: dict, as_json: bool, max_tokens: int | None = None) -> None:
+def list_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
     res = _fit(res, "items", max_tokens)
     if as_json:
         emit_json("list", res)
@@ -207,7 +208,7 @@ def list_result(res: dict, as_json: bool, max_tokens: int | None = None) -> None
     _truncation_note(res)
 
 
-def categories_result(res: dict, as_json: bool) -> None:
+def categories_result(res: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json("categories", res)
         return
@@ -219,7 +220,7 @@ def categories_result(res: dict, as_json: bool) -> None:
     note(f"{res['total']} tools")
 
 
-def similar_result(res: dict, as_json: bool, max_tokens: int | None = None) -> None:
+def similar_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
     res = _fit(res, "similar", max_tokens)
     if as_json:
         emit_json("similar", res)
@@ -243,7 +244,7 @@ def serve_config(res: dict, as_json: bool) -> None:
         note("Fill in the environment variables your servers need: " + ", ".join(res["env_needed"]))
 
 
-def stats_result(s: dict, as_json: bool) -> None:
+def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json("stats", s)
         return
