@@ -218,6 +218,7 @@ def test_live_example_with_a_real_stdio_server(tmp_path, monkeypatch):
     assert r.code == 0, r.stderr
     from toolidx.store.db import open_db
 
+    assert r.json["servers_ok"] == 3 and r.json["tools"] == 3 + 3 + 4  # notes, weather, files
     db = open_db(tmp_path / "l.db")
     assert db.one("SELECT server_name, tool_count FROM servers WHERE name = 'notes'") == {
         "server_name": "notes", "tool_count": 3}
