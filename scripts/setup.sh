@@ -20,6 +20,6 @@ fi
 rm -f example.db example.db-wal example.db-shm
 # the notes server runs under the venv's Python (it needs the `mcp` package installed above)
 PYTHON="$PWD/.venv/bin/python" .venv/bin/toolidx crawl --config examples/live.yaml --db example.db
-.venv/bin/toolidx search "convert a pdf to text" --db example.db
-.venv/bin/toolidx search "write down a note" --db example.db
+.venv/bin/toolidx search "convert a pdf to text" --db example.db -n 3
+.venv/bin/toolidx search "save a note" --db example.db -n 3
 echo "ready: .venv/bin/toolidx --help   (index: example.db)"
