@@ -320,6 +320,19 @@ def audit_result(report: Any, fmt: str) -> None:
 
 
 # --- search / eval -----------------------------------------------------------------------------
+def doctor_result(report: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json("doctor", report.to_json())
+        return
+    table(["status", "area", "check", "detail"], [[c.status, c.area, c.name, c.detail] for c in report.checks])
+    fixes = [c for c in report.checks if c.fix and c.status in ("fail", "warn")]
+    for c in fixes:
+        note(f"{c.status}: {c.area}/{c.name}: {c.fix}")
+    counts = report.to_json()["counts"]
+    note(f"doctor: {counts['fail']} failed, {counts['warn']} warning(s), {counts['ok']} ok"
+         + ("" if report.ok else " (exit 1)"))
+
+
 def search_result(result: Any, as_json: bool, max_tokens: int | None = None) -> None:
     payload = _fit(result.to_json(), "hits", max_tokens)
     if as_json:
