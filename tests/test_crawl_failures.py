@@ -148,7 +148,8 @@ def test_server_metadata_is_recorded(bad_crawl):
     assert json.loads(row["capabilities"]) == {"tools": {"listChanged": True}, "logging": {}}
     t = db.one("SELECT * FROM tools WHERE id = 'healthy/tool_0'")
     assert t["title"] == "First tool" and json.loads(t["tags"]) == ["read-only", "alpha"]
-    assert t["category"] == "healthy" and json.loads(t["param_names"]) == ["path"]
+    # no config category: derived from its words ("reads a file"), no longer the server's name
+    assert t["category"] == "files" and json.loads(t["param_names"]) == ["path"]
 
 
 # --- stale marking ------------------------------------------------------------------------------

@@ -231,7 +231,8 @@ def categories_result(res: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json("categories", res)
         return
-    table(["category", "tools"], [[c["name"] or "-", c["count"]] for c in res["categories"]])
+    table(["category", "tools", "definition"],
+          [[c["name"] or "-", c["count"], c.get("definition") or ""] for c in res["categories"]])
     if is_tty() or res["tags"]:
         table(["tag", "tools"], [[t["name"], t["count"]] for t in res["tags"]])
     table(["server", "tools", "stale", "status", "error"],

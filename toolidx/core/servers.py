@@ -22,7 +22,8 @@ class ServerSpec:
     headers: dict[str, str] = field(default_factory=dict)  # expanded: secrets, never stored
     tools_file: str | None = None
     tags: list[str] = field(default_factory=list)
-    category: str | None = None
+    category: str | None = None  # the config's `category:` for every tool (wins over the taxonomy)
+    tool_categories: dict[str, str] = field(default_factory=dict)  # `tool_categories:` per tool name
     timeout: float = DEFAULT_TIMEOUT
     enabled: bool = True
     problem: str | None = None  # a reason it cannot be started (e.g. an unset ${VAR}); crawl reports it

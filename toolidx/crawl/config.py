@@ -249,6 +249,10 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
     spec.tags = [str(t_) for t_ in tags]
     if entry.get("category") is not None:
         spec.category = str(entry["category"])
+    per_tool = entry.get("tool_categories") or {}
+    if not isinstance(per_tool, dict) or not all(isinstance(v, str) for v in per_tool.values()):
+        raise err("must be a mapping of tool names to categories", "tool_categories")
+    spec.tool_categories = {str(k): v for k, v in per_tool.items()}
     timeout = entry.get("timeout", settings.get("timeout", DEFAULT_TIMEOUT))
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise err(f"must be a positive number of seconds, not {timeout!r}", "timeout")
