@@ -173,7 +173,8 @@ def _copy_tools(out: Database, src: Source, server: dict, columns: list[str], wi
             vectors.put(out, rowid, blob)
             counts["vectors"] += 1
         # the keyword row, derived again from the definition exactly as a crawl derives it
-        doc = build_tooldoc(json.loads(row["definition"]), server["name"], server_label=label)
+        doc = build_tooldoc(json.loads(row["definition"]), server["name"], category=row.get("category"),
+                            server_label=label)
         doc.tags = json.loads(row["tags"] or "[]")
         fts = doc.fts_row()
         out.execute(f"INSERT INTO tools_fts(rowid, {', '.join(fts)}) VALUES (?, {', '.join('?' * len(fts))})",
