@@ -246,3 +246,28 @@ def test_a_shard_without_vectors_is_reported_for_embed(shards, tmp_path, cli):
     r = cli("merge", d / "a.db", tmp_path / "b.db", "-o", tmp_path / "m.db")
     assert r.code == 0, r.stderr
     assert "9 vectors copied" in r.stderr and "4 tools without one: run `toolidx embed --db" in r.stderr
+
+
+def test_a_failed_merge_leaves_out_as_it_was(shards, tmp_path, monkeypatch, cli):
+    """A merge that dies half-way (here: after the crawls and tools of the first input are written)
+    leaves an existing OUT byte for byte and no temporary file."""
+    from toolidx.store import merge as store_merge
+
+    d, _ = shards
+    out = tmp_path / "out.db"
+    shutil.copy(d / "single.db", out)
+    before = out.read_bytes()
+    real = store_merge._copy_tools
+    calls = []
+
+    def dies_on_the_second_server(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store_merge, "_copy_tools", dies_on_the_second_server)
+    r = cli("merge", d / "a.db", d / "b.db", "-o", out)
+    assert r.code == 130 and len(calls) == 2
+    assert out.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir() if "merging" in p.name] == []
