@@ -212,11 +212,16 @@ def serve(
     expose_tools: bool = typer.Option(False, "--expose-tools",
                                       help="Also list every tool in scope directly, as SERVER__TOOL (proxied)."),
     pin: List[str] = typer.Option([], "--pin", help="SERVER/TOOL always listed directly (repeatable)."),
+    always_load: bool = typer.Option(True, "--always-load/--no-always-load",
+                                     help="Mark search_tools, describe_tool and execute_tool "
+                                          "_meta anthropic/alwaysLoad, so clients that defer MCP tools "
+                                          "(Claude Code) load them on the first turn."),
     max_tokens: int = typer.Option(4000, "--max-tokens", min=200, help="Token budget of each meta-tool answer."),
     poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between checks for a new crawl."),
     print_config: bool = typer.Option(False, "--print-config",
                                       help="Print the client config entry that starts this server, and exit."),
-    client: str = typer.Option("claude", "--client", help="With --print-config: claude | cursor | vscode."),
+    client: str = typer.Option("claude", "--client",
+                               help="With --print-config: claude | claude-code | codex | cursor | vscode."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Serve the index over stdio as an MCP server: search/describe/execute meta-tools for any client."""
@@ -232,13 +237,14 @@ def serve(
             client, db_path, index_config_path=_open(db).get_meta("config_path"),
             config_path=str(config) if config else None, servers=list(server), tags=list(tag),
             categories=list(category), read_only=read_only, expose_tools=expose_tools, pins=list(pin),
-            max_tokens=max_tokens if max_tokens != 4000 else None), as_json)
+            max_tokens=max_tokens if max_tokens != 4000 else None, always_load=always_load), as_json)
         return
     from ..serve.server import serve_stdio
     from ..store.db import default_db_path
 
     serve_stdio(str(db or default_db_path()), config_path=str(config) if config else None, scope=scope,
-                expose_tools=expose_tools, pins=list(pin), max_tokens=max_tokens, poll_interval=poll)
+                expose_tools=expose_tools, pins=list(pin), max_tokens=max_tokens, poll_interval=poll,
+                always_load=always_load)
 
 
 @app.command()

@@ -228,7 +228,7 @@ def serve_config(res: dict, as_json: bool) -> None:
     if as_json:
         emit_json("serve-config", res)
         return
-    sys.stdout.write(json.dumps(res["config"], indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(res.get("text") or json.dumps(res["config"], indent=2, ensure_ascii=False) + "\n")
     note(f"Merge this into your {res['client']} config: " + "; ".join(res["where"]))
     if res["env_needed"]:
         note("Fill in the environment variables your servers need: " + ", ".join(res["env_needed"]))

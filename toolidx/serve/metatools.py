@@ -191,13 +191,71 @@ META_TOOLS: list[dict] = [
 
 META_NAMES = frozenset(t["name"] for t in META_TOOLS)
 
+# Claude Code defers every MCP tool behind its own tool search unless the tool opts out with this
+# key; without it the model would first have to search for the searcher.
+ALWAYS_LOAD_KEY = "anthropic/alwaysLoad"
+ALWAYS_LOADED = ("search_tools", "describe_tool", "execute_tool")
+# Claude Code cuts tool descriptions and server instructions beyond 2 KB.
+DESCRIPTION_MAX_BYTES = 2048
+CUT_MARKER = " [...cut by toolidx]"
+
 INSTRUCTIONS = (
     "This server stands in for many MCP servers. Their tools are not listed one by one: find one "
     "with search_tools (plain-language task), check its arguments with describe_tool, run it with "
     "execute_tool. get_tool_categories shows what is available; list_tools pages through all of it."
 )
 
+_WORKFLOW = (
+    "Workflow: 1) search_tools with the task in plain words (it says no_match when nothing fits); "
+    "2) describe_tool on the id you pick for its exact arguments; 3) execute_tool with that id and "
+    "arguments: it runs the real tool and returns its result unchanged. get_tool_categories gives an "
+    "overview; list_tools pages through everything."
+)
 
-def meta_tools() -> list[dict]:
-    """A fresh copy of the wire definitions (callers may add to them)."""
-    return copy.deepcopy(META_TOOLS)
+
+def cut_text(text: str, max_bytes: int = DESCRIPTION_MAX_BYTES, marker: str = CUT_MARKER) -> str:
+    """`text` within `max_bytes` of UTF-8, cut at a character boundary with a visible marker."""
+    raw = text.encode("utf-8")
+    if len(raw) <= max_bytes:
+        return text
+    keep = raw[:max_bytes - len(marker.encode("utf-8"))].decode("utf-8", errors="ignore")
+    return keep.rstrip() + marker
+
+
+def instructions(total: int | None = None, servers: list[tuple[str, int]] | None = None,
+                 categories: list[str] | None = None) -> str:
+    """The server's `instructions`: what the catalog holds (tool and server counts, the servers
+    and categories by name, as many as fit) and the search -> describe -> execute workflow, within
+    DESCRIPTION_MAX_BYTES. Without a catalog summary, the generic text."""
+    if total is None:
+        return INSTRUCTIONS
+    servers = servers or []
+    head = (f"toolidx: one search over {total} tools of {len(servers)} MCP server"
+            f"{'' if len(servers) == 1 else 's'}, indexed here instead of listed (they are not in "
+            "your tool list; these meta-tools reach all of them).")
+    parts = [head, _WORKFLOW]
+    budget = DESCRIPTION_MAX_BYTES - len(" ".join(parts).encode()) - 40
+    for label, names in (("Servers", [f"{n} ({c})" for n, c in servers]), ("Categories", categories or [])):
+        if not names:
+            continue
+        line, shown = f"{label}: ", 0
+        for name in names:
+            piece = (", " if shown else "") + name
+            if len((line + piece).encode()) > budget // 2:
+                break
+            line, shown = line + piece, shown + 1
+        if shown < len(names):
+            line += f" and {len(names) - shown} more"
+        parts.insert(-1, line + ".")
+    return cut_text(" ".join(parts))
+
+
+def meta_tools(always_load: bool = True) -> list[dict]:
+    """A fresh copy of the wire definitions (callers may add to them). `always_load`: mark the
+    core three with `_meta["anthropic/alwaysLoad"]` so clients that defer MCP tools load them."""
+    tools = copy.deepcopy(META_TOOLS)
+    if always_load:
+        for t in tools:
+            if t["name"] in ALWAYS_LOADED:
+                t["_meta"] = {ALWAYS_LOAD_KEY: True}
+    return tools

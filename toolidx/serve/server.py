@@ -26,7 +26,7 @@ from ..core.filters import Filters
 from ..store.tools import get_server
 from .backends import BackendPool, BackendUnavailable, SpecSource
 from .discovery import DEFAULT_MAX_TOKENS, Discovery, call_timeout, check_arguments, error_answer
-from .metatools import DEFAULT_TIMEOUT_MS, INSTRUCTIONS, META_NAMES, meta_tools
+from .metatools import DEFAULT_TIMEOUT_MS, META_NAMES, meta_tools
 
 log = logging.getLogger("toolidx")
 
@@ -51,9 +51,11 @@ class _Run:
 def build_server(db_path: str | Path, *, config_path: str | None = None, scope: Filters | None = None,
                  expose_tools: bool = False, pins: list[str] | None = None,
                  max_tokens: int = DEFAULT_MAX_TOKENS, poll_interval: float = DEFAULT_POLL_S,
-                 load_model: bool = True) -> Any:
+                 load_model: bool = True, always_load: bool = True) -> Any:
     """The discovery server over the index at `db_path` (a low-level `mcp` Server; `.discovery`
-    holds its state). Raises ToolidxError for an unusable index or a bad --pin."""
+    holds its state). `always_load`: mark the core meta-tools `anthropic/alwaysLoad` (clients that
+    defer MCP tools then load them on the first turn). Raises ToolidxError for an unusable index
+    or a bad --pin."""
     # the index and options first: their errors need no MCP import (~1 s)
     disc = Discovery(str(db_path), scope=scope, expose_tools=expose_tools, pins=pins,
                      max_tokens=max_tokens, config_path=config_path)
@@ -94,7 +96,7 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
     async def on_list_tools(ctx: Any, params: Any) -> dict:
         await refreshed(ctx)
         # ttlMs 0: a new crawl may change the list at any time (2026-07-28 clients cache otherwise)
-        return {"tools": meta_tools() + disc.exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
+        return {"tools": meta_tools(always_load) + disc.exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
                 "resultType": "complete"}
 
     async def on_call_tool(ctx: Any, params: Any) -> dict:
@@ -125,7 +127,7 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
             return error_answer("internal_error", f"{name} failed: {type(e).__name__}: {e}").to_result()
 
     server = Server("toolidx", version=__version__, title="toolidx: every MCP tool, one search away",
-                    instructions=INSTRUCTIONS, lifespan=lifespan,
+                    instructions=disc.instructions(), lifespan=lifespan,
                     on_list_tools=on_list_tools, on_call_tool=on_call_tool)
 
     async def remember_session(ctx: Any, call_next: Any) -> Any:
