@@ -41,7 +41,7 @@ _TOOL_NAME = {
 
 
 def _filters(search: bool) -> dict:
-    f = copy.deepcopy(_FILTERS)
+    f: dict = copy.deepcopy(_FILTERS)
     if not search:
         del f["properties"]["min_score"]
     return f
