@@ -93,7 +93,8 @@ META_TOOLS: list[dict] = [
                 "page_size": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20,
                               "description": "Tools per page."},
                 "sort_by": {"type": "string", "enum": SORT_BY, "default": "name",
-                            "description": "name: by tool name; server: grouped by server; category: grouped by category."},
+                            "description": "name: by tool name; server: grouped by server; "
+                                           "category: grouped by category."},
                 "sort_order": {"type": "string", "enum": ["asc", "desc"], "default": "asc"},
                 "filters": _filters(search=False),
                 "include_schemas": {"type": "boolean", "default": False,
