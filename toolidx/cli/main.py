@@ -260,6 +260,31 @@ def stats(
     render.stats_result(index_stats(_open(db), Filters(servers=list(server)) if server else None), as_json)
 
 
+@app.command()
+def export(
+    fmt: str = typer.Option(..., "--format", "-f", help="anthropic | openai: the model API whose tool shape to write."),
+    db: Optional[Path] = DbOpt,
+    server: List[str] = CatServerOpt,
+    tag: List[str] = CatTagOpt,
+    exclude_tag: List[str] = CatExcludeTagOpt,
+    category: List[str] = CatCategoryOpt,
+    name_pattern: Optional[str] = CatNamePatternOpt,
+    description_contains: Optional[str] = CatDescOpt,
+    read_only: bool = CatReadOnlyOpt,
+    no_destructive: bool = CatNoDestructiveOpt,
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Write the deferred tool list for a model API's tool search (Anthropic Messages API tools with
+    defer_loading; OpenAI Responses API namespaces of full function definitions)."""
+    from ..integrations.export import export_tools
+    from ..store.db import default_db_path
+
+    filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
+                               read_only, no_destructive)
+    render.export_result(export_tools(db or default_db_path(), fmt, filters), as_json, output)
+
+
 # --- diff / history / audit --------------------------------------------------------------------
 FormatOpt = typer.Option("text", "--format", "-f", help="text | json | markdown (a pull-request comment).")
 

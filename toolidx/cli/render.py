@@ -234,6 +234,19 @@ def serve_config(res: dict, as_json: bool) -> None:
         note("Fill in the environment variables your servers need: " + ", ".join(res["env_needed"]))
 
 
+def export_result(res: dict, as_json: bool, output: Any = None) -> None:
+    """The bare tool list (or, with --json, the envelope) on stdout or into `output`."""
+    body = {"toolidx": JSON_VERSION, "command": "export", **res} if as_json else res["tools"]
+    text = json.dumps(body, ensure_ascii=False, indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return
+    from pathlib import Path
+
+    Path(output).write_text(text, encoding="utf-8")
+    note(f"wrote {res['count']} tools ({res['format']}) to {output}")
+
+
 def stats_result(s: dict, as_json: bool) -> None:
     if as_json:
         emit_json("stats", s)
