@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from ..core.tooldoc import first_line
+from ..core.tooldoc import compact_json, first_line
 
 JSON_VERSION = 1
 
@@ -121,10 +121,6 @@ def _truncation_note(payload: dict) -> None:
          + ", ".join(c for c in cut if c) + ("" if t.get("fits") else "; still over budget"))
 
 
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def describe_result(d: dict, as_json: bool) -> None:
     if as_json:
         emit_json("describe", d)
@@ -143,8 +139,8 @@ def describe_result(d: dict, as_json: bool) -> None:
     fields = [(k, v) for k, v in fields if v not in (None, "")]
     params = d.get("parameters")
     prow = [[p["name"], p["type"], "yes" if p["required"] else "",
-             "" if p.get("default") is None else _compact(p["default"]),
-             "" if not p.get("enum") else ", ".join(_compact(e) for e in p["enum"]),
+             "" if p.get("default") is None else compact_json(p["default"]),
+             "" if not p.get("enum") else ", ".join(compact_json(e) for e in p["enum"]),
              p.get("description") or ""] for p in params or []]
     pcols = ["parameter", "type", "required", "default", "enum", "description"]
     if not is_tty():
@@ -154,10 +150,10 @@ def describe_result(d: dict, as_json: bool) -> None:
             sys.stdout.write("\n")
             table(pcols, prow)
         if "example_arguments" in d:
-            sys.stdout.write(f"\nexample_arguments\t{_compact(d['example_arguments'])}\n")
+            sys.stdout.write(f"\nexample_arguments\t{compact_json(d['example_arguments'])}\n")
             for key in ("input_schema", "output_schema", "annotations"):
                 if d.get(key) is not None:
-                    sys.stdout.write(f"{key}\t{_compact(d[key])}\n")
+                    sys.stdout.write(f"{key}\t{compact_json(d[key])}\n")
         _truncation_note(d)
         return
     from rich.panel import Panel
@@ -385,7 +381,8 @@ def _paired_line(pair: dict) -> str:
 def _misses_table(report: dict, limit: int) -> None:
     depth = report.get("depth", 10)
     rows = [[mode, m["id"], m["rank"] if m["rank"] is not None else f">{depth}",
-             m["top"][0] if m["top"] else "-", m.get("found") or (m["relevant"][0] if m["relevant"] else "-"), first_line(m["query"], 60)]
+             m["top"][0] if m["top"] else "-", m.get("found") or (m["relevant"][0] if m["relevant"] else "-"),
+             first_line(m["query"], 60)]
             for mode, e in report["modes"].items() for m in (e.get("misses") or [])[:limit]]
     if not rows:
         return

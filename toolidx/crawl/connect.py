@@ -24,12 +24,8 @@ from typing import Any
 
 import anyio
 
-try:
-    BaseExceptionGroup
-except NameError:  # Python 3.10: anyio depends on the backport
-    from exceptiongroup import BaseExceptionGroup
-
 from .. import __version__
+from ..core.errors import BaseExceptionGroup
 from ..core.servers import ServerResult, ServerSpec
 from ..core.tooldoc import validate_tool
 

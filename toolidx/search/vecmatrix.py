@@ -73,10 +73,8 @@ def knn(db, query: bytes, k: int, filters=None) -> list[tuple[int, float]]:
     if allowed is not None:
         idx = np.nonzero(np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed))))[0]
         sims, ids = sims[idx], ids[idx]
-    if k < len(sims):
-        part = np.argpartition(-sims, k)[: k + 1]  # one spare: a tie at the edge is ordered by rowid
-    else:
-        part = np.arange(len(sims))
+    # one spare past k: a tie at the edge is ordered by rowid
+    part = np.argpartition(-sims, k)[: k + 1] if k < len(sims) else np.arange(len(sims))
     order = sorted(part.tolist(), key=lambda i: (-float(sims[i]), int(ids[i])))[:k]
     return [(int(ids[i]), float(sims[i])) for i in order]
 

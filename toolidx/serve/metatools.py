@@ -8,6 +8,7 @@ importing the MCP SDK.
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 SEARCH_TYPES = ["hybrid", "semantic", "keyword"]
 DETAILS = ["summary", "schema", "full"]
@@ -40,8 +41,8 @@ _TOOL_NAME = {
 }
 
 
-def _filters(search: bool) -> dict:
-    f: dict = copy.deepcopy(_FILTERS)
+def _filters(search: bool) -> dict[str, Any]:
+    f: dict[str, Any] = copy.deepcopy(_FILTERS)
     if not search:
         del f["properties"]["min_score"]
     return f
