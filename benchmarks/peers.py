@@ -22,7 +22,9 @@ Two peers, each a ranker over plain tool dicts ({id, server, name, description, 
   `mcp__server__tool` name split on `__`, `_`, `-` and camelCase) above its description, best 5.
   The weights are this reproduction's reading of "name parts weighted over description": a name
   part equal to the word 10, a name part containing it 5, the whole name containing it 3, the
-  description containing it as a word 2.
+  description containing it as a word 2. Nothing public says it drops stop words, so it does not;
+  `claude-code-kw-nostop` (reported, not counted as a peer) is the same search with English stop
+  words left out of the query, to show how much of the gap that choice explains.
 
 toolidx hybrid runs on an index built with `toolidx crawl` from a tools_file config of the same
 tools.jsonl (cached in $TOOLIDX_BENCH_CACHE, default /tmp/toolidx-bench), with min_score 0 (the
@@ -47,8 +49,9 @@ import sys
 import time
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = Path(os.environ.get("TOOLIDX_BENCH_DIR", REPO.parent / "shared" / "bench"))
@@ -169,14 +172,38 @@ class ClaudeCodeKeyword:
     EXACT_PART, PARTIAL_PART, IN_NAME, IN_DESCRIPTION = 10, 5, 3, 2
     DEFAULT_MAX = 5
 
-    def __init__(self, tools: Iterable[dict]):
+    def __init__(self, tools: Iterable[dict], drop_stop_words: bool = False):
+        """`drop_stop_words`: a variant, not in the public description, that leaves out English
+        stop words before scoring (a sensitivity check: natural-language queries are mostly them)."""
+        self.drop_stop_words = drop_stop_words
         self.tools = []
         for t in tools:
             name = f"mcp__{t['server']}__{t['name']}"
             desc = (t.get("description") or "").lower()
             self.tools.append({"id": t["id"], "name": name, "lname": name.lower(), "parts": name_parts(name),
-                               "words": set(re.findall(r"[a-z0-9]+", desc)), "desc": desc})
+                               "words": set(re.findall(r"[a-z0-9]+", desc))})
         self.by_lname = {t["lname"]: t for t in self.tools}
+        self._points: dict[str, dict[int, int]] = {}
+
+    def _term_points(self, w: str) -> dict[int, int]:
+        """Tool index -> points for one query word (cached: words repeat across queries)."""
+        got = self._points.get(w)
+        if got is None:
+            got = {}
+            for n, t in enumerate(self.tools):
+                s = 0
+                if w in t["parts"]:
+                    s += self.EXACT_PART
+                elif any(w in p for p in t["parts"]):
+                    s += self.PARTIAL_PART
+                elif w in t["lname"]:
+                    s += self.IN_NAME
+                if w in t["words"]:
+                    s += self.IN_DESCRIPTION
+                if s:
+                    got[n] = s
+            self._points[w] = got
+        return got
 
     def rank(self, query: str, k: int = DEFAULT_MAX) -> list[str]:
         q = query.strip()
@@ -193,27 +220,24 @@ class ClaudeCodeKeyword:
         terms = [w.strip(".,;:!?\"'()[]{}") for w in ql.split()]
         required = [w[1:] for w in terms if w.startswith("+") and len(w) > 1]
         terms = [w for w in terms if w and not w.startswith("+")] or required
-        scores: dict[int, int] = {}
-        for n, t in enumerate(self.tools):
-            if any(r not in t["lname"] for r in required):
-                continue
-            s = 0
-            for w in terms:
-                if w in t["parts"]:
-                    s += self.EXACT_PART
-                elif any(w in p for p in t["parts"]):
-                    s += self.PARTIAL_PART
-                elif w in t["lname"]:
-                    s += self.IN_NAME
-                if w in t["words"]:
-                    s += self.IN_DESCRIPTION
-            if s > 0:
-                scores[n] = s
+        if self.drop_stop_words:
+            terms = [w for w in terms if w not in NLTK_STOP_WORDS] or terms
+        scores: Counter = Counter()
+        for w in terms:
+            scores.update(self._term_points(w))
+        if required:
+            scores = Counter({n: s for n, s in scores.items()
+                              if all(r in self.tools[n]["lname"] for r in required)})
         order = sorted(scores, key=lambda n: (-scores[n], n))
         return [self.tools[n]["id"] for n in order[:k]]
 
 
-PEERS = {"codex-bm25": CodexBM25, "claude-code-keyword": ClaudeCodeKeyword}
+PEERS: dict[str, Callable[[list[dict]], Any]] = {
+    "codex-bm25": CodexBM25,
+    "claude-code-keyword": ClaudeCodeKeyword,
+    "claude-code-kw-nostop": lambda tools: ClaudeCodeKeyword(tools, drop_stop_words=True),
+}
+FAITHFUL = ("codex-bm25", "claude-code-keyword")  # the variant is a sensitivity check, not a peer
 
 
 # --- toolidx hybrid ----------------------------------------------------------------------------------
@@ -335,7 +359,7 @@ def main() -> int:
                 for k in KS:
                     p = res["paired"][peer][f"R@{k}"]
                     cells.append(f"{peer} R@{k}: +{p['better']}/-{p['worse']} p={p['p']:.2g}")
-                    if g == "all" and not (p["better"] > p["worse"]):
+                    if g == "all" and peer in FAITHFUL and not (p["better"] > p["worse"]):
                         behind.append(f"{r['set']} {peer} R@{k}")
             print(f"{label:28s} " + "; ".join(cells))
     for r in results:
