@@ -36,6 +36,22 @@ ModelPathOpt = typer.Option(None, "--model-path", help="Local model directory (a
 _opened: list = []
 
 
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        sys.stdout.write(f"toolidx {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _app(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print toolidx's version and exit."),
+) -> None:
+    """One local SQLite index of every MCP tool: crawl servers, search tools, diff crawls, serve."""
+
+
 def _open(db: Optional[Path], create: bool = False):
     from ..store.db import open_db
 
@@ -135,7 +151,7 @@ def describe(
     """Show one tool: summary, its parameters (--detail schema), or everything with an example call (--detail full)."""
     from ..catalog.describe import describe as describe_tool
 
-    render.describe_result(describe_tool(_open(db), tool, detail, max_tokens=max_tokens), as_json)
+    render.describe_result(describe_tool(_open(db), tool, detail), as_json, max_tokens)
 
 
 @app.command("list")
@@ -162,7 +178,7 @@ def list_cmd(
     filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
                                read_only, no_destructive)
     render.list_result(list_tools(_open(db), page=page, page_size=page_size, sort=sort, order=order,
-                                  filters=filters, max_tokens=max_tokens), as_json)
+                                  filters=filters), as_json, max_tokens)
 
 
 @app.command()
@@ -198,7 +214,7 @@ def similar(
     across servers."""
     from ..catalog.similar import similar as similar_tools
 
-    render.similar_result(similar_tools(_open(db), tool, limit, max_tokens=max_tokens), as_json)
+    render.similar_result(similar_tools(_open(db), tool, limit), as_json, max_tokens)
 
 
 # --- serve / stats -----------------------------------------------------------------------------
@@ -287,6 +303,29 @@ def export(
     filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
                                read_only, no_destructive)
     render.export_result(export_tools(db or default_db_path(), fmt, filters), as_json, output)
+
+
+@app.command()
+def doctor(
+    db: Optional[Path] = DbOpt,
+    config: Optional[Path] = typer.Option(None, "--config", "-c", envvar="TOOLIDX_CONFIG",
+                                          help="Config to check (default: the one the index was crawled from)."),
+    model: Optional[str] = ModelOpt,
+    model_path: Optional[str] = ModelPathOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Check the install (SQLite, FTS5, sqlite-vec, fastembed, mcp), the config (each server's
+    command, URL, tools_file, variables), the index (schema, integrity, failed servers, missing
+    vectors) and the model (loads, same model and dimension as the index), each with a fix.
+    Exit 1 when something is wrong. Starts no server and writes nothing."""
+    from ..health.doctor import doctor as run_doctor
+    from ..store.db import default_db_path
+
+    report = run_doctor(str(db or default_db_path()), config_path=str(config) if config else None,
+                        model=model, model_path=model_path)
+    render.doctor_result(report, as_json)
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILURE)
 
 
 # --- diff / history / audit --------------------------------------------------------------------

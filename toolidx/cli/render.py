@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from ..core.tooldoc import compact_json, first_line
@@ -41,7 +42,7 @@ def is_tty() -> bool:
     return sys.stdout.isatty()
 
 
-def emit_json(command: str, payload: dict) -> None:
+def emit_json(command: str, payload: Mapping[str, Any]) -> None:
     sys.stdout.write(json.dumps({"toolidx": JSON_VERSION, "command": command, **payload},
                                 ensure_ascii=False, indent=2, default=str) + "\n")
 
@@ -109,7 +110,7 @@ def embed_result(count: int, model: str | None, as_json: bool) -> None:
 
 
 # --- catalog: describe / list / categories / similar -------------------------------------------
-def _truncation_note(payload: dict) -> None:
+def _truncation_note(payload: Mapping[str, Any]) -> None:
     t = payload.get("truncated")
     if not t:
         return
@@ -121,7 +122,18 @@ def _truncation_note(payload: dict) -> None:
          + ", ".join(c for c in cut if c) + ("" if t.get("fits") else "; still over budget"))
 
 
-def describe_result(d: dict, as_json: bool) -> None:
+def _fit(payload: Mapping[str, Any], list_key: str | None, max_tokens: int | None) -> Mapping[str, Any]:
+    """The one place the CLI applies a token budget (serve applies the same core.budget to its
+    answers); the library returns whole results."""
+    if max_tokens is None:
+        return payload
+    from ..core.budget import fit_budget
+
+    return fit_budget(payload, list_key, max_tokens)
+
+
+def describe_result(d: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
+    d = _fit(d, None, max_tokens)
     if as_json:
         emit_json("describe", d)
         return
@@ -182,7 +194,8 @@ def describe_result(d: dict, as_json: bool) -> None:
     _truncation_note(d)
 
 
-def list_result(res: dict, as_json: bool) -> None:
+def list_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
+    res = _fit(res, "items", max_tokens)
     if as_json:
         emit_json("list", res)
         return
@@ -195,7 +208,7 @@ def list_result(res: dict, as_json: bool) -> None:
     _truncation_note(res)
 
 
-def categories_result(res: dict, as_json: bool) -> None:
+def categories_result(res: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json("categories", res)
         return
@@ -207,7 +220,8 @@ def categories_result(res: dict, as_json: bool) -> None:
     note(f"{res['total']} tools")
 
 
-def similar_result(res: dict, as_json: bool) -> None:
+def similar_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
+    res = _fit(res, "similar", max_tokens)
     if as_json:
         emit_json("similar", res)
         return
@@ -243,7 +257,7 @@ def export_result(res: dict, as_json: bool, output: Any = None) -> None:
     note(f"wrote {res['count']} tools ({res['format']}) to {output}")
 
 
-def stats_result(s: dict, as_json: bool) -> None:
+def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json("stats", s)
         return
@@ -300,12 +314,21 @@ def audit_result(report: Any, fmt: str) -> None:
 
 
 # --- search / eval -----------------------------------------------------------------------------
-def search_result(result: Any, as_json: bool, max_tokens: int | None = None) -> None:
-    payload = result.to_json()
-    if max_tokens is not None:
-        from ..core.budget import fit_budget
+def doctor_result(report: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json("doctor", report.to_json())
+        return
+    table(["status", "area", "check", "detail"], [[c.status, c.area, c.name, c.detail] for c in report.checks])
+    fixes = [c for c in report.checks if c.fix and c.status in ("fail", "warn")]
+    for c in fixes:
+        note(f"{c.status}: {c.area}/{c.name}: {c.fix}")
+    counts = report.to_json()["counts"]
+    note(f"doctor: {counts['fail']} failed, {counts['warn']} warning(s), {counts['ok']} ok"
+         + ("" if report.ok else " (exit 1)"))
 
-        payload = fit_budget(payload, "hits", max_tokens)
+
+def search_result(result: Any, as_json: bool, max_tokens: int | None = None) -> None:
+    payload = _fit(result.to_json(), "hits", max_tokens)
     if as_json:
         emit_json("search", payload)
         return

@@ -718,8 +718,3 @@ def example_arguments(schema: dict | None) -> dict:
         if validate(value, schema) is None:
             return value
     return value
-
-
-def example_is_valid(schema: dict) -> str | None:
-    """Why `example_arguments(schema)` does not validate, or None (used by tests and full detail)."""
-    return validate(example_arguments(schema), schema)

@@ -16,7 +16,6 @@ MAX_TERMS = 48  # a pasted page must not become a 2,000-term OR query
 MAX_QUERY_CHARS = 4000  # the model reads ~256 tokens; the rest only costs time
 
 _WORD = re.compile(r"\w+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 # English function words plus the boilerplate of requests to an assistant ("can you please help
 # me ..."). Platform names are kept: "On Semgrep, scan ..." must still reach the Semgrep server.
@@ -56,7 +55,3 @@ def query_terms(text: str) -> list[str]:
 def fts_query(terms: list[str]) -> str:
     """`"t1" OR "t2" ...`: every term quoted, so none can be read as FTS5 syntax."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
-def has_cjk(text: str) -> bool:
-    return _CJK.search(text) is not None

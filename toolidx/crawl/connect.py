@@ -19,8 +19,8 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
-from typing import Any
+from contextvars import ContextVar, Token
+from typing import Any, TextIO, cast
 
 import anyio
 
@@ -221,8 +221,6 @@ class Connection:
         self.protocol_version: str | None = None
         self.instructions: str | None = None
         self.capabilities: dict = {}
-        self.tools_changed = False  # set when the server sends notifications/tools/list_changed
-        self.junk_lines = 0  # stdout lines that were not JSON-RPC (tolerated)
 
     @property
     def stderr_tail(self) -> str:
@@ -299,7 +297,7 @@ class Connection:
                 if reason:
                     invalid.append({"name": name if isinstance(name, str) else None, "reason": reason})
                     continue
-                seen.add(name)
+                seen.add(str(name))  # valid: a string
                 tools.append(item)
             cursor = raw.get("nextCursor")
             if cursor is None or cursor == "":
@@ -360,7 +358,9 @@ async def _transport(spec: ServerSpec, stderr: _StderrFile | None) -> AsyncItera
         params = StdioServerParameters(command=_command_path(spec), args=list(spec.args),
                                        env=child_env(spec), cwd=spec.cwd,
                                        encoding_error_handler="replace")
-        async with stdio_client(params, errlog=stderr.file if stderr else sys.stderr) as (r, w):
+        # the SDK hands errlog to the child as its stderr: any file with a descriptor will do
+        errlog = cast(TextIO, stderr.file if stderr else sys.stderr)
+        async with stdio_client(params, errlog=errlog) as (r, w):
             yield r, w
     elif spec.transport == "http":
         import httpx2
@@ -396,24 +396,18 @@ async def open_session(spec: ServerSpec, *, phase: list[str] | None = None,
     phase[0] = "start"
     stderr = _StderrFile() if spec.transport == "stdio" else None
     processes: list = []
-    token = _spawned.set(processes)
+    token: Token[list | None] | None = _spawned.set(processes)
     try:
         async with _transport(spec, stderr) as (read, write):
-            _spawned.reset(token)
+            if token is not None:
+                _spawned.reset(token)
             token = None
-            holder: dict[str, Connection] = {}
-
             async def on_message(message: Any) -> None:
-                c = holder.get("c")
-                if c is None:
-                    return
-                if isinstance(message, Exception):
-                    c.junk_lines += 1
-                elif getattr(message, "method", None) == "notifications/tools/list_changed":
-                    c.tools_changed = True
+                """Stray stdout lines that are not JSON-RPC arrive here as exceptions, and
+                notifications such as tools/list_changed: tolerated, a crawl lists anyway."""
 
             async with ClientSession(read, write, message_handler=on_message) as session:
-                conn = holder["c"] = Connection(spec, session, stderr, processes, phase)
+                conn = Connection(spec, session, stderr, processes, phase)
                 phase[0] = "initialize"
                 with anyio.fail_after(spec.timeout):
                     await conn._initialize(spec.timeout)

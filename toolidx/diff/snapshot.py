@@ -27,7 +27,6 @@ from .schema import BREAKING, COMPATIBLE, RISKY, SEVERITIES, Change, diff_schema
 
 DIFF_FORMAT = 1  # the `diff` JSON payload version; bumped only on an incompatible change
 RANK = {BREAKING: 0, RISKY: 1, COMPATIBLE: 2}
-FAIL_ON_CHOICES = ("breaking", "risky", "compatible", "any", "none")
 RENAME_MIN_SCORE = 0.72
 _FUZZY_PAIR_CAP = 250_000  # removed x added pairs per server scored for renames
 

@@ -65,7 +65,3 @@ def get_server(db: Database, name: str) -> dict | None:
 
 def list_servers(db: Database) -> list[dict]:
     return [decode(r, SERVER_JSON_COLUMNS) for r in db.query("SELECT * FROM servers ORDER BY name")]
-
-
-def tool_count(db: Database) -> int:
-    return int(db.scalar("SELECT count(*) FROM tools"))
