@@ -68,8 +68,10 @@ def test_core_meta_tools_are_always_loaded_unless_turned_off(agg_index):
     tools, _ = session(build(agg_index), listing)
     marked = {t["name"] for t in tools if (t.get("_meta") or {}).get(ALWAYS_LOAD_KEY) is True}
     assert marked == {"search_tools", "describe_tool", "execute_tool"}
+    assert all(t["_meta"]["anthropic/searchHint"] for t in tools)  # Claude Code's search reads it
     tools, _ = session(build(agg_index, always_load=False), listing)
     assert not any(ALWAYS_LOAD_KEY in (t.get("_meta") or {}) for t in tools)
+    assert all(t["_meta"]["anthropic/searchHint"] for t in tools)
     # the CLI flag reaches the server and the printed client entries
     r = run_cli("serve", "--db", agg_index, "--no-always-load", "--print-config", "--client", "claude-code",
                 "--json")

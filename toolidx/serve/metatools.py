@@ -197,6 +197,16 @@ META_NAMES = frozenset(t["name"] for t in META_TOOLS)
 # key; without it the model would first have to search for the searcher.
 ALWAYS_LOAD_KEY = "anthropic/alwaysLoad"
 ALWAYS_LOADED = ("search_tools", "describe_tool", "execute_tool")
+# Claude Code's tool search also reads a short phrase per tool: what a request for it sounds like.
+SEARCH_HINT_KEY = "anthropic/searchHint"
+SEARCH_HINTS = {
+    "search_tools": "find a tool for any task among all MCP servers",
+    "list_tools": "browse every available MCP tool",
+    "describe_tool": "arguments and schema of an MCP tool",
+    "execute_tool": "run any MCP tool",
+    "get_tool_categories": "what tools, servers and categories are available",
+    "get_similar_tools": "alternatives to an MCP tool",
+}
 # Claude Code cuts tool descriptions and server instructions beyond 2 KB.
 DESCRIPTION_MAX_BYTES = 2048
 CUT_MARKER = " [...cut by toolidx]"
@@ -253,11 +263,12 @@ def instructions(total: int | None = None, servers: list[tuple[str, int]] | None
 
 
 def meta_tools(always_load: bool = True) -> list[dict]:
-    """A fresh copy of the wire definitions (callers may add to them). `always_load`: mark the
-    core three with `_meta["anthropic/alwaysLoad"]` so clients that defer MCP tools load them."""
+    """A fresh copy of the wire definitions (callers may add to them), each with
+    `_meta["anthropic/searchHint"]`. `always_load`: mark the core three with
+    `_meta["anthropic/alwaysLoad"]` so clients that defer MCP tools load them."""
     tools = copy.deepcopy(META_TOOLS)
-    if always_load:
-        for t in tools:
-            if t["name"] in ALWAYS_LOADED:
-                t["_meta"] = {ALWAYS_LOAD_KEY: True}
+    for t in tools:
+        t["_meta"] = {SEARCH_HINT_KEY: SEARCH_HINTS[t["name"]]}
+        if always_load and t["name"] in ALWAYS_LOADED:
+            t["_meta"][ALWAYS_LOAD_KEY] = True
     return tools
