@@ -50,14 +50,22 @@ class Config:
         return out
 
 
-def expand(value: str, environ: dict[str, str] | None = None) -> tuple[str, list[str]]:
-    """Expand `${VAR}`, `${VAR:-default}` and VS Code's `${env:VAR}`; return (text, unset names)."""
+# Variables whose values are not secret (paths): not masked, so errors keep readable paths.
+NOT_SECRET_VARS = frozenset({"HOME", "USER", "LOGNAME", "PWD", "TMPDIR", "workspaceFolder"})
+
+
+def expand(value: str, environ: dict[str, str] | None = None,
+           used: list[str] | None = None) -> tuple[str, list[str]]:
+    """Expand `${VAR}`, `${VAR:-default}` and VS Code's `${env:VAR}`; return (text, unset names).
+    `used` receives every value taken from the environment (to be masked as a secret)."""
     env = os.environ if environ is None else environ
     missing: list[str] = []
 
     def sub(m: re.Match) -> str:
         name, default = m.group(1), m.group(2)
         if name in env and (env[name] != "" or default is None):
+            if used is not None and name not in NOT_SECRET_VARS:
+                used.append(env[name])
             return env[name]
         if default is not None:
             return default
@@ -203,12 +211,13 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
     env_vars = dict(os.environ if environ is None else environ)
     env_vars.setdefault("workspaceFolder", workspace)
     inputs: list[str] = []
+    from_env: list[str] = []
 
     def x(v: Any, key: str) -> str:
         if not isinstance(v, (str, int, float)) or isinstance(v, bool):
             raise err(f"must be a string, not {type(v).__name__}", key)
         inputs.extend(f"${{input:{m}}} in {key}" for m in _INPUT.findall(str(v)))
-        s, miss = expand(str(v), env_vars)
+        s, miss = expand(str(v), env_vars, from_env)
         missing.extend(miss)
         return s
 
@@ -218,7 +227,7 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
             raise err("must be a mapping of names to strings", key)
         return {str(k): x(val, f"{key}.{k}") for k, val in v.items()}
 
-    spec = ServerSpec(name=name, transport=t, raw=dict(entry))
+    spec = ServerSpec(name=name, transport=t, raw=dict(entry), from_env=from_env)
     if t == "stdio":
         if not entry.get("command"):
             raise err("stdio transport needs `command`", "command")
@@ -235,7 +244,8 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
             raise err(f"{t} transport needs `url`", "url")
         spec.url = x(entry["url"], "url")
         if not re.match(r"^https?://", spec.url):
-            raise err(f"not an http(s) URL: {spec.url!r}", "url")
+            # as written: an expanded ${TOKEN} must not reach the message
+            raise err(f"not an http(s) URL: {spec.mask(str(entry['url']))!r}", "url")
         spec.headers = xmap("headers")
     else:
         tf = entry.get("tools_file")
@@ -275,7 +285,7 @@ def _env_file(entry: dict, base: Path, x: Any, err: Any) -> dict[str, str]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
-        raise err(f"cannot read {path}: {e.strerror}", "envFile") from None
+        raise err(f"cannot read {entry['envFile']}: {e.strerror}", "envFile") from None
     out: dict[str, str] = {}
     for line in text.splitlines():
         line = line.strip()

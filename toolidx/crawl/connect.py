@@ -35,7 +35,6 @@ from ..core.tooldoc import validate_tool
 
 STDERR_TAIL_BYTES = 4096
 MAX_PAGES = 10_000  # a server whose cursors never end is reported, not followed forever
-MIN_SECRET_LEN = 6  # env/header values at least this long are masked in errors and stderr tails
 
 # Besides the SDK's minimal set (HOME, LOGNAME, PATH, SHELL, TERM, USER), the variables a server
 # needs to behave like it does in a terminal: locale, temp dir, time zone, proxies and CA bundles.
@@ -187,19 +186,13 @@ def _one_reason(exc: BaseException, spec: ServerSpec, phase: str, exit_code: int
 
 
 def _url_for_error(spec: ServerSpec) -> str:
-    return str(spec.raw.get("url") or spec.url)  # as written: an expanded ${TOKEN} stays hidden
+    # as written (an expanded ${TOKEN} stays hidden), query values masked
+    return spec.mask(str(spec.raw.get("url") or spec.url)) or ""
 
 
 def scrub(text: str | None, spec: ServerSpec) -> str | None:
-    """Mask secret values (env, headers, an expanded url) in text that is going to be stored."""
-    if not text:
-        return text
-    secrets = [v for v in [*spec.env.values(), *spec.headers.values()] if len(v) >= MIN_SECRET_LEN]
-    if spec.url and spec.raw.get("url") and spec.url != spec.raw.get("url"):
-        secrets.append(spec.url)
-    for s in sorted(set(secrets), key=len, reverse=True):
-        text = text.replace(s, "***")
-    return text
+    """Mask the server's secrets (`ServerSpec.mask`) in text that is going to be stored or shown."""
+    return spec.mask(text)
 
 
 # --- the connection -----------------------------------------------------------------------------
@@ -230,7 +223,8 @@ class Connection:
 
     @property
     def stderr_tail(self) -> str:
-        return (self._stderr.tail() if self._stderr else "") or ""
+        """The server's last stderr, secrets masked (it may log the token it was given)."""
+        return self.spec.mask(self._stderr.tail() if self._stderr else "") or ""
 
     @property
     def exit_code(self) -> int | None:
@@ -445,7 +439,7 @@ async def open_session(spec: ServerSpec, *, phase: list[str] | None = None,
             _spawned.reset(token)
         if stderr is not None:
             if tail_out is not None:
-                tail_out.append(stderr.tail())
+                tail_out.append(scrub(stderr.tail(), spec) or "")
             stderr.close()
 
 

@@ -73,6 +73,7 @@ async def gather_results(specs: list[ServerSpec], concurrency: int,
             except Exception as e:  # a bug in one server's handling must not sink the crawl
                 results = [_failed(spec, f"internal error: {type(e).__name__}: {e}", t0, started)]
             for r in results:
+                r.mask_secrets()  # before anything is shown or stored
                 progress.server_finished(r)
             entry_finished = getattr(progress, "entry_finished", None)
             if entry_finished:

@@ -1,0 +1,120 @@
+"""The fault suite (issue 13): hostile servers, configs and clients against real components (real
+SQLite, real stdio MCP servers from tests/servers/rawmcp.py, the real serve over the SDK's
+in-memory transport). One test per fault; each records a figure, printed at the end of the run:
+
+    pytest tests/test_faults.py -q
+
+Slow cases (huge inputs) are in benchmarks/faults.py."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import run_cli
+
+from toolidx.store.db import open_db
+
+RAW = Path(__file__).parent / "servers" / "rawmcp.py"
+SECRET = "sk-FAULT-7f3a9c1e5b2d"
+
+
+def raw(mode: str = "ok", *args: str, **extra) -> dict:
+    return {"command": sys.executable, "args": [str(RAW), "--mode", mode, *args], **extra}
+
+
+def write_config(path: Path, servers: dict, **settings) -> Path:
+    data: dict = {"mcpServers": servers}
+    if settings:
+        data["toolidx"] = settings
+    path.write_text(json.dumps(data))
+    return path
+
+
+def crawl(cfg: Path, db: Path, *extra: str):
+    return run_cli("crawl", "--config", cfg, "--db", db, "--model", "none", "--json", *extra)
+
+
+def index(tmp_path: Path, servers: dict, name: str = "f") -> Path:
+    cfg = write_config(tmp_path / f"{name}.json", servers)
+    db = tmp_path / f"{name}.db"
+    r = crawl(cfg, db)
+    assert r.code in (0, 1), r.stderr
+    return db
+
+
+def serve(db: Path, body, **kw):
+    """`await body(client)` against `toolidx serve` over the in-memory transport."""
+    from mcp import Client
+
+    from toolidx.serve.server import build_server
+
+    srv = build_server(db, load_model=False, **kw)
+
+    async def main():
+        async with Client(srv, mode="legacy") as c:
+            return await body(c)
+
+    return anyio.run(main)
+
+
+async def call(c, name, args):
+    r = await c.call_tool(name, args)
+    return r.is_error, r.structured_content or {}, r.content[0].text if r.content else ""
+
+
+def index_blob(tmp_path: Path, stem: str) -> bytes:
+    return b"".join(p.read_bytes() for p in tmp_path.glob(f"{stem}.db*"))
+
+
+# --- 1, 2: secrets ---------------------------------------------------------------------------------
+def test_01_execute_tool_error_masks_the_backend_stderr(tmp_path, monkeypatch, figure):
+    monkeypatch.setenv("LEAK_TOKEN", SECRET)
+    db = index(tmp_path, {"leaky": raw("ok", env={"API_TOKEN": "${LEAK_TOKEN}", "RAWMCP_ECHO_ENV": "API_TOKEN"})})
+
+    async def body(c):
+        return await call(c, "execute_tool", {"tool_name": "leaky/tool_0", "arguments": {"path": "x", "die": True}})
+
+    is_error, sc, text = serve(db, body)
+    assert is_error and sc["error"] == "backend_unavailable"
+    assert "its last stderr line: token is ***" in sc["message"], sc["message"]
+    assert SECRET not in json.dumps(sc) + text
+    figure("secret occurrences in execute_tool's error", (json.dumps(sc) + text).count(SECRET))
+
+
+def test_02_values_from_the_environment_are_masked_everywhere(tmp_path, monkeypatch, figure):
+    monkeypatch.setenv("ARG_TOKEN", SECRET)
+    monkeypatch.setenv("URL_TOKEN", SECRET + "u")
+    cfg = write_config(tmp_path / "s.json", {
+        # rawmcp rejects the unknown option and echoes it on stderr (argparse), then exits 2
+        "echoes-args": raw("ok", "--token", "${ARG_TOKEN}"),
+        "bad-cwd": raw("ok", cwd="/nonexistent/${ARG_TOKEN}"),
+        "remote": {"url": "http://127.0.0.1:1/mcp?key=${URL_TOKEN}", "timeout": 3},
+        "literal-query": {"url": "http://127.0.0.1:1/mcp?api_key=LITERAL-QUERY-SECRET", "timeout": 3},
+    })
+    r = crawl(cfg, tmp_path / "s.db")
+    assert r.code == 1
+    by = {s["server"]: s for s in r.json["servers"]}
+    assert all(s["status"] == "failed" for s in by.values())
+    text_out = r.stdout + r.stderr
+    plain = run_cli("crawl", "--config", cfg, "--db", tmp_path / "p.db", "--model", "none")
+    cats = run_cli("categories", "--db", tmp_path / "s.db", "--json")
+    servers = run_cli("list", "--db", tmp_path / "s.db", "--json")
+    shown = text_out + plain.stdout + plain.stderr + cats.stdout + servers.stdout
+    stored = index_blob(tmp_path, "s")
+    db = open_db(tmp_path / "s.db")
+    tail = db.scalar("SELECT stderr_tail FROM servers WHERE name = 'echoes-args'")
+    db.close()
+    assert "unrecognized arguments: --token ***" in tail, tail
+    leaks = sum(x.count(s) for x in (shown, stored.decode("utf-8", "replace"))
+                for s in (SECRET, "LITERAL-QUERY-SECRET"))
+    figure("secret occurrences in crawl output, index and --json", leaks)
+    assert leaks == 0
+    # a URL that fails the scheme check is shown as written
+    bad = write_config(tmp_path / "u.json", {"r": {"url": "ftp://host/${ARG_TOKEN}"}})
+    r = crawl(bad, tmp_path / "u.db")
+    assert r.code == 2 and "${ARG_TOKEN}" in r.stderr and SECRET not in r.stderr + r.stdout
