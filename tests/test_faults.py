@@ -118,3 +118,53 @@ def test_02_values_from_the_environment_are_masked_everywhere(tmp_path, monkeypa
     bad = write_config(tmp_path / "u.json", {"r": {"url": "ftp://host/${ARG_TOKEN}"}})
     r = crawl(bad, tmp_path / "u.db")
     assert r.code == 2 and "${ARG_TOKEN}" in r.stderr and SECRET not in r.stderr + r.stdout
+
+
+# --- 3: terminal and markup injection ---------------------------------------------------------------
+RAW_CONTROLS = ("\x1b", "\x9b", "\x07", "\u202e")
+
+
+def _raw_controls(text: str) -> int:
+    return sum(text.count(c) for c in RAW_CONTROLS)
+
+
+def test_03_untrusted_text_cannot_drive_the_terminal(tmp_path, monkeypatch, figure):
+    import io
+
+    from rich.console import Console
+
+    from toolidx.cli import render
+
+    cfg = write_config(tmp_path / "h.json", {
+        "hostile": raw("hostile"),
+        "errs": raw("ok", "--init-error", "-32603:boom \x1b]0;owned\x07 [link=https://evil.example]x[/link]")})
+    db = tmp_path / "h.db"
+    runs = {"crawl": run_cli("crawl", "--config", cfg, "--db", db, "--model", "none")}
+    assert runs["crawl"].code == 1  # errs fails, hostile is indexed
+    views = {"search": ("search", "read file", "--db", db, "--mode", "keyword"),
+             "describe": ("describe", "hostile/read_file", "--db", db, "--detail", "full"),
+             "list": ("list", "--db", db), "categories": ("categories", "--db", db),
+             "audit-md": ("audit", "--db", db, "--format", "markdown"),
+             "json": ("describe", "hostile/read_file", "--db", db, "--json")}
+    for k, args in views.items():
+        runs[k] = run_cli(*args)
+    pipe = {k: r.stdout + r.stderr for k, r in runs.items()}
+    assert "hostile/read_file" in pipe["list"] and "evil.example" in pipe["describe"]  # shown, as data
+    assert "\\u001b" in pipe["describe"] and "\\u202e" in pipe["search"]  # made visible
+    assert "\\[/link\\]" in pipe["audit-md"] and "[link=" not in pipe["audit-md"].replace("\\[link=", "")
+    assert json.loads(runs["json"].stdout)["description"].startswith("Reads a file.\x1b[2J")  # the JSON is exact
+    # on a terminal: rich renders cells as text, never as markup
+    buf = io.StringIO()
+    monkeypatch.setattr(render, "is_tty", lambda: True)
+    monkeypatch.setattr(render, "_out", Console(file=buf, force_terminal=True, width=300, highlight=False))
+    for k in ("search", "describe", "list", "categories"):
+        assert run_cli(*views[k]).code == 0
+    tty = buf.getvalue()
+    osc = tty.count("\x1b]")  # OSC: window title, OSC 8 hyperlinks
+    assert "[link=https://evil.example/x]click[/link]" in tty
+    audit = run_cli("audit", "--db", db, "--json").json
+    rules = {f["rule"] for t in audit["tools"] for f in t["findings"]}
+    leaks = sum(_raw_controls(v) for v in pipe.values()) + osc + tty.count("\x9b") + tty.count("\u202e")
+    figure("raw control sequences reaching stdout/stderr (pipe + TTY)", leaks)
+    assert leaks == 0, {k: _raw_controls(v) for k, v in pipe.items()}
+    assert "control-characters" in rules and "invisible-unicode" in rules
