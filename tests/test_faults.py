@@ -48,7 +48,10 @@ def index(tmp_path: Path, servers: dict, name: str = "f") -> Path:
 
 
 def serve(db: Path, body, **kw):
-    """`await body(client)` against `toolidx serve` over the in-memory transport."""
+    """`await body(client)` (or `body(client, server)`) against `toolidx serve` over the in-memory
+    transport."""
+    import inspect
+
     from mcp import Client
 
     from toolidx.serve.server import build_server
@@ -57,6 +60,8 @@ def serve(db: Path, body, **kw):
 
     async def main():
         async with Client(srv, mode="legacy") as c:
+            if len(inspect.signature(body).parameters) == 2:
+                return await body(c, srv)
             return await body(c)
 
     return anyio.run(main)
@@ -168,3 +173,33 @@ def test_03_untrusted_text_cannot_drive_the_terminal(tmp_path, monkeypatch, figu
     figure("raw control sequences reaching stdout/stderr (pipe + TTY)", leaks)
     assert leaks == 0, {k: _raw_controls(v) for k, v in pipe.items()}
     assert "control-characters" in rules and "invisible-unicode" in rules
+
+
+# --- 4: JSON-RPC error codes ------------------------------------------------------------------------
+def test_04_server_error_codes_are_the_servers_own(tmp_path, figure):
+    db = index(tmp_path, {"s": raw("ok")})
+
+    async def body(c, srv):
+        out = []
+        for code, message in ((-32000, "quota exceeded"), (-32001, "rate limited"), (-32603, "internal")):
+            t0 = time.perf_counter()
+            out.append((code, message, await call(c, "execute_tool", {
+                "tool_name": "s/tool_0", "arguments": {"path": "x", "rpc_error": code, "message": message}}),
+                time.perf_counter() - t0))
+        ok = await call(c, "execute_tool", {"tool_name": "s/tool_0", "arguments": {"path": "x"}})
+        starts = {k: v["starts"] for p in srv.backend_pools for k, v in p.status().items()}
+        return out, ok, starts
+
+    out, ok, starts = serve(db, body)
+    for code, message, (is_error, sc, _), secs in out:
+        assert is_error and f"server error {code}: {message}" in sc["message"], sc["message"]
+        assert "closed the connection" not in sc["message"] and "timed out" not in sc["message"]
+    assert not ok[0] and starts == {"s": 1}  # the live backend was kept, never restarted
+    figure("backend restarts after 3 JSON-RPC error answers", starts["s"] - 1)
+    # the same at crawl's initialize
+    cfg = write_config(tmp_path / "i.json", {"a": raw("ok", "--init-error", "-32000:not configured"),
+                                             "b": raw("ok", "--init-error", "-32001:try later")})
+    r = crawl(cfg, tmp_path / "i.db")
+    errors = {s["server"]: s["error"] for s in r.json["servers"]}
+    assert errors == {"a": "initialize failed: server error -32000: not configured",
+                      "b": "initialize failed: server error -32001: try later"}, errors

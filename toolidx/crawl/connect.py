@@ -243,16 +243,32 @@ class Connection:
     def alive(self) -> bool:
         return not self._closed and self.exit_code is None
 
-    async def _request(self, method: str, params: dict | None, timeout: float | None) -> dict:
+    async def _request(self, method: str, params: dict | None, timeout: float | None,
+                       raw_opts: dict | None = None) -> dict:
         """A raw JSON-RPC request: the result dict exactly as the server sent it."""
+        opts: dict[str, Any] = dict(raw_opts or {})
+        if timeout is not None:
+            opts["timeout"] = timeout
+        if method == "initialize":  # before the handshake there is nothing to stamp
+            return await self._session._dispatcher.send_raw_request(method, params, opts)
         data: dict[str, Any] = {"method": method, "params": dict(params or {})}
-        opts: dict[str, Any] = {}
         # The session's stamp adds what the negotiated protocol needs (e.g. the
         # Mcp-Protocol-Version header on HTTP); the dispatcher is the SDK's raw-request seam.
         self._session._stamp(data, opts)
-        if timeout is not None:
-            opts["timeout"] = timeout
         return await self._session._dispatcher.send_raw_request(method, data.get("params") or None, opts)
+
+    def _sdk_verdict(self, e: Any, started: float, timeout: float | None) -> str | None:
+        """"closed" / "timeout" when the SDK itself raised the MCPError (the connection really
+        closed, our timeout really elapsed); None when it is the server's own JSON-RPC error that
+        happens to use the same code (-32000 and -32001 are free for servers to use)."""
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        if e.code == CONNECTION_CLOSED and e.data is None and getattr(self._session._dispatcher, "_closed", True):
+            return "closed"
+        if (e.code == REQUEST_TIMEOUT and e.data is None and timeout is not None
+                and time.perf_counter() - started >= timeout * 0.95):
+            return "timeout"
+        return None
 
     async def _initialize(self, timeout: float | None) -> None:
         import mcp_types as types
@@ -263,8 +279,7 @@ class Connection:
             "capabilities": {},
             "clientInfo": {"name": "toolidx", "version": __version__},
         }
-        raw = await self._session._dispatcher.send_raw_request(
-            "initialize", params, {"cancel_on_abandon": False, **({"timeout": timeout} if timeout else {})})
+        raw = await self._send("initialize", params, timeout, "initialize", raw_opts={"cancel_on_abandon": False})
         result = types.InitializeResult.model_validate(raw, by_name=False)
         if result.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
             raise BackendError(f"unsupported protocol version {result.protocol_version!r}")
@@ -318,17 +333,19 @@ class Connection:
         return await self._send("tools/call", {"name": name, "arguments": arguments or {}}, timeout,
                                 f"tools/call {name}")
 
-    async def _send(self, method: str, params: dict | None, timeout: float | None, during: str) -> dict:
+    async def _send(self, method: str, params: dict | None, timeout: float | None, during: str,
+                    raw_opts: dict | None = None) -> dict:
         """`_request` with the SDK's errors turned into BackendError / RemoteError."""
         from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+        started = time.perf_counter()
         try:
-            return await self._request(method, params, timeout)
+            return await self._request(method, params, timeout, raw_opts)
         except MCPError as e:
-            if e.code == REQUEST_TIMEOUT:
+            verdict = self._sdk_verdict(e, started, timeout)
+            if verdict == "timeout":
                 raise BackendError(f"timed out after {timeout:g} s during {during}") from None
-            if e.code == CONNECTION_CLOSED:
+            if verdict == "closed":
                 self._closed = True
                 code = await self.exit_code_soon()
                 raise BackendError(f"server closed the connection during {during}"
