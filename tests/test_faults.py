@@ -203,3 +203,73 @@ def test_04_server_error_codes_are_the_servers_own(tmp_path, figure):
     errors = {s["server"]: s["error"] for s in r.json["servers"]}
     assert errors == {"a": "initialize failed: server error -32000: not configured",
                       "b": "initialize failed: server error -32001: try later"}, errors
+
+
+# --- 5: serve's shutdown ----------------------------------------------------------------------------
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead too
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize("how", ["stdin-eof", "sigterm", "sighup"])
+def test_05_serve_stops_its_backends_on_eof_and_signals(tmp_path, how, figure):
+    """A backend that ignores stdin EOF and SIGTERM, with a child of its own: serve must stop both
+    (EOF, SIGTERM, then SIGKILL of the process group) whether its client closes stdin or it gets
+    a signal."""
+    import os
+    import signal
+    import subprocess
+
+    pidfile = tmp_path / "pids"
+    db = index(tmp_path, {"stub": raw("ok", "--stubborn", str(pidfile))})
+    import toolidx
+
+    env = {**os.environ, "PYTHONPATH": str(Path(toolidx.__file__).parents[1])}  # the toolidx under test
+    p = subprocess.Popen([sys.executable, "-m", "toolidx", "serve", "--db", str(db)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp_path, env=env)
+    pids: list[int] = []
+    try:
+        def ask(msg: dict) -> dict | None:
+            assert p.stdin is not None and p.stdout is not None
+            p.stdin.write((json.dumps(msg) + "\n").encode())
+            p.stdin.flush()
+            return json.loads(p.stdout.readline()) if "id" in msg else None
+
+        ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        r = ask({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "execute_tool", "arguments": {"tool_name": "stub/tool_0", "arguments": {"path": "x"}}}})
+        assert r is not None and "called tool_0" in json.dumps(r)
+        pids = [int(x) for x in pidfile.read_text().split()]
+        assert all(_alive(x) for x in pids)
+        t0 = time.perf_counter()
+        if how == "stdin-eof":
+            p.stdin.close()  # type: ignore[union-attr]
+        else:
+            p.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGHUP)
+        p.wait(30)
+        secs = time.perf_counter() - t0
+        deadline = time.monotonic() + 5
+        while any(_alive(x) for x in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        survivors = sum(_alive(x) for x in pids)
+        figure(f"backend processes left after {how} (serve exited in {secs:.1f} s)", survivors)
+        assert survivors == 0 and p.returncode == 0
+    finally:
+        for x in pids:
+            try:
+                os.kill(x, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if p.poll() is None:
+            p.kill()

@@ -169,7 +169,10 @@ class BackendPool:
 
     async def __aexit__(self, *exc: Any) -> None:
         try:
-            await self.close_all()
+            # shielded: a shutdown by signal arrives as a cancellation, and the backends must still
+            # be stopped (bounded: each stop waits at most STOP_GRACE_S, then the SDK kills)
+            with anyio.CancelScope(shield=True):
+                await self.close_all()
         finally:
             self._tg.cancel_scope.cancel()
             await self._tg.__aexit__(None, None, None)

@@ -189,10 +189,30 @@ def run_stdio(server: Any) -> None:
 
     async def main() -> None:
         pipes = await _pipe_streams()
-        async with stdio_server(*(pipes or ())) as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_stop_on_signal, tg.cancel_scope)
+            async with stdio_server(*(pipes or ())) as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+            tg.cancel_scope.cancel()  # stdin closed: the run is over
 
     anyio.run(main)
+
+
+async def _stop_on_signal(scope: Any) -> None:
+    """SIGTERM / SIGHUP end the run like stdin EOF does: the lifespan closes the backend pool,
+    which stops each backend as crawl does (stdin EOF, then SIGTERM, then SIGKILL of its process
+    group). Without this, the default action would kill serve and leave the backends running."""
+    import signal
+
+    wanted = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+    try:
+        with anyio.open_signal_receiver(*wanted) as signals:
+            async for signum in signals:
+                log.info(f"signal {signum}: shutting down")
+                scope.cancel()
+                return
+    except (NotImplementedError, ValueError, RuntimeError):  # no signals here (e.g. Windows)
+        return
 
 
 class _PipeLines:
