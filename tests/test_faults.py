@@ -273,3 +273,35 @@ def test_05_serve_stops_its_backends_on_eof_and_signals(tmp_path, how, figure):
                 pass
         if p.poll() is None:
             p.kill()
+
+
+# --- 7: one bad catalog does not sink the crawl; ids are unambiguous -------------------------------
+def _rows(path: Path, rows: list[dict]) -> str:
+    schema = {"type": "object", "properties": {}}
+    path.write_text("\n".join(json.dumps({"inputSchema": schema, "description": "d", **r}) for r in rows))
+    return str(path)
+
+
+def test_07_bad_catalog_rows_are_rejected_and_the_rest_indexed(tmp_path, figure):
+    cat1 = _rows(tmp_path / "c1.jsonl", [
+        {"name": "a/b"},                    # on the entry's own server x: id x/a/b
+        {"server": "x/a", "name": "b"},     # would also be x/a/b
+        {"server": "y", "name": "stolen"},  # y is another configured server
+        {"server": "z", "name": "zed"},     # a new server: fine
+    ])
+    cat2 = _rows(tmp_path / "c2.jsonl", [{"server": "z", "name": "again"}, {"server": "w", "name": "dub"}])
+    cfg = write_config(tmp_path / "k.json", {"x": {"tools_file": cat1}, "y": raw("ok"),
+                                             "cat2": {"tools_file": cat2}, "bad/name": raw("ok")})
+    r = crawl(cfg, tmp_path / "k.db")
+    assert r.code == 1 and "Traceback" not in r.stderr, r.stderr  # bad/name failed; nothing else
+    by = {s["server"]: s for s in r.json["servers"]}
+    assert by["bad/name"]["status"] == "failed" and "contains '/'" in by["bad/name"]["error"]
+    reasons = {i["name"]: i["reason"] for s in by.values() for i in s["invalid_tools"]}
+    assert "contains '/'" in reasons["b"]
+    assert reasons["y/stolen"] == "server 'y' is another entry of the config"
+    assert reasons["z/again"] == "server 'z' is already filled by an earlier catalog"
+    db = open_db(tmp_path / "k.db")
+    ids = sorted(row["id"] for row in db.query("SELECT id FROM tools"))
+    db.close()
+    assert ids == ["w/dub", "x/a/b", "y/tool_0", "y/tool_1", "y/tool_2", "z/zed"]
+    figure("tools indexed / rows rejected with a reason", f"{len(ids)} / {len(reasons)}")

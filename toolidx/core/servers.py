@@ -66,6 +66,24 @@ class ServerSpec:
         return out
 
 
+MAX_SERVER_NAME = 200
+
+
+def server_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a server in the index, or None. Tool ids are `server/tool` and tool
+    names may hold `/`, so a server name must not: `x` + tool `a/b` and `x/a` + tool `b` would
+    both be `x/a/b`."""
+    if not isinstance(name, str) or not name.strip():
+        return "empty server name"
+    if "/" in name:
+        return f"server name {name!r} contains '/', which separates server and tool in ids (server/tool)"
+    if len(name) > MAX_SERVER_NAME:
+        return f"server name longer than {MAX_SERVER_NAME} characters"
+    if re.search("[\x00-\x1f\x7f-\x9f\ud800-\udfff]", name):
+        return f"server name {name!r} holds control characters or invalid Unicode"
+    return None
+
+
 def _url_secrets(url: str) -> list[str]:
     try:
         parts = urlsplit(url)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..core.servers import DEFAULT_TIMEOUT, ServerSpec
+from ..core.servers import DEFAULT_TIMEOUT, ServerSpec, server_name_problem
 
 DEFAULT_CONCURRENCY = 4
 
@@ -271,6 +271,9 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
     spec.enabled = enabled
     if missing:
         spec.problem = "environment variable(s) not set: " + ", ".join(sorted(set(missing)))
+    bad_name = server_name_problem(name)
+    if bad_name:  # this server is reported and skipped; the others are crawled
+        spec.problem = f"{bad_name}: rename it in the config"
     if inputs:
         spec.problem = (f"uses VS Code input variables, which toolidx cannot prompt for "
                         f"({', '.join(inputs)}): use ${{ENV_VAR}} instead")

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..core.servers import ServerResult, ServerSpec
+from ..core.servers import ServerResult, ServerSpec, server_name_problem
 from ..core.tooldoc import validate_tool
 
 _BENCH_KEYS = {"input_schema": "inputSchema", "output_schema": "outputSchema"}
@@ -73,8 +73,14 @@ def load_tools_file(spec: ServerSpec) -> list[ServerResult]:
 
     groups: dict[str, ServerResult] = {}
     seen: dict[str, set[str]] = {}
+    own: list[dict] = []  # rows rejected for their `server`, reported on the entry's own result
     for row in rows:
         server = row.get("server") if isinstance(row, dict) and isinstance(row.get("server"), str) else None
+        bad = server_name_problem(server) if server else None
+        if bad:
+            tool_name = row.get("name") if isinstance(row.get("name"), str) else None
+            own.append({"name": tool_name, "reason": bad})
+            continue
         name = server or spec.name
         if name not in groups:
             sub = spec if server is None else replace(spec, name=server)
@@ -95,6 +101,8 @@ def load_tools_file(spec: ServerSpec) -> list[ServerResult]:
             continue
         seen[name].add(tool["name"])
         res.tools.append(tool)
-    if not groups:
+    if not groups or (own and spec.name not in groups):
         groups[spec.name] = ServerResult(spec, "ok", started)
+    if own:
+        groups[spec.name].invalid_tools.extend(own)
     return [done(r) for r in groups.values()]
