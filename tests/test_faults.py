@@ -305,3 +305,41 @@ def test_07_bad_catalog_rows_are_rejected_and_the_rest_indexed(tmp_path, figure)
     db.close()
     assert ids == ["w/dub", "x/a/b", "y/tool_0", "y/tool_1", "y/tool_2", "z/zed"]
     figure("tools indexed / rows rejected with a reason", f"{len(ids)} / {len(reasons)}")
+
+
+# --- 8: lone surrogates and deep JSON ---------------------------------------------------------------
+def test_08_lone_surrogates_and_deep_json_cost_one_tool_not_the_crawl(tmp_path, figure):
+    schema = {"type": "object", "properties": {}}
+    deep: dict = {"type": "string"}
+    for _ in range(300):
+        deep = {"type": "object", "properties": {"x": deep}}
+    very_deep = "[" * 5000 + "]" * 5000
+    lines = [json.dumps({"name": "fine", "inputSchema": schema}),
+             json.dumps({"name": "surrogate", "description": "bad \ud800 text", "inputSchema": schema,
+                         "_meta": {"tags": ["t\udc00"]}}),
+             json.dumps({"name": "deep", "inputSchema": deep}),
+             '{"name": "deeper", "inputSchema": {"type": "object"}, "x": ' + very_deep + "}",
+             json.dumps({"server": "s\ud800", "name": "odd_server", "inputSchema": schema})]
+    (tmp_path / "t.jsonl").write_text("\n".join(lines))
+    cfg = tmp_path / "u.json"
+    cfg.write_text(json.dumps({"mcpServers": {
+        "file": {"tools_file": str(tmp_path / "t.jsonl"), "tags": ["ok\ud800"]},
+        "live": raw("bad-strings"),
+        "n\udc00me": raw("ok")}}))
+    t0 = time.perf_counter()
+    r = crawl(cfg, tmp_path / "u.db")
+    secs = time.perf_counter() - t0
+    assert r.code == 1 and "Traceback" not in r.stderr, r.stderr  # the odd server name fails alone
+    by = {s["server"]: s for s in r.json["servers"]}
+    assert by["live"]["status"] == "ok", by["live"]["error"]
+    assert by["n\ufffdme"]["status"] == "failed" and "invalid Unicode" in by["n\ufffdme"]["error"]
+    db = open_db(tmp_path / "u.db")
+    names = {row["id"]: row["description"] for row in db.query("SELECT id, description FROM tools")}
+    db.close()
+    assert names["live/surrogate"] == "Broken \ufffd text." and names["file/surrogate"] == "bad \ufffd text"
+    assert {"live/good_one", "live/good_two", "file/fine", "s\ufffd/odd_server"} <= set(names)
+    invalid = {(s["server"], i["name"]): i["reason"] for s in by.values() for i in s["invalid_tools"]}
+    assert invalid[("live", "deep_schema")] == invalid[("file", "deep")] == "nested deeper than 100 levels"
+    assert invalid[("file", None)] == "line 4: JSON nests too deep to read"
+    assert secs < 20  # no page waited for a timeout
+    figure("tools kept / rejected with a reason (crawl seconds)", f"{len(names)} / {len(invalid)} ({secs:.1f} s)")

@@ -120,13 +120,21 @@ def masker(secrets: list[str]) -> Any:
 
 
 def mask_deep(value: Any, mask: Any) -> Any:
-    """`value` (JSON: dicts, lists, strings) with `mask` applied to every string, keys included."""
+    """`value` (JSON: dicts, lists, strings) with `mask` applied to every string, keys included
+    (unchanged if it nests too deep to walk)."""
+    try:
+        return _mask_deep(value, mask)
+    except RecursionError:
+        return value
+
+
+def _mask_deep(value: Any, mask: Any) -> Any:
     if isinstance(value, str):
         return mask(value)
     if isinstance(value, list):
-        return [mask_deep(v, mask) for v in value]
+        return [_mask_deep(v, mask) for v in value]
     if isinstance(value, dict):
-        return {mask(k) if isinstance(k, str) else k: mask_deep(v, mask) for k, v in value.items()}
+        return {mask(k) if isinstance(k, str) else k: _mask_deep(v, mask) for k, v in value.items()}
     return value
 
 
@@ -152,12 +160,15 @@ class ServerResult:
         return self.status == "ok"
 
     def mask_secrets(self) -> ServerResult:
-        """Mask the spec's secrets in everything the server said and every error (in place;
-        idempotent). Crawl calls it where a result is handed on to the display and the store."""
-        secrets = self.spec.secrets()
-        if not secrets:
-            return self
-        m = masker(secrets)
+        """Mask the spec's secrets in everything the server said and every error, and replace lone
+        surrogates (in place; idempotent). Crawl calls it where a result is handed on to the
+        display and the store."""
+        from .tooldoc import fix_strings
+
+        mask = masker(self.spec.secrets())
+
+        def m(text: Any) -> Any:  # lone surrogates (not storable) replaced, then secrets masked
+            return mask(fix_strings(text))
         self.error, self.stderr_tail = m(self.error), m(self.stderr_tail)
         self.server_name, self.server_title = m(self.server_name), m(self.server_title)
         self.server_version, self.instructions = m(self.server_version), m(self.instructions)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.servers import DEFAULT_TIMEOUT, ServerSpec, server_name_problem
+from ..core.tooldoc import fix_strings
 
 DEFAULT_CONCURRENCY = 4
 
@@ -178,6 +179,8 @@ def build_config(data: Any, where: str | None, base_dir: Path | None = None,
 def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] | None,
             settings: dict[str, Any]) -> ServerSpec:
     name = str(name)
+    invalid_unicode = fix_strings(name) != name
+    name = fix_strings(name)  # a lone surrogate (valid in JSON) cannot be stored or printed
 
     def err(msg: str, key: str | None = None, fix: str | None = None) -> ConfigError:
         at = f"server {name!r}" + (f", key {key!r}" if key else "")
@@ -258,9 +261,9 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
         tags = [t_.strip() for t_ in tags.split(",") if t_.strip()]
     if not isinstance(tags, list) or not all(isinstance(t_, (str, int)) for t_ in tags):
         raise err("must be a list of strings", "tags")
-    spec.tags = [str(t_) for t_ in tags]
+    spec.tags = [fix_strings(str(t_)) for t_ in tags]
     if entry.get("category") is not None:
-        spec.category = str(entry["category"])
+        spec.category = fix_strings(str(entry["category"]))
     timeout = entry.get("timeout", settings.get("timeout", DEFAULT_TIMEOUT))
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise err(f"must be a positive number of seconds, not {timeout!r}", "timeout")
@@ -271,7 +274,8 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
     spec.enabled = enabled
     if missing:
         spec.problem = "environment variable(s) not set: " + ", ".join(sorted(set(missing)))
-    bad_name = server_name_problem(name)
+    bad_name = server_name_problem(name) or (
+        f"server name {name!r} holds invalid Unicode (a lone surrogate)" if invalid_unicode else None)
     if bad_name:  # this server is reported and skipped; the others are crawled
         spec.problem = f"{bad_name}: rename it in the config"
     if inputs:

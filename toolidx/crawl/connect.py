@@ -23,6 +23,7 @@ from contextvars import ContextVar
 from typing import Any
 
 import anyio
+import anyio.abc
 
 try:
     BaseExceptionGroup
@@ -31,7 +32,7 @@ except NameError:  # Python 3.10: anyio depends on the backport
 
 from .. import __version__
 from ..core.servers import ServerResult, ServerSpec
-from ..core.tooldoc import validate_tool
+from ..core.tooldoc import fix_strings, json_depth, validate_tool
 
 STDERR_TAIL_BYTES = 4096
 MAX_PAGES = 10_000  # a server whose cursors never end is reported, not followed forever
@@ -195,6 +196,83 @@ def scrub(text: str | None, spec: ServerSpec) -> str | None:
     return spec.mask(text)
 
 
+# --- messages the SDK's parser rejects -----------------------------------------------------------
+MAX_LINE_DEPTH = 900  # deeper than this a message is answered with a parse error for its request
+
+
+class _Reparse(anyio.abc.ObjectReceiveStream):
+    """The transport's read stream, with a second chance for messages the SDK's JSON parser
+    rejects although they are valid JSON: nested deeper than its limit (~200) or holding a lone
+    surrogate (`\\ud800`). The SDK turns such a line into an exception and the request waits
+    for its timeout, so one deep or odd tool would lose a whole `tools/list` page. Here the line
+    is parsed again by Python's json (surrogates are then fixed by `fix_strings`, deep tools
+    rejected one by one by `validate_tool`); a line even Python cannot read becomes a JSON-RPC
+    error for its request id, so the request fails at once with the reason."""
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        item = await self._inner.receive()
+        if isinstance(item, Exception):
+            return _reparse(item) or item
+        return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def close(self) -> None:
+        close = getattr(self._inner, "close", None)
+        if close:
+            close()
+
+
+def _rejected_line(exc: Exception) -> str | None:
+    errors = getattr(exc, "errors", None)
+    try:
+        first = errors()[0] if callable(errors) else None
+    except Exception:
+        return None
+    if not first or first.get("type") != "json_invalid" or not isinstance(first.get("input"), str):
+        return None
+    return first["input"]
+
+
+def _reparse(exc: Exception) -> Any:
+    import json
+
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
+    line = _rejected_line(exc)
+    if line is None:
+        return None
+    try:
+        obj = json.loads(line)
+        if not isinstance(obj, dict):
+            return None
+        if json_depth(obj, MAX_LINE_DEPTH) > MAX_LINE_DEPTH:
+            raise RecursionError
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(obj, by_name=False))
+    except RecursionError:
+        import re
+
+        rid_rx = r'"id"\s*:\s*(-?\d+|"[^"\\]*")'
+        head = re.split(r'"(?:result|error)"\s*:', line, maxsplit=1)[0]
+        m = re.search(rid_rx, head) or re.search(rid_rx + r"\s*\}\s*$", line[-200:])
+        if m is None:
+            return None
+        rid = json.loads(m.group(1))
+        return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
+            code=-32700, message=f"the server's answer nests deeper than {MAX_LINE_DEPTH} levels: not read")))
+    except Exception:
+        return None
+
+
 # --- the connection -----------------------------------------------------------------------------
 def child_env(spec: ServerSpec) -> dict[str, str]:
     """What the server process gets: the SDK's minimal set + PASS_ENV + the configured `env`."""
@@ -280,6 +358,7 @@ class Connection:
             "clientInfo": {"name": "toolidx", "version": __version__},
         }
         raw = await self._send("initialize", params, timeout, "initialize", raw_opts={"cancel_on_abandon": False})
+        raw = fix_strings(raw)
         result = types.InitializeResult.model_validate(raw, by_name=False)
         if result.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
             raise BackendError(f"unsupported protocol version {result.protocol_version!r}")
@@ -306,6 +385,8 @@ class Connection:
                 raise BackendError(f"{self._phase[0]}: result has no `tools` list")
             for item in items:
                 reason = validate_tool(item)
+                if reason is None:
+                    item = fix_strings(item)  # a lone surrogate: replaced, the tool kept
                 name = item.get("name") if isinstance(item, dict) else None
                 if reason is None and name in seen:
                     reason = "duplicate name"
@@ -427,7 +508,7 @@ async def open_session(spec: ServerSpec, *, phase: list[str] | None = None,
                 elif getattr(message, "method", None) == "notifications/tools/list_changed":
                     c.tools_changed = True
 
-            async with ClientSession(read, write, message_handler=on_message) as session:
+            async with ClientSession(_Reparse(read), write, message_handler=on_message) as session:
                 conn = holder["c"] = Connection(spec, session, stderr, processes, phase)
                 phase[0] = "initialize"
                 with anyio.fail_after(spec.timeout):
