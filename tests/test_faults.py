@@ -343,3 +343,69 @@ def test_08_lone_surrogates_and_deep_json_cost_one_tool_not_the_crawl(tmp_path, 
     assert invalid[("file", None)] == "line 4: JSON nests too deep to read"
     assert secs < 20  # no page waited for a timeout
     figure("tools kept / rejected with a reason (crawl seconds)", f"{len(names)} / {len(invalid)} ({secs:.1f} s)")
+
+
+# --- 6: serve's request limits ----------------------------------------------------------------------
+class _Stdio:
+    """`toolidx serve` as a subprocess, spoken to in raw JSON-RPC lines."""
+
+    def __init__(self, db: Path, tmp_path: Path):
+        import os
+        import subprocess
+
+        import toolidx
+
+        env = {**os.environ, "PYTHONPATH": str(Path(toolidx.__file__).parents[1])}
+        self.p = subprocess.Popen([sys.executable, "-m", "toolidx", "serve", "--db", str(db)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  cwd=tmp_path, env=env)
+        self.ask({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+    def send(self, line: str | bytes) -> None:
+        assert self.p.stdin is not None
+        self.p.stdin.write((line.encode() if isinstance(line, str) else line) + b"\n")
+        self.p.stdin.flush()
+
+    def ask(self, msg: dict | bytes) -> tuple[dict, float, int]:
+        assert self.p.stdout is not None
+        t0 = time.perf_counter()
+        self.send(msg if isinstance(msg, bytes) else json.dumps(msg))
+        line = self.p.stdout.readline()
+        return json.loads(line), time.perf_counter() - t0, len(line)
+
+    def close(self) -> None:
+        assert self.p.stdin is not None
+        self.p.stdin.close()
+        self.p.wait(30)
+
+
+def _call(rid: int, name: str, args: dict) -> dict:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": args}}
+
+
+def test_06_serve_refuses_requests_past_its_limits_and_goes_on(tmp_path, figure):
+    db = index(tmp_path, {"s": raw("ok")})
+    srv = _Stdio(db, tmp_path)
+    try:
+        huge = json.dumps(_call(1, "search_tools", {"query": "x" * (65 * 1024 * 1024)})).encode()
+        r, secs, _ = srv.ask(huge)
+        assert r["id"] == 1 and "over 64 MiB" in r["error"]["message"]
+        figure("65 MiB request line: refused in (s)", round(secs, 1))
+        deep: dict = {"query": "x"}
+        for _ in range(250):
+            deep = {"a": deep}
+        r, secs, _ = srv.ask(_call(2, "search_tools", {"query": "x", "filters": deep}))
+        assert r["id"] == 2 and r["error"]["code"] == -32700
+        figure("request nested 250 levels: answered with a parse error in (s)", round(secs, 2))
+        r, secs, size = srv.ask(_call(3, "execute_tool", {"tool_name": "t" * 10_000_000}))
+        sc = r["result"]["structuredContent"]
+        assert r["result"]["isError"] and sc["error"] == "invalid_arguments" and size < 5_000
+        figure("10 MB tool_name: refused in (s) / reply bytes", f"{secs:.2f} / {size}")
+        r, _, _ = srv.ask(_call(4, "list_tools", {"page": 10 ** 18}))
+        assert r["result"]["isError"] and r["result"]["structuredContent"]["error"] == "invalid_arguments"
+        r, _, _ = srv.ask(_call(5, "list_tools", {"page": 1}))  # the session is still fine
+        assert not r["result"].get("isError") and r["result"]["structuredContent"]["total"] == 3
+    finally:
+        srv.close()

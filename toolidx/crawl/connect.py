@@ -231,7 +231,8 @@ class _Reparse(anyio.abc.ObjectReceiveStream):
             close()
 
 
-def _rejected_line(exc: Exception) -> str | None:
+def rejected_line(exc: Exception) -> str | None:
+    """The line the SDK's JSON parser rejected, from its ValidationError (None: another error)."""
     errors = getattr(exc, "errors", None)
     try:
         first = errors()[0] if callable(errors) else None
@@ -242,13 +243,25 @@ def _rejected_line(exc: Exception) -> str | None:
     return first["input"]
 
 
+def request_id_of(line: str) -> int | str | None:
+    """The JSON-RPC id of a message too deep (or too long) to parse: the top-level "id" before
+    the body, or at its very end (None when not found)."""
+    import json
+    import re
+
+    rid_rx = r'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")'
+    head = re.split(r'"(?:result|error|params)"\s*:', line[:100_000], maxsplit=1)[0]
+    m = re.search(rid_rx, head) or re.search(rid_rx + r"\s*\}\s*$", line[-300:])
+    return json.loads(m.group(1)) if m else None
+
+
 def _reparse(exc: Exception) -> Any:
     import json
 
     import mcp_types as types
     from mcp.shared.message import SessionMessage
 
-    line = _rejected_line(exc)
+    line = rejected_line(exc)
     if line is None:
         return None
     try:
@@ -259,14 +272,9 @@ def _reparse(exc: Exception) -> Any:
             raise RecursionError
         return SessionMessage(types.jsonrpc_message_adapter.validate_python(obj, by_name=False))
     except RecursionError:
-        import re
-
-        rid_rx = r'"id"\s*:\s*(-?\d+|"[^"\\]*")'
-        head = re.split(r'"(?:result|error)"\s*:', line, maxsplit=1)[0]
-        m = re.search(rid_rx, head) or re.search(rid_rx + r"\s*\}\s*$", line[-200:])
-        if m is None:
+        rid = request_id_of(line)
+        if rid is None:
             return None
-        rid = json.loads(m.group(1))
         return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
             code=-32700, message=f"the server's answer nests deeper than {MAX_LINE_DEPTH} levels: not read")))
     except Exception:
