@@ -147,7 +147,8 @@ def test_server_metadata_is_recorded(bad_crawl):
     assert row["instructions"] == "Test server in ok mode."
     assert json.loads(row["capabilities"]) == {"tools": {"listChanged": True}, "logging": {}}
     t = db.one("SELECT * FROM tools WHERE id = 'healthy/tool_0'")
-    assert t["title"] == "First tool" and json.loads(t["tags"]) == ["read-only", "alpha"]
+    # `_meta.tags` ("alpha") is what the server claims: not a tag unless the config trusts it
+    assert t["title"] == "First tool" and json.loads(t["tags"]) == ["read-only"]
     assert t["category"] == "healthy" and json.loads(t["param_names"]) == ["path"]
 
 

@@ -409,3 +409,33 @@ def test_06_serve_refuses_requests_past_its_limits_and_goes_on(tmp_path, figure)
         assert not r["result"].get("isError") and r["result"]["structuredContent"]["total"] == 3
     finally:
         srv.close()
+
+
+# --- 9: scope tags are the config's, not the server's -----------------------------------------------
+def test_09_a_server_cannot_tag_itself_into_a_scope(tmp_path, figure):
+    from toolidx.core.filters import Filters
+
+    safe = _rows(tmp_path / "safe.jsonl", [{"name": "vetted"}])
+    claims = _rows(tmp_path / "claims.jsonl", [{"name": "sneaky", "_meta": {"tags": ["safe"]}},
+                                                {"name": "fast", "_meta": {"_fastmcp": {"tags": ["safe"]}}}])
+    trusted = _rows(tmp_path / "trusted.jsonl", [{"name": "own_tags", "_meta": {"tags": ["safe"]}}])
+    db = tmp_path / "t.db"
+    cfg = write_config(tmp_path / "t.json", {
+        "vetted": {"tools_file": safe, "tags": ["safe"]},
+        "untagged": {"tools_file": claims, "tags": ["bench"]},  # a live server's `_meta` works the same
+        "trusted": {"tools_file": trusted, "trust_server_tags": True}})
+    assert crawl(cfg, db).code == 0
+
+    async def body(c):
+        listed = await call(c, "list_tools", {})
+        run = await call(c, "execute_tool", {"tool_name": "untagged/sneaky"})
+        return listed, run
+
+    (_, listed, _), (is_error, run, _) = serve(db, body, scope=Filters(tags=["safe"]))
+    ids = sorted(t["id"] for t in listed["items"])
+    assert ids == ["trusted/own_tags", "vetted/vetted"]
+    assert is_error and run["error"] == "out_of_scope"
+    figure("tools a server put in scope by its own _meta.tags", sum("untagged/" in i for i in ids))
+    bad = write_config(tmp_path / "b.json", {"x": {"tools_file": safe, "trust_server_tags": "yes"}})
+    r = crawl(bad, tmp_path / "b.db")
+    assert r.code == 2 and "trust_server_tags" in r.stderr

@@ -24,6 +24,7 @@ class ServerSpec:
     headers: dict[str, str] = field(default_factory=dict)  # expanded: secrets, never stored
     tools_file: str | None = None
     tags: list[str] = field(default_factory=list)
+    trust_server_tags: bool = False  # count the tags the server puts in a tool's `_meta` (config key)
     category: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     enabled: bool = True

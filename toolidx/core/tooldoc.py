@@ -224,15 +224,21 @@ def embed_text(name: str, title: str | None, description: str, params: list[tupl
 
 
 def build_tooldoc(raw: dict, server: str, *, config_tags: list[str] | None = None,
-                  category: str | None = None, server_label: str = "") -> ToolDoc:
-    """Derive a ToolDoc from a validated tool dict (wire JSON as sent)."""
+                  category: str | None = None, server_label: str = "",
+                  trust_server_tags: bool = False) -> ToolDoc:
+    """Derive a ToolDoc from a validated tool dict (wire JSON as sent).
+
+    Tags (which `serve --tag` scopes by) come from the config and from toolidx's own reading of
+    the annotations; tags a server claims in `_meta` count only with `trust_server_tags` (the
+    config's `trust_server_tags: true`): otherwise any server could put its tools in a scope."""
     definition = dict(raw)
     name = str(raw["name"])
     ann = raw.get("annotations") if isinstance(raw.get("annotations"), dict) else None
     title = raw.get("title") or (ann or {}).get("title") or None
     description = raw.get("description") or ""
     params = param_docs(raw.get("inputSchema"))
-    tags = _dedupe([*(config_tags or []), *annotation_tags(ann), *meta_tags(raw.get("_meta"))])
+    claimed = meta_tags(raw.get("_meta")) if trust_server_tags else []
+    tags = _dedupe([*(config_tags or []), *annotation_tags(ann), *claimed])
     read_only = ann.get("readOnlyHint") if ann and isinstance(ann.get("readOnlyHint"), bool) else None
     destructive = (ann.get("destructiveHint") if ann and isinstance(ann.get("destructiveHint"), bool)
                    else None)

@@ -27,7 +27,7 @@ TRANSPORTS = {
     "tools_file": "tools_file", "tools-file": "tools_file", "file": "tools_file",
 }
 SERVER_KEYS = {"command", "args", "env", "cwd", "url", "headers", "type", "transport", "tags",
-               "category", "timeout", "enabled", "disabled", "tools_file", "envFile"}
+               "category", "timeout", "enabled", "disabled", "tools_file", "envFile", "trust_server_tags"}
 
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _INPUT = re.compile(r"\$\{input:([^}]+)\}")  # VS Code prompts the user for these; we cannot
@@ -268,6 +268,10 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise err(f"must be a positive number of seconds, not {timeout!r}", "timeout")
     spec.timeout = float(timeout)
+    trust = entry.get("trust_server_tags", settings.get("trust_server_tags", False))
+    if not isinstance(trust, bool):
+        raise err("must be true or false", "trust_server_tags")
+    spec.trust_server_tags = trust
     enabled = entry.get("enabled", not entry.get("disabled", False))
     if not isinstance(enabled, bool):
         raise err("must be true or false", "enabled")
