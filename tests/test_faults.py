@@ -339,7 +339,7 @@ def test_08_lone_surrogates_and_deep_json_cost_one_tool_not_the_crawl(tmp_path, 
     assert names["live/surrogate"] == "Broken \ufffd text." and names["file/surrogate"] == "bad \ufffd text"
     assert {"live/good_one", "live/good_two", "file/fine", "s\ufffd/odd_server"} <= set(names)
     invalid = {(s["server"], i["name"]): i["reason"] for s in by.values() for i in s["invalid_tools"]}
-    assert invalid[("live", "deep_schema")] == invalid[("file", "deep")] == "nested deeper than 100 levels"
+    assert invalid[("live", "deep_schema")] == invalid[("file", "deep")] == "nested deeper than 200 levels"
     assert invalid[("file", None)] == "line 4: JSON nests too deep to read"
     assert secs < 20  # no page waited for a timeout
     figure("tools kept / rejected with a reason (crawl seconds)", f"{len(names)} / {len(invalid)} ({secs:.1f} s)")
@@ -439,3 +439,44 @@ def test_09_a_server_cannot_tag_itself_into_a_scope(tmp_path, figure):
     bad = write_config(tmp_path / "b.json", {"x": {"tools_file": safe, "trust_server_tags": "yes"}})
     r = crawl(bad, tmp_path / "b.db")
     assert r.code == 2 and "trust_server_tags" in r.stderr
+
+
+# --- 10: diff on deep schemas -----------------------------------------------------------------------
+def _nested(levels: int, leaf: str) -> dict:
+    s: dict = {"type": leaf}
+    for _ in range(levels):
+        s = {"type": "object", "properties": {"x": s}}
+    return s
+
+
+def test_10_deep_schema_changes_are_breaking_never_a_crash(tmp_path, figure):
+    db = tmp_path / "d.db"
+    cat = tmp_path / "deep.jsonl"
+    cfg = write_config(tmp_path / "d.json", {"s": {"tools_file": str(cat)}})
+    results = {}
+    for leaf in ("string", "integer"):  # a breaking change 70 levels down
+        cat.write_text(json.dumps({"name": "deep", "inputSchema": _nested(70, leaf)}) + "\n"
+                       + json.dumps({"name": "far", "inputSchema": {"type": "object"}}) + "\n")
+        assert crawl(cfg, db).code == 0
+    r = run_cli("diff", "--db", db, "--fail-on", "breaking", "--json")
+    kinds = [c["kind"] for s in r.json["servers"] for t in s["tools"] for c in t["changes"]]
+    results["70 levels"] = (r.code, kinds)
+    assert r.code == 1 and kinds == ["schema_too_deep"], (r.code, kinds, r.stderr)
+    # ~900 levels: more than any parser here walks; stored straight into the index's history
+    idx = open_db(db)
+    for crawl_id, leaf in ((1, "string"), (2, "integer")):
+        text = ('{"inputSchema":' + '{"properties":{"x":' * 900 + f'{{"type":"{leaf}"}}'
+                + ',"type":"object"}' * 900 + ',"name":"far"}')  # too deep for json.dumps to write
+        h = leaf[0] * 64
+        with idx.transaction():
+            idx.execute("INSERT OR REPLACE INTO tool_versions(hash, definition) VALUES (?, ?)", (h, text))
+            idx.execute("UPDATE crawl_tools SET hash = ? WHERE crawl_id = ? AND tool_id = 's/far'", (h, crawl_id))
+    idx.close()
+    for fmt in ("json", "text", "markdown"):
+        r = run_cli("diff", "--db", db, "--fail-on", "breaking", "--format", fmt)
+        assert r.code == 1 and "Traceback" not in r.stderr and "RecursionError" not in r.stdout + r.stderr, r.stderr
+    r = run_cli("diff", "--db", db, "--fail-on", "breaking", "--json")
+    far = [t for s in r.json["servers"] for t in s["tools"] if t["name"] == "far"][0]
+    assert [c["kind"] for c in far["changes"]] == ["definition_too_deep"] and far["severity"] == "breaking"
+    figure("70 / 900 levels deep: change kinds, --fail-on breaking exit code",
+           f"{results['70 levels'][1]} / {[c['kind'] for c in far['changes']]}, {r.code}")

@@ -35,7 +35,7 @@ def definition_hash(definition: dict) -> str:
     return hashlib.sha256(canonical_json(definition).encode()).hexdigest()
 
 
-MAX_DEPTH = 100  # JSON nesting a tool may have (real schemas stay under 20)
+MAX_DEPTH = 200  # JSON nesting a tool may have (real schemas stay under 40; diff compares up to 200)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
