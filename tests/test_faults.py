@@ -480,3 +480,43 @@ def test_10_deep_schema_changes_are_breaking_never_a_crash(tmp_path, figure):
     assert [c["kind"] for c in far["changes"]] == ["definition_too_deep"] and far["severity"] == "breaking"
     figure("70 / 900 levels deep: change kinds, --fail-on breaking exit code",
            f"{results['70 levels'][1]} / {[c['kind'] for c in far['changes']]}, {r.code}")
+
+
+# --- 11: config edge cases --------------------------------------------------------------------------
+BAD_CONFIGS = {
+    "settings-type.yaml": ("toolidx: {concurrency: lots}\nmcpServers: {a: {command: x}}\n", "toolidx.concurrency"),
+    "settings-timeout.json": ('{"toolidx": {"timeout": "soon"}, "mcpServers": {"a": {"command": "x"}}}',
+                              "toolidx.timeout"),
+    "settings-bool.yaml": ("toolidx: {concurrency: true}\nmcpServers: {a: {command: x}}\n", "toolidx.concurrency"),
+    "nan-timeout.yaml": ("mcpServers: {a: {command: x, timeout: .nan}}\n", "key 'timeout'"),
+    "inf-timeout.yaml": ("toolidx: {timeout: .inf}\nmcpServers: {a: {command: x}}\n", "toolidx.timeout"),
+    "deep.json": ('{"mcpServers": {"a": {"command": "x", "env": ' + "[" * 100_000 + "]" * 100_000 + "}}}",
+                  "nests too deep"),
+    "deep.yaml": ("mcpServers: {a: {command: x, args: " + "[" * 5_000 + "]" * 5_000 + "}}\n", "config"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CONFIGS))
+def test_11_config_errors_exit_2_with_one_line(tmp_path, name, figure):
+    text, needle = BAD_CONFIGS[name]
+    (tmp_path / name).write_text(text)
+    r = run_cli("crawl", "--config", tmp_path / name, "--db", tmp_path / "c.db", "--model", "none")
+    lines = r.stderr.strip().splitlines()
+    figure(f"exit code, stderr lines ({name})", f"{r.code}, {len(lines)}")
+    assert r.code == 2 and len(lines) == 1 and needle in lines[0], r.stderr[-500:]
+    assert "invalid YAML" not in lines[0] or name.endswith(".yaml")
+    assert not (tmp_path / "c.db").exists()
+
+
+def test_11_large_yaml_config_loads_with_libyaml(tmp_path, figure):
+    from toolidx.crawl.config import load_config
+
+    n = 20_000  # ~2 MB; benchmarks/faults.py times 50 MB
+    body = "".join(f"  s{i}:\n    command: srv\n    args: [--port, '{i}', --verbose]\n    tags: [a, b]\n"
+                   for i in range(n))
+    (tmp_path / "big.yaml").write_text("mcpServers:\n" + body)
+    t0 = time.perf_counter()
+    cfg = load_config(tmp_path / "big.yaml")
+    secs = time.perf_counter() - t0
+    figure(f"{(tmp_path / 'big.yaml').stat().st_size / 1e6:.1f} MB YAML config loaded in (s)", round(secs, 2))
+    assert len(cfg.servers) == n and secs < 15

@@ -8,6 +8,7 @@ Every problem raises ConfigError naming the file, the server and the key. Values
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from ..core.servers import DEFAULT_TIMEOUT, ServerSpec, server_name_problem
 from ..core.tooldoc import fix_strings
 
 DEFAULT_CONCURRENCY = 4
+MAX_TIMEOUT = 86_400.0  # a day: a longer (or NaN, infinite) timeout is a config error
 
 TRANSPORTS = {
     "stdio": "stdio",
@@ -102,7 +104,10 @@ def _looks_like_server(value: Any) -> bool:
 def _load_yaml(text: str) -> Any:
     import yaml
 
-    class Loader(yaml.SafeLoader):
+    # libyaml's parser when installed: a 50 MB config in seconds, not minutes
+    base = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+
+    class Loader(base):  # type: ignore[valid-type,misc]
         pass
 
     def construct_mapping(loader: Any, node: Any, deep: bool = False) -> dict:
@@ -116,7 +121,7 @@ def _load_yaml(text: str) -> Any:
                     for kn, _ in value_node.value)
                 raise _Duplicate(str(k), key_node.start_mark.line + 1, is_server)
             keys.add(k)
-        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+        return yaml.constructor.SafeConstructor.construct_mapping(loader, node, deep=deep)
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     return yaml.load(text, Loader=Loader)  # noqa: S506 - SafeLoader subclass
@@ -135,6 +140,9 @@ def parse_text(text: str, where: str, is_json: bool) -> Any:
     except json.JSONDecodeError as e:
         raise ConfigError(f"invalid JSON: {e.msg}", where=f"{where}:{e.lineno}:{e.colno}",
                           fix="fix the syntax") from None
+    except RecursionError:
+        raise ConfigError("the config nests too deep to read", where=where,
+                          fix="a server's settings are a few levels deep; check the file") from None
     except Exception as e:  # yaml.YAMLError and friends
         mark = getattr(e, "problem_mark", None)
         at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
@@ -153,7 +161,13 @@ def load_config(path: str | os.PathLike, environ: dict[str, str] | None = None) 
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"cannot read config: {e}", where=where) from None
     data = parse_text(text, where, is_json=p.suffix.lower() == ".json")
-    return build_config(data, where, base_dir=p.parent, environ=environ)
+    try:
+        return build_config(data, where, base_dir=p.parent, environ=environ)
+    except RecursionError:
+        raise ConfigError("the config nests too deep to read", where=where) from None
+    except (TypeError, ValueError, AttributeError, KeyError) as e:  # a shape no check foresaw
+        raise ConfigError(f"unexpected value ({type(e).__name__}: {_short(str(e))})", where=where,
+                          fix="check the types of the keys (see docs/crawl.md)") from None
 
 
 def build_config(data: Any, where: str | None, base_dir: Path | None = None,
@@ -171,9 +185,40 @@ def build_config(data: Any, where: str | None, base_dir: Path | None = None,
     settings = data.get("toolidx") or {}
     if not isinstance(settings, dict):
         raise ConfigError("`toolidx` must be a mapping", where=w)
+    _check_settings(settings, w)
+    environ = dict(os.environ if environ is None else environ)  # read once, not per server
     servers = [_server(name, entry, w, base_dir or Path.cwd(), environ, settings)
                for name, entry in block.items()]
     return Config(path=where, servers=servers, settings=settings)
+
+
+def _positive_seconds(v: Any) -> bool:
+    return (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+            and 0 < v <= MAX_TIMEOUT)
+
+
+# the `toolidx:` block: key -> (check, what it must be)
+_SETTINGS: dict[str, tuple[Any, str]] = {
+    "timeout": (_positive_seconds, f"a number of seconds above 0, at most {MAX_TIMEOUT:g}"),
+    "concurrency": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 1 <= v <= 256,
+                    "a whole number from 1 to 256"),
+    "model": (lambda v: isinstance(v, str) and v.strip() != "", "a model name (string)"),
+    "model_path": (lambda v: isinstance(v, str) and v.strip() != "", "a folder path (string)"),
+    "trust_server_tags": (lambda v: isinstance(v, bool), "true or false"),
+}
+
+
+def _check_settings(settings: dict, w: str) -> None:
+    for key, value in settings.items():
+        rule = _SETTINGS.get(key)
+        if rule is not None and not rule[0](value):
+            raise ConfigError(f"`toolidx.{key}` must be {rule[1]}, not {_short(value)}", where=w,
+                              fix=f"fix `{key}` in the `toolidx:` block")
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] | None,
@@ -211,8 +256,11 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
 
     # VS Code's mcp.json lives in .vscode/ and may say ${workspaceFolder}
     workspace = str(base.parent if base.name == ".vscode" else base)
-    env_vars = dict(os.environ if environ is None else environ)
-    env_vars.setdefault("workspaceFolder", workspace)
+    env_vars: Any = os.environ if environ is None else environ
+    if "workspaceFolder" not in env_vars:
+        from collections import ChainMap
+
+        env_vars = ChainMap(env_vars, {"workspaceFolder": workspace})
     inputs: list[str] = []
     from_env: list[str] = []
 
@@ -265,8 +313,9 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
     if entry.get("category") is not None:
         spec.category = fix_strings(str(entry["category"]))
     timeout = entry.get("timeout", settings.get("timeout", DEFAULT_TIMEOUT))
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise err(f"must be a positive number of seconds, not {timeout!r}", "timeout")
+    if not _positive_seconds(timeout):
+        raise err(f"must be a number of seconds above 0, at most {MAX_TIMEOUT:g}, not {_short(timeout)}",
+                  "timeout")
     spec.timeout = float(timeout)
     trust = entry.get("trust_server_tags", settings.get("trust_server_tags", False))
     if not isinstance(trust, bool):
