@@ -84,7 +84,7 @@ def _catalog(n: int, emb) -> Path:
 
 def _queries(k: int) -> list[str]:
     qs = [json.loads(line)["query"] for f in ("etom/queries.jsonl", "livemcp/queries.jsonl")
-          for line in open(BENCH / f) if line.strip()]
+          for line in (BENCH / f).read_text().splitlines() if line.strip()]
     random.Random(7).shuffle(qs)
     return qs[:k]
 

@@ -3,6 +3,10 @@ MCP servers installed by ../shared/servers/setup.sh.
 
 Where the model or the servers are missing: locally the tests that need them skip; in CI
 (CI=true) they fail, so a broken CI set-up can never pass by skipping.
+
+Tiers: a test that uses the model or the real servers, through any fixture, is marked `model` or
+`servers` here, whatever its file says; `slow` is marked by hand. The fast tier,
+`pytest -m "not slow and not model and not servers"`, needs neither and runs in seconds.
 """
 
 from __future__ import annotations
@@ -19,6 +23,20 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+# fixtures that need the model / the real servers, directly or through another fixture
+_MODEL_FIXTURES = {"model_path", "embedder"}
+_SERVER_FIXTURES = {"servers_dir", "servers_config"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & _MODEL_FIXTURES:
+            item.add_marker(pytest.mark.model)
+        if used & _SERVER_FIXTURES:
+            item.add_marker(pytest.mark.servers)
 
 
 def _need(what: str, fix: str) -> None:

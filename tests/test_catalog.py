@@ -165,7 +165,7 @@ def test_list_pages_through_etom(cli, bench_dir, tmp_path):
         d = list_tools(idx, page=page, page_size=1000, sort="server")
         ids += _ids(d)
         page = d["next_page"]
-    expected = sorted((json.loads(line)["id"] for line in open(bench_dir / "etom" / "tools.jsonl")),
+    expected = sorted((json.loads(line)["id"] for line in (bench_dir / "etom" / "tools.jsonl").read_text().splitlines()),
                       key=lambda i: (i.split("/")[0], i.split("/", 1)[1].lower(), i))
     assert ids == expected
     cats = categories(idx)

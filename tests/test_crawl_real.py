@@ -3,6 +3,7 @@ server-everything over Streamable HTTP and SSE; assert on the rows in the index.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -130,10 +131,8 @@ def http_server(servers_dir, request):
     try:
         yield url, port
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         log = Path(servers_dir) / f"http-{port}.log"
         log.unlink(missing_ok=True)
 

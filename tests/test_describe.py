@@ -172,6 +172,7 @@ def test_example_prefers_the_schemas_own_values():
     assert example_arguments({"type": "object"}) == {} and example_arguments(None) == {}
 
 
+@pytest.mark.slow  # ~3,000 real schemas: 15-30 s
 def test_every_bench_schema_gets_a_valid_example(bench_dir):
     """ETOM's 2,375 and LiveMCPBench's 527 input schemas, as their servers published them."""
     n = 0

@@ -38,7 +38,7 @@ def queries(bench_dir):
 
 
 def _fresh(db):
-    bm25._state.pop(id(db.conn), None)
+    db.cache.clear()
 
 
 def _common(db, terms):

@@ -228,7 +228,7 @@ def test_keyword_mode_loads_no_model(db):
     assert all("signals" in h.to_json() and "cosine" not in h.signals for h in res.hits)
 
 
-def test_without_a_model_hybrid_falls_back_to_keyword(keyword_db_path, caplog):
+def test_without_a_model_hybrid_falls_back_to_keyword(keyword_db_path):
     from toolidx.search.hybrid import get_query_embedder, search
     from toolidx.store.db import open_db
 

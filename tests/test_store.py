@@ -84,3 +84,26 @@ def test_readonly_open_refuses_an_index_that_needs_migrating(tmp_path):
     con.close()
     with pytest.raises(DatabaseError, match="read-only"):
         open_db(p, readonly=True)
+
+
+def test_index_cache_is_per_version_and_bounded_by_names(tmp_path):
+    """One cache per opened index: an entry is built once per version of the index, dropped when
+    another connection commits, and its size shows in stats."""
+    path = tmp_path / "c.db"
+    db = open_db(path, create=True)
+    builds = []
+
+    def build():
+        builds.append(1)
+        return [1, 2, 3]
+
+    assert db.cache.get("x", build, size=len) == [1, 2, 3]
+    assert db.cache.get("x", build, size=len) == [1, 2, 3] and len(builds) == 1
+    assert db.cache.stats()["entries"] == {"x": 3}
+    other = open_db(path)
+    with other.transaction():
+        other.set_meta("touched", "yes")
+    assert db.cache.peek("x") is None  # another connection committed: the entry is gone
+    db.cache.get("x", build, size=len)
+    assert len(builds) == 2 and db.cache.stats()["resets"] == 1
+    assert other.cache.peek("x") is None  # each opened index has its own

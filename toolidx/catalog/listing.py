@@ -25,12 +25,10 @@ def compact_tool(row: dict) -> dict:
 
 
 def list_tools(db: Database, *, page: int = 1, page_size: int = 50, sort: str = "name",
-               order: str = "asc", filters: Filters | None = None,
-               max_tokens: int | None = None) -> dict:
+               order: str = "asc", filters: Filters | None = None) -> dict:
     """One page of tools: {"items", "total", "page", "page_size", "pages", "next_page", "sort",
-    "order", "filters"}. Order is stable: the sort key, then the id. With `max_tokens`, the page
-    is cut to fit (see budget); `truncated` then says how, and `next_page` still follows on
-    from the full page."""
+    "order", "filters"}. Order is stable: the sort key, then the id. A token budget, applied
+    where the page is shown (core.budget), may cut it; `next_page` follows on from the full page."""
     if sort not in SORTS:
         raise UsageError(f"unknown sort {sort!r}", fix="use one of: " + ", ".join(SORTS))
     if order not in ORDERS:
@@ -49,10 +47,6 @@ def list_tools(db: Database, *, page: int = 1, page_size: int = 50, sort: str = 
            "sort": sort, "order": order, "filters": filters.to_json() if filters else {}}
     if page > pages and total:
         out["notes"] = [f"page {page} is past the last page ({pages})"]
-    if max_tokens is not None:
-        from ..core.budget import fit_budget
-
-        out = fit_budget(out, "items", max_tokens)
     return out
 
 

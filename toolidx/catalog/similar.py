@@ -21,7 +21,7 @@ from ..store import catalog as q
 from ..store import vectors
 from ..store.db import Database
 from ..store.tools import get_tool, get_tools_by_rowid
-from .describe import resolve_tool_id
+from .resolve import UnknownToolError, resolve_tool_id
 
 # thresholds per method: (same name, near-same name, near-identical)
 DUP_SCORE = {"semantic": (0.68, 0.80, 0.93), "lexical": (0.62, 0.70, 0.90)}
@@ -29,7 +29,11 @@ NAME_SIM = 0.85
 PARAM_SIM = 0.5
 PARAM_SIM_IDENTICAL = 0.8
 _WORD = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset(["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it", "of", "on", "or", "that", "the", "this", "to", "with", "you", "your", "use", "used", "using", "can", "will", "if", "not"])
+_STOP = frozenset([
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it", "of",
+    "on", "or", "that", "the", "this", "to", "with", "you", "your", "use", "used", "using", "can",
+    "will", "if", "not",
+])
 
 
 def _words(text: str | None) -> set[str]:
@@ -109,8 +113,7 @@ def _lexical(db: Database, rowid: int, tool: dict, limit: int) -> list[tuple[int
     return scored[:limit]
 
 
-def similar(db: Database, tool_id: str, limit: int = 10, embedder=None, *,
-            max_tokens: int | None = None) -> dict:
+def similar(db: Database, tool_id: str, limit: int = 10, embedder=None) -> dict:
     """{"tool", "method": "semantic"|"lexical", "similar": [{"id", "server", "name", "title",
     "description", "score", "likely_duplicate", "reason"}]}, best first (score, then id)."""
     limit = max(1, int(limit))
@@ -118,6 +121,8 @@ def similar(db: Database, tool_id: str, limit: int = 10, embedder=None, *,
     with db.snapshot():
         tool = get_tool(db, tid)
         rowid = q.tool_rowid(db, tid)
+        if tool is None or rowid is None:  # removed between the look-up and the read (as in describe)
+            raise UnknownToolError(f"no tool {tool_id!r} in the index", [], where=db.path)
         pairs = _semantic(db, rowid, tool, limit, embedder)
         method = "semantic"
         if pairs is None:
@@ -137,8 +142,4 @@ def similar(db: Database, tool_id: str, limit: int = 10, embedder=None, *,
     items.sort(key=lambda h: (-h["score"], h["id"]))
     out = {"tool": tid, "method": method, "similar": items,
            "duplicates": sum(1 for h in items if h["likely_duplicate"])}
-    if max_tokens is not None:
-        from ..core.budget import fit_budget
-
-        out = fit_budget(out, "similar", max_tokens)
     return out

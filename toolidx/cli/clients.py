@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.errors import UsageError
@@ -35,9 +36,9 @@ def toolidx_command() -> list[str]:
     return [str(exe), "-m", "toolidx"]
 
 
-def serve_args(db_path: str, *, config_path: str | None = None, servers: list[str] = (),
-               tags: list[str] = (), categories: list[str] = (), read_only: bool = False,
-               expose_tools: bool = False, pins: list[str] = (), max_tokens: int | None = None) -> list[str]:
+def serve_args(db_path: str, *, config_path: str | None = None, servers: Sequence[str] = (),
+               tags: Sequence[str] = (), categories: Sequence[str] = (), read_only: bool = False,
+               expose_tools: bool = False, pins: Sequence[str] = (), max_tokens: int | None = None) -> list[str]:
     args = ["serve", "--db", str(Path(db_path).expanduser().resolve())]
     if config_path:
         args += ["--config", str(Path(config_path).expanduser().resolve())]

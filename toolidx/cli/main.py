@@ -6,6 +6,7 @@ Heavy modules (mcp, fastembed, numpy) are imported inside commands, never at imp
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -47,7 +48,8 @@ def _open(db: Optional[Path], create: bool = False):
 @app.command()
 def crawl(
     config: Path = typer.Option(..., "--config", "-c", envvar="TOOLIDX_CONFIG",
-                                help="mcpServers config (JSON or YAML; Claude Desktop, Cursor, VS Code files work as is)."),
+                                help="mcpServers config (JSON or YAML; Claude Desktop, Cursor, "
+                                     "VS Code files work as is)."),
     db: Optional[Path] = DbOpt,
     server: List[str] = typer.Option([], "--server", "-s", help="Crawl only these servers (others are kept)."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Servers at once (default 4)."),
@@ -133,7 +135,7 @@ def describe(
     """Show one tool: summary, its parameters (--detail schema), or everything with an example call (--detail full)."""
     from ..catalog.describe import describe as describe_tool
 
-    render.describe_result(describe_tool(_open(db), tool, detail, max_tokens=max_tokens), as_json)
+    render.describe_result(describe_tool(_open(db), tool, detail), as_json, max_tokens)
 
 
 @app.command("list")
@@ -160,7 +162,7 @@ def list_cmd(
     filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
                                read_only, no_destructive)
     render.list_result(list_tools(_open(db), page=page, page_size=page_size, sort=sort, order=order,
-                                  filters=filters, max_tokens=max_tokens), as_json)
+                                  filters=filters), as_json, max_tokens)
 
 
 @app.command()
@@ -192,10 +194,11 @@ def similar(
     max_tokens: Optional[int] = MaxTokensOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Tools most like one tool (by stored embedding; by words without vectors), flagging likely duplicates across servers."""
+    """Tools most like one tool (by stored embedding; by words without vectors), flagging likely duplicates
+    across servers."""
     from ..catalog.similar import similar as similar_tools
 
-    render.similar_result(similar_tools(_open(db), tool, limit, max_tokens=max_tokens), as_json)
+    render.similar_result(similar_tools(_open(db), tool, limit), as_json, max_tokens)
 
 
 # --- serve / stats -----------------------------------------------------------------------------
@@ -205,7 +208,8 @@ def serve(
     config: Optional[Path] = typer.Option(None, "--config", "-c", envvar="TOOLIDX_CONFIG",
                                           help="Config to start servers from for execute_tool "
                                                "(default: the one the index was crawled from)."),
-    server: List[str] = typer.Option([], "--server", "-s", help="Scope: only these servers' tools can be found and run."),
+    server: List[str] = typer.Option([], "--server", "-s",
+                                     help="Scope: only these servers' tools can be found and run."),
     tag: List[str] = typer.Option([], "--tag", "-t", help="Scope: only tools with any of these tags."),
     category: List[str] = typer.Option([], "--category", help="Scope: only these categories."),
     read_only: bool = typer.Option(False, "--read-only", help="Scope: only tools annotated read-only."),
@@ -410,7 +414,7 @@ def main(argv: list[str] | None = None) -> None:
     try:  # typer >= 0.20 vendors click and raises its copy's exceptions (importing click costs time)
         from typer._click import exceptions as click_exc
     except ImportError:
-        from click import exceptions as click_exc
+        from click import exceptions as click_exc  # type: ignore[no-redef]  # same API, other copy
     try:
         code = app(args=args, prog_name="toolidx", standalone_mode=False)
     except ToolidxError as e:
@@ -429,10 +433,8 @@ def main(argv: list[str] | None = None) -> None:
         code = 0
     finally:
         for database in _opened:
-            try:  # closing folds the WAL into the file, so a copied index is whole
+            with contextlib.suppress(Exception):  # closing folds the WAL into the file: a copied index is whole
                 database.close()
-            except Exception:
-                pass
         _opened.clear()
     sys.exit(code if isinstance(code, int) else 0)
 

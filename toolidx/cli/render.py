@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from ..core.safetext import visible
-from ..core.tooldoc import first_line
+from ..core.tooldoc import compact_json, first_line
 
 JSON_VERSION = 1
 
@@ -137,11 +137,18 @@ def _truncation_note(payload: dict) -> None:
          + ", ".join(c for c in cut if c) + ("" if t.get("fits") else "; still over budget"))
 
 
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def _fit(payload: dict, list_key: str | None, max_tokens: int | None) -> dict:
+    """The one place the CLI applies a token budget (serve applies the same core.budget to its
+    answers); the library returns whole results."""
+    if max_tokens is None:
+        return payload
+    from ..core.budget import fit_budget
+
+    return fit_budget(payload, list_key, max_tokens)
 
 
-def describe_result(d: dict, as_json: bool) -> None:
+def describe_result(d: dict, as_json: bool, max_tokens: int | None = None) -> None:
+    d = _fit(d, None, max_tokens)
     if as_json:
         emit_json("describe", d)
         return
@@ -159,8 +166,8 @@ def describe_result(d: dict, as_json: bool) -> None:
     fields = [(k, v) for k, v in fields if v not in (None, "")]
     params = d.get("parameters")
     prow = [[p["name"], p["type"], "yes" if p["required"] else "",
-             "" if p.get("default") is None else _compact(p["default"]),
-             "" if not p.get("enum") else ", ".join(_compact(e) for e in p["enum"]),
+             "" if p.get("default") is None else compact_json(p["default"]),
+             "" if not p.get("enum") else ", ".join(compact_json(e) for e in p["enum"]),
              p.get("description") or ""] for p in params or []]
     pcols = ["parameter", "type", "required", "default", "enum", "description"]
     if not is_tty():
@@ -170,10 +177,10 @@ def describe_result(d: dict, as_json: bool) -> None:
             write("\n")
             table(pcols, prow)
         if "example_arguments" in d:
-            write(f"\nexample_arguments\t{_compact(d['example_arguments'])}\n")
+            write(f"\nexample_arguments\t{compact_json(d['example_arguments'])}\n")
             for key in ("input_schema", "output_schema", "annotations"):
                 if d.get(key) is not None:
-                    write(f"{key}\t{_compact(d[key])}\n")
+                    write(f"{key}\t{compact_json(d[key])}\n")
         _truncation_note(d)
         return
     from rich.panel import Panel
@@ -202,7 +209,8 @@ def describe_result(d: dict, as_json: bool) -> None:
     _truncation_note(d)
 
 
-def list_result(res: dict, as_json: bool) -> None:
+def list_result(res: dict, as_json: bool, max_tokens: int | None = None) -> None:
+    res = _fit(res, "items", max_tokens)
     if as_json:
         emit_json("list", res)
         return
@@ -227,7 +235,8 @@ def categories_result(res: dict, as_json: bool) -> None:
     note(f"{res['total']} tools")
 
 
-def similar_result(res: dict, as_json: bool) -> None:
+def similar_result(res: dict, as_json: bool, max_tokens: int | None = None) -> None:
+    res = _fit(res, "similar", max_tokens)
     if as_json:
         emit_json("similar", res)
         return
@@ -308,11 +317,7 @@ def audit_result(report: Any, fmt: str) -> None:
 
 # --- search / eval -----------------------------------------------------------------------------
 def search_result(result: Any, as_json: bool, max_tokens: int | None = None) -> None:
-    payload = result.to_json()
-    if max_tokens is not None:
-        from ..core.budget import fit_budget
-
-        payload = fit_budget(payload, "hits", max_tokens)
+    payload = _fit(result.to_json(), "hits", max_tokens)
     if as_json:
         emit_json("search", payload)
         return
@@ -388,7 +393,8 @@ def _paired_line(pair: dict) -> str:
 def _misses_table(report: dict, limit: int) -> None:
     depth = report.get("depth", 10)
     rows = [[mode, m["id"], m["rank"] if m["rank"] is not None else f">{depth}",
-             m["top"][0] if m["top"] else "-", m.get("found") or (m["relevant"][0] if m["relevant"] else "-"), first_line(m["query"], 60)]
+             m["top"][0] if m["top"] else "-", m.get("found") or (m["relevant"][0] if m["relevant"] else "-"),
+             first_line(m["query"], 60)]
             for mode, e in report["modes"].items() for m in (e.get("misses") or [])[:limit]]
     if not rows:
         return

@@ -15,11 +15,10 @@ What it did is recorded in `payload["truncated"]`, so a reader always knows the 
 from __future__ import annotations
 
 import copy
-import json
 import math
 from typing import Any
 
-from .tooldoc import first_line
+from .tooldoc import compact_json, first_line
 
 CHARS_PER_TOKEN = 4
 # Keys holding schema-like bulk, dropped in step 2 (both wire and toolidx spellings).
@@ -30,14 +29,10 @@ DETAIL_KEYS = ("signals", "matched")
 DESCRIPTION_LIMITS = (160, 60)
 
 
-def _compact(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
 def estimate_tokens(obj: Any) -> int:
     """Approximate tokens of `obj` as compact JSON: ceil(chars / 4). A string counts as its
     JSON encoding (quotes included)."""
-    return math.ceil(len(_compact(obj)) / CHARS_PER_TOKEN)
+    return math.ceil(len(compact_json(obj)) / CHARS_PER_TOKEN)
 
 
 def _items(payload: dict, items_key: str | None) -> list[dict]:

@@ -28,7 +28,13 @@ def split_name(name: str) -> list[str]:
 
 
 def canonical_json(value: Any) -> str:
+    """The one spelling of a JSON value that hashes the same wherever it was read."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def compact_json(value: Any) -> str:
+    """JSON with no spaces, as shown to agents and in text tables, and as budgets count it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def definition_hash(definition: dict) -> str:

@@ -28,8 +28,6 @@ TRANSPORTS = {
     "sse": "sse",
     "tools_file": "tools_file", "tools-file": "tools_file", "file": "tools_file",
 }
-SERVER_KEYS = {"command", "args", "env", "cwd", "url", "headers", "type", "transport", "tags",
-               "category", "timeout", "enabled", "disabled", "tools_file", "envFile", "trust_server_tags"}
 
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _INPUT = re.compile(r"\$\{input:([^}]+)\}")  # VS Code prompts the user for these; we cannot

@@ -25,12 +25,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
-try:
-    BaseExceptionGroup
-except NameError:  # Python 3.10: anyio depends on the backport
-    from exceptiongroup import BaseExceptionGroup
-
 from .. import __version__
+from ..core.errors import BaseExceptionGroup
 from ..core.servers import ServerResult, ServerSpec
 from ..core.tooldoc import fix_strings, json_depth, validate_tool
 
@@ -304,8 +300,6 @@ class Connection:
         self.protocol_version: str | None = None
         self.instructions: str | None = None
         self.capabilities: dict = {}
-        self.tools_changed = False  # set when the server sends notifications/tools/list_changed
-        self.junk_lines = 0  # stdout lines that were not JSON-RPC (tolerated)
 
     @property
     def stderr_tail(self) -> str:
@@ -505,19 +499,13 @@ async def open_session(spec: ServerSpec, *, phase: list[str] | None = None,
         async with _transport(spec, stderr) as (read, write):
             _spawned.reset(token)
             token = None
-            holder: dict[str, Connection] = {}
 
             async def on_message(message: Any) -> None:
-                c = holder.get("c")
-                if c is None:
-                    return
-                if isinstance(message, Exception):
-                    c.junk_lines += 1
-                elif getattr(message, "method", None) == "notifications/tools/list_changed":
-                    c.tools_changed = True
+                """Stray stdout lines that are not JSON-RPC arrive here as exceptions, and
+                notifications such as tools/list_changed: tolerated, a crawl lists anyway."""
 
             async with ClientSession(_Reparse(read), write, message_handler=on_message) as session:
-                conn = holder["c"] = Connection(spec, session, stderr, processes, phase)
+                conn = Connection(spec, session, stderr, processes, phase)
                 phase[0] = "initialize"
                 with anyio.fail_after(spec.timeout):
                     await conn._initialize(spec.timeout)

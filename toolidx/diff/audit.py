@@ -270,7 +270,7 @@ def audit_definitions(items: Iterable[tuple[str, str, str, dict]], source: dict[
                       servers: list[str] | None = None) -> AuditReport:
     """Scan (id, server, name, definition) items."""
     scanned = 0
-    flagged = []
+    flagged: list[dict] = []
     for tool_id, server, name, definition in items:
         scanned += 1
         found = scan_tool(definition)

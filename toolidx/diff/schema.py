@@ -18,7 +18,8 @@ Pure functions, no I/O. `$ref`s outside the document are compared as opaque stri
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field  # `field` is also a Change attribute
 from typing import Any
 
 from ..core.schemas import json_type, resolve_ref
@@ -54,7 +55,7 @@ class Change:
     path: str = ""
     old: Any = None
     new: Any = None
-    via: list[str] = field(default_factory=list)  # $refs followed to get here
+    via: list[str] = dataclass_field(default_factory=list)  # $refs followed to get here
     words: list[dict] | None = None  # word diff for text changes
 
     def to_json(self) -> dict:
@@ -319,6 +320,7 @@ class _Walker:
             return
         w = self.where(path)
         if eo is None:
+            assert en is not None  # both None returned above
             self.add("enum_added", self.sev("narrow"), f"{w}: now limited to {_short(list(en.values()))}",
                      path, None, list(en.values()), via)
         elif en is None:
@@ -369,8 +371,8 @@ class _Walker:
                      path, old.get("uniqueItems"), new.get("uniqueItems"), via)
 
     def object(self, old: dict, new: dict, path: str, via: list[str], depth: int) -> None:
-        po = old.get("properties") if isinstance(old.get("properties"), dict) else {}
-        pn = new.get("properties") if isinstance(new.get("properties"), dict) else {}
+        po: dict[str, Any] = old["properties"] if isinstance(old.get("properties"), dict) else {}
+        pn: dict[str, Any] = new["properties"] if isinstance(new.get("properties"), dict) else {}
         ro = set(old.get("required") or []) if isinstance(old.get("required"), list) else set()
         rn = set(new.get("required") or []) if isinstance(new.get("required"), list) else set()
         noun = self.noun()
@@ -429,8 +431,8 @@ class _Walker:
 
     def array(self, old: dict, new: dict, path: str, via: list[str], depth: int) -> None:
         io, in_ = old.get("items"), new.get("items")
-        to = old.get("prefixItems") if isinstance(old.get("prefixItems"), list) else io if isinstance(io, list) else None
-        tn = new.get("prefixItems") if isinstance(new.get("prefixItems"), list) else in_ if isinstance(in_, list) else None
+        to = _tuple_items(old, io)
+        tn = _tuple_items(new, in_)
         if to is not None or tn is not None:
             to, tn = to or [], tn or []
             for i in range(max(len(to), len(tn))):
@@ -659,3 +661,11 @@ def word_diff(old: str, new: str) -> list[dict]:
         elif w["text"]:
             merged.append(w)
     return merged
+
+
+def _tuple_items(schema: dict, items: Any) -> list | None:
+    """The positional item schemas of a tuple array: `prefixItems`, or the draft-4 list form of `items`."""
+    prefix = schema.get("prefixItems")
+    if isinstance(prefix, list):
+        return prefix
+    return items if isinstance(items, list) else None

@@ -27,7 +27,6 @@ from .schema import BREAKING, COMPATIBLE, RISKY, SEVERITIES, Change, diff_schema
 
 DIFF_FORMAT = 1  # the `diff` JSON payload version; bumped only on an incompatible change
 RANK = {BREAKING: 0, RISKY: 1, COMPATIBLE: 2}
-FAIL_ON_CHOICES = ("breaking", "risky", "compatible", "any", "none")
 RENAME_MIN_SCORE = 0.72
 _FUZZY_PAIR_CAP = 250_000  # removed x added pairs per server scored for renames
 
@@ -143,8 +142,8 @@ class DiffResult:
         sev = {k: 0 for k in SEVERITIES}
         for t in self.tool_diffs():
             tools[t.change] += 1
-            for s in t.severities:
-                sev[s] += 1
+            for sv in t.severities:
+                sev[sv] += 1
         tools["unchanged"] = sum(s.unchanged for s in self.servers)
         states: dict[str, int] = {}
         for s in self.servers:
@@ -268,8 +267,8 @@ def compare_tools(old: dict, new: dict) -> list[Change]:
         c = _text_change(k, old.get(k), new.get(k), what)
         if c:
             out.append(c)
-    ao = old.get("annotations") if isinstance(old.get("annotations"), dict) else {}
-    an = new.get("annotations") if isinstance(new.get("annotations"), dict) else {}
+    ao: dict[str, Any] = old["annotations"] if isinstance(old.get("annotations"), dict) else {}
+    an: dict[str, Any] = new["annotations"] if isinstance(new.get("annotations"), dict) else {}
     if _canon(ao) != _canon(an):
         out.extend(_annotation_changes(ao, an))
     for fld in ("inputSchema", "outputSchema"):
@@ -325,7 +324,8 @@ def _rename_score(old: dict, new: dict) -> tuple[float, str]:
     return round(score, 3), reason
 
 
-def find_renames(removed: dict[str, dict], added: dict[str, dict]) -> tuple[list[tuple[str, str, float, bool, str]], bool]:
+def find_renames(removed: dict[str, dict], added: dict[str, dict],
+                 ) -> tuple[list[tuple[str, str, float, bool, str]], bool]:
     """Pairs (old name, new name, score, certain, reason) within one server. Certain: everything
     but the name is identical. Otherwise the most alike pairs above RENAME_MIN_SCORE, greedily.
     Returns (pairs, whether fuzzy matching was skipped for size)."""
@@ -441,8 +441,8 @@ def diff_snapshots(old: Snapshot, new: Snapshot, *, servers: list[str] | None = 
         for n in gone:
             if n in rem or to[n].hash not in defs_o:
                 why = "server removed from the index" if state == "removed" else "no longer listed by the server"
-                sd.tools.append(ToolDiff(to[n].id, s, n, "removed",
-                                         [Change("tool", "tool_removed", BREAKING, f"tool removed ({why})", "", n, None)]))
+                removal = Change("tool", "tool_removed", BREAKING, f"tool removed ({why})", "", n, None)
+                sd.tools.append(ToolDiff(to[n].id, s, n, "removed", [removal]))
         for n in came:
             if n in add or tn[n].hash not in defs_n:
                 d = defs_n.get(tn[n].hash) or {}

@@ -217,9 +217,9 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
 
     if labels not in LABELS:
         raise UsageError(f"unknown labels {labels!r}", fix="use any, all or steps")
-    for m in modes:
-        if m not in MODES:
-            raise UsageError(f"unknown mode {m!r}", fix=f"use all or one of: {', '.join(MODES)}")
+    for md in modes:
+        if md not in MODES:
+            raise UsageError(f"unknown mode {md!r}", fix=f"use all or one of: {', '.join(MODES)}")
     ks = tuple(sorted(set(int(x) for x in k)))
     if not ks or ks[0] < 1:
         raise UsageError("--k values must be positive integers")
@@ -231,7 +231,7 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
         raise UsageError("the index has no tools", where=db.path,
                          fix="crawl first: toolidx crawl --config FILE")
     if embedder == "auto":
-        embedder = get_query_embedder(db) if any(m != "keyword" for m in modes) else None
+        embedder = get_query_embedder(db) if any(md != "keyword" for md in modes) else None
     warm(db, embedder)  # the reported latencies are a warm process's, as `toolidx serve` runs
 
     unresolved, partly, feasible, infeasible_q = [], [], [], []

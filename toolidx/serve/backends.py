@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 
-from ..core.errors import ToolidxError
+from ..core.errors import BaseExceptionGroup, ToolidxError
 from ..core.servers import ServerSpec
 from ..crawl.config import build_config, load_config
 

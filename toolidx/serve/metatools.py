@@ -8,6 +8,7 @@ importing the MCP SDK.
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 SEARCH_TYPES = ["hybrid", "semantic", "keyword"]
 DETAILS = ["summary", "schema", "full"]
@@ -52,8 +53,8 @@ _TOOL_NAME = {
 }
 
 
-def _filters(search: bool) -> dict:
-    f = copy.deepcopy(_FILTERS)
+def _filters(search: bool) -> dict[str, Any]:
+    f: dict[str, Any] = copy.deepcopy(_FILTERS)
     if not search:
         del f["properties"]["min_score"]
     return f
@@ -106,7 +107,8 @@ META_TOOLS: list[dict] = [
                 "page_size": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20,
                               "description": "Tools per page."},
                 "sort_by": {"type": "string", "enum": SORT_BY, "default": "name",
-                            "description": "name: by tool name; server: grouped by server; category: grouped by category."},
+                            "description": "name: by tool name; server: grouped by server; "
+                                           "category: grouped by category."},
                 "sort_order": {"type": "string", "enum": ["asc", "desc"], "default": "asc"},
                 "filters": _filters(search=False),
                 "include_schemas": {"type": "boolean", "default": False,

@@ -53,17 +53,17 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
                  expose_tools: bool = False, pins: list[str] | None = None,
                  max_tokens: int = DEFAULT_MAX_TOKENS, poll_interval: float = DEFAULT_POLL_S,
                  load_model: bool = True) -> Any:
-    """The discovery server over the index at `db_path` (a low-level `mcp` Server; `.discovery`
-    holds its state). Raises ToolidxError for an unusable index or a bad --pin."""
+    """The discovery server over the index at `db_path` (a DiscoveryServer: the SDK's low-level
+    Server, with `.discovery` its state). Raises ToolidxError for an unusable index or a bad --pin."""
     # the index and options first: their errors need no MCP import (~1 s)
     disc = Discovery(str(db_path), scope=scope, expose_tools=expose_tools, pins=pins,
                      max_tokens=max_tokens, config_path=config_path)
-    from mcp.server.lowlevel import Server
+    from .mcp_server import DiscoveryServer
 
     source = SpecSource(server_row=lambda name: get_server(disc.db, name), config_path=config_path,
                         index_config_path=lambda: disc.db.get_meta("config_path"), db_path=disc.db_path)
     model_started = threading.Event()
-    pools: list[BackendPool] = []  # one per live connection; tests and stats look at them
+    pools: list[BackendPool] = []  # one per live connection
 
     def start_model() -> None:
         # Keyword search answers at once; semantic search joins in when the model is ready. Not
@@ -125,9 +125,9 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
             log.warning(f"{name} failed: {type(e).__name__}: {e}")
             return error_answer("internal_error", f"{name} failed: {type(e).__name__}: {e}").to_result()
 
-    server = Server("toolidx", version=__version__, title="toolidx: every MCP tool, one search away",
-                    instructions=INSTRUCTIONS, lifespan=lifespan,
-                    on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    server = DiscoveryServer(disc, pools, version=__version__, title="toolidx: every MCP tool, one search away",
+                             instructions=INSTRUCTIONS, lifespan=lifespan,
+                             on_list_tools=on_list_tools, on_call_tool=on_call_tool)
 
     async def remember_session(ctx: Any, call_next: Any) -> Any:
         run = _run_of(ctx)
@@ -138,17 +138,6 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
         return await call_next(ctx)
 
     server.middleware.append(remember_session)
-    plain_options = server.create_initialization_options
-
-    def options(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
-        # every transport (stdio, in-process tests) advertises tools.listChanged
-        from mcp.server.lowlevel import NotificationOptions
-
-        return plain_options(notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
-
-    server.create_initialization_options = options  # type: ignore[method-assign]
-    server.discovery = disc  # type: ignore[attr-defined]
-    server.backend_pools = pools  # type: ignore[attr-defined]
     return server
 
 
@@ -159,7 +148,8 @@ def _run_of(ctx: Any) -> _Run | None:
 
 async def _execute(ctx: Any, disc: Discovery, tool_name: str, arguments: Any, timeout: float) -> dict:
     tool, refusal = disc.prepare_call(tool_name, arguments)
-    if refusal is not None:
+    if tool is None:
+        assert refusal is not None  # prepare_call gives one or the other
         return refusal.to_result()
     pool: BackendPool = ctx.lifespan_context["pool"]
     try:

@@ -10,6 +10,7 @@ every machine, applied identically to both sides so the ratio is fair.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ..core.budget import CHARS_PER_TOKEN, estimate_tokens
 from ..core.filters import Filters
@@ -23,7 +24,7 @@ def index_stats(db: Database, filters: Filters | None = None) -> dict:
     "tool_tokens", "meta_tools", "meta_tokens", "saved_tokens", "saving_pct", "ratio", "tokenizer"}."""
     defs = definitions_by_server(db, filters)
     status = server_statuses(db)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for server, items in sorted(defs.items()):
         per = [estimate_tokens(json.loads(d)) for d in items]
         rows.append({"server": server, "status": status.get(server), "tools": len(items),
@@ -42,4 +43,6 @@ def index_stats(db: Database, filters: Filters | None = None) -> dict:
         "ratio": round(total / meta, 1) if meta else None,
         "tokenizer": f"approximation: ceil(compact JSON characters / {CHARS_PER_TOKEN}) per definition",
         "filters": filters.to_json() if filters else {},
+        # what this process derived from the index so far (store/cache.py): entries and their sizes
+        "cache": db.cache.stats(),
     }

@@ -79,10 +79,10 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
         model_changed = db.get_meta("embed_model") != embedder.model
         todo = [d for d in all_docs if model_changed or (existing.get(d.id) or {}).get("embed_hash")
                 != text_hash(embedder.model, d.embed_text)]
-        if todo and isinstance(embedder, LazyEmbedder):
-            embedder = embedder.get()  # None (warned once) when the model cannot be had
-        elif not todo:
+        if not todo:
             embedder = None  # nothing to embed: the model need not even load
+        elif isinstance(embedder, LazyEmbedder):
+            embedder = embedder.get()  # None (warned once) when the model cannot be had
         if embedder is not None:
             if db.get_meta("embed_dim") not in (None, str(embedder.dim)):
                 todo = all_docs  # same name, other dimension: every vector must be redone

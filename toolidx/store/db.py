@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DatabaseError
+from .cache import IndexCache
 from .migrations import MIGRATIONS
 
 APPLICATION_ID = 0x54494458  # "TIDX" in PRAGMA application_id marks a file as ours
@@ -66,6 +67,7 @@ class Database:
         self.vec_available = vec_available
         self.vec_error = vec_error
         self.lock = threading.RLock()
+        self.cache = IndexCache(self.version_key)  # what readers derive from this index (cache.py)
 
     # --- statements -------------------------------------------------------------------------
     def execute(self, sql: str, params: Any = ()) -> Any:
