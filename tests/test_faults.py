@@ -8,6 +8,7 @@ Slow cases (huge inputs) are in benchmarks/faults.py."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -192,6 +193,7 @@ def test_04_server_error_codes_are_the_servers_own(tmp_path, figure):
 
     out, ok, starts = serve(db, body)
     for code, message, (is_error, sc, _), secs in out:
+        assert secs < 5  # answered, not a timeout
         assert is_error and f"server error {code}: {message}" in sc["message"], sc["message"]
         assert "closed the connection" not in sc["message"] and "timed out" not in sc["message"]
     assert not ok[0] and starts == {"s": 1}  # the live backend was kept, never restarted
@@ -267,10 +269,8 @@ def test_05_serve_stops_its_backends_on_eof_and_signals(tmp_path, how, figure):
         assert survivors == 0 and p.returncode == 0
     finally:
         for x in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(x, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if p.poll() is None:
             p.kill()
 

@@ -395,7 +395,7 @@ class Connection:
                 if reason:
                     invalid.append({"name": name if isinstance(name, str) else None, "reason": reason})
                     continue
-                seen.add(name)
+                seen.add(str(name))
                 tools.append(item)
             cursor = raw.get("nextCursor")
             if cursor is None or cursor == "":

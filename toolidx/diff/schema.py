@@ -614,10 +614,9 @@ def deep_equal(a: Any, b: Any) -> bool:
             if len(x) != len(y):
                 return False
             stack.extend(zip(x, y))
-        elif type(x) is not type(y) and not (isinstance(x, (int, float)) and isinstance(y, (int, float))
-                                             and not isinstance(x, bool) and not isinstance(y, bool)):
-            return False
-        elif x != y:
+        elif (type(x) is not type(y) and not (isinstance(x, (int, float)) and isinstance(y, (int, float))
+                                              and not isinstance(x, bool) and not isinstance(y, bool))) \
+                or x != y:
             return False
     return True
 

@@ -252,7 +252,9 @@ def _opaque(d: dict | None) -> bool:
     """Too deep (or unreadable) to walk: only its hash says whether it changed."""
     from ..core.tooldoc import json_depth
 
-    return bool(d) and ("_toolidx_unreadable" in d or json_depth(d, MAX_COMPARE_DEPTH) > MAX_COMPARE_DEPTH)
+    if not d:
+        return False
+    return "_toolidx_unreadable" in d or json_depth(d, MAX_COMPARE_DEPTH) > MAX_COMPARE_DEPTH
 
 
 def compare_tools(old: dict, new: dict) -> list[Change]:

@@ -10,6 +10,7 @@ logs go to stderr.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import threading
@@ -293,10 +294,8 @@ class _ReadGuard(anyio.abc.ObjectReceiveStream):
             return
         error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
             code=-32700, message="request not read: nested deeper than about 200 levels, or not valid JSON"))
-        try:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await self._write.send(SessionMessage(error))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
 
     async def aclose(self) -> None:
         await self._inner.aclose()
