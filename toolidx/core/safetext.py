@@ -20,7 +20,6 @@ import re
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028\u2029"
                      "\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff"
                      "\U000e0000-\U000e007f\U000e0100-\U000e01ef]")
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _esc(m: re.Match) -> str:
@@ -38,15 +37,6 @@ def visible(text: str, keep_newlines: bool = True) -> str:
     if not keep_newlines:
         text = text.replace("\r\n", " ").replace("\n", " ").replace("\t", " ")
     return _UNSAFE.sub(_esc, text)
-
-
-def has_control(text: str) -> bool:
-    """Whether `text` holds a terminal control character (ESC, other C0 but tab/CR/LF, DEL, C1)."""
-    return bool(_CONTROL.search(text.replace("\r", "")))
-
-
-def control_chars(text: str) -> list[int]:
-    return [m.start() for m in _CONTROL.finditer(text) if m.group(0) != "\r"]
 
 
 def markup(text: str) -> str:
