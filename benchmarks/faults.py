@@ -146,7 +146,8 @@ def serve_64mib(d: Path) -> tuple[str, bool]:
 
     try:
         ask(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "f", "version": "1"}}}).encode())
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "f", "version": "1"}}}).encode())
         p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         big, t_big = ask(call(1, "search_tools", {"query": "x" * (65 << 20)}))
         name, t_name = ask(call(2, "execute_tool", {"tool_name": "t" * 10_000_000}))
