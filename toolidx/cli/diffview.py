@@ -137,7 +137,8 @@ def _server_head(s: dict, style: str) -> str:
 
 
 def diff_text(payload: dict, style: str = "plain", show_compatible: bool = True) -> str:
-    lines = [f"from {_side(payload['from'])}", f"to   {_side(payload['to'])}"]
+    esc = _esc_rich if style == "rich" else (lambda x: x)  # plain text is made visible where written
+    lines = [f"from {esc(_side(payload['from']))}", f"to   {esc(_side(payload['to']))}"]
     for s in payload["servers"]:
         lines.append("")
         lines.append(_server_head(s, style))
@@ -152,7 +153,7 @@ def diff_text(payload: dict, style: str = "plain", show_compatible: bool = True)
                     continue
                 lines.append("      " + _change_line(c, style))
     for n in payload.get("notes") or []:
-        lines.append(f"note: {n}")
+        lines.append(f"note: {esc(n)}")
     lines.append("")
     lines.append(summary_line(payload))
     return "\n".join(lines)
