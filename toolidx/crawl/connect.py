@@ -426,6 +426,9 @@ class Connection:
             return await self._request(method, params, timeout, raw_opts)
         except MCPError as e:
             verdict = self._sdk_verdict(e, started, timeout)
+            if (verdict is None and e.code == -32000 and e.message == "Connection closed" and e.data is None
+                    and await self.exit_code_soon(0.3) is not None):
+                verdict = "closed"  # the write failed before the SDK noticed the end: the process is gone
             if verdict == "timeout":
                 raise BackendError(f"timed out after {timeout:g} s during {during}") from None
             if verdict == "closed":
