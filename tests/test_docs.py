@@ -25,7 +25,7 @@ def test_man_page_is_current():
 def test_man_page_names_every_command():
     page = (REPO / "man" / "toolidx.1").read_text()
     for cmd in ("crawl", "embed", "search", "describe", "list", "categories", "similar", "eval",
-                "diff", "history", "audit", "serve", "stats"):
+                "diff", "history", "audit", "serve", "stats", "doctor"):
         assert f".SS toolidx {cmd}" in page
 
 

@@ -7,6 +7,8 @@ Tool ids are forgiving (see `resolve`): `server/tool`, `server.tool`, `server:to
 
 from __future__ import annotations
 
+from typing import Any, TypedDict
+
 from ..core.errors import UsageError
 from ..core.schemas import example_arguments, parameter_table, required_params, validate
 from ..core.tooldoc import annotation_tags
@@ -19,6 +21,46 @@ __all__ = ["describe", "example_arguments", "parameter_table", "DETAILS"]
 DETAILS = ("summary", "schema", "full")
 
 
+class _Summary(TypedDict):
+    id: str
+    server: str
+    name: str
+    title: str | None
+    description: str
+    tags: list[str]
+    category: str | None
+    hints: list[str]
+    read_only: bool | None
+    destructive: bool | None
+    required: list[str]
+    params: list[str]
+    stale: bool
+    stale_reason: str | None
+    detail: str
+
+
+# `parameters` from detail "schema"; the raw schemas, server info and a validated example at
+# "full"
+class _Detailed(TypedDict, total=False):
+    parameters: list[dict[str, Any]]
+    input_schema: dict[str, Any] | None
+    output_schema: dict[str, Any] | None
+    annotations: dict[str, Any] | None
+    icons: list[Any] | None
+    _meta: dict[str, Any] | None
+    server_info: dict[str, Any] | None
+    example_arguments: Any
+    example_valid: bool
+    example_problem: str
+    hash: str | None
+    first_seen: str | None
+    updated_at: str | None
+
+
+class Description(_Summary, _Detailed):
+    """What `describe` returns (the `describe --json` document's body)."""
+
+
 def _server_info(db: Database, name: str) -> dict | None:
     s = get_server(db, name)
     if s is None:
@@ -29,7 +71,7 @@ def _server_info(db: Database, name: str) -> dict | None:
     return {k: s.get(k) for k in keys}
 
 
-def describe(db: Database, tool_id: str, detail: str = "summary") -> dict:
+def describe(db: Database, tool_id: str, detail: str = "summary") -> Description:
     """A JSON-able description of one tool at `detail` (summary | schema | full)."""
     if detail not in DETAILS:
         raise UsageError(f"unknown detail level {detail!r}", fix="use one of: " + ", ".join(DETAILS))
@@ -38,7 +80,7 @@ def describe(db: Database, tool_id: str, detail: str = "summary") -> dict:
     if t is None:  # removed between the look-up and the read (a crawl committed meanwhile)
         raise UnknownToolError(f"no tool {tool_id!r} in the index", [], where=db.path)
     schema = t.get("input_schema") or {}
-    out: dict = {
+    out: Description = {
         "id": t["id"], "server": t["server"], "name": t["name"], "title": t.get("title"),
         "description": t.get("description") or "", "tags": t.get("tags") or [],
         "category": t.get("category"), "hints": annotation_tags(t.get("annotations")),

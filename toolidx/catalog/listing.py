@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any, TypedDict
 
 from ..core.errors import UsageError
 from ..core.filters import Filters
@@ -15,7 +16,64 @@ ORDERS = ("asc", "desc")
 MAX_PAGE_SIZE = 1000
 
 
-def compact_tool(row: dict) -> dict:
+class ToolSummary(TypedDict):
+    """A tool as list and search show it."""
+
+    id: str
+    server: str
+    name: str
+    title: str | None
+    description: str
+    tags: list[str]
+    category: str | None
+    params: list[str]
+    read_only: bool | None
+    destructive: bool | None
+    stale: bool
+
+
+class _ToolPageBase(TypedDict):
+    items: list[ToolSummary]
+    total: int
+    page: int
+    page_size: int
+    pages: int
+    next_page: int | None
+    sort: str
+    order: str
+    filters: dict[str, Any]
+
+
+class ToolPage(_ToolPageBase, total=False):
+    """What `list_tools` returns (the `list --json` document's body)."""
+
+    notes: list[str]
+
+
+class CountRow(TypedDict):
+    name: str
+    count: int
+
+
+class ServerCountRow(CountRow):
+    stale: int
+    status: str | None
+    error: str | None
+    transport: str | None
+    crawled_at: str | None
+
+
+class Categories(TypedDict):
+    """What `categories` returns (the `categories --json` document's body)."""
+
+    categories: list[CountRow]
+    tags: list[CountRow]
+    servers: list[ServerCountRow]
+    total: int
+    filters: dict[str, Any]
+
+
+def compact_tool(row: dict) -> ToolSummary:
     """A tool as list and search show it: enough to choose, not to call (see describe)."""
     return {"id": row["id"], "server": row["server"], "name": row["name"], "title": row.get("title"),
             "description": first_line(row.get("description")), "tags": row.get("tags") or [],
@@ -25,7 +83,7 @@ def compact_tool(row: dict) -> dict:
 
 
 def list_tools(db: Database, *, page: int = 1, page_size: int = 50, sort: str = "name",
-               order: str = "asc", filters: Filters | None = None) -> dict:
+               order: str = "asc", filters: Filters | None = None) -> ToolPage:
     """One page of tools: {"items", "total", "page", "page_size", "pages", "next_page", "sort",
     "order", "filters"}. Order is stable: the sort key, then the id. A token budget, applied
     where the page is shown (core.budget), may cut it; `next_page` follows on from the full page."""
@@ -42,7 +100,7 @@ def list_tools(db: Database, *, page: int = 1, page_size: int = 50, sort: str = 
         rows = q.page_tools(db, sort=sort, descending=order == "desc", limit=page_size,
                             offset=(page - 1) * page_size, filters=filters)
     pages = math.ceil(total / page_size)
-    out = {"items": [compact_tool(r) for r in rows], "total": total, "page": page,
+    out: ToolPage = {"items": [compact_tool(r) for r in rows], "total": total, "page": page,
            "page_size": page_size, "pages": pages, "next_page": page + 1 if page < pages else None,
            "sort": sort, "order": order, "filters": filters.to_json() if filters else {}}
     if page > pages and total:
@@ -50,7 +108,7 @@ def list_tools(db: Database, *, page: int = 1, page_size: int = 50, sort: str = 
     return out
 
 
-def categories(db: Database, filters: Filters | None = None) -> dict:
+def categories(db: Database, filters: Filters | None = None) -> Categories:
     """{"categories": [{"name","count"}], "tags": [{"name","count"}], "servers": [{"name",
     "count", "stale", "status", "error"}], "total"}; counts are of tools passing `filters`.
     With filters, servers with no matching tool are left out."""

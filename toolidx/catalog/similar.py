@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import TypedDict
 
 from ..core.tooldoc import first_line, split_name
 from ..store import catalog as q
@@ -113,7 +114,27 @@ def _lexical(db: Database, rowid: int, tool: dict, limit: int) -> list[tuple[int
     return scored[:limit]
 
 
-def similar(db: Database, tool_id: str, limit: int = 10, embedder=None) -> dict:
+class SimilarTool(TypedDict):
+    id: str
+    server: str
+    name: str
+    title: str | None
+    description: str
+    score: float
+    likely_duplicate: bool
+    reason: str
+
+
+class SimilarTools(TypedDict):
+    """What `similar` returns (the `similar --json` document's body)."""
+
+    tool: str
+    method: str  # semantic | lexical
+    similar: list[SimilarTool]
+    duplicates: int
+
+
+def similar(db: Database, tool_id: str, limit: int = 10, embedder=None) -> SimilarTools:
     """{"tool", "method": "semantic"|"lexical", "similar": [{"id", "server", "name", "title",
     "description", "score", "likely_duplicate", "reason"}]}, best first (score, then id)."""
     limit = max(1, int(limit))
@@ -129,7 +150,7 @@ def similar(db: Database, tool_id: str, limit: int = 10, embedder=None) -> dict:
             pairs, method = _lexical(db, rowid, tool, limit), "lexical"
         rows = get_tools_by_rowid(db, [r for r, _ in pairs],
                                   "id, server, name, title, description, param_names")
-    items = []
+    items: list[SimilarTool] = []
     for r, score in pairs:
         other = rows.get(r)
         if other is None:
@@ -140,6 +161,6 @@ def similar(db: Database, tool_id: str, limit: int = 10, embedder=None) -> dict:
                       "score": round(score, 4), "likely_duplicate": reason is not None,
                       "reason": reason or f"{method} similarity {score:.2f}"})
     items.sort(key=lambda h: (-h["score"], h["id"]))
-    out = {"tool": tid, "method": method, "similar": items,
+    out: SimilarTools = {"tool": tid, "method": method, "similar": items,
            "duplicates": sum(1 for h in items if h["likely_duplicate"])}
     return out

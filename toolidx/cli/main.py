@@ -36,6 +36,22 @@ ModelPathOpt = typer.Option(None, "--model-path", help="Local model directory (a
 _opened: list = []
 
 
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        sys.stdout.write(f"toolidx {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _app(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print toolidx's version and exit."),
+) -> None:
+    """One local SQLite index of every MCP tool: crawl servers, search tools, diff crawls, serve."""
+
+
 def _open(db: Optional[Path], create: bool = False):
     from ..store.db import open_db
 
@@ -256,6 +272,29 @@ def stats(
     from ..serve.stats import index_stats
 
     render.stats_result(index_stats(_open(db), Filters(servers=list(server)) if server else None), as_json)
+
+
+@app.command()
+def doctor(
+    db: Optional[Path] = DbOpt,
+    config: Optional[Path] = typer.Option(None, "--config", "-c", envvar="TOOLIDX_CONFIG",
+                                          help="Config to check (default: the one the index was crawled from)."),
+    model: Optional[str] = ModelOpt,
+    model_path: Optional[str] = ModelPathOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Check the install (SQLite, FTS5, sqlite-vec, fastembed, mcp), the config (each server's
+    command, URL, tools_file, variables), the index (schema, integrity, failed servers, missing
+    vectors) and the model (loads, same model and dimension as the index), each with a fix.
+    Exit 1 when something is wrong. Starts no server and writes nothing."""
+    from ..health.doctor import doctor as run_doctor
+    from ..store.db import default_db_path
+
+    report = run_doctor(str(db or default_db_path()), config_path=str(config) if config else None,
+                        model=model, model_path=model_path)
+    render.doctor_result(report, as_json)
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILURE)
 
 
 # --- diff / history / audit --------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from ..core.safetext import visible
@@ -50,7 +51,7 @@ def write(text: str, stream: Any = None) -> None:
     (stream or sys.stdout).write(visible(text))
 
 
-def emit_json(command: str, payload: dict) -> None:
+def emit_json(command: str, payload: Mapping[str, Any]) -> None:
     # C1 controls, bidi and zero-width characters become \uXXXX: the same JSON, safe on a terminal
     write(json.dumps({"toolidx": JSON_VERSION, "command": command, **payload},
                      ensure_ascii=False, indent=2, default=str) + "\n")
@@ -125,7 +126,7 @@ def embed_result(count: int, model: str | None, as_json: bool) -> None:
 
 
 # --- catalog: describe / list / categories / similar -------------------------------------------
-def _truncation_note(payload: dict) -> None:
+def _truncation_note(payload: Mapping[str, Any]) -> None:
     t = payload.get("truncated")
     if not t:
         return
@@ -137,7 +138,7 @@ def _truncation_note(payload: dict) -> None:
          + ", ".join(c for c in cut if c) + ("" if t.get("fits") else "; still over budget"))
 
 
-def _fit(payload: dict, list_key: str | None, max_tokens: int | None) -> dict:
+def _fit(payload: Mapping[str, Any], list_key: str | None, max_tokens: int | None) -> Mapping[str, Any]:
     """The one place the CLI applies a token budget (serve applies the same core.budget to its
     answers); the library returns whole results."""
     if max_tokens is None:
@@ -147,7 +148,7 @@ def _fit(payload: dict, list_key: str | None, max_tokens: int | None) -> dict:
     return fit_budget(payload, list_key, max_tokens)
 
 
-def describe_result(d: dict, as_json: bool, max_tokens: int | None = None) -> None:
+def describe_result(d: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
     d = _fit(d, None, max_tokens)
     if as_json:
         emit_json("describe", d)
@@ -209,7 +210,7 @@ def describe_result(d: dict, as_json: bool, max_tokens: int | None = None) -> No
     _truncation_note(d)
 
 
-def list_result(res: dict, as_json: bool, max_tokens: int | None = None) -> None:
+def list_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
     res = _fit(res, "items", max_tokens)
     if as_json:
         emit_json("list", res)
@@ -223,7 +224,7 @@ def list_result(res: dict, as_json: bool, max_tokens: int | None = None) -> None
     _truncation_note(res)
 
 
-def categories_result(res: dict, as_json: bool) -> None:
+def categories_result(res: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json("categories", res)
         return
@@ -235,7 +236,7 @@ def categories_result(res: dict, as_json: bool) -> None:
     note(f"{res['total']} tools")
 
 
-def similar_result(res: dict, as_json: bool, max_tokens: int | None = None) -> None:
+def similar_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
     res = _fit(res, "similar", max_tokens)
     if as_json:
         emit_json("similar", res)
@@ -259,7 +260,7 @@ def serve_config(res: dict, as_json: bool) -> None:
         note("Fill in the environment variables your servers need: " + ", ".join(res["env_needed"]))
 
 
-def stats_result(s: dict, as_json: bool) -> None:
+def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json("stats", s)
         return
@@ -316,6 +317,19 @@ def audit_result(report: Any, fmt: str) -> None:
 
 
 # --- search / eval -----------------------------------------------------------------------------
+def doctor_result(report: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json("doctor", report.to_json())
+        return
+    table(["status", "area", "check", "detail"], [[c.status, c.area, c.name, c.detail] for c in report.checks])
+    fixes = [c for c in report.checks if c.fix and c.status in ("fail", "warn")]
+    for c in fixes:
+        note(f"{c.status}: {c.area}/{c.name}: {c.fix}")
+    counts = report.to_json()["counts"]
+    note(f"doctor: {counts['fail']} failed, {counts['warn']} warning(s), {counts['ok']} ok"
+         + ("" if report.ok else " (exit 1)"))
+
+
 def search_result(result: Any, as_json: bool, max_tokens: int | None = None) -> None:
     payload = _fit(result.to_json(), "hits", max_tokens)
     if as_json:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from .tooldoc import compact_json, first_line
 
@@ -28,6 +29,8 @@ SCHEMA_KEYS = ("input_schema", "output_schema", "inputSchema", "outputSchema", "
 DETAIL_KEYS = ("signals", "matched")
 DESCRIPTION_LIMITS = (160, 60)
 
+
+M = TypeVar("M", bound=Mapping[str, Any])
 
 def estimate_tokens(obj: Any) -> int:
     """Approximate tokens of `obj` as compact JSON: ceil(chars / 4). A string counts as its
@@ -74,7 +77,7 @@ def _drop_keys(item: dict, keys: tuple[str, ...]) -> list[str]:
     return dropped
 
 
-def fit_budget(payload: dict, items_key: str | None, max_tokens: int) -> dict:
+def fit_budget(payload: M, items_key: str | None, max_tokens: int) -> M | dict[str, Any]:
     """A copy of `payload` that fits `max_tokens` (as `estimate_tokens` counts), or as close as
     dropping every item gets. `items_key` names the ranked list (None: the payload is one item,
     e.g. a describe answer, which is shortened but never dropped). Untouched when it already fits;
@@ -83,7 +86,7 @@ def fit_budget(payload: dict, items_key: str | None, max_tokens: int) -> dict:
     "fits"}."""
     if max_tokens is None or estimate_tokens(payload) <= max_tokens:
         return payload
-    out = copy.deepcopy(payload)
+    out: dict[str, Any] = copy.deepcopy(dict(payload))
     record: dict[str, Any] = {"max_tokens": max_tokens, "estimated_tokens": 0,
                               "descriptions_shortened": 0, "schemas_dropped": 0,
                               "details_dropped": 0, "items_dropped": 0, "items_kept": len(_items(out, items_key)),

@@ -19,8 +19,8 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
-from typing import Any
+from contextvars import ContextVar, Token
+from typing import Any, TextIO, cast
 
 import anyio
 import anyio.abc
@@ -395,7 +395,7 @@ class Connection:
                 if reason:
                     invalid.append({"name": name if isinstance(name, str) else None, "reason": reason})
                     continue
-                seen.add(str(name))
+                seen.add(str(name))  # valid: a string
                 tools.append(item)
             cursor = raw.get("nextCursor")
             if cursor is None or cursor == "":
@@ -461,7 +461,9 @@ async def _transport(spec: ServerSpec, stderr: _StderrFile | None) -> AsyncItera
         params = StdioServerParameters(command=_command_path(spec), args=list(spec.args),
                                        env=child_env(spec), cwd=spec.cwd,
                                        encoding_error_handler="replace")
-        async with stdio_client(params, errlog=stderr.file if stderr else sys.stderr) as (r, w):
+        # the SDK hands errlog to the child as its stderr: any file with a descriptor will do
+        errlog = cast(TextIO, stderr.file if stderr else sys.stderr)
+        async with stdio_client(params, errlog=errlog) as (r, w):
             yield r, w
     elif spec.transport == "http":
         import httpx2
@@ -497,10 +499,11 @@ async def open_session(spec: ServerSpec, *, phase: list[str] | None = None,
     phase[0] = "start"
     stderr = _StderrFile() if spec.transport == "stdio" else None
     processes: list = []
-    token = _spawned.set(processes)
+    token: Token[list | None] | None = _spawned.set(processes)
     try:
         async with _transport(spec, stderr) as (read, write):
-            _spawned.reset(token)
+            if token is not None:
+                _spawned.reset(token)
             token = None
 
             async def on_message(message: Any) -> None:

@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -371,12 +372,12 @@ class Discovery:
 
         tool = self.resolve(args["tool_name"])
         detail = args.get("detail", "schema")
-        payload = describe(self.db, tool["id"], detail)
+        described: dict[str, Any] = dict(describe(self.db, tool["id"], detail))
         if detail == "schema":  # what a caller needs, without the full dump's server details
             schema = tool.get("input_schema") or {"type": "object"}
-            payload.update(input_schema=schema, annotations=tool.get("annotations"),
-                           example_arguments=example_arguments(schema))
-        payload = {k: v for k, v in payload.items() if v not in (None, [], {}, "")}
+            described.update(input_schema=schema, annotations=tool.get("annotations"),
+                             example_arguments=example_arguments(schema))
+        payload = {k: v for k, v in described.items() if v not in (None, [], {}, "")}
         payload = fit_budget(payload, None, self.max_tokens)
         return Answer(payload, _describe_text(payload))
 
@@ -404,15 +405,16 @@ class Discovery:
         limit = args.get("limit", 5)
         res = similar(self.db, tool["id"], limit=limit * 3 + 5, embedder=self.embedder)
         ids = self.scope_ids()
-        alts = [s for s in res.get("similar", []) if s.get("id") in ids][:limit]
-        for s in alts:
-            for k in ("server", "name", "title"):
-                s.pop(k, None)
-            if not s.get("likely_duplicate"):
-                s.pop("reason", None)  # says no more than the score
-            if isinstance(s.get("score"), float):
-                s["score"] = round(s["score"], 3)
-        payload = {"tool": tool["id"], "method": res.get("method"), "similar": alts}
+        alts: list[dict[str, Any]] = []
+        for s in res["similar"]:
+            if s["id"] not in ids or len(alts) == limit:
+                continue
+            alt = {k: v for k, v in s.items() if k not in ("server", "name", "title")}
+            if not s["likely_duplicate"]:
+                alt.pop("reason", None)  # says no more than the score
+            alt["score"] = round(s["score"], 3)
+            alts.append(alt)
+        payload = {"tool": tool["id"], "method": res["method"], "similar": alts}
         payload = fit_budget(payload, "similar", self.max_tokens)
         return Answer(payload, _similar_text(payload))
 
@@ -461,7 +463,7 @@ def call_timeout(args: dict) -> float:
 
 
 # --- compact text blocks ----------------------------------------------------------------------------
-def _compact_tool(t: dict) -> dict:
+def _compact_tool(t: Mapping[str, Any]) -> dict:
     keep = ("id", "title", "description", "params", "read_only", "destructive", "stale")
     return {k: t[k] for k in keep if t.get(k) not in (None, "", False)}
 

@@ -10,7 +10,7 @@ every machine, applied identically to both sides so the ratio is fair.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 from ..core.budget import CHARS_PER_TOKEN, estimate_tokens
 from ..core.filters import Filters
@@ -19,12 +19,36 @@ from ..store.stats import definitions_by_server, server_statuses
 from .metatools import META_TOOLS
 
 
-def index_stats(db: Database, filters: Filters | None = None) -> dict:
+class ServerTokens(TypedDict):
+    server: str
+    status: str | None
+    tools: int
+    tokens: int
+    max_tool_tokens: int
+
+
+class IndexStats(TypedDict):
+    """What `index_stats` returns (the `stats --json` document's body)."""
+
+    servers: list[ServerTokens]
+    tools: int
+    tool_tokens: int
+    meta_tools: int
+    meta_tokens: int
+    saved_tokens: int
+    saving_pct: float
+    ratio: float | None
+    tokenizer: str
+    filters: dict[str, Any]
+    cache: dict[str, Any]
+
+
+def index_stats(db: Database, filters: Filters | None = None) -> IndexStats:
     """{"servers": [{"server", "status", "tools", "tokens", "max_tool_tokens"}], "tools",
     "tool_tokens", "meta_tools", "meta_tokens", "saved_tokens", "saving_pct", "ratio", "tokenizer"}."""
     defs = definitions_by_server(db, filters)
     status = server_statuses(db)
-    rows: list[dict[str, Any]] = []
+    rows: list[ServerTokens] = []
     for server, items in sorted(defs.items()):
         per = [estimate_tokens(json.loads(d)) for d in items]
         rows.append({"server": server, "status": status.get(server), "tools": len(items),

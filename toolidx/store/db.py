@@ -187,7 +187,7 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
         conn = mod.connect(target, isolation_level=None, check_same_thread=False, timeout=30, uri=uri)
     except mod.Error as e:
         raise DatabaseError(f"cannot open: {e}", where=spath) from None
-    vec_ok, vec_err = _load_vec(conn)
+    vec_ok, vec_err = load_vec(conn)
     from ..core.filters import regexp
 
     conn.create_function("regexp", 2, regexp, deterministic=True)
@@ -213,7 +213,8 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
     return Database(conn, spath, mod, vec_ok, vec_err)
 
 
-def _load_vec(conn: Any) -> tuple[bool, str | None]:
+def load_vec(conn: Any) -> tuple[bool, str | None]:
+    """Load sqlite-vec into `conn`: (True, None), or (False, why not)."""
     try:
         # find the bundled vec0 library without importing the package: `import sqlite_vec`
         # imports numpy (~0.3 s), which a keyword search must not pay for
