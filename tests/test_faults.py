@@ -110,7 +110,8 @@ def test_02_values_from_the_environment_are_masked_everywhere(tmp_path, monkeypa
     plain = run_cli("crawl", "--config", cfg, "--db", tmp_path / "p.db", "--model", "none")
     cats = run_cli("categories", "--db", tmp_path / "s.db", "--json")
     servers = run_cli("list", "--db", tmp_path / "s.db", "--json")
-    shown = text_out + plain.stdout + plain.stderr + cats.stdout + servers.stdout
+    doctor = run_cli("doctor", "--config", cfg, "--db", tmp_path / "s.db")
+    shown = text_out + plain.stdout + plain.stderr + cats.stdout + servers.stdout + doctor.stdout + doctor.stderr
     stored = index_blob(tmp_path, "s")
     db = open_db(tmp_path / "s.db")
     tail = db.scalar("SELECT stderr_tail FROM servers WHERE name = 'echoes-args'")
