@@ -166,7 +166,17 @@ def test_03_untrusted_text_cannot_drive_the_terminal(tmp_path, monkeypatch, figu
     monkeypatch.setattr(render, "_out", Console(file=buf, force_terminal=True, width=300, highlight=False))
     for k in ("search", "describe", "list", "categories"):
         assert run_cli(*views[k]).code == 0
+    # crawl's live progress on a terminal: a hostile server name and error
+    from toolidx.cli.progress import LiveProgress
+    from toolidx.core.servers import ServerResult, ServerSpec
+
+    live = LiveProgress(Console(file=buf, force_terminal=True, width=300))
+    bad = ServerResult(ServerSpec("x[link=https://evil.example]y[/link]\x1b[2J", "stdio"), "failed", "",
+                       error="boom \x1b]0;owned\x07 [bold]loud[/bold]")
+    live.server_finished(bad)
+    live.console.print(live)
     tty = buf.getvalue()
+    assert "x[link=https://evil.example]y[/link]" in tty and "[bold]loud[/bold]" in tty
     osc = tty.count("\x1b]")  # OSC: window title, OSC 8 hyperlinks
     assert "[link=https://evil.example/x]click[/link]" in tty
     audit = run_cli("audit", "--db", db, "--json").json
