@@ -15,18 +15,30 @@ DETAILS = ["summary", "schema", "full"]
 SORT_BY = ["name", "server", "category"]
 DEFAULT_TIMEOUT_MS = 30_000
 
+# Request limits (docs/reliability.md): a meta-tool argument past one is refused with an
+# invalid_arguments error that quotes at most 200 characters of it.
+MAX_NAME_CHARS = 1_000  # tool_name, filter values, name_pattern, description_contains
+MAX_QUERY_CHARS = 4_000
+MAX_LIST_ITEMS = 100  # values in one filter list
+MAX_PAGE = 100_000
+
+
+def _strings(what: str) -> dict:
+    return {"type": "array", "items": {"type": "string", "maxLength": MAX_NAME_CHARS},
+            "maxItems": MAX_LIST_ITEMS, "description": what}
+
 _FILTERS = {
     "type": "object",
     "description": "Optional narrowing; lists match any of their values.",
     "properties": {
-        "servers": {"type": "array", "items": {"type": "string"}, "description": "Only these servers."},
-        "tags": {"type": "array", "items": {"type": "string"},
-                 "description": "Only tools with one of these tags (e.g. read-only)."},
-        "exclude_tags": {"type": "array", "items": {"type": "string"},
-                         "description": "Drop tools with any of these tags (e.g. destructive)."},
-        "categories": {"type": "array", "items": {"type": "string"}, "description": "Only these categories."},
-        "name_pattern": {"type": "string", "description": "Regex on the tool name, case-insensitive."},
-        "description_contains": {"type": "string", "description": "Text the description must contain."},
+        "servers": _strings("Only these servers."),
+        "tags": _strings("Only tools with one of these tags (e.g. read-only)."),
+        "exclude_tags": _strings("Drop tools with any of these tags (e.g. destructive)."),
+        "categories": _strings("Only these categories."),
+        "name_pattern": {"type": "string", "maxLength": MAX_NAME_CHARS,
+                         "description": "Regex on the tool name, case-insensitive."},
+        "description_contains": {"type": "string", "maxLength": MAX_NAME_CHARS,
+                                 "description": "Text the description must contain."},
         "read_only": {"type": "boolean", "description": "Only tools marked read-only."},
         "min_score": {"type": "number", "minimum": 0, "maximum": 1,
                       "description": "Drop matches scoring below this (0..1)."},
@@ -35,7 +47,7 @@ _FILTERS = {
 }
 
 _TOOL_NAME = {
-    "type": "string", "minLength": 1,
+    "type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS,
     "description": "The tool's id as search_tools/list_tools return it: \"server/tool\" "
                    "(e.g. \"time/get_current_time\"). A bare tool name works when only one server has it.",
 }
@@ -62,7 +74,7 @@ META_TOOLS: list[dict] = [
         "inputSchema": {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "minLength": 1,
+                "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
                           "description": "The task in plain words, e.g. \"current time in Tokyo\" or "
                                          "\"list files in a folder\". Tool names and keywords also work."},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5,
@@ -90,7 +102,8 @@ META_TOOLS: list[dict] = [
         "inputSchema": {
             "type": "object",
             "properties": {
-                "page": {"type": "integer", "minimum": 1, "default": 1, "description": "1-based page number."},
+                "page": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1,
+                         "description": "1-based page number."},
                 "page_size": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20,
                               "description": "Tools per page."},
                 "sort_by": {"type": "string", "enum": SORT_BY, "default": "name",
