@@ -189,3 +189,24 @@ def catalog_real_db(servers_config, model_path, tmp_path_factory) -> Path:
     r = run_cli("crawl", "--config", d / "servers.json", "--db", d / "real.db", "--model-path", model_path)
     assert r.code == 0, r.stderr
     return d / "real.db"
+
+
+# --- the fault suite's figures (tests/test_faults.py) ---------------------------------------------
+_FIGURES: list[tuple[str, str, object]] = []
+
+
+@pytest.fixture
+def figure(request):
+    """`figure("what", value)`: a measured figure, printed in a table at the end of the run."""
+
+    def record(what: str, value: object) -> None:
+        _FIGURES.append((request.node.name, what, value))
+
+    return record
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _FIGURES:
+        terminalreporter.section("fault figures")
+        for test, what, value in _FIGURES:
+            terminalreporter.write_line(f"{test:<60} {what}: {value}")

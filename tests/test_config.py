@@ -131,7 +131,7 @@ mcpServers:
     command: {sys.executable}
     args: ["{RAW}", "--version", "${{RAW_VERSION}}", "--say-env", "G", "--say-env", "D",
            "--prefix", "${{PREFIX_UNSET:-p_}}"]
-    env: {{G: "${{GREETING}}!", D: "${{D_UNSET:-fallback}}"}}
+    env: {{G: "${{GREETING}}!", D: "${{D_UNSET:-fb}}"}}  # short: longer env values are masked
 """)
     r = run_cli("crawl", "--config", p, "--db", tmp_path / "c.db", "--model", "none", "--json")
     assert r.code == 0, r.stderr
@@ -140,7 +140,7 @@ mcpServers:
     db = open_db(tmp_path / "c.db")
     row = db.one("SELECT server_version, instructions FROM servers WHERE name = 's'")
     assert row["server_version"] == "7.7.7"
-    assert "G=hi!" in row["instructions"] and "D=fallback" in row["instructions"]
+    assert "G=hi!" in row["instructions"] and "D=fb" in row["instructions"]
     assert db.scalar("SELECT count(*) FROM tools WHERE name LIKE 'p\\_%' ESCAPE '\\'") == 3
     db.close()
 

@@ -147,7 +147,8 @@ def test_server_metadata_is_recorded(bad_crawl):
     assert row["instructions"] == "Test server in ok mode."
     assert json.loads(row["capabilities"]) == {"tools": {"listChanged": True}, "logging": {}}
     t = db.one("SELECT * FROM tools WHERE id = 'healthy/tool_0'")
-    assert t["title"] == "First tool" and json.loads(t["tags"]) == ["read-only", "alpha"]
+    # `_meta.tags` ("alpha") is what the server claims: not a tag unless the config trusts it
+    assert t["title"] == "First tool" and json.loads(t["tags"]) == ["read-only"]
     # no config category: derived from its words ("reads a file"), no longer the server's name
     assert t["category"] == "files" and json.loads(t["param_names"]) == ["path"]
 
@@ -302,16 +303,16 @@ def test_secrets_never_reach_the_index(tmp_path, monkeypatch):
 
 def test_server_environment_is_minimal_plus_configured(tmp_path, monkeypatch):
     monkeypatch.setenv("PARENT_ONLY_SECRET", "should-not-pass")
-    monkeypatch.setenv("GREETING", "hello")
+    monkeypatch.setenv("GREETING", "hey")  # short values: longer ones are secrets, masked in the index
     cfg = write_config(tmp_path / "e.json", {"envy": raw(
         "ok", "--say-env", "PATH", "--say-env", "PARENT_ONLY_SECRET", "--say-env", "CONFIGURED",
-        "--say-env", "DEFAULTED", env={"CONFIGURED": "${GREETING} world", "DEFAULTED": "${NOPE_UNSET:-fallback}"})})
+        "--say-env", "DEFAULTED", env={"CONFIGURED": "${GREETING}!", "DEFAULTED": "${NOPE_UNSET:-fb}"})})
     assert crawl(cfg, tmp_path / "e.db").code == 0
     db = open_db(tmp_path / "e.db")
     said = db.scalar("SELECT instructions FROM servers WHERE name = 'envy'")
     db.close()
     assert "PARENT_ONLY_SECRET=<unset>" in said
-    assert "CONFIGURED=hello world" in said and "DEFAULTED=fallback" in said
+    assert "CONFIGURED=hey!" in said and "DEFAULTED=fb" in said
     assert "PATH=<unset>" not in said
 
 

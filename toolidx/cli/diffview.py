@@ -6,23 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core import safetext
+
 ICON = {"breaking": "🔴", "risky": "🟠", "compatible": "🟢", None: "⚪"}
 COLOR = {"breaking": "red", "risky": "yellow", "compatible": "green", None: "dim"}
 CONTEXT_WORDS = 8
 
 
 def _esc_rich(s: str) -> str:
-    return s.replace("[", "\\[")
+    return safetext.markup(s)
 
 
 def _esc_md(s: str) -> str:
-    out = []
-    for ch in s:
-        if ch in "\\`*_[]<>|~#":
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out).replace("\n", " ")
+    return safetext.markdown(s)
 
 
 def _clip_equal(text: str, first: bool, last: bool) -> str:
@@ -102,7 +98,7 @@ def _md_msg(msg: str) -> str:
     # keep `code` spans from the message; escape the rest
     out, inside = [], False
     for chunk in msg.split("`"):
-        out.append(f"`{chunk}`" if inside else _esc_md(chunk))
+        out.append(safetext.code(chunk) if inside else _esc_md(chunk))
         inside = not inside
     return "".join(out)
 
@@ -117,7 +113,7 @@ def _tool_head(t: dict, style: str) -> str:
     if t.get("note"):
         extra += f" — {t['note']}"
     if style == "md":
-        return f"- {ICON[sev]} **{t['change']}** `{t['id']}`{_md_msg(extra) if extra else ''}"
+        return f"- {ICON[sev]} **{t['change']}** {safetext.code(t['id'])}{_md_msg(extra) if extra else ''}"
     if style == "rich":
         return f"  [{COLOR[sev]}]{(sev or '-'):<10}[/] [bold]{t['change']:<8}[/] {_esc_rich(t['id'])}{_esc_rich(extra)}"
     return f"  {(sev or '-'):<10} {t['change']:<8} {t['id']}{extra}"
@@ -134,14 +130,15 @@ def _server_head(s: dict, style: str) -> str:
             "removed": "server removed", "added": "new server", "recovered": "recovered (failed before)",
             "not_crawled": "not crawled in the newer crawl", "ok": "ok"}.get(state, state)
     if style == "md":
-        return f"#### `{s['server']}` — {_esc_md(what + err)}: {c}"
+        return f"#### {safetext.code(s['server'])} — {_esc_md(what + err)}: {c}"
     if style == "rich":
         return f"[bold]{_esc_rich(s['server'])}[/]: {_esc_rich(what + err)} — {c}"
     return f"{s['server']}: {what}{err} — {c}"
 
 
 def diff_text(payload: dict, style: str = "plain", show_compatible: bool = True) -> str:
-    lines = [f"from {_side(payload['from'])}", f"to   {_side(payload['to'])}"]
+    esc = _esc_rich if style == "rich" else (lambda x: x)  # plain text is made visible where written
+    lines = [f"from {esc(_side(payload['from']))}", f"to   {esc(_side(payload['to']))}"]
     for s in payload["servers"]:
         lines.append("")
         lines.append(_server_head(s, style))
@@ -156,7 +153,7 @@ def diff_text(payload: dict, style: str = "plain", show_compatible: bool = True)
                     continue
                 lines.append("      " + _change_line(c, style))
     for n in payload.get("notes") or []:
-        lines.append(f"note: {n}")
+        lines.append(f"note: {esc(n)}")
     lines.append("")
     lines.append(summary_line(payload))
     return "\n".join(lines)
@@ -169,7 +166,7 @@ def diff_markdown(payload: dict, max_tools: int = 200) -> str:
     title = (f"{ICON[head]} **{sv['breaking']} breaking**, {sv['risky']} risky, {sv['compatible']} compatible"
              if head else "✅ no tool changes")
     out = ["### toolidx diff", "", title, "",
-           f"`{_side(payload['from'])}` → `{_side(payload['to'])}`", ""]
+           f"{safetext.code(_side(payload['from']))} → {safetext.code(_side(payload['to']))}", ""]
     servers = payload["servers"]
     if servers:
         out += ["| server | state | added | removed | renamed | changed | unknown | breaking | risky |",
@@ -179,8 +176,8 @@ def diff_markdown(payload: dict, max_tools: int = 200) -> str:
                  for k in ("added", "removed", "renamed", "changed", "unknown")}
             b = sum(1 for t in s["tools"] if "breaking" in t["severities"])
             r = sum(1 for t in s["tools"] if "risky" in t["severities"])
-            out.append(f"| `{s['server']}` | {s['state']} | {n['added']} | {n['removed']} | {n['renamed']} | "
-                       f"{n['changed']} | {n['unknown']} | {b} | {r} |")
+            out.append(f"| {safetext.code(s['server'])} | {s['state']} | {n['added']} | {n['removed']} | "
+                       f"{n['renamed']} | {n['changed']} | {n['unknown']} | {b} | {r} |")
         out.append("")
         shown = 0
         for s in servers:
@@ -233,7 +230,7 @@ def audit_markdown(payload: dict) -> str:
         out += ["| tool | rule | confidence | where | finding | excerpt |", "|---|---|---|---|---|---|"]
         for t in payload["tools"]:
             for f in t["findings"]:
-                out.append(f"| `{t['id']}` | {f['rule']} | {f['confidence']} | {_esc_md(f['where'])} | "
+                out.append(f"| {safetext.code(t['id'])} | {f['rule']} | {f['confidence']} | {_esc_md(f['where'])} | "
                            f"{_esc_md(f['message'])} | {_esc_md(f['excerpt'])} |")
     return "\n".join(out) + "\n"
 

@@ -247,11 +247,16 @@ def serve(
     expose_tools: bool = typer.Option(False, "--expose-tools",
                                       help="Also list every tool in scope directly, as SERVER__TOOL (proxied)."),
     pin: List[str] = typer.Option([], "--pin", help="SERVER/TOOL always listed directly (repeatable)."),
+    always_load: bool = typer.Option(True, "--always-load/--no-always-load",
+                                     help="Mark search_tools, describe_tool and execute_tool "
+                                          "_meta anthropic/alwaysLoad, so clients that defer MCP tools "
+                                          "(Claude Code) load them on the first turn."),
     max_tokens: int = typer.Option(4000, "--max-tokens", min=200, help="Token budget of each meta-tool answer."),
     poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between checks for a new crawl."),
     print_config: bool = typer.Option(False, "--print-config",
                                       help="Print the client config entry that starts this server, and exit."),
-    client: str = typer.Option("claude", "--client", help="With --print-config: claude | cursor | vscode."),
+    client: str = typer.Option("claude", "--client",
+                               help="With --print-config: claude | claude-code | codex | cursor | vscode."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Serve the index over stdio as an MCP server: search/describe/execute meta-tools for any client."""
@@ -267,13 +272,14 @@ def serve(
             client, db_path, index_config_path=_open(db).get_meta("config_path"),
             config_path=str(config) if config else None, servers=list(server), tags=list(tag),
             categories=list(category), read_only=read_only, expose_tools=expose_tools, pins=list(pin),
-            max_tokens=max_tokens if max_tokens != 4000 else None), as_json)
+            max_tokens=max_tokens if max_tokens != 4000 else None, always_load=always_load), as_json)
         return
     from ..serve.server import serve_stdio
     from ..store.db import default_db_path
 
     serve_stdio(str(db or default_db_path()), config_path=str(config) if config else None, scope=scope,
-                expose_tools=expose_tools, pins=list(pin), max_tokens=max_tokens, poll_interval=poll)
+                expose_tools=expose_tools, pins=list(pin), max_tokens=max_tokens, poll_interval=poll,
+                always_load=always_load)
 
 
 @app.command()
@@ -287,6 +293,31 @@ def stats(
     from ..serve.stats import index_stats
 
     render.stats_result(index_stats(_open(db), Filters(servers=list(server)) if server else None), as_json)
+
+
+@app.command()
+def export(
+    fmt: str = typer.Option(..., "--format", "-f", help="anthropic | openai: the model API whose tool shape to write."),
+    db: Optional[Path] = DbOpt,
+    server: List[str] = CatServerOpt,
+    tag: List[str] = CatTagOpt,
+    exclude_tag: List[str] = CatExcludeTagOpt,
+    category: List[str] = CatCategoryOpt,
+    name_pattern: Optional[str] = CatNamePatternOpt,
+    description_contains: Optional[str] = CatDescOpt,
+    read_only: bool = CatReadOnlyOpt,
+    no_destructive: bool = CatNoDestructiveOpt,
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Write the deferred tool list for a model API's tool search (Anthropic Messages API tools with
+    defer_loading; OpenAI Responses API namespaces of full function definitions)."""
+    from ..integrations.export import export_tools
+    from ..store.db import default_db_path
+
+    filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
+                               read_only, no_destructive)
+    render.export_result(export_tools(db or default_db_path(), fmt, filters), as_json, output)
 
 
 @app.command()

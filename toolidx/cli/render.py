@@ -3,6 +3,9 @@
 JSON shape (every command): {"toolidx": JSON_VERSION, "command": NAME, ...payload}. The version
 goes up only on an incompatible change; new keys may appear at any time.
 Commands call `render.<command>(result, as_json)`; nothing else in toolidx prints.
+
+Tool text is untrusted: everything written goes through `core.safetext` (control and invisible
+characters escaped in every format; rich cells are `Text`, never markup; Markdown escaped).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.safetext import visible
 from ..core.tooldoc import compact_json, first_line
 
 JSON_VERSION = 1
@@ -42,44 +46,56 @@ def is_tty() -> bool:
     return sys.stdout.isatty()
 
 
+def write(text: str, stream: Any = None) -> None:
+    """Text to stdout (or `stream`), control and invisible characters made visible."""
+    (stream or sys.stdout).write(visible(text))
+
+
 def emit_json(command: str, payload: Mapping[str, Any]) -> None:
-    sys.stdout.write(json.dumps({"toolidx": JSON_VERSION, "command": command, **payload},
-                                ensure_ascii=False, indent=2, default=str) + "\n")
+    # C1 controls, bidi and zero-width characters become \uXXXX: the same JSON, safe on a terminal
+    write(json.dumps({"toolidx": JSON_VERSION, "command": command, **payload},
+                     ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def _text(value: Any) -> Any:
+    """A rich cell: plain text (never markup), control characters made visible."""
+    from rich.text import Text
+
+    return Text(visible("" if value is None else str(value)))
 
 
 def error(exc: Exception, as_json: bool) -> None:
     """One line on stderr (and a JSON object on stdout with --json)."""
     line = str(exc)
-    sys.stderr.write(f"toolidx: error: {line}\n")
+    write(f"toolidx: error: {line}\n", sys.stderr)
     if as_json:
         to_json = getattr(exc, "to_json", None)
         emit_json("error", to_json() if to_json else {"error": type(exc).__name__, "message": line})
 
 
 def warning(message: str) -> None:
-    sys.stderr.write(f"toolidx: warning: {message}\n")
+    write(f"toolidx: warning: {message}\n", sys.stderr)
 
 
 def note(message: str) -> None:
     """A human remark on stderr (never mixed into stdout data)."""
-    sys.stderr.write(f"{message}\n")
+    write(f"{message}\n", sys.stderr)
 
 
 def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -> None:
     """A rich table on a terminal; tab-separated lines (with a header) in a pipe."""
     if not is_tty():
-        sys.stdout.write("\t".join(columns) + "\n")
+        write("\t".join(columns) + "\n")
         for r in rows:
-            sys.stdout.write("\t".join("" if v is None else str(v).replace("\t", " ").replace("\n", " ")
-                                       for v in r) + "\n")
+            write("\t".join("" if v is None else visible(str(v), keep_newlines=False) for v in r) + "\n")
         return
     from rich.table import Table
 
-    t = Table(title=title, show_lines=False, header_style="bold")
+    t = Table(title=_text(title) if title else None, show_lines=False, header_style="bold")
     for c in columns:
         t.add_column(c, overflow="fold")
     for r in rows:
-        t.add_row(*("" if v is None else str(v) for v in r))
+        t.add_row(*(_text(v) for v in r))
     out().print(t)
 
 
@@ -176,15 +192,15 @@ def describe_result(d: Mapping[str, Any], as_json: bool, max_tokens: int | None 
     pcols = ["parameter", "type", "required", "default", "enum", "description"]
     if not is_tty():
         for k, v in fields:
-            sys.stdout.write(f"{k}\t{str(v).replace(chr(10), ' ')}\n")
+            write(f"{k}\t{visible(str(v), keep_newlines=False)}\n")
         if params is not None:
-            sys.stdout.write("\n")
+            write("\n")
             table(pcols, prow)
         if "example_arguments" in d:
-            sys.stdout.write(f"\nexample_arguments\t{compact_json(d['example_arguments'])}\n")
+            write(f"\nexample_arguments\t{compact_json(d['example_arguments'])}\n")
             for key in ("input_schema", "output_schema", "annotations"):
                 if d.get(key) is not None:
-                    sys.stdout.write(f"{key}\t{compact_json(d[key])}\n")
+                    write(f"{key}\t{compact_json(d[key])}\n")
         _truncation_note(d)
         return
     from rich.panel import Panel
@@ -194,8 +210,8 @@ def describe_result(d: Mapping[str, Any], as_json: bool, max_tokens: int | None 
     grid.add_column(style="bold")
     grid.add_column(overflow="fold")
     for k, v in fields:
-        grid.add_row(k, str(v))
-    out().print(Panel(grid, title=d["id"], title_align="left"))
+        grid.add_row(k, _text(v))
+    out().print(Panel(grid, title=_text(d["id"]), title_align="left"))
     if params is not None:
         if prow:
             table(pcols, prow, title="parameters")
@@ -205,11 +221,11 @@ def describe_result(d: Mapping[str, Any], as_json: bool, max_tokens: int | None 
         from rich.syntax import Syntax
 
         out().print("example arguments" + ("" if d.get("example_valid", True) else " (does not validate)"))
-        out().print(Syntax(json.dumps(d["example_arguments"], indent=2, ensure_ascii=False), "json"))
+        out().print(Syntax(visible(json.dumps(d["example_arguments"], indent=2, ensure_ascii=False)), "json"))
         for key in ("input_schema", "output_schema", "annotations"):
             if d.get(key) is not None:
                 out().print(key)
-                out().print(Syntax(json.dumps(d[key], indent=2, ensure_ascii=False), "json"))
+                out().print(Syntax(visible(json.dumps(d[key], indent=2, ensure_ascii=False)), "json"))
     _truncation_note(d)
 
 
@@ -258,10 +274,23 @@ def serve_config(res: dict, as_json: bool) -> None:
     if as_json:
         emit_json("serve-config", res)
         return
-    sys.stdout.write(json.dumps(res["config"], indent=2, ensure_ascii=False) + "\n")
+    write(res.get("text") or json.dumps(res["config"], indent=2, ensure_ascii=False) + "\n")
     note(f"Merge this into your {res['client']} config: " + "; ".join(res["where"]))
     if res["env_needed"]:
         note("Fill in the environment variables your servers need: " + ", ".join(res["env_needed"]))
+
+
+def export_result(res: dict, as_json: bool, output: Any = None) -> None:
+    """The bare tool list (or, with --json, the envelope) on stdout or into `output`."""
+    body = {"toolidx": JSON_VERSION, "command": "export", **res} if as_json else res["tools"]
+    text = json.dumps(body, ensure_ascii=False, indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return
+    from pathlib import Path
+
+    Path(output).write_text(text, encoding="utf-8")
+    note(f"wrote {res['count']} tools ({res['format']}) to {output}")
 
 
 def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
@@ -284,11 +313,11 @@ def diff_result(result: Any, fmt: str, fail_on: list[str], show_compatible: bool
     if fmt == "json":
         emit_json("diff", payload)
     elif fmt == "markdown":
-        sys.stdout.write(diffview.diff_markdown(payload))
+        write(diffview.diff_markdown(payload))
     elif is_tty():
-        out().print(diffview.diff_text(payload, "rich", show_compatible))
+        out().print(diffview.diff_text(payload, "rich", show_compatible))  # tool text escaped in diffview
     else:
-        sys.stdout.write(diffview.diff_text(payload, "plain", show_compatible) + "\n")
+        write(diffview.diff_text(payload, "plain", show_compatible) + "\n")
     if fmt != "json" and payload["gate_failed"]:
         note(f"--fail-on {','.join(payload['fail_on'])}: matching changes found (exit 1)")
 
@@ -312,7 +341,7 @@ def audit_result(report: Any, fmt: str) -> None:
         emit_json("audit", payload)
         return
     if fmt == "markdown":
-        sys.stdout.write(diffview.audit_markdown(payload))
+        write(diffview.audit_markdown(payload))
         return
     if payload["findings"]:
         table(diffview.AUDIT_COLUMNS, diffview.audit_rows(payload))
@@ -393,9 +422,9 @@ def _lines(lines: list[str]) -> None:
         return
     if is_tty():
         for line in lines:
-            out().print(line, markup=False)
+            out().print(_text(line))
     else:
-        sys.stdout.write("\n" + "\n".join(lines) + "\n")
+        write("\n" + "\n".join(lines) + "\n")
 
 
 def _p_value(p: float) -> str:
@@ -417,6 +446,6 @@ def _misses_table(report: dict, limit: int) -> None:
     if not rows:
         return
     if not is_tty():
-        sys.stdout.write("\n")
+        write("\n")
     table(["mode", "query", "rank", "top hit", "relevant", "text"], rows,
           title=f"misses: the first relevant tool is not ranked 1st (up to {limit} per mode)")

@@ -230,8 +230,8 @@ def _rules() -> tuple[dict[str, list[tuple[str, float]]], list[tuple[str, str, f
 def score(name: str, description: str = "", title: str | None = None,
           server: str = "") -> dict[str, list[tuple[str, str, float]]]:
     """category -> [(field, term, points)] for every keyword found in the tool's fields."""
-    fields = {"name": name, "title": title or "", "server": server,
-              "description": (description or "")[:DESCRIPTION_CHARS]}
+    fields = {"name": name, "title": title if isinstance(title, str) else "", "server": server,
+              "description": (description if isinstance(description, str) else "")[:DESCRIPTION_CHARS]}
     by_word, phrases, cjk = _rules()
     found: dict[str, list[tuple[str, str, float]]] = {}
     for field, text in fields.items():

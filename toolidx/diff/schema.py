@@ -201,6 +201,10 @@ class _Walker:
     # --- the walk ----------------------------------------------------------------------------
     def compare(self, old: Any, new: Any, path: str, via: list[str], depth: int = 0) -> None:
         if depth > _MAX_DEPTH:
+            # deeper than we walk: if anything below differs, its effect is unknown, so breaking
+            if not deep_equal(old, new):
+                self.add("schema_too_deep", BREAKING, f"{self.where(path)}: changed deeper than "
+                         f"{_MAX_DEPTH} levels (compatibility unknown)", path, None, None, via)
             return
         old, via_o, bad_o = self.resolve(old, 0, via)
         new, via_n, bad_n = self.resolve(new, 1, via)
@@ -576,20 +580,45 @@ def diff_schema(old: dict | None, new: dict | None, *, field: str = "inputSchema
 
 
 def iter_texts(schema: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    """Every description/title string in a schema, with where it sits (for the audit)."""
-    if isinstance(schema, dict):
-        for k, v in schema.items():
-            if k in ("description", "title", "markdownDescription") and isinstance(v, str):
-                yield (f"{path}.{k}" if path else k), v
-            elif k in ("enum", "examples", "default", "const"):
-                for i, item in enumerate(v if isinstance(v, list) else [v]):
-                    if isinstance(item, str) and len(item) > 20:
-                        yield f"{path}.{k}[{i}]" if path else f"{k}[{i}]", item
-            elif isinstance(v, (dict, list)):
-                yield from iter_texts(v, f"{path}.{k}" if path else k)
-    elif isinstance(schema, list):
-        for i, v in enumerate(schema):
-            yield from iter_texts(v, f"{path}[{i}]")
+    """Every description/title string in a schema, with where it sits (for the audit). Iterative
+    (in document order): a schema of any depth cannot exhaust the stack."""
+    stack: list[tuple[Any, str]] = [(schema, path)]
+    while stack:
+        node, at = stack.pop()
+        later: list[tuple[Any, str]] = []
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in ("description", "title", "markdownDescription") and isinstance(v, str):
+                    yield (f"{at}.{k}" if at else k), v
+                elif k in ("enum", "examples", "default", "const"):
+                    for i, item in enumerate(v if isinstance(v, list) else [v]):
+                        if isinstance(item, str) and len(item) > 20:
+                            yield f"{at}.{k}[{i}]" if at else f"{k}[{i}]", item
+                elif isinstance(v, (dict, list)):
+                    later.append((v, f"{at}.{k}" if at else k))
+        elif isinstance(node, list):
+            later = [(v, f"{at}[{i}]") for i, v in enumerate(node)]
+        stack.extend(reversed(later))
+
+
+def deep_equal(a: Any, b: Any) -> bool:
+    """JSON equality (1 and true differ, key order does not), iterative: any depth."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, dict) and isinstance(y, dict):
+            if x.keys() != y.keys():
+                return False
+            stack.extend((x[k], y[k]) for k in x)
+        elif isinstance(x, list) and isinstance(y, list):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif (type(x) is not type(y) and not (isinstance(x, (int, float)) and isinstance(y, (int, float))
+                                              and not isinstance(x, bool) and not isinstance(y, bool))) \
+                or x != y:
+            return False
+    return True
 
 
 def word_diff(old: str, new: str) -> list[dict]:

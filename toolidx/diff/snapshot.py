@@ -245,8 +245,25 @@ def _annotation_changes(old: dict, new: dict) -> list[Change]:
     return out
 
 
+MAX_COMPARE_DEPTH = 200  # JSON nesting a definition may have to be compared field by field
+
+
+def _opaque(d: dict | None) -> bool:
+    """Too deep (or unreadable) to walk: only its hash says whether it changed."""
+    from ..core.tooldoc import json_depth
+
+    if not d:
+        return False
+    return "_toolidx_unreadable" in d or json_depth(d, MAX_COMPARE_DEPTH) > MAX_COMPARE_DEPTH
+
+
 def compare_tools(old: dict, new: dict) -> list[Change]:
-    """Field-level, classified changes between two definitions of one tool (name aside)."""
+    """Field-level, classified changes between two definitions of one tool (name aside). A
+    definition too deep to walk is "changed, compatibility unknown": breaking."""
+    if _opaque(old) or _opaque(new):
+        return [Change("definition", "definition_too_deep", BREAKING,
+                       f"definition changed; nested deeper than {MAX_COMPARE_DEPTH} levels, so its "
+                       "compatibility is unknown", "", None, None)]
     out: list[Change] = []
     for k, what in (("title", "title"), ("description", "description")):
         c = _text_change(k, old.get(k), new.get(k), what)
@@ -272,6 +289,8 @@ def compare_tools(old: dict, new: dict) -> list[Change]:
 
 
 def _injections(old: dict | None, new: dict) -> list[Change]:
+    if _opaque(old) or _opaque(new):
+        return []
     return [Change(f.where, "injection_appeared", RISKY, f"{f.message} ({f.rule})", f.where, None, f.excerpt,
                    words=None) for f in new_findings(old, new)]
 
@@ -407,7 +426,10 @@ def diff_snapshots(old: Snapshot, new: Snapshot, *, servers: list[str] | None = 
             gone = []
         rem = {n: defs_o[to[n].hash] for n in gone if to[n].hash in defs_o}
         add = {n: defs_n[tn[n].hash] for n in came if tn[n].hash in defs_n}
-        pairs, skipped = find_renames(rem, add) if rem and add else ([], False)
+        # renames are looked for among tools that can be compared
+        rem_c = {n: d for n, d in rem.items() if not _opaque(d)}
+        add_c = {n: d for n, d in add.items() if not _opaque(d)}
+        pairs, skipped = find_renames(rem_c, add_c) if rem_c and add_c else ([], False)
         if skipped:
             result.notes.append(f"{s}: too many removed x added tools to look for close-match renames")
         for rn, an, score, certain, why in pairs:

@@ -141,7 +141,7 @@ def check_config(report: DoctorReport, config_path: str | None) -> dict[str, Any
     base = Path(config_path).expanduser().resolve().parent
     for spec in enabled:
         status, detail, fix = _server_problem(spec, base)
-        report.add("config", f"server {spec.name}", status, detail, fix)
+        report.add("config", f"server {spec.name}", status, spec.mask(detail) or "", fix)  # a URL's query key
     return cfg.settings
 
 

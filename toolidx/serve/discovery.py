@@ -23,7 +23,7 @@ from ..core.schemas import compile_validator
 from ..core.tooldoc import compact_json
 from ..store.db import Database, open_db
 from ..store.tools import all_ids, filtered_rowids, get_tool, get_tools_by_rowid, list_servers
-from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS
+from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS, cut_text, instructions
 
 log = logging.getLogger("toolidx")
 
@@ -249,12 +249,24 @@ class Discovery:
                 continue
             d = dict(t["definition"])
             d["name"] = n
+            if isinstance(d.get("description"), str):  # clients cut longer ones without a word
+                d["description"] = cut_text(d["description"])
             d.pop("execution", None)  # task-augmented execution is not proxied
             meta = dict(d.get("_meta") or {})
             meta["toolidx/id"] = i
             d["_meta"] = meta
             out.append(d)
         return out
+
+    def instructions(self) -> str:
+        """The server instructions: what this scope holds and the workflow, within 2 KB."""
+        from ..catalog.listing import categories
+
+        res = categories(self.db, filters=self.scope if not self.scope.is_empty() else None)
+        servers = [(s["name"], s["count"]) for s in res.get("servers", [])
+                   if s.get("count") and (not self.scope.servers or s.get("name") in self.scope.servers)]
+        cats = [c["name"] for c in res.get("categories", []) if c.get("name")]
+        return instructions(len(self.scope_ids()), servers, cats)
 
     # --- arguments ----------------------------------------------------------------------------
     def validation_errors(self, tool: dict, arguments: Any) -> list[dict]:

@@ -16,7 +16,7 @@ from ..core.budget import CHARS_PER_TOKEN, estimate_tokens
 from ..core.filters import Filters
 from ..store.db import Database
 from ..store.stats import definitions_by_server, server_statuses
-from .metatools import META_TOOLS
+from .metatools import META_TOOLS, meta_tools
 
 
 class ServerTokens(TypedDict):
@@ -55,7 +55,7 @@ def index_stats(db: Database, filters: Filters | None = None) -> IndexStats:
                      "tokens": sum(per), "max_tool_tokens": max(per) if per else 0})
     rows.sort(key=lambda r: (-r["tokens"], r["server"]))
     total = sum(r["tokens"] for r in rows)
-    meta = sum(estimate_tokens(t) for t in META_TOOLS)
+    meta = sum(estimate_tokens(t) for t in meta_tools())  # as on the wire, _meta included
     return {
         "servers": rows,
         "tools": sum(r["tools"] for r in rows),

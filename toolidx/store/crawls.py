@@ -45,6 +45,7 @@ def docs_for(result: ServerResult) -> list[ToolDoc]:
     label = server_words(spec.name, result.server_name, result.server_title)
     return [build_tooldoc(t, spec.name, config_tags=spec.tags,
                           category=spec.tool_categories.get(str(t["name"])) or spec.category,
+                          trust_server_tags=spec.trust_server_tags,
                           server_label=label) for t in result.tools]
 
 
@@ -65,6 +66,8 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
     Embeddings are computed before the write transaction, for tools whose embedded text changed
     (or all, when the model changed), so readers are never blocked and see one whole crawl.
     """
+    for r in results:
+        r.mask_secrets()  # idempotent; crawl has done it already, other writers may not have
     docs = {r.spec.name: docs_for(r) for r in results if r.ok}
     existing = {row["id"]: row for row in db.query("SELECT rowid, id, hash, embed_hash FROM tools")}
 
