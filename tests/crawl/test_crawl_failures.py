@@ -14,7 +14,7 @@ from conftest import run_cli
 
 from toolidx.store.db import open_db
 
-RAW = Path(__file__).parent / "servers" / "rawmcp.py"
+RAW = Path(__file__).parents[1] / "servers" / "rawmcp.py"
 
 
 def raw(mode: str = "ok", *args: str, **extra) -> dict:

@@ -13,7 +13,7 @@ from conftest import REPO, run_cli
 from toolidx.core.errors import ConfigError
 from toolidx.crawl.config import build_config, expand, load_config
 
-RAW = Path(__file__).parent / "servers" / "rawmcp.py"
+RAW = Path(__file__).parents[1] / "servers" / "rawmcp.py"
 ENV = {"HOME": "/home/u", "TOKEN": "t0k3n-abc", "PORT": "8123", "EMPTY": ""}
 
 
