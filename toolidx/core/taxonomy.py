@@ -7,7 +7,7 @@ title 2×, in its server's name 1.5×, in the first 300 characters of its descri
 category with the highest total wins (ties: the earlier in CATEGORIES); below MIN_SCORE it is
 `other`. No model is needed, so a keyword-only crawl and a crawl with vectors agree, and
 `explain()` says which words decided. Measured against a hand-labelled sample in
-`tests/data/categories/labelled.jsonl` (tests/test_taxonomy.py).
+`tests/data/categories/labelled.jsonl` (tests/core/test_taxonomy.py).
 """
 
 from __future__ import annotations
