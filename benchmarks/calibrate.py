@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from pathlib import Path
 
 from bench_index import BENCH, build, embedder
 
@@ -40,7 +41,7 @@ def _rows(db, path, emb, mode):
 
     ids = {r["rowid"]: r["id"] for r in db.query("SELECT rowid, id FROM tools")}
     out = []
-    for line in open(path):
+    for line in Path(path).read_text().splitlines():
         if line.strip():
             q = json.loads(line)
             cands, terms, _ = gather(db, q["query"], mode=mode, filters=None, embedder=emb)
@@ -81,7 +82,7 @@ def main() -> int:
 
         def tops(rows, n_tools):
             res = []
-            for q, terms, c in rows:
+            for _q, terms, c in rows:
                 sc = cal.score_candidates(c, mode, n_tools)
                 order = sorted(sc, key=lambda t: (-round(sc[t], 4), t))
                 gate = cal.threshold(cal.effective_mode(c, mode), len(terms))

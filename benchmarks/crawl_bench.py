@@ -142,7 +142,8 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 
-    model_path = os.environ.get("TOOLIDX_MODEL_PATH") or str(REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8")
+    model_path = (os.environ.get("TOOLIDX_MODEL_PATH")
+                  or str(REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"))
     embedder = load_embedder(resolve_model(path=model_path))
     if embedder is None:
         sys.exit(f"no model at {model_path}")

@@ -135,7 +135,8 @@ async def startup(db: Path, servers_json: Path, runs: int) -> dict:
             async with Client(stdio_client(params, errlog=devnull), mode="legacy") as c:
                 await c.list_tools()
                 base.append(time.perf_counter() - t0)
-    return {"runs": runs, "first_search_p50": statistics.median(first), "first_semantic_p50": statistics.median(semantic),
+    return {"runs": runs, "first_search_p50": statistics.median(first),
+            "first_semantic_p50": statistics.median(semantic),
             "baseline_first_list_p50": statistics.median(base)}
 
 

@@ -3,6 +3,10 @@ MCP servers installed by ../shared/servers/setup.sh.
 
 Where the model or the servers are missing: locally the tests that need them skip; in CI
 (CI=true) they fail, so a broken CI set-up can never pass by skipping.
+
+Tiers: a test that uses the model or the real servers, through any fixture, is marked `model` or
+`servers` here, whatever its file says; `slow` is marked by hand. The fast tier,
+`pytest -m "not slow and not model and not servers"`, needs neither and runs in seconds.
 """
 
 from __future__ import annotations
@@ -19,6 +23,20 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+# fixtures that need the model / the real servers, directly or through another fixture
+_MODEL_FIXTURES = {"model_path", "embedder"}
+_SERVER_FIXTURES = {"servers_dir", "servers_config"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & _MODEL_FIXTURES:
+            item.add_marker(pytest.mark.model)
+        if used & _SERVER_FIXTURES:
+            item.add_marker(pytest.mark.servers)
 
 
 def _need(what: str, fix: str) -> None:
@@ -171,3 +189,24 @@ def catalog_real_db(servers_config, model_path, tmp_path_factory) -> Path:
     r = run_cli("crawl", "--config", d / "servers.json", "--db", d / "real.db", "--model-path", model_path)
     assert r.code == 0, r.stderr
     return d / "real.db"
+
+
+# --- the fault suite's figures (tests/test_faults.py) ---------------------------------------------
+_FIGURES: list[tuple[str, str, object]] = []
+
+
+@pytest.fixture
+def figure(request):
+    """`figure("what", value)`: a measured figure, printed in a table at the end of the run."""
+
+    def record(what: str, value: object) -> None:
+        _FIGURES.append((request.node.name, what, value))
+
+    return record
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _FIGURES:
+        terminalreporter.section("fault figures")
+        for test, what, value in _FIGURES:
+            terminalreporter.write_line(f"{test:<60} {what}: {value}")

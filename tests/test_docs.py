@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -23,7 +25,7 @@ def test_man_page_is_current():
 def test_man_page_names_every_command():
     page = (REPO / "man" / "toolidx.1").read_text()
     for cmd in ("crawl", "embed", "search", "describe", "list", "categories", "similar", "eval",
-                "diff", "history", "audit", "serve", "stats"):
+                "diff", "history", "audit", "serve", "stats", "doctor"):
         assert f".SS toolidx {cmd}" in page
 
 
@@ -46,3 +48,40 @@ def test_bash_completion_answers():
     out = subprocess.run([sys.executable, "-m", "toolidx"], env=env, capture_output=True, text=True,
                          timeout=60)
     assert out.stdout.split() == ["diff"]
+
+
+def test_architecture_page_matches_the_package():
+    """docs/architecture.md names every stage folder and module that exists, and nothing else;
+    the import-linter contract lists the same stages; toolidx/ has no loose modules."""
+    import ast
+    import re
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+    page = (REPO / "docs" / "architecture.md").read_text()
+    pkg = REPO / "toolidx"
+    folders = sorted(p.name for p in pkg.iterdir() if (p / "__init__.py").is_file())
+    named = sorted(set(re.findall(r"`toolidx/(\w+)/`", page)))
+    assert named == folders
+    for folder in folders:
+        for mod in (pkg / folder).glob("*.py"):
+            if mod.name != "__init__.py":
+                assert f"`{mod.stem}`" in page, f"docs/architecture.md does not name {folder}/{mod.name}"
+        body = ast.parse((pkg / folder / "__init__.py").read_text()).body
+        assert len(body) == 1 and isinstance(body[0], ast.Expr), f"{folder}/__init__.py: a docstring only"
+    loose = sorted(p.name for p in pkg.glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py"]
+    contract = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    layered = sorted(n.strip().removeprefix("toolidx.") for layer in contract["layers"] for n in layer.split("|"))
+    assert layered == folders
+
+
+def test_tests_follow_the_package_layout():
+    """Each tests/<folder>/ is named for a folder of the package (data and servers aside)."""
+    pkg = {p.name for p in (REPO / "toolidx").iterdir() if (p / "__init__.py").is_file()}
+    rooms = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and p.name not in ("data", "servers")
+             and not p.name.startswith((".", "__"))}
+    assert rooms <= pkg, f"tests/ folders with no package folder: {sorted(rooms - pkg)}"
+    loose = sorted(p.name for p in (REPO / "tests").glob("test_*.py"))
+    assert loose == ["test_docs.py", "test_faults.py", "test_one_way.py"], \
+        f"put tests of one folder in tests/<folder>/: {loose}"

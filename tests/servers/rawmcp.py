@@ -14,9 +14,17 @@ Modes:
   many           5,000 tools in pages of 100 (nextCursor)
   big            one tool with a 1 MB description
   slow-list      answers initialize, then takes 60 s over tools/list
+  hostile        tools and serverInfo whose text holds ANSI/OSC sequences, C1 controls, rich
+                 markup and bidi overrides (terminal injection)
+  bad-strings    a page with valid tools, one with a lone surrogate (\ud800) in its description,
+                 one whose schema nests 300 levels deep
+Calls: arguments {"die": true} exit 5; {"sleep": S} answer after S s; {"rpc_error": CODE,
+"message": M} answer with that JSON-RPC error.
 Options: --tools N (ok mode), --version V, --prefix P (renames the tools), --desc-suffix S (changes
 the first tool's description), --init-delay SEC (slow start), --say-env NAME (instructions report
-that variable, to check what environment a server gets).
+that variable, to check what environment a server gets), --init-error CODE:MESSAGE (answer
+initialize with that JSON-RPC error), --stubborn PIDFILE (starts a child process, writes both pids
+to PIDFILE, ignores SIGTERM and keeps running after stdin closes: a backend only SIGKILL stops).
 """
 
 from __future__ import annotations
@@ -24,8 +32,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
+
+HOSTILE = ("Reads a file.\x1b[2J\x1b]0;pwned\x07 [link=https://evil.example/x]click[/link] "
+           "\x1b]8;;https://evil.example/\x1b\\here\x1b]8;;\x1b\\ \x9b31mred \u202edesrever\u202c "
+           "[bold]loud[/bold]\x1b[8mhidden\x1b[0m")
 
 
 def tool(name: str, desc: str, **extra) -> dict:
@@ -45,8 +59,15 @@ def main() -> None:
     ap.add_argument("--desc-suffix", default="")
     ap.add_argument("--init-delay", type=float, default=0.0)
     ap.add_argument("--say-env", action="append", default=[])
+    ap.add_argument("--init-error", default=None)
+    ap.add_argument("--stubborn", default=None)
     a = ap.parse_args()
     mode = a.mode
+    if a.stubborn:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        with open(a.stubborn, "w") as f:
+            f.write(f"{os.getpid()} {child.pid}\n")
 
     if mode == "crash-start":
         sys.stderr.write("fatal: cannot open configuration /nonexistent/config.toml\n")
@@ -82,6 +103,18 @@ def main() -> None:
                  tool("good_two", "Another valid tool.")]
     elif mode == "many":
         tools = [tool(f"bulk_tool_{i:04d}", f"Bulk tool {i} does thing {i}.") for i in range(5000)]
+    elif mode == "hostile":
+        tools = [tool("read_file", HOSTILE, title="Read \x1b[31mfile\x1b[0m"),
+                 tool("clean_tool", "A harmless tool.")]
+        tools[0]["inputSchema"]["properties"]["path"]["description"] = "The path [link=https://evil.example]x[/link]\x1b[2J"
+    elif mode == "bad-strings":
+        deep: dict = {"type": "string"}
+        for _ in range(300):
+            deep = {"type": "object", "properties": {"x": deep}}
+        tools = [tool("good_one", "A valid tool."),
+                 tool("surrogate", "Broken \ud800 text."),
+                 tool("deep_schema", "Deep schema.", inputSchema=deep),
+                 tool("good_two", "Another valid tool.")]
     elif mode == "big":
         tools = [tool("huge_doc", "Large description. " + "x" * (1024 * 1024)), tool("small", "Small.")]
     else:
@@ -99,6 +132,10 @@ def main() -> None:
         if mid is None:
             continue  # notifications
         if method == "initialize":
+            if a.init_error:
+                code, _, message = a.init_error.partition(":")
+                send({"jsonrpc": "2.0", "id": mid, "error": {"code": int(code), "message": message}})
+                continue
             if mode == "hang":
                 time.sleep(3600)
             time.sleep(a.init_delay)
@@ -106,7 +143,8 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": mid, "result": {
                 "protocolVersion": "2025-06-18",
                 "capabilities": {"tools": {"listChanged": True}, "logging": {}},
-                "serverInfo": {"name": f"rawmcp-{mode}", "title": "Raw MCP", "version": a.version},
+                "serverInfo": {"name": f"rawmcp-{mode}", "version": a.version,
+                               "title": "Raw MCP" + (HOSTILE if mode == "hostile" else "")},
                 "instructions": f"Test server in {mode} mode. {said}".strip()}})
         elif method == "tools/list":
             if mode == "slow-list":
@@ -131,6 +169,10 @@ def main() -> None:
             args = params.get("arguments") or {}
             if args.get("die"):
                 os._exit(5)
+            if "rpc_error" in args:
+                send({"jsonrpc": "2.0", "id": mid, "error": {"code": int(args["rpc_error"]),
+                                                             "message": args.get("message", "tool exploded")}})
+                continue
             time.sleep(float(args.get("sleep", 0)))
             send({"jsonrpc": "2.0", "id": mid, "result": {
                 "content": [{"type": "text", "text": f"called {params.get('name')} with "
@@ -144,3 +186,5 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    if "--stubborn" in sys.argv:  # stdin closed: a stubborn server keeps running
+        time.sleep(3600)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from typing import Any, TypedDict
 
 from ..core.errors import UsageError
 from ..core.filters import Filters
+from ..core.taxonomy import definition
 from ..core.tooldoc import first_line
 from ..store import catalog as q
 from ..store.db import Database
@@ -15,7 +17,68 @@ ORDERS = ("asc", "desc")
 MAX_PAGE_SIZE = 1000
 
 
-def compact_tool(row: dict) -> dict:
+class ToolSummary(TypedDict):
+    """A tool as list and search show it."""
+
+    id: str
+    server: str
+    name: str
+    title: str | None
+    description: str
+    tags: list[str]
+    category: str | None
+    params: list[str]
+    read_only: bool | None
+    destructive: bool | None
+    stale: bool
+
+
+class _ToolPageBase(TypedDict):
+    items: list[ToolSummary]
+    total: int
+    page: int
+    page_size: int
+    pages: int
+    next_page: int | None
+    sort: str
+    order: str
+    filters: dict[str, Any]
+
+
+class ToolPage(_ToolPageBase, total=False):
+    """What `list_tools` returns (the `list --json` document's body)."""
+
+    notes: list[str]
+
+
+class CountRow(TypedDict):
+    name: str
+    count: int
+
+
+class CategoryRow(CountRow):
+    definition: str | None  # the taxonomy's one line; None for a category a config named
+
+
+class ServerCountRow(CountRow):
+    stale: int
+    status: str | None
+    error: str | None
+    transport: str | None
+    crawled_at: str | None
+
+
+class Categories(TypedDict):
+    """What `categories` returns (the `categories --json` document's body)."""
+
+    categories: list[CategoryRow]
+    tags: list[CountRow]
+    servers: list[ServerCountRow]
+    total: int
+    filters: dict[str, Any]
+
+
+def compact_tool(row: dict) -> ToolSummary:
     """A tool as list and search show it: enough to choose, not to call (see describe)."""
     return {"id": row["id"], "server": row["server"], "name": row["name"], "title": row.get("title"),
             "description": first_line(row.get("description")), "tags": row.get("tags") or [],
@@ -25,12 +88,10 @@ def compact_tool(row: dict) -> dict:
 
 
 def list_tools(db: Database, *, page: int = 1, page_size: int = 50, sort: str = "name",
-               order: str = "asc", filters: Filters | None = None,
-               max_tokens: int | None = None) -> dict:
+               order: str = "asc", filters: Filters | None = None) -> ToolPage:
     """One page of tools: {"items", "total", "page", "page_size", "pages", "next_page", "sort",
-    "order", "filters"}. Order is stable: the sort key, then the id. With `max_tokens`, the page
-    is cut to fit (see budget); `truncated` then says how, and `next_page` still follows on
-    from the full page."""
+    "order", "filters"}. Order is stable: the sort key, then the id. A token budget, applied
+    where the page is shown (core.budget), may cut it; `next_page` follows on from the full page."""
     if sort not in SORTS:
         raise UsageError(f"unknown sort {sort!r}", fix="use one of: " + ", ".join(SORTS))
     if order not in ORDERS:
@@ -44,19 +105,15 @@ def list_tools(db: Database, *, page: int = 1, page_size: int = 50, sort: str = 
         rows = q.page_tools(db, sort=sort, descending=order == "desc", limit=page_size,
                             offset=(page - 1) * page_size, filters=filters)
     pages = math.ceil(total / page_size)
-    out = {"items": [compact_tool(r) for r in rows], "total": total, "page": page,
+    out: ToolPage = {"items": [compact_tool(r) for r in rows], "total": total, "page": page,
            "page_size": page_size, "pages": pages, "next_page": page + 1 if page < pages else None,
            "sort": sort, "order": order, "filters": filters.to_json() if filters else {}}
     if page > pages and total:
         out["notes"] = [f"page {page} is past the last page ({pages})"]
-    if max_tokens is not None:
-        from ..core.budget import fit_budget
-
-        out = fit_budget(out, "items", max_tokens)
     return out
 
 
-def categories(db: Database, filters: Filters | None = None) -> dict:
+def categories(db: Database, filters: Filters | None = None) -> Categories:
     """{"categories": [{"name","count"}], "tags": [{"name","count"}], "servers": [{"name",
     "count", "stale", "status", "error"}], "total"}; counts are of tools passing `filters`.
     With filters, servers with no matching tool are left out."""
@@ -67,7 +124,8 @@ def categories(db: Database, filters: Filters | None = None) -> dict:
         total = q.count_tools(db, filters)
     filtered = filters is not None and not filters.is_empty()
     return {
-        "categories": [{"name": c["name"], "count": c["count"]} for c in cats],
+        "categories": [{"name": c["name"], "count": c["count"], "definition": definition(c["name"])}
+                       for c in cats],
         "tags": [{"name": t["name"], "count": t["count"]} for t in tags],
         "servers": [{"name": s["name"], "count": s["count"], "stale": s["stale"], "status": s["status"],
                      "error": s["error"], "transport": s["transport"], "crawled_at": s["crawled_at"]}

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 import re
+from typing import TypedDict
 
 from ..core.tooldoc import first_line, split_name
 from ..store import catalog as q
 from ..store import vectors
 from ..store.db import Database
 from ..store.tools import get_tool, get_tools_by_rowid
-from .describe import resolve_tool_id
+from .resolve import UnknownToolError, resolve_tool_id
 
 # thresholds per method: (same name, near-same name, near-identical)
 DUP_SCORE = {"semantic": (0.68, 0.80, 0.93), "lexical": (0.62, 0.70, 0.90)}
@@ -29,7 +30,11 @@ NAME_SIM = 0.85
 PARAM_SIM = 0.5
 PARAM_SIM_IDENTICAL = 0.8
 _WORD = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset(["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it", "of", "on", "or", "that", "the", "this", "to", "with", "you", "your", "use", "used", "using", "can", "will", "if", "not"])
+_STOP = frozenset([
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it", "of",
+    "on", "or", "that", "the", "this", "to", "with", "you", "your", "use", "used", "using", "can",
+    "will", "if", "not",
+])
 
 
 def _words(text: str | None) -> set[str]:
@@ -109,8 +114,27 @@ def _lexical(db: Database, rowid: int, tool: dict, limit: int) -> list[tuple[int
     return scored[:limit]
 
 
-def similar(db: Database, tool_id: str, limit: int = 10, embedder=None, *,
-            max_tokens: int | None = None) -> dict:
+class SimilarTool(TypedDict):
+    id: str
+    server: str
+    name: str
+    title: str | None
+    description: str
+    score: float
+    likely_duplicate: bool
+    reason: str
+
+
+class SimilarTools(TypedDict):
+    """What `similar` returns (the `similar --json` document's body)."""
+
+    tool: str
+    method: str  # semantic | lexical
+    similar: list[SimilarTool]
+    duplicates: int
+
+
+def similar(db: Database, tool_id: str, limit: int = 10, embedder=None) -> SimilarTools:
     """{"tool", "method": "semantic"|"lexical", "similar": [{"id", "server", "name", "title",
     "description", "score", "likely_duplicate", "reason"}]}, best first (score, then id)."""
     limit = max(1, int(limit))
@@ -118,13 +142,15 @@ def similar(db: Database, tool_id: str, limit: int = 10, embedder=None, *,
     with db.snapshot():
         tool = get_tool(db, tid)
         rowid = q.tool_rowid(db, tid)
+        if tool is None or rowid is None:  # removed between the look-up and the read (as in describe)
+            raise UnknownToolError(f"no tool {tool_id!r} in the index", [], where=db.path)
         pairs = _semantic(db, rowid, tool, limit, embedder)
         method = "semantic"
         if pairs is None:
             pairs, method = _lexical(db, rowid, tool, limit), "lexical"
         rows = get_tools_by_rowid(db, [r for r, _ in pairs],
                                   "id, server, name, title, description, param_names")
-    items = []
+    items: list[SimilarTool] = []
     for r, score in pairs:
         other = rows.get(r)
         if other is None:
@@ -135,10 +161,6 @@ def similar(db: Database, tool_id: str, limit: int = 10, embedder=None, *,
                       "score": round(score, 4), "likely_duplicate": reason is not None,
                       "reason": reason or f"{method} similarity {score:.2f}"})
     items.sort(key=lambda h: (-h["score"], h["id"]))
-    out = {"tool": tid, "method": method, "similar": items,
+    out: SimilarTools = {"tool": tid, "method": method, "similar": items,
            "duplicates": sum(1 for h in items if h["likely_duplicate"])}
-    if max_tokens is not None:
-        from ..core.budget import fit_budget
-
-        out = fit_budget(out, "similar", max_tokens)
     return out

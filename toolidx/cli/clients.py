@@ -1,5 +1,6 @@
-"""Client config entries for `toolidx serve` (Claude Desktop, Cursor, VS Code): what to paste so a
-client starts this index's discovery server.
+"""Client config entries for `toolidx serve` (Claude Desktop, Claude Code, Codex, Cursor, VS Code):
+what to paste so a client starts this index's discovery server. Codex's entry is TOML, the others
+JSON.
 
 Paths are absolute (clients start servers from an unknown working directory), and the command is
 the `toolidx` script next to the running Python when there is one, else `python -m toolidx`.
@@ -9,9 +10,11 @@ the user adds their values to the entry.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.errors import UsageError
@@ -20,6 +23,10 @@ CLIENTS = {
     "claude": {"key": "mcpServers", "where": [
         "macOS: ~/Library/Application Support/Claude/claude_desktop_config.json",
         "Windows: %APPDATA%\\Claude\\claude_desktop_config.json"]},
+    "claude-code": {"key": "mcpServers", "where": [
+        ".mcp.json at the project root (shared with the project), or: claude mcp add-json toolidx "
+        "'<the entry>' --scope user"]},
+    "codex": {"key": "mcp_servers", "format": "toml", "where": ["~/.codex/config.toml"]},
     "cursor": {"key": "mcpServers", "where": ["~/.cursor/mcp.json (all projects) or .cursor/mcp.json (one project)"]},
     "vscode": {"key": "servers", "where": [".vscode/mcp.json in the workspace (or the user mcp.json)"]},
 }
@@ -35,9 +42,10 @@ def toolidx_command() -> list[str]:
     return [str(exe), "-m", "toolidx"]
 
 
-def serve_args(db_path: str, *, config_path: str | None = None, servers: list[str] = (),
-               tags: list[str] = (), categories: list[str] = (), read_only: bool = False,
-               expose_tools: bool = False, pins: list[str] = (), max_tokens: int | None = None) -> list[str]:
+def serve_args(db_path: str, *, config_path: str | None = None, servers: Sequence[str] = (),
+               tags: Sequence[str] = (), categories: Sequence[str] = (), read_only: bool = False,
+               expose_tools: bool = False, pins: Sequence[str] = (), max_tokens: int | None = None,
+               always_load: bool = True) -> list[str]:
     args = ["serve", "--db", str(Path(db_path).expanduser().resolve())]
     if config_path:
         args += ["--config", str(Path(config_path).expanduser().resolve())]
@@ -48,6 +56,8 @@ def serve_args(db_path: str, *, config_path: str | None = None, servers: list[st
         args.append("--read-only")
     if expose_tools:
         args.append("--expose-tools")
+    if not always_load:
+        args.append("--no-always-load")
     if max_tokens is not None:
         args += ["--max-tokens", str(max_tokens)]
     return args
@@ -66,15 +76,15 @@ def env_references(config_path: str | None) -> list[str]:
 
 def client_config(client: str, db_path: str, *, name: str = "toolidx", index_config_path: str | None = None,
                   **serve_options) -> dict:
-    """{"client", "config": the JSON to merge into the client's file, "where": [paths],
-    "env_needed": [names]}."""
+    """{"client", "config": the entry to merge into the client's file, "format": json | toml,
+    "text": that entry as the file writes it, "where": [paths], "env_needed": [names]}."""
     if client not in CLIENTS:
         raise UsageError(f"unknown client {client!r}", fix="use one of: " + ", ".join(CLIENTS))
     if not Path(db_path).expanduser().is_file():
         raise UsageError(f"no index at {db_path}", fix="crawl first: toolidx crawl --config FILE --db PATH")
     cmd = toolidx_command()
     entry: dict = {"command": cmd[0], "args": cmd[1:] + serve_args(db_path, **serve_options)}
-    if client == "vscode":
+    if client in ("vscode", "claude-code"):
         entry = {"type": "stdio", **entry}
     env = {}
     model_path = os.environ.get("TOOLIDX_MODEL_PATH")
@@ -85,5 +95,43 @@ def client_config(client: str, db_path: str, *, name: str = "toolidx", index_con
         env.setdefault(var, f"<value of {var}>")
     if env:
         entry["env"] = env
-    return {"client": client, "config": {CLIENTS[client]["key"]: {name: entry}},
+    if client == "claude-code" and serve_options.get("always_load", True):
+        entry["alwaysLoad"] = True  # Claude Code loads this server's tools up front, not behind its search
+    config = {CLIENTS[client]["key"]: {name: entry}}
+    fmt = CLIENTS[client].get("format", "json")
+    text = to_toml(config) if fmt == "toml" else json.dumps(config, indent=2, ensure_ascii=False) + "\n"
+    return {"client": client, "config": config, "format": fmt, "text": text,
             "where": CLIENTS[client]["where"], "env_needed": needed}
+
+
+def to_toml(config: dict) -> str:
+    """Nested tables of strings, booleans, numbers and string lists as TOML (what a client entry
+    holds; JSON string escapes are valid TOML basic strings)."""
+    lines: list[str] = []
+
+    def table(path: list[str], d: dict) -> None:
+        scalars = {k: v for k, v in d.items() if not isinstance(v, dict)}
+        if path and (scalars or not d):
+            lines.append(("\n" if lines else "") + "[" + ".".join(_toml_key(p) for p in path) + "]")
+        for k, v in scalars.items():
+            lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
+        for k, v in d.items():
+            if isinstance(v, dict):
+                table([*path, k], v)
+
+    table([], config)
+    return "\n".join(lines) + "\n"
+
+
+def _toml_key(k: str) -> str:
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k, ensure_ascii=False)
+
+
+def _toml_value(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return json.dumps(str(v), ensure_ascii=False)

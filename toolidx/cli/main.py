@@ -6,6 +6,7 @@ Heavy modules (mcp, fastembed, numpy) are imported inside commands, never at imp
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -35,6 +36,22 @@ ModelPathOpt = typer.Option(None, "--model-path", help="Local model directory (a
 _opened: list = []
 
 
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        sys.stdout.write(f"toolidx {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _app(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print toolidx's version and exit."),
+) -> None:
+    """One local SQLite index of every MCP tool: crawl servers, search tools, diff crawls, serve."""
+
+
 def _open(db: Optional[Path], create: bool = False):
     from ..store.db import open_db
 
@@ -47,7 +64,8 @@ def _open(db: Optional[Path], create: bool = False):
 @app.command()
 def crawl(
     config: Path = typer.Option(..., "--config", "-c", envvar="TOOLIDX_CONFIG",
-                                help="mcpServers config (JSON or YAML; Claude Desktop, Cursor, VS Code files work as is)."),
+                                help="mcpServers config (JSON or YAML; Claude Desktop, Cursor, "
+                                     "VS Code files work as is)."),
     db: Optional[Path] = DbOpt,
     server: List[str] = typer.Option([], "--server", "-s", help="Crawl only these servers (others are kept)."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Servers at once (default 4)."),
@@ -97,6 +115,21 @@ def embed(
     render.embed_result(embed_missing(database, embedder), embedder.model, as_json)
 
 
+@app.command()
+def merge(
+    inputs: List[Path] = typer.Argument(..., help="Index files to merge (e.g. shards of a config crawled apart)."),
+    output: Path = typer.Option(..., "--output", "-o", help="The merged index (a new file, or an index "
+                                                            "it replaces whole; never an input)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Merge index files into one: tools, servers, crawl history and vectors (copied, when the models
+    match). A server in several inputs comes from the one that crawled it last (reported). Exit 2,
+    with nothing written, when the inputs' models differ or OUT is an input."""
+    from ..crawl.merge import merge_indexes
+
+    render.merge_result(merge_indexes(list(inputs), output), as_json)
+
+
 # --- catalog: describe / list / categories / similar -------------------------------------------
 CatServerOpt = typer.Option([], "--server", "-s", help="Only these servers (repeatable).")
 CatTagOpt = typer.Option([], "--tag", "-t", help="Only tools with any of these tags (repeatable).")
@@ -133,7 +166,7 @@ def describe(
     """Show one tool: summary, its parameters (--detail schema), or everything with an example call (--detail full)."""
     from ..catalog.describe import describe as describe_tool
 
-    render.describe_result(describe_tool(_open(db), tool, detail, max_tokens=max_tokens), as_json)
+    render.describe_result(describe_tool(_open(db), tool, detail), as_json, max_tokens)
 
 
 @app.command("list")
@@ -160,7 +193,7 @@ def list_cmd(
     filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
                                read_only, no_destructive)
     render.list_result(list_tools(_open(db), page=page, page_size=page_size, sort=sort, order=order,
-                                  filters=filters, max_tokens=max_tokens), as_json)
+                                  filters=filters), as_json, max_tokens)
 
 
 @app.command()
@@ -192,10 +225,11 @@ def similar(
     max_tokens: Optional[int] = MaxTokensOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Tools most like one tool (by stored embedding; by words without vectors), flagging likely duplicates across servers."""
+    """Tools most like one tool (by stored embedding; by words without vectors), flagging likely duplicates
+    across servers."""
     from ..catalog.similar import similar as similar_tools
 
-    render.similar_result(similar_tools(_open(db), tool, limit, max_tokens=max_tokens), as_json)
+    render.similar_result(similar_tools(_open(db), tool, limit), as_json, max_tokens)
 
 
 # --- serve / stats -----------------------------------------------------------------------------
@@ -205,18 +239,24 @@ def serve(
     config: Optional[Path] = typer.Option(None, "--config", "-c", envvar="TOOLIDX_CONFIG",
                                           help="Config to start servers from for execute_tool "
                                                "(default: the one the index was crawled from)."),
-    server: List[str] = typer.Option([], "--server", "-s", help="Scope: only these servers' tools can be found and run."),
+    server: List[str] = typer.Option([], "--server", "-s",
+                                     help="Scope: only these servers' tools can be found and run."),
     tag: List[str] = typer.Option([], "--tag", "-t", help="Scope: only tools with any of these tags."),
     category: List[str] = typer.Option([], "--category", help="Scope: only these categories."),
     read_only: bool = typer.Option(False, "--read-only", help="Scope: only tools annotated read-only."),
     expose_tools: bool = typer.Option(False, "--expose-tools",
                                       help="Also list every tool in scope directly, as SERVER__TOOL (proxied)."),
     pin: List[str] = typer.Option([], "--pin", help="SERVER/TOOL always listed directly (repeatable)."),
+    always_load: bool = typer.Option(True, "--always-load/--no-always-load",
+                                     help="Mark search_tools, describe_tool and execute_tool "
+                                          "_meta anthropic/alwaysLoad, so clients that defer MCP tools "
+                                          "(Claude Code) load them on the first turn."),
     max_tokens: int = typer.Option(4000, "--max-tokens", min=200, help="Token budget of each meta-tool answer."),
     poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between checks for a new crawl."),
     print_config: bool = typer.Option(False, "--print-config",
                                       help="Print the client config entry that starts this server, and exit."),
-    client: str = typer.Option("claude", "--client", help="With --print-config: claude | cursor | vscode."),
+    client: str = typer.Option("claude", "--client",
+                               help="With --print-config: claude | claude-code | codex | cursor | vscode."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Serve the index over stdio as an MCP server: search/describe/execute meta-tools for any client."""
@@ -232,13 +272,14 @@ def serve(
             client, db_path, index_config_path=_open(db).get_meta("config_path"),
             config_path=str(config) if config else None, servers=list(server), tags=list(tag),
             categories=list(category), read_only=read_only, expose_tools=expose_tools, pins=list(pin),
-            max_tokens=max_tokens if max_tokens != 4000 else None), as_json)
+            max_tokens=max_tokens if max_tokens != 4000 else None, always_load=always_load), as_json)
         return
     from ..serve.server import serve_stdio
     from ..store.db import default_db_path
 
     serve_stdio(str(db or default_db_path()), config_path=str(config) if config else None, scope=scope,
-                expose_tools=expose_tools, pins=list(pin), max_tokens=max_tokens, poll_interval=poll)
+                expose_tools=expose_tools, pins=list(pin), max_tokens=max_tokens, poll_interval=poll,
+                always_load=always_load)
 
 
 @app.command()
@@ -252,6 +293,54 @@ def stats(
     from ..serve.stats import index_stats
 
     render.stats_result(index_stats(_open(db), Filters(servers=list(server)) if server else None), as_json)
+
+
+@app.command()
+def export(
+    fmt: str = typer.Option(..., "--format", "-f", help="anthropic | openai: the model API whose tool shape to write."),
+    db: Optional[Path] = DbOpt,
+    server: List[str] = CatServerOpt,
+    tag: List[str] = CatTagOpt,
+    exclude_tag: List[str] = CatExcludeTagOpt,
+    category: List[str] = CatCategoryOpt,
+    name_pattern: Optional[str] = CatNamePatternOpt,
+    description_contains: Optional[str] = CatDescOpt,
+    read_only: bool = CatReadOnlyOpt,
+    no_destructive: bool = CatNoDestructiveOpt,
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Write the deferred tool list for a model API's tool search (Anthropic Messages API tools with
+    defer_loading; OpenAI Responses API namespaces of full function definitions)."""
+    from ..integrations.export import export_tools
+    from ..store.db import default_db_path
+
+    filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
+                               read_only, no_destructive)
+    render.export_result(export_tools(db or default_db_path(), fmt, filters), as_json, output)
+
+
+@app.command()
+def doctor(
+    db: Optional[Path] = DbOpt,
+    config: Optional[Path] = typer.Option(None, "--config", "-c", envvar="TOOLIDX_CONFIG",
+                                          help="Config to check (default: the one the index was crawled from)."),
+    model: Optional[str] = ModelOpt,
+    model_path: Optional[str] = ModelPathOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Check the install (SQLite, FTS5, sqlite-vec, fastembed, mcp), the config (each server's
+    command, URL, tools_file, variables), the index (schema, integrity, failed servers, missing
+    vectors) and the model (loads, same model and dimension as the index), each with a fix.
+    Exit 1 when something is wrong. Starts no server and writes nothing."""
+    from ..health.doctor import doctor as run_doctor
+    from ..store.db import default_db_path
+
+    report = run_doctor(str(db or default_db_path()), config_path=str(config) if config else None,
+                        model=model, model_path=model_path)
+    render.doctor_result(report, as_json)
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILURE)
 
 
 # --- diff / history / audit --------------------------------------------------------------------
@@ -410,7 +499,7 @@ def main(argv: list[str] | None = None) -> None:
     try:  # typer >= 0.20 vendors click and raises its copy's exceptions (importing click costs time)
         from typer._click import exceptions as click_exc
     except ImportError:
-        from click import exceptions as click_exc
+        from click import exceptions as click_exc  # type: ignore[no-redef]  # same API, other copy
     try:
         code = app(args=args, prog_name="toolidx", standalone_mode=False)
     except ToolidxError as e:
@@ -429,10 +518,8 @@ def main(argv: list[str] | None = None) -> None:
         code = 0
     finally:
         for database in _opened:
-            try:  # closing folds the WAL into the file, so a copied index is whole
+            with contextlib.suppress(Exception):  # closing folds the WAL into the file: a copied index is whole
                 database.close()
-            except Exception:
-                pass
         _opened.clear()
     sys.exit(code if isinstance(code, int) else 0)
 

@@ -14,12 +14,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..core.safetext import visible
 from ..core.servers import ServerResult, ServerSpec
+
+
+class _SafeStream:
+    """Writes with control and invisible characters made visible (server names and errors are
+    untrusted)."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, text: str) -> None:
+        self._stream.write(visible(text))
+
+    def flush(self) -> None:
+        self._stream.flush()
 
 
 class PlainProgress:
     def __init__(self, stream=None):
-        self.stream = stream if stream is not None else sys.stderr
+        self.stream = _SafeStream(stream if stream is not None else sys.stderr)
 
     def begin(self, specs: list[ServerSpec]) -> None:
         self.stream.write(f"crawl: {len(specs)} server(s)\n")
@@ -107,7 +122,8 @@ class LiveProgress:
                 secs = f"{(r.duration_ms if r else 0) / 1000:.1f}s"
                 note = ((f"{len(r.invalid_tools)} invalid tool(s)" if r and r.invalid_tools else "")
                         if good else (r.error or "") if r else "")
-            t.add_row(icon, row.name, status, tools, secs, Text(note, style="dim" if row.state != "failed" else "red"))
+            t.add_row(icon, Text(visible(row.name, keep_newlines=False)), status, tools, secs,
+                      Text(visible(note, keep_newlines=False), style="dim" if row.state != "failed" else "red"))
         footer = f"{done}/{len(self.rows)} servers done, {done - ok} failed"
         if self.embed:
             footer += f"; embedding {self.embed[0]}/{self.embed[1]} tools"

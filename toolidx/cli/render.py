@@ -3,15 +3,20 @@
 JSON shape (every command): {"toolidx": JSON_VERSION, "command": NAME, ...payload}. The version
 goes up only on an incompatible change; new keys may appear at any time.
 Commands call `render.<command>(result, as_json)`; nothing else in toolidx prints.
+
+Tool text is untrusted: everything written goes through `core.safetext` (control and invisible
+characters escaped in every format; rich cells are `Text`, never markup; Markdown escaped).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
-from ..core.tooldoc import first_line
+from ..core.safetext import visible
+from ..core.tooldoc import compact_json, first_line
 
 JSON_VERSION = 1
 
@@ -41,44 +46,56 @@ def is_tty() -> bool:
     return sys.stdout.isatty()
 
 
-def emit_json(command: str, payload: dict) -> None:
-    sys.stdout.write(json.dumps({"toolidx": JSON_VERSION, "command": command, **payload},
-                                ensure_ascii=False, indent=2, default=str) + "\n")
+def write(text: str, stream: Any = None) -> None:
+    """Text to stdout (or `stream`), control and invisible characters made visible."""
+    (stream or sys.stdout).write(visible(text))
+
+
+def emit_json(command: str, payload: Mapping[str, Any]) -> None:
+    # C1 controls, bidi and zero-width characters become \uXXXX: the same JSON, safe on a terminal
+    write(json.dumps({"toolidx": JSON_VERSION, "command": command, **payload},
+                     ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def _text(value: Any) -> Any:
+    """A rich cell: plain text (never markup), control characters made visible."""
+    from rich.text import Text
+
+    return Text(visible("" if value is None else str(value)))
 
 
 def error(exc: Exception, as_json: bool) -> None:
     """One line on stderr (and a JSON object on stdout with --json)."""
     line = str(exc)
-    sys.stderr.write(f"toolidx: error: {line}\n")
+    write(f"toolidx: error: {line}\n", sys.stderr)
     if as_json:
         to_json = getattr(exc, "to_json", None)
         emit_json("error", to_json() if to_json else {"error": type(exc).__name__, "message": line})
 
 
 def warning(message: str) -> None:
-    sys.stderr.write(f"toolidx: warning: {message}\n")
+    write(f"toolidx: warning: {message}\n", sys.stderr)
 
 
 def note(message: str) -> None:
     """A human remark on stderr (never mixed into stdout data)."""
-    sys.stderr.write(f"{message}\n")
+    write(f"{message}\n", sys.stderr)
 
 
 def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -> None:
     """A rich table on a terminal; tab-separated lines (with a header) in a pipe."""
     if not is_tty():
-        sys.stdout.write("\t".join(columns) + "\n")
+        write("\t".join(columns) + "\n")
         for r in rows:
-            sys.stdout.write("\t".join("" if v is None else str(v).replace("\t", " ").replace("\n", " ")
-                                       for v in r) + "\n")
+            write("\t".join("" if v is None else visible(str(v), keep_newlines=False) for v in r) + "\n")
         return
     from rich.table import Table
 
-    t = Table(title=title, show_lines=False, header_style="bold")
+    t = Table(title=_text(title) if title else None, show_lines=False, header_style="bold")
     for c in columns:
         t.add_column(c, overflow="fold")
     for r in rows:
-        t.add_row(*("" if v is None else str(v) for v in r))
+        t.add_row(*(_text(v) for v in r))
     out().print(t)
 
 
@@ -105,11 +122,30 @@ def embed_result(count: int, model: str | None, as_json: bool) -> None:
     else:
         note(f"embedded {count} tools with {model}")
 
+def merge_result(res: Any, as_json: bool) -> None:
+    d = res.to_json()
+    if as_json:
+        emit_json("merge", d)
+        return
+    table(["input", "servers", "tools", "crawls", "model"],
+          [[i["path"], i["servers"], i["tools"], i["crawls"], i["embed_model"] or "-"] for i in d["inputs"]])
+    for c in d["conflicts"]:
+        dropped = ", ".join(f"{x['path']} ({x['crawled_at']})" for x in c["dropped"])
+        note(f"conflict: server {c['server']!r} kept from {c['kept']} (crawled {c['kept_crawled_at']}), "
+             f"newer than {dropped}")
+    vecs = (f"{d['vectors']} vectors copied ({d['embed_model']})" if d["embed_model"]
+            else "no vectors (keyword-only)")
+    if d["missing_vectors"] and d["embed_model"]:
+        vecs += f"; {d['missing_vectors']} tools without one: run `toolidx embed --db {d['output']}`"
+    note(f"merged {len(d['inputs'])} indexes into {d['output']}: {d['servers']} servers, {d['tools']} tools, "
+         f"{d['crawls']} crawls; {vecs}; {len(d['conflicts'])} conflict(s)")
+
+
 # Sections below are per command group; keep each group's renderers together.
 
 
 # --- catalog: describe / list / categories / similar -------------------------------------------
-def _truncation_note(payload: dict) -> None:
+def _truncation_note(payload: Mapping[str, Any]) -> None:
     t = payload.get("truncated")
     if not t:
         return
@@ -121,11 +157,18 @@ def _truncation_note(payload: dict) -> None:
          + ", ".join(c for c in cut if c) + ("" if t.get("fits") else "; still over budget"))
 
 
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def _fit(payload: Mapping[str, Any], list_key: str | None, max_tokens: int | None) -> Mapping[str, Any]:
+    """The one place the CLI applies a token budget (serve applies the same core.budget to its
+    answers); the library returns whole results."""
+    if max_tokens is None:
+        return payload
+    from ..core.budget import fit_budget
+
+    return fit_budget(payload, list_key, max_tokens)
 
 
-def describe_result(d: dict, as_json: bool) -> None:
+def describe_result(d: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
+    d = _fit(d, None, max_tokens)
     if as_json:
         emit_json("describe", d)
         return
@@ -143,21 +186,21 @@ def describe_result(d: dict, as_json: bool) -> None:
     fields = [(k, v) for k, v in fields if v not in (None, "")]
     params = d.get("parameters")
     prow = [[p["name"], p["type"], "yes" if p["required"] else "",
-             "" if p.get("default") is None else _compact(p["default"]),
-             "" if not p.get("enum") else ", ".join(_compact(e) for e in p["enum"]),
+             "" if p.get("default") is None else compact_json(p["default"]),
+             "" if not p.get("enum") else ", ".join(compact_json(e) for e in p["enum"]),
              p.get("description") or ""] for p in params or []]
     pcols = ["parameter", "type", "required", "default", "enum", "description"]
     if not is_tty():
         for k, v in fields:
-            sys.stdout.write(f"{k}\t{str(v).replace(chr(10), ' ')}\n")
+            write(f"{k}\t{visible(str(v), keep_newlines=False)}\n")
         if params is not None:
-            sys.stdout.write("\n")
+            write("\n")
             table(pcols, prow)
         if "example_arguments" in d:
-            sys.stdout.write(f"\nexample_arguments\t{_compact(d['example_arguments'])}\n")
+            write(f"\nexample_arguments\t{compact_json(d['example_arguments'])}\n")
             for key in ("input_schema", "output_schema", "annotations"):
                 if d.get(key) is not None:
-                    sys.stdout.write(f"{key}\t{_compact(d[key])}\n")
+                    write(f"{key}\t{compact_json(d[key])}\n")
         _truncation_note(d)
         return
     from rich.panel import Panel
@@ -167,8 +210,8 @@ def describe_result(d: dict, as_json: bool) -> None:
     grid.add_column(style="bold")
     grid.add_column(overflow="fold")
     for k, v in fields:
-        grid.add_row(k, str(v))
-    out().print(Panel(grid, title=d["id"], title_align="left"))
+        grid.add_row(k, _text(v))
+    out().print(Panel(grid, title=_text(d["id"]), title_align="left"))
     if params is not None:
         if prow:
             table(pcols, prow, title="parameters")
@@ -178,15 +221,16 @@ def describe_result(d: dict, as_json: bool) -> None:
         from rich.syntax import Syntax
 
         out().print("example arguments" + ("" if d.get("example_valid", True) else " (does not validate)"))
-        out().print(Syntax(json.dumps(d["example_arguments"], indent=2, ensure_ascii=False), "json"))
+        out().print(Syntax(visible(json.dumps(d["example_arguments"], indent=2, ensure_ascii=False)), "json"))
         for key in ("input_schema", "output_schema", "annotations"):
             if d.get(key) is not None:
                 out().print(key)
-                out().print(Syntax(json.dumps(d[key], indent=2, ensure_ascii=False), "json"))
+                out().print(Syntax(visible(json.dumps(d[key], indent=2, ensure_ascii=False)), "json"))
     _truncation_note(d)
 
 
-def list_result(res: dict, as_json: bool) -> None:
+def list_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
+    res = _fit(res, "items", max_tokens)
     if as_json:
         emit_json("list", res)
         return
@@ -199,11 +243,12 @@ def list_result(res: dict, as_json: bool) -> None:
     _truncation_note(res)
 
 
-def categories_result(res: dict, as_json: bool) -> None:
+def categories_result(res: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json("categories", res)
         return
-    table(["category", "tools"], [[c["name"] or "-", c["count"]] for c in res["categories"]])
+    table(["category", "tools", "definition"],
+          [[c["name"] or "-", c["count"], c.get("definition") or ""] for c in res["categories"]])
     if is_tty() or res["tags"]:
         table(["tag", "tools"], [[t["name"], t["count"]] for t in res["tags"]])
     table(["server", "tools", "stale", "status", "error"],
@@ -211,7 +256,8 @@ def categories_result(res: dict, as_json: bool) -> None:
     note(f"{res['total']} tools")
 
 
-def similar_result(res: dict, as_json: bool) -> None:
+def similar_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
+    res = _fit(res, "similar", max_tokens)
     if as_json:
         emit_json("similar", res)
         return
@@ -228,13 +274,26 @@ def serve_config(res: dict, as_json: bool) -> None:
     if as_json:
         emit_json("serve-config", res)
         return
-    sys.stdout.write(json.dumps(res["config"], indent=2, ensure_ascii=False) + "\n")
+    write(res.get("text") or json.dumps(res["config"], indent=2, ensure_ascii=False) + "\n")
     note(f"Merge this into your {res['client']} config: " + "; ".join(res["where"]))
     if res["env_needed"]:
         note("Fill in the environment variables your servers need: " + ", ".join(res["env_needed"]))
 
 
-def stats_result(s: dict, as_json: bool) -> None:
+def export_result(res: dict, as_json: bool, output: Any = None) -> None:
+    """The bare tool list (or, with --json, the envelope) on stdout or into `output`."""
+    body = {"toolidx": JSON_VERSION, "command": "export", **res} if as_json else res["tools"]
+    text = json.dumps(body, ensure_ascii=False, indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return
+    from pathlib import Path
+
+    Path(output).write_text(text, encoding="utf-8")
+    note(f"wrote {res['count']} tools ({res['format']}) to {output}")
+
+
+def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json("stats", s)
         return
@@ -254,11 +313,11 @@ def diff_result(result: Any, fmt: str, fail_on: list[str], show_compatible: bool
     if fmt == "json":
         emit_json("diff", payload)
     elif fmt == "markdown":
-        sys.stdout.write(diffview.diff_markdown(payload))
+        write(diffview.diff_markdown(payload))
     elif is_tty():
-        out().print(diffview.diff_text(payload, "rich", show_compatible))
+        out().print(diffview.diff_text(payload, "rich", show_compatible))  # tool text escaped in diffview
     else:
-        sys.stdout.write(diffview.diff_text(payload, "plain", show_compatible) + "\n")
+        write(diffview.diff_text(payload, "plain", show_compatible) + "\n")
     if fmt != "json" and payload["gate_failed"]:
         note(f"--fail-on {','.join(payload['fail_on'])}: matching changes found (exit 1)")
 
@@ -282,7 +341,7 @@ def audit_result(report: Any, fmt: str) -> None:
         emit_json("audit", payload)
         return
     if fmt == "markdown":
-        sys.stdout.write(diffview.audit_markdown(payload))
+        write(diffview.audit_markdown(payload))
         return
     if payload["findings"]:
         table(diffview.AUDIT_COLUMNS, diffview.audit_rows(payload))
@@ -291,12 +350,21 @@ def audit_result(report: Any, fmt: str) -> None:
 
 
 # --- search / eval -----------------------------------------------------------------------------
-def search_result(result: Any, as_json: bool, max_tokens: int | None = None) -> None:
-    payload = result.to_json()
-    if max_tokens is not None:
-        from ..core.budget import fit_budget
+def doctor_result(report: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json("doctor", report.to_json())
+        return
+    table(["status", "area", "check", "detail"], [[c.status, c.area, c.name, c.detail] for c in report.checks])
+    fixes = [c for c in report.checks if c.fix and c.status in ("fail", "warn")]
+    for c in fixes:
+        note(f"{c.status}: {c.area}/{c.name}: {c.fix}")
+    counts = report.to_json()["counts"]
+    note(f"doctor: {counts['fail']} failed, {counts['warn']} warning(s), {counts['ok']} ok"
+         + ("" if report.ok else " (exit 1)"))
 
-        payload = fit_budget(payload, "hits", max_tokens)
+
+def search_result(result: Any, as_json: bool, max_tokens: int | None = None) -> None:
+    payload = _fit(result.to_json(), "hits", max_tokens)
     if as_json:
         emit_json("search", payload)
         return
@@ -354,9 +422,9 @@ def _lines(lines: list[str]) -> None:
         return
     if is_tty():
         for line in lines:
-            out().print(line, markup=False)
+            out().print(_text(line))
     else:
-        sys.stdout.write("\n" + "\n".join(lines) + "\n")
+        write("\n" + "\n".join(lines) + "\n")
 
 
 def _p_value(p: float) -> str:
@@ -372,11 +440,12 @@ def _paired_line(pair: dict) -> str:
 def _misses_table(report: dict, limit: int) -> None:
     depth = report.get("depth", 10)
     rows = [[mode, m["id"], m["rank"] if m["rank"] is not None else f">{depth}",
-             m["top"][0] if m["top"] else "-", m.get("found") or (m["relevant"][0] if m["relevant"] else "-"), first_line(m["query"], 60)]
+             m["top"][0] if m["top"] else "-", m.get("found") or (m["relevant"][0] if m["relevant"] else "-"),
+             first_line(m["query"], 60)]
             for mode, e in report["modes"].items() for m in (e.get("misses") or [])[:limit]]
     if not rows:
         return
     if not is_tty():
-        sys.stdout.write("\n")
+        write("\n")
     table(["mode", "query", "rank", "top hit", "relevant", "text"], rows,
           title=f"misses: the first relevant tool is not ranked 1st (up to {limit} per mode)")

@@ -15,11 +15,11 @@ What it did is recorded in `payload["truncated"]`, so a reader always knows the 
 from __future__ import annotations
 
 import copy
-import json
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
-from .tooldoc import first_line
+from .tooldoc import compact_json, first_line
 
 CHARS_PER_TOKEN = 4
 # Keys holding schema-like bulk, dropped in step 2 (both wire and toolidx spellings).
@@ -30,14 +30,12 @@ DETAIL_KEYS = ("signals", "matched")
 DESCRIPTION_LIMITS = (160, 60)
 
 
-def _compact(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
-
+M = TypeVar("M", bound=Mapping[str, Any])
 
 def estimate_tokens(obj: Any) -> int:
     """Approximate tokens of `obj` as compact JSON: ceil(chars / 4). A string counts as its
     JSON encoding (quotes included)."""
-    return math.ceil(len(_compact(obj)) / CHARS_PER_TOKEN)
+    return math.ceil(len(compact_json(obj)) / CHARS_PER_TOKEN)
 
 
 def _items(payload: dict, items_key: str | None) -> list[dict]:
@@ -79,7 +77,7 @@ def _drop_keys(item: dict, keys: tuple[str, ...]) -> list[str]:
     return dropped
 
 
-def fit_budget(payload: dict, items_key: str | None, max_tokens: int) -> dict:
+def fit_budget(payload: M, items_key: str | None, max_tokens: int) -> M | dict[str, Any]:
     """A copy of `payload` that fits `max_tokens` (as `estimate_tokens` counts), or as close as
     dropping every item gets. `items_key` names the ranked list (None: the payload is one item,
     e.g. a describe answer, which is shortened but never dropped). Untouched when it already fits;
@@ -88,7 +86,7 @@ def fit_budget(payload: dict, items_key: str | None, max_tokens: int) -> dict:
     "fits"}."""
     if max_tokens is None or estimate_tokens(payload) <= max_tokens:
         return payload
-    out = copy.deepcopy(payload)
+    out: dict[str, Any] = copy.deepcopy(dict(payload))
     record: dict[str, Any] = {"max_tokens": max_tokens, "estimated_tokens": 0,
                               "descriptions_shortened": 0, "schemas_dropped": 0,
                               "details_dropped": 0, "items_dropped": 0, "items_kept": len(_items(out, items_key)),

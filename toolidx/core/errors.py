@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
+# Python 3.10 has no BaseExceptionGroup; anyio depends on the backport there.
+if sys.version_info >= (3, 11):
+    from builtins import BaseExceptionGroup as BaseExceptionGroup
+else:  # pragma: no cover - Python 3.10
+    from exceptiongroup import BaseExceptionGroup as BaseExceptionGroup
+
 # Exit codes, documented in the README.
 EXIT_OK = 0
 EXIT_FAILURE = 1  # the command ran but found a failure (a server failed, a gate matched)

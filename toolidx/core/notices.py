@@ -17,6 +17,11 @@ def warn_once(key: str, message: str) -> None:
         log.warning(message)
 
 
+def said_elsewhere(key: str) -> None:
+    """Count `key` as said: the caller reports that problem in its own result (doctor)."""
+    _said.add(key)
+
+
 def reset() -> None:
     """For tests: forget what was said."""
     _said.clear()

@@ -9,11 +9,29 @@ follow local refs (with a cycle guard) and never raise on a schema they do not u
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 MAX_DEPTH = 6  # nesting shown in a parameter table / filled in an example
 _TYPE_ORDER = ("object", "array", "string", "integer", "number", "boolean", "null")
+_D = TypeVar("_D")
+
+
+# Typed reads of schema keywords: the value when it has the expected JSON type, else a default.
+def _dict_at(s: dict, key: str) -> dict[str, Any]:
+    v = s.get(key)
+    return v if isinstance(v, dict) else {}
+
+
+def _list_at(s: dict, key: str) -> list[Any]:
+    v = s.get(key)
+    return v if isinstance(v, list) else []
+
+
+def _int_at(s: dict, key: str, default: _D) -> int | _D:
+    v = s.get(key)
+    return v if isinstance(v, int) else default
 
 
 # --- refs and composition ------------------------------------------------------------------------
@@ -195,7 +213,7 @@ def _rows(schema: Any, root: Any, prefix: str, required: bool, seen: frozenset, 
         return
     props = node.get("properties")
     if isinstance(props, dict):
-        req = node.get("required") if isinstance(node.get("required"), list) else []
+        req = _list_at(node, "required")
         for name, sub in props.items():
             _rows(sub, root, f"{prefix}.{name}" if prefix else str(name), name in req, seen,
                   depth + 1, out)
@@ -205,7 +223,7 @@ def _rows(schema: Any, root: Any, prefix: str, required: bool, seen: frozenset, 
         if "properties" in i or _variants(i, root, iseen) or "items" in i:
             # the element itself is not a row; its fields are, as name[].field
             for sub_name, sub in (i.get("properties") or {}).items():
-                req = i.get("required") if isinstance(i.get("required"), list) else []
+                req = _list_at(i, "required")
                 _rows(sub, root, f"{prefix}[].{sub_name}", sub_name in req, iseen, depth + 1, out)
 
 
@@ -259,12 +277,14 @@ _NAME_HINTS = (
 def _pattern_string(pattern: str) -> str | None:
     """A short string matching `pattern`, built from Python's parse of it (None when unsure)."""
     try:
-        try:
-            from re import _constants as c
-            from re import _parser as sre_parse  # Python 3.11+
-        except ImportError:  # Python 3.10
-            import sre_constants as c  # type: ignore[no-redef]
-            import sre_parse  # type: ignore[no-redef]
+        # 3.11 moved sre_parse/sre_constants (deprecated names since) to re._parser/_constants,
+        # private modules without stubs; typeshed types them under the old names
+        if sys.version_info >= (3, 11):
+            from re import _constants as c  # type: ignore[attr-defined]
+            from re import _parser as sre_parse  # type: ignore[attr-defined]
+        else:
+            import sre_constants as c
+            import sre_parse
         parsed = sre_parse.parse(pattern)
     except Exception:
         return None
@@ -338,8 +358,8 @@ def _pattern_string(pattern: str) -> str | None:
 
 
 def _fit_length(value: str, s: dict) -> str:
-    lo = s.get("minLength") if isinstance(s.get("minLength"), int) else 0
-    hi = s.get("maxLength") if isinstance(s.get("maxLength"), int) else None
+    lo = _int_at(s, "minLength", 0)
+    hi = _int_at(s, "maxLength", None)
     if len(value) < lo:
         value = value + "x" * (lo - len(value))
     if hi is not None and len(value) > hi:
@@ -402,6 +422,8 @@ def _number(s: dict, integer: bool) -> int | float:
 
     lower, upper = _bounds(s)
     step = s["multipleOf"] if _is_num(s.get("multipleOf")) and s["multipleOf"] > 0 else None
+    lo: float | None
+    hi: float | None
     if integer:
         lo = None if lower is None else (math.floor(lower[0]) + 1 if lower[1] else math.ceil(lower[0]))
         hi = None if upper is None else (math.ceil(upper[0]) - 1 if upper[1] else math.floor(upper[0]))
@@ -510,13 +532,13 @@ class _Gen:
             yield from [v for v in enum if v is not None][:5] or enum[:1]
 
     def obj(self, s: dict, seen: frozenset, depth: int) -> dict:
-        props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
+        props = _dict_at(s, "properties")
         req = [r for r in (s.get("required") or []) if isinstance(r, str)]
         out: dict[str, Any] = {}
         if depth >= MAX_DEPTH + 4:
             return out
         names = list(req)
-        min_props = s.get("minProperties") if isinstance(s.get("minProperties"), int) else 0
+        min_props = _int_at(s, "minProperties", 0)
         if (self.optional and not req and depth == 0) or len(names) < min_props:
             extra = [p for p in props if p not in names]
             want = max(min_props - len(names), 3 if (self.optional and not req and depth == 0) else 0)
@@ -548,10 +570,9 @@ class _Gen:
         return extra if isinstance(extra, dict) else {}
 
     def arr(self, s: dict, name: str, seen: frozenset, depth: int) -> list:
-        lo = s.get("minItems") if isinstance(s.get("minItems"), int) else 0
-        hi = s.get("maxItems") if isinstance(s.get("maxItems"), int) else None
-        prefix = s.get("prefixItems") if isinstance(s.get("prefixItems"), list) else (
-            s.get("items") if isinstance(s.get("items"), list) else [])
+        lo = _int_at(s, "minItems", 0)
+        hi = _int_at(s, "maxItems", None)
+        prefix = _list_at(s, "prefixItems") if isinstance(s.get("prefixItems"), list) else _list_at(s, "items")
         items = s.get("items") if isinstance(s.get("items"), dict) else (
             s.get("additionalItems") if isinstance(s.get("additionalItems"), dict) else {})
         count = max(lo, len(prefix), 1)
@@ -560,7 +581,7 @@ class _Gen:
         if depth >= MAX_DEPTH + 4:
             count = min(count, lo)
         singular = name[:-1] if name.endswith("s") else name
-        out = []
+        out: list[Any] = []
         for i in range(count):
             sub = prefix[i] if i < len(prefix) else items
             v = self.value(sub, singular, seen, depth + 1)
@@ -589,20 +610,31 @@ def _vary(v: Any, i: int) -> Any:
     return v
 
 
-def _validator(schema: Any) -> Any:
+def compile_validator(schema: Any) -> Any | None:
+    """The one JSON Schema validator toolidx uses (describe's examples, serve's arguments, the
+    meta-tools' own arguments): the draft the schema's `$schema` names (2020-12 when it names
+    none), with format checks. None when the schema itself is broken or names an unknown draft:
+    then nothing can be checked, and the server that owns the tool judges."""
     import jsonschema
     from jsonschema.validators import validator_for
 
-    cls = validator_for(schema, default=jsonschema.Draft202012Validator) if isinstance(schema, dict) \
-        else jsonschema.Draft202012Validator
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    try:
+        cls = validator_for(schema, default=jsonschema.Draft202012Validator) if isinstance(schema, dict) \
+            else jsonschema.Draft202012Validator
+        cls.check_schema(schema)
+        return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    except Exception:  # SchemaError, unknown $schema
+        return None
 
 
 def _errors(value: Any, schema: Any) -> list | None:
     """Validation errors, or None when the schema cannot be checked (remote refs, broken)."""
+    validator = compile_validator(schema)
+    if validator is None:
+        return None
     try:
-        return list(_validator(schema).iter_errors(value))
-    except Exception:
+        return list(validator.iter_errors(value))
+    except Exception:  # unresolvable refs surface only while validating
         return None
 
 
@@ -686,8 +718,3 @@ def example_arguments(schema: dict | None) -> dict:
         if validate(value, schema) is None:
             return value
     return value
-
-
-def example_is_valid(schema: dict) -> str | None:
-    """Why `example_arguments(schema)` does not validate, or None (used by tests and full detail)."""
-    return validate(example_arguments(schema), schema)

@@ -3,12 +3,14 @@ hand-off from crawl (live servers and tools_file) to the store, and from the con
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 DEFAULT_TIMEOUT = 30.0
-
-
+MIN_SECRET_LEN = 6  # shorter values are not masked (they would mask ordinary words)
+MASK = "***"
 
 @dataclass
 class ServerSpec:
@@ -22,11 +24,31 @@ class ServerSpec:
     headers: dict[str, str] = field(default_factory=dict)  # expanded: secrets, never stored
     tools_file: str | None = None
     tags: list[str] = field(default_factory=list)
-    category: str | None = None
+    trust_server_tags: bool = False  # count the tags the server puts in a tool's `_meta` (config key)
+    category: str | None = None  # the config's `category:` for every tool (wins over the taxonomy)
+    tool_categories: dict[str, str] = field(default_factory=dict)  # `tool_categories:` per tool name
     timeout: float = DEFAULT_TIMEOUT
     enabled: bool = True
     problem: str | None = None  # a reason it cannot be started (e.g. an unset ${VAR}); crawl reports it
     raw: dict[str, Any] = field(default_factory=dict, repr=False)  # as written, unexpanded
+    # values that came from the environment through ${VAR} anywhere in the entry (command, args,
+    # cwd, url, env, headers, envFile): secrets, masked wherever server output or errors go
+    from_env: list[str] = field(default_factory=list, repr=False)
+
+    def secrets(self) -> list[str]:
+        """Every value to mask, longest first: `env` and `headers` values, values expanded from
+        the environment, a URL's query values and password (as written and as expanded)."""
+        found = [*self.env.values(), *self.headers.values(), *self.from_env]
+        for url in {self.url, self.raw.get("url")}:
+            if isinstance(url, str) and url:
+                found.extend(_url_secrets(url))
+        return sorted({v for v in found if isinstance(v, str) and len(v) >= MIN_SECRET_LEN},
+                      key=len, reverse=True)
+
+    def mask(self, text: str | None) -> str | None:
+        """`text` with every secret of this server replaced by ***. The one masking function: every
+        server output or error that is stored, shown or sent to an agent goes through it."""
+        return masker(self.secrets())(text) if text else text
 
     def public(self) -> dict[str, Any]:
         """How to reach this server, safe to store: env/header *names* only, templates unexpanded."""
@@ -35,7 +57,7 @@ class ServerSpec:
         if self.transport == "stdio":
             out.update(command=r.get("command"), args=list(r.get("args") or []), cwd=r.get("cwd"))
         elif self.transport in ("http", "sse"):
-            out["url"] = r.get("url")
+            out["url"] = _mask_literal_query(r.get("url"))
         else:
             out["tools_file"] = self.tools_file
         if self.env:
@@ -44,6 +66,78 @@ class ServerSpec:
             out["header_keys"] = sorted(self.headers)
         out["timeout"] = self.timeout
         return out
+
+
+MAX_SERVER_NAME = 200
+
+
+def server_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a server in the index, or None. Tool ids are `server/tool` and tool
+    names may hold `/`, so a server name must not: `x` + tool `a/b` and `x/a` + tool `b` would
+    both be `x/a/b`."""
+    if not isinstance(name, str) or not name.strip():
+        return "empty server name"
+    if "/" in name:
+        return f"server name {name!r} contains '/', which separates server and tool in ids (server/tool)"
+    if len(name) > MAX_SERVER_NAME:
+        return f"server name longer than {MAX_SERVER_NAME} characters"
+    if re.search("[\x00-\x1f\x7f-\x9f\ud800-\udfff]", name):
+        return f"server name {name!r} holds control characters or invalid Unicode"
+    return None
+
+
+def _url_secrets(url: str) -> list[str]:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    out = [v for _, v in parse_qsl(parts.query, keep_blank_values=False)]
+    out += [v for v in re.findall(r"=([^&#]+)", parts.query)]  # also as written (percent-encoded)
+    if parts.password:
+        out.append(parts.password)
+    return out
+
+
+def _mask_literal_query(url: Any) -> Any:
+    """A URL as written with its literal query values and password masked (`${VAR}` templates
+    kept: they name a secret, they are not one)."""
+    if not isinstance(url, str):
+        return url
+    literal = [v for v in _url_secrets(url) if "${" not in v]
+    return masker(sorted(set(literal), key=len, reverse=True))(url)
+
+
+def masker(secrets: list[str]) -> Any:
+    """A function replacing each of `secrets` (longest first) by ***."""
+
+    def mask(text: Any) -> Any:
+        if not text or not isinstance(text, str):
+            return text
+        for s in secrets:
+            if s in text:
+                text = text.replace(s, MASK)
+        return text
+
+    return mask
+
+
+def mask_deep(value: Any, mask: Any) -> Any:
+    """`value` (JSON: dicts, lists, strings) with `mask` applied to every string, keys included
+    (unchanged if it nests too deep to walk)."""
+    try:
+        return _mask_deep(value, mask)
+    except RecursionError:
+        return value
+
+
+def _mask_deep(value: Any, mask: Any) -> Any:
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, list):
+        return [_mask_deep(v, mask) for v in value]
+    if isinstance(value, dict):
+        return {mask(k) if isinstance(k, str) else k: _mask_deep(v, mask) for k, v in value.items()}
+    return value
 
 
 @dataclass
@@ -66,3 +160,21 @@ class ServerResult:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    def mask_secrets(self) -> ServerResult:
+        """Mask the spec's secrets in everything the server said and every error, and replace lone
+        surrogates (in place; idempotent). Crawl calls it where a result is handed on to the
+        display and the store."""
+        from .tooldoc import fix_strings
+
+        mask = masker(self.spec.secrets())
+
+        def m(text: Any) -> Any:  # lone surrogates (not storable) replaced, then secrets masked
+            return mask(fix_strings(text))
+        self.error, self.stderr_tail = m(self.error), m(self.stderr_tail)
+        self.server_name, self.server_title = m(self.server_name), m(self.server_title)
+        self.server_version, self.instructions = m(self.server_version), m(self.instructions)
+        self.capabilities = mask_deep(self.capabilities, m)
+        self.tools = mask_deep(self.tools, m)
+        self.invalid_tools = mask_deep(self.invalid_tools, m)
+        return self

@@ -1,9 +1,9 @@
 """Query text -> keyword terms, and terms -> a safe FTS5 query.
 
 User text is never passed to FTS5 as syntax: it is cut into Unicode word tokens (the same
-camelCase / snake_case splitting as tool names), stop words, request boilerplate and bare numbers are dropped,
-and each remaining term is quoted and OR-combined. So `"`, `*`, `NEAR`, `-`, `:`, parentheses,
-emoji and 10 KB pastes all become plain words or nothing.
+camelCase / snake_case splitting as tool names), stop words, request boilerplate and bare numbers
+are dropped (an identifier's digits stay), and each remaining term is quoted and OR-combined. So
+`"`, `*`, `NEAR`, `-`, `:`, parentheses, emoji and 10 KB pastes all become plain words or nothing.
 """
 
 from __future__ import annotations
@@ -16,26 +16,24 @@ MAX_TERMS = 48  # a pasted page must not become a 2,000-term OR query
 MAX_QUERY_CHARS = 4000  # the model reads ~256 tokens; the rest only costs time
 
 _WORD = re.compile(r"\w+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 # English function words plus the boilerplate of requests to an assistant ("can you please help
 # me ..."). Platform names are kept: "On Semgrep, scan ..." must still reach the Semgrep server.
 STOP_WORDS = frozenset([
     "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
-    "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but",
-    "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for",
-    "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself",
-    "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself",
-    "just", "let", "me", "more", "most", "my", "myself", "no", "nor", "not", "of", "off", "on",
-    "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same",
-    "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them",
-    "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too",
-    "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which",
-    "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself",
-    "yourselves", "please", "kindly", "help", "want", "wanted", "need", "needs", "like", "tell",
-    "show", "give", "get", "gets", "got", "make", "sure", "also", "etc", "e", "g", "ie", "eg",
-    "using", "via", "thanks", "thank", "hi", "hello", "hey", "whether", "may", "might", "must",
-    "shall"
+    "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by",
+    "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from",
+    "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him",
+    "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "let",
+    "me", "more", "most", "my", "myself", "no", "nor", "not", "of", "off", "on", "once", "only",
+    "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so",
+    "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there",
+    "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was",
+    "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with",
+    "would", "you", "your", "yours", "yourself", "yourselves", "please", "kindly", "help", "want",
+    "wanted", "need", "needs", "like", "tell", "show", "give", "get", "gets", "got", "make", "sure",
+    "also", "etc", "e", "g", "ie", "eg", "using", "via", "thanks", "thank", "hi", "hello", "hey",
+    "whether", "may", "might", "must", "shall",
 ])
 
 
@@ -62,7 +60,3 @@ def query_terms(text: str) -> list[str]:
 def fts_query(terms: list[str]) -> str:
     """`"t1" OR "t2" ...`: every term quoted, so none can be read as FTS5 syntax."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
-def has_cjk(text: str) -> bool:
-    return _CJK.search(text) is not None

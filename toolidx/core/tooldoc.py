@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .taxonomy import categorize
+
 # camelCase and ACRONYMWord boundaries; an acronym's plural stays one word (PDFs, URLs, IDs)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z](?!s(?![a-z]))[a-z])")
 _SEP = re.compile(r"[_\-.\s/:]+")
@@ -28,11 +30,64 @@ def split_name(name: str) -> list[str]:
 
 
 def canonical_json(value: Any) -> str:
+    """The one spelling of a JSON value that hashes the same wherever it was read."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def compact_json(value: Any) -> str:
+    """JSON with no spaces, as shown to agents and in text tables, and as budgets count it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def definition_hash(definition: dict) -> str:
     return hashlib.sha256(canonical_json(definition).encode()).hexdigest()
+
+
+MAX_DEPTH = 200  # JSON nesting a tool may have (real schemas stay under 40; diff compares up to 200)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """How deep `value` nests (a scalar is 0), counting no further than `limit` + 1. Iterative:
+    a hostile document cannot exhaust the stack."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            items: Any = v.values()
+        elif isinstance(v, list):
+            items = v
+        else:
+            continue
+        deepest = max(deepest, d)
+        if deepest > limit:
+            return deepest
+        stack.extend((x, d + 1) for x in items)
+    return deepest
+
+
+def fix_strings(value: Any) -> Any:
+    """`value` (JSON) with lone surrogates (valid JSON `\\ud800`, not encodable text) replaced by
+    U+FFFD in every string and key. Returns `value` itself when nothing needed fixing (or when
+    it nests too deep to walk: such a tool is rejected by `validate_tool` anyway)."""
+    try:
+        return _fix(value)
+    except RecursionError:
+        return value
+
+
+def _fix(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, list):
+        fixed = [_fix(v) for v in value]
+        return value if all(a is b for a, b in zip(fixed, value)) else fixed
+    if isinstance(value, dict):
+        pairs = [(_fix(k), _fix(v)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items())):
+            return value
+        return dict(pairs)
+    return value
 
 
 def validate_tool(raw: Any) -> str | None:
@@ -48,6 +103,8 @@ def validate_tool(raw: Any) -> str | None:
     schema = raw.get("inputSchema")
     if not isinstance(schema, dict):
         return "missing `inputSchema` object"
+    if json_depth(raw) > MAX_DEPTH:
+        return f"nested deeper than {MAX_DEPTH} levels"
     if schema.get("type") != "object":
         return "`inputSchema.type` is not \"object\""
     for key in ("description", "title"):
@@ -175,23 +232,33 @@ def embed_text(name: str, title: str | None, description: str, params: list[tupl
 
 
 def build_tooldoc(raw: dict, server: str, *, config_tags: list[str] | None = None,
-                  category: str | None = None, server_label: str = "") -> ToolDoc:
-    """Derive a ToolDoc from a validated tool dict (wire JSON as sent)."""
+                  category: str | None = None, server_label: str = "",
+                  trust_server_tags: bool = False) -> ToolDoc:
+    """Derive a ToolDoc from a validated tool dict (wire JSON as sent). `category`: the config's
+    (server-wide or for this tool); without one, core.taxonomy derives it.
+
+    Tags (which `serve --tag` scopes by) come from the config and from toolidx's own reading of
+    the annotations; tags a server claims in `_meta` count only with `trust_server_tags` (the
+    config's `trust_server_tags: true`): otherwise any server could put its tools in a scope."""
     definition = dict(raw)
     name = str(raw["name"])
     ann = raw.get("annotations") if isinstance(raw.get("annotations"), dict) else None
     title = raw.get("title") or (ann or {}).get("title") or None
     description = raw.get("description") or ""
     params = param_docs(raw.get("inputSchema"))
-    tags = _dedupe([*(config_tags or []), *annotation_tags(ann), *meta_tags(raw.get("_meta"))])
+    claimed = meta_tags(raw.get("_meta")) if trust_server_tags else []
+    tags = _dedupe([*(config_tags or []), *annotation_tags(ann), *claimed])
     read_only = ann.get("readOnlyHint") if ann and isinstance(ann.get("readOnlyHint"), bool) else None
     destructive = (ann.get("destructiveHint") if ann and isinstance(ann.get("destructiveHint"), bool)
                    else None)
     params_text = " ".join(" ".join([*split_name(p), d]) for p, d in params)
+    server_label = server_label or server_words(server)
+    if not category:  # the config did not say: the taxonomy derives it from the tool's words
+        category = categorize(name, description, title, server_label)
     return ToolDoc(
         id=f"{server}/{name}", server=server, name=name, title=title, description=description,
-        definition=definition, tags=tags, category=category or server,
+        definition=definition, tags=tags, category=category,
         param_names=[p for p, _ in params], read_only=read_only, destructive=destructive,
-        hash=definition_hash(definition), server_label=server_label or server_words(server),
+        hash=definition_hash(definition), server_label=server_label,
         params_text=params_text, embed_text=embed_text(name, title, description, params),
     )

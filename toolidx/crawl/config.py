@@ -8,6 +8,7 @@ Every problem raises ConfigError naming the file, the server and the key. Values
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -15,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..core.servers import DEFAULT_TIMEOUT, ServerSpec
+from ..core.servers import DEFAULT_TIMEOUT, ServerSpec, server_name_problem
+from ..core.tooldoc import fix_strings
 
 DEFAULT_CONCURRENCY = 4
+MAX_TIMEOUT = 86_400.0  # a day: a longer (or NaN, infinite) timeout is a config error
 
 TRANSPORTS = {
     "stdio": "stdio",
@@ -25,8 +28,6 @@ TRANSPORTS = {
     "sse": "sse",
     "tools_file": "tools_file", "tools-file": "tools_file", "file": "tools_file",
 }
-SERVER_KEYS = {"command", "args", "env", "cwd", "url", "headers", "type", "transport", "tags",
-               "category", "timeout", "enabled", "disabled", "tools_file", "envFile"}
 
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _INPUT = re.compile(r"\$\{input:([^}]+)\}")  # VS Code prompts the user for these; we cannot
@@ -50,14 +51,22 @@ class Config:
         return out
 
 
-def expand(value: str, environ: dict[str, str] | None = None) -> tuple[str, list[str]]:
-    """Expand `${VAR}`, `${VAR:-default}` and VS Code's `${env:VAR}`; return (text, unset names)."""
+# Variables whose values are not secret (paths): not masked, so errors keep readable paths.
+NOT_SECRET_VARS = frozenset({"HOME", "USER", "LOGNAME", "PWD", "TMPDIR", "workspaceFolder"})
+
+
+def expand(value: str, environ: dict[str, str] | None = None,
+           used: list[str] | None = None) -> tuple[str, list[str]]:
+    """Expand `${VAR}`, `${VAR:-default}` and VS Code's `${env:VAR}`; return (text, unset names).
+    `used` receives every value taken from the environment (to be masked as a secret)."""
     env = os.environ if environ is None else environ
     missing: list[str] = []
 
     def sub(m: re.Match) -> str:
         name, default = m.group(1), m.group(2)
         if name in env and (env[name] != "" or default is None):
+            if used is not None and name not in NOT_SECRET_VARS:
+                used.append(env[name])
             return env[name]
         if default is not None:
             return default
@@ -93,7 +102,10 @@ def _looks_like_server(value: Any) -> bool:
 def _load_yaml(text: str) -> Any:
     import yaml
 
-    class Loader(yaml.SafeLoader):
+    # libyaml's parser when installed: a 50 MB config in seconds, not minutes
+    base = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+
+    class Loader(base):  # type: ignore[valid-type,misc]
         pass
 
     def construct_mapping(loader: Any, node: Any, deep: bool = False) -> dict:
@@ -107,7 +119,7 @@ def _load_yaml(text: str) -> Any:
                     for kn, _ in value_node.value)
                 raise _Duplicate(str(k), key_node.start_mark.line + 1, is_server)
             keys.add(k)
-        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+        return yaml.constructor.SafeConstructor.construct_mapping(loader, node, deep=deep)
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     return yaml.load(text, Loader=Loader)  # noqa: S506 - SafeLoader subclass
@@ -126,6 +138,9 @@ def parse_text(text: str, where: str, is_json: bool) -> Any:
     except json.JSONDecodeError as e:
         raise ConfigError(f"invalid JSON: {e.msg}", where=f"{where}:{e.lineno}:{e.colno}",
                           fix="fix the syntax") from None
+    except RecursionError:
+        raise ConfigError("the config nests too deep to read", where=where,
+                          fix="a server's settings are a few levels deep; check the file") from None
     except Exception as e:  # yaml.YAMLError and friends
         mark = getattr(e, "problem_mark", None)
         at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
@@ -144,7 +159,13 @@ def load_config(path: str | os.PathLike, environ: dict[str, str] | None = None) 
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"cannot read config: {e}", where=where) from None
     data = parse_text(text, where, is_json=p.suffix.lower() == ".json")
-    return build_config(data, where, base_dir=p.parent, environ=environ)
+    try:
+        return build_config(data, where, base_dir=p.parent, environ=environ)
+    except RecursionError:
+        raise ConfigError("the config nests too deep to read", where=where) from None
+    except (TypeError, ValueError, AttributeError, KeyError) as e:  # a shape no check foresaw
+        raise ConfigError(f"unexpected value ({type(e).__name__}: {_short(str(e))})", where=where,
+                          fix="check the types of the keys (see docs/crawl.md)") from None
 
 
 def build_config(data: Any, where: str | None, base_dir: Path | None = None,
@@ -162,18 +183,51 @@ def build_config(data: Any, where: str | None, base_dir: Path | None = None,
     settings = data.get("toolidx") or {}
     if not isinstance(settings, dict):
         raise ConfigError("`toolidx` must be a mapping", where=w)
+    _check_settings(settings, w)
+    environ = dict(os.environ if environ is None else environ)  # read once, not per server
     servers = [_server(name, entry, w, base_dir or Path.cwd(), environ, settings)
                for name, entry in block.items()]
     return Config(path=where, servers=servers, settings=settings)
 
 
-def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] | None,
+def _positive_seconds(v: Any) -> bool:
+    return (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+            and 0 < v <= MAX_TIMEOUT)
+
+
+# the `toolidx:` block: key -> (check, what it must be)
+_SETTINGS: dict[str, tuple[Any, str]] = {
+    "timeout": (_positive_seconds, f"a number of seconds above 0, at most {MAX_TIMEOUT:g}"),
+    "concurrency": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 1 <= v <= 256,
+                    "a whole number from 1 to 256"),
+    "model": (lambda v: isinstance(v, str) and v.strip() != "", "a model name (string)"),
+    "model_path": (lambda v: isinstance(v, str) and v.strip() != "", "a folder path (string)"),
+    "trust_server_tags": (lambda v: isinstance(v, bool), "true or false"),
+}
+
+
+def _check_settings(settings: dict, w: str) -> None:
+    for key, value in settings.items():
+        rule = _SETTINGS.get(key)
+        if rule is not None and not rule[0](value):
+            raise ConfigError(f"`toolidx.{key}` must be {rule[1]}, not {_short(value)}", where=w,
+                              fix=f"fix `{key}` in the `toolidx:` block")
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _server(name: Any, entry: Any, where: str, base: Path, environ: dict[str, str] | None,
             settings: dict[str, Any]) -> ServerSpec:
     name = str(name)
+    invalid_unicode = fix_strings(name) != name
+    name = fix_strings(name)  # a lone surrogate (valid in JSON) cannot be stored or printed
 
     def err(msg: str, key: str | None = None, fix: str | None = None) -> ConfigError:
         at = f"server {name!r}" + (f", key {key!r}" if key else "")
-        return ConfigError(f"{at}: {msg}", where=w, fix=fix)
+        return ConfigError(f"{at}: {msg}", where=where, fix=fix)
 
     if not name.strip():
         raise err("empty server name")
@@ -181,17 +235,17 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
         raise err("settings must be a mapping")
     declared = entry.get("type", entry.get("transport"))
     if declared is not None:
-        t = TRANSPORTS.get(str(declared).strip().lower().replace(" ", ""))
-        if t is None:
+        transport = TRANSPORTS.get(str(declared).strip().lower().replace(" ", ""))
+        if transport is None:
             key = "type" if "type" in entry else "transport"
             raise err(f"unknown transport {declared!r}", key,
                       fix="use stdio, http (Streamable HTTP), sse or tools_file")
     elif entry.get("tools_file"):
-        t = "tools_file"
+        transport = "tools_file"
     elif entry.get("command"):
-        t = "stdio"
+        transport = "stdio"
     elif entry.get("url"):
-        t = "sse" if str(entry["url"]).rstrip("/").endswith("/sse") else "http"
+        transport = "sse" if str(entry["url"]).rstrip("/").endswith("/sse") else "http"
     else:
         raise err("no `command`, `url` or `tools_file`", "command",
                   fix="say how to start (command) or reach (url) the server")
@@ -200,67 +254,85 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
 
     # VS Code's mcp.json lives in .vscode/ and may say ${workspaceFolder}
     workspace = str(base.parent if base.name == ".vscode" else base)
-    env_vars = dict(os.environ if environ is None else environ)
-    env_vars.setdefault("workspaceFolder", workspace)
-    inputs: list[str] = []
+    env_vars: Any = os.environ if environ is None else environ
+    if "workspaceFolder" not in env_vars:
+        from collections import ChainMap
 
-    def x(v: Any, key: str) -> str:
-        if not isinstance(v, (str, int, float)) or isinstance(v, bool):
-            raise err(f"must be a string, not {type(v).__name__}", key)
-        inputs.extend(f"${{input:{m}}} in {key}" for m in _INPUT.findall(str(v)))
-        s, miss = expand(str(v), env_vars)
-        missing.extend(miss)
-        return s
+        env_vars = ChainMap(env_vars, {"workspaceFolder": workspace})
+    inputs: list[str] = []
+    from_env: list[str] = []
+
+    def expanded(value: Any, key: str) -> str:
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise err(f"must be a string, not {type(value).__name__}", key)
+        inputs.extend(f"${{input:{m}}} in {key}" for m in _INPUT.findall(str(value)))
+        text, unset = expand(str(value), env_vars, from_env)
+        missing.extend(unset)
+        return text
 
     def xmap(key: str) -> dict[str, str]:
-        v = entry.get(key) or {}
-        if not isinstance(v, dict):
+        mapping = entry.get(key) or {}
+        if not isinstance(mapping, dict):
             raise err("must be a mapping of names to strings", key)
-        return {str(k): x(val, f"{key}.{k}") for k, val in v.items()}
+        return {str(k): expanded(val, f"{key}.{k}") for k, val in mapping.items()}
 
-    spec = ServerSpec(name=name, transport=t, raw=dict(entry))
-    if t == "stdio":
+    spec = ServerSpec(name=name, transport=transport, raw=dict(entry), from_env=from_env)
+    if transport == "stdio":
         if not entry.get("command"):
             raise err("stdio transport needs `command`", "command")
-        spec.command = x(entry["command"], "command")
+        spec.command = expanded(entry["command"], "command")
         args = entry.get("args") or []
         if not isinstance(args, list):
             raise err("must be a list of strings", "args")
-        spec.args = [x(a, "args") for a in args]
-        spec.env = {**_env_file(entry, base, x, err), **xmap("env")}
+        spec.args = [expanded(a, "args") for a in args]
+        spec.env = {**_env_file(entry, base, expanded, err), **xmap("env")}
         if entry.get("cwd"):
-            spec.cwd = str(base / x(entry["cwd"], "cwd"))
-    elif t in ("http", "sse"):
+            spec.cwd = str(base / expanded(entry["cwd"], "cwd"))
+    elif transport in ("http", "sse"):
         if not entry.get("url"):
-            raise err(f"{t} transport needs `url`", "url")
-        spec.url = x(entry["url"], "url")
+            raise err(f"{transport} transport needs `url`", "url")
+        spec.url = expanded(entry["url"], "url")
         if not re.match(r"^https?://", spec.url):
-            raise err(f"not an http(s) URL: {spec.url!r}", "url")
+            # as written: an expanded ${TOKEN} must not reach the message
+            raise err(f"not an http(s) URL: {spec.mask(str(entry['url']))!r}", "url")
         spec.headers = xmap("headers")
     else:
         tf = entry.get("tools_file")
         if not tf:
             raise err("tools_file transport needs `tools_file`", "tools_file")
-        spec.tools_file = str((base / x(tf, "tools_file")).resolve())
+        spec.tools_file = str((base / expanded(tf, "tools_file")).resolve())
 
     tags = entry.get("tags") or []
     if isinstance(tags, str):
-        tags = [t_.strip() for t_ in tags.split(",") if t_.strip()]
-    if not isinstance(tags, list) or not all(isinstance(t_, (str, int)) for t_ in tags):
+        tags = [tag.strip() for tag in tags.split(",") if tag.strip()]
+    if not isinstance(tags, list) or not all(isinstance(tag, (str, int)) for tag in tags):
         raise err("must be a list of strings", "tags")
-    spec.tags = [str(t_) for t_ in tags]
+    spec.tags = [fix_strings(str(tag)) for tag in tags]
     if entry.get("category") is not None:
-        spec.category = str(entry["category"])
+        spec.category = fix_strings(str(entry["category"]))
+    per_tool = entry.get("tool_categories") or {}
+    if not isinstance(per_tool, dict) or not all(isinstance(v, str) for v in per_tool.values()):
+        raise err("must be a mapping of tool names to categories", "tool_categories")
+    spec.tool_categories = {str(k): fix_strings(v) for k, v in per_tool.items()}
     timeout = entry.get("timeout", settings.get("timeout", DEFAULT_TIMEOUT))
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise err(f"must be a positive number of seconds, not {timeout!r}", "timeout")
+    if not _positive_seconds(timeout):
+        raise err(f"must be a number of seconds above 0, at most {MAX_TIMEOUT:g}, not {_short(timeout)}",
+                  "timeout")
     spec.timeout = float(timeout)
+    trust = entry.get("trust_server_tags", settings.get("trust_server_tags", False))
+    if not isinstance(trust, bool):
+        raise err("must be true or false", "trust_server_tags")
+    spec.trust_server_tags = trust
     enabled = entry.get("enabled", not entry.get("disabled", False))
     if not isinstance(enabled, bool):
         raise err("must be true or false", "enabled")
     spec.enabled = enabled
     if missing:
         spec.problem = "environment variable(s) not set: " + ", ".join(sorted(set(missing)))
+    bad_name = server_name_problem(name) or (
+        f"server name {name!r} holds invalid Unicode (a lone surrogate)" if invalid_unicode else None)
+    if bad_name:  # this server is reported and skipped; the others are crawled
+        spec.problem = f"{bad_name}: rename it in the config"
     if inputs:
         spec.problem = (f"uses VS Code input variables, which toolidx cannot prompt for "
                         f"({', '.join(inputs)}): use ${{ENV_VAR}} instead")
@@ -275,7 +347,7 @@ def _env_file(entry: dict, base: Path, x: Any, err: Any) -> dict[str, str]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
-        raise err(f"cannot read {path}: {e.strerror}", "envFile") from None
+        raise err(f"cannot read {entry['envFile']}: {e.strerror}", "envFile") from None
     out: dict[str, str] = {}
     for line in text.splitlines():
         line = line.strip()

@@ -19,23 +19,19 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
-from typing import Any
+from contextvars import ContextVar, Token
+from typing import Any, TextIO, cast
 
 import anyio
-
-try:
-    BaseExceptionGroup
-except NameError:  # Python 3.10: anyio depends on the backport
-    from exceptiongroup import BaseExceptionGroup
+import anyio.abc
 
 from .. import __version__
+from ..core.errors import BaseExceptionGroup
 from ..core.servers import ServerResult, ServerSpec
-from ..core.tooldoc import validate_tool
+from ..core.tooldoc import fix_strings, json_depth, validate_tool
 
 STDERR_TAIL_BYTES = 4096
 MAX_PAGES = 10_000  # a server whose cursors never end is reported, not followed forever
-MIN_SECRET_LEN = 6  # env/header values at least this long are masked in errors and stderr tails
 
 # Besides the SDK's minimal set (HOME, LOGNAME, PATH, SHELL, TERM, USER), the variables a server
 # needs to behave like it does in a terminal: locale, temp dir, time zone, proxies and CA bundles.
@@ -187,19 +183,98 @@ def _one_reason(exc: BaseException, spec: ServerSpec, phase: str, exit_code: int
 
 
 def _url_for_error(spec: ServerSpec) -> str:
-    return str(spec.raw.get("url") or spec.url)  # as written: an expanded ${TOKEN} stays hidden
+    # as written (an expanded ${TOKEN} stays hidden), query values masked
+    return spec.mask(str(spec.raw.get("url") or spec.url)) or ""
 
 
 def scrub(text: str | None, spec: ServerSpec) -> str | None:
-    """Mask secret values (env, headers, an expanded url) in text that is going to be stored."""
-    if not text:
-        return text
-    secrets = [v for v in [*spec.env.values(), *spec.headers.values()] if len(v) >= MIN_SECRET_LEN]
-    if spec.url and spec.raw.get("url") and spec.url != spec.raw.get("url"):
-        secrets.append(spec.url)
-    for s in sorted(set(secrets), key=len, reverse=True):
-        text = text.replace(s, "***")
-    return text
+    """Mask the server's secrets (`ServerSpec.mask`) in text that is going to be stored or shown."""
+    return spec.mask(text)
+
+
+# --- messages the SDK's parser rejects -----------------------------------------------------------
+MAX_LINE_DEPTH = 900  # deeper than this a message is answered with a parse error for its request
+
+
+class _Reparse(anyio.abc.ObjectReceiveStream):
+    """The transport's read stream, with a second chance for messages the SDK's JSON parser
+    rejects although they are valid JSON: nested deeper than its limit (~200) or holding a lone
+    surrogate (`\\ud800`). The SDK turns such a line into an exception and the request waits
+    for its timeout, so one deep or odd tool would lose a whole `tools/list` page. Here the line
+    is parsed again by Python's json (surrogates are then fixed by `fix_strings`, deep tools
+    rejected one by one by `validate_tool`); a line even Python cannot read becomes a JSON-RPC
+    error for its request id, so the request fails at once with the reason."""
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        item = await self._inner.receive()
+        if isinstance(item, Exception):
+            return _reparse(item) or item
+        return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def close(self) -> None:
+        close = getattr(self._inner, "close", None)
+        if close:
+            close()
+
+
+def rejected_line(exc: Exception) -> str | None:
+    """The line the SDK's JSON parser rejected, from its ValidationError (None: another error)."""
+    errors = getattr(exc, "errors", None)
+    try:
+        first = errors()[0] if callable(errors) else None
+    except Exception:
+        return None
+    if not first or first.get("type") != "json_invalid" or not isinstance(first.get("input"), str):
+        return None
+    return first["input"]
+
+
+def request_id_of(line: str) -> int | str | None:
+    """The JSON-RPC id of a message too deep (or too long) to parse: the top-level "id" before
+    the body, or at its very end (None when not found)."""
+    import json
+    import re
+
+    rid_rx = r'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")'
+    head = re.split(r'"(?:result|error|params)"\s*:', line[:100_000], maxsplit=1)[0]
+    m = re.search(rid_rx, head) or re.search(rid_rx + r"\s*\}\s*$", line[-300:])
+    return json.loads(m.group(1)) if m else None
+
+
+def _reparse(exc: Exception) -> Any:
+    import json
+
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
+    line = rejected_line(exc)
+    if line is None:
+        return None
+    try:
+        obj = json.loads(line)
+        if not isinstance(obj, dict):
+            return None
+        if json_depth(obj, MAX_LINE_DEPTH) > MAX_LINE_DEPTH:
+            raise RecursionError
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(obj, by_name=False))
+    except RecursionError:
+        rid = request_id_of(line)
+        if rid is None:
+            return None
+        return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
+            code=-32700, message=f"the server's answer nests deeper than {MAX_LINE_DEPTH} levels: not read")))
+    except Exception:
+        return None
 
 
 # --- the connection -----------------------------------------------------------------------------
@@ -225,12 +300,11 @@ class Connection:
         self.protocol_version: str | None = None
         self.instructions: str | None = None
         self.capabilities: dict = {}
-        self.tools_changed = False  # set when the server sends notifications/tools/list_changed
-        self.junk_lines = 0  # stdout lines that were not JSON-RPC (tolerated)
 
     @property
     def stderr_tail(self) -> str:
-        return (self._stderr.tail() if self._stderr else "") or ""
+        """The server's last stderr, secrets masked (it may log the token it was given)."""
+        return self.spec.mask(self._stderr.tail() if self._stderr else "") or ""
 
     @property
     def exit_code(self) -> int | None:
@@ -249,16 +323,32 @@ class Connection:
     def alive(self) -> bool:
         return not self._closed and self.exit_code is None
 
-    async def _request(self, method: str, params: dict | None, timeout: float | None) -> dict:
+    async def _request(self, method: str, params: dict | None, timeout: float | None,
+                       raw_opts: dict | None = None) -> dict:
         """A raw JSON-RPC request: the result dict exactly as the server sent it."""
+        opts: dict[str, Any] = dict(raw_opts or {})
+        if timeout is not None:
+            opts["timeout"] = timeout
+        if method == "initialize":  # before the handshake there is nothing to stamp
+            return await self._session._dispatcher.send_raw_request(method, params, opts)
         data: dict[str, Any] = {"method": method, "params": dict(params or {})}
-        opts: dict[str, Any] = {}
         # The session's stamp adds what the negotiated protocol needs (e.g. the
         # Mcp-Protocol-Version header on HTTP); the dispatcher is the SDK's raw-request seam.
         self._session._stamp(data, opts)
-        if timeout is not None:
-            opts["timeout"] = timeout
         return await self._session._dispatcher.send_raw_request(method, data.get("params") or None, opts)
+
+    def _sdk_verdict(self, e: Any, started: float, timeout: float | None) -> str | None:
+        """"closed" / "timeout" when the SDK itself raised the MCPError (the connection really
+        closed, our timeout really elapsed); None when it is the server's own JSON-RPC error that
+        happens to use the same code (-32000 and -32001 are free for servers to use)."""
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        if e.code == CONNECTION_CLOSED and e.data is None and getattr(self._session._dispatcher, "_closed", True):
+            return "closed"
+        if (e.code == REQUEST_TIMEOUT and e.data is None and timeout is not None
+                and time.perf_counter() - started >= timeout * 0.95):
+            return "timeout"
+        return None
 
     async def _initialize(self, timeout: float | None) -> None:
         import mcp_types as types
@@ -269,8 +359,8 @@ class Connection:
             "capabilities": {},
             "clientInfo": {"name": "toolidx", "version": __version__},
         }
-        raw = await self._session._dispatcher.send_raw_request(
-            "initialize", params, {"cancel_on_abandon": False, **({"timeout": timeout} if timeout else {})})
+        raw = await self._send("initialize", params, timeout, "initialize", raw_opts={"cancel_on_abandon": False})
+        raw = fix_strings(raw)
         result = types.InitializeResult.model_validate(raw, by_name=False)
         if result.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
             raise BackendError(f"unsupported protocol version {result.protocol_version!r}")
@@ -297,13 +387,15 @@ class Connection:
                 raise BackendError(f"{self._phase[0]}: result has no `tools` list")
             for item in items:
                 reason = validate_tool(item)
+                if reason is None:
+                    item = fix_strings(item)  # a lone surrogate: replaced, the tool kept
                 name = item.get("name") if isinstance(item, dict) else None
                 if reason is None and name in seen:
                     reason = "duplicate name"
                 if reason:
                     invalid.append({"name": name if isinstance(name, str) else None, "reason": reason})
                     continue
-                seen.add(name)
+                seen.add(str(name))  # valid: a string
                 tools.append(item)
             cursor = raw.get("nextCursor")
             if cursor is None or cursor == "":
@@ -324,17 +416,22 @@ class Connection:
         return await self._send("tools/call", {"name": name, "arguments": arguments or {}}, timeout,
                                 f"tools/call {name}")
 
-    async def _send(self, method: str, params: dict | None, timeout: float | None, during: str) -> dict:
+    async def _send(self, method: str, params: dict | None, timeout: float | None, during: str,
+                    raw_opts: dict | None = None) -> dict:
         """`_request` with the SDK's errors turned into BackendError / RemoteError."""
         from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+        started = time.perf_counter()
         try:
-            return await self._request(method, params, timeout)
+            return await self._request(method, params, timeout, raw_opts)
         except MCPError as e:
-            if e.code == REQUEST_TIMEOUT:
+            verdict = self._sdk_verdict(e, started, timeout)
+            if (verdict is None and e.code == -32000 and e.message == "Connection closed" and e.data is None
+                    and await self.exit_code_soon(0.3) is not None):
+                verdict = "closed"  # the write failed before the SDK noticed the end: the process is gone
+            if verdict == "timeout":
                 raise BackendError(f"timed out after {timeout:g} s during {during}") from None
-            if e.code == CONNECTION_CLOSED:
+            if verdict == "closed":
                 self._closed = True
                 code = await self.exit_code_soon()
                 raise BackendError(f"server closed the connection during {during}"
@@ -364,7 +461,9 @@ async def _transport(spec: ServerSpec, stderr: _StderrFile | None) -> AsyncItera
         params = StdioServerParameters(command=_command_path(spec), args=list(spec.args),
                                        env=child_env(spec), cwd=spec.cwd,
                                        encoding_error_handler="replace")
-        async with stdio_client(params, errlog=stderr.file if stderr else sys.stderr) as (r, w):
+        # the SDK hands errlog to the child as its stderr: any file with a descriptor will do
+        errlog = cast(TextIO, stderr.file if stderr else sys.stderr)
+        async with stdio_client(params, errlog=errlog) as (r, w):
             yield r, w
     elif spec.transport == "http":
         import httpx2
@@ -400,24 +499,19 @@ async def open_session(spec: ServerSpec, *, phase: list[str] | None = None,
     phase[0] = "start"
     stderr = _StderrFile() if spec.transport == "stdio" else None
     processes: list = []
-    token = _spawned.set(processes)
+    token: Token[list | None] | None = _spawned.set(processes)
     try:
         async with _transport(spec, stderr) as (read, write):
-            _spawned.reset(token)
+            if token is not None:
+                _spawned.reset(token)
             token = None
-            holder: dict[str, Connection] = {}
 
             async def on_message(message: Any) -> None:
-                c = holder.get("c")
-                if c is None:
-                    return
-                if isinstance(message, Exception):
-                    c.junk_lines += 1
-                elif getattr(message, "method", None) == "notifications/tools/list_changed":
-                    c.tools_changed = True
+                """Stray stdout lines that are not JSON-RPC arrive here as exceptions, and
+                notifications such as tools/list_changed: tolerated, a crawl lists anyway."""
 
-            async with ClientSession(read, write, message_handler=on_message) as session:
-                conn = holder["c"] = Connection(spec, session, stderr, processes, phase)
+            async with ClientSession(_Reparse(read), write, message_handler=on_message) as session:
+                conn = Connection(spec, session, stderr, processes, phase)
                 phase[0] = "initialize"
                 with anyio.fail_after(spec.timeout):
                     await conn._initialize(spec.timeout)
@@ -445,7 +539,7 @@ async def open_session(spec: ServerSpec, *, phase: list[str] | None = None,
             _spawned.reset(token)
         if stderr is not None:
             if tail_out is not None:
-                tail_out.append(stderr.tail())
+                tail_out.append(scrub(stderr.tail(), spec) or "")
             stderr.close()
 
 

@@ -73,6 +73,7 @@ async def gather_results(specs: list[ServerSpec], concurrency: int,
             except Exception as e:  # a bug in one server's handling must not sink the crawl
                 results = [_failed(spec, f"internal error: {type(e).__name__}: {e}", t0, started)]
             for r in results:
+                r.mask_secrets()  # before anything is shown or stored
                 progress.server_finished(r)
             entry_finished = getattr(progress, "entry_finished", None)
             if entry_finished:
@@ -83,7 +84,42 @@ async def gather_results(specs: list[ServerSpec], concurrency: int,
     if begin:
         begin(specs)
     nested = await asyncio.gather(*(one(s) for s in specs))
-    return [r for rs in nested for r in rs]
+    return claim_names(specs, nested)
+
+
+def claim_names(specs: list[ServerSpec], nested: list[list[ServerResult]]) -> list[ServerResult]:
+    """One result per server name. A config entry owns its own name; a catalog (tools_file) may
+    file tools under other names, but not under a name another entry owns or an earlier catalog
+    already filled: those tools are rejected (listed as invalid tools of the catalog's entry),
+    the rest is indexed."""
+    owners = {s.name for s in specs}
+    taken: set[str] = set()
+    out: list[ServerResult] = []
+    for spec, results in zip(specs, nested):
+        rejected: list[dict] = []
+        kept: list[ServerResult] = []
+        for r in results:
+            name = r.spec.name
+            if name != spec.name and (name in owners or name in taken):
+                why = (f"server {name!r} is another entry of the config" if name in owners
+                       else f"server {name!r} is already filled by an earlier catalog")
+                rejected += [{"name": f"{name}/{t.get('name')}", "reason": why} for t in r.tools]
+                continue
+            if name in taken:  # cannot happen for a config entry's own name, kept as a guard
+                continue
+            taken.add(name)
+            kept.append(r)
+        if rejected:
+            home = next((r for r in kept if r.spec.name == spec.name), None) or (kept[0] if kept else None)
+            if home is None:
+                home = ServerResult(spec, "failed", results[0].started_at if results else "",
+                                    error=f"all {len(rejected)} tools name servers it may not fill "
+                                          f"({rejected[0]['reason']})")
+                taken.add(spec.name)
+                kept.append(home)
+            home.invalid_tools.extend(rejected)
+        out.extend(kept)
+    return out
 
 
 def run_crawl(config: Config, db: Database, *, only: list[str] | None = None,

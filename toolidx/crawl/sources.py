@@ -16,8 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..core.servers import ServerResult, ServerSpec
-from ..core.tooldoc import validate_tool
+from ..core.servers import ServerResult, ServerSpec, server_name_problem
+from ..core.tooldoc import fix_strings, validate_tool
 
 _BENCH_KEYS = {"input_schema": "inputSchema", "output_schema": "outputSchema"}
 _DROP = {"id", "server", "server_title"}
@@ -31,6 +31,8 @@ def _rows(path: Path) -> list[Any]:
             data = json.loads(text)
         except json.JSONDecodeError:
             data = None  # maybe JSONL whose first line is an object
+        except RecursionError:
+            raise ValueError("JSON nests too deep to read") from None
         if data is not None:
             if isinstance(data, dict) and isinstance(data.get("result"), dict):
                 data = data["result"]
@@ -48,7 +50,16 @@ def _rows(path: Path) -> list[Any]:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as e:
                 raise ValueError(f"line {n}: invalid JSON ({e.msg})") from None
+            except RecursionError:  # one unreadable row is reported; the others are kept
+                rows.append(_Unreadable(n))
     return rows
+
+
+class _Unreadable:
+    """A JSONL row nested too deep for the JSON parser."""
+
+    def __init__(self, line: int):
+        self.line = line
 
 
 def _wire(row: dict) -> dict:
@@ -73,8 +84,18 @@ def load_tools_file(spec: ServerSpec) -> list[ServerResult]:
 
     groups: dict[str, ServerResult] = {}
     seen: dict[str, set[str]] = {}
+    own: list[dict] = []  # rows rejected for their `server`, reported on the entry's own result
     for row in rows:
+        if isinstance(row, _Unreadable):
+            own.append({"name": None, "reason": f"line {row.line}: JSON nests too deep to read"})
+            continue
+        row = fix_strings(row)  # a lone surrogate (\ud800) is replaced, the row kept
         server = row.get("server") if isinstance(row, dict) and isinstance(row.get("server"), str) else None
+        bad = server_name_problem(server) if server else None
+        if bad:
+            tool_name = row.get("name") if isinstance(row, dict) and isinstance(row.get("name"), str) else None
+            own.append({"name": tool_name, "reason": bad})
+            continue
         name = server or spec.name
         if name not in groups:
             sub = spec if server is None else replace(spec, name=server)
@@ -95,6 +116,8 @@ def load_tools_file(spec: ServerSpec) -> list[ServerResult]:
             continue
         seen[name].add(tool["name"])
         res.tools.append(tool)
-    if not groups:
+    if not groups or (own and spec.name not in groups):
         groups[spec.name] = ServerResult(spec, "ok", started)
+    if own:
+        groups[spec.name].invalid_tools.extend(own)
     return [done(r) for r in groups.values()]

@@ -103,7 +103,8 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-_SHOW = re.compile(_INVISIBLE.pattern[:-1] + _ZWJ + "]")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 but tab/LF/CR, DEL, C1
+_SHOW = re.compile(_INVISIBLE.pattern[:-1] + _ZWJ + "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def visible(text: str) -> str:
@@ -140,6 +141,18 @@ def _invisible(text: str, where: str) -> list[Finding]:
     return [Finding("invisible-unicode", HIGH, msg, where, _excerpt(text, first, first + 1))]
 
 
+def _controls(text: str, where: str) -> list[Finding]:
+    """Terminal control characters: ANSI CSI/OSC sequences (clear the screen, set the title, OSC 8
+    hyperlinks, hidden text) start with ESC or a C1 control; no documentation needs them."""
+    hits = [m.start() for m in _CONTROL.finditer(text)]
+    if not hits:
+        return []
+    names = sorted({"ESC" if text[i] == "\x1b" else f"U+{ord(text[i]):04X}" for i in hits})
+    seq = " (ANSI escape sequence)" if re.search("\x1b[\\[\\]PX^_]|\x9b|\x9d", text) else ""
+    msg = f"{len(hits)} terminal control character{'s' if len(hits) > 1 else ''}{seq}: {', '.join(names[:3])}"
+    return [Finding("control-characters", HIGH, msg, where, _excerpt(text, hits[0], hits[0] + 1))]
+
+
 def _base64(text: str, where: str) -> list[Finding]:
     out = []
     for m in _BASE64.finditer(text):
@@ -167,7 +180,7 @@ def scan_text(text: str, where: str = "description") -> list[Finding]:
     """Findings in one piece of text."""
     if not text:
         return []
-    out = _invisible(text, where)
+    out = _invisible(text, where) + _controls(text, where)
     flat = visible(text)
     for rule, conf, msg, rx in RULES:
         m = rx.search(flat)
@@ -192,7 +205,7 @@ def texts_of(definition: dict) -> Iterable[tuple[str, str]]:
             for path, text in iter_texts(definition[fld]):
                 yield f"{fld}.{path}", text
     name = definition.get("name")
-    if isinstance(name, str) and _INVISIBLE.search(name):
+    if isinstance(name, str) and (_INVISIBLE.search(name) or _CONTROL.search(name)):
         yield "name", name
 
 
@@ -257,7 +270,7 @@ def audit_definitions(items: Iterable[tuple[str, str, str, dict]], source: dict[
                       servers: list[str] | None = None) -> AuditReport:
     """Scan (id, server, name, definition) items."""
     scanned = 0
-    flagged = []
+    flagged: list[dict] = []
     for tool_id, server, name, definition in items:
         scanned += 1
         found = scan_tool(definition)

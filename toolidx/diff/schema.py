@@ -18,7 +18,8 @@ Pure functions, no I/O. `$ref`s outside the document are compared as opaque stri
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field  # `field` is also a Change attribute
 from typing import Any
 
 from ..core.schemas import json_type, resolve_ref
@@ -54,7 +55,7 @@ class Change:
     path: str = ""
     old: Any = None
     new: Any = None
-    via: list[str] = field(default_factory=list)  # $refs followed to get here
+    via: list[str] = dataclass_field(default_factory=list)  # $refs followed to get here
     words: list[dict] | None = None  # word diff for text changes
 
     def to_json(self) -> dict:
@@ -200,6 +201,10 @@ class _Walker:
     # --- the walk ----------------------------------------------------------------------------
     def compare(self, old: Any, new: Any, path: str, via: list[str], depth: int = 0) -> None:
         if depth > _MAX_DEPTH:
+            # deeper than we walk: if anything below differs, its effect is unknown, so breaking
+            if not deep_equal(old, new):
+                self.add("schema_too_deep", BREAKING, f"{self.where(path)}: changed deeper than "
+                         f"{_MAX_DEPTH} levels (compatibility unknown)", path, None, None, via)
             return
         old, via_o, bad_o = self.resolve(old, 0, via)
         new, via_n, bad_n = self.resolve(new, 1, via)
@@ -315,6 +320,7 @@ class _Walker:
             return
         w = self.where(path)
         if eo is None:
+            assert en is not None  # both None returned above
             self.add("enum_added", self.sev("narrow"), f"{w}: now limited to {_short(list(en.values()))}",
                      path, None, list(en.values()), via)
         elif en is None:
@@ -365,8 +371,8 @@ class _Walker:
                      path, old.get("uniqueItems"), new.get("uniqueItems"), via)
 
     def object(self, old: dict, new: dict, path: str, via: list[str], depth: int) -> None:
-        po = old.get("properties") if isinstance(old.get("properties"), dict) else {}
-        pn = new.get("properties") if isinstance(new.get("properties"), dict) else {}
+        po: dict[str, Any] = old["properties"] if isinstance(old.get("properties"), dict) else {}
+        pn: dict[str, Any] = new["properties"] if isinstance(new.get("properties"), dict) else {}
         ro = set(old.get("required") or []) if isinstance(old.get("required"), list) else set()
         rn = set(new.get("required") or []) if isinstance(new.get("required"), list) else set()
         noun = self.noun()
@@ -425,8 +431,8 @@ class _Walker:
 
     def array(self, old: dict, new: dict, path: str, via: list[str], depth: int) -> None:
         io, in_ = old.get("items"), new.get("items")
-        to = old.get("prefixItems") if isinstance(old.get("prefixItems"), list) else io if isinstance(io, list) else None
-        tn = new.get("prefixItems") if isinstance(new.get("prefixItems"), list) else in_ if isinstance(in_, list) else None
+        to = _tuple_items(old, io)
+        tn = _tuple_items(new, in_)
         if to is not None or tn is not None:
             to, tn = to or [], tn or []
             for i in range(max(len(to), len(tn))):
@@ -574,20 +580,45 @@ def diff_schema(old: dict | None, new: dict | None, *, field: str = "inputSchema
 
 
 def iter_texts(schema: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    """Every description/title string in a schema, with where it sits (for the audit)."""
-    if isinstance(schema, dict):
-        for k, v in schema.items():
-            if k in ("description", "title", "markdownDescription") and isinstance(v, str):
-                yield (f"{path}.{k}" if path else k), v
-            elif k in ("enum", "examples", "default", "const"):
-                for i, item in enumerate(v if isinstance(v, list) else [v]):
-                    if isinstance(item, str) and len(item) > 20:
-                        yield f"{path}.{k}[{i}]" if path else f"{k}[{i}]", item
-            elif isinstance(v, (dict, list)):
-                yield from iter_texts(v, f"{path}.{k}" if path else k)
-    elif isinstance(schema, list):
-        for i, v in enumerate(schema):
-            yield from iter_texts(v, f"{path}[{i}]")
+    """Every description/title string in a schema, with where it sits (for the audit). Iterative
+    (in document order): a schema of any depth cannot exhaust the stack."""
+    stack: list[tuple[Any, str]] = [(schema, path)]
+    while stack:
+        node, at = stack.pop()
+        later: list[tuple[Any, str]] = []
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in ("description", "title", "markdownDescription") and isinstance(v, str):
+                    yield (f"{at}.{k}" if at else k), v
+                elif k in ("enum", "examples", "default", "const"):
+                    for i, item in enumerate(v if isinstance(v, list) else [v]):
+                        if isinstance(item, str) and len(item) > 20:
+                            yield f"{at}.{k}[{i}]" if at else f"{k}[{i}]", item
+                elif isinstance(v, (dict, list)):
+                    later.append((v, f"{at}.{k}" if at else k))
+        elif isinstance(node, list):
+            later = [(v, f"{at}[{i}]") for i, v in enumerate(node)]
+        stack.extend(reversed(later))
+
+
+def deep_equal(a: Any, b: Any) -> bool:
+    """JSON equality (1 and true differ, key order does not), iterative: any depth."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, dict) and isinstance(y, dict):
+            if x.keys() != y.keys():
+                return False
+            stack.extend((x[k], y[k]) for k in x)
+        elif isinstance(x, list) and isinstance(y, list):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif (type(x) is not type(y) and not (isinstance(x, (int, float)) and isinstance(y, (int, float))
+                                              and not isinstance(x, bool) and not isinstance(y, bool))) \
+                or x != y:
+            return False
+    return True
 
 
 def word_diff(old: str, new: str) -> list[dict]:
@@ -629,3 +660,11 @@ def word_diff(old: str, new: str) -> list[dict]:
         elif w["text"]:
             merged.append(w)
     return merged
+
+
+def _tuple_items(schema: dict, items: Any) -> list | None:
+    """The positional item schemas of a tuple array: `prefixItems`, or the draft-4 list form of `items`."""
+    prefix = schema.get("prefixItems")
+    if isinstance(prefix, list):
+        return prefix
+    return items if isinstance(items, list) else None

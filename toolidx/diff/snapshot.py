@@ -27,7 +27,6 @@ from .schema import BREAKING, COMPATIBLE, RISKY, SEVERITIES, Change, diff_schema
 
 DIFF_FORMAT = 1  # the `diff` JSON payload version; bumped only on an incompatible change
 RANK = {BREAKING: 0, RISKY: 1, COMPATIBLE: 2}
-FAIL_ON_CHOICES = ("breaking", "risky", "compatible", "any", "none")
 RENAME_MIN_SCORE = 0.72
 _FUZZY_PAIR_CAP = 250_000  # removed x added pairs per server scored for renames
 
@@ -143,8 +142,8 @@ class DiffResult:
         sev = {k: 0 for k in SEVERITIES}
         for t in self.tool_diffs():
             tools[t.change] += 1
-            for s in t.severities:
-                sev[s] += 1
+            for sv in t.severities:
+                sev[sv] += 1
         tools["unchanged"] = sum(s.unchanged for s in self.servers)
         states: dict[str, int] = {}
         for s in self.servers:
@@ -246,15 +245,32 @@ def _annotation_changes(old: dict, new: dict) -> list[Change]:
     return out
 
 
+MAX_COMPARE_DEPTH = 200  # JSON nesting a definition may have to be compared field by field
+
+
+def _opaque(d: dict | None) -> bool:
+    """Too deep (or unreadable) to walk: only its hash says whether it changed."""
+    from ..core.tooldoc import json_depth
+
+    if not d:
+        return False
+    return "_toolidx_unreadable" in d or json_depth(d, MAX_COMPARE_DEPTH) > MAX_COMPARE_DEPTH
+
+
 def compare_tools(old: dict, new: dict) -> list[Change]:
-    """Field-level, classified changes between two definitions of one tool (name aside)."""
+    """Field-level, classified changes between two definitions of one tool (name aside). A
+    definition too deep to walk is "changed, compatibility unknown": breaking."""
+    if _opaque(old) or _opaque(new):
+        return [Change("definition", "definition_too_deep", BREAKING,
+                       f"definition changed; nested deeper than {MAX_COMPARE_DEPTH} levels, so its "
+                       "compatibility is unknown", "", None, None)]
     out: list[Change] = []
     for k, what in (("title", "title"), ("description", "description")):
         c = _text_change(k, old.get(k), new.get(k), what)
         if c:
             out.append(c)
-    ao = old.get("annotations") if isinstance(old.get("annotations"), dict) else {}
-    an = new.get("annotations") if isinstance(new.get("annotations"), dict) else {}
+    ao: dict[str, Any] = old["annotations"] if isinstance(old.get("annotations"), dict) else {}
+    an: dict[str, Any] = new["annotations"] if isinstance(new.get("annotations"), dict) else {}
     if _canon(ao) != _canon(an):
         out.extend(_annotation_changes(ao, an))
     for fld in ("inputSchema", "outputSchema"):
@@ -273,6 +289,8 @@ def compare_tools(old: dict, new: dict) -> list[Change]:
 
 
 def _injections(old: dict | None, new: dict) -> list[Change]:
+    if _opaque(old) or _opaque(new):
+        return []
     return [Change(f.where, "injection_appeared", RISKY, f"{f.message} ({f.rule})", f.where, None, f.excerpt,
                    words=None) for f in new_findings(old, new)]
 
@@ -308,7 +326,8 @@ def _rename_score(old: dict, new: dict) -> tuple[float, str]:
     return round(score, 3), reason
 
 
-def find_renames(removed: dict[str, dict], added: dict[str, dict]) -> tuple[list[tuple[str, str, float, bool, str]], bool]:
+def find_renames(removed: dict[str, dict], added: dict[str, dict],
+                 ) -> tuple[list[tuple[str, str, float, bool, str]], bool]:
     """Pairs (old name, new name, score, certain, reason) within one server. Certain: everything
     but the name is identical. Otherwise the most alike pairs above RENAME_MIN_SCORE, greedily.
     Returns (pairs, whether fuzzy matching was skipped for size)."""
@@ -407,7 +426,10 @@ def diff_snapshots(old: Snapshot, new: Snapshot, *, servers: list[str] | None = 
             gone = []
         rem = {n: defs_o[to[n].hash] for n in gone if to[n].hash in defs_o}
         add = {n: defs_n[tn[n].hash] for n in came if tn[n].hash in defs_n}
-        pairs, skipped = find_renames(rem, add) if rem and add else ([], False)
+        # renames are looked for among tools that can be compared
+        rem_c = {n: d for n, d in rem.items() if not _opaque(d)}
+        add_c = {n: d for n, d in add.items() if not _opaque(d)}
+        pairs, skipped = find_renames(rem_c, add_c) if rem_c and add_c else ([], False)
         if skipped:
             result.notes.append(f"{s}: too many removed x added tools to look for close-match renames")
         for rn, an, score, certain, why in pairs:
@@ -421,8 +443,8 @@ def diff_snapshots(old: Snapshot, new: Snapshot, *, servers: list[str] | None = 
         for n in gone:
             if n in rem or to[n].hash not in defs_o:
                 why = "server removed from the index" if state == "removed" else "no longer listed by the server"
-                sd.tools.append(ToolDiff(to[n].id, s, n, "removed",
-                                         [Change("tool", "tool_removed", BREAKING, f"tool removed ({why})", "", n, None)]))
+                removal = Change("tool", "tool_removed", BREAKING, f"tool removed ({why})", "", n, None)
+                sd.tools.append(ToolDiff(to[n].id, s, n, "removed", [removal]))
         for n in came:
             if n in add or tn[n].hash not in defs_n:
                 d = defs_n.get(tn[n].hash) or {}

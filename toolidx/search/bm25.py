@@ -45,8 +45,7 @@ RARE_FETCH = 200  # tools taken by their rare part, then rescored with the commo
 PRELOAD_CHUNK = 50_000  # word occurrences read per preload step (~0.1 s of work between searches)
 MAX_CACHED = 4_000_000  # cached (word, tool) terms per process (16 bytes each: 64 MB at most)
 
-_lock = threading.Lock()
-_state: dict = {}
+_lock = threading.Lock()  # guards each cached _Index's LRU and each _Scratch
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -160,12 +159,13 @@ class _Index:
                 break
             limit *= 2  # one word in more places than a chunk holds
         wcol = self.wcol
-        term, freq = None, {}
-        for t, doc, col in rows:
-            if t != term:
+        term = ""  # rows come grouped by term
+        freq: dict[int, float] = {}  # the term's weighted frequency per tool
+        for word, doc, col in rows:
+            if word != term:
                 if freq:
                     self._score_and_put(term, freq)
-                term, freq = t, {}
+                term, freq = word, {}
             freq[doc] = freq.get(doc, 0.0) + wcol.get(col, 1.0)
         if freq:
             self._score_and_put(term, freq)
@@ -193,19 +193,20 @@ class _Scratch:
         return {w: self.tokens[w] for w in words}
 
 
-def _get(db, weights=retrieval.FTS_WEIGHTS) -> tuple[_Index, _Scratch] | None:
-    key = (*db.version_key(), tuple(weights))
-    st = _state.get(id(db.conn))
-    if st is not None and st[0] == key:
-        return st[1], st[2]
+def _scratch(db) -> _Scratch | None:
     fts_sql = retrieval.fts_schema(db)
-    if not fts_sql:
+    return _Scratch(db, fts_sql) if fts_sql else None
+
+
+def _get(db, weights=retrieval.FTS_WEIGHTS) -> tuple[_Index, _Scratch] | None:
+    """This index version's postings (per field weights) and tokenizer, from the index's cache;
+    None when the index has no keyword table. The caller holds _lock."""
+    scratch = db.cache.get("bm25_tokenizer", lambda: _scratch(db))
+    if scratch is None:
         return None
-    scratch = st[2] if st is not None else _Scratch(db, fts_sql)
-    if len(_state) > 8:
-        _state.clear()
-    _state[id(db.conn)] = (key, _Index(db, weights), scratch)
-    return _state[id(db.conn)][1], scratch
+    index = db.cache.get(f"bm25_postings{tuple(weights)}", lambda: _Index(db, weights),
+                         size=lambda entry: entry.cached)
+    return index, scratch
 
 
 def preload(db) -> bool:
@@ -213,7 +214,7 @@ def preload(db) -> bool:
     chunk, each in its own read snapshot, so searches in other threads go on meanwhile; a crawl
     committing in between starts a new index version, and this one is dropped."""
     start: str | None = ""
-    index = None
+    index: _Index | None = None
     while start is not None:
         with db.snapshot(), _lock:  # the order search takes them in
             got = _get(db)
@@ -223,8 +224,9 @@ def preload(db) -> bool:
             if index.complete:
                 return True
             start = index.preload_chunk(db, start)
-    with _lock:
-        index.complete = not index.evicted
+    if index is not None:
+        with _lock:
+            index.complete = not index.evicted
     return True
 
 
@@ -257,7 +259,8 @@ def candidates(db, terms: list[str], limit: int, filters=None,
         if any(len(toks[w]) != 1 for w in terms):  # a phrase: FTS5's phrase rules apply
             return retrieval.fts_candidates(db, fts_query(terms), limit, filters, weights)
         cut = max(COMMON_MIN_DF, COMMON_SHARE * index.nrow)
-        rare, common = [], []
+        rare: list[tuple[_Postings, float]] = []
+        common: list[tuple[_Postings, float]] = []
         for w in terms:
             p = index.postings(db, toks[w][0], w)
             if p:  # len(p) is the word's document frequency

@@ -235,7 +235,7 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
         raise UsageError("the index has no tools", where=db.path,
                          fix="crawl first: toolidx crawl --config FILE")
     if embedder == "auto":
-        embedder = get_query_embedder(db) if any(m != "keyword" for m in modes) else None
+        embedder = get_query_embedder(db) if any(md != "keyword" for md in modes) else None
     warm(db, embedder)  # the reported latencies are a warm process's, as `toolidx serve` runs
 
     unresolved, partly, feasible, infeasible_q = [], [], [], []

@@ -155,16 +155,13 @@ def warm(db, embedder: Any = "auto") -> None:
 
 
 # --- fuzzy names --------------------------------------------------------------------------------
-_names: dict[tuple, tuple[list[int], list[str]]] = {}
-
-
 def _all_names(db) -> tuple[list[int], list[str]]:
-    key = db.version_key()
-    if key not in _names:
-        _names.clear()
+    """(rowids, names as words) of every tool, once per index version."""
+    def build() -> tuple[list[int], list[str]]:
         rows = retrieval.tool_names(db)
-        _names[key] = ([r for r, _ in rows], [" ".join(split_name(n)) for _, n in rows])
-    return _names[key]
+        return [r for r, _ in rows], [" ".join(split_name(n)) for _, n in rows]
+
+    return db.cache.get("names", build, size=lambda entry: len(entry[0]))
 
 
 def _fuzzy(db, terms: list[str], pool: int, filters: Filters | None,
@@ -265,17 +262,10 @@ def _cover(db, terms: list[str], tw: dict[str, float] | None, cands: dict[int, d
         cands[r]["name_words"] = n
 
 
-_name_stems: dict[tuple, dict[int, frozenset[str]]] = {}
-
-
 def _name_stems_for(db, rowids: list[int] | None) -> dict[int, frozenset[str]]:
     """rowid -> the stems of its name's words (stop words aside), cut once per index version;
     rowids=None: every tool (search.warm)."""
-    key = db.version_key()
-    known = _name_stems.get(key)
-    if known is None:
-        _name_stems.clear()
-        known = _name_stems[key] = {}
+    known: dict[int, frozenset[str]] = db.cache.get("name_stems", dict, size=len)
     if rowids is None:  # every name, as _all_names has already read and split them
         words = {r: n.split() for r, n in zip(*_all_names(db))}
     else:

@@ -10,20 +10,11 @@ Scores equal sqlite-vec's cosine to float32 precision; ties are broken by rowid.
 
 from __future__ import annotations
 
-import threading
-
 from ..store import retrieval
 from ..store.tools import filtered_rowids
 
-_lock = threading.Lock()
-_state: dict = {}
 
-
-def _matrix(db):
-    key = db.version_key()
-    st = _state.get(id(db.conn))
-    if st is not None and st[0] == key:
-        return st[1]
+def _build(db):
     import numpy as np
 
     rows = retrieval.all_vectors(db)
@@ -36,15 +27,16 @@ def _matrix(db):
     else:
         ids, m = np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
     pos = {int(r): i for i, r in enumerate(ids)}
-    if len(_state) > 4:
-        _state.clear()
-    _state[id(db.conn)] = (key, (ids, m, pos))
     return ids, m, pos
 
 
+def _matrix(db):
+    """(rowids, unit vectors, rowid -> row) for the index as it is now, built once per version."""
+    return db.cache.get("vectors", lambda: _build(db), size=lambda entry: len(entry[0]))
+
+
 def preload(db) -> None:
-    with _lock:
-        _matrix(db)
+    _matrix(db)
 
 
 def _query(blob: bytes, dim: int):
@@ -61,8 +53,7 @@ def knn(db, query: bytes, k: int, filters=None) -> list[tuple[int, float]]:
     """(rowid, cosine similarity) of the k nearest tools that pass the filters."""
     import numpy as np
 
-    with _lock:
-        ids, m, _ = _matrix(db)
+    ids, m, _ = _matrix(db)
     if not len(ids):
         return []
     q = _query(query, m.shape[1])
@@ -73,18 +64,15 @@ def knn(db, query: bytes, k: int, filters=None) -> list[tuple[int, float]]:
     if allowed is not None:
         idx = np.nonzero(np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed))))[0]
         sims, ids = sims[idx], ids[idx]
-    if k < len(sims):
-        part = np.argpartition(-sims, k)[: k + 1]  # one spare: a tie at the edge is ordered by rowid
-    else:
-        part = np.arange(len(sims))
+    # one spare past k: a tie at the edge is ordered by rowid
+    part = np.argpartition(-sims, k)[: k + 1] if k < len(sims) else np.arange(len(sims))
     order = sorted(part.tolist(), key=lambda i: (-float(sims[i]), int(ids[i])))[:k]
     return [(int(ids[i]), float(sims[i])) for i in order]
 
 
 def cosine_for(db, query: bytes, rowids: list[int]) -> dict[int, float]:
     """Cosine similarity of the query to each given tool that has a vector."""
-    with _lock:
-        ids, m, pos = _matrix(db)
+    ids, m, pos = _matrix(db)
     if not rowids or not len(ids):
         return {}
     q = _query(query, m.shape[1])

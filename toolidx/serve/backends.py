@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 
-from ..core.errors import ToolidxError
+from ..core.errors import BaseExceptionGroup, ToolidxError
 from ..core.servers import ServerSpec
 from ..crawl.config import build_config, load_config
 
@@ -49,7 +49,11 @@ def spec_from_index(name: str, server_row: dict, environ: dict[str, str] | None 
     if c.get("header_keys"):
         entry["headers"] = {k: "${" + k + "}" for k in c["header_keys"]}
     cfg = build_config({"mcpServers": {name: entry}}, f"index entry for {name!r}", environ=environ)
-    return cfg.servers[0]
+    spec = cfg.servers[0]
+    if "***" in str(entry.get("url") or "") and not spec.problem:
+        spec.problem = ("the index keeps no secret from the URL's query: start serve with --config "
+                        "naming the crawl config")
+    return spec
 
 
 def _existing(path: str, near: str | None) -> Path | None:
@@ -122,7 +126,7 @@ class _Backend:
                 self.ready.set()
                 await self.stop.wait()
         except Exception as e:  # a dead server surfaces here (often as an ExceptionGroup)
-            self.error = _one_line(e)
+            self.error = self.spec.mask(_one_line(e))
             if self.conn is not None and not self.stop.is_set():
                 log.warning(f"backend {self.spec.name!r} closed: {self.error}")
         finally:
@@ -134,7 +138,7 @@ class _Backend:
         return self.conn is not None and not self.done.is_set() and bool(self.conn.alive)
 
     def stderr_tail(self) -> str:
-        tail = getattr(self.conn, "stderr_tail", "") or ""
+        tail = self.spec.mask(getattr(self.conn, "stderr_tail", "") or "") or ""
         return tail.strip().splitlines()[-1][:300] if tail.strip() else ""
 
 
@@ -165,7 +169,10 @@ class BackendPool:
 
     async def __aexit__(self, *exc: Any) -> None:
         try:
-            await self.close_all()
+            # shielded: a shutdown by signal arrives as a cancellation, and the backends must still
+            # be stopped (bounded: each stop waits at most STOP_GRACE_S, then the SDK kills)
+            with anyio.CancelScope(shield=True):
+                await self.close_all()
         finally:
             self._tg.cancel_scope.cancel()
             await self._tg.__aexit__(None, None, None)
@@ -206,8 +213,8 @@ class BackendPool:
             if b.conn is None:
                 b.stop.set()
                 self._backends.pop(server, None)
-                raise BackendUnavailable(f"server {server!r} did not start ({b.error or 'timed out'}; "
-                                         f"spec from {where})")
+                raise BackendUnavailable(spec.mask(f"server {server!r} did not start "
+                                                   f"({b.error or 'timed out'}; spec from {where})"))
             self._starts[server] = self._starts.get(server, 0) + 1
             if restarting:
                 log.warning(f"backend {server!r} restarted")
@@ -222,7 +229,7 @@ class BackendPool:
         try:
             return await conn.call_tool(tool, arguments, timeout)
         except RemoteError as e:
-            raise BackendUnavailable(f"server {server!r} refused the call: {e}") from None
+            raise BackendUnavailable(conn.spec.mask(f"server {server!r} refused the call: {e}")) from None
         except BackendError as e:
             b = self._backends.get(server)
             dead = b is not None and not b.usable
@@ -235,7 +242,7 @@ class BackendPool:
                 msg += " (the server process ended; it is restarted on the next call)"
             if tail:
                 msg += f"; its last stderr line: {tail}"
-            raise BackendUnavailable(msg) from None
+            raise BackendUnavailable(conn.spec.mask(msg)) from None
 
     def status(self) -> dict[str, dict]:
         return {name: {"alive": b.usable, "starts": self._starts.get(name, 0), "error": b.error}

@@ -8,20 +8,22 @@ serve.py wires this to MCP; tests and benchmarks can call it directly.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.budget import fit_budget
 from ..core.errors import ToolidxError, UsageError
 from ..core.filters import Filters
+from ..core.schemas import compile_validator
+from ..core.tooldoc import compact_json
 from ..store.db import Database, open_db
 from ..store.tools import all_ids, filtered_rowids, get_tool, get_tools_by_rowid, list_servers
-from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS
+from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS, cut_text, instructions
 
 log = logging.getLogger("toolidx")
 
@@ -77,16 +79,11 @@ def exposed_name(tool_id: str, taken: set[str]) -> str:
     return base[:EXPOSED_NAME_MAX - 7] + "_" + h
 
 
-def compact(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
 @dataclass
 class _Cache:
     """Everything derived from one version of the index; replaced whole on reload."""
 
     scope_ids: set[str] | None = None
-    by_name: dict[str, list[str]] | None = None
     tools: dict[str, dict] = field(default_factory=dict)
     validators: dict[str, Any] = field(default_factory=dict)
     exposed: dict[str, str] | None = None  # exposed name -> tool id
@@ -112,7 +109,6 @@ class Discovery:
         self.embedder: Any = None
         self.model_state = "not loaded"  # loading | ready | unavailable
         self.model_done = threading.Event()
-        self.reloads = 0
         known = {s["name"] for s in list_servers(self.db)}
         unknown = [s for s in self.scope.servers if s not in known]
         if unknown:
@@ -125,7 +121,8 @@ class Discovery:
             except LookupProblem as e:
                 raise UsageError(f"--pin {pin}: {e.message}",
                                  fix="pin SERVER/TOOL ids that `toolidx search` shows"
-                                     + (f" (closest: {', '.join(e.suggestions[:3])})" if e.suggestions else ""))
+                                     + (f" (closest: {', '.join(e.suggestions[:3])})" if e.suggestions else "")
+                                 ) from None
         self.pin_names = resolved
         self._cache = _Cache()
 
@@ -156,7 +153,6 @@ class Discovery:
                     return False
                 self._data_version = v
             self._cache = _Cache()
-            self.reloads += 1
         return True
 
     def load_model(self) -> None:
@@ -187,10 +183,7 @@ class Discovery:
                 ids = set(all_ids(self.db))
             else:
                 ids = {r["id"] for r in get_tools_by_rowid(self.db, sorted(rowids), "id").values()}
-            by_name: dict[str, list[str]] = {}
-            for i in sorted(ids):
-                by_name.setdefault(i.partition("/")[2], []).append(i)
-            c.by_name, c.scope_ids = by_name, ids
+            c.scope_ids = ids
         return c.scope_ids
 
     def tool(self, tool_id: str) -> dict | None:
@@ -203,34 +196,27 @@ class Discovery:
         return t
 
     def resolve(self, name: str) -> dict:
-        """The tool row for `name` (an id, a unique bare name, or an exposed `server__tool`
-        name), inside the scope. Raises LookupProblem."""
-        ids = self.scope_ids()
+        """The tool row for `name`, inside the scope, by the same rules as `toolidx describe`
+        (catalog.resolve) plus the exposed `server__tool` names. Raises LookupProblem."""
+        from ..catalog.resolve import AmbiguousToolError, OutOfScopeError, UnknownToolError, resolve_tool_id
+
         name = (name or "").strip()
-        if name in ids:
-            return self.tool(name) or self._gone(name)
-        exposed = self.exposed()
-        if name in exposed:
-            return self.tool(exposed[name]) or self._gone(name)
-        if "/" not in name:
-            matches = (self._cache.by_name or {}).get(name, [])
-            if len(matches) == 1:
-                return self.tool(matches[0]) or self._gone(name)
-            if len(matches) > 1:
-                raise LookupProblem("ambiguous_tool", f"{name!r} is a tool of several servers: "
-                                    f"use its full id, one of {', '.join(matches)}", matches)
-        if self.tool(name) is not None:
-            raise LookupProblem("out_of_scope", f"tool {name!r} is outside what this server may "
-                                f"use ({self.scope_text()})", self.closest(name))
-        raise LookupProblem("unknown_tool", f"no tool {name!r} in the index", self.closest(name))
-
-    def _gone(self, name: str) -> dict:
-        raise LookupProblem("unknown_tool", f"tool {name!r} was removed from the index", self.closest(name))
-
-    def closest(self, name: str, limit: int = 5) -> list[str]:
-        from ..catalog.describe import suggest_ids
-
-        return suggest_ids(self.db, name, limit, within=self.scope_ids())
+        try:
+            tool_id = resolve_tool_id(self.db, name, within=self.scope_ids(), aliases=self.exposed())
+        except AmbiguousToolError as e:
+            raise LookupProblem(e.kind, f"{name!r} is a tool of several servers: "
+                                f"use its full id, one of {', '.join(e.suggestions)}", e.suggestions) from None
+        except OutOfScopeError as e:
+            raise LookupProblem(e.kind, f"tool {name!r} is outside what this server may "
+                                f"use ({self.scope_text()})", e.suggestions) from None
+        except UnknownToolError as e:
+            raise LookupProblem(e.kind, f"no tool {name!r} in the index", e.suggestions) from None
+        except UsageError:
+            raise LookupProblem("unknown_tool", "no tool name given", []) from None
+        tool = self.tool(tool_id)
+        if tool is None:  # a crawl removed it between the look-up and the read
+            raise LookupProblem("unknown_tool", f"tool {name!r} was removed from the index", [])
+        return tool
 
     def scope_text(self) -> str:
         s = self.scope.to_json()
@@ -263,12 +249,24 @@ class Discovery:
                 continue
             d = dict(t["definition"])
             d["name"] = n
+            if isinstance(d.get("description"), str):  # clients cut longer ones without a word
+                d["description"] = cut_text(d["description"])
             d.pop("execution", None)  # task-augmented execution is not proxied
             meta = dict(d.get("_meta") or {})
             meta["toolidx/id"] = i
             d["_meta"] = meta
             out.append(d)
         return out
+
+    def instructions(self) -> str:
+        """The server instructions: what this scope holds and the workflow, within 2 KB."""
+        from ..catalog.listing import categories
+
+        res = categories(self.db, filters=self.scope if not self.scope.is_empty() else None)
+        servers = [(s["name"], s["count"]) for s in res.get("servers", [])
+                   if s.get("count") and (not self.scope.servers or s.get("name") in self.scope.servers)]
+        cats = [c["name"] for c in res.get("categories", []) if c.get("name")]
+        return instructions(len(self.scope_ids()), servers, cats)
 
     # --- arguments ----------------------------------------------------------------------------
     def validation_errors(self, tool: dict, arguments: Any) -> list[dict]:
@@ -296,9 +294,9 @@ class Discovery:
         lines = [f"Not run: the arguments do not fit the input schema of {tool['id']}:"]
         lines += [f"- {e['path']}: {e['message']}" for e in errors]
         if "example_arguments" in payload:
-            lines.append(f"Example arguments: {compact(payload['example_arguments'])}")
+            lines.append(f"Example arguments: {compact_json(payload['example_arguments'])}")
         if "input_schema" in payload:
-            lines.append(f"Input schema: {compact(payload['input_schema'])}")
+            lines.append(f"Input schema: {compact_json(payload['input_schema'])}")
         return Answer(payload, "\n".join(lines), is_error=True)
 
     # --- meta-tools ---------------------------------------------------------------------------
@@ -312,7 +310,8 @@ class Discovery:
         except LookupProblem as e:
             return e.answer()
         except ToolidxError as e:
-            extra = {"suggestions": e.suggestions} if getattr(e, "suggestions", None) else {}
+            suggestions = getattr(e, "suggestions", None)
+            extra = {"suggestions": suggestions} if suggestions else {}
             return error_answer(type(e).__name__, e.what, e.fix, **extra)
 
     def _filters(self, args: dict) -> Filters:
@@ -336,13 +335,13 @@ class Discovery:
         ready = self.embedder is not None
         res = search(self.db, query, mode=mode, limit=limit, filters=filters,
                      min_score=min_score, embedder=self.embedder if ready else None)
-        if res.no_match and not ready and mode != "keyword" and self.model_state == "loading":
-            # words alone found nothing: rather than a false "no good match", wait (bounded) for
-            # the model that is loading and ask again by meaning
-            if self.model_done.wait(MODEL_WAIT_S) and self.embedder is not None:
-                ready = True
-                res = search(self.db, query, mode=mode, limit=limit, filters=filters,
-                             min_score=min_score, embedder=self.embedder)
+        # words alone found nothing: rather than a false "no good match", wait (bounded) for
+        # the model that is loading and ask again by meaning
+        if (res.no_match and not ready and mode != "keyword" and self.model_state == "loading"
+                and self.model_done.wait(MODEL_WAIT_S) and self.embedder is not None):
+            ready = True
+            res = search(self.db, query, mode=mode, limit=limit, filters=filters,
+                         min_score=min_score, embedder=self.embedder)
         full = res.to_json()
         hits = [{k: h[k] for k in HIT_KEYS if h.get(k) not in (None, "", [])} for h in full.get("hits", [])]
         for h in hits:
@@ -385,12 +384,12 @@ class Discovery:
 
         tool = self.resolve(args["tool_name"])
         detail = args.get("detail", "schema")
-        payload = describe(self.db, tool["id"], detail)
+        described: dict[str, Any] = dict(describe(self.db, tool["id"], detail))
         if detail == "schema":  # what a caller needs, without the full dump's server details
             schema = tool.get("input_schema") or {"type": "object"}
-            payload.update(input_schema=schema, annotations=tool.get("annotations"),
-                           example_arguments=example_arguments(schema))
-        payload = {k: v for k, v in payload.items() if v not in (None, [], {}, "")}
+            described.update(input_schema=schema, annotations=tool.get("annotations"),
+                             example_arguments=example_arguments(schema))
+        payload = {k: v for k, v in described.items() if v not in (None, [], {}, "")}
         payload = fit_budget(payload, None, self.max_tokens)
         return Answer(payload, _describe_text(payload))
 
@@ -418,15 +417,16 @@ class Discovery:
         limit = args.get("limit", 5)
         res = similar(self.db, tool["id"], limit=limit * 3 + 5, embedder=self.embedder)
         ids = self.scope_ids()
-        alts = [s for s in res.get("similar", []) if s.get("id") in ids][:limit]
-        for s in alts:
-            for k in ("server", "name", "title"):
-                s.pop(k, None)
-            if not s.get("likely_duplicate"):
-                s.pop("reason", None)  # says no more than the score
-            if isinstance(s.get("score"), float):
-                s["score"] = round(s["score"], 3)
-        payload = {"tool": tool["id"], "method": res.get("method"), "similar": alts}
+        alts: list[dict[str, Any]] = []
+        for s in res["similar"]:
+            if s["id"] not in ids or len(alts) == limit:
+                continue
+            alt = {k: v for k, v in s.items() if k not in ("server", "name", "title")}
+            if not s["likely_duplicate"]:
+                alt.pop("reason", None)  # says no more than the score
+            alt["score"] = round(s["score"], 3)
+            alts.append(alt)
+        payload = {"tool": tool["id"], "method": res["method"], "similar": alts}
         payload = fit_budget(payload, "similar", self.max_tokens)
         return Answer(payload, _similar_text(payload))
 
@@ -445,28 +445,23 @@ class Discovery:
 
 def _validator(schema: dict) -> Any:
     """A compiled validator, or False when the schema itself is broken (the server decides)."""
-    import jsonschema
-
-    try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(schema)
-        return cls(schema)
-    except Exception as e:  # SchemaError, unknown $schema, unresolvable refs
-        log.warning(f"input schema not usable for validation ({type(e).__name__}); passing arguments through")
+    v = compile_validator(schema)
+    if v is None:
+        log.warning("input schema not usable for validation; passing arguments through")
         return False
+    return v
 
 
-_META_VALIDATORS: dict[str, Any] = {}
+_META_VALIDATORS: dict[str, Any] = {}  # compiled on first use: jsonschema is slow to import
 
 
 def check_arguments(name: str, args: Any) -> Answer | None:
     """A meta-tool's own arguments against its published schema (the low-level server does not)."""
-    import jsonschema
-
     v = _META_VALIDATORS.get(name)
     if v is None:
         schema = next(t["inputSchema"] for t in META_TOOLS if t["name"] == name)
-        v = _META_VALIDATORS[name] = jsonschema.Draft202012Validator(schema)
+        v = _META_VALIDATORS[name] = compile_validator(schema)
+        assert v is not None, f"the published schema of {name} is broken"
     errs = sorted(v.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path])
     if not errs:
         return None
@@ -480,7 +475,7 @@ def call_timeout(args: dict) -> float:
 
 
 # --- compact text blocks ----------------------------------------------------------------------------
-def _compact_tool(t: dict) -> dict:
+def _compact_tool(t: Mapping[str, Any]) -> dict:
     keep = ("id", "title", "description", "params", "read_only", "destructive", "stale")
     return {k: t[k] for k in keep if t.get(k) not in (None, "", False)}
 
@@ -511,7 +506,7 @@ def _search_text(p: dict) -> str:
         for n, h in enumerate(p["hits"], 1):
             lines.append(f"{n}. {h['id']} ({h.get('score')}) — {h.get('description', '')}")
             if "input_schema" in h:
-                lines.append(f"   input schema: {compact(h['input_schema'])}")
+                lines.append(f"   input schema: {compact_json(h['input_schema'])}")
         lines.append("Next: describe_tool for the arguments, then execute_tool.")
     for n in p.get("notes", []):
         lines.append(f"Note: {n}")
@@ -522,13 +517,14 @@ def _list_text(p: dict, sort: str, order: str) -> str:
     items = p["items"]
     first = ((p.get("page") or 1) - 1) * (p.get("page_size") or len(items)) + 1
     head = (f"Tools {first}-{first + len(items) - 1} of {p['total']} (page {p['page']}/{p['pages']}, "
-            f"by {sort} {order}); next_page: {p['next_page']}") if items else f"No tools on page {p.get('page')} (total {p['total']})."
+            f"by {sort} {order}); next_page: {p['next_page']}") if items \
+        else f"No tools on page {p.get('page')} (total {p['total']})."
     lines = [head]
     for t in items:
         flags = "".join(f" [{f}]" for f in ("read_only", "destructive", "stale") if t.get(f))
         lines.append(f"- {t['id']}{flags} — {t.get('description', '')}")
         if "input_schema" in t:
-            lines.append(f"  input schema: {compact(t['input_schema'])}")
+            lines.append(f"  input schema: {compact_json(t['input_schema'])}")
     return "\n".join(lines) + _trunc_note(p)
 
 
@@ -541,16 +537,16 @@ def _describe_text(p: dict) -> str:
         lines.append(str(p["description"]))
     ann = p.get("annotations")
     if ann:
-        lines.append(f"Annotations: {compact(ann)}")
+        lines.append(f"Annotations: {compact_json(ann)}")
     params = p.get("parameters")
     if isinstance(params, list) and params:
         lines.append("Parameters:")
         for r in params:
             bits = [str(r.get("type") or "any"), "required" if r.get("required") else "optional"]
             if r.get("default") is not None:
-                bits.append(f"default {compact(r['default'])}")
+                bits.append(f"default {compact_json(r['default'])}")
             if r.get("enum"):
-                bits.append("one of " + compact(r["enum"]))
+                bits.append("one of " + compact_json(r["enum"]))
             desc = f": {r['description']}" if r.get("description") else ""
             lines.append(f"- {r.get('name')} ({', '.join(bits)}){desc}")
     elif isinstance(params, list):
@@ -562,11 +558,11 @@ def _describe_text(p: dict) -> str:
     if p.get("hints"):
         lines.append("Hints: " + ", ".join(p["hints"]))
     if "example_arguments" in p:
-        lines.append(f"Example arguments: {compact(p['example_arguments'])}")
+        lines.append(f"Example arguments: {compact_json(p['example_arguments'])}")
     if "input_schema" in p:
-        lines.append(f"Input schema: {compact(p['input_schema'])}")
+        lines.append(f"Input schema: {compact_json(p['input_schema'])}")
     if p.get("output_schema"):
-        lines.append(f"Output schema: {compact(p['output_schema'])}")
+        lines.append(f"Output schema: {compact_json(p['output_schema'])}")
     return "\n".join(lines) + _trunc_note(p)
 
 

@@ -8,24 +8,37 @@ importing the MCP SDK.
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 SEARCH_TYPES = ["hybrid", "semantic", "keyword"]
 DETAILS = ["summary", "schema", "full"]
 SORT_BY = ["name", "server", "category"]
 DEFAULT_TIMEOUT_MS = 30_000
 
+# Request limits (docs/reliability.md): a meta-tool argument past one is refused with an
+# invalid_arguments error that quotes at most 200 characters of it.
+MAX_NAME_CHARS = 1_000  # tool_name, filter values, name_pattern, description_contains
+MAX_QUERY_CHARS = 4_000
+MAX_LIST_ITEMS = 100  # values in one filter list
+MAX_PAGE = 100_000
+
+
+def _strings(what: str) -> dict:
+    return {"type": "array", "items": {"type": "string", "maxLength": MAX_NAME_CHARS},
+            "maxItems": MAX_LIST_ITEMS, "description": what}
+
 _FILTERS = {
     "type": "object",
     "description": "Optional narrowing; lists match any of their values.",
     "properties": {
-        "servers": {"type": "array", "items": {"type": "string"}, "description": "Only these servers."},
-        "tags": {"type": "array", "items": {"type": "string"},
-                 "description": "Only tools with one of these tags (e.g. read-only)."},
-        "exclude_tags": {"type": "array", "items": {"type": "string"},
-                         "description": "Drop tools with any of these tags (e.g. destructive)."},
-        "categories": {"type": "array", "items": {"type": "string"}, "description": "Only these categories."},
-        "name_pattern": {"type": "string", "description": "Regex on the tool name, case-insensitive."},
-        "description_contains": {"type": "string", "description": "Text the description must contain."},
+        "servers": _strings("Only these servers."),
+        "tags": _strings("Only tools with one of these tags (e.g. read-only)."),
+        "exclude_tags": _strings("Drop tools with any of these tags (e.g. destructive)."),
+        "categories": _strings("Only these categories."),
+        "name_pattern": {"type": "string", "maxLength": MAX_NAME_CHARS,
+                         "description": "Regex on the tool name, case-insensitive."},
+        "description_contains": {"type": "string", "maxLength": MAX_NAME_CHARS,
+                                 "description": "Text the description must contain."},
         "read_only": {"type": "boolean", "description": "Only tools marked read-only."},
         "min_score": {"type": "number", "minimum": 0, "maximum": 1,
                       "description": "Drop matches scoring below this (0..1)."},
@@ -34,14 +47,14 @@ _FILTERS = {
 }
 
 _TOOL_NAME = {
-    "type": "string", "minLength": 1,
+    "type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS,
     "description": "The tool's id as search_tools/list_tools return it: \"server/tool\" "
                    "(e.g. \"time/get_current_time\"). A bare tool name works when only one server has it.",
 }
 
 
-def _filters(search: bool) -> dict:
-    f = copy.deepcopy(_FILTERS)
+def _filters(search: bool) -> dict[str, Any]:
+    f: dict[str, Any] = copy.deepcopy(_FILTERS)
     if not search:
         del f["properties"]["min_score"]
     return f
@@ -61,7 +74,7 @@ META_TOOLS: list[dict] = [
         "inputSchema": {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "minLength": 1,
+                "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
                           "description": "The task in plain words, e.g. \"current time in Tokyo\" or "
                                          "\"list files in a folder\". Tool names and keywords also work."},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5,
@@ -89,11 +102,13 @@ META_TOOLS: list[dict] = [
         "inputSchema": {
             "type": "object",
             "properties": {
-                "page": {"type": "integer", "minimum": 1, "default": 1, "description": "1-based page number."},
+                "page": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1,
+                         "description": "1-based page number."},
                 "page_size": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20,
                               "description": "Tools per page."},
                 "sort_by": {"type": "string", "enum": SORT_BY, "default": "name",
-                            "description": "name: by tool name; server: grouped by server; category: grouped by category."},
+                            "description": "name: by tool name; server: grouped by server; "
+                                           "category: grouped by category."},
                 "sort_order": {"type": "string", "enum": ["asc", "desc"], "default": "asc"},
                 "filters": _filters(search=False),
                 "include_schemas": {"type": "boolean", "default": False,
@@ -191,13 +206,82 @@ META_TOOLS: list[dict] = [
 
 META_NAMES = frozenset(t["name"] for t in META_TOOLS)
 
+# Claude Code defers every MCP tool behind its own tool search unless the tool opts out with this
+# key; without it the model would first have to search for the searcher.
+ALWAYS_LOAD_KEY = "anthropic/alwaysLoad"
+ALWAYS_LOADED = ("search_tools", "describe_tool", "execute_tool")
+# Claude Code's tool search also reads a short phrase per tool: what a request for it sounds like.
+SEARCH_HINT_KEY = "anthropic/searchHint"
+SEARCH_HINTS = {
+    "search_tools": "find a tool for any task among all MCP servers",
+    "list_tools": "browse every available MCP tool",
+    "describe_tool": "arguments and schema of an MCP tool",
+    "execute_tool": "run any MCP tool",
+    "get_tool_categories": "what tools, servers and categories are available",
+    "get_similar_tools": "alternatives to an MCP tool",
+}
+# Claude Code cuts tool descriptions and server instructions beyond 2 KB.
+DESCRIPTION_MAX_BYTES = 2048
+CUT_MARKER = " [...cut by toolidx]"
+
 INSTRUCTIONS = (
     "This server stands in for many MCP servers. Their tools are not listed one by one: find one "
     "with search_tools (plain-language task), check its arguments with describe_tool, run it with "
     "execute_tool. get_tool_categories shows what is available; list_tools pages through all of it."
 )
 
+_WORKFLOW = (
+    "Workflow: 1) search_tools with the task in plain words (it says no_match when nothing fits); "
+    "2) describe_tool on the id you pick for its exact arguments; 3) execute_tool with that id and "
+    "arguments: it runs the real tool and returns its result unchanged. get_tool_categories gives an "
+    "overview; list_tools pages through everything."
+)
 
-def meta_tools() -> list[dict]:
-    """A fresh copy of the wire definitions (callers may add to them)."""
-    return copy.deepcopy(META_TOOLS)
+
+def cut_text(text: str, max_bytes: int = DESCRIPTION_MAX_BYTES, marker: str = CUT_MARKER) -> str:
+    """`text` within `max_bytes` of UTF-8, cut at a character boundary with a visible marker."""
+    raw = text.encode("utf-8")
+    if len(raw) <= max_bytes:
+        return text
+    keep = raw[:max_bytes - len(marker.encode("utf-8"))].decode("utf-8", errors="ignore")
+    return keep.rstrip() + marker
+
+
+def instructions(total: int | None = None, servers: list[tuple[str, int]] | None = None,
+                 categories: list[str] | None = None) -> str:
+    """The server's `instructions`: what the catalog holds (tool and server counts, the servers
+    and categories by name, as many as fit) and the search -> describe -> execute workflow, within
+    DESCRIPTION_MAX_BYTES. Without a catalog summary, the generic text."""
+    if total is None:
+        return INSTRUCTIONS
+    servers = servers or []
+    head = (f"toolidx: one search over {total} tools of {len(servers)} MCP server"
+            f"{'' if len(servers) == 1 else 's'}, indexed here instead of listed (they are not in "
+            "your tool list; these meta-tools reach all of them).")
+    parts = [head, _WORKFLOW]
+    budget = DESCRIPTION_MAX_BYTES - len(" ".join(parts).encode()) - 40
+    for label, names in (("Servers", [f"{n} ({c})" for n, c in servers]), ("Categories", categories or [])):
+        if not names:
+            continue
+        line, shown = f"{label}: ", 0
+        for name in names:
+            piece = (", " if shown else "") + name
+            if len((line + piece).encode()) > budget // 2:
+                break
+            line, shown = line + piece, shown + 1
+        if shown < len(names):
+            line += f" and {len(names) - shown} more"
+        parts.insert(-1, line + ".")
+    return cut_text(" ".join(parts))
+
+
+def meta_tools(always_load: bool = True) -> list[dict]:
+    """A fresh copy of the wire definitions (callers may add to them), each with
+    `_meta["anthropic/searchHint"]`. `always_load`: mark the core three with
+    `_meta["anthropic/alwaysLoad"]` so clients that defer MCP tools load them."""
+    tools = copy.deepcopy(META_TOOLS)
+    for t in tools:
+        t["_meta"] = {SEARCH_HINT_KEY: SEARCH_HINTS[t["name"]]}
+        if always_load and t["name"] in ALWAYS_LOADED:
+            t["_meta"][ALWAYS_LOAD_KEY] = True
+    return tools

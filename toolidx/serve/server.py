@@ -10,6 +10,7 @@ logs go to stderr.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import threading
@@ -20,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from .. import __version__
 from ..core.filters import Filters
 from ..store.tools import get_server
 from .backends import BackendPool, BackendUnavailable, SpecSource
 from .discovery import DEFAULT_MAX_TOKENS, Discovery, call_timeout, check_arguments, error_answer
-from .metatools import DEFAULT_TIMEOUT_MS, INSTRUCTIONS, META_NAMES, meta_tools
+from .metatools import DEFAULT_TIMEOUT_MS, META_NAMES, meta_tools
 
 log = logging.getLogger("toolidx")
 
@@ -51,18 +53,20 @@ class _Run:
 def build_server(db_path: str | Path, *, config_path: str | None = None, scope: Filters | None = None,
                  expose_tools: bool = False, pins: list[str] | None = None,
                  max_tokens: int = DEFAULT_MAX_TOKENS, poll_interval: float = DEFAULT_POLL_S,
-                 load_model: bool = True) -> Any:
-    """The discovery server over the index at `db_path` (a low-level `mcp` Server; `.discovery`
-    holds its state). Raises ToolidxError for an unusable index or a bad --pin."""
+                 load_model: bool = True, always_load: bool = True) -> Any:
+    """The discovery server over the index at `db_path` (a DiscoveryServer: the SDK's low-level
+    Server, with `.discovery` its state). `always_load`: mark the core meta-tools
+    `anthropic/alwaysLoad` (clients that defer MCP tools then load them on the first turn).
+    Raises ToolidxError for an unusable index or a bad --pin."""
     # the index and options first: their errors need no MCP import (~1 s)
     disc = Discovery(str(db_path), scope=scope, expose_tools=expose_tools, pins=pins,
                      max_tokens=max_tokens, config_path=config_path)
-    from mcp.server.lowlevel import Server
+    from .mcp_server import DiscoveryServer
 
     source = SpecSource(server_row=lambda name: get_server(disc.db, name), config_path=config_path,
                         index_config_path=lambda: disc.db.get_meta("config_path"), db_path=disc.db_path)
     model_started = threading.Event()
-    pools: list[BackendPool] = []  # one per live connection; tests and stats look at them
+    pools: list[BackendPool] = []  # one per live connection
 
     def start_model() -> None:
         # Keyword search answers at once; semantic search joins in when the model is ready. Not
@@ -94,7 +98,7 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
     async def on_list_tools(ctx: Any, params: Any) -> dict:
         await refreshed(ctx)
         # ttlMs 0: a new crawl may change the list at any time (2026-07-28 clients cache otherwise)
-        return {"tools": meta_tools() + disc.exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
+        return {"tools": meta_tools(always_load) + disc.exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
                 "resultType": "complete"}
 
     async def on_call_tool(ctx: Any, params: Any) -> dict:
@@ -124,9 +128,9 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
             log.warning(f"{name} failed: {type(e).__name__}: {e}")
             return error_answer("internal_error", f"{name} failed: {type(e).__name__}: {e}").to_result()
 
-    server = Server("toolidx", version=__version__, title="toolidx: every MCP tool, one search away",
-                    instructions=INSTRUCTIONS, lifespan=lifespan,
-                    on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    server = DiscoveryServer(disc, pools, version=__version__, title="toolidx: every MCP tool, one search away",
+                             instructions=disc.instructions(), lifespan=lifespan,
+                             on_list_tools=on_list_tools, on_call_tool=on_call_tool)
 
     async def remember_session(ctx: Any, call_next: Any) -> Any:
         run = _run_of(ctx)
@@ -137,17 +141,6 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
         return await call_next(ctx)
 
     server.middleware.append(remember_session)
-    plain_options = server.create_initialization_options
-
-    def options(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
-        # every transport (stdio, in-process tests) advertises tools.listChanged
-        from mcp.server.lowlevel import NotificationOptions
-
-        return plain_options(notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
-
-    server.create_initialization_options = options  # type: ignore[method-assign]
-    server.discovery = disc  # type: ignore[attr-defined]
-    server.backend_pools = pools  # type: ignore[attr-defined]
     return server
 
 
@@ -158,7 +151,8 @@ def _run_of(ctx: Any) -> _Run | None:
 
 async def _execute(ctx: Any, disc: Discovery, tool_name: str, arguments: Any, timeout: float) -> dict:
     tool, refusal = disc.prepare_call(tool_name, arguments)
-    if refusal is not None:
+    if tool is None:
+        assert refusal is not None  # prepare_call gives one or the other
         return refusal.to_result()
     pool: BackendPool = ctx.lifespan_context["pool"]
     try:
@@ -189,27 +183,124 @@ def run_stdio(server: Any) -> None:
 
     async def main() -> None:
         pipes = await _pipe_streams()
-        async with stdio_server(*(pipes or ())) as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_stop_on_signal, tg.cancel_scope)
+            async with stdio_server(*(pipes or ())) as (read, write):
+                await server.run(_ReadGuard(read, write), write, server.create_initialization_options())
+            tg.cancel_scope.cancel()  # stdin closed: the run is over
 
     anyio.run(main)
 
 
+async def _stop_on_signal(scope: Any) -> None:
+    """SIGTERM / SIGHUP end the run like stdin EOF does: the lifespan closes the backend pool,
+    which stops each backend as crawl does (stdin EOF, then SIGTERM, then SIGKILL of its process
+    group). Without this, the default action would kill serve and leave the backends running."""
+    import signal
+
+    wanted = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+    try:
+        with anyio.open_signal_receiver(*wanted) as signals:
+            async for signum in signals:
+                log.info(f"signal {signum}: shutting down")
+                scope.cancel()
+                return
+    except (NotImplementedError, ValueError, RuntimeError):  # no signals here (e.g. Windows)
+        return
+
+
+MAX_REQUEST_BYTES = 64 * 1024 * 1024  # one JSON-RPC message (line); a longer one is refused
+
+
+def _refusal(request_id: Any, code: int, message: str) -> str:
+    import json
+
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}) + "\n"
+
+
 class _PipeLines:
     """stdin as an async iterator of lines, read by the event loop: the SDK's default reads every
-    line in a worker thread, a thread hop per request that shows in execute_tool's overhead."""
+    line in a worker thread, a thread hop per request that shows in execute_tool's overhead.
 
-    def __init__(self, reader: Any):
+    A line over MAX_REQUEST_BYTES is skipped and answered with an error (the session goes on)."""
+
+    def __init__(self, reader: Any, writer: _PipeWriter | None = None):
         self._reader = reader
+        self._writer = writer
 
     def __aiter__(self) -> _PipeLines:
         return self
 
     async def __anext__(self) -> str:
-        line = await self._reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
+        import asyncio
+
+        while True:
+            try:
+                line = await self._reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as e:  # EOF
+                if not e.partial:
+                    raise StopAsyncIteration from None
+                line = e.partial
+            except asyncio.LimitOverrunError as e:
+                await self._skip_long_line(e.consumed)
+                continue
+            return line.decode("utf-8", errors="replace")
+
+    async def _skip_long_line(self, consumed: int) -> None:
+        import asyncio
+
+        from ..crawl.connect import request_id_of
+
+        head = await self._reader.readexactly(consumed)
+        rid = request_id_of(head[:4096].decode("utf-8", errors="replace"))
+        while True:  # drop the rest of the line, however long
+            try:
+                await self._reader.readuntil(b"\n")
+                break
+            except asyncio.IncompleteReadError:
+                break
+            except asyncio.LimitOverrunError as e:
+                await self._reader.readexactly(e.consumed)
+        log.warning(f"request line over {MAX_REQUEST_BYTES >> 20} MiB refused")
+        if self._writer is not None and rid is not None:
+            await self._writer.write(_refusal(rid, -32600, f"request refused: over {MAX_REQUEST_BYTES >> 20} MiB "
+                                                           "(toolidx serve's limit per message)"))
+            await self._writer.flush()
+
+
+class _ReadGuard(anyio.abc.ObjectReceiveStream):
+    """The server's read stream: a message the SDK could not parse (valid JSON nested deeper than
+    its parser allows, about 200 levels, or not JSON at all) is answered with a JSON-RPC parse
+    error for its id instead of no answer at all."""
+
+    def __init__(self, inner: Any, write: Any):
+        self._inner, self._write = inner, write
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self._refuse(item)
+
+    async def _refuse(self, exc: Exception) -> None:
+        import mcp_types as types
+        from mcp.shared.message import SessionMessage
+
+        from ..crawl.connect import rejected_line, request_id_of
+
+        line = rejected_line(exc)
+        rid = request_id_of(line) if line else None
+        log.warning(f"unreadable request refused: {str(exc).splitlines()[-1][:200] if str(exc) else exc!r}")
+        if rid is None:
+            return
+        error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
+            code=-32700, message="request not read: nested deeper than about 200 levels, or not valid JSON"))
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._write.send(SessionMessage(error))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 class _PipeWriter:
@@ -240,7 +331,7 @@ async def _pipe_streams() -> tuple[Any, Any] | None:
         loop = asyncio.get_running_loop()
         sys.stdout.flush()
         wire_in, wire_out = os.dup(0), os.dup(1)
-        reader = asyncio.StreamReader(limit=64 * 1024 * 1024, loop=loop)
+        reader = asyncio.StreamReader(limit=MAX_REQUEST_BYTES, loop=loop)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
                                      os.fdopen(wire_in, "rb", buffering=0))
         transport, protocol = await loop.connect_write_pipe(
@@ -249,7 +340,8 @@ async def _pipe_streams() -> tuple[Any, Any] | None:
         os.dup2(devnull, 0)
         os.close(devnull)
         os.dup2(2, 1)
-        return _PipeLines(reader), _PipeWriter(transport, protocol)
+        writer = _PipeWriter(transport, protocol)
+        return _PipeLines(reader, writer), writer
     except (OSError, ValueError, RuntimeError, NotImplementedError) as e:
         log.debug(f"pipe streams unavailable ({e}); using the SDK's")
         return None

@@ -10,27 +10,52 @@ every machine, applied identically to both sides so the ratio is fair.
 from __future__ import annotations
 
 import json
+from typing import Any, TypedDict
 
 from ..core.budget import CHARS_PER_TOKEN, estimate_tokens
 from ..core.filters import Filters
 from ..store.db import Database
 from ..store.stats import definitions_by_server, server_statuses
-from .metatools import META_TOOLS
+from .metatools import META_TOOLS, meta_tools
 
 
-def index_stats(db: Database, filters: Filters | None = None) -> dict:
+class ServerTokens(TypedDict):
+    server: str
+    status: str | None
+    tools: int
+    tokens: int
+    max_tool_tokens: int
+
+
+class IndexStats(TypedDict):
+    """What `index_stats` returns (the `stats --json` document's body)."""
+
+    servers: list[ServerTokens]
+    tools: int
+    tool_tokens: int
+    meta_tools: int
+    meta_tokens: int
+    saved_tokens: int
+    saving_pct: float
+    ratio: float | None
+    tokenizer: str
+    filters: dict[str, Any]
+    cache: dict[str, Any]
+
+
+def index_stats(db: Database, filters: Filters | None = None) -> IndexStats:
     """{"servers": [{"server", "status", "tools", "tokens", "max_tool_tokens"}], "tools",
     "tool_tokens", "meta_tools", "meta_tokens", "saved_tokens", "saving_pct", "ratio", "tokenizer"}."""
     defs = definitions_by_server(db, filters)
     status = server_statuses(db)
-    rows = []
+    rows: list[ServerTokens] = []
     for server, items in sorted(defs.items()):
         per = [estimate_tokens(json.loads(d)) for d in items]
         rows.append({"server": server, "status": status.get(server), "tools": len(items),
                      "tokens": sum(per), "max_tool_tokens": max(per) if per else 0})
     rows.sort(key=lambda r: (-r["tokens"], r["server"]))
     total = sum(r["tokens"] for r in rows)
-    meta = sum(estimate_tokens(t) for t in META_TOOLS)
+    meta = sum(estimate_tokens(t) for t in meta_tools())  # as on the wire, _meta included
     return {
         "servers": rows,
         "tools": sum(r["tools"] for r in rows),
@@ -42,4 +67,6 @@ def index_stats(db: Database, filters: Filters | None = None) -> dict:
         "ratio": round(total / meta, 1) if meta else None,
         "tokenizer": f"approximation: ceil(compact JSON characters / {CHARS_PER_TOKEN}) per definition",
         "filters": filters.to_json() if filters else {},
+        # what this process derived from the index so far (store/cache.py): entries and their sizes
+        "cache": db.cache.stats(),
     }

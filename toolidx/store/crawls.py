@@ -43,7 +43,9 @@ class CrawlSummary:
 def docs_for(result: ServerResult) -> list[ToolDoc]:
     spec = result.spec
     label = server_words(spec.name, result.server_name, result.server_title)
-    return [build_tooldoc(t, spec.name, config_tags=spec.tags, category=spec.category,
+    return [build_tooldoc(t, spec.name, config_tags=spec.tags,
+                          category=spec.tool_categories.get(str(t["name"])) or spec.category,
+                          trust_server_tags=spec.trust_server_tags,
                           server_label=label) for t in result.tools]
 
 
@@ -64,6 +66,8 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
     Embeddings are computed before the write transaction, for tools whose embedded text changed
     (or all, when the model changed), so readers are never blocked and see one whole crawl.
     """
+    for r in results:
+        r.mask_secrets()  # idempotent; crawl has done it already, other writers may not have
     docs = {r.spec.name: docs_for(r) for r in results if r.ok}
     existing = {row["id"]: row for row in db.query("SELECT rowid, id, hash, embed_hash FROM tools")}
 
@@ -76,10 +80,10 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
         model_changed = db.get_meta("embed_model") != embedder.model
         todo = [d for d in all_docs if model_changed or (existing.get(d.id) or {}).get("embed_hash")
                 != text_hash(embedder.model, d.embed_text)]
-        if todo and isinstance(embedder, LazyEmbedder):
-            embedder = embedder.get()  # None (warned once) when the model cannot be had
-        elif not todo:
+        if not todo:
             embedder = None  # nothing to embed: the model need not even load
+        elif isinstance(embedder, LazyEmbedder):
+            embedder = embedder.get()  # None (warned once) when the model cannot be had
         if embedder is not None:
             if db.get_meta("embed_dim") not in (None, str(embedder.dim)):
                 todo = all_docs  # same name, other dimension: every vector must be redone

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DatabaseError
+from .cache import IndexCache
 from .migrations import MIGRATIONS
 
 APPLICATION_ID = 0x54494458  # "TIDX" in PRAGMA application_id marks a file as ours
@@ -66,6 +67,7 @@ class Database:
         self.vec_available = vec_available
         self.vec_error = vec_error
         self.lock = threading.RLock()
+        self.cache = IndexCache(self.version_key)  # what readers derive from this index (cache.py)
 
     # --- statements -------------------------------------------------------------------------
     def execute(self, sql: str, params: Any = ()) -> Any:
@@ -185,7 +187,7 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
         conn = mod.connect(target, isolation_level=None, check_same_thread=False, timeout=30, uri=uri)
     except mod.Error as e:
         raise DatabaseError(f"cannot open: {e}", where=spath) from None
-    vec_ok, vec_err = _load_vec(conn)
+    vec_ok, vec_err = load_vec(conn)
     from ..core.filters import regexp
 
     conn.create_function("regexp", 2, regexp, deterministic=True)
@@ -211,7 +213,8 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
     return Database(conn, spath, mod, vec_ok, vec_err)
 
 
-def _load_vec(conn: Any) -> tuple[bool, str | None]:
+def load_vec(conn: Any) -> tuple[bool, str | None]:
+    """Load sqlite-vec into `conn`: (True, None), or (False, why not)."""
     try:
         # find the bundled vec0 library without importing the package: `import sqlite_vec`
         # imports numpy (~0.3 s), which a keyword search must not pay for

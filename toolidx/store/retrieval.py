@@ -42,32 +42,6 @@ def fts_candidates(db: Database, match: str, limit: int, filters: Filters | None
     return [(int(r[0]), float(r[1])) for r in rows]
 
 
-def vec_candidates(db: Database, query: bytes, k: int,
-                   filters: Filters | None = None) -> list[tuple[int, float]]:
-    """(rowid, cosine similarity) of the k nearest tools that pass the filters."""
-    if not vectors.has_table(db):
-        return []
-    if filters is None or filters.is_empty():
-        return [(r, 1.0 - d) for r, d in vectors.knn(db, query, k)]
-    where, params = filters.where("t")
-    rows = db.execute(f"SELECT rowid, distance FROM {vectors.TABLE} WHERE embedding MATCH ? AND k = ? "
-                      f"AND rowid IN (SELECT t.rowid FROM tools t WHERE {where}) ORDER BY distance",
-                      [query, k, *params]).fetchall()
-    return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
-
-
-def cosine_for(db: Database, query: bytes, rowids: list[int]) -> dict[int, float]:
-    """Exact cosine similarity of the query to each given tool (those with a vector)."""
-    if not rowids or not vectors.has_table(db):
-        return {}
-    out: dict[int, float] = {}
-    for marks, chunk in in_chunks(rowids):
-        for r in db.execute(f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM {vectors.TABLE} "
-                            f"WHERE rowid IN ({marks})", [query, *chunk]):
-            out[int(r[0])] = 1.0 - float(r[1])
-    return out
-
-
 def matched_terms(db: Database, terms: list[str], rowids: list[int]) -> dict[int, list[str]]:
     """Which query terms each tool matches in the keyword index (FTS5 stemming included)."""
     out: dict[int, list[str]] = {r: [] for r in rowids}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import overload
 
 from ..core.filters import Filters
 from .db import Database, in_chunks
@@ -12,6 +13,12 @@ JSON_COLUMNS = ("input_schema", "output_schema", "annotations", "icons", "meta",
 SERVER_JSON_COLUMNS = ("connect", "capabilities", "tags", "invalid_tools")
 
 
+@overload
+def decode(row: dict, columns: tuple[str, ...] = ...) -> dict: ...
+@overload
+def decode(row: None, columns: tuple[str, ...] = ...) -> None: ...
+@overload
+def decode(row: dict | None, columns: tuple[str, ...] = ...) -> dict | None: ...
 def decode(row: dict | None, columns: tuple[str, ...] = JSON_COLUMNS) -> dict | None:
     """A row with its JSON columns parsed and 0/1 flags as booleans."""
     if row is None:
@@ -58,7 +65,3 @@ def get_server(db: Database, name: str) -> dict | None:
 
 def list_servers(db: Database) -> list[dict]:
     return [decode(r, SERVER_JSON_COLUMNS) for r in db.query("SELECT * FROM servers ORDER BY name")]
-
-
-def tool_count(db: Database) -> int:
-    return int(db.scalar("SELECT count(*) FROM tools"))

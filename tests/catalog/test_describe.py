@@ -1,0 +1,215 @@
+"""describe: detail levels, forgiving ids, parameter tables, and example arguments that validate
+(on the fixture, on every tool of the fast real servers, and on every ETOM and LiveMCPBench schema)."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from jsonschema.validators import validator_for
+
+from toolidx.catalog.describe import describe, example_arguments, parameter_table
+from toolidx.core.errors import NotFoundError, UsageError
+from toolidx.store.db import open_db
+
+
+def _check(value, schema) -> list[str]:
+    """Independent validation, formats included."""
+    cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+    return [e.message for e in cls(schema, format_checker=cls.FORMAT_CHECKER).iter_errors(value)]
+
+
+# --- detail levels through the CLI ----------------------------------------------------------------
+def test_summary_schema_full(cli, catalog_db):
+    s = cli("describe", "git/git_log", "--db", catalog_db, "--json")
+    assert s.code == 0, s.stderr
+    d = s.json
+    assert d["command"] == "describe" and d["detail"] == "summary"
+    assert (d["id"], d["server"], d["name"], d["category"]) == ("git/git_log", "git", "git_log", "dev")
+    assert d["required"] == ["repo_path"] and d["params"] == ["repo_path", "max_count"]
+    assert d["read_only"] is True and d["hints"] == ["read-only"] and "vcs" in d["tags"]
+    assert "parameters" not in d and "input_schema" not in d
+
+    d = cli("describe", "git/git_log", "--detail", "schema", "--db", catalog_db, "--json").json
+    assert d["parameters"] == [
+        {"name": "repo_path", "type": "string", "required": True, "default": None, "enum": None,
+         "description": None, "constraints": None},
+        {"name": "max_count", "type": "integer", "required": False, "default": 10, "enum": None,
+         "description": None, "constraints": ">= 1"}]
+    assert "input_schema" not in d
+
+    d = cli("describe", "gitplus/git_clone", "--detail", "full", "--db", catalog_db, "--json").json
+    assert d["input_schema"]["required"] == ["url"]
+    assert d["annotations"] == {"openWorldHint": True}
+    assert d["server_info"]["name"] == "gitplus" and d["server_info"]["status"] == "ok"
+    assert d["server_info"]["transport"] == "tools_file"
+    assert d["example_arguments"] == {"url": "https://example.com"} and d["example_valid"] is True
+    assert d["hash"] and d["first_seen"]
+
+
+def test_text_output_in_a_pipe(cli, catalog_db):
+    r = cli("describe", "docs/convert_pdf", "--detail", "full", "--db", catalog_db)
+    assert r.code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "id\tdocs/convert_pdf" in lines
+    assert "parameter\ttype\trequired\tdefault\tenum\tdescription" in lines
+    assert 'to\tstring\t\t"markdown"\t"markdown", "html", "text"\t' in lines
+    assert any(line.startswith("example_arguments\t{") for line in lines)
+
+
+def test_nested_schema_table_and_example(cli, catalog_db):
+    d = cli("describe", "docs/render_report", "--detail", "full", "--db", catalog_db, "--json").json
+    rows = {r["name"]: r for r in d["parameters"]}
+    # $ref/$defs resolved, nesting dotted, array elements as [], anyOf/oneOf joined
+    assert rows["sections"]["type"] == "array<object>" and rows["sections"]["constraints"] == "minItems 1"
+    assert rows["sections[].heading"]["required"] is True
+    assert rows["sections[].level"]["default"] == 2 and rows["sections[].level"]["constraints"] == ">= 1, <= 6"
+    assert rows["options.margins.top"]["required"] is True and rows["options.margins.bottom"]["required"] is False
+    assert rows["due"]["type"] == "string (date-time) | null"
+    assert rows["delivery.kind"]["enum"] == ["email", "upload"] and rows["delivery.kind"]["required"] is True
+    assert rows["delivery.to"]["type"] == "string (email)" and rows["delivery.to"]["required"] is False
+    assert rows["version"]["type"] == "integer" and rows["version"]["enum"] == [2]
+    assert rows["format"]["enum"] == ["pdf", "docx", "html"]
+    ex = d["example_arguments"]
+    assert d["example_valid"] is True and _check(ex, d["input_schema"]) == []
+    assert set(ex) >= {"title", "sections", "ticket", "copies", "ratio", "options", "delivery", "version", "due"}
+    assert ex["version"] == 2 and ex["copies"] % 2 == 0 and 0 < ex["ratio"] < 1
+    assert ex["options"]["margins"]["top"] is not None and ex["sections"][0]["heading"]
+
+
+# --- ids ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("spelling", ["docs/word_count", "docs.word_count", "docs:word_count",
+                                      "mcp__docs__word_count", "word_count", " docs/word_count "])
+def test_id_spellings(catalog_db, spelling):
+    assert describe(open_db(catalog_db), spelling)["id"] == "docs/word_count"
+
+
+def test_unknown_id_suggests_closest(cli, catalog_db):
+    r = cli("describe", "git/git_stats", "--db", catalog_db, "--json")
+    assert r.code == 2 and "Traceback" not in r.stderr
+    err = json.loads(r.stdout)
+    assert err["error"] == "NotFoundError"
+    assert err["suggestions"][0] in ("git/git_status", "gitplus/git_status")
+    assert "git/git_status" in err["suggestions"][:2]
+    assert r.stderr.count("\n") == 1 and "did you mean" in r.stderr
+
+    with pytest.raises(NotFoundError) as e:
+        describe(open_db(catalog_db), "convert_pfd")
+    assert e.value.suggestions[0] == "docs/convert_pdf"
+
+
+def test_ambiguous_bare_name_lists_both(catalog_db):
+    with pytest.raises(NotFoundError) as e:
+        describe(open_db(catalog_db), "git_status")
+    assert e.value.suggestions == ["git/git_status", "gitplus/git_status"]
+    assert "2 servers" in str(e.value)
+
+
+def test_bad_detail_is_a_usage_error(cli, catalog_db):
+    r = cli("describe", "git/git_log", "--detail", "everything", "--db", catalog_db)
+    assert r.code == 2 and "summary, schema, full" in r.stderr
+    with pytest.raises(UsageError):
+        describe(open_db(catalog_db), "", "summary")
+
+
+# --- example arguments ----------------------------------------------------------------------------
+TRICKY = [
+    {"type": "object", "properties": {"when": {"type": "string", "format": "date-time"},
+                                      "day": {"type": "string", "format": "date"},
+                                      "mail": {"type": "string", "format": "email"},
+                                      "id": {"type": "string", "format": "uuid"},
+                                      "ip": {"type": "string", "format": "ipv4"}},
+     "required": ["when", "day", "mail", "id", "ip"]},
+    {"type": "object", "properties": {"code": {"type": "string", "pattern": r"^[A-Z]{3}\d{2}(-[a-z]+)?$"},
+                                      "short": {"type": "string", "minLength": 12, "maxLength": 12}},
+     "required": ["code", "short"]},
+    {"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 9, "multipleOf": 3},
+                                      "x": {"type": "number", "exclusiveMinimum": 2.5},
+                                      "old": {"type": "integer", "minimum": 0, "exclusiveMinimum": True},
+                                      "neg": {"type": "integer", "maximum": -4}},
+     "required": ["n", "x", "old", "neg"], "$schema": "http://json-schema.org/draft-04/schema#"},
+    {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b", "c"]},
+                                               "minItems": 3, "uniqueItems": True},
+                                      "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                                               "minItems": 2}},
+     "required": ["tags", "pair"]},
+    {"type": "object", "properties": {"kind": {"enum": ["file", "url"]}, "path": {"type": "string"},
+                                      "url": {"type": "string"}},
+     "required": ["kind"],
+     "if": {"properties": {"kind": {"const": "file"}}}, "then": {"required": ["path"]},
+     "else": {"required": ["url"]}},
+    {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+     "dependencies": {"a": ["b"]}, "required": ["a"]},
+    {"type": "object", "$defs": {"node": {"type": "object", "properties": {
+        "value": {"type": "integer"}, "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}},
+        "required": ["value", "next"]}},
+     "properties": {"head": {"$ref": "#/$defs/node"}}, "required": ["head"]},
+    {"type": "object", "properties": {"meta": {"type": "object", "additionalProperties": {"type": "integer"},
+                                               "minProperties": 2}},
+     "required": ["meta"], "additionalProperties": False},
+    {"type": "object", "properties": {"q": {"type": "string", "examples": ["weather in Lisbon"]},
+                                      "unit": {"type": ["string", "null"], "default": "metric"}},
+     "required": ["q", "unit"]},
+    {"type": "object", "properties": {"opt": {"type": "string"}}},  # nothing required
+    {"type": "object", "allOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                                 {"properties": {"b": {"const": "x"}}, "required": ["b"]}]},
+]
+
+
+@pytest.mark.parametrize("schema", TRICKY, ids=lambda s: ",".join(sorted(s.get("properties", {}))) or "allOf")
+def test_example_validates_on_tricky_schemas(schema):
+    ex = example_arguments(schema)
+    assert _check(ex, schema) == [], ex
+    for req in schema.get("required", []):
+        assert req in ex
+
+
+def test_example_prefers_the_schemas_own_values():
+    ex = example_arguments(TRICKY[8])
+    assert ex == {"q": "weather in Lisbon", "unit": "metric"}
+    assert example_arguments(TRICKY[9]) == {"opt": "example"}  # optional filled when none is required
+    assert example_arguments({"type": "object"}) == {} and example_arguments(None) == {}
+
+
+@pytest.mark.slow  # ~3,000 real schemas: 15-30 s
+def test_every_bench_schema_gets_a_valid_example(bench_dir):
+    """ETOM's 2,375 and LiveMCPBench's 527 input schemas, as their servers published them."""
+    n = 0
+    bad, broken = [], []
+    for name in ("etom", "livemcp"):
+        with open(bench_dir / name / "tools.jsonl") as f:
+            for line in f:
+                t = json.loads(line)
+                schema = t["input_schema"]
+                ex = example_arguments(schema)
+                parameter_table(schema)  # never raises either
+                try:
+                    errors = _check(ex, schema)
+                except jsonschema.exceptions.UnknownType:
+                    broken.append(t["id"])
+                    continue
+                if errors:
+                    bad.append((t["id"], errors[0]))
+                n += 1
+    assert n >= 2375 + 527 - len(broken)
+    assert bad == []
+    # the only schema nothing can be checked against is itself invalid ("type": "string[]")
+    assert broken == ["mcp-image-compression/image_compression"]
+
+
+@pytest.mark.servers
+@pytest.mark.slow
+def test_every_real_tool_gets_a_valid_example(catalog_real_db, cli):
+    db = open_db(catalog_real_db)
+    ids = [r["id"] for r in db.query("SELECT id FROM tools ORDER BY id")]
+    assert len(ids) >= 70  # 76 tools on 5 servers
+    for tid in ids:
+        d = describe(db, tid, "full")
+        assert d["example_valid"], (tid, d.get("example_problem"))
+        assert _check(d["example_arguments"], d["input_schema"]) == [], tid
+        names = {r["name"] for r in d["parameters"]}
+        assert set(d["required"]) <= names
+    # and one through the CLI, as a person would run it
+    r = cli("describe", "everything/echo", "--detail", "full", "--db", catalog_real_db, "--json")
+    assert r.code == 0 and r.json["example_arguments"] == {"message": "example"}

@@ -1,0 +1,146 @@
+"""Embeddings during crawl with the real model: only changed texts are embedded; with no model the
+crawl still succeeds lexically, warns once, and `toolidx embed` fills the vectors in later."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from toolidx.store.db import open_db
+
+pytestmark = [pytest.mark.model]
+
+RAW = Path(__file__).parents[1] / "servers" / "rawmcp.py"
+
+
+def config(path: Path, *args: str, tools: int = 4) -> Path:
+    path.write_text(json.dumps({"mcpServers": {
+        "svc": {"command": sys.executable, "args": [str(RAW), "--tools", str(tools), *args]},
+        "files": {"tools_file": str(Path(__file__).parents[2] / "examples" / "files-tools.json")},
+    }}))
+    return path
+
+
+def vec_count(db_path: Path) -> int:
+    db = open_db(db_path)
+    try:
+        return int(db.scalar("SELECT count(*) FROM tool_vectors"))
+    finally:
+        db.close()
+
+
+def test_recrawl_embeds_only_what_changed(tmp_path, model_path):
+    db = tmp_path / "e.db"
+    cfg = config(tmp_path / "c.json")
+    first = run_cli("crawl", "--config", cfg, "--db", db, "--model-path", model_path, "--json")
+    assert first.code == 0, first.stderr
+    total = first.json["tools"]
+    assert first.json["semantic"] and first.json["embedded"] == total > 4
+    assert vec_count(db) == total
+    # nothing changed: nothing embedded, every tool unchanged
+    again = run_cli("crawl", "--config", cfg, "--db", db, "--model-path", model_path, "--json")
+    assert again.code == 0 and again.json["embedded"] == 0 and again.json["unchanged"] == total
+    # one description changed: exactly that tool is embedded again
+    changed = run_cli("crawl", "--config", config(tmp_path / "c2.json", "--desc-suffix", " Now with globs."),
+                      "--db", db, "--model-path", model_path, "--json")
+    assert changed.json["embedded"] == 1 and changed.json["changed"] == 1
+    d = open_db(db)
+    assert d.get_meta("embed_model") == "sentence-transformers/all-MiniLM-L6-v2" and d.get_meta("embed_dim") == "384"
+    assert d.scalar("SELECT count(*) FROM tools WHERE embed_hash IS NULL") == 0
+    # vectors line up with tools (rowid shared)
+    assert d.scalar("SELECT count(*) FROM tool_vectors v JOIN tools t ON t.rowid = v.rowid") == total
+    d.close()
+    # the versions of each crawl are kept for diff: crawl 3 saw a new hash for svc/tool_0
+    d = open_db(db)
+    h = {r["crawl_id"]: r["hash"] for r in d.query("SELECT crawl_id, hash FROM crawl_tools WHERE tool_id = 'svc/tool_0'")}
+    assert h[1] == h[2] != h[3]
+    assert d.scalar("SELECT count(*) FROM tool_versions") == total + 1
+    d.close()
+
+
+def test_offline_first_run_is_lexical_then_embed_fills_in(tmp_path, model_path, monkeypatch):
+    monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
+    monkeypatch.delenv("TOOLIDX_MODEL", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # no network: the default model cannot be fetched
+    from toolidx.core import embedding as embed
+
+    embed._cache.clear()
+    db = tmp_path / "o.db"
+    cfg = config(tmp_path / "c.json")
+    r = run_cli("crawl", "--config", cfg, "--db", db, "--json")
+    assert r.code == 0, r.stderr
+    assert not r.json["semantic"] and r.json["embedded"] == 0 and r.json["tools"] > 0
+    warnings = [line for line in r.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "keyword search works" in warnings[0] and "toolidx embed" in warnings[0]
+    d = open_db(db)
+    assert d.scalar("SELECT count(*) FROM tools_fts WHERE tools_fts MATCH 'file'") > 0  # lexical works
+    assert d.get_meta("embed_model") is None
+    d.close()
+    # later, with the model at hand
+    e = run_cli("embed", "--db", db, "--model-path", model_path, "--json")
+    assert e.code == 0, e.stderr
+    assert e.json["embedded"] == r.json["tools"] == vec_count(db)
+    # and a following crawl has nothing left to embed
+    again = run_cli("crawl", "--config", cfg, "--db", db, "--model-path", model_path, "--json")
+    assert again.json["embedded"] == 0
+
+
+def test_bogus_model_name_warns_and_crawls(tmp_path, monkeypatch):
+    monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    r = run_cli("crawl", "--config", config(tmp_path / "c.json"), "--db", tmp_path / "b.db",
+                "--model", "no-such/model-anywhere", "--json")
+    assert r.code == 0 and not r.json["semantic"]
+    assert r.stderr.count("no-such/model-anywhere") == 1
+
+
+def test_model_none_is_quietly_lexical(tmp_path):
+    r = run_cli("crawl", "--config", config(tmp_path / "c.json"), "--db", tmp_path / "n.db", "--model", "none", "--json")
+    assert r.code == 0 and not r.json["semantic"] and "warning" not in r.stderr
+
+
+def test_model_path_that_is_not_a_model_is_an_error(tmp_path):
+    r = run_cli("crawl", "--config", config(tmp_path / "c.json"), "--db", tmp_path / "m.db",
+                "--model-path", tmp_path)
+    assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_unchanged_recrawl_never_loads_the_model(tmp_path, model_path):
+    """The model loads only when some text needs embedding: a re-crawl with nothing changed must
+    succeed even with a model folder that would fail to load (a junk model.onnx)."""
+    db = tmp_path / "u.db"
+    cfg = config(tmp_path / "c.json")
+    assert run_cli("crawl", "--config", cfg, "--db", db, "--model-path", model_path).code == 0
+    junk = tmp_path / "junk-model"
+    junk.mkdir()
+    (junk / "model.onnx").write_bytes(b"not an onnx model")
+    again = run_cli("crawl", "--config", cfg, "--db", db, "--model-path", junk, "--json")
+    assert again.code == 0, again.stderr
+    assert again.json["embedded"] == 0 and again.json["semantic"]
+    # a changed tool does need the model, and the junk folder is then reported in one line
+    changed = config(tmp_path / "c2.json", tools=5)
+    bad = run_cli("crawl", "--config", changed, "--db", db, "--model-path", junk)
+    assert bad.code == 2 and "junk-model" in bad.stderr
+
+
+def test_index_remembers_its_local_model_folder(tmp_path, model_path):
+    """Crawled with --model-path, the index records the folder: a later search in a new process,
+    with no model setting at all, is semantic without being told where the model is."""
+    import os
+    import subprocess
+
+    db = tmp_path / "r.db"
+    assert run_cli("crawl", "--config", config(tmp_path / "c.json"), "--db", db,
+                   "--model-path", model_path).code == 0
+    idx = open_db(db)
+    assert idx.get_meta("embed_model_path") == str(Path(model_path).resolve())
+    idx.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLIDX_MODEL")}
+    out = subprocess.run([sys.executable, "-m", "toolidx", "search", "read a text file", "--db", str(db),
+                          "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["mode_used"] == "hybrid" and "warning" not in out.stderr

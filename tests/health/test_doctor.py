@@ -1,0 +1,100 @@
+"""`toolidx doctor` and `--version`: a healthy set-up passes, each kind of problem is named with a
+fix and fails the command (exit 1), and nothing is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import REPO, run_cli
+
+from toolidx import __version__
+
+
+def _by_name(report: dict) -> dict[str, dict]:
+    return {f"{c['area']}/{c['name']}": c for c in report["checks"]}
+
+
+def test_version():
+    r = run_cli("--version")
+    assert r.code == 0 and r.stdout == f"toolidx {__version__}\n"
+
+
+def test_healthy_example_passes(tmp_path, model_path):
+    db = tmp_path / "ex.db"
+    assert run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db,
+                   "--model-path", model_path).code == 0
+    before = db.stat().st_mtime_ns
+    r = run_cli("doctor", "--db", db, "--model-path", model_path, "--json")
+    assert r.code == 0, r.stdout
+    report = r.json
+    assert report["ok"] and report["counts"]["fail"] == 0 and report["counts"]["warn"] == 0
+    checks = _by_name(report)
+    # the config is found through the index, each server checked, the model matched to the vectors
+    assert checks["config/server files"]["status"] == "ok"
+    assert checks["model/model"]["status"] == "ok" and "384 dimensions" in checks["model/model"]["detail"]
+    assert checks["index/vectors"]["status"] == "ok"
+    assert db.stat().st_mtime_ns == before  # read-only
+
+
+def test_every_broken_server_is_named_with_a_fix(tmp_path, monkeypatch):
+    monkeypatch.delenv("TOOLIDX_DB_SECRET", raising=False)
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"mcpServers": {
+        "nocommand": {"command": "definitely-not-a-command-xyz"},
+        "nofile": {"tools_file": "missing-tools.json"},
+        "unset": {"command": "python3", "args": ["--token", "${TOOLIDX_DB_SECRET}"]},
+        "fine": {"tools_file": str(REPO / "examples" / "weather-tools.json")},
+    }}))
+    db = tmp_path / "k.db"
+    run_cli("crawl", "--config", cfg, "--db", db, "--model", "none")  # some servers fail: exit 1
+    r = run_cli("doctor", "--db", db, "--config", cfg, "--model", "none", "--json")
+    assert r.code == 1
+    checks = _by_name(r.json)
+    for name in ("nocommand", "nofile", "unset"):
+        c = checks[f"config/server {name}"]
+        assert c["status"] == "fail" and c["fix"], c
+    assert "not found on PATH" in checks["config/server nocommand"]["detail"]
+    assert "TOOLIDX_DB_SECRET" in checks["config/server unset"]["detail"]
+    assert checks["config/server fine"]["status"] == "ok"
+    # the index: the failed servers are warnings (their old tools are kept), no vectors a warning
+    assert checks["index/server nocommand"]["status"] == "warn"
+    assert checks["index/vectors"]["status"] == "warn" and "toolidx embed" in checks["index/vectors"]["fix"]
+    text = run_cli("doctor", "--db", db, "--config", cfg, "--model", "none")
+    assert text.code == 1 and "doctor: 3 failed" in text.stderr
+
+
+def test_a_config_that_does_not_parse_is_one_failure_with_where(tmp_path):
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"mcpServers": {"badurl": {"url": "ftp://example.invalid/mcp"}}}))
+    r = run_cli("doctor", "--db", tmp_path / "none.db", "--config", cfg, "--model", "none", "--json")
+    c = _by_name(r.json)["config/config"]
+    assert r.code == 1 and c["status"] == "fail" and "badurl" in c["detail"] and str(cfg) in c["detail"]
+
+
+def test_foreign_file_fails_and_is_left_alone(tmp_path):
+    bad = tmp_path / "notes.db"
+    bad.write_bytes(b"this is not a database at all" * 10)
+    r = run_cli("doctor", "--db", bad, "--model", "none", "--json")
+    assert r.code == 1
+    c = _by_name(r.json)["index/open"]
+    assert c["status"] == "fail" and "not a SQLite database" in c["detail"] and c["fix"]
+    assert bad.read_bytes() == b"this is not a database at all" * 10
+
+
+def test_missing_model_folder_fails_when_the_index_has_vectors(tmp_path, model_path):
+    db = tmp_path / "ex.db"
+    assert run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db,
+                   "--model-path", model_path).code == 0
+    r = run_cli("doctor", "--db", db, "--model-path", tmp_path / "no-such-model", "--json")
+    assert r.code == 1
+    c = _by_name(r.json)["model/model"]
+    assert c["status"] == "fail" and "not found" in c["detail"] and "TOOLIDX_MODEL_PATH" in c["fix"]
+
+
+def test_doctor_needs_no_index_to_check_the_install(tmp_path):
+    r = run_cli("doctor", "--db", tmp_path / "none.db", "--model", "none", "--json")
+    checks = _by_name(r.json)
+    assert r.code == 1 and checks["index/open"]["status"] == "fail"
+    assert all(checks[f"install/{n}"]["status"] == "ok" for n in ("sqlite", "fts5", "sqlite-vec", "mcp"))
+    assert not Path(tmp_path / "none.db").exists()

@@ -1,0 +1,172 @@
+"""toolidx.search.bm25: keyword candidates scored in Python from cached postings must give FTS5's own
+bm25() scores, whether the postings were fetched word by word or preloaded, follow a new crawl,
+and honour filters. Checked against FTS5 itself on the real ETOM catalog (2,375 tools, so the
+common-word path runs: "get", "list", "file" are in more than 200 tools)."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+
+import pytest
+
+from toolidx.core.filters import Filters
+from toolidx.core.tokens import fts_query, query_terms
+from toolidx.search import bm25
+from toolidx.store import retrieval
+from toolidx.store.db import open_db
+
+
+@pytest.fixture(scope="module")
+def etom_kw(bench_dir, tmp_path_factory):
+    from conftest import run_cli
+
+    d = tmp_path_factory.mktemp("etom-kw")
+    (d / "servers.yaml").write_text(f"mcpServers:\n  etom:\n    tools_file: {bench_dir / 'etom' / 'tools.jsonl'}\n")
+    r = run_cli("crawl", "--config", d / "servers.yaml", "--db", d / "etom.db", "--model", "none")
+    assert r.code == 0, r.stderr
+    return d / "etom.db"
+
+
+@pytest.fixture(scope="module")
+def queries(bench_dir):
+    qs = [json.loads(x)["query"] for f in ("etom/queries.jsonl", "livemcp/queries.jsonl")
+          for x in (bench_dir / f).read_text().splitlines() if x.strip()]
+    random.Random(3).shuffle(qs)
+    return qs[:150] + ["list files", "get file", "git status", "e-mail attachments", "x.y z"]
+
+
+def _fresh(db):
+    db.cache.clear()
+
+
+def _common(db, terms):
+    """Which terms take the common-word path."""
+    index, scratch = bm25._get(db)
+    cut = max(bm25.COMMON_MIN_DF, bm25.COMMON_SHARE * index.nrow)
+    toks = scratch.cut(terms)
+    return [w for w in terms if len(toks[w]) == 1 and len(index.postings(db, toks[w][0], w)) > cut]
+
+
+@pytest.mark.slow
+def test_scores_are_fts5_bm25_and_rankings_match_where_exact(etom_kw, queries):
+    db = open_db(etom_kw)
+    _fresh(db)
+    shortcut = exact = same_top = 0
+    for q in queries:
+        terms = query_terms(q)
+        ours = bm25.candidates(db, terms, 50)
+        fts = retrieval.fts_candidates(db, fts_query(terms), 50)
+        theirs = dict(fts)
+        for r, s in ours:  # every score we give is FTS5's score for that tool
+            if r in theirs:
+                assert s == pytest.approx(theirs[r], rel=1e-9, abs=1e-9), (q, r)
+        common = _common(db, terms)
+        if common and len(common) < len(terms):
+            shortcut += 1  # tools matching only common words may be missing: the best agree
+            same_top += bool(ours) and bool(fts) and ours[0][0] == fts[0][0]
+        else:  # no shortcut: the same list as FTS5's full OR query, ties by rowid
+            exact += 1
+            assert [r for r, _ in ours] == [r for r, _ in fts], q
+    assert shortcut > 20 and exact > 10  # both paths ran
+    assert same_top >= 0.9 * shortcut
+    db.close()
+
+
+def test_preloaded_postings_give_the_same_answers(etom_kw, queries, monkeypatch):
+    db = open_db(etom_kw)
+    _fresh(db)
+    lazy = {q: bm25.candidates(db, query_terms(q), 50) for q in queries[:60]}
+    _fresh(db)
+    monkeypatch.setattr(bm25, "PRELOAD_CHUNK", 300)  # many steps; "get" alone needs a bigger one
+    assert bm25.preload(db)
+    index, _ = bm25._get(db)
+    vocab = db.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, tools_fts, row)") and \
+        db.execute("SELECT count(*), sum(doc) FROM temp.v").fetchone()
+    assert index.complete and (len(index.cache), index.cached) == tuple(vocab)
+    for q in queries[:60]:  # FTS5 scored the words one by one, preload scored them in Python
+        got = bm25.candidates(db, query_terms(q), 50)
+        assert [r for r, _ in got] == [r for r, _ in lazy[q]], q
+        assert [s for _, s in got] == pytest.approx([s for _, s in lazy[q]], rel=1e-9)
+    assert bm25.candidates(db, ["zzqxnotaword"], 10) == []
+    db.close()
+
+
+def test_matched_terms_are_fts5_matches(etom_kw, queries):
+    db = open_db(etom_kw)
+    for q in queries[:80] + ["e-mail attachments"]:
+        terms = query_terms(q)
+        shown = [r for r, _ in retrieval.fts_candidates(db, fts_query(terms), 10)]
+        want = retrieval.matched_terms(db, terms, shown)
+        assert bm25.matched_terms(db, terms, shown) == want, q
+        assert bm25.matched_terms(db, terms, shown, many=True) == want, q  # hybrid's numpy path
+        many = [r for r, _ in retrieval.fts_candidates(db, fts_query(terms), 100)] + [10**9]  # no such tool
+        assert bm25.matched_terms(db, terms, many, many=True) == retrieval.matched_terms(db, terms, many), q
+    db.close()
+
+
+def test_filters_narrow_candidates_like_fts5(etom_kw):
+    db = open_db(etom_kw)
+    for q in ("list files in a directory", "get the weather forecast", "send an email message"):
+        terms = query_terms(q)
+        top = [r for r, _ in retrieval.fts_candidates(db, fts_query(terms), 40)]
+        servers = sorted({db.scalar("SELECT server FROM tools WHERE rowid = ?", (r,)) for r in top[5:40]})
+        f = Filters(servers=servers)
+        ours = bm25.candidates(db, terms, 20, f)
+        if not _common(db, terms):
+            fts = retrieval.fts_candidates(db, fts_query(terms), 20, f)
+            assert [r for r, _ in ours] == [r for r, _ in fts]
+            assert [s for _, s in ours] == pytest.approx([s for _, s in fts], rel=1e-9)
+        got = {db.scalar("SELECT server FROM tools WHERE rowid = ?", (r,)) for r, _ in ours}
+        assert ours and got <= set(servers), q
+    db.close()
+
+
+def test_cached_postings_follow_a_new_crawl(tmp_path, cli):
+    """A reader that preloaded the index sees the words of tools a later crawl added."""
+    from test_search import DATA
+
+    shutil.copy(DATA / "search_catalog.jsonl", tmp_path / "tools.jsonl")
+    (tmp_path / "servers.yaml").write_text("mcpServers:\n  catalog:\n    tools_file: tools.jsonl\n")
+    path = tmp_path / "s.db"
+    assert cli("crawl", "--config", tmp_path / "servers.yaml", "--db", path, "--model", "none").code == 0
+    db = open_db(path)
+    assert bm25.preload(db)
+    assert bm25.candidates(db, ["zeppelin"], 5) == []
+    with open(tmp_path / "tools.jsonl", "a") as f:
+        f.write(json.dumps({"id": "air/book_zeppelin_ride", "server": "air", "name": "book_zeppelin_ride",
+                            "description": "Book a zeppelin ride.", "input_schema": {"type": "object"}}) + "\n")
+    assert cli("crawl", "--config", tmp_path / "servers.yaml", "--db", path, "--model", "none").code == 0
+    hits = bm25.candidates(db, ["zeppelin"], 5)
+    assert len(hits) == 1
+    assert db.scalar("SELECT name FROM tools WHERE rowid = ?", (hits[0][0],)) == "book_zeppelin_ride"
+    db.close()
+
+
+def test_query_embedder_matches_the_document_embedder(model_path, embedder):
+    """Search loads the model with one ONNX thread; its vectors are the crawl's vectors."""
+    import numpy as np
+
+    from toolidx.core.embedding import QUERY_THREADS, load_embedder, resolve_model
+
+    q = load_embedder(resolve_model(path=model_path), threads=QUERY_THREADS)
+    assert q is not embedder
+    text = "convert a pdf file to markdown"
+    a = np.frombuffer(q.embed_query(text), dtype=np.float32)
+    b = np.frombuffer(embedder.embed_query(text), dtype=np.float32)
+    assert a.shape == b.shape and float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)) > 0.9999
+
+
+def test_single_query_path_gives_fastembeds_vectors(model_path):
+    """embed_query skips fastembed's batching for one text; the vectors must be fastembed's."""
+    import numpy as np
+
+    from toolidx.core.embedding import QUERY_THREADS, load_embedder, resolve_model
+
+    q = load_embedder(resolve_model(path=model_path), threads=QUERY_THREADS)
+    assert q._one is not None  # the shortcut is on for MiniLM
+    for text in ("convert a pdf file to markdown", "x", "Überprüfung 搜索 🔥 " * 30, "a " * 600):
+        ours = np.frombuffer(q.embed_query(text), dtype=np.float32)
+        theirs = np.asarray(next(iter(q._te.query_embed([text]))), dtype=np.float32)
+        assert ours.shape == theirs.shape and float(ours @ theirs) > 0.99999, text

@@ -1,0 +1,310 @@
+"""search(): modes, scores, filters, hostile input, no-match, keyword-only fallback, and the CLI.
+
+A small hand-made catalog (tests/data/search_catalog.jsonl) indexed with the real model, once
+per session."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from toolidx.core.errors import UsageError
+from toolidx.core.filters import Filters
+
+DATA = Path(__file__).parents[1] / "data"
+
+
+def _index(tmp: Path, cli, *extra: str) -> Path:
+    shutil.copy(DATA / "search_catalog.jsonl", tmp / "tools.jsonl")
+    (tmp / "servers.yaml").write_text("mcpServers:\n  catalog:\n    tools_file: tools.jsonl\n")
+    db = tmp / "search.db"
+    r = cli("crawl", "--config", tmp / "servers.yaml", "--db", db, *extra)
+    assert r.code == 0, r.stderr
+    return db
+
+
+@pytest.fixture(scope="session")
+def search_db_path(tmp_path_factory, model_path) -> Path:
+    from conftest import run_cli
+
+    return _index(tmp_path_factory.mktemp("search"), run_cli, "--model-path", model_path)
+
+
+@pytest.fixture(scope="session")
+def keyword_db_path(tmp_path_factory) -> Path:
+    """The same catalog crawled with no model: no vectors at all."""
+    from conftest import run_cli
+
+    return _index(tmp_path_factory.mktemp("search-kw"), run_cli, "--model", "none")
+
+
+@pytest.fixture
+def db(search_db_path):
+    from toolidx.store.db import open_db
+
+    d = open_db(search_db_path)
+    yield d
+    d.close()
+
+
+@pytest.fixture
+def run(db, embedder):
+    from toolidx.search.hybrid import search
+
+    def go(query, **kw):
+        kw.setdefault("embedder", embedder)
+        return search(db, query, **kw)
+
+    return go
+
+
+HOSTILE = ['"', '""', '"unterminated', "*", "a*", "NEAR(git status, 2)", "-git", "git -status",
+           "status:", "name:git", "(", ")", "((git) OR", "AND OR NOT", "^", "git + pdf", "{x}",
+           "'; DROP TABLE tools; --", "\x00", "\\", "", "   ", "\n\t", "x" * 10240,
+           "convert " * 2000, "Überprüfung übersetzen", "搜索文档", "検索 ファイル", "🔥📄",
+           "convert 📄 pdf 🚀", "git_status\u200b", "ǅ ß ẞ İ", "0" * 500, "-- /* */"]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "keyword", "semantic"])
+@pytest.mark.parametrize("query", HOSTILE, ids=[f"q{i}" for i in range(len(HOSTILE))])
+def test_hostile_queries_never_crash(run, query, mode):
+    res = run(query, mode=mode, min_score=0.0)
+    assert res.mode_used == mode
+    for h in res.hits:
+        assert 0.0 <= h.score <= 1.0
+    json.dumps(res.to_json())  # serialisable
+
+
+def test_hostile_query_terms_are_quoted():
+    from toolidx.core.tokens import fts_query, query_terms
+
+    terms = query_terms('NEAR(a b) "x" -y name:z AND OR NOT *')
+    assert "near" in terms and "and" not in terms  # NEAR is a word, and "and" a stop word
+    q = fts_query(terms)
+    assert all(part.startswith('"') and part.endswith('"') for part in q.split(" OR "))
+    assert len(query_terms("word " * 5000 + " ".join(f"w{i}" for i in range(200)))) <= 48
+
+
+@pytest.mark.parametrize("name, words", [
+    ("getStoryWithComments", ["get", "story", "with", "comments"]),
+    ("get_current-time", ["get", "current", "time"]),
+    ("HTMLParser", ["html", "parser"]),
+    ("listAPIKeys", ["list", "api", "keys"]),
+    # an acronym's plural is one word, in names and in queries ("merge two PDFs", "user IDs")
+    ("PDFs", ["pdfs"]), ("getURLs", ["get", "urls"]), ("getIDsFor", ["get", "ids", "for"]),
+    ("MCPServers", ["mcp", "servers"]), ("NFTsByOwner", ["nfts", "by", "owner"]),
+])
+def test_names_and_query_words_split_into_words(name, words):
+    from toolidx.core.tooldoc import split_name
+
+    assert split_name(name) == words
+
+
+def test_an_acronym_plural_in_a_query_finds_its_tool(run):
+    res = run("merge two PDFs", mode="keyword")
+    assert res.hits[0].id == "pdf/merge_pdfs" and "pdfs" in res.hits[0].matched
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "keyword", "semantic"])
+def test_finds_the_obvious_tool_first(run, mode):
+    res = run("convert a pdf document to markdown", mode=mode)
+    assert not res.no_match
+    assert res.hits[0].id == "pdf/convert_pdf_to_markdown"
+    h = res.hits[0]
+    assert h.server == "pdf" and h.name == "convert_pdf_to_markdown" and h.description
+    if mode != "semantic":
+        assert {"pdf", "markdown"} <= set(h.matched)
+        assert "terms:" in h.why
+    else:
+        assert h.matched == [] and "semantic" in h.why
+
+
+def test_semantic_finds_a_paraphrase_with_no_shared_words(run):
+    q = "will it be sunny or rainy in Lisbon tomorrow"
+    assert run(q, mode="semantic").hits[0].id == "weather/get_forecast"
+    assert run(q, mode="hybrid").hits[0].id == "weather/get_forecast"
+
+
+def test_fuzzy_name_match_handles_typos_and_snake_case(run):
+    for q in ("git_stauts", "git stauts", "gitStatus"):
+        res = run(q, mode="hybrid")
+        assert res.hits and res.hits[0].name == "git_status", q
+        assert "fuzzy name" in res.hits[0].why
+    kw = run("git_stauts", mode="keyword")
+    assert kw.hits and kw.hits[0].name == "git_status"
+
+
+def test_scores_in_range_and_order_is_deterministic(run):
+    a = run("git repository status", min_score=0.0, limit=20)
+    b = run("git repository status", min_score=0.0, limit=20)
+    assert [h.to_json() for h in a.hits] == [h.to_json() for h in b.hits]
+    # shown scores never increase; equal shown scores are ordered by the unrounded score
+    # (low scores round alike), then by id
+    scores = [h.score for h in a.hits]
+    assert scores == sorted(scores, reverse=True) and scores[-1] < scores[0]
+    assert all(0.0 <= h.score <= 1.0 for h in a.hits)
+    # two identical git_status tools on two servers: same evidence, tie broken by id
+    ids = [h.id for h in a.hits]
+    assert ids.index("git/git_status") < ids.index("git2/git_status")
+
+
+def test_score_means_the_same_across_queries(run):
+    """A clear match scores high whatever the query length; an unrelated query scores low."""
+    short = run("merge pdf files").hits[0]
+    long = run("I have a few separate PDF files from the scanner and I would like to merge "
+               "them into one single PDF document to send it").hits[0]
+    assert short.id == long.id == "pdf/merge_pdfs"
+    assert short.score > 0.5 and long.score > 0.5
+    junk = run("bake a chocolate cake with my grandmother", min_score=0.0)
+    assert junk.hits[0].score < 0.07 < short.score
+
+
+def test_no_good_match_returns_nothing_and_says_so(run):
+    res = run("Can you walk my dog in the park this afternoon?")
+    assert res.no_match and res.hits == []
+    assert any("no good match" in n for n in res.notes)
+    assert res.threshold > 0
+    shown = run("Can you walk my dog in the park this afternoon?", min_score=0.0)
+    assert shown.hits and not shown.no_match
+
+
+def test_min_score_drops_hits_below_it(run):
+    res = run("git", min_score=0.0, limit=20)
+    cut = res.hits[1].score
+    kept = run("git", min_score=cut, limit=20)
+    assert kept.hits and all(h.score >= cut for h in kept.hits)
+    with pytest.raises(UsageError):
+        run("git", min_score=1.5)
+
+
+def test_filters_apply_inside_candidate_generation(run):
+    # the forecast tool is far down for a git query; the filter must still surface it
+    res = run("git repository status", filters=Filters(servers=["weather"]), min_score=0.0)
+    assert res.hits and {h.server for h in res.hits} == {"weather"}
+    assert res.considered == 2
+    ro = run("file", filters=Filters(read_only=True), min_score=0.0, limit=20)
+    assert "files/read_file" in [h.id for h in ro.hits]
+    assert not {"files/write_file", "files/delete_file"} & {h.id for h in ro.hits}
+    nd = run("delete a file", filters=Filters(no_destructive=True), min_score=0.0, limit=20)
+    assert "files/delete_file" not in [h.id for h in nd.hits]
+    pat = run("status", filters=Filters(name_pattern="^git_"), min_score=0.0, limit=20)
+    assert pat.hits and all(h.name.startswith("git_") for h in pat.hits)
+    desc = run("file", filters=Filters(description_contains="PERMANENTLY"), min_score=0.0)
+    assert [h.id for h in desc.hits] == ["files/delete_file"]
+    r = run("send", mode="semantic", filters=Filters(servers=["calendar"]), min_score=0.0)
+    assert [h.server for h in r.hits] == ["calendar"]
+    # keyword search only finds tools sharing a word with the query, filter or not
+    assert run("send", mode="keyword", filters=Filters(servers=["calendar"]), min_score=0.0).hits == []
+    assert [h.id for h in run("create", mode="keyword", filters=Filters(servers=["calendar"])).hits] \
+        == ["calendar/create_event"]
+
+
+def test_filters_that_match_nothing(run):
+    res = run("git", filters=Filters(servers=["nope"]))
+    assert res.no_match and res.considered == 0
+    assert any("no tools pass the filters" in n for n in res.notes)
+
+
+def test_invalid_regex_is_a_usage_error():
+    with pytest.raises(UsageError, match="regex"):
+        Filters(name_pattern="([unclosed")
+
+
+def test_unknown_mode_and_bad_limit(run):
+    with pytest.raises(UsageError):
+        run("git", mode="magic")
+    with pytest.raises(UsageError):
+        run("git", limit=0)
+
+
+def test_keyword_mode_loads_no_model(db):
+    from toolidx.search.hybrid import search
+
+    res = search(db, "convert pdf", mode="keyword")  # embedder="auto": keyword never loads it
+    assert res.mode_used == "keyword" and res.hits
+    assert all("signals" in h.to_json() and "cosine" not in h.signals for h in res.hits)
+
+
+def test_without_a_model_hybrid_falls_back_to_keyword(keyword_db_path):
+    from toolidx.search.hybrid import get_query_embedder, search
+    from toolidx.store.db import open_db
+
+    db = open_db(keyword_db_path)
+    assert get_query_embedder(db) is None
+    res = search(db, "convert pdf to markdown")
+    assert res.mode == "hybrid" and res.mode_used == "keyword"
+    assert res.hits[0].id == "pdf/convert_pdf_to_markdown"
+    assert any("ran keyword search instead" in n for n in res.notes)
+    sem = search(db, "convert pdf", mode="semantic")
+    assert sem.mode_used == "keyword"
+    db.close()
+
+
+def test_model_named_by_the_index_is_loaded_from_model_path(db, model_path, monkeypatch):
+    from toolidx.search import hybrid as search_mod
+
+    monkeypatch.setenv("TOOLIDX_MODEL_PATH", model_path)
+    monkeypatch.setattr(search_mod, "_embedders", {})
+    e = search_mod.get_query_embedder(db)
+    assert e is not None and e.dim == 384
+    assert search_mod.search(db, "weather forecast").mode_used == "hybrid"
+
+
+def test_unicode_queries_match_unicode_text(run):
+    res = run("Übersetzung ins Deutsche", mode="keyword")
+    assert res.hits and res.hits[0].id == "i18n/übersetzen_text"
+    assert run("übersetzen", mode="keyword").hits[0].id == "i18n/übersetzen_text"
+
+
+# --- CLI ---------------------------------------------------------------------------------------
+def test_cli_search_json(cli, search_db_path, model_path, monkeypatch):
+    monkeypatch.setenv("TOOLIDX_MODEL_PATH", model_path)
+    r = cli("search", "convert pdf to markdown", "--db", search_db_path, "--json", "--limit", "3")
+    assert r.code == 0, r.stderr
+    j = r.json
+    assert j["toolidx"] == 1 and j["command"] == "search"
+    assert j["mode_used"] == "hybrid" and j["no_match"] is False and j["count"] == len(j["hits"]) <= 3
+    h = j["hits"][0]
+    assert h["id"] == "pdf/convert_pdf_to_markdown"
+    assert set(h) >= {"id", "server", "name", "title", "description", "score", "matched", "why"}
+
+
+def test_cli_search_tsv_in_a_pipe_and_filters(cli, search_db_path):
+    r = cli("search", "status", "--db", search_db_path, "--mode", "keyword", "--server", "git2")
+    assert r.code == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].split("\t")[:2] == ["score", "tool"]
+    assert lines[1].split("\t")[1] == "git2/git_status" and len(lines) == 2
+
+
+def test_cli_search_no_match_exits_1(cli, search_db_path, model_path, monkeypatch):
+    monkeypatch.setenv("TOOLIDX_MODEL_PATH", model_path)
+    r = cli("search", "walk my dog in the park", "--db", search_db_path, "--json")
+    assert r.code == 1
+    assert r.json["no_match"] is True and r.json["hits"] == []
+    r = cli("search", "walk my dog in the park", "--db", search_db_path)
+    assert r.code == 1 and "no good match" in r.stderr and r.stdout == ""
+
+
+def test_cli_search_bad_input_exits_2(cli, search_db_path):
+    r = cli("search", "git", "--db", search_db_path, "--name-pattern", "([x")
+    assert r.code == 2 and "regex" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    r = cli("search", "git", "--db", search_db_path, "--mode", "magic", "--json")
+    assert r.code == 2 and r.json["error"] == "UsageError"
+    r = cli("search", "git", "--db", search_db_path, "--min-score", "2")
+    assert r.code == 2
+
+
+def test_cli_search_max_tokens(cli, search_db_path):
+    full = cli("search", "file", "--db", search_db_path, "--mode", "keyword", "--json",
+               "--min-score", "0", "--limit", "10")
+    cut = cli("search", "file", "--db", search_db_path, "--mode", "keyword", "--json",
+              "--min-score", "0", "--limit", "10", "--max-tokens", "250")
+    assert full.code == cut.code == 0
+    assert len(cut.json["hits"]) < len(full.json["hits"])
+    assert cut.json["truncated"]["items_dropped"] > 0
+    assert [h["id"] for h in cut.json["hits"]] == [h["id"] for h in full.json["hits"]][:len(cut.json["hits"])]

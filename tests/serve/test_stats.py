@@ -1,0 +1,88 @@
+"""`toolidx stats` and `toolidx serve --print-config`: real index files, the real CLI entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from toolidx.core.budget import estimate_tokens
+from toolidx.serve.metatools import meta_tools
+from toolidx.store.db import open_db
+
+
+def test_stats_counts_every_definition_against_the_meta_tools(example_db, cli):
+    r = cli("stats", "--db", example_db, "--json")
+    assert r.code == 0, r.stderr
+    s = r.json
+    assert s["command"] == "stats"
+    db = open_db(example_db)
+    rows = db.query("SELECT server, definition FROM tools")
+    expected: dict[str, int] = {}
+    for row in rows:
+        expected[row["server"]] = expected.get(row["server"], 0) + estimate_tokens(json.loads(row["definition"]))
+    assert {x["server"]: x["tokens"] for x in s["servers"]} == expected
+    assert {x["server"]: x["tools"] for x in s["servers"]} == {
+        srv: sum(1 for row in rows if row["server"] == srv) for srv in expected}
+    assert s["tools"] == len(rows) and s["tool_tokens"] == sum(expected.values())
+    assert s["meta_tools"] == 6 and s["meta_tokens"] == sum(estimate_tokens(t) for t in meta_tools())
+    assert s["saved_tokens"] == s["tool_tokens"] - s["meta_tokens"]
+    assert s["ratio"] == round(s["tool_tokens"] / s["meta_tokens"], 1)
+    assert "/ 4" in s["tokenizer"]
+    one = cli("stats", "--db", example_db, "--server", "weather", "--json").json
+    assert [x["server"] for x in one["servers"]] == ["weather"]
+
+
+def test_stats_table_and_summary_line(example_db, cli):
+    r = cli("stats", "--db", example_db)
+    assert r.code == 0 and r.stdout.splitlines()[0].split("\t")[:3] == ["server", "status", "tools"]
+    assert "meta-tools" in r.stderr and "tokens" in r.stderr
+
+
+@pytest.mark.servers
+@pytest.mark.slow
+def test_serving_the_real_servers_saves_context(serve_index, cli):
+    s = cli("stats", "--db", serve_index, "--json").json
+    assert s["tools"] == 42 and s["tool_tokens"] > 3 * s["meta_tokens"]
+    assert 0 < s["saving_pct"] < 100
+
+
+def test_stats_without_an_index_is_a_one_line_error(tmp_path, cli):
+    r = cli("stats", "--db", tmp_path / "none.db")
+    assert r.code == 2 and "no index here" in r.stderr and r.stdout == ""
+
+
+@pytest.mark.parametrize("client,key", [("claude", "mcpServers"), ("cursor", "mcpServers"), ("vscode", "servers")])
+def test_print_config_gives_a_working_entry_for_each_client(example_db, cli, client, key, monkeypatch, tmp_path):
+    monkeypatch.setenv("TOOLIDX_MODEL_PATH", str(tmp_path))
+    r = cli("serve", "--db", example_db, "--print-config", "--client", client, "--tag", "example",
+            "--read-only", "--pin", "weather/get_forecast")
+    assert r.code == 0, r.stderr
+    entry = json.loads(r.stdout)[key]["toolidx"]
+    assert os.access(entry["command"], os.X_OK)
+    args = entry["args"]
+    assert args[args.index("--db") + 1] == str(example_db.resolve())
+    pairs = list(zip(args, args[1:]))
+    assert ("--tag", "example") in pairs and ("--pin", "weather/get_forecast") in pairs
+    assert "--read-only" in args and args[0] in ("serve", "-m")
+    assert entry["env"] == {"TOOLIDX_MODEL_PATH": str(tmp_path)}
+    assert (entry.get("type") == "stdio") == (client == "vscode")
+    assert "Merge this into" in r.stderr
+
+
+def test_print_config_names_the_variables_the_servers_need(tmp_path, cli, monkeypatch):
+    monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
+    cfg = tmp_path / "c.json"
+    tools = tmp_path / "t.json"
+    tools.write_text(json.dumps({"tools": [{"name": "a", "inputSchema": {"type": "object"}}]}))
+    cfg.write_text(json.dumps({"mcpServers": {
+        "gh": {"tools_file": str(tools), "env": {"TOKEN": "${GITHUB_TOKEN}"}}}}))
+    db = tmp_path / "i.db"
+    assert cli("crawl", "--config", cfg, "--db", db, "--model", "none").code == 0
+    r = cli("serve", "--db", db, "--print-config", "--json")
+    res = r.json
+    assert res["env_needed"] == ["GITHUB_TOKEN"]
+    assert res["config"]["mcpServers"]["toolidx"]["env"] == {"GITHUB_TOKEN": "<value of GITHUB_TOKEN>"}
+    bad = cli("serve", "--db", db, "--print-config", "--client", "emacs")
+    assert bad.code == 2 and "unknown client" in bad.stderr

@@ -1,0 +1,109 @@
+"""The index file as a contract: migrations, identity checks, atomic crawls, no secrets."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from toolidx.core.errors import DatabaseError
+from toolidx.store.db import open_db
+from toolidx.store.migrations import MIGRATIONS
+
+
+def test_new_index_has_schema_and_identity(tmp_path):
+    db = open_db(tmp_path / "t.db", create=True)
+    assert db.scalar("PRAGMA user_version") == len(MIGRATIONS)
+    assert db.scalar("PRAGMA journal_mode") == "wal"
+    names = {r["name"] for r in db.query("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"meta", "servers", "tools", "tools_fts", "crawls", "crawl_tools", "tool_versions"} <= names
+    assert db.vec_available, db.vec_error
+
+
+def test_missing_index_is_not_created_by_readers(tmp_path):
+    with pytest.raises(DatabaseError, match="no index"):
+        open_db(tmp_path / "nope.db")
+    assert not (tmp_path / "nope.db").exists()
+
+
+def test_foreign_sqlite_file_is_refused_and_untouched(tmp_path):
+    p = tmp_path / "other.db"
+    con = sqlite3.connect(p)
+    con.execute("CREATE TABLE customers (id INTEGER)")
+    con.commit()
+    con.close()
+    before = p.read_bytes()
+    with pytest.raises(DatabaseError, match="not a toolidx index"):
+        open_db(p, create=True)
+    assert p.read_bytes() == before
+
+
+@pytest.mark.parametrize("content", [b"hello, I am a text file\n" * 10, b"SQLite format 3\x00" + b"\xff" * 5000])
+def test_non_sqlite_or_corrupt_file_is_refused_and_untouched(tmp_path, content):
+    p = tmp_path / "junk.db"
+    p.write_bytes(content)
+    with pytest.raises(DatabaseError):
+        open_db(p, create=True)
+    assert p.read_bytes() == content
+
+
+def test_newer_schema_is_refused(tmp_path):
+    p = tmp_path / "t.db"
+    open_db(p, create=True).close()
+    con = sqlite3.connect(p)
+    con.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 5}")
+    con.commit()
+    con.close()
+    with pytest.raises(DatabaseError, match="newer"):
+        open_db(p)
+
+
+def test_readonly_open_of_a_readonly_file_writes_nothing(tmp_path):
+    p = tmp_path / "base.db"
+    db = open_db(p, create=True)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    for extra in ("-wal", "-shm"):
+        (tmp_path / f"base.db{extra}").unlink(missing_ok=True)
+    before = p.read_bytes()
+    p.chmod(0o444)  # (CI runs as root, so this alone would not stop a write: the ro mode must)
+    ro = open_db(p, readonly=True)
+    assert ro.scalar("SELECT count(*) FROM tools") == 0
+    with pytest.raises(Exception, match="readonly"):
+        ro.execute("INSERT INTO meta(key, value) VALUES ('x', 'y')")
+    ro.close()
+    assert p.read_bytes() == before
+
+
+def test_readonly_open_refuses_an_index_that_needs_migrating(tmp_path):
+    p = tmp_path / "old.db"
+    open_db(p, create=True).close()
+    con = sqlite3.connect(p)
+    con.execute("PRAGMA user_version = 0")
+    con.commit()
+    con.close()
+    with pytest.raises(DatabaseError, match="read-only"):
+        open_db(p, readonly=True)
+
+
+def test_index_cache_is_per_version_and_bounded_by_names(tmp_path):
+    """One cache per opened index: an entry is built once per version of the index, dropped when
+    another connection commits, and its size shows in stats."""
+    path = tmp_path / "c.db"
+    db = open_db(path, create=True)
+    builds = []
+
+    def build():
+        builds.append(1)
+        return [1, 2, 3]
+
+    assert db.cache.get("x", build, size=len) == [1, 2, 3]
+    assert db.cache.get("x", build, size=len) == [1, 2, 3] and len(builds) == 1
+    assert db.cache.stats()["entries"] == {"x": 3}
+    other = open_db(path)
+    with other.transaction():
+        other.set_meta("touched", "yes")
+    assert db.cache.peek("x") is None  # another connection committed: the entry is gone
+    db.cache.get("x", build, size=len)
+    assert len(builds) == 2 and db.cache.stats()["resets"] == 1
+    assert other.cache.peek("x") is None  # each opened index has its own

@@ -1,0 +1,546 @@
+"""The fault suite (issue 13): hostile servers, configs and clients against real components (real
+SQLite, real stdio MCP servers from tests/servers/rawmcp.py, the real serve over the SDK's
+in-memory transport). One test per fault; each records a figure, printed at the end of the run:
+
+    pytest tests/test_faults.py -q
+
+Slow cases (huge inputs) are in benchmarks/faults.py."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import run_cli
+
+from toolidx.store.db import open_db
+
+RAW = Path(__file__).parent / "servers" / "rawmcp.py"
+SECRET = "sk-FAULT-7f3a9c1e5b2d"
+
+
+def raw(mode: str = "ok", *args: str, **extra) -> dict:
+    return {"command": sys.executable, "args": [str(RAW), "--mode", mode, *args], **extra}
+
+
+def write_config(path: Path, servers: dict, **settings) -> Path:
+    data: dict = {"mcpServers": servers}
+    if settings:
+        data["toolidx"] = settings
+    path.write_text(json.dumps(data))
+    return path
+
+
+def crawl(cfg: Path, db: Path, *extra: str):
+    return run_cli("crawl", "--config", cfg, "--db", db, "--model", "none", "--json", *extra)
+
+
+def index(tmp_path: Path, servers: dict, name: str = "f") -> Path:
+    cfg = write_config(tmp_path / f"{name}.json", servers)
+    db = tmp_path / f"{name}.db"
+    r = crawl(cfg, db)
+    assert r.code in (0, 1), r.stderr
+    return db
+
+
+def serve(db: Path, body, **kw):
+    """`await body(client)` (or `body(client, server)`) against `toolidx serve` over the in-memory
+    transport."""
+    import inspect
+
+    from mcp import Client
+
+    from toolidx.serve.server import build_server
+
+    srv = build_server(db, load_model=False, **kw)
+
+    async def main():
+        async with Client(srv, mode="legacy") as c:
+            if len(inspect.signature(body).parameters) == 2:
+                return await body(c, srv)
+            return await body(c)
+
+    return anyio.run(main)
+
+
+async def call(c, name, args):
+    r = await c.call_tool(name, args)
+    return r.is_error, r.structured_content or {}, r.content[0].text if r.content else ""
+
+
+def index_blob(tmp_path: Path, stem: str) -> bytes:
+    return b"".join(p.read_bytes() for p in tmp_path.glob(f"{stem}.db*"))
+
+
+# --- 1, 2: secrets ---------------------------------------------------------------------------------
+def test_01_execute_tool_error_masks_the_backend_stderr(tmp_path, monkeypatch, figure):
+    monkeypatch.setenv("LEAK_TOKEN", SECRET)
+    db = index(tmp_path, {"leaky": raw("ok", env={"API_TOKEN": "${LEAK_TOKEN}", "RAWMCP_ECHO_ENV": "API_TOKEN"})})
+
+    async def body(c):
+        return await call(c, "execute_tool", {"tool_name": "leaky/tool_0", "arguments": {"path": "x", "die": True}})
+
+    is_error, sc, text = serve(db, body)
+    assert is_error and sc["error"] == "backend_unavailable"
+    assert "its last stderr line: token is ***" in sc["message"], sc["message"]
+    assert SECRET not in json.dumps(sc) + text
+    figure("secret occurrences in execute_tool's error", (json.dumps(sc) + text).count(SECRET))
+
+
+def test_02_values_from_the_environment_are_masked_everywhere(tmp_path, monkeypatch, figure):
+    monkeypatch.setenv("ARG_TOKEN", SECRET)
+    monkeypatch.setenv("URL_TOKEN", SECRET + "u")
+    cfg = write_config(tmp_path / "s.json", {
+        # rawmcp rejects the unknown option and echoes it on stderr (argparse), then exits 2
+        "echoes-args": raw("ok", "--token", "${ARG_TOKEN}"),
+        "bad-cwd": raw("ok", cwd="/nonexistent/${ARG_TOKEN}"),
+        "remote": {"url": "http://127.0.0.1:1/mcp?key=${URL_TOKEN}", "timeout": 3},
+        "literal-query": {"url": "http://127.0.0.1:1/mcp?api_key=LITERAL-QUERY-SECRET", "timeout": 3},
+    })
+    r = crawl(cfg, tmp_path / "s.db")
+    assert r.code == 1
+    by = {s["server"]: s for s in r.json["servers"]}
+    assert all(s["status"] == "failed" for s in by.values())
+    text_out = r.stdout + r.stderr
+    plain = run_cli("crawl", "--config", cfg, "--db", tmp_path / "p.db", "--model", "none")
+    cats = run_cli("categories", "--db", tmp_path / "s.db", "--json")
+    servers = run_cli("list", "--db", tmp_path / "s.db", "--json")
+    doctor = run_cli("doctor", "--config", cfg, "--db", tmp_path / "s.db")
+    shown = text_out + plain.stdout + plain.stderr + cats.stdout + servers.stdout + doctor.stdout + doctor.stderr
+    stored = index_blob(tmp_path, "s")
+    db = open_db(tmp_path / "s.db")
+    tail = db.scalar("SELECT stderr_tail FROM servers WHERE name = 'echoes-args'")
+    db.close()
+    assert "unrecognized arguments: --token ***" in tail, tail
+    leaks = sum(x.count(s) for x in (shown, stored.decode("utf-8", "replace"))
+                for s in (SECRET, "LITERAL-QUERY-SECRET"))
+    figure("secret occurrences in crawl output, index and --json", leaks)
+    assert leaks == 0
+    # a URL that fails the scheme check is shown as written
+    bad = write_config(tmp_path / "u.json", {"r": {"url": "ftp://host/${ARG_TOKEN}"}})
+    r = crawl(bad, tmp_path / "u.db")
+    assert r.code == 2 and "${ARG_TOKEN}" in r.stderr and SECRET not in r.stderr + r.stdout
+
+
+# --- 3: terminal and markup injection ---------------------------------------------------------------
+RAW_CONTROLS = ("\x1b", "\x9b", "\x07", "\u202e")
+
+
+def _raw_controls(text: str) -> int:
+    return sum(text.count(c) for c in RAW_CONTROLS)
+
+
+def test_03_untrusted_text_cannot_drive_the_terminal(tmp_path, monkeypatch, figure):
+    import io
+
+    from rich.console import Console
+
+    from toolidx.cli import render
+
+    cfg = write_config(tmp_path / "h.json", {
+        "hostile": raw("hostile"),
+        "errs": raw("ok", "--init-error", "-32603:boom \x1b]0;owned\x07 [link=https://evil.example]x[/link]")})
+    db = tmp_path / "h.db"
+    runs = {"crawl": run_cli("crawl", "--config", cfg, "--db", db, "--model", "none")}
+    assert runs["crawl"].code == 1  # errs fails, hostile is indexed
+    views = {"search": ("search", "read file", "--db", db, "--mode", "keyword"),
+             "describe": ("describe", "hostile/read_file", "--db", db, "--detail", "full"),
+             "list": ("list", "--db", db), "categories": ("categories", "--db", db),
+             "audit-md": ("audit", "--db", db, "--format", "markdown"),
+             "json": ("describe", "hostile/read_file", "--db", db, "--json")}
+    for k, args in views.items():
+        runs[k] = run_cli(*args)
+    pipe = {k: r.stdout + r.stderr for k, r in runs.items()}
+    assert "hostile/read_file" in pipe["list"] and "evil.example" in pipe["describe"]  # shown, as data
+    assert "\\u001b" in pipe["describe"] and "\\u202e" in pipe["search"]  # made visible
+    assert "\\[/link\\]" in pipe["audit-md"] and "[link=" not in pipe["audit-md"].replace("\\[link=", "")
+    assert json.loads(runs["json"].stdout)["description"].startswith("Reads a file.\x1b[2J")  # the JSON is exact
+    # on a terminal: rich renders cells as text, never as markup
+    buf = io.StringIO()
+    monkeypatch.setattr(render, "is_tty", lambda: True)
+    monkeypatch.setattr(render, "_out", Console(file=buf, force_terminal=True, width=300, highlight=False))
+    for k in ("search", "describe", "list", "categories"):
+        assert run_cli(*views[k]).code == 0
+    # crawl's live progress on a terminal: a hostile server name and error
+    from toolidx.cli.progress import LiveProgress
+    from toolidx.core.servers import ServerResult, ServerSpec
+
+    live = LiveProgress(Console(file=buf, force_terminal=True, width=300))
+    bad = ServerResult(ServerSpec("x[link=https://evil.example]y[/link]\x1b[2J", "stdio"), "failed", "",
+                       error="boom \x1b]0;owned\x07 [bold]loud[/bold]")
+    live.server_finished(bad)
+    live.console.print(live)
+    tty = buf.getvalue()
+    assert "x[link=https://evil.example]y[/link]" in tty and "[bold]loud[/bold]" in tty
+    osc = tty.count("\x1b]")  # OSC: window title, OSC 8 hyperlinks
+    assert "[link=https://evil.example/x]click[/link]" in tty
+    audit = run_cli("audit", "--db", db, "--json").json
+    rules = {f["rule"] for t in audit["tools"] for f in t["findings"]}
+    leaks = sum(_raw_controls(v) for v in pipe.values()) + osc + tty.count("\x9b") + tty.count("\u202e")
+    figure("raw control sequences reaching stdout/stderr (pipe + TTY)", leaks)
+    assert leaks == 0, {k: _raw_controls(v) for k, v in pipe.items()}
+    assert "control-characters" in rules and "invisible-unicode" in rules
+
+
+# --- 4: JSON-RPC error codes ------------------------------------------------------------------------
+def test_04_server_error_codes_are_the_servers_own(tmp_path, figure):
+    db = index(tmp_path, {"s": raw("ok")})
+
+    async def body(c, srv):
+        out = []
+        for code, message in ((-32000, "quota exceeded"), (-32001, "rate limited"), (-32603, "internal")):
+            t0 = time.perf_counter()
+            out.append((code, message, await call(c, "execute_tool", {
+                "tool_name": "s/tool_0", "arguments": {"path": "x", "rpc_error": code, "message": message}}),
+                time.perf_counter() - t0))
+        ok = await call(c, "execute_tool", {"tool_name": "s/tool_0", "arguments": {"path": "x"}})
+        starts = {k: v["starts"] for p in srv.backend_pools for k, v in p.status().items()}
+        return out, ok, starts
+
+    out, ok, starts = serve(db, body)
+    for code, message, (is_error, sc, _), secs in out:
+        assert secs < 5  # answered, not a timeout
+        assert is_error and f"server error {code}: {message}" in sc["message"], sc["message"]
+        assert "closed the connection" not in sc["message"] and "timed out" not in sc["message"]
+    assert not ok[0] and starts == {"s": 1}  # the live backend was kept, never restarted
+    figure("backend restarts after 3 JSON-RPC error answers", starts["s"] - 1)
+    # the same at crawl's initialize
+    cfg = write_config(tmp_path / "i.json", {"a": raw("ok", "--init-error", "-32000:not configured"),
+                                             "b": raw("ok", "--init-error", "-32001:try later")})
+    r = crawl(cfg, tmp_path / "i.db")
+    errors = {s["server"]: s["error"] for s in r.json["servers"]}
+    assert errors == {"a": "initialize failed: server error -32000: not configured",
+                      "b": "initialize failed: server error -32001: try later"}, errors
+
+
+# --- 5: serve's shutdown ----------------------------------------------------------------------------
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead too
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize("how", ["stdin-eof", "sigterm", "sighup"])
+def test_05_serve_stops_its_backends_on_eof_and_signals(tmp_path, how, figure):
+    """A backend that ignores stdin EOF and SIGTERM, with a child of its own: serve must stop both
+    (EOF, SIGTERM, then SIGKILL of the process group) whether its client closes stdin or it gets
+    a signal."""
+    import os
+    import signal
+    import subprocess
+
+    pidfile = tmp_path / "pids"
+    db = index(tmp_path, {"stub": raw("ok", "--stubborn", str(pidfile))})
+    import toolidx
+
+    env = {**os.environ, "PYTHONPATH": str(Path(toolidx.__file__).parents[1])}  # the toolidx under test
+    p = subprocess.Popen([sys.executable, "-m", "toolidx", "serve", "--db", str(db)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp_path, env=env)
+    pids: list[int] = []
+    try:
+        def ask(msg: dict) -> dict | None:
+            assert p.stdin is not None and p.stdout is not None
+            p.stdin.write((json.dumps(msg) + "\n").encode())
+            p.stdin.flush()
+            return json.loads(p.stdout.readline()) if "id" in msg else None
+
+        ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        r = ask({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "execute_tool", "arguments": {"tool_name": "stub/tool_0", "arguments": {"path": "x"}}}})
+        assert r is not None and "called tool_0" in json.dumps(r)
+        pids = [int(x) for x in pidfile.read_text().split()]
+        assert all(_alive(x) for x in pids)
+        t0 = time.perf_counter()
+        if how == "stdin-eof":
+            p.stdin.close()  # type: ignore[union-attr]
+        else:
+            p.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGHUP)
+        p.wait(30)
+        secs = time.perf_counter() - t0
+        deadline = time.monotonic() + 5
+        while any(_alive(x) for x in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        survivors = sum(_alive(x) for x in pids)
+        figure(f"backend processes left after {how} (serve exited in {secs:.1f} s)", survivors)
+        assert survivors == 0 and p.returncode == 0
+    finally:
+        for x in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(x, signal.SIGKILL)
+        if p.poll() is None:
+            p.kill()
+
+
+# --- 7: one bad catalog does not sink the crawl; ids are unambiguous -------------------------------
+def _rows(path: Path, rows: list[dict]) -> str:
+    schema = {"type": "object", "properties": {}}
+    path.write_text("\n".join(json.dumps({"inputSchema": schema, "description": "d", **r}) for r in rows))
+    return str(path)
+
+
+def test_07_bad_catalog_rows_are_rejected_and_the_rest_indexed(tmp_path, figure):
+    cat1 = _rows(tmp_path / "c1.jsonl", [
+        {"name": "a/b"},                    # on the entry's own server x: id x/a/b
+        {"server": "x/a", "name": "b"},     # would also be x/a/b
+        {"server": "y", "name": "stolen"},  # y is another configured server
+        {"server": "z", "name": "zed"},     # a new server: fine
+    ])
+    cat2 = _rows(tmp_path / "c2.jsonl", [{"server": "z", "name": "again"}, {"server": "w", "name": "dub"}])
+    cfg = write_config(tmp_path / "k.json", {"x": {"tools_file": cat1}, "y": raw("ok"),
+                                             "cat2": {"tools_file": cat2}, "bad/name": raw("ok")})
+    r = crawl(cfg, tmp_path / "k.db")
+    assert r.code == 1 and "Traceback" not in r.stderr, r.stderr  # bad/name failed; nothing else
+    by = {s["server"]: s for s in r.json["servers"]}
+    assert by["bad/name"]["status"] == "failed" and "contains '/'" in by["bad/name"]["error"]
+    reasons = {i["name"]: i["reason"] for s in by.values() for i in s["invalid_tools"]}
+    assert "contains '/'" in reasons["b"]
+    assert reasons["y/stolen"] == "server 'y' is another entry of the config"
+    assert reasons["z/again"] == "server 'z' is already filled by an earlier catalog"
+    db = open_db(tmp_path / "k.db")
+    ids = sorted(row["id"] for row in db.query("SELECT id FROM tools"))
+    db.close()
+    assert ids == ["w/dub", "x/a/b", "y/tool_0", "y/tool_1", "y/tool_2", "z/zed"]
+    figure("tools indexed / rows rejected with a reason", f"{len(ids)} / {len(reasons)}")
+
+
+# --- 8: lone surrogates and deep JSON ---------------------------------------------------------------
+def test_08_lone_surrogates_and_deep_json_cost_one_tool_not_the_crawl(tmp_path, figure):
+    schema = {"type": "object", "properties": {}}
+    deep: dict = {"type": "string"}
+    for _ in range(300):
+        deep = {"type": "object", "properties": {"x": deep}}
+    very_deep = "[" * 5000 + "]" * 5000
+    lines = [json.dumps({"name": "fine", "inputSchema": schema}),
+             json.dumps({"name": "surrogate", "description": "bad \ud800 text", "inputSchema": schema,
+                         "_meta": {"tags": ["t\udc00"]}}),
+             json.dumps({"name": "deep", "inputSchema": deep}),
+             '{"name": "deeper", "inputSchema": {"type": "object"}, "x": ' + very_deep + "}",
+             json.dumps({"server": "s\ud800", "name": "odd_server", "inputSchema": schema})]
+    (tmp_path / "t.jsonl").write_text("\n".join(lines))
+    cfg = tmp_path / "u.json"
+    cfg.write_text(json.dumps({"mcpServers": {
+        "file": {"tools_file": str(tmp_path / "t.jsonl"), "tags": ["ok\ud800"]},
+        "live": raw("bad-strings"),
+        "n\udc00me": raw("ok")}}))
+    t0 = time.perf_counter()
+    r = crawl(cfg, tmp_path / "u.db")
+    secs = time.perf_counter() - t0
+    assert r.code == 1 and "Traceback" not in r.stderr, r.stderr  # the odd server name fails alone
+    by = {s["server"]: s for s in r.json["servers"]}
+    assert by["live"]["status"] == "ok", by["live"]["error"]
+    assert by["n\ufffdme"]["status"] == "failed" and "invalid Unicode" in by["n\ufffdme"]["error"]
+    db = open_db(tmp_path / "u.db")
+    names = {row["id"]: row["description"] for row in db.query("SELECT id, description FROM tools")}
+    db.close()
+    assert names["live/surrogate"] == "Broken \ufffd text." and names["file/surrogate"] == "bad \ufffd text"
+    assert {"live/good_one", "live/good_two", "file/fine", "s\ufffd/odd_server"} <= set(names)
+    invalid = {(s["server"], i["name"]): i["reason"] for s in by.values() for i in s["invalid_tools"]}
+    assert invalid[("live", "deep_schema")] == invalid[("file", "deep")] == "nested deeper than 200 levels"
+    assert invalid[("file", None)] == "line 4: JSON nests too deep to read"
+    assert secs < 20  # no page waited for a timeout
+    figure("tools kept / rejected with a reason (crawl seconds)", f"{len(names)} / {len(invalid)} ({secs:.1f} s)")
+
+
+# --- 6: serve's request limits ----------------------------------------------------------------------
+class _Stdio:
+    """`toolidx serve` as a subprocess, spoken to in raw JSON-RPC lines."""
+
+    def __init__(self, db: Path, tmp_path: Path):
+        import os
+        import subprocess
+
+        import toolidx
+
+        env = {**os.environ, "PYTHONPATH": str(Path(toolidx.__file__).parents[1])}
+        self.p = subprocess.Popen([sys.executable, "-m", "toolidx", "serve", "--db", str(db)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  cwd=tmp_path, env=env)
+        self.ask({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+    def send(self, line: str | bytes) -> None:
+        assert self.p.stdin is not None
+        self.p.stdin.write((line.encode() if isinstance(line, str) else line) + b"\n")
+        self.p.stdin.flush()
+
+    def ask(self, msg: dict | bytes) -> tuple[dict, float, int]:
+        assert self.p.stdout is not None
+        t0 = time.perf_counter()
+        self.send(msg if isinstance(msg, bytes) else json.dumps(msg))
+        line = self.p.stdout.readline()
+        return json.loads(line), time.perf_counter() - t0, len(line)
+
+    def close(self) -> None:
+        assert self.p.stdin is not None
+        self.p.stdin.close()
+        self.p.wait(30)
+
+
+def _call(rid: int, name: str, args: dict) -> dict:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": args}}
+
+
+def test_06_serve_refuses_requests_past_its_limits_and_goes_on(tmp_path, figure):
+    db = index(tmp_path, {"s": raw("ok")})
+    srv = _Stdio(db, tmp_path)
+    try:
+        huge = json.dumps(_call(1, "search_tools", {"query": "x" * (65 * 1024 * 1024)})).encode()
+        r, secs, _ = srv.ask(huge)
+        assert r["id"] == 1 and "over 64 MiB" in r["error"]["message"]
+        figure("65 MiB request line: refused in (s)", round(secs, 1))
+        deep: dict = {"query": "x"}
+        for _ in range(250):
+            deep = {"a": deep}
+        r, secs, _ = srv.ask(_call(2, "search_tools", {"query": "x", "filters": deep}))
+        assert r["id"] == 2 and r["error"]["code"] == -32700
+        figure("request nested 250 levels: answered with a parse error in (s)", round(secs, 2))
+        r, secs, size = srv.ask(_call(3, "execute_tool", {"tool_name": "t" * 10_000_000}))
+        sc = r["result"]["structuredContent"]
+        assert r["result"]["isError"] and sc["error"] == "invalid_arguments" and size < 5_000
+        figure("10 MB tool_name: refused in (s) / reply bytes", f"{secs:.2f} / {size}")
+        r, _, _ = srv.ask(_call(4, "list_tools", {"page": 10 ** 18}))
+        assert r["result"]["isError"] and r["result"]["structuredContent"]["error"] == "invalid_arguments"
+        r, _, _ = srv.ask(_call(5, "list_tools", {"page": 1}))  # the session is still fine
+        assert not r["result"].get("isError") and r["result"]["structuredContent"]["total"] == 3
+    finally:
+        srv.close()
+
+
+# --- 9: scope tags are the config's, not the server's -----------------------------------------------
+def test_09_a_server_cannot_tag_itself_into_a_scope(tmp_path, figure):
+    from toolidx.core.filters import Filters
+
+    safe = _rows(tmp_path / "safe.jsonl", [{"name": "vetted"}])
+    claims = _rows(tmp_path / "claims.jsonl", [{"name": "sneaky", "_meta": {"tags": ["safe"]}},
+                                                {"name": "fast", "_meta": {"_fastmcp": {"tags": ["safe"]}}}])
+    trusted = _rows(tmp_path / "trusted.jsonl", [{"name": "own_tags", "_meta": {"tags": ["safe"]}}])
+    db = tmp_path / "t.db"
+    cfg = write_config(tmp_path / "t.json", {
+        "vetted": {"tools_file": safe, "tags": ["safe"]},
+        "untagged": {"tools_file": claims, "tags": ["bench"]},  # a live server's `_meta` works the same
+        "trusted": {"tools_file": trusted, "trust_server_tags": True}})
+    assert crawl(cfg, db).code == 0
+
+    async def body(c):
+        listed = await call(c, "list_tools", {})
+        run = await call(c, "execute_tool", {"tool_name": "untagged/sneaky"})
+        return listed, run
+
+    (_, listed, _), (is_error, run, _) = serve(db, body, scope=Filters(tags=["safe"]))
+    ids = sorted(t["id"] for t in listed["items"])
+    assert ids == ["trusted/own_tags", "vetted/vetted"]
+    assert is_error and run["error"] == "out_of_scope"
+    figure("tools a server put in scope by its own _meta.tags", sum("untagged/" in i for i in ids))
+    bad = write_config(tmp_path / "b.json", {"x": {"tools_file": safe, "trust_server_tags": "yes"}})
+    r = crawl(bad, tmp_path / "b.db")
+    assert r.code == 2 and "trust_server_tags" in r.stderr
+
+
+# --- 10: diff on deep schemas -----------------------------------------------------------------------
+def _nested(levels: int, leaf: str) -> dict:
+    s: dict = {"type": leaf}
+    for _ in range(levels):
+        s = {"type": "object", "properties": {"x": s}}
+    return s
+
+
+def test_10_deep_schema_changes_are_breaking_never_a_crash(tmp_path, figure):
+    db = tmp_path / "d.db"
+    cat = tmp_path / "deep.jsonl"
+    cfg = write_config(tmp_path / "d.json", {"s": {"tools_file": str(cat)}})
+    results = {}
+    for leaf in ("string", "integer"):  # a breaking change 70 levels down
+        cat.write_text(json.dumps({"name": "deep", "inputSchema": _nested(70, leaf)}) + "\n"
+                       + json.dumps({"name": "far", "inputSchema": {"type": "object"}}) + "\n")
+        assert crawl(cfg, db).code == 0
+    r = run_cli("diff", "--db", db, "--fail-on", "breaking", "--json")
+    kinds = [c["kind"] for s in r.json["servers"] for t in s["tools"] for c in t["changes"]]
+    results["70 levels"] = (r.code, kinds)
+    assert r.code == 1 and kinds == ["schema_too_deep"], (r.code, kinds, r.stderr)
+    # ~900 levels: more than any parser here walks; stored straight into the index's history
+    idx = open_db(db)
+    for crawl_id, leaf in ((1, "string"), (2, "integer")):
+        text = ('{"inputSchema":' + '{"properties":{"x":' * 900 + f'{{"type":"{leaf}"}}'
+                + ',"type":"object"}' * 900 + ',"name":"far"}')  # too deep for json.dumps to write
+        h = leaf[0] * 64
+        with idx.transaction():
+            idx.execute("INSERT OR REPLACE INTO tool_versions(hash, definition) VALUES (?, ?)", (h, text))
+            idx.execute("UPDATE crawl_tools SET hash = ? WHERE crawl_id = ? AND tool_id = 's/far'", (h, crawl_id))
+    idx.close()
+    for fmt in ("json", "text", "markdown"):
+        r = run_cli("diff", "--db", db, "--fail-on", "breaking", "--format", fmt)
+        assert r.code == 1 and "Traceback" not in r.stderr and "RecursionError" not in r.stdout + r.stderr, r.stderr
+    r = run_cli("diff", "--db", db, "--fail-on", "breaking", "--json")
+    far = [t for s in r.json["servers"] for t in s["tools"] if t["name"] == "far"][0]
+    assert [c["kind"] for c in far["changes"]] == ["definition_too_deep"] and far["severity"] == "breaking"
+    figure("70 / 900 levels deep: change kinds, --fail-on breaking exit code",
+           f"{results['70 levels'][1]} / {[c['kind'] for c in far['changes']]}, {r.code}")
+
+
+# --- 11: config edge cases --------------------------------------------------------------------------
+BAD_CONFIGS = {
+    "settings-type.yaml": ("toolidx: {concurrency: lots}\nmcpServers: {a: {command: x}}\n", "toolidx.concurrency"),
+    "settings-timeout.json": ('{"toolidx": {"timeout": "soon"}, "mcpServers": {"a": {"command": "x"}}}',
+                              "toolidx.timeout"),
+    "settings-bool.yaml": ("toolidx: {concurrency: true}\nmcpServers: {a: {command: x}}\n", "toolidx.concurrency"),
+    "nan-timeout.yaml": ("mcpServers: {a: {command: x, timeout: .nan}}\n", "key 'timeout'"),
+    "inf-timeout.yaml": ("toolidx: {timeout: .inf}\nmcpServers: {a: {command: x}}\n", "toolidx.timeout"),
+    "deep.json": ('{"mcpServers": {"a": {"command": "x", "env": ' + "[" * 100_000 + "]" * 100_000 + "}}}",
+                  "nests too deep"),
+    "deep.yaml": ("mcpServers: {a: {command: x, args: " + "[" * 5_000 + "]" * 5_000 + "}}\n", "config"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CONFIGS))
+def test_11_config_errors_exit_2_with_one_line(tmp_path, name, figure):
+    text, needle = BAD_CONFIGS[name]
+    (tmp_path / name).write_text(text)
+    r = run_cli("crawl", "--config", tmp_path / name, "--db", tmp_path / "c.db", "--model", "none")
+    lines = r.stderr.strip().splitlines()
+    figure(f"exit code, stderr lines ({name})", f"{r.code}, {len(lines)}")
+    assert r.code == 2 and len(lines) == 1 and needle in lines[0], r.stderr[-500:]
+    assert "invalid YAML" not in lines[0] or name.endswith(".yaml")
+    assert not (tmp_path / "c.db").exists()
+
+
+def test_11_large_yaml_config_loads_with_libyaml(tmp_path, figure):
+    """Against libyaml's own load of the same file, timed in the same run (absolute times mean
+    little on a shared machine); benchmarks/faults.py runs it at 50 MB."""
+    import yaml
+
+    from toolidx.crawl.config import load_config
+
+    n = 5_000
+    body = "".join(f"  s{i}:\n    command: srv\n    args: [--port, '{i}', --verbose]\n    tags: [a, b]\n"
+                   for i in range(n))
+    (tmp_path / "big.yaml").write_text("mcpServers:\n" + body)
+    t0 = time.perf_counter()
+    cfg = load_config(tmp_path / "big.yaml")
+    secs = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    yaml.load((tmp_path / "big.yaml").read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+    base = time.perf_counter() - t0
+    pure = 0.0
+    if yaml.__with_libyaml__:
+        t0 = time.perf_counter()
+        yaml.load((tmp_path / "big.yaml").read_text(), Loader=yaml.SafeLoader)  # noqa: S506
+        pure = time.perf_counter() - t0
+    figure("YAML config load: toolidx / libyaml alone / pure-Python loader (s)",
+           f"{secs:.2f} / {base:.2f} / {pure:.2f}")
+    assert len(cfg.servers) == n and secs < 2 * base + 0.5

@@ -1,0 +1,116 @@
+"""Which tool a name means: the one resolver behind `describe`, `similar`, and serve's
+`describe_tool`, `execute_tool` and `get_similar_tools`, so a name one of them finds, all find.
+
+Spellings tried in order:
+1. the id, `server/tool`;
+2. a name the caller gave a tool (`aliases`: serve's exposed `server__tool` names);
+3. `server.tool`, `server:tool`, `server__tool` and Claude's `mcp__server__tool`;
+4. a bare tool name, when exactly one server (in scope) has it.
+A name that matches nothing fails with the closest ids (in scope) as suggestions; a tool that
+exists but lies outside the caller's scope fails as such, never as a hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..core.errors import NotFoundError, UsageError
+from ..store import catalog as q
+from ..store.db import Database
+
+MAX_SUGGESTIONS = 5
+
+
+class UnknownToolError(NotFoundError):
+    """No such tool; `suggestions` holds the closest ids (also in the JSON error)."""
+
+    kind = "unknown_tool"
+
+    def __init__(self, what: str, suggestions: list[str], *, where: str | None = None,
+                 fix: str | None = None):
+        self.suggestions = suggestions
+        super().__init__(what, where=where, fix=fix)
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "error": "NotFoundError", "suggestions": self.suggestions}
+
+
+class AmbiguousToolError(UnknownToolError):
+    """A bare tool name that several servers have; `suggestions` are their ids."""
+
+    kind = "ambiguous_tool"
+
+
+class OutOfScopeError(UnknownToolError):
+    """The tool exists, but outside the caller's scope; `suggestions` are in scope."""
+
+    kind = "out_of_scope"
+
+
+def spellings(text: str) -> list[str]:
+    """`server.tool`, `server:tool`, `server__tool`, `mcp__server__tool` as `server/tool` candidates."""
+    out = []
+    if text.startswith("mcp__") and "__" in text[5:]:
+        server, _, name = text[5:].partition("__")
+        out.append(f"{server}/{name}")
+    for i, ch in enumerate(text):
+        if ch in ".:":
+            out.append(text[:i] + "/" + text[i + 1:])
+    start = 0
+    while (i := text.find("__", start)) > 0:
+        out.append(text[:i] + "/" + text[i + 2:])
+        start = i + 1
+    return out
+
+
+def suggest_ids(db: Database, text: str, limit: int = MAX_SUGGESTIONS,
+                within: set[str] | None = None) -> list[str]:
+    """The ids closest to `text`, comparing it with whole ids and with bare tool names; `within`
+    limits the candidates (serve's scope: never suggest a tool the caller may not use)."""
+    from rapidfuzz import fuzz, process
+
+    rows = q.id_names(db)
+    if within is not None:
+        rows = [r for r in rows if r["id"] in within]
+    if not rows or not text:
+        return []
+    ids = [r["id"] for r in rows]
+    names = [r["name"] for r in rows]
+    probe = text.replace(".", "/").replace(":", "/") if "/" not in text else text
+    best: dict[str, float] = {}
+    for choices, query in ((ids, probe), (names, text.rsplit("/", 1)[-1])):
+        for _, score, i in process.extract(query, choices, scorer=fuzz.WRatio, limit=limit * 3,
+                                           processor=str.lower):
+            best[ids[i]] = max(best.get(ids[i], 0.0), float(score))
+    ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [i for i, s in ranked if s >= 50][:limit]
+
+
+def resolve_tool_id(db: Database, text: str, *, within: set[str] | None = None,
+                    aliases: Mapping[str, str] | None = None) -> str:
+    """The id of the tool `text` names. `within`: the ids the caller may use (None: all);
+    `aliases`: extra names -> ids. Raises UsageError (empty), AmbiguousToolError,
+    OutOfScopeError or UnknownToolError."""
+    name = (text or "").strip()
+    if not name:
+        raise UsageError("no tool id given", fix="name a tool as SERVER/TOOL, e.g. `git/git_status`")
+
+    def usable(tool_id: str) -> bool:
+        return tool_id in within if within is not None else q.tool_exists(db, tool_id)
+
+    for cand in (name, (aliases or {}).get(name), *spellings(name)):
+        if cand and usable(cand):
+            return cand
+    if "/" not in name:
+        named = [i for i in q.ids_named(db, name) if within is None or i in within]
+        if len(named) == 1:
+            return named[0]
+        if len(named) > 1:
+            raise AmbiguousToolError(f"tool name {name!r} is on {len(named)} servers", named,
+                                     fix="name one: " + ", ".join(named))
+    suggestions = suggest_ids(db, name, within=within)
+    if within is not None and any(q.tool_exists(db, c) for c in (name, *spellings(name))):
+        raise OutOfScopeError(f"tool {name!r} is outside the scope", suggestions, where=db.path)
+    raise UnknownToolError(f"no tool {name!r} in the index", suggestions, where=db.path,
+                           fix=("did you mean " + ", ".join(suggestions) + "?") if suggestions
+                           else "list the ids with `toolidx list`")

@@ -1,0 +1,237 @@
+"""`toolidx doctor`: every check toolidx can make without starting a server, each with a one-line
+fix. Four areas, in the order a problem in one spoils the next: the install (Python, SQLite, FTS5,
+sqlite-vec, fastembed, mcp), the config (parses; each enabled server's command on PATH, URL well
+formed, tools_file present, every `${VAR}` set), the index (opens read-only, schema, integrity,
+servers that failed their last crawl, tools without a vector), and the model (found, loads, the
+same model and dimension as the index's vectors).
+
+A `fail` makes the command exit 1; a `warn` is worth knowing but leaves toolidx working (keyword
+search without a model, a server whose old tools are kept).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .. import __version__
+from ..core.errors import ToolidxError
+from ..core.notices import said_elsewhere
+from ..core.servers import ServerSpec
+
+OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
+
+
+@dataclass
+class Check:
+    area: str  # install | config | index | model
+    name: str
+    status: str  # ok | warn | fail | skip
+    detail: str
+    fix: str | None = None
+
+
+@dataclass
+class DoctorReport:
+    checks: list[Check] = field(default_factory=list)
+
+    def add(self, area: str, name: str, status: str, detail: str, fix: str | None = None) -> None:
+        self.checks.append(Check(area, name, status, detail, fix))
+
+    @property
+    def ok(self) -> bool:
+        return not any(c.status == FAIL for c in self.checks)
+
+    def to_json(self) -> dict[str, Any]:
+        counts = {s: sum(1 for c in self.checks if c.status == s) for s in (OK, WARN, FAIL, SKIP)}
+        return {"ok": self.ok, "version": __version__, "counts": counts,
+                "checks": [asdict(c) for c in self.checks]}
+
+
+def _package(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def check_install(report: DoctorReport) -> bool:
+    """False when no index can be opened at all (no SQLite module)."""
+    from ..store.health import engine
+
+    report.add("install", "python", OK, f"Python {sys.version.split()[0]}, toolidx {__version__}")
+    try:
+        eng = engine()
+    except ToolidxError as e:
+        report.add("install", "sqlite", FAIL, e.what, e.fix)
+        return False
+    report.add("install", "sqlite", OK, f"SQLite {eng['sqlite_version']} through {eng['driver']}")
+    if eng["fts5"]:
+        report.add("install", "fts5", OK, "FTS5 available (keyword search)")
+    else:
+        report.add("install", "fts5", FAIL, "this SQLite has no FTS5: keyword search cannot work",
+                   "pip install sqlean-py (toolidx opens SQLite through it), or TOOLIDX_SQLITE=sqlean")
+    if eng["vec"]:
+        report.add("install", "sqlite-vec", OK, f"sqlite-vec {eng['vec_version']} loads (vector search)")
+    else:
+        report.add("install", "sqlite-vec", WARN, f"{eng['vec_error']}: search is keyword-only",
+                   "pip install sqlite-vec, on a SQLite that can load extensions (sqlean-py)")
+    fe = _package("fastembed")
+    if fe:
+        report.add("install", "fastembed", OK, f"fastembed {fe}")
+    else:
+        report.add("install", "fastembed", WARN, "fastembed is not installed: no semantic search",
+                   "pip install fastembed")
+    mcp = _package("mcp")
+    report.add("install", "mcp", OK if mcp else FAIL, f"mcp {mcp}" if mcp else "the MCP SDK is missing",
+               None if mcp else "pip install 'mcp>=2.3,<3'")
+    return True
+
+
+def _server_problem(spec: ServerSpec, base: Path) -> tuple[str, str, str | None]:
+    """(status, detail, fix) for one enabled server of the config. Details quote the config as
+    written (`spec.raw`, `${VAR}` unexpanded): an expanded value may be a secret."""
+    if spec.problem:
+        return FAIL, spec.problem, "set the variable, or disable the server (enabled: false)"
+    if spec.transport == "stdio":
+        cmd = spec.command or ""
+        found = shutil.which(cmd) if os.sep not in cmd else (cmd if os.access(cmd, os.X_OK) else None)
+        if spec.cwd and os.sep in cmd and not found:
+            candidate = str(Path(spec.cwd) / cmd)
+            found = candidate if os.access(candidate, os.X_OK) else None
+        written = spec.raw.get("command")
+        if not found:
+            return FAIL, f"command {written!r} not found on PATH", "install it, or give its full path in `command`"
+        return OK, f"stdio: {written} found", None
+    if spec.transport in ("http", "sse"):
+        parts = urlsplit(spec.url or "")
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            return FAIL, f"{spec.transport}: URL {spec.raw.get('url')!r} is not an http(s) URL with a host", \
+                "write it as https://host[:port]/path"
+        return OK, f"{spec.transport}: {spec.raw.get('url')}", None
+    path = Path(spec.tools_file or "")
+    if not path.is_absolute():
+        path = base / path
+    if not path.is_file():
+        return FAIL, f"tools_file {spec.tools_file} not found", "fix the path (relative to the config file)"
+    return OK, f"tools_file: {path}", None
+
+
+def check_config(report: DoctorReport, config_path: str | None) -> dict[str, Any]:
+    """The config's `toolidx:` settings ({} without a usable config)."""
+    if not config_path:
+        report.add("config", "config", SKIP, "no config given (--config, TOOLIDX_CONFIG, or the index's)")
+        return {}
+    from ..crawl.config import load_config
+
+    try:
+        cfg = load_config(config_path)
+    except ToolidxError as e:
+        report.add("config", "config", FAIL, f"{e.where}: {e.what}" if e.where else e.what, e.fix)
+        return {}
+    enabled = [s for s in cfg.servers if s.enabled]
+    report.add("config", "config", OK, f"{config_path}: {len(cfg.servers)} server(s), {len(enabled)} enabled")
+    base = Path(config_path).expanduser().resolve().parent
+    for spec in enabled:
+        status, detail, fix = _server_problem(spec, base)
+        report.add("config", f"server {spec.name}", status, spec.mask(detail) or "", fix)  # a URL's query key
+    return cfg.settings
+
+
+def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
+    """The index's facts (store.health.index_facts), or None when it cannot be opened."""
+    from ..store.db import open_db
+    from ..store.health import index_facts
+
+    try:
+        db = open_db(db_path, readonly=True)
+    except ToolidxError as e:
+        report.add("index", "open", FAIL, f"{db_path}: {e.what}",
+                   e.fix or "crawl into a new file: toolidx crawl --config FILE")
+        return None
+    try:
+        facts = index_facts(db)
+    finally:
+        db.close()
+    report.add("index", "open", OK, f"{db_path}: schema v{facts['schema_version']}, {facts['tools']} tools")
+    if facts["integrity"] != ["ok"]:
+        report.add("index", "integrity", FAIL, "SQLite quick_check: " + "; ".join(facts["integrity"]),
+                   "restore the file, or crawl into a new one")
+    else:
+        report.add("index", "integrity", OK, "SQLite quick_check: ok")
+    failed = [s for s in facts["servers"] if s["status"] != "ok"]
+    for s in failed:
+        report.add("index", f"server {s['name']}", WARN,
+                   f"failed at the last crawl: {(s['error'] or 'no reason recorded').splitlines()[0][:200]}"
+                   + (f"; {facts['stale_tools']} stale tool(s) kept" if facts["stale_tools"] else ""),
+                   f"fix the server, then: toolidx crawl --server {s['name']}")
+    if not failed:
+        report.add("index", "servers", OK, f"{len(facts['servers'])} server(s), all ok at the last crawl")
+    if facts["vectors"] is None or not facts["embed_model"]:
+        report.add("index", "vectors", WARN, "no embeddings: search is keyword-only",
+                   "toolidx embed --model-path DIR (or crawl with a model)")
+    elif facts["vectors"] < facts["tools"]:
+        report.add("index", "vectors", WARN, f"{facts['tools'] - facts['vectors']} of {facts['tools']} tools "
+                   "have no vector (semantic search misses them)", "toolidx embed")
+    else:
+        report.add("index", "vectors", OK, f"every tool has a vector ({facts['embed_model']}, "
+                   f"{facts['embed_dim']} dimensions)")
+    return facts
+
+
+def check_model(report: DoctorReport, facts: dict[str, Any] | None, name: str | None, path: str | None,
+                settings: dict[str, Any]) -> None:
+    from ..core.embedding import check_model_path, load_embedder, resolve_model
+    from ..core.errors import ModelError
+
+    indexed = (facts or {}).get("embed_model")
+    choice = resolve_model(name=name or indexed, path=path, settings=settings,
+                           remembered_path=(facts or {}).get("embed_model_path"))
+    needed = bool(facts and facts.get("vectors"))
+    if choice.name is None:
+        report.add("model", "model", WARN if needed else SKIP, "embeddings are off (--model none)")
+        return
+    if importlib.util.find_spec("fastembed") is None:
+        report.add("model", "model", FAIL if needed else WARN, "fastembed is not installed", "pip install fastembed")
+        return
+    where = choice.path or "toolidx's model cache"
+    said_elsewhere("model")  # a model that does not load is this check's result, not a warning
+    try:
+        check_model_path(choice)
+        emb = load_embedder(choice)
+    except ModelError as e:
+        report.add("model", "model", FAIL, str(e), e.fix)
+        return
+    if emb is None:
+        report.add("model", "model", FAIL if needed else WARN,
+                   f"{choice.name} cannot be loaded offline from {where}",
+                   "point --model-path / TOOLIDX_MODEL_PATH at a local copy of the model")
+        return
+    report.add("model", "model", OK, f"{choice.name} loads from {where} ({emb.dim} dimensions)")
+    if indexed and indexed != choice.name:
+        report.add("model", "same model", FAIL, f"the index's vectors come from {indexed}, not {choice.name}",
+                   f"use --model {indexed}, or re-embed: toolidx embed --model {choice.name}")
+    dim = (facts or {}).get("embed_dim")
+    if dim and str(emb.dim) != str(dim):
+        report.add("model", "dimension", FAIL, f"the model has {emb.dim} dimensions, the index {dim}",
+                   "re-embed with this model: toolidx embed")
+
+
+def doctor(db_path: str, *, config_path: str | None = None, model: str | None = None,
+           model_path: str | None = None) -> DoctorReport:
+    """Every check, in order; a failed install stops the rest (nothing else could be trusted)."""
+    report = DoctorReport()
+    if not check_install(report):
+        return report
+    facts = check_index(report, db_path)
+    config = config_path or (facts or {}).get("config_path")
+    settings = check_config(report, config)
+    check_model(report, facts, model, model_path, settings)
+    return report

@@ -1,0 +1,38 @@
+"""`toolidx export`: the deferred tool list of an index, in a model API's own shape, for builders
+who keep it in their code (and run the search themselves, or use the API's hosted search).
+
+- anthropic: Messages API `tools` entries `{"name", "description", "input_schema",
+  "defer_loading": true}`, names API-safe (`server__tool`);
+- openai: Responses API namespaces (fewer than 10 functions each) of full function definitions
+  with `defer_loading: true`.
+
+`names` maps each exported name back to its toolidx id (openai: `namespace.function`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.errors import UsageError
+from ..core.filters import Filters
+from .anthropic import AnthropicToolSearch
+from .common import ToolCatalog
+from .openai import OpenAIToolSearch
+
+FORMATS = ("anthropic", "openai")
+
+
+def export_tools(db_path: str | Path, fmt: str, filters: Filters | None = None) -> dict:
+    """{"format", "count", "tools": [...], "names": {exported name: toolidx id}}."""
+    fmt = (fmt or "").strip().lower()
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown export format {fmt!r}", fix="use one of: " + ", ".join(FORMATS))
+    catalog = ToolCatalog(db_path, scope=filters, embedder=None)
+    if fmt == "anthropic":
+        tools = AnthropicToolSearch(catalog).deferred_tools()
+        names = {n: i for i, n in catalog.names.items()}
+    else:
+        oa = OpenAIToolSearch(catalog)
+        tools = oa.namespaces()
+        names = {f"{ns}.{fn}": i for i, (ns, fn) in oa.place.items()}
+    return {"format": fmt, "count": len(catalog), "tools": tools, "names": names}

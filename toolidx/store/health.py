@@ -1,0 +1,56 @@
+"""What `toolidx doctor` asks of SQLite and of an index file: the engine's abilities, and an
+index's version, integrity and gaps. Read-only."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Any
+
+from . import vectors
+from .db import APPLICATION_ID, Database, load_vec, sqlite_module
+from .migrations import MIGRATIONS
+
+
+def engine() -> dict[str, Any]:
+    """{"driver", "sqlite_version", "fts5", "vec", "vec_version", "vec_error"}: this Python's SQLite
+    as toolidx opens it (store.db), tried on an in-memory database."""
+    mod = sqlite_module()
+    conn = mod.connect(":memory:")
+    try:
+        version = conn.execute("SELECT sqlite_version()").fetchone()[0]
+        try:
+            conn.execute("CREATE VIRTUAL TABLE probe USING fts5(x)")
+            fts5 = True
+        except mod.Error:
+            fts5 = False
+        vec_ok, vec_error = load_vec(conn)
+        vec_version = conn.execute("SELECT vec_version()").fetchone()[0] if vec_ok else None
+    finally:
+        conn.close()
+    try:
+        driver = f"{mod.__name__.split('.')[0]} {importlib.metadata.version('sqlean-py')}" \
+            if mod.__name__.startswith("sqlean") else mod.__name__
+    except importlib.metadata.PackageNotFoundError:
+        driver = mod.__name__
+    return {"driver": driver, "sqlite_version": version, "fts5": fts5, "vec": vec_ok,
+            "vec_version": vec_version, "vec_error": vec_error}
+
+
+def index_facts(db: Database) -> dict[str, Any]:
+    """The index's schema version against this toolidx's, SQLite's quick integrity check, what
+    was crawled and what is missing: servers that failed their last crawl, tools without a vector."""
+    with db.snapshot():
+        user_version = int(db.scalar("PRAGMA user_version"))
+        app_id = int(db.scalar("PRAGMA application_id"))
+        problems = [r[0] for r in db.execute("PRAGMA quick_check(5)").fetchall()]
+        tools = int(db.scalar("SELECT count(*) FROM tools"))
+        servers = db.query("SELECT name, status, error, tool_count, last_ok_at FROM servers ORDER BY name")
+        stale = int(db.scalar("SELECT count(*) FROM tools WHERE stale"))
+        has_vectors = db.vec_available and vectors.has_table(db)
+        with_vectors = int(db.scalar(f"SELECT count(*) FROM {vectors.TABLE}")) if has_vectors else 0
+        meta = {k: db.get_meta(k) for k in ("embed_model", "embed_dim", "embed_model_path", "config_path",
+                                            "last_crawl_id")}
+    return {"schema_version": user_version, "schema_expected": len(MIGRATIONS),
+            "is_toolidx": app_id == APPLICATION_ID, "integrity": problems,
+            "tools": tools, "stale_tools": stale, "servers": servers,
+            "vectors": with_vectors if has_vectors else None, **meta}
