@@ -115,7 +115,9 @@ def test_evaluate_small_catalog(small_db, embedder):
     # every feasible query's tool is the obvious one in this catalog
     assert h["metrics"]["R@1"] == 1.0 and h["metrics"]["MRR@10"] == 1.0
     assert h["metrics"]["R@5@threshold"] == 1.0 and h["metrics"]["answered"] == 1.0
-    assert h["abstention"] == {"n": 1, "rate": 1.0}
+    assert h["abstention"] == {"n": 1, "rate": 1.0, "by_kind": {}}  # the query has no "kind"
+    rel = h["reliability"]  # every shown hit's score against whether it serves its query
+    assert 0.0 <= rel["ece"] <= 1.0 and sum(n for _, _, n in rel["bins"]) > 0
     assert set(h["metrics"]) >= {"R@1", "R@5", "R@10", "MRR@10", "nDCG@10"}
     # keyword search cannot see "weather ... tomorrow" = get_forecast ("will it be" shares no term)
     assert r["modes"]["keyword"]["metrics"]["R@1"] <= h["metrics"]["R@1"]
