@@ -282,7 +282,8 @@ def stats(
 
 @app.command()
 def export(
-    fmt: str = typer.Option(..., "--format", "-f", help="anthropic | openai: the model API whose tool shape to write."),
+    fmt: str = typer.Option(..., "--format", "-f", help="anthropic | openai (a model API's deferred tool list), openapi (an OpenAPI 3.1 "
+                                           "document), python | typescript (typed wrapper modules)."),
     db: Optional[Path] = DbOpt,
     server: List[str] = CatServerOpt,
     tag: List[str] = CatTagOpt,
@@ -295,8 +296,8 @@ def export(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Write the deferred tool list for a model API's tool search (Anthropic Messages API tools with
-    defer_loading; OpenAI Responses API namespaces of full function definitions)."""
+    """Write the tools in scope as a model API's deferred tool list (anthropic, openai), an OpenAPI
+    3.1 document (openapi), or typed wrappers that run them through toolidx (python, typescript)."""
     from ..integrations.export import export_tools
     from ..store.db import default_db_path
 

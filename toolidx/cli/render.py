@@ -261,9 +261,14 @@ def serve_config(res: dict, as_json: bool) -> None:
 
 
 def export_result(res: dict, as_json: bool, output: Any = None) -> None:
-    """The bare tool list (or, with --json, the envelope) on stdout or into `output`."""
-    body = {"toolidx": JSON_VERSION, "command": "export", **res} if as_json else res["tools"]
-    text = json.dumps(body, ensure_ascii=False, indent=2) + "\n"
+    """The bare tool list, document or module (or, with --json, the envelope) on stdout or into
+    `output`."""
+    if as_json:
+        text = json.dumps({"toolidx": JSON_VERSION, "command": "export", **res}, ensure_ascii=False, indent=2) + "\n"
+    elif "code" in res:
+        text = res["code"]
+    else:
+        text = json.dumps(res.get("document", res.get("tools")), ensure_ascii=False, indent=2) + "\n"
     if output is None:
         sys.stdout.write(text)
         return
