@@ -132,3 +132,77 @@ def test_python_wrappers_escape_hostile_names_and_descriptions(hostile_db, tmp_p
     assert len(set(names)) == len(names) and "_args" not in names and "Any" not in names
     for kept in ("'a-b': a_b", "'a_b'] = a_b_2", "'1st'] = _1st", "'q\"x': q_x", "'class': class_"):
         assert kept in code  # the JSON name in the call
+
+
+# --- openapi ----------------------------------------------------------------------------------------
+def _openapi_valid(doc: dict) -> None:
+    if importlib.util.find_spec("openapi_spec_validator") is None:
+        _need("openapi-spec-validator", "pip install -e .[test]")
+    from openapi_spec_validator import validate
+
+    validate(doc)
+    from urllib.parse import unquote
+
+    def resolve(ref: str) -> object:
+        node: object = doc
+        for part in ref[2:].split("/"):
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            assert isinstance(node, dict) and part in node, ref
+            node = node[part]
+        return node
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "$ref" and isinstance(v, str):
+                    assert v.startswith("#/components/schemas/"), v
+                    resolve(v)
+                elif not k.startswith("x-") and k not in ("enum", "const", "default", "examples", "example"):
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(doc)
+
+
+def test_openapi_of_real_servers_is_valid_and_stable(catalog_real_db):
+    text = _export(catalog_real_db, "openapi")
+    assert text == _export(catalog_real_db, "openapi")
+    doc = json.loads(text)
+    _openapi_valid(doc)
+    env = json.loads(_export(catalog_real_db, "openapi", "--json"))
+    assert env["document"] == doc and env["count"] == len(doc["paths"]) == len(env["names"])
+    for path, item in doc["paths"].items():
+        op = item["post"]
+        assert env["names"][op["operationId"]] == op["x-toolidx-id"]
+        server, _, name = op["x-toolidx-id"].partition("/")
+        assert path.startswith("/tools/") and op["tags"][0] == server
+        assert op["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(".input")
+
+
+def test_openapi_lifts_refs_and_keeps_the_scope(hostile_db, notes_db):
+    doc = json.loads(_export(hostile_db, "openapi"))
+    _openapi_valid(doc)
+    schemas = doc["components"]["schemas"]
+    assert "evil__evil___tool.input.Item" in schemas and "evil__evil_tool.input.X" in schemas
+    props = schemas["evil__evil___tool.input"]["properties"]
+    assert props["1st"]["items"]["$ref"] == "#/components/schemas/evil__evil___tool.input.Item"
+    assert props["tree"]["$ref"] == "#/components/schemas/evil__evil___tool.input"
+    assert "/tools/evil/evil%22%22%22tool" in doc["paths"]
+    notes = json.loads(_export(notes_db, "openapi", "--server", "notes"))
+    _openapi_valid(notes)
+    op = notes["paths"]["/tools/notes/search_notes"]["post"]
+    assert op["x-mcp-annotations"] == {"readOnlyHint": True} and op["tags"] == ["notes", "productivity"]
+    assert op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"] == \
+        "#/components/schemas/notes__search_notes.output"
+    assert all(p.startswith("/tools/notes/") for p in notes["paths"])
+
+
+@pytest.mark.slow
+def test_openapi_of_the_etom_catalog_is_valid(bench_dir, tmp_path):
+    """2,375 real tool definitions with draft-04/07 schemas, local refs and invalid defaults."""
+    db = _crawl({"etom": {"tools_file": str(bench_dir / "etom" / "tools.jsonl")}}, tmp_path, "--model", "none")
+    doc = json.loads(_export(db, "openapi"))
+    assert len(doc["paths"]) == 2375
+    _openapi_valid(doc)
