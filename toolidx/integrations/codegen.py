@@ -333,3 +333,224 @@ def python_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str, st
     body += [f"    {fn!r}: {i!r}," for fn, i in names.items()]
     body += ["}", "__all__ += list(TOOL_IDS)", ""]
     return "\n".join(head + body), names
+
+
+_TS_RUNTIME = r'''
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { createInterface } from "node:readline";
+
+/** An MCP CallToolResult, as `toolidx serve`'s execute_tool returns it (the tool's own, unchanged). */
+export interface CallToolResult {
+  content?: Array<{ type: string; text?: string; [key: string]: unknown }>;
+  structuredContent?: unknown;
+  isError?: boolean;
+  [key: string]: unknown;
+}
+
+/** The tool answered isError, or toolidx refused the call (unknown, out of scope, invalid arguments). */
+export class ToolError extends Error {
+  readonly toolId: string;
+  readonly result: CallToolResult;
+  constructor(toolId: string, result: CallToolResult) {
+    const text = (result.content ?? []).map((c) => c.text ?? "").join(" ").trim();
+    super(`${toolId}: ${text.slice(0, 2000) || "the tool failed"}`);
+    this.name = "ToolError";
+    this.toolId = toolId;
+    this.result = result;
+  }
+}
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (reason: Error) => void;
+}
+
+/** A minimal MCP client over stdio: starts `toolidx serve --db DB` once, then every call is a
+ * `tools/call` of its `execute_tool` (scope, validation against the stored schema, timeout). */
+export class ToolidxClient {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private readonly ready: Promise<unknown>;
+  private stderr = "";
+
+  constructor(command: string[], db: string, scopeArgs: string[]) {
+    const [exe, ...pre] = command;
+    this.child = spawn(exe ?? "toolidx", [...pre, "serve", "--db", db, ...scopeArgs], {
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    this.child.stderr.on("data", (chunk: Buffer) => {
+      this.stderr = (this.stderr + chunk.toString()).slice(-4000);
+    });
+    this.child.on("error", (err: Error) => this.failAll(err));
+    this.child.on("exit", (code: number | null) =>
+      this.failAll(new Error(`toolidx serve exited (${code ?? "signal"}): ${this.stderr.trim()}`)),
+    );
+    createInterface({ input: this.child.stdout }).on("line", (line: string) => this.onLine(line));
+    this.ready = this.request("initialize", {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "toolidx-export-typescript", version: "1" },
+    }).then(() => this.send({ jsonrpc: "2.0", method: "notifications/initialized" }));
+    this.hold();
+  }
+
+  private send(message: object): void {
+    this.child.stdin.write(JSON.stringify(message) + "\n");
+  }
+
+  private hold(): void {
+    // keep node alive only while a request is waiting
+    const busy = this.pending.size > 0;
+    for (const h of [this.child, this.child.stdout, this.child.stderr, this.child.stdin] as unknown as Array<{
+      ref?: () => void;
+      unref?: () => void;
+    }>) {
+      if (busy) h.ref?.();
+      else h.unref?.();
+    }
+  }
+
+  private failAll(err: Error): void {
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+  }
+
+  private onLine(line: string): void {
+    let msg: { id?: unknown; result?: unknown; error?: { message?: string } };
+    try {
+      msg = JSON.parse(line) as typeof msg;
+    } catch {
+      return;
+    }
+    if (typeof msg.id !== "number") return;
+    const p = this.pending.get(msg.id);
+    if (p === undefined) return;
+    this.pending.delete(msg.id);
+    this.hold();
+    if (msg.error !== undefined) p.reject(new Error(msg.error.message ?? "MCP error"));
+    else p.resolve(msg.result);
+  }
+
+  request(method: string, params: object): Promise<unknown> {
+    const id = this.nextId++;
+    return new Promise<unknown>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.hold();
+      this.send({ jsonrpc: "2.0", id, method, params });
+    });
+  }
+
+  /** The tool's whole CallToolResult (refusals included, with isError). */
+  async callResult(toolId: string, args: object, timeoutMs = 30000): Promise<CallToolResult> {
+    await this.ready;
+    const result = await this.request("tools/call", {
+      name: "execute_tool",
+      arguments: { tool_name: toolId, arguments: args, timeout_ms: timeoutMs },
+    });
+    return result as CallToolResult;
+  }
+
+  /** structuredContent when the tool sent some, else its text; ToolError on isError. */
+  async call(toolId: string, args: object): Promise<unknown> {
+    const result = await this.callResult(toolId, args);
+    if (result.isError === true) throw new ToolError(toolId, result);
+    if (result.structuredContent !== undefined && result.structuredContent !== null) return result.structuredContent;
+    return (result.content ?? [])
+      .filter((c) => c.type === "text")
+      .map((c) => c.text ?? "")
+      .join("\n");
+  }
+
+  close(): void {
+    this.child.stdin.end();
+    this.child.kill();
+  }
+}
+
+let client: ToolidxClient | undefined;
+
+/** Bind the wrappers to an index (default: the one they were exported from) and a toolidx command
+ * (default: $TOOLIDX_COMMAND split on spaces, else `toolidx`). */
+export function configure(options: { db?: string; command?: string[] } = {}): ToolidxClient {
+  client?.close();
+  const command = options.command ?? (process.env["TOOLIDX_COMMAND"] ?? "toolidx").split(" ").filter((s) => s);
+  client = new ToolidxClient(command, options.db ?? TOOLIDX_DB, SCOPE_ARGS);
+  return client;
+}
+
+/** Stop `toolidx serve` (and the servers it started). */
+export function closeClient(): void {
+  client?.close();
+  client = undefined;
+}
+
+function callTool(toolId: string, args: object): Promise<unknown> {
+  return (client ?? configure()).call(toolId, args);
+}
+'''
+
+
+def _serve_scope_args(scope: Filters) -> list[str]:
+    """`toolidx serve` flags for the part of the scope serve can enforce (servers, tags,
+    categories, read-only); the wrappers themselves only cover the exported tools."""
+    args: list[str] = []
+    for flag, values in (("--server", scope.servers), ("--tag", scope.tags), ("--category", scope.categories)):
+        for v in values:
+            args += [flag, v]
+    if scope.read_only:
+        args.append("--read-only")
+    return args
+
+
+def _pascal(name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in re.split(r"_+", name) if p) or "Tool"
+
+
+def typescript_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str, str]]:
+    """The module text and {function name: tool id}."""
+    mapper = _TypeMapper("ts")
+    scope_args = _serve_scope_args(catalog.scope)
+    out = [
+        "/**",
+        " * Typed wrappers for the tools of a toolidx index (generated by `toolidx export --format typescript`).",
+        " *",
+        " * Each function runs its tool through `toolidx serve`'s execute_tool (scope, argument validation,",
+        " * timeout), started once as a child process over stdio: it resolves to the tool's structuredContent,",
+        " * else its text, and rejects with ToolError when the tool fails or toolidx refuses the call.",
+        " * Needs node >= 18 and `toolidx` on PATH (or $TOOLIDX_COMMAND, or configure({ command })).",
+        " * Call closeClient() when done.",
+        " */",
+        _TS_RUNTIME.rstrip(),
+        "",
+        "/** The index the wrappers were exported from. */",
+        f"export const TOOLIDX_DB: string = {js_string(db_path)};",
+        f"const SCOPE_ARGS: string[] = {json.dumps(scope_args, ensure_ascii=True)};",
+    ]
+    taken: set[str] = set()
+    names: dict[str, str] = {}
+    for tool_id in sorted(catalog.names):
+        t = catalog.tool(tool_id)
+        fn = ts_ident(catalog.names[tool_id], taken)
+        iface = ts_ident(_pascal(fn) + "Args", taken)
+        names[fn] = tool_id
+        params, root = params_of(catalog.input_schema(tool_id), lambda k, taken_: k, t.get("param_names"))
+        out += ["", "/**", js_comment(f"Arguments of {tool_id} (JSON names as the tool takes them)."), " */",
+                f"export interface {iface} {{"]
+        for p in params:
+            key = p.json_name if _TS_IDENT.match(p.json_name) else js_string(p.json_name)
+            if p.description:
+                out += ["  /**", js_comment(p.description, "  "), "   */"]
+            out.append(f"  {key}{'' if p.required else '?'}: {mapper.map(p.schema, root)};")
+        out.append("}")
+        desc = t.get("description") or t.get("title") or t["name"]
+        doc = [desc, "", f"Tool: {tool_id}"]
+        doc += [f"@param args.{p.json_name} {' '.join(_clean(p.description).split())}".rstrip() for p in params]
+        default = "" if any(p.required for p in params) else " = {}"
+        out += ["", "/**", js_comment("\n".join(doc)), " */",
+                f"export function {fn}(args: {iface}{default}): Promise<unknown> {{",
+                f"  return callTool({js_string(tool_id)}, args);", "}"]
+    out += ["", "/** Function name -> toolidx tool id. */", "export const TOOL_IDS: Record<string, string> = {"]
+    out += [f"  {js_string(fn)}: {js_string(i)}," for fn, i in names.items()]
+    out += ["};", ""]
+    return "\n".join(out), names
