@@ -147,8 +147,12 @@ def _openapi_valid(doc: dict) -> None:
         node: object = doc
         for part in ref[2:].split("/"):
             part = unquote(part).replace("~1", "/").replace("~0", "~")
-            assert isinstance(node, dict) and part in node, ref
-            node = node[part]
+            if isinstance(node, list):
+                assert part.isdigit() and int(part) < len(node), ref
+                node = node[int(part)]
+            else:
+                assert isinstance(node, dict) and part in node, ref
+                node = node[part]
         return node
 
     def walk(node: object) -> None:
@@ -206,3 +210,69 @@ def test_openapi_of_the_etom_catalog_is_valid(bench_dir, tmp_path):
     doc = json.loads(_export(db, "openapi"))
     assert len(doc["paths"]) == 2375
     _openapi_valid(doc)
+
+
+# --- typescript -------------------------------------------------------------------------------------
+TSC_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolidx" / "tsc"
+
+
+@pytest.fixture(scope="module")
+def tsc() -> Path:
+    """typescript and @types/node, installed once into ~/.cache/toolidx/tsc (outside the clone)."""
+    exe = TSC_DIR / "node_modules" / ".bin" / "tsc"
+    if not exe.is_file() or not (TSC_DIR / "node_modules" / "@types" / "node").is_dir():
+        if shutil.which("npm") is None or shutil.which("node") is None:
+            _need("node and npm", "install node >= 18 (npm installs typescript into ~/.cache/toolidx/tsc)")
+        r = subprocess.run(["npm", "install", "--prefix", str(TSC_DIR), "--no-audit", "--no-fund",
+                            "typescript@5", "@types/node@20"], capture_output=True, text=True, timeout=600)
+        if r.returncode != 0 or not exe.is_file():
+            _need("typescript", f"npm install --prefix {TSC_DIR} typescript @types/node failed: {r.stderr[-500:]}")
+    return exe
+
+
+def _tsc(exe: Path, d: Path, *files: str, emit: bool = False) -> None:
+    link = d / "node_modules"
+    if not link.exists():
+        link.symlink_to(TSC_DIR / "node_modules")  # @types/node for the generated import of node:*
+    args = [str(exe), "--strict", "--target", "es2022", "--module", "nodenext", "--moduleResolution", "nodenext",
+            "--types", "node", *(["--outDir", "out"] if emit else ["--noEmit"]), *files]
+    r = subprocess.run(args, capture_output=True, text=True, cwd=d, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_typescript_wrappers_compile_strict_and_escape_hostile_text(hostile_db, tsc, tmp_path):
+    code = _export(hostile_db, "typescript")
+    assert code == _export(hostile_db, "typescript")
+    (tmp_path / "evil.ts").write_text(code)
+    _tsc(tsc, tmp_path, "evil.ts")
+    # the hostile description stays inside its comment: the only `*/` are the comments' own ends
+    for line in code[code.index("export const TOOLIDX_DB"):].splitlines():  # the generated part
+        if "*/" in line:
+            assert line.strip() == "*/" or line.strip().startswith("/**") or '"*/"' in line, line
+    assert "*\\/ process.exit(1) /*" in code and '"q\\"x": "it\'s" | "a\\"b" | "*/" | null;' in code
+    assert "export function evil__evil___tool(args: EvilEvilToolArgs)" in code
+    assert "export function evil__evil_tool(args: EvilEvilToolArgs_2 = {})" in code
+
+
+def test_typescript_wrappers_run_a_real_call_through_toolidx_serve(notes_db, tsc, tmp_path):
+    (tmp_path / "notes_tools.mts").write_text(_export(notes_db, "typescript", "--server", "notes"))
+    _tsc(tsc, tmp_path, "notes_tools.mts", emit=True)
+    (tmp_path / "run.mjs").write_text("""
+import * as t from "./out/notes_tools.mjs";
+t.configure({ command: JSON.parse(process.env.TOOLIDX_CMD) });
+const out = {};
+out.add = await t.notes__add_note({ title: "groceries", text: "milk, eggs" });
+out.search = await t.notes__search_notes({ query: "eggs" });
+try { await t.notes__add_note({ title: "x", text: 3 }); out.bad = "no error"; }
+catch (e) { out.bad = e.name; }
+try { await t.getClient().call("weather/get_alerts", { region: "x" }); out.scope = "no error"; }
+catch (e) { out.scope = e.message; }
+console.log(JSON.stringify(out));
+t.closeClient();
+""")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TOOLIDX_CMD": json.dumps([sys.executable, "-m", "toolidx"])}
+    r = subprocess.run(["node", "run.mjs"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["add"] == {"result": "saved 'groceries'"} and out["search"] == {"result": ["groceries"]}
+    assert out["bad"] == "ToolError" and "scope" in out["scope"]

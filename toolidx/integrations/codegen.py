@@ -39,7 +39,8 @@ _TS_RESERVED = {"break", "case", "catch", "class", "const", "continue", "debugge
                 "try", "typeof", "var", "void", "while", "with", "yield", "let", "static", "implements",
                 "interface", "package", "private", "protected", "public", "await", "async", "any",
                 "undefined", "arguments", "eval", "ToolError", "ToolidxClient", "callTool", "configure",
-                "closeClient", "CallToolResult", "TOOL_IDS"}
+                "closeClient", "CallToolResult", "TOOL_IDS", "getClient", "TOOLIDX_DB", "SCOPE_ARGS",
+                "client", "Pending"}
 
 
 # --- parameters of a tool ---------------------------------------------------------------------------
@@ -485,8 +486,13 @@ export function closeClient(): void {
   client = undefined;
 }
 
+/** The client the wrappers use (started by the first call, or here). */
+export function getClient(): ToolidxClient {
+  return client ?? configure();
+}
+
 function callTool(toolId: string, args: object): Promise<unknown> {
-  return (client ?? configure()).call(toolId, args);
+  return getClient().call(toolId, args);
 }
 '''
 
