@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, _need, run_cli
 
 HOSTILE = REPO / "tests" / "data" / "export_hostile_tools.json"

@@ -282,8 +282,9 @@ def stats(
 
 @app.command()
 def export(
-    fmt: str = typer.Option(..., "--format", "-f", help="anthropic | openai (a model API's deferred tool list), openapi (an OpenAPI 3.1 "
-                                           "document), python | typescript (typed wrapper modules)."),
+    fmt: str = typer.Option(..., "--format", "-f",
+                            help="anthropic | openai (a model API's deferred tool list), openapi (an OpenAPI "
+                                 "3.1 document), python | typescript (typed wrapper modules)."),
     db: Optional[Path] = DbOpt,
     server: List[str] = CatServerOpt,
     tag: List[str] = CatTagOpt,

@@ -90,11 +90,11 @@ def ts_ident(text: str, taken: set[str]) -> str:
 
 
 def params_of(schema: Any, ident: Any, order: list[str] | None = None) -> tuple[list[Param], dict]:
-    """The top-level properties, required ones first (each group in the schema's order), with
-    identifiers from `ident(json_name, taken)`; and the root for $refs."""
+    """The top-level properties, required ones first (each group in `order`, else the schema's),
+    with identifiers from `ident(json_name, taken)` (None: the JSON name); and the root for $refs."""
     s, root = _object_schema(schema)
-    props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
-    req = s.get("required") if isinstance(s.get("required"), list) else []
+    props: dict = s["properties"] if isinstance(s.get("properties"), dict) else {}
+    req: list = s["required"] if isinstance(s.get("required"), list) else []
     if order:  # the server's own order (stored schemas have sorted keys)
         rank = {k: i for i, k in enumerate(order)}
         props = dict(sorted(props.items(), key=lambda kv: rank.get(kv[0], len(rank))))
@@ -106,7 +106,7 @@ def params_of(schema: Any, ident: Any, order: list[str] | None = None) -> tuple[
         sub = props[k] if isinstance(props[k], dict) else {}
         d, _ = deref(sub, root)
         desc = (d.get("description") if isinstance(d, dict) else None) or ""
-        out.append(Param(str(k), ident(str(k), taken), sub, k in req, str(desc)))
+        out.append(Param(str(k), ident(str(k), taken) if ident else str(k), sub, k in req, str(desc)))
     return out, root
 
 
@@ -230,10 +230,6 @@ def py_docstring(text: str, indent: str) -> str:
     return '"""' + "\n".join(out).rstrip() + "\n" + indent + '"""'
 
 
-def py_comment(text: str) -> str:
-    return " ".join(_clean(text).split())
-
-
 def js_comment(text: str, indent: str = "") -> str:
     """JSDoc lines (` * ...`) that cannot close the comment: `*/` broken as `*\\/`."""
     body = _clean(text).replace("\t", "    ").replace("*/", "*\\/")
@@ -245,11 +241,7 @@ def js_string(text: str) -> str:
 
 
 # --- the modules --------------------------------------------------------------------------------------
-def _first_para(text: str) -> str:
-    return text.strip()
-
-
-def _param_doc(p: Param, mapper: _TypeMapper, root: Any) -> str:
+def _param_doc(p: Param) -> str:
     d = " ".join(_clean(p.description).split())
     opt = "" if p.required else " (optional)"
     name = p.ident if p.ident == p.json_name else f"{p.ident} ({p.json_name!r} in the call)"
@@ -321,7 +313,7 @@ def python_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str, st
         desc = t.get("description") or t.get("title") or t["name"]
         doc = [f"{desc}", "", f"Tool: {tool_id}"]
         if params:
-            doc += ["", "Args:"] + ["    " + _param_doc(p, mapper, root) for p in params]
+            doc += ["", "Args:"] + ["    " + _param_doc(p) for p in params]
         body += ["", "", f"def {fn}({', '.join(sig)}) -> Any:", "    " + py_docstring("\n".join(doc), "    ")]
         req = [p for p in params if p.required]
         opt = [p for p in params if not p.required]
@@ -540,7 +532,7 @@ def typescript_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str
         fn = ts_ident(catalog.names[tool_id], taken)
         iface = ts_ident(_pascal(fn) + "Args", taken)
         names[fn] = tool_id
-        params, root = params_of(catalog.input_schema(tool_id), lambda k, taken_: k, t.get("param_names"))
+        params, root = params_of(catalog.input_schema(tool_id), None, t.get("param_names"))
         out += ["", "/**", js_comment(f"Arguments of {tool_id} (JSON names as the tool takes them)."), " */",
                 f"export interface {iface} {{"]
         for p in params:
