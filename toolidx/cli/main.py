@@ -319,7 +319,8 @@ def serve(
             client, db_path, index_config_path=_open(db).get_meta("config_path"),
             config_path=str(config) if config else None, servers=list(server), tags=list(tag),
             categories=list(category), read_only=read_only, expose_tools=expose_tools, pins=list(pin),
-            max_tokens=max_tokens if max_tokens != 4000 else None, always_load=always_load), as_json)
+            max_tokens=max_tokens if max_tokens != 4000 else None, always_load=always_load,
+            usage_db=str(usage_db) if usage_db else None, record_examples=record_examples), as_json)
         return
     from ..serve.server import serve_stdio
     from ..store.db import default_db_path
