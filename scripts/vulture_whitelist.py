@@ -1,5 +1,5 @@
-"""Names vulture cannot see used: the keys of the TypedDicts that are JSON documents' bodies (read by
-json.dumps, never by name). Regenerate: .venv/bin/vulture --make-whitelist, keeping only such keys."""
+"""Names vulture cannot see used: the keys of the TypedDicts and result dataclasses that are JSON
+documents' bodies (read by json.dumps, never by name). Regenerate: .venv/bin/vulture --make-whitelist, keeping only such keys."""
 hints  # unused variable (toolidx/catalog/describe.py:32)
 stale_reason  # unused variable (toolidx/catalog/describe.py:38)
 parameters  # unused variable (toolidx/catalog/describe.py:45)
@@ -23,3 +23,6 @@ last_used  # unused variable (toolidx/catalog/listing.py, catalog/usage.py)
 p50_ms  # unused variable (toolidx/catalog/usage.py)
 p95_ms  # unused variable (toolidx/catalog/usage.py)
 outcomes  # unused variable (toolidx/catalog/usage.py)
+missing_vectors  # unused variable (toolidx/crawl/merge.py:31)
+embed_model  # unused variable (toolidx/crawl/merge.py:32)
+embed_dim  # unused variable (toolidx/crawl/merge.py:33)
