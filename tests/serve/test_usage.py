@@ -291,3 +291,46 @@ def test_examples_from_the_schema_and_a_saved_tool_list(tmp_path):
     assert {h["id"] for h in r.json["hits"]} <= {"wx/alerts", "wx/forecast"}
     r = run_cli("describe", "wx/plain", "--db", db, "--examples")
     assert r.code == 0 and "generated" in r.stdout
+
+
+@pytest.fixture
+def read_only_mount(index, tmp_path):
+    """The index's folder bind-mounted read-only (what a published index on read-only media is;
+    chmod alone does not stop root). Skipped where mounting is not allowed."""
+    import subprocess
+
+    mnt = tmp_path / "ro"
+    mnt.mkdir()
+    ok = subprocess.run(["mount", "--bind", str(index.parent), str(mnt)], capture_output=True).returncode == 0
+    if ok and subprocess.run(["mount", "-o", "remount,bind,ro", str(mnt)], capture_output=True).returncode:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+        ok = False
+    if not ok:
+        pytest.skip("cannot bind-mount read-only here (needs CAP_SYS_ADMIN)")
+    try:
+        yield mnt / index.name
+    finally:
+        if subprocess.run(["umount", str(mnt)], capture_output=True).returncode:
+            subprocess.run(["umount", "-l", str(mnt)], check=True)  # a file still open: detach lazily
+
+
+def test_an_index_on_read_only_media_is_served_and_its_usage_kept_elsewhere(read_only_mount, tmp_path,
+                                                                            monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    with pytest.raises(OSError):
+        (read_only_mount.parent / "probe").write_text("x")  # really read-only, even for root
+    srv = build(read_only_mount)
+
+    async def body(c):
+        return [await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "media"}}),
+                await call(c, "search_tools", {"query": "echo text", "search_type": "keyword"})]
+
+    (r, sc, _), (s, ssc, _) = session(srv, body)
+    assert not r.is_error and sc == {"text": "media"}
+    assert not s.is_error and "crashy/echo" in {h["id"] for h in ssc["hits"]}
+    assert srv.discovery.usage.path.is_relative_to(tmp_path / "state" / "toolidx" / "usage")
+    r = run_cli("list", "--db", read_only_mount, "--sort", "calls", "--page-size", "1", "--json")
+    assert r.code == 0, r.stderr
+    assert r.json["items"][0]["id"] == "crashy/echo" and r.json["items"][0]["usage"]["calls"] == 1
+    srv.discovery.usage.close()
+    srv.discovery.db.close()
