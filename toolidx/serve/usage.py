@@ -1,6 +1,6 @@
 """What serve records about `execute_tool` calls, off the request path: a call's outcome is put on
-a queue and one writer thread writes it to the usage file (store/usage.py) in a short transaction
-of its own. A usage file that cannot be opened (corrupt, foreign, unwritable) turns metrics off
+a queue and one writer thread writes what gathered in BATCH_S to the usage file (store/usage.py)
+in one short transaction of its own. A usage file that cannot be opened (corrupt, foreign, unwritable) turns metrics off
 with one warning; a write that fails is logged; neither ever fails a call or blocks a search.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from ..core.redact import redact
 from ..store.usage import UsageStore, now_iso, open_usage, usage_path
 
 log = logging.getLogger("toolidx")
+
+BATCH_S = 0.25  # the writer gathers calls this long before writing them together
 
 
 def scope_label(scope: Filters | None) -> str:
@@ -64,9 +67,17 @@ class Usage:
 
     def _write_loop(self) -> None:
         while True:
-            item = self._queue.get()
+            items = [self._queue.get()]
+            # gather what arrives meanwhile and write it in one go: a write per call would wake
+            # this thread during the next request and make it wait for the GIL
+            time.sleep(BATCH_S)
+            while True:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
             try:
-                self._write(*item)
+                self._write(items)
             except Exception as e:  # a full disk, a file deleted under us: log, keep serving
                 if not self._failed:
                     log.warning(f"usage not recorded ({self.path}): {type(e).__name__}: {e}")
@@ -74,15 +85,16 @@ class Usage:
                 else:
                     log.debug(f"usage not recorded: {e}")
             finally:
-                self._queue.task_done()
+                for _ in items:
+                    self._queue.task_done()
 
-    def _write(self, tool_id: str, server: str, outcome: str, duration_ms: float, at: str,
-               example: dict | None) -> None:
+    def _write(self, items: list[tuple]) -> None:
         assert self.store is not None
-        self.store.record_call(tool_id, server, outcome, duration_ms, self.scope, at=at)
-        if example is not None:
-            clean, _ = redact(example)
-            self.store.add_example(tool_id, clean)
+        self.store.record_calls([(t, sv, o, d, self.scope, at) for t, sv, o, d, at, _ in items])
+        for tool_id, _, _, _, _, example in items:
+            if example is not None:
+                clean, _ = redact(example)
+                self.store.add_example(tool_id, clean)
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every queued call is written (tests, shutdown). True if it was."""

@@ -118,12 +118,23 @@ class UsageStore:
     # --- writes -------------------------------------------------------------------------------
     def record_call(self, tool_id: str, server: str, outcome: str, duration_ms: float, scope: str = "",
                     at: str | None = None) -> None:
-        if outcome not in OUTCOMES:
-            raise ValueError(f"unknown outcome {outcome!r}")
+        self.record_calls([(tool_id, server, outcome, duration_ms, scope, at or now_iso())])
+
+    def record_calls(self, calls: list[tuple[str, str, str, float, str, str]]) -> None:
+        """Several calls (tool_id, server, outcome, duration_ms, scope, at) in one transaction."""
+        for c in calls:
+            if c[2] not in OUTCOMES:
+                raise ValueError(f"unknown outcome {c[2]!r}")
         with self.lock:
-            self.conn.execute("INSERT INTO calls(tool_id, server, at, duration_ms, outcome, scope) "
-                              "VALUES (?, ?, ?, ?, ?, ?)",
-                              (tool_id, server, at or now_iso(), round(duration_ms, 1), outcome, scope))
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.executemany("INSERT INTO calls(tool_id, server, outcome, duration_ms, scope, at) "
+                                      "VALUES (?, ?, ?, ?, ?, ?)",
+                                      [(t, sv, o, round(d, 1), sc, at) for t, sv, o, d, sc, at in calls])
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
 
     def add_example(self, tool_id: str, arguments: dict) -> None:
         """Keep `arguments` (already redacted) as an example of `tool_id`: distinct ones only,
@@ -230,6 +241,7 @@ def open_usage(path: str | os.PathLike, *, create: bool = True) -> UsageStore | 
         raise DatabaseError(f"cannot open the usage file: {e}", where=str(p)) from None
     try:
         conn.execute("PRAGMA busy_timeout = 2000")
+        conn.execute("PRAGMA synchronous = NORMAL")  # WAL: no fsync per call row; a crash loses at most the last few
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if app_id != USAGE_APP_ID and (app_id != 0 or tables):
