@@ -285,6 +285,22 @@ def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
 
 
 # --- diff / history / audit --------------------------------------------------------------------
+def approve_result(res: dict, as_json: bool) -> None:
+    if as_json:
+        emit_json("approve", res)
+        return
+    if res["action"] == "revoke":
+        for t in res["tools"]:
+            write(f"{t['id']}\t{'revoked' if t['revoked'] else 'was not approved'}\n")
+        note(f"revoked {res['count']} approval(s) in {res['db']}")
+        return
+    was = {"unapproved": "approved (new)", "changed": "approved (changed since the last approval)",
+           "approved": "already approved (unchanged)"}
+    for t in res["tools"]:
+        write(f"{t['id']}\t{was[t['was']]}\n")
+    note(f"approved {res['count']} tool(s) as {res['by']} at {res['at']} in {res['db']}")
+
+
 def diff_result(result: Any, fmt: str, fail_on: list[str], show_compatible: bool = True) -> None:
     """`fmt`: text (rich on a terminal), json, markdown (a pull-request comment)."""
     from . import diffview

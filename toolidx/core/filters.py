@@ -35,6 +35,7 @@ class Filters:
     read_only: bool = False  # only tools annotated readOnlyHint: true
     no_destructive: bool = False  # drop tools annotated destructiveHint: true
     include_stale: bool = True  # tools whose server failed at the last crawl
+    approved_only: bool = False  # tools a person approved (`toolidx approve`; serve --quarantine)
 
     def __post_init__(self) -> None:
         if self.name_pattern:
@@ -67,6 +68,7 @@ class Filters:
             read_only=self.read_only or scope.read_only,
             no_destructive=self.no_destructive or scope.no_destructive,
             include_stale=self.include_stale and scope.include_stale,
+            approved_only=self.approved_only or scope.approved_only,
         )
 
     def where(self, alias: str = "t") -> tuple[str, list]:
@@ -100,6 +102,8 @@ class Filters:
             conds.append(f"coalesce({a}.destructive, 0) = 0")
         if not self.include_stale:
             conds.append(f"{a}.stale = 0")
+        if self.approved_only:  # any approval: a tool changed since then stays visible, not runnable
+            conds.append(f"EXISTS (SELECT 1 FROM approvals ap WHERE ap.tool_id = {a}.id)")
         return (" AND ".join(conds) or "1"), params
 
     def to_json(self) -> dict:

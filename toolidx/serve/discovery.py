@@ -207,6 +207,13 @@ class Discovery:
             raise LookupProblem(e.kind, f"{name!r} is a tool of several servers: "
                                 f"use its full id, one of {', '.join(e.suggestions)}", e.suggestions) from None
         except OutOfScopeError as e:
+            if self.scope.approved_only:
+                from .quarantine import FIX, not_approved
+
+                hidden = e.tool_id
+                if not_approved(self.db, hidden):
+                    raise LookupProblem("not_approved", f"tool {hidden!r} is quarantined: no one approved it "
+                                        f"(fix: {FIX.format(id=hidden)})", e.suggestions) from None
             raise LookupProblem(e.kind, f"tool {name!r} is outside what this server may "
                                 f"use ({self.scope_text()})", e.suggestions) from None
         except UnknownToolError as e:
@@ -437,6 +444,12 @@ class Discovery:
             tool = self.resolve(tool_name)
         except LookupProblem as e:
             return None, e.answer()
+        if self.scope.approved_only:  # serve --quarantine: only the definition a person approved runs
+            from .quarantine import refusal
+
+            refused = refusal(self.db, tool, self.max_tokens)
+            if refused is not None:
+                return None, refused
         errors = self.validation_errors(tool, arguments)
         if errors:
             return None, self.invalid_arguments(tool, errors)
