@@ -87,6 +87,7 @@ class _Cache:
     tools: dict[str, dict] = field(default_factory=dict)
     validators: dict[str, Any] = field(default_factory=dict)
     exposed: dict[str, str] | None = None  # exposed name -> tool id
+    summary: tuple[int, list[tuple[str, int]], list[str]] | None = None  # catalog_summary()
 
 
 class Discovery:
@@ -265,15 +266,23 @@ class Discovery:
             out.append(d)
         return out
 
+    def catalog_summary(self) -> tuple[int, list[tuple[str, int]], list[str]]:
+        """(tools in scope, [(server, tools)], categories by size): what the server instructions
+        and search_tools' description say this server searches. Rebuilt after each reload."""
+        c = self._cache
+        if c.summary is None:
+            from ..catalog.listing import categories
+
+            res = categories(self.db, filters=self.scope if not self.scope.is_empty() else None)
+            servers = [(s["name"], s["count"]) for s in res.get("servers", [])
+                       if s.get("count") and (not self.scope.servers or s.get("name") in self.scope.servers)]
+            cats = [x["name"] for x in res.get("categories", []) if x.get("name")]
+            c.summary = (len(self.scope_ids()), servers, cats)
+        return c.summary
+
     def instructions(self) -> str:
         """The server instructions: what this scope holds and the workflow, within 2 KB."""
-        from ..catalog.listing import categories
-
-        res = categories(self.db, filters=self.scope if not self.scope.is_empty() else None)
-        servers = [(s["name"], s["count"]) for s in res.get("servers", [])
-                   if s.get("count") and (not self.scope.servers or s.get("name") in self.scope.servers)]
-        cats = [c["name"] for c in res.get("categories", []) if c.get("name")]
-        return instructions(len(self.scope_ids()), servers, cats)
+        return instructions(*self.catalog_summary())
 
     # --- arguments ----------------------------------------------------------------------------
     def validation_errors(self, tool: dict, arguments: Any) -> list[dict]:

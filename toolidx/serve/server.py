@@ -98,7 +98,8 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
     async def on_list_tools(ctx: Any, params: Any) -> dict:
         await refreshed(ctx)
         # ttlMs 0: a new crawl may change the list at any time (2026-07-28 clients cache otherwise)
-        return {"tools": meta_tools(always_load) + disc.exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
+        tools = meta_tools(always_load, await anyio.to_thread.run_sync(disc.catalog_summary))
+        return {"tools": tools + disc.exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
                 "resultType": "complete"}
 
     async def on_call_tool(ctx: Any, params: Any) -> dict:
