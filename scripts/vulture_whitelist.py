@@ -18,3 +18,4 @@ tool_tokens  # unused variable (toolidx/serve/stats.py:35)
 meta_tokens  # unused variable (toolidx/serve/stats.py:37)
 saved_tokens  # unused variable (toolidx/serve/stats.py:38)
 saving_pct  # unused variable (toolidx/serve/stats.py:39)
+requested  # unused variable (toolidx/serve/preflight.py:26): a JSON key of toolidx check

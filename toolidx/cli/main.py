@@ -290,6 +290,36 @@ def serve(
 
 
 @app.command()
+def check(
+    require: List[str] = typer.Option([], "--require", "-r",
+                                      help="SERVER/TOOL that must be callable (repeatable, or comma-separated)."),
+    db: Optional[Path] = DbOpt,
+    config: Optional[Path] = typer.Option(None, "--config", "-c", envvar="TOOLIDX_CONFIG",
+                                          help="Config to start servers from (default: the one the index "
+                                               "was crawled from), as serve's execute_tool would."),
+    server: List[str] = typer.Option([], "--server", "-s", help="Scope, as serve's: only these servers."),
+    tag: List[str] = typer.Option([], "--tag", "-t", help="Scope: only tools with any of these tags."),
+    category: List[str] = typer.Option([], "--category", help="Scope: only these categories."),
+    read_only: bool = typer.Option(False, "--read-only", help="Scope: only tools annotated read-only."),
+    quarantine: bool = typer.Option(False, "--quarantine", help="As serve --quarantine: a tool must be approved."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Preflight: for each required tool, is it indexed, in scope, approved (with --quarantine), and
+    does its server start and still list it unchanged? Exit 1 when any is not callable."""
+    from ..core.filters import Filters
+    from ..serve.preflight import check as run_check
+    from ..store.db import default_db_path
+
+    scope = Filters(servers=list(server), tags=list(tag), categories=list(category), read_only=read_only,
+                    approved_only=quarantine)
+    report = run_check(str(db or default_db_path()), list(require), scope=scope,
+                       config_path=str(config) if config else None)
+    render.check_result(report, as_json)
+    if not report["ok"]:
+        raise typer.Exit(EXIT_FAILURE)
+
+
+@app.command()
 def stats(
     db: Optional[Path] = DbOpt,
     server: List[str] = typer.Option([], "--server", "-s", help="Only these servers."),

@@ -273,6 +273,23 @@ def export_result(res: dict, as_json: bool, output: Any = None) -> None:
     note(f"wrote {res['count']} tools ({res['format']}) to {output}")
 
 
+def check_result(res: dict, as_json: bool) -> None:
+    if as_json:
+        emit_json("check", res)
+        return
+
+    def yn(v: Any) -> str:
+        return "-" if v is None else "yes" if v is True else "no" if v is False else str(v)
+
+    rows = [[t["id"] or t["requested"], yn(t["indexed"]), yn(t["in_scope"]), yn(t["approved"]),
+             yn(t["server_started"]), yn(t["listed"]), yn(t["definition"]), yn(t["callable"]),
+             (t["reason"] or "") + (f" (did you mean {', '.join(t['suggestions'][:3])}?)" if t["suggestions"] else "")]
+            for t in res["tools"]]
+    table(["tool", "indexed", "in scope", "approved", "server starts", "listed", "definition", "callable",
+           "why"], rows)
+    note(f"check: {res['callable']} callable, {res['not_callable']} not" + ("" if res["ok"] else " (exit 1)"))
+
+
 def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json("stats", s)

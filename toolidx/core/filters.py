@@ -72,7 +72,8 @@ class Filters:
         )
 
     def where(self, alias: str = "t") -> tuple[str, list]:
-        """A SQL condition over the `tools` table (as `alias`) and its parameters."""
+        """A SQL condition over the `tools` table (as `alias`) and its parameters. `approved_only`
+        needs another table: the store adds it (`store.tools.where`)."""
         a = alias
         conds: list[str] = []
         params: list = []
@@ -102,8 +103,6 @@ class Filters:
             conds.append(f"coalesce({a}.destructive, 0) = 0")
         if not self.include_stale:
             conds.append(f"{a}.stale = 0")
-        if self.approved_only:  # any approval: a tool changed since then stays visible, not runnable
-            conds.append(f"EXISTS (SELECT 1 FROM approvals ap WHERE ap.tool_id = {a}.id)")
         return (" AND ".join(conds) or "1"), params
 
     def to_json(self) -> dict:

@@ -134,6 +134,10 @@ META_TOOLS: list[dict] = [
                            "description": "summary: description and parameter names; schema (default): "
                                           "plus a parameter table, the input schema, annotations and example "
                                           "arguments; full: plus output schema and server details."},
+                "check": {"type": "boolean", "default": False,
+                          "description": "Also check it is callable now (preflight): in scope, approved, and "
+                                         "its server starts and still lists it unchanged. Slower: starts the "
+                                         "server."},
             },
             "required": ["tool_name"],
             "additionalProperties": False,

@@ -119,6 +119,10 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
                                       call_timeout(args))
             if name in META_NAMES:
                 answer = await anyio.to_thread.run_sync(disc.answer, name, args)
+                if name == "describe_tool" and args.get("check") and not answer.is_error:
+                    from .preflight import add_check
+
+                    await add_check(answer, disc, ctx.lifespan_context["pool"])
                 return answer.to_result()
             exposed = disc.exposed()
             if name in exposed:
