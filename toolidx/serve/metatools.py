@@ -291,7 +291,8 @@ def catalog_sentence(total: int, servers: list[tuple[str, int]], categories: lis
     more = f" and {len(ranked) - len(names)} more" if len(ranked) > len(names) else ""
     text = (f"Searches {total} tools of {len(ranked)} MCP server{'' if len(ranked) == 1 else 's'}"
             + (f" ({', '.join(names)}{more})" if names else ""))
-    cats = [c for c in categories if c][:_SHOWN_CATEGORIES]
+    shown = {n for n, _ in ranked}
+    cats = [c for c in categories if c and c not in shown][:_SHOWN_CATEGORIES]  # not the servers again
     if cats:
         text += f"; top categories: {', '.join(cats)}"
     words = text.split()
