@@ -70,3 +70,13 @@ def revoke(db: Database, ids: list[str]) -> list[str]:
                                                chunk).fetchall()]
             conn.execute(f"DELETE FROM approvals WHERE tool_id IN ({marks})", chunk)
     return sorted(had)
+
+
+def copy_into(out: Database, src: Database, servers: set[str]) -> int:
+    """`toolidx merge`: copy `src`'s approvals of the tools of `servers` (those the merged index
+    takes from `src`) into `out`, inside the caller's transaction. Returns how many."""
+    rows = [(r["tool_id"], r["hash"], r["approved_by"], r["approved_at"]) for r in approvals(src).values()
+            if r["tool_id"].partition("/")[0] in servers]
+    out.conn.executemany("INSERT OR REPLACE INTO approvals(tool_id, hash, approved_by, approved_at) "
+                         "VALUES (?, ?, ?, ?)", rows)
+    return len(rows)

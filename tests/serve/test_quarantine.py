@@ -308,3 +308,25 @@ def test_serve_print_config_carries_quarantine(tmp_path):
     assert r.code == 0, r.stderr
     args = r.json["config"]["mcpServers"]["toolidx"]["args"]
     assert "--quarantine" in args and sys.executable  # the entry starts serve quarantined
+
+
+def test_merge_carries_each_servers_approvals(tmp_path):
+    """`toolidx merge` takes a server's approvals from the input it takes the server from."""
+    dbs = []
+    for name, tools_file in (("weather", WEATHER), ("files", REPO / "examples" / "files-tools.json")):
+        cfg = tmp_path / f"{name}.json"
+        cfg.write_text(json.dumps({"mcpServers": {name: {"tools_file": str(tools_file)}}}))
+        db = tmp_path / f"{name}.db"
+        assert run_cli("crawl", "--config", cfg, "--db", db, "--model", "none").code == 0
+        dbs.append(db)
+    assert run_cli("approve", "weather/get_forecast", "--db", dbs[0]).code == 0
+    assert run_cli("approve", "--server", "files", "--db", dbs[1]).code == 0
+    out = tmp_path / "merged.db"
+    r = run_cli("merge", *dbs, "-o", out)
+    assert r.code == 0, r.stderr
+    merged = _rows(out)
+    assert set(merged) == {"weather/get_forecast", "files/pdf_to_text", "files/read_file",
+                           "files/search_files", "files/write_file"}
+    assert merged["weather/get_forecast"] == _rows(dbs[0])["weather/get_forecast"]
+    d = run_cli("diff", "--approved", "--db", out, "--json").json
+    assert {t["id"] for s in d["servers"] for t in s["tools"]} == {"weather/get_alerts", "weather/convertTemperature"}
