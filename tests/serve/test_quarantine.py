@@ -133,8 +133,22 @@ def test_approval_survives_a_recrawl_and_diff_approved_shows_what_changed(tmp_pa
     bad = run_cli("diff", "--approved", db, "--db", db)
     assert bad.code == 2
 
+    # a server dropped from the config leaves the index; its approvals stay (and can be revoked)
+    cfg.write_text(json.dumps({"mcpServers": {"files": {"tools_file": str(REPO / "examples" / "files-tools.json")}}}))
+    assert run_cli("crawl", "--config", cfg, "--db", db, "--model", "none").code == 0
+    assert "weather/get_alerts" in _rows(db)
+    gone = run_cli("approve", "--revoke", "weather/get_alerts", "--db", db, "--json")
+    assert gone.code == 0 and gone.json["count"] == 1 and "weather/get_alerts" not in _rows(db)
+    assert run_cli("approve", "weather/get_forecast", "--db", db).code == 2  # approving needs the tool
+    cfg.write_text(json.dumps({"mcpServers": {
+        "weather": {"tools_file": str(_changed_weather(tmp_path))},
+        "files": {"tools_file": str(REPO / "examples" / "files-tools.json")}}}))
+    assert run_cli("crawl", "--config", cfg, "--db", db, "--model", "none").code == 0
+
     # approving the new definition clears it
-    assert run_cli("approve", "weather/get_forecast", "--db", db, "--json").json["tools"][0]["was"] == "changed"
+    was = {t["id"]: t["was"] for t in run_cli("approve", "--server", "weather", "--db", db, "--json").json["tools"]}
+    assert was == {"weather/get_forecast": "changed", "weather/get_alerts": "unapproved",
+                   "weather/convertTemperature": "approved"}
     after = run_cli("diff", "--approved", "--server", "weather", "--db", db, "--json", "--fail-on", "any")
     assert after.code == 0 and after.json["servers"] == []
 
@@ -255,6 +269,7 @@ def test_serve_quarantine_refuses_a_tool_changed_since_approval_with_the_diff(se
     assert "changed since it was approved" in text and "toolidx approve crashy/echo" in text
     assert "- breaking inputSchema" in text
     assert not described[0]  # visible (approved once), so a person can see what it became
+    assert described[1]["approval"]["state"] == "changed" and "Quarantine: changed" in described[2]
     assert not still[0]  # an unchanged tool of the same server still runs
 
     assert run_cli("approve", "crashy/echo", "--db", db).code == 0

@@ -22,12 +22,15 @@ def approver() -> str:
         return "unknown"
 
 
-def _targets(db: Database, ids: list[str], servers: list[str], everything: bool) -> list[str]:
+def _targets(db: Database, ids: list[str], servers: list[str], everything: bool, revoke: bool) -> list[str]:
     if not ids and not servers and not everything:
         raise UsageError("nothing to approve", fix="name tools (SERVER/TOOL), --server S, or --all")
     if everything:
-        return sorted(store.current_hashes(db))
-    out = [resolve_tool_id(db, i) for i in ids]  # raises UnknownToolError with suggestions (exit 2)
+        return sorted(set(store.current_hashes(db)) | (set(store.approvals(db)) if revoke else set()))
+    # a revoke may name an approval whose tool has left the index; anything else goes through the
+    # resolver, which raises UnknownToolError with the closest ids (exit 2)
+    kept = store.approvals(db, ids) if revoke else {}
+    out = [i if i in kept else resolve_tool_id(db, i) for i in ids]
     if servers:
         known = {s["name"] for s in list_servers(db)}
         missing = [s for s in servers if s not in known]
@@ -43,7 +46,7 @@ def approve(db: Database, ids: list[str], *, servers: list[str] | None = None, e
     """Approve (or with `revoke`, un-approve) tools; the JSON payload of `toolidx approve`."""
     from ..store.crawls import now_iso
 
-    targets = _targets(db, list(ids), list(servers or []), everything)
+    targets = _targets(db, list(ids), list(servers or []), everything, revoke)
     who, at = by or approver(), now_iso()
     if revoke:
         had = set(store.revoke(db, targets))

@@ -407,7 +407,12 @@ class Discovery:
                              example_arguments=example_arguments(schema))
         payload = {k: v for k, v in described.items() if v not in (None, [], {}, "")}
         payload = fit_budget(payload, None, self.max_tokens)
-        return Answer(payload, _describe_text(payload))
+        answer = Answer(payload, _describe_text(payload))
+        if self.scope.approved_only:  # serve --quarantine: say whether execute_tool will run it
+            from .quarantine import annotate
+
+            annotate(self.db, tool, answer)
+        return answer
 
     def _get_tool_categories(self, args: dict) -> Answer:
         from ..catalog.listing import categories

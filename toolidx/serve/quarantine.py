@@ -45,3 +45,14 @@ def refusal(db: Database, tool: dict, max_tokens: int) -> Answer | None:
     lines += [f"- {c['severity']} {c['field']}: {c['message']}" for c in payload.get("changes", [])]
     lines.append(f"Fix: {payload['fix']}")
     return Answer(payload, "\n".join(lines), is_error=True)
+
+
+def annotate(db: Database, tool: dict, answer: Answer) -> None:
+    """describe_tool under quarantine: `approval` {state, by, at} in the answer, and a line saying
+    that a tool changed since its approval will be refused."""
+    approval = approvals(db, [tool["id"]]).get(tool["id"])
+    state = approval_state(tool, approval)
+    answer.payload["approval"] = {"state": state, **(approval_json(approval) or {})}
+    if state == "changed":
+        answer.text += ("\nQuarantine: changed since its approval: execute_tool refuses it until "
+                        f"{FIX.format(id=tool['id'])}.")
