@@ -35,6 +35,7 @@ class Filters:
     read_only: bool = False  # only tools annotated readOnlyHint: true
     no_destructive: bool = False  # drop tools annotated destructiveHint: true
     include_stale: bool = True  # tools whose server failed at the last crawl
+    approved_only: bool = False  # tools a person approved (`toolidx approve`; serve --quarantine)
     has_examples: bool = False  # only tools with examples of their own (catalog/examples.py)
     # with has_examples: ids whose examples live outside the index (recorded calls, in the usage
     # file); filled in by whoever opened that file
@@ -71,12 +72,14 @@ class Filters:
             read_only=self.read_only or scope.read_only,
             no_destructive=self.no_destructive or scope.no_destructive,
             include_stale=self.include_stale and scope.include_stale,
+            approved_only=self.approved_only or scope.approved_only,
             has_examples=self.has_examples or scope.has_examples,
             example_ids=self.example_ids or scope.example_ids,
         )
 
     def where(self, alias: str = "t") -> tuple[str, list]:
-        """A SQL condition over the `tools` table (as `alias`) and its parameters."""
+        """A SQL condition over the `tools` table (as `alias`) and its parameters. `approved_only`
+        needs another table: the store adds it (`store.tools.where`)."""
         a = alias
         conds: list[str] = []
         params: list = []

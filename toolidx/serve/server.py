@@ -104,7 +104,8 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
     async def on_list_tools(ctx: Any, params: Any) -> dict:
         await refreshed(ctx)
         # ttlMs 0: a new crawl may change the list at any time (2026-07-28 clients cache otherwise)
-        return {"tools": meta_tools(always_load) + disc.exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
+        tools = meta_tools(always_load, await anyio.to_thread.run_sync(disc.catalog_summary))
+        return {"tools": tools + disc.exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
                 "resultType": "complete"}
 
     async def on_call_tool(ctx: Any, params: Any) -> dict:
@@ -124,6 +125,10 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
                                       call_timeout(args))
             if name in META_NAMES:
                 answer = await anyio.to_thread.run_sync(disc.answer, name, args)
+                if name == "describe_tool" and args.get("check") and not answer.is_error:
+                    from .preflight import add_check
+
+                    await add_check(answer, disc, ctx.lifespan_context["pool"])
                 return answer.to_result()
             exposed = disc.exposed()
             if name in exposed:
@@ -171,10 +176,10 @@ async def _call(ctx: Any, disc: Discovery, tool_name: str, arguments: Any,
     tool, refusal = disc.prepare_call(tool_name, arguments)
     if tool is None:
         assert refusal is not None  # prepare_call gives one or the other
-        if refusal.payload.get("error") == "invalid_arguments":
-            tid = str(refusal.payload.get("tool") or tool_name)
-            return refusal.to_result(), tid, tid.partition("/")[0], "invalid_arguments"
-        return refusal.to_result(), tool_name, "", "refused"
+        known = refusal.payload.get("tool")  # resolved, then refused (quarantine) or invalid
+        tid = str(known or tool_name)
+        outcome = "invalid_arguments" if refusal.payload.get("error") == "invalid_arguments" else "refused"
+        return refusal.to_result(), tid, tid.partition("/")[0] if known else "", outcome
     pool: BackendPool = ctx.lifespan_context["pool"]
     try:
         result = await pool.call(tool["server"], tool["name"], arguments, timeout)
