@@ -232,7 +232,7 @@ def build_app(server: Any, tokens: Tokens, host: str, base_url: str | None = Non
 
     routes = [Route("/v1/search", v1_search, methods=["GET"]), Route("/openapi.json", openapi, methods=["GET"]),
               Route("/healthz", healthz, methods=["GET"])]
-    app = server.streamable_http_app(host=host, custom_starlette_routes=routes, max_sessions=1000)
+    app = server.streamable_http_app(host=host, custom_starlette_routes=routes, max_sessions=1000, json_response=True)
     return BearerAuth(app, tokens)
 
 
