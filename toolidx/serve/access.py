@@ -48,6 +48,8 @@ def parse_address(text: str) -> tuple[str, int]:
         host, port_text = raw[1:end], raw[end + 2:]
     elif ":" in raw:
         host, _, port_text = raw.rpartition(":")
+        if ":" in host:  # an IPv6 address needs its brackets: [::1]:8765
+            raise _bad_address(raw)
     if not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535 or any(c.isspace() for c in host):
         raise _bad_address(raw)
     return host, int(port_text)
