@@ -1,4 +1,5 @@
-"""A small real MCP server for the live example (`examples/live.yaml`): notes kept in memory.
+"""A small real MCP server for the live example (`examples/live.yaml`, crawled by scripts/setup.sh):
+notes kept in memory.
 
 Run by toolidx over stdio; needs the `mcp` package, so start it with the Python toolidx is
 installed in: `PYTHON=.venv/bin/python toolidx crawl -c examples/live.yaml --db example.db`.

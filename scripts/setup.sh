@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One command from a fresh clone: install toolidx into .venv, crawl the bundled example, search it.
+# One command from a fresh clone: install toolidx into .venv, crawl the bundled example (a real
+# stdio MCP server, examples/notes_server.py, and two saved tool lists), search it.
 #   bash scripts/setup.sh
 # Uses ../shared/models/all-MiniLM-L6-v2-onnx-int8 (or TOOLIDX_MODEL_PATH) when present, so the
 # example gets vectors offline; without a model the crawl is keyword-only and says so.
@@ -17,6 +18,8 @@ if [ -z "${TOOLIDX_MODEL_PATH:-}" ] && [ -f ../shared/models/all-MiniLM-L6-v2-on
   TOOLIDX_MODEL_PATH=$(cd ../shared/models/all-MiniLM-L6-v2-onnx-int8 && pwd); export TOOLIDX_MODEL_PATH
 fi
 rm -f example.db example.db-wal example.db-shm
-.venv/bin/toolidx crawl --config examples/servers.yaml --db example.db
-.venv/bin/toolidx search "convert a pdf to text" --db example.db
+# the notes server runs under the venv's Python (it needs the `mcp` package installed above)
+PYTHON="$PWD/.venv/bin/python" .venv/bin/toolidx crawl --config examples/live.yaml --db example.db
+.venv/bin/toolidx search "convert a pdf to text" --db example.db -n 3
+.venv/bin/toolidx search "save a note" --db example.db -n 3
 echo "ready: .venv/bin/toolidx --help   (index: example.db)"

@@ -1,5 +1,5 @@
-"""Names vulture cannot see used: the keys of the TypedDicts that are JSON documents' bodies (read by
-json.dumps, never by name). Regenerate: .venv/bin/vulture --make-whitelist, keeping only such keys."""
+"""Names vulture cannot see used: the keys of the TypedDicts and result dataclasses that are JSON
+documents' bodies (read by json.dumps, never by name). Regenerate: .venv/bin/vulture --make-whitelist, keeping only such keys."""
 hints  # unused variable (toolidx/catalog/describe.py:32)
 stale_reason  # unused variable (toolidx/catalog/describe.py:38)
 parameters  # unused variable (toolidx/catalog/describe.py:45)
@@ -18,3 +18,6 @@ tool_tokens  # unused variable (toolidx/serve/stats.py:35)
 meta_tokens  # unused variable (toolidx/serve/stats.py:37)
 saved_tokens  # unused variable (toolidx/serve/stats.py:38)
 saving_pct  # unused variable (toolidx/serve/stats.py:39)
+missing_vectors  # unused variable (toolidx/crawl/merge.py:31)
+embed_model  # unused variable (toolidx/crawl/merge.py:32)
+embed_dim  # unused variable (toolidx/crawl/merge.py:33)

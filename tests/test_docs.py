@@ -74,3 +74,14 @@ def test_architecture_page_matches_the_package():
     contract = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
     layered = sorted(n.strip().removeprefix("toolidx.") for layer in contract["layers"] for n in layer.split("|"))
     assert layered == folders
+
+
+def test_tests_follow_the_package_layout():
+    """Each tests/<folder>/ is named for a folder of the package (data and servers aside)."""
+    pkg = {p.name for p in (REPO / "toolidx").iterdir() if (p / "__init__.py").is_file()}
+    rooms = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and p.name not in ("data", "servers")
+             and not p.name.startswith((".", "__"))}
+    assert rooms <= pkg, f"tests/ folders with no package folder: {sorted(rooms - pkg)}"
+    loose = sorted(p.name for p in (REPO / "tests").glob("test_*.py"))
+    assert loose == ["test_docs.py", "test_faults.py", "test_one_way.py"], \
+        f"put tests of one folder in tests/<folder>/: {loose}"

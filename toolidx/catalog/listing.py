@@ -7,6 +7,7 @@ from typing import Any, TypedDict
 
 from ..core.errors import UsageError
 from ..core.filters import Filters
+from ..core.taxonomy import definition
 from ..core.tooldoc import first_line
 from ..store import catalog as q
 from ..store.db import Database
@@ -55,6 +56,10 @@ class CountRow(TypedDict):
     count: int
 
 
+class CategoryRow(CountRow):
+    definition: str | None  # the taxonomy's one line; None for a category a config named
+
+
 class ServerCountRow(CountRow):
     stale: int
     status: str | None
@@ -66,7 +71,7 @@ class ServerCountRow(CountRow):
 class Categories(TypedDict):
     """What `categories` returns (the `categories --json` document's body)."""
 
-    categories: list[CountRow]
+    categories: list[CategoryRow]
     tags: list[CountRow]
     servers: list[ServerCountRow]
     total: int
@@ -119,7 +124,8 @@ def categories(db: Database, filters: Filters | None = None) -> Categories:
         total = q.count_tools(db, filters)
     filtered = filters is not None and not filters.is_empty()
     return {
-        "categories": [{"name": c["name"], "count": c["count"]} for c in cats],
+        "categories": [{"name": c["name"], "count": c["count"], "definition": definition(c["name"])}
+                       for c in cats],
         "tags": [{"name": t["name"], "count": t["count"]} for t in tags],
         "servers": [{"name": s["name"], "count": s["count"], "stale": s["stale"], "status": s["status"],
                      "error": s["error"], "transport": s["transport"], "crawled_at": s["crawled_at"]}

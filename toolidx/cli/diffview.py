@@ -36,23 +36,24 @@ def _clip_equal(text: str, first: bool, last: bool) -> str:
 def words_inline(words: list[dict], style: str) -> str:
     """A word diff on one line: git-style `[-old-]{+new+}`, rich colours, or Markdown."""
     parts = []
-    for i, w in enumerate(words):
-        t = " ".join(w["text"].split()) if w["op"] != "equal" else " ".join(w["text"].replace("\n", " ").split(" "))
-        if w["op"] == "equal":
-            t = _clip_equal(t, i == 0, i == len(words) - 1)
-            parts.append(_esc_md(t) if style == "md" else _esc_rich(t) if style == "rich" else t)
-        elif not t.strip():
+    for i, word in enumerate(words):
+        raw = word["text"]
+        text = " ".join(raw.split()) if word["op"] != "equal" else " ".join(raw.replace("\n", " ").split(" "))
+        if word["op"] == "equal":
+            text = _clip_equal(text, i == 0, i == len(words) - 1)
+            parts.append(_esc_md(text) if style == "md" else _esc_rich(text) if style == "rich" else text)
+        elif not text.strip():
             parts.append(" ")
-        elif w["op"] == "delete":
-            parts.append(f"~~{_esc_md(t)}~~" if style == "md" else f"[red strike]{_esc_rich(t)}[/]"
-                         if style == "rich" else f"[-{t}-]")
+        elif word["op"] == "delete":
+            parts.append(f"~~{_esc_md(text)}~~" if style == "md" else f"[red strike]{_esc_rich(text)}[/]"
+                         if style == "rich" else f"[-{text}-]")
         else:
             if style != "plain" and i and words[i - 1]["op"] == "delete":
                 parts.append(" ")  # "~~old~~ **new**" reads better than "~~old~~**new**"
-            parts.append(f"**{_esc_md(t)}**" if style == "md" else f"[green]{_esc_rich(t)}[/]"
-                         if style == "rich" else f"{{+{t}+}}")
-    s = "".join(parts).strip()
-    return s if len(s) <= 600 else s[:599] + "…"
+            parts.append(f"**{_esc_md(text)}**" if style == "md" else f"[green]{_esc_rich(text)}[/]"
+                         if style == "rich" else f"{{+{text}+}}")
+    line = "".join(parts).strip()
+    return line if len(line) <= 600 else line[:599] + "…"
 
 
 def _side(d: dict) -> str:
@@ -119,41 +120,41 @@ def _tool_head(t: dict, style: str) -> str:
     return f"  {(sev or '-'):<10} {t['change']:<8} {t['id']}{extra}"
 
 
-def _server_head(s: dict, style: str) -> str:
-    state = s["state"]
+def _server_head(server: dict, style: str) -> str:
+    state = server["state"]
     counts: dict[str, int] = {}
-    for t in s["tools"]:
-        counts[t["change"]] = counts.get(t["change"], 0) + 1
-    c = ", ".join(f"{n} {k}" for k, n in counts.items()) or "no tool changes"
-    err = f" ({s['error']})" if s.get("error") else ""
+    for tool in server["tools"]:
+        counts[tool["change"]] = counts.get(tool["change"], 0) + 1
+    changes = ", ".join(f"{n} {k}" for k, n in counts.items()) or "no tool changes"
+    err = f" ({server['error']})" if server.get("error") else ""
     what = {"failed": "FAILED in the newer crawl — tools not removed, just unknown",
             "removed": "server removed", "added": "new server", "recovered": "recovered (failed before)",
             "not_crawled": "not crawled in the newer crawl", "ok": "ok"}.get(state, state)
     if style == "md":
-        return f"#### {safetext.code(s['server'])} — {_esc_md(what + err)}: {c}"
+        return f"#### {safetext.code(server['server'])} — {_esc_md(what + err)}: {changes}"
     if style == "rich":
-        return f"[bold]{_esc_rich(s['server'])}[/]: {_esc_rich(what + err)} — {c}"
-    return f"{s['server']}: {what}{err} — {c}"
+        return f"[bold]{_esc_rich(server['server'])}[/]: {_esc_rich(what + err)} — {changes}"
+    return f"{server['server']}: {what}{err} — {changes}"
 
 
 def diff_text(payload: dict, style: str = "plain", show_compatible: bool = True) -> str:
     esc = _esc_rich if style == "rich" else (lambda x: x)  # plain text is made visible where written
     lines = [f"from {esc(_side(payload['from']))}", f"to   {esc(_side(payload['to']))}"]
-    for s in payload["servers"]:
+    for server in payload["servers"]:
         lines.append("")
-        lines.append(_server_head(s, style))
-        for t in s["tools"]:
-            lines.append(_tool_head(t, style))
-            if t["change"] in ("added", "removed", "unknown"):
-                detail = [c for c in t["changes"] if c["kind"] not in ("tool_added", "tool_removed")]
+        lines.append(_server_head(server, style))
+        for tool in server["tools"]:
+            lines.append(_tool_head(tool, style))
+            if tool["change"] in ("added", "removed", "unknown"):
+                detail = [change for change in tool["changes"] if change["kind"] not in ("tool_added", "tool_removed")]
             else:
-                detail = [c for c in t["changes"] if c["kind"] != "tool_renamed"]
-            for c in detail:
-                if c["severity"] == "compatible" and not show_compatible:
+                detail = [change for change in tool["changes"] if change["kind"] != "tool_renamed"]
+            for change in detail:
+                if change["severity"] == "compatible" and not show_compatible:
                     continue
-                lines.append("      " + _change_line(c, style))
-    for n in payload.get("notes") or []:
-        lines.append(f"note: {esc(n)}")
+                lines.append("      " + _change_line(change, style))
+    for note in payload.get("notes") or []:
+        lines.append(f"note: {esc(note)}")
     lines.append("")
     lines.append(summary_line(payload))
     return "\n".join(lines)
@@ -171,31 +172,31 @@ def diff_markdown(payload: dict, max_tools: int = 200) -> str:
     if servers:
         out += ["| server | state | added | removed | renamed | changed | unknown | breaking | risky |",
                 "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-        for s in servers:
-            n = {k: sum(1 for t in s["tools"] if t["change"] == k)
+        for server in servers:
+            n = {k: sum(1 for tool in server["tools"] if tool["change"] == k)
                  for k in ("added", "removed", "renamed", "changed", "unknown")}
-            b = sum(1 for t in s["tools"] if "breaking" in t["severities"])
-            r = sum(1 for t in s["tools"] if "risky" in t["severities"])
-            out.append(f"| {safetext.code(s['server'])} | {s['state']} | {n['added']} | {n['removed']} | "
-                       f"{n['renamed']} | {n['changed']} | {n['unknown']} | {b} | {r} |")
+            breaking = sum(1 for tool in server["tools"] if "breaking" in tool["severities"])
+            risky = sum(1 for tool in server["tools"] if "risky" in tool["severities"])
+            out.append(f"| {safetext.code(server['server'])} | {server['state']} | {n['added']} | {n['removed']} | "
+                       f"{n['renamed']} | {n['changed']} | {n['unknown']} | {breaking} | {risky} |")
         out.append("")
         shown = 0
-        for s in servers:
-            if not s["tools"] and s["state"] in ("ok", "not_crawled"):
+        for server in servers:
+            if not server["tools"] and server["state"] in ("ok", "not_crawled"):
                 continue
-            out.append(_server_head(s, "md"))
+            out.append(_server_head(server, "md"))
             out.append("")
-            for t in s["tools"]:
+            for tool in server["tools"]:
                 if shown >= max_tools:
                     break
                 shown += 1
-                out.append(_tool_head(t, "md"))
-                for c in t["changes"]:
-                    if c["kind"] in ("tool_added", "tool_removed", "tool_renamed"):
+                out.append(_tool_head(tool, "md"))
+                for change in tool["changes"]:
+                    if change["kind"] in ("tool_added", "tool_removed", "tool_renamed"):
                         continue
-                    out.append("  - " + _change_line(c, "md"))
+                    out.append("  - " + _change_line(change, "md"))
             out.append("")
-        total = sum(len(s["tools"]) for s in servers)
+        total = sum(len(server["tools"]) for server in servers)
         if shown < total:
             out.append(f"_{total - shown} more tool changes not shown; see the JSON output._")
     for n in payload.get("notes") or []:
@@ -207,13 +208,13 @@ def diff_markdown(payload: dict, max_tools: int = 200) -> str:
 
 def history_rows(payload: dict) -> list[list[Any]]:
     rows = []
-    for c in payload["crawls"]:
-        failed = c["failed_servers"]
-        rows.append([c["id"], (c.get("started_at") or "")[:19].replace("T", " "),
-                     f"{c['servers_crawled'] - len(failed)}/{c['servers_crawled']}",
-                     c["tools"], c["stale"] or "", "-" if c["added"] is None else f"+{c['added']}",
-                     "-" if c["removed"] is None else f"-{c['removed']}",
-                     "-" if c["changed"] is None else f"~{c['changed']}", ", ".join(failed)])
+    for crawl in payload["crawls"]:
+        failed = crawl["failed_servers"]
+        rows.append([crawl["id"], (crawl.get("started_at") or "")[:19].replace("T", " "),
+                     f"{crawl['servers_crawled'] - len(failed)}/{crawl['servers_crawled']}",
+                     crawl["tools"], crawl["stale"] or "", "-" if crawl["added"] is None else f"+{crawl['added']}",
+                     "-" if crawl["removed"] is None else f"-{crawl['removed']}",
+                     "-" if crawl["changed"] is None else f"~{crawl['changed']}", ", ".join(failed)])
     return rows
 
 

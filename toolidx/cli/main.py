@@ -115,6 +115,21 @@ def embed(
     render.embed_result(embed_missing(database, embedder), embedder.model, as_json)
 
 
+@app.command()
+def merge(
+    inputs: List[Path] = typer.Argument(..., help="Index files to merge (e.g. shards of a config crawled apart)."),
+    output: Path = typer.Option(..., "--output", "-o", help="The merged index (a new file, or an index "
+                                                            "it replaces whole; never an input)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Merge index files into one: tools, servers, crawl history and vectors (copied, when the models
+    match). A server in several inputs comes from the one that crawled it last (reported). Exit 2,
+    with nothing written, when the inputs' models differ or OUT is an input."""
+    from ..crawl.merge import merge_indexes
+
+    render.merge_result(merge_indexes(list(inputs), output), as_json)
+
+
 # --- catalog: describe / list / categories / similar -------------------------------------------
 CatServerOpt = typer.Option([], "--server", "-s", help="Only these servers (repeatable).")
 CatTagOpt = typer.Option([], "--tag", "-t", help="Only tools with any of these tags (repeatable).")

@@ -122,6 +122,25 @@ def embed_result(count: int, model: str | None, as_json: bool) -> None:
     else:
         note(f"embedded {count} tools with {model}")
 
+def merge_result(res: Any, as_json: bool) -> None:
+    d = res.to_json()
+    if as_json:
+        emit_json("merge", d)
+        return
+    table(["input", "servers", "tools", "crawls", "model"],
+          [[i["path"], i["servers"], i["tools"], i["crawls"], i["embed_model"] or "-"] for i in d["inputs"]])
+    for c in d["conflicts"]:
+        dropped = ", ".join(f"{x['path']} ({x['crawled_at']})" for x in c["dropped"])
+        note(f"conflict: server {c['server']!r} kept from {c['kept']} (crawled {c['kept_crawled_at']}), "
+             f"newer than {dropped}")
+    vecs = (f"{d['vectors']} vectors copied ({d['embed_model']})" if d["embed_model"]
+            else "no vectors (keyword-only)")
+    if d["missing_vectors"] and d["embed_model"]:
+        vecs += f"; {d['missing_vectors']} tools without one: run `toolidx embed --db {d['output']}`"
+    note(f"merged {len(d['inputs'])} indexes into {d['output']}: {d['servers']} servers, {d['tools']} tools, "
+         f"{d['crawls']} crawls; {vecs}; {len(d['conflicts'])} conflict(s)")
+
+
 # Sections below are per command group; keep each group's renderers together.
 
 
@@ -228,7 +247,8 @@ def categories_result(res: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json("categories", res)
         return
-    table(["category", "tools"], [[c["name"] or "-", c["count"]] for c in res["categories"]])
+    table(["category", "tools", "definition"],
+          [[c["name"] or "-", c["count"], c.get("definition") or ""] for c in res["categories"]])
     if is_tty() or res["tags"]:
         table(["tag", "tools"], [[t["name"], t["count"]] for t in res["tags"]])
     table(["server", "tools", "stale", "status", "error"],

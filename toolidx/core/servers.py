@@ -25,7 +25,8 @@ class ServerSpec:
     tools_file: str | None = None
     tags: list[str] = field(default_factory=list)
     trust_server_tags: bool = False  # count the tags the server puts in a tool's `_meta` (config key)
-    category: str | None = None
+    category: str | None = None  # the config's `category:` for every tool (wins over the taxonomy)
+    tool_categories: dict[str, str] = field(default_factory=dict)  # `tool_categories:` per tool name
     timeout: float = DEFAULT_TIMEOUT
     enabled: bool = True
     problem: str | None = None  # a reason it cannot be started (e.g. an unset ${VAR}); crawl reports it

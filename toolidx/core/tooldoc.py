@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .taxonomy import categorize
+
 # camelCase and ACRONYMWord boundaries; an acronym's plural stays one word (PDFs, URLs, IDs)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z](?!s(?![a-z]))[a-z])")
 _SEP = re.compile(r"[_\-.\s/:]+")
@@ -232,7 +234,8 @@ def embed_text(name: str, title: str | None, description: str, params: list[tupl
 def build_tooldoc(raw: dict, server: str, *, config_tags: list[str] | None = None,
                   category: str | None = None, server_label: str = "",
                   trust_server_tags: bool = False) -> ToolDoc:
-    """Derive a ToolDoc from a validated tool dict (wire JSON as sent).
+    """Derive a ToolDoc from a validated tool dict (wire JSON as sent). `category`: the config's
+    (server-wide or for this tool); without one, core.taxonomy derives it.
 
     Tags (which `serve --tag` scopes by) come from the config and from toolidx's own reading of
     the annotations; tags a server claims in `_meta` count only with `trust_server_tags` (the
@@ -249,10 +252,13 @@ def build_tooldoc(raw: dict, server: str, *, config_tags: list[str] | None = Non
     destructive = (ann.get("destructiveHint") if ann and isinstance(ann.get("destructiveHint"), bool)
                    else None)
     params_text = " ".join(" ".join([*split_name(p), d]) for p, d in params)
+    server_label = server_label or server_words(server)
+    if not category:  # the config did not say: the taxonomy derives it from the tool's words
+        category = categorize(name, description, title, server_label)
     return ToolDoc(
         id=f"{server}/{name}", server=server, name=name, title=title, description=description,
-        definition=definition, tags=tags, category=category or server,
+        definition=definition, tags=tags, category=category,
         param_names=[p for p, _ in params], read_only=read_only, destructive=destructive,
-        hash=definition_hash(definition), server_label=server_label or server_words(server),
+        hash=definition_hash(definition), server_label=server_label,
         params_text=params_text, embed_text=embed_text(name, title, description, params),
     )

@@ -219,7 +219,7 @@ def _short(v: Any) -> str:
     return text if len(text) <= 60 else text[:59] + "…"
 
 
-def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] | None,
+def _server(name: Any, entry: Any, where: str, base: Path, environ: dict[str, str] | None,
             settings: dict[str, Any]) -> ServerSpec:
     name = str(name)
     invalid_unicode = fix_strings(name) != name
@@ -227,7 +227,7 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
 
     def err(msg: str, key: str | None = None, fix: str | None = None) -> ConfigError:
         at = f"server {name!r}" + (f", key {key!r}" if key else "")
-        return ConfigError(f"{at}: {msg}", where=w, fix=fix)
+        return ConfigError(f"{at}: {msg}", where=where, fix=fix)
 
     if not name.strip():
         raise err("empty server name")
@@ -235,17 +235,17 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
         raise err("settings must be a mapping")
     declared = entry.get("type", entry.get("transport"))
     if declared is not None:
-        t = TRANSPORTS.get(str(declared).strip().lower().replace(" ", ""))
-        if t is None:
+        transport = TRANSPORTS.get(str(declared).strip().lower().replace(" ", ""))
+        if transport is None:
             key = "type" if "type" in entry else "transport"
             raise err(f"unknown transport {declared!r}", key,
                       fix="use stdio, http (Streamable HTTP), sse or tools_file")
     elif entry.get("tools_file"):
-        t = "tools_file"
+        transport = "tools_file"
     elif entry.get("command"):
-        t = "stdio"
+        transport = "stdio"
     elif entry.get("url"):
-        t = "sse" if str(entry["url"]).rstrip("/").endswith("/sse") else "http"
+        transport = "sse" if str(entry["url"]).rstrip("/").endswith("/sse") else "http"
     else:
         raise err("no `command`, `url` or `tools_file`", "command",
                   fix="say how to start (command) or reach (url) the server")
@@ -262,36 +262,36 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
     inputs: list[str] = []
     from_env: list[str] = []
 
-    def x(v: Any, key: str) -> str:
-        if not isinstance(v, (str, int, float)) or isinstance(v, bool):
-            raise err(f"must be a string, not {type(v).__name__}", key)
-        inputs.extend(f"${{input:{m}}} in {key}" for m in _INPUT.findall(str(v)))
-        s, miss = expand(str(v), env_vars, from_env)
-        missing.extend(miss)
-        return s
+    def expanded(value: Any, key: str) -> str:
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise err(f"must be a string, not {type(value).__name__}", key)
+        inputs.extend(f"${{input:{m}}} in {key}" for m in _INPUT.findall(str(value)))
+        text, unset = expand(str(value), env_vars, from_env)
+        missing.extend(unset)
+        return text
 
     def xmap(key: str) -> dict[str, str]:
-        v = entry.get(key) or {}
-        if not isinstance(v, dict):
+        mapping = entry.get(key) or {}
+        if not isinstance(mapping, dict):
             raise err("must be a mapping of names to strings", key)
-        return {str(k): x(val, f"{key}.{k}") for k, val in v.items()}
+        return {str(k): expanded(val, f"{key}.{k}") for k, val in mapping.items()}
 
-    spec = ServerSpec(name=name, transport=t, raw=dict(entry), from_env=from_env)
-    if t == "stdio":
+    spec = ServerSpec(name=name, transport=transport, raw=dict(entry), from_env=from_env)
+    if transport == "stdio":
         if not entry.get("command"):
             raise err("stdio transport needs `command`", "command")
-        spec.command = x(entry["command"], "command")
+        spec.command = expanded(entry["command"], "command")
         args = entry.get("args") or []
         if not isinstance(args, list):
             raise err("must be a list of strings", "args")
-        spec.args = [x(a, "args") for a in args]
-        spec.env = {**_env_file(entry, base, x, err), **xmap("env")}
+        spec.args = [expanded(a, "args") for a in args]
+        spec.env = {**_env_file(entry, base, expanded, err), **xmap("env")}
         if entry.get("cwd"):
-            spec.cwd = str(base / x(entry["cwd"], "cwd"))
-    elif t in ("http", "sse"):
+            spec.cwd = str(base / expanded(entry["cwd"], "cwd"))
+    elif transport in ("http", "sse"):
         if not entry.get("url"):
-            raise err(f"{t} transport needs `url`", "url")
-        spec.url = x(entry["url"], "url")
+            raise err(f"{transport} transport needs `url`", "url")
+        spec.url = expanded(entry["url"], "url")
         if not re.match(r"^https?://", spec.url):
             # as written: an expanded ${TOKEN} must not reach the message
             raise err(f"not an http(s) URL: {spec.mask(str(entry['url']))!r}", "url")
@@ -300,16 +300,20 @@ def _server(name: Any, entry: Any, w: str, base: Path, environ: dict[str, str] |
         tf = entry.get("tools_file")
         if not tf:
             raise err("tools_file transport needs `tools_file`", "tools_file")
-        spec.tools_file = str((base / x(tf, "tools_file")).resolve())
+        spec.tools_file = str((base / expanded(tf, "tools_file")).resolve())
 
     tags = entry.get("tags") or []
     if isinstance(tags, str):
-        tags = [t_.strip() for t_ in tags.split(",") if t_.strip()]
-    if not isinstance(tags, list) or not all(isinstance(t_, (str, int)) for t_ in tags):
+        tags = [tag.strip() for tag in tags.split(",") if tag.strip()]
+    if not isinstance(tags, list) or not all(isinstance(tag, (str, int)) for tag in tags):
         raise err("must be a list of strings", "tags")
-    spec.tags = [fix_strings(str(t_)) for t_ in tags]
+    spec.tags = [fix_strings(str(tag)) for tag in tags]
     if entry.get("category") is not None:
         spec.category = fix_strings(str(entry["category"]))
+    per_tool = entry.get("tool_categories") or {}
+    if not isinstance(per_tool, dict) or not all(isinstance(v, str) for v in per_tool.values()):
+        raise err("must be a mapping of tool names to categories", "tool_categories")
+    spec.tool_categories = {str(k): fix_strings(v) for k, v in per_tool.items()}
     timeout = entry.get("timeout", settings.get("timeout", DEFAULT_TIMEOUT))
     if not _positive_seconds(timeout):
         raise err(f"must be a number of seconds above 0, at most {MAX_TIMEOUT:g}, not {_short(timeout)}",

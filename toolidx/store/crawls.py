@@ -43,7 +43,8 @@ class CrawlSummary:
 def docs_for(result: ServerResult) -> list[ToolDoc]:
     spec = result.spec
     label = server_words(spec.name, result.server_name, result.server_title)
-    return [build_tooldoc(t, spec.name, config_tags=spec.tags, category=spec.category,
+    return [build_tooldoc(t, spec.name, config_tags=spec.tags,
+                          category=spec.tool_categories.get(str(t["name"])) or spec.category,
                           trust_server_tags=spec.trust_server_tags,
                           server_label=label) for t in result.tools]
 

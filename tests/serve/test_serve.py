@@ -194,6 +194,10 @@ def test_categories_and_similar(serve_index, embedder):
     assert {s["name"]: s["count"] for s in cats["servers"]} == {
         "crashy": 4, "everything": 13, "filesystem": 14, "memory": 9, "time": 2}
     assert any(t["name"] == "read-only" for t in cats["tags"]) and "Servers:" in text
+    # the taxonomy's categories across servers, each with its definition
+    by_name = {c["name"]: c for c in cats["categories"]}
+    assert by_name["files"]["count"] >= 14 and by_name["knowledge"]["count"] >= 9 and by_name["time"]["count"] >= 2
+    assert by_name["files"]["definition"].startswith("Local files and folders")
     assert set(bare) == {"categories", "total_tools"}
     assert sim["tool"] == "filesystem/read_file" and sim["method"] == "semantic"
     assert 1 <= len(sim["similar"]) <= 3

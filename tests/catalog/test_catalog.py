@@ -11,6 +11,7 @@ from conftest import CATALOG_DATA
 from toolidx.catalog.listing import categories, list_tools
 from toolidx.core.errors import UsageError
 from toolidx.core.filters import Filters
+from toolidx.core.taxonomy import definition
 from toolidx.store.db import open_db
 
 ALL = ["docs/convert_pdf", "docs/merge_pdfs", "docs/render_report", "docs/word_count",
@@ -121,7 +122,9 @@ def test_categories_counts(cli, catalog_db):
     r = cli("categories", "--db", catalog_db, "--json")
     assert r.code == 0, r.stderr
     d = r.json
-    assert d["categories"] == [{"name": "dev", "count": 9}, {"name": "documents", "count": 4}]
+    # the config's categories win over the taxonomy; a taxonomy name carries its definition
+    assert d["categories"] == [{"name": "dev", "count": 9, "definition": None},
+                               {"name": "documents", "count": 4, "definition": definition("documents")}]
     tags = {t["name"]: t["count"] for t in d["tags"]}
     assert tags["vcs"] == 9 and tags["community"] == 4 and tags["office"] == 4
     assert tags["read-only"] == 5 and tags["destructive"] == 2
@@ -131,7 +134,7 @@ def test_categories_counts(cli, catalog_db):
     # the same filters as list
     d = categories(open_db(catalog_db), Filters(read_only=True))
     assert d["total"] == 5 and {s["name"] for s in d["servers"]} == {"git", "docs"}
-    assert d["categories"] == [{"name": "dev", "count": 3}, {"name": "documents", "count": 2}]
+    assert [(c["name"], c["count"]) for c in d["categories"]] == [("dev", 3), ("documents", 2)]
 
 
 def test_failed_server_shows_status_and_stale_tools(cli, tmp_path, model_path):

@@ -20,7 +20,7 @@ from toolidx.search.eval import (
     sign_test,
 )
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def test_metric_math_any_labels():

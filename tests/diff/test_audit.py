@@ -10,7 +10,7 @@ import pytest
 
 from toolidx.diff.audit import scan_text, scan_tool
 
-DATA = Path(__file__).parent / "data" / "diff"
+DATA = Path(__file__).parents[1] / "data" / "diff"
 
 ATTACKS = {
     # Invariant Labs' tool-poisoning example (2025), abridged

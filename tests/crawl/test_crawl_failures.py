@@ -14,7 +14,7 @@ from conftest import run_cli
 
 from toolidx.store.db import open_db
 
-RAW = Path(__file__).parent / "servers" / "rawmcp.py"
+RAW = Path(__file__).parents[1] / "servers" / "rawmcp.py"
 
 
 def raw(mode: str = "ok", *args: str, **extra) -> dict:
@@ -149,7 +149,8 @@ def test_server_metadata_is_recorded(bad_crawl):
     t = db.one("SELECT * FROM tools WHERE id = 'healthy/tool_0'")
     # `_meta.tags` ("alpha") is what the server claims: not a tag unless the config trusts it
     assert t["title"] == "First tool" and json.loads(t["tags"]) == ["read-only"]
-    assert t["category"] == "healthy" and json.loads(t["param_names"]) == ["path"]
+    # no config category: derived from its words ("reads a file"), no longer the server's name
+    assert t["category"] == "files" and json.loads(t["param_names"]) == ["path"]
 
 
 # --- stale marking ------------------------------------------------------------------------------

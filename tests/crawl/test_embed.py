@@ -14,13 +14,13 @@ from toolidx.store.db import open_db
 
 pytestmark = [pytest.mark.model]
 
-RAW = Path(__file__).parent / "servers" / "rawmcp.py"
+RAW = Path(__file__).parents[1] / "servers" / "rawmcp.py"
 
 
 def config(path: Path, *args: str, tools: int = 4) -> Path:
     path.write_text(json.dumps({"mcpServers": {
         "svc": {"command": sys.executable, "args": [str(RAW), "--tools", str(tools), *args]},
-        "files": {"tools_file": str(Path(__file__).parents[1] / "examples" / "files-tools.json")},
+        "files": {"tools_file": str(Path(__file__).parents[2] / "examples" / "files-tools.json")},
     }}))
     return path
 

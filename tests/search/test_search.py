@@ -14,7 +14,7 @@ import pytest
 from toolidx.core.errors import UsageError
 from toolidx.core.filters import Filters
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _index(tmp: Path, cli, *extra: str) -> Path:

@@ -13,7 +13,7 @@ from toolidx.cli.progress import LiveProgress, use_live
 from toolidx.core.servers import ServerResult
 from toolidx.crawl.config import build_config
 
-RAW = Path(__file__).parent / "servers" / "rawmcp.py"
+RAW = Path(__file__).parents[1] / "servers" / "rawmcp.py"
 
 
 def _config(tmp_path: Path) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-DATA = Path(__file__).parent / "data" / "diff"
+DATA = Path(__file__).parents[1] / "data" / "diff"
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from conftest import REPO, run_cli
 from toolidx.core.errors import ConfigError
 from toolidx.crawl.config import build_config, expand, load_config
 
-RAW = Path(__file__).parent / "servers" / "rawmcp.py"
+RAW = Path(__file__).parents[1] / "servers" / "rawmcp.py"
 ENV = {"HOME": "/home/u", "TOKEN": "t0k3n-abc", "PORT": "8123", "EMPTY": ""}
 
 
@@ -218,6 +218,7 @@ def test_live_example_with_a_real_stdio_server(tmp_path, monkeypatch):
     assert r.code == 0, r.stderr
     from toolidx.store.db import open_db
 
+    assert r.json["servers_ok"] == 3 and r.json["tools"] == 3 + 3 + 4  # notes, weather, files
     db = open_db(tmp_path / "l.db")
     assert db.one("SELECT server_name, tool_count FROM servers WHERE name = 'notes'") == {
         "server_name": "notes", "tool_count": 3}

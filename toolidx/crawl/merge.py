@@ -1,0 +1,142 @@
+"""`toolidx merge`: index files crawled apart (shards of a large config, crawled in parallel in CI)
+made into one index, as if one crawl had read every server.
+
+The output is built in a temporary file beside it and renamed over it only when it is whole, so
+OUT is never half-written; an input is never written to, nor overwritten. Vectors are copied when
+every input that has them used the same model (`meta.embed_model`, `embed_dim`); otherwise nothing
+is written and the error says which inputs differ. The SQL is in `store/merge.py`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import UsageError
+from ..store import merge as store
+from ..store.db import Database, open_db
+
+
+@dataclass
+class MergeResult:
+    output: str
+    inputs: list[dict] = field(default_factory=list)  # [{path, servers, tools, crawls, embed_model}]
+    servers: int = 0
+    tools: int = 0
+    crawls: int = 0
+    vectors: int = 0  # copied as stored
+    missing_vectors: int = 0  # tools without a vector (`toolidx embed --db OUT` fills them in)
+    embed_model: str | None = None
+    embed_dim: int | None = None
+    conflicts: list[dict] = field(default_factory=list)  # [{server, kept, kept_crawled_at, dropped}]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def _check_paths(inputs: list[Path], output: Path) -> None:
+    if not inputs:
+        raise UsageError("nothing to merge", fix="toolidx merge A.db B.db -o OUT.db")
+    for i, p in enumerate(inputs):
+        if any(_same_file(p, q) for q in inputs[:i]):
+            raise UsageError("the same index is given twice", where=str(p), fix="name each input once")
+        if _same_file(p, output):
+            raise UsageError("refusing to overwrite an input with the merged index", where=str(output),
+                             fix="write the merged index to a new file: -o MERGED.db")
+    if output.is_dir():
+        raise UsageError("is a directory, not an index file", where=str(output))
+    if output.exists():  # replaced only if it is an index (never someone's other file)
+        open_db(output, readonly=True).close()
+
+
+def _model(sources: list[store.Source]) -> tuple[str, int] | None:
+    models = {s.model for s in sources if s.model is not None}
+    if len(models) > 1:
+        which = "; ".join(f"{s.db.path}: {s.model[0]} ({s.model[1]} dimensions)"
+                          for s in sources if s.model is not None)
+        raise UsageError(f"cannot merge vectors from different models ({which})",
+                         fix="crawl every shard with the same --model, or re-embed one with "
+                             "`toolidx embed --db FILE --model NAME`")
+    return next(iter(models), None)
+
+
+def _temp_path(output: Path) -> Path:
+    return output.with_name(f".{output.name}.{os.getpid()}.merging")
+
+
+def _remove(path: Path) -> None:
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def merge_indexes(inputs: list[Path], output: Path) -> MergeResult:
+    """Merge `inputs` (toolidx index files) into a new index at `output` (replaced if it is an
+    index already). Raises UsageError/DatabaseError (nothing written) on unusable inputs, an
+    output that is an input, or vectors from different models."""
+    inputs, output = [Path(p).expanduser() for p in inputs], Path(output).expanduser()
+    _check_paths(inputs, output)
+    opened: list[Database] = []
+    tmp = _temp_path(output)
+    try:
+        for p in inputs:
+            opened.append(open_db(p, readonly=True))
+        sources = [store.read_source(db, i) for i, db in enumerate(opened)]
+        model = _model(sources)
+        owner, conflicts = store.owners(sources)
+        model_path = next((s.db.get_meta("embed_model_path") for s in sources
+                           if s.model == model and s.db.get_meta("embed_model_path")), None)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        _remove(tmp)
+        out = open_db(tmp, create=True)
+        try:
+            counts = store.write_merged(out, sources, owner, model, model_path)
+            configs = {s.db.get_meta("config_path") for s in sources}
+            if len(configs) == 1 and None not in configs:
+                out.set_meta("config_path", configs.pop())
+            out.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            out.close()
+        with contextlib.suppress(OSError):
+            _fsync(tmp)
+        if output.exists():  # fold the old file's WAL in first, so none is left to replay onto the new one
+            old = open_db(output)
+            old.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            old.close()
+        os.replace(tmp, output)
+        with contextlib.suppress(OSError):
+            _fsync(output.parent)
+    except BaseException:
+        _remove(tmp)
+        raise
+    finally:
+        for db in opened:
+            db.close()
+    return MergeResult(
+        output=str(output),
+        inputs=[{"path": s.db.path, "servers": len(s.servers), "crawls": len(s.crawls),
+                 "tools": s.tool_count,
+                 "embed_model": s.model[0] if s.model else None} for s in sources],
+        servers=counts["servers"], tools=counts["tools"], crawls=counts["crawls"],
+        vectors=counts["vectors"], missing_vectors=counts["missing_vectors"],
+        embed_model=model[0] if model else None, embed_dim=model[1] if model else None,
+        conflicts=conflicts)
+

@@ -1,0 +1,183 @@
+"""Merging index files (`toolidx merge`): read what each input holds, decide which input each
+server comes from, and write tools, servers, crawl history, tool versions and vectors into a new,
+empty index. Vectors are copied as stored (never re-embedded); the keyword index is rebuilt from
+the merged tools.
+
+Which input a server comes from: the one that crawled it last (the start of its last crawl,
+`crawls.started_at` through `servers.last_crawl_id`); on a tie, the later input. The merged history
+has one crawl per input crawl, in time order; each records the whole merged index as it stood after
+that crawl (every input's latest snapshot up to then, each server from the input that had crawled
+it last), so `toolidx diff` and `history` read a merged index like any other.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.tooldoc import build_tooldoc, server_words
+from . import vectors
+from .db import Database
+
+Key = tuple[str, int]  # (when a server was crawled, input position): the larger one wins
+
+
+@dataclass
+class Source:
+    """One input index, read whole (its crawl history as per-crawl server sets and tool rows)."""
+
+    db: Database
+    position: int
+    model: tuple[str, int] | None  # (embed_model, embed_dim) of its vectors; None: no vectors
+    servers: dict[str, dict]  # name -> servers row, in rowid order
+    crawls: list[dict]  # crawls rows, by id
+    tool_count: int = 0
+    crawled: dict[int, list[dict]] = field(default_factory=dict)  # crawl id -> its crawl_servers rows
+    snapshot: dict[int, dict[str, list[tuple]]] = field(default_factory=dict)  # crawl id -> server -> rows
+
+    def last_crawled(self, server: str) -> Key:
+        """When this input last crawled `server` (its servers row's last crawl)."""
+        row = self.servers[server]
+        started = next((c["started_at"] for c in self.crawls if c["id"] == row.get("last_crawl_id")),
+                       None)
+        return (started or row.get("crawled_at") or "", self.position)
+
+
+def read_source(db: Database, position: int) -> Source:
+    model = None
+    if vectors.has_table(db) and db.get_meta("embed_model") and db.get_meta("embed_dim"):
+        model = (str(db.get_meta("embed_model")), int(str(db.get_meta("embed_dim"))))
+    src = Source(db, position, model,
+                 {r["name"]: r for r in db.query("SELECT * FROM servers ORDER BY rowid")},
+                 db.query("SELECT * FROM crawls ORDER BY id"), int(db.scalar("SELECT count(*) FROM tools")))
+    for r in db.query("SELECT * FROM crawl_servers ORDER BY crawl_id, rowid"):
+        src.crawled.setdefault(int(r["crawl_id"]), []).append(r)
+    with db.lock:
+        rows = db.conn.execute("SELECT crawl_id, tool_id, server, name, hash, stale FROM crawl_tools "
+                               "ORDER BY crawl_id, rowid").fetchall()
+    for crawl_id, *row in rows:
+        src.snapshot.setdefault(int(crawl_id), {}).setdefault(row[1], []).append(tuple(row))
+    return src
+
+
+def owners(sources: list[Source]) -> tuple[dict[str, Source], list[dict]]:
+    """Which input each server comes from, and the conflicts (a server in several inputs)."""
+    found: dict[str, list[Source]] = {}
+    for s in sources:
+        for name in s.servers:
+            found.setdefault(name, []).append(s)
+    owner: dict[str, Source] = {}
+    conflicts = []
+    for name, holders in found.items():
+        ranked = sorted(holders, key=lambda s: s.last_crawled(name), reverse=True)
+        owner[name] = ranked[0]
+        if len(ranked) > 1:
+            conflicts.append({"server": name, "kept": ranked[0].db.path,
+                              "kept_crawled_at": ranked[0].last_crawled(name)[0],
+                              "dropped": [{"path": s.db.path, "crawled_at": s.last_crawled(name)[0]}
+                                          for s in ranked[1:]]})
+    return owner, conflicts
+
+
+def _columns(db: Database, table: str) -> list[str]:
+    return [r["name"] for r in db.query(f"PRAGMA table_info({table})")]
+
+
+def _insert(db: Database, table: str, row: dict[str, Any], columns: list[str]) -> int:
+    cols = [c for c in columns if c in row]
+    cur = db.execute(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                     [row[c] for c in cols])
+    return int(cur.lastrowid)
+
+
+def _history(out: Database, sources: list[Source]) -> dict[tuple[int, int], int]:
+    """Write the merged crawls (one per input crawl, in time order) with their snapshots. Returns
+    (input position, input crawl id) -> merged crawl id."""
+    events = sorted(((c["started_at"] or "", s.position, int(c["id"]), s, c)
+                     for s in sources for c in s.crawls), key=lambda e: e[:3])
+    crawl_cols = [c for c in _columns(out, "crawls") if c != "id"]
+    server_cols = _columns(out, "crawl_servers")
+    current: dict[int, int] = {}  # input position -> its latest crawl so far
+    touched: dict[int, dict[str, str]] = {}  # input position -> server -> when it last crawled it
+    ids: dict[tuple[int, int], int] = {}
+    for started, pos, crawl_id, src, crawl in events:
+        current[pos] = crawl_id
+        for r in src.crawled.get(crawl_id, []):
+            touched.setdefault(pos, {})[r["server"]] = started
+        # every input's latest snapshot; each server from the input that crawled it last
+        best: dict[str, tuple[Key, list[tuple]]] = {}
+        for s in sources:
+            if s.position not in current:
+                continue
+            cid = current[s.position]
+            snap = s.snapshot.get(cid, {})
+            present = set(snap) | {r["server"] for r in s.crawled.get(cid, [])}
+            for server in present:
+                key = (touched.get(s.position, {}).get(server, ""), s.position)
+                if server not in best or key > best[server][0]:
+                    best[server] = (key, snap.get(server, []))
+        rows = [row for _, tools in best.values() for row in tools]
+        merged = _insert(out, "crawls", {**crawl, "tool_count": len(rows)}, crawl_cols)
+        ids[(pos, crawl_id)] = merged
+        for r in src.crawled.get(crawl_id, []):
+            _insert(out, "crawl_servers", {**r, "crawl_id": merged}, server_cols)
+        out.conn.executemany("INSERT INTO crawl_tools(crawl_id, tool_id, server, name, hash, stale) "
+                             "VALUES (?, ?, ?, ?, ?, ?)", [(merged, *row) for row in rows])
+    return ids
+
+
+def write_merged(out: Database, sources: list[Source], owner: dict[str, Source],
+                 model: tuple[str, int] | None, model_path: str | None) -> dict[str, int]:
+    """Fill the empty index `out` (one transaction). Returns counts: servers, tools, crawls,
+    vectors (copied) and missing_vectors (tools that need `toolidx embed`)."""
+    counts = {"servers": 0, "tools": 0, "crawls": 0, "vectors": 0, "missing_vectors": 0}
+    with out.transaction():
+        if model is not None:
+            vectors.ensure_table(out, *model)
+            if model_path:
+                out.set_meta("embed_model_path", model_path)
+        for s in sources:
+            with s.db.lock:
+                versions = s.db.conn.execute("SELECT hash, definition FROM tool_versions").fetchall()
+            out.conn.executemany("INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)",
+                                 versions)
+        ids = _history(out, sources)
+        counts["crawls"] = len(ids)
+        server_cols, tool_cols = _columns(out, "servers"), [c for c in _columns(out, "tools") if c != "rowid"]
+        for s in sources:
+            mine = [name for name in s.servers if owner[name] is s]
+            for name in mine:
+                row = dict(s.servers[name])
+                row["last_crawl_id"] = ids.get((s.position, row.get("last_crawl_id") or -1))
+                _insert(out, "servers", row, server_cols)
+                counts["servers"] += 1
+                _copy_tools(out, s, row, tool_cols, model is not None and s.model == model, counts)
+        if ids:
+            out.set_meta("last_crawl_id", str(max(ids.values())))
+    return counts
+
+
+def _copy_tools(out: Database, src: Source, server: dict, columns: list[str], with_vectors: bool,
+                counts: dict[str, int]) -> None:
+    label = server_words(server["name"], server.get("server_name"), server.get("server_title"))
+    for row in src.db.query("SELECT rowid AS _rowid, * FROM tools WHERE server = ? ORDER BY rowid",
+                            (server["name"],)):
+        old = row.pop("_rowid")
+        blob = vectors.get(src.db, old) if with_vectors and row.get("embed_hash") else None
+        if blob is None:
+            row["embed_hash"] = None
+            counts["missing_vectors"] += 1
+        rowid = _insert(out, "tools", row, columns)
+        if blob is not None:
+            vectors.put(out, rowid, blob)
+            counts["vectors"] += 1
+        # the keyword row, derived again from the definition exactly as a crawl derives it
+        doc = build_tooldoc(json.loads(row["definition"]), server["name"], category=row.get("category"),
+                            server_label=label)
+        doc.tags = json.loads(row["tags"] or "[]")
+        fts = doc.fts_row()
+        out.execute(f"INSERT INTO tools_fts(rowid, {', '.join(fts)}) VALUES (?, {', '.join('?' * len(fts))})",
+                    [rowid, *fts.values()])
+        counts["tools"] += 1
+
