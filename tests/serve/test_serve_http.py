@@ -7,9 +7,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
-import re
 import socket
 import subprocess
 import sys
