@@ -35,9 +35,9 @@ def test_token_file_scopes_and_matching(tmp_path):
     tokens = load_tokens("TEAM", f, environ={"TEAM": f" {TOKEN}-env \n"})
     assert len(tokens) == 4
     assert tokens.match(f"{TOKEN}-env").label == "env:TEAM"
-    assert tokens.match(TOKEN).label == "tokens:3" and tokens.match(TOKEN).scope.is_empty()
+    assert tokens.match(TOKEN).label == "file:tokens:3" and tokens.match(TOKEN).scope.is_empty()
     git = tokens.match(f"{TOKEN}-git")
-    assert git.label == "tokens:4"
+    assert git.label == "file:tokens:4"
     assert git.scope == Filters(servers=["git", "github"], tags=["vcs"], read_only=True)
     assert tokens.match(f"{TOKEN}-cat").scope == Filters(categories=["search"])
     assert tokens.match("nope") is None and tokens.match(TOKEN[:-1]) is None and tokens.match("") is None

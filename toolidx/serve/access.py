@@ -125,7 +125,7 @@ def load_tokens(token_env: str | None = None, token_file: str | Path | None = No
             token, *options = line.split()
             where = f"--token-file {path} line {n}"
             _check_token(token, where)
-            entries.append((token, Grant(f"{path.name}:{n}", _scope(options, where))))
+            entries.append((token, Grant(f"file:{path.name}:{n}", _scope(options, where))))
         if len(entries) == before:
             raise UsageError(f"--token-file {path}: holds no token",
                              fix="write one token per line: TOKEN [servers=a,b] [tags=x] [read-only]")

@@ -10,7 +10,7 @@ both installed with the mcp SDK).
 One process, one Discovery, one BackendPool: backends are shared by every client; each request
 runs in its own task (searches in worker threads), so a slow tool holds up only its own caller.
 A bearer token (access.py) is checked on /mcp and /v1/search; its scope narrows what that request
-can find and run. Tokens are never logged: a token is named by its label (file:line or env:NAME).
+can find and run. Tokens are never logged: a token is named by its label (file:NAME:LINE or env:VAR).
 """
 
 from __future__ import annotations
