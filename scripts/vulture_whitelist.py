@@ -21,3 +21,4 @@ saving_pct  # unused variable (toolidx/serve/stats.py:39)
 missing_vectors  # unused variable (toolidx/crawl/merge.py:31)
 embed_model  # unused variable (toolidx/crawl/merge.py:32)
 embed_dim  # unused variable (toolidx/crawl/merge.py:33)
+requested  # unused variable (toolidx/serve/preflight.py:26): a JSON key of toolidx check

@@ -232,6 +232,23 @@ def similar(
     render.similar_result(similar_tools(_open(db), tool, limit), as_json, max_tokens)
 
 
+@app.command()
+def approve(
+    tools: Optional[List[str]] = typer.Argument(None, help="SERVER/TOOL ids to approve (or revoke)."),
+    server: List[str] = typer.Option([], "--server", "-s", help="Every tool of these servers (repeatable)."),
+    all_tools: bool = typer.Option(False, "--all", help="Every tool in the index."),
+    revoke: bool = typer.Option(False, "--revoke", help="Withdraw the approval instead."),
+    db: Optional[Path] = DbOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Approve tools' current definitions for `serve --quarantine` (recorded with who and when; kept
+    across re-crawls). An unknown id fails with the closest ids (exit 2) and nothing is written."""
+    from ..catalog.approvals import approve as run_approve
+
+    render.approve_result(run_approve(_open(db), list(tools or []), servers=list(server), everything=all_tools,
+                                      revoke=revoke), as_json)
+
+
 # --- serve / stats -----------------------------------------------------------------------------
 @app.command()
 def serve(
@@ -247,6 +264,9 @@ def serve(
     expose_tools: bool = typer.Option(False, "--expose-tools",
                                       help="Also list every tool in scope directly, as SERVER__TOOL (proxied)."),
     pin: List[str] = typer.Option([], "--pin", help="SERVER/TOOL always listed directly (repeatable)."),
+    quarantine: bool = typer.Option(False, "--quarantine",
+                                    help="Hide tools no one approved (toolidx approve) and refuse to run a "
+                                         "tool whose definition changed since its approval."),
     always_load: bool = typer.Option(True, "--always-load/--no-always-load",
                                      help="Mark search_tools, describe_tool and execute_tool "
                                           "_meta anthropic/alwaysLoad, so clients that defer MCP tools "
@@ -272,7 +292,8 @@ def serve(
     from ..core.errors import UsageError
     from ..core.filters import Filters
 
-    scope = Filters(servers=list(server), tags=list(tag), categories=list(category), read_only=read_only)
+    scope = Filters(servers=list(server), tags=list(tag), categories=list(category), read_only=read_only,
+                    approved_only=quarantine)
     if print_config:
         from ..store.db import default_db_path
         from .clients import client_config
@@ -282,7 +303,8 @@ def serve(
             client, db_path, index_config_path=_open(db).get_meta("config_path"),
             config_path=str(config) if config else None, servers=list(server), tags=list(tag),
             categories=list(category), read_only=read_only, expose_tools=expose_tools, pins=list(pin),
-            max_tokens=max_tokens if max_tokens != 4000 else None, always_load=always_load), as_json)
+            max_tokens=max_tokens if max_tokens != 4000 else None, always_load=always_load,
+            quarantine=quarantine), as_json)
         return
     from ..store.db import default_db_path
 
@@ -302,6 +324,36 @@ def serve(
     tokens = load_tokens(token_env, token_file)
     check_exposure(address[0], tokens)
     serve_http(str(db or default_db_path()), address, tokens, **options)
+
+
+@app.command()
+def check(
+    require: List[str] = typer.Option([], "--require", "-r",
+                                      help="SERVER/TOOL that must be callable (repeatable, or comma-separated)."),
+    db: Optional[Path] = DbOpt,
+    config: Optional[Path] = typer.Option(None, "--config", "-c", envvar="TOOLIDX_CONFIG",
+                                          help="Config to start servers from (default: the one the index "
+                                               "was crawled from), as serve's execute_tool would."),
+    server: List[str] = typer.Option([], "--server", "-s", help="Scope, as serve's: only these servers."),
+    tag: List[str] = typer.Option([], "--tag", "-t", help="Scope: only tools with any of these tags."),
+    category: List[str] = typer.Option([], "--category", help="Scope: only these categories."),
+    read_only: bool = typer.Option(False, "--read-only", help="Scope: only tools annotated read-only."),
+    quarantine: bool = typer.Option(False, "--quarantine", help="As serve --quarantine: a tool must be approved."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Preflight: for each required tool, is it indexed, in scope, approved (with --quarantine), and
+    does its server start and still list it unchanged? Exit 1 when any is not callable."""
+    from ..core.filters import Filters
+    from ..serve.preflight import check as run_check
+    from ..store.db import default_db_path
+
+    scope = Filters(servers=list(server), tags=list(tag), categories=list(category), read_only=read_only,
+                    approved_only=quarantine)
+    report = run_check(str(db or default_db_path()), list(require), scope=scope,
+                       config_path=str(config) if config else None)
+    render.check_result(report, as_json)
+    if not report["ok"]:
+        raise typer.Exit(EXIT_FAILURE)
 
 
 @app.command()
@@ -388,6 +440,8 @@ def diff(
                                                                   "(default: the one before --to)."),
     to_crawl: Optional[str] = typer.Option(None, "--to", help="Newer crawl: id, latest, or -N (default: latest)."),
     server: List[str] = typer.Option([], "--server", "-s", help="Only these servers."),
+    approved: bool = typer.Option(False, "--approved", help="What awaits approval: tools never approved and "
+                                                             "tools changed since (toolidx approve), against --db."),
     fail_on: List[str] = typer.Option(["none"], "--fail-on",
                                       help="Exit 1 when a change of this class is found: breaking, risky, "
                                            "compatible, any, none (default; comma-separate or repeat)."),
@@ -405,7 +459,15 @@ def diff(
     paths = list(files or [])
     if len(paths) > 2:
         raise UsageError("at most two index files (OLD.db NEW.db)", fix="toolidx diff OLD.db NEW.db")
-    result = run_diff(db, *paths, from_ref=from_crawl, to_ref=to_crawl, servers=list(server) or None)
+    if approved:
+        if paths or from_crawl or to_crawl:
+            raise UsageError("--approved compares the approvals with the index now: no files, --from or --to",
+                             fix="toolidx diff --approved --db PATH")
+        from ..diff.approved import awaiting_approval
+
+        result = awaiting_approval(_open(db), list(server) or None)
+    else:
+        result = run_diff(db, *paths, from_ref=from_crawl, to_ref=to_crawl, servers=list(server) or None)
     render.diff_result(result, f, list(fail_on))
     if result.matches(fail_on):
         raise typer.Exit(EXIT_FAILURE)

@@ -293,6 +293,23 @@ def export_result(res: dict, as_json: bool, output: Any = None) -> None:
     note(f"wrote {res['count']} tools ({res['format']}) to {output}")
 
 
+def check_result(res: dict, as_json: bool) -> None:
+    if as_json:
+        emit_json("check", res)
+        return
+
+    def yn(v: Any) -> str:
+        return "-" if v is None else "yes" if v is True else "no" if v is False else str(v)
+
+    rows = [[t["id"] or t["requested"], yn(t["indexed"]), yn(t["in_scope"]), yn(t["approved"]),
+             yn(t["server_started"]), yn(t["listed"]), yn(t["definition"]), yn(t["callable"]),
+             (t["reason"] or "") + (f" (did you mean {', '.join(t['suggestions'][:3])}?)" if t["suggestions"] else "")]
+            for t in res["tools"]]
+    table(["tool", "indexed", "in scope", "approved", "server starts", "listed", "definition", "callable",
+           "why"], rows)
+    note(f"check: {res['callable']} callable, {res['not_callable']} not" + ("" if res["ok"] else " (exit 1)"))
+
+
 def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json("stats", s)
@@ -305,6 +322,22 @@ def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
 
 
 # --- diff / history / audit --------------------------------------------------------------------
+def approve_result(res: dict, as_json: bool) -> None:
+    if as_json:
+        emit_json("approve", res)
+        return
+    if res["action"] == "revoke":
+        for t in res["tools"]:
+            write(f"{t['id']}\t{'revoked' if t['revoked'] else 'was not approved'}\n")
+        note(f"revoked {res['count']} approval(s) in {res['db']}")
+        return
+    was = {"unapproved": "approved (new)", "changed": "approved (changed since the last approval)",
+           "approved": "already approved (unchanged)"}
+    for t in res["tools"]:
+        write(f"{t['id']}\t{was[t['was']]}\n")
+    note(f"approved {res['count']} tool(s) as {res['by']} at {res['at']} in {res['db']}")
+
+
 def diff_result(result: Any, fmt: str, fail_on: list[str], show_compatible: bool = True) -> None:
     """`fmt`: text (rich on a terminal), json, markdown (a pull-request comment)."""
     from . import diffview

@@ -35,6 +35,7 @@ class Filters:
     read_only: bool = False  # only tools annotated readOnlyHint: true
     no_destructive: bool = False  # drop tools annotated destructiveHint: true
     include_stale: bool = True  # tools whose server failed at the last crawl
+    approved_only: bool = False  # tools a person approved (`toolidx approve`; serve --quarantine)
 
     def __post_init__(self) -> None:
         if self.name_pattern:
@@ -67,10 +68,12 @@ class Filters:
             read_only=self.read_only or scope.read_only,
             no_destructive=self.no_destructive or scope.no_destructive,
             include_stale=self.include_stale and scope.include_stale,
+            approved_only=self.approved_only or scope.approved_only,
         )
 
     def where(self, alias: str = "t") -> tuple[str, list]:
-        """A SQL condition over the `tools` table (as `alias`) and its parameters."""
+        """A SQL condition over the `tools` table (as `alias`) and its parameters. `approved_only`
+        needs another table: the store adds it (`store.tools.where`)."""
         a = alias
         conds: list[str] = []
         params: list = []

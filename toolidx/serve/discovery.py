@@ -87,6 +87,7 @@ class _Cache:
     tools: dict[str, dict] = field(default_factory=dict)
     validators: dict[str, Any] = field(default_factory=dict)
     exposed: dict[str, str] | None = None  # exposed name -> tool id
+    summary: tuple[int, list[tuple[str, int]], list[str]] | None = None  # catalog_summary()
 
 
 class Discovery:
@@ -220,6 +221,13 @@ class Discovery:
             raise LookupProblem(e.kind, f"{name!r} is a tool of several servers: "
                                 f"use its full id, one of {', '.join(e.suggestions)}", e.suggestions) from None
         except OutOfScopeError as e:
+            if self.scope.approved_only:
+                from .quarantine import FIX, not_approved
+
+                hidden = e.tool_id
+                if not_approved(self.db, hidden):
+                    raise LookupProblem("not_approved", f"tool {hidden!r} is quarantined: no one approved it "
+                                        f"(fix: {FIX.format(id=hidden)})", e.suggestions) from None
             raise LookupProblem(e.kind, f"tool {name!r} is outside what this server may "
                                 f"use ({self.scope_text()})", e.suggestions) from None
         except UnknownToolError as e:
@@ -271,15 +279,23 @@ class Discovery:
             out.append(d)
         return out
 
+    def catalog_summary(self) -> tuple[int, list[tuple[str, int]], list[str]]:
+        """(tools in scope, [(server, tools)], categories by size): what the server instructions
+        and search_tools' description say this server searches. Rebuilt after each reload."""
+        c = self._cache
+        if c.summary is None:
+            from ..catalog.listing import categories
+
+            res = categories(self.db, filters=self.scope if not self.scope.is_empty() else None)
+            servers = [(s["name"], s["count"]) for s in res.get("servers", [])
+                       if s.get("count") and (not self.scope.servers or s.get("name") in self.scope.servers)]
+            cats = [x["name"] for x in res.get("categories", []) if x.get("name")]
+            c.summary = (len(self.scope_ids()), servers, cats)
+        return c.summary
+
     def instructions(self) -> str:
         """The server instructions: what this scope holds and the workflow, within 2 KB."""
-        from ..catalog.listing import categories
-
-        res = categories(self.db, filters=self.scope if not self.scope.is_empty() else None)
-        servers = [(s["name"], s["count"]) for s in res.get("servers", [])
-                   if s.get("count") and (not self.scope.servers or s.get("name") in self.scope.servers)]
-        cats = [c["name"] for c in res.get("categories", []) if c.get("name")]
-        return instructions(len(self.scope_ids()), servers, cats)
+        return instructions(*self.catalog_summary())
 
     # --- arguments ----------------------------------------------------------------------------
     def validation_errors(self, tool: dict, arguments: Any) -> list[dict]:
@@ -404,7 +420,12 @@ class Discovery:
                              example_arguments=example_arguments(schema))
         payload = {k: v for k, v in described.items() if v not in (None, [], {}, "")}
         payload = fit_budget(payload, None, self.max_tokens)
-        return Answer(payload, _describe_text(payload))
+        answer = Answer(payload, _describe_text(payload))
+        if self.scope.approved_only:  # serve --quarantine: say whether execute_tool will run it
+            from .quarantine import annotate
+
+            annotate(self.db, tool, answer)
+        return answer
 
     def _get_tool_categories(self, args: dict) -> Answer:
         from ..catalog.listing import categories
@@ -450,6 +471,12 @@ class Discovery:
             tool = self.resolve(tool_name)
         except LookupProblem as e:
             return None, e.answer()
+        if self.scope.approved_only:  # serve --quarantine: only the definition a person approved runs
+            from .quarantine import refusal
+
+            refused = refusal(self.db, tool, self.max_tokens)
+            if refused is not None:
+                return None, refused
         errors = self.validation_errors(tool, arguments)
         if errors:
             return None, self.invalid_arguments(tool, errors)

@@ -113,7 +113,9 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
     async def on_list_tools(ctx: Any, params: Any) -> dict:
         await refreshed(ctx)
         # ttlMs 0: a new crawl may change the list at any time (2026-07-28 clients cache otherwise)
-        return {"tools": meta_tools(always_load) + view(ctx).exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
+        d = view(ctx)
+        tools = meta_tools(always_load, await anyio.to_thread.run_sync(d.catalog_summary))
+        return {"tools": tools + d.exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
                 "resultType": "complete"}
 
     async def on_call_tool(ctx: Any, params: Any) -> dict:
@@ -134,6 +136,10 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
                                       call_timeout(args))
             if name in META_NAMES:
                 answer = await anyio.to_thread.run_sync(d.answer, name, args)
+                if name == "describe_tool" and args.get("check") and not answer.is_error:
+                    from .preflight import add_check
+
+                    await add_check(answer, d, ctx.lifespan_context["pool"])
                 return answer.to_result()
             exposed = d.exposed()
             if name in exposed:

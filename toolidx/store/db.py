@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core.errors import DatabaseError
 from .cache import IndexCache
-from .migrations import MIGRATIONS
+from .migrations import ADDITIVE, MIGRATIONS
 
 APPLICATION_ID = 0x54494458  # "TIDX" in PRAGMA application_id marks a file as ours
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -247,6 +247,8 @@ def _identify(conn: Any, spath: str) -> None:
 
 def _check_version(conn: Any, spath: str) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if 0 < version < len(MIGRATIONS) and all(i + 1 in ADDITIVE for i in range(version, len(MIGRATIONS))):
+        return  # only tables are missing (e.g. approvals): their readers treat them as empty
     if version != len(MIGRATIONS):
         raise DatabaseError(f"index schema v{version} differs from this toolidx's v{len(MIGRATIONS)} "
                             "and it was opened read-only", where=spath,
