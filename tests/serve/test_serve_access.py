@@ -67,3 +67,7 @@ def test_a_token_scope_narrows_the_server_scope():
     assert Filters(servers=["git"]).narrowed_by(server).servers == ["git"]
     assert Filters(servers=["memory"]).narrowed_by(server).servers == ["\x00nothing"]  # never wider
     assert Filters(read_only=True).narrowed_by(server).servers == ["git", "time"]
+
+
+def test_a_token_scope_keeps_the_servers_quarantine():
+    assert Filters(servers=["git"]).narrowed_by(Filters(approved_only=True)).approved_only
