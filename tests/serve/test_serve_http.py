@@ -391,3 +391,22 @@ def test_start_up_errors_are_one_line_exit_2(serve_index, tmp_path, monkeypatch)
         taken.listen(1)
         port = taken.getsockname()[1]
         fails("--http", str(port), want=f"127.0.0.1:{port}: address already in use")
+
+
+def test_sigterm_stops_the_shared_backends(serve_index, tmp_path):
+    async def body(c):
+        r = await c.call_tool("execute_tool", {"tool_name": "crashy/pid", "arguments": {}})
+        return int(r.content[0].text)
+
+    with spawn(serve_index, tmp_path / "serve.err") as base:  # loopback, no token
+        pid = anyio.run(with_client, base, None, body)
+        os.kill(pid, 0)  # the backend runs while serve does
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"backend {pid} still running after serve stopped")
