@@ -139,6 +139,11 @@ CatNamePatternOpt = typer.Option(None, "--name-pattern", help="Regex searched in
 CatDescOpt = typer.Option(None, "--description-contains", help="Substring of the description (case-insensitive).")
 CatReadOnlyOpt = typer.Option(False, "--read-only", help="Only tools annotated readOnlyHint: true.")
 CatNoDestructiveOpt = typer.Option(False, "--no-destructive", help="Drop tools annotated destructiveHint: true.")
+CatHasExamplesOpt = typer.Option(False, "--has-examples",
+                                 help="Only tools with usage examples (schema, saved list, recorded calls).")
+UsageDbOpt = typer.Option(None, "--usage-db", envvar="TOOLIDX_USAGE_DB", show_envvar=True,
+                          help="Usage file (default: INDEX.usage.db, or under $XDG_STATE_HOME/toolidx/usage "
+                               "when the index's folder is read-only).")
 MaxTokensOpt = typer.Option(None, "--max-tokens", min=1,
                             help="Fit the answer in about this many tokens: shorten descriptions, "
                                  "then drop schemas, then drop items (JSON says what was cut).")
@@ -155,18 +160,65 @@ def _catalog_filters(server, tag, exclude_tag, category, name_pattern, descripti
     return None if f.is_empty() else f
 
 
+def _usage(database, usage_db: Optional[Path]):
+    """The index's usage file for reading (None when nothing was recorded yet, or when it is
+    unusable: then one warning line, and the command goes on without it)."""
+    from ..store.usage import open_usage, usage_path
+
+    path = usage_path(database.path, usage_db)
+    try:
+        store = open_usage(path, create=False)
+    except ToolidxError as e:
+        render.warning(f"usage metrics unavailable: {e}")
+        return None
+    if store is not None:
+        _opened.append(store)
+    return store
+
+
+def _with_examples(filters, has_examples: bool, database, usage_db: Optional[Path]):
+    """`filters` narrowed to tools with examples (recorded ones from the usage file included)."""
+    if not has_examples:
+        return filters
+    from dataclasses import replace
+
+    from ..core.filters import Filters
+
+    store = _usage(database, usage_db)
+    ids = sorted(store.tools_with_examples()) if store is not None else []
+    return replace(filters or Filters(), has_examples=True, example_ids=ids)
+
+
 @app.command()
 def describe(
     tool: str = typer.Argument(..., help="SERVER/TOOL (also SERVER.TOOL, SERVER:TOOL, or a bare tool name)."),
     detail: str = typer.Option("summary", "--detail", "-d", help="summary | schema | full."),
+    metrics: bool = typer.Option(False, "--metrics", help="Add usage metrics: calls, success rate, "
+                                                          "p50/p95 duration, last used (from toolidx serve)."),
+    examples: bool = typer.Option(False, "--examples", help="Add usage examples (always at --detail full)."),
     db: Optional[Path] = DbOpt,
+    usage_db: Optional[Path] = UsageDbOpt,
     max_tokens: Optional[int] = MaxTokensOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Show one tool: summary, its parameters (--detail schema), or everything with an example call (--detail full)."""
     from ..catalog.describe import describe as describe_tool
 
-    render.describe_result(describe_tool(_open(db), tool, detail), as_json, max_tokens)
+    database = _open(db)
+    d: dict = dict(describe_tool(database, tool, detail))
+    if metrics or examples or detail == "full":
+        store = _usage(database, usage_db)
+        if metrics:
+            from ..catalog.usage import tool_usage
+
+            d["metrics"] = tool_usage(store, d["id"])
+        if examples or detail == "full":
+            from ..catalog.examples import tool_examples
+            from ..store.tools import get_tool
+
+            row = get_tool(database, d["id"])
+            d["examples"] = tool_examples(row, store) if row is not None else []
+    render.describe_result(d, as_json, max_tokens)
 
 
 @app.command("list")
@@ -174,8 +226,9 @@ def list_cmd(
     db: Optional[Path] = DbOpt,
     page: int = typer.Option(1, "--page", min=1, help="Page number (from 1)."),
     page_size: int = typer.Option(50, "--page-size", min=1, max=1000, help="Tools per page."),
-    sort: str = typer.Option("name", "--sort", help="name | server | category (then id)."),
-    order: str = typer.Option("asc", "--order", help="asc | desc."),
+    sort: str = typer.Option("name", "--sort", help="name | server | category | calls | success | recent "
+                                                    "(then id; the usage sorts rank by toolidx serve's calls)."),
+    order: Optional[str] = typer.Option(None, "--order", help="asc | desc (default: asc; desc for the usage sorts)."),
     server: List[str] = CatServerOpt,
     tag: List[str] = CatTagOpt,
     exclude_tag: List[str] = CatExcludeTagOpt,
@@ -184,16 +237,21 @@ def list_cmd(
     description_contains: Optional[str] = CatDescOpt,
     read_only: bool = CatReadOnlyOpt,
     no_destructive: bool = CatNoDestructiveOpt,
+    has_examples: bool = CatHasExamplesOpt,
+    usage_db: Optional[Path] = UsageDbOpt,
     max_tokens: Optional[int] = MaxTokensOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """List indexed tools, a page at a time, with the same filters as search."""
-    from ..catalog.listing import list_tools
+    from ..catalog.listing import USAGE_SORTS, list_tools
 
+    database = _open(db)
     filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
                                read_only, no_destructive)
-    render.list_result(list_tools(_open(db), page=page, page_size=page_size, sort=sort, order=order,
-                                  filters=filters), as_json, max_tokens)
+    filters = _with_examples(filters, has_examples, database, usage_db)
+    store = _usage(database, usage_db) if sort in USAGE_SORTS else None
+    render.list_result(list_tools(database, page=page, page_size=page_size, sort=sort, order=order,
+                                  filters=filters, usage=store), as_json, max_tokens)
 
 
 @app.command()
@@ -273,6 +331,10 @@ def serve(
                                           "(Claude Code) load them on the first turn."),
     max_tokens: int = typer.Option(4000, "--max-tokens", min=200, help="Token budget of each meta-tool answer."),
     poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between checks for a new crawl."),
+    usage_db: Optional[Path] = UsageDbOpt,
+    record_examples: bool = typer.Option(False, "--record-examples",
+                                         help="Keep successful calls' arguments as usage examples "
+                                              "(secret-looking values redacted), in the usage file."),
     print_config: bool = typer.Option(False, "--print-config",
                                       help="Print the client config entry that starts this server, and exit."),
     client: str = typer.Option("claude", "--client",
@@ -304,12 +366,14 @@ def serve(
             config_path=str(config) if config else None, servers=list(server), tags=list(tag),
             categories=list(category), read_only=read_only, expose_tools=expose_tools, pins=list(pin),
             max_tokens=max_tokens if max_tokens != 4000 else None, always_load=always_load,
-            quarantine=quarantine), as_json)
+            quarantine=quarantine, usage_db=str(usage_db) if usage_db else None,
+            record_examples=record_examples), as_json)
         return
     from ..store.db import default_db_path
 
     options = dict(config_path=str(config) if config else None, scope=scope, expose_tools=expose_tools,
-                   pins=list(pin), max_tokens=max_tokens, poll_interval=poll, always_load=always_load)
+                   pins=list(pin), max_tokens=max_tokens, poll_interval=poll, always_load=always_load,
+                   usage_db=str(usage_db) if usage_db else None, record_examples=record_examples)
     if http is None:
         if token_env or token_file:
             raise UsageError("--token-env / --token-file need --http", fix="add --http [HOST:]PORT, or drop them")
@@ -360,13 +424,25 @@ def check(
 def stats(
     db: Optional[Path] = DbOpt,
     server: List[str] = typer.Option([], "--server", "-s", help="Only these servers."),
+    usage: bool = typer.Option(False, "--usage", help="Also usage per tool and per server: calls, success "
+                                                      "rate, p50/p95 duration, last used."),
+    usage_db: Optional[Path] = UsageDbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Context tokens: every tool definition versus toolidx serve's meta-tools, per server."""
     from ..core.filters import Filters
     from ..serve.stats import index_stats
 
-    render.stats_result(index_stats(_open(db), Filters(servers=list(server)) if server else None), as_json)
+    database = _open(db)
+    filters = Filters(servers=list(server)) if server else None
+    s: dict = dict(index_stats(database, filters))
+    if usage:
+        from ..catalog.usage import usage_report
+        from ..store.usage import usage_path
+
+        s["usage"] = usage_report(database, _usage(database, usage_db), filters,
+                                  str(usage_path(database.path, usage_db)))
+    render.stats_result(s, as_json)
 
 
 @app.command()
@@ -521,6 +597,8 @@ def search(
     description_contains: Optional[str] = CatDescOpt,
     read_only: bool = CatReadOnlyOpt,
     no_destructive: bool = CatNoDestructiveOpt,
+    has_examples: bool = CatHasExamplesOpt,
+    usage_db: Optional[Path] = UsageDbOpt,
     min_score: Optional[float] = typer.Option(
         None, "--min-score", help="Drop hits below this score (0..1); default: the calibrated "
                                   "'no good match' threshold. 0 always shows the best tools."),
@@ -531,9 +609,11 @@ def search(
     (no hits, exit 1) when no tool is a good match."""
     from ..search.hybrid import search as run_search
 
+    database = _open(db)
     filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
                                read_only, no_destructive)
-    result = run_search(_open(db), query, mode=mode, limit=limit, filters=filters, min_score=min_score)
+    filters = _with_examples(filters, has_examples, database, usage_db)
+    result = run_search(database, query, mode=mode, limit=limit, filters=filters, min_score=min_score)
     render.search_result(result, as_json, max_tokens)
     if result.no_match:
         raise typer.Exit(EXIT_FAILURE)

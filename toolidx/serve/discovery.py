@@ -109,6 +109,7 @@ class Discovery:
         self._generation = 0  # bumped on each reload; scoped views drop their caches on a change
         self._lock = threading.Lock()
         self.embedder: Any = None
+        self.usage: Any = None  # serve.usage.Usage, set by build_server
         self.model_state = "not loaded"  # loading | ready | unavailable
         self.model_done = threading.Event()
         known = {s["name"] for s in list_servers(self.db)}
@@ -346,7 +347,24 @@ class Discovery:
     def _filters(self, args: dict) -> Filters:
         f = dict(args.get("filters") or {})
         f.pop("min_score", None)
+        if f.get("has_examples") and self.usage_store() is not None:
+            f["example_ids"] = sorted(self._usage_read(lambda u: u.tools_with_examples(), set()))
         return Filters(**f).narrowed_by(self.scope)
+
+    def usage_store(self) -> Any:
+        """The usage file's store, or None when metrics are off."""
+        return self.usage.store if self.usage is not None else None
+
+    def _usage_read(self, read: Any, default: Any) -> Any:
+        """`read(store)`, or `default` when the usage file cannot be read (logged, never fatal)."""
+        store = self.usage_store()
+        if store is None:
+            return default
+        try:
+            return read(store)
+        except Exception as e:
+            log.warning(f"usage file unreadable, answering without it: {type(e).__name__}: {e}")
+            return default
 
     def _schemas_for(self, items: list[dict], key: str = "id") -> None:
         for it in items:
@@ -395,17 +413,19 @@ class Discovery:
 
     def _list_tools(self, args: dict) -> Answer:
         from ..catalog.listing import list_tools
+        from .metatools import USAGE_SORTS
 
+        sort_by = args.get("sort_by", "name")
         res = list_tools(self.db, page=args.get("page", 1), page_size=args.get("page_size", 20),
-                         sort=args.get("sort_by", "name"), order=args.get("sort_order", "asc"),
-                         filters=self._filters(args))
+                         sort=USAGE_SORTS.get(sort_by, sort_by), order=args.get("sort_order"),
+                         filters=self._filters(args), usage=self.usage_store())
         items = [_compact_tool(t) for t in res.get("items", [])]
         if args.get("include_schemas"):
             self._schemas_for(items)
         payload = {"total": res.get("total"), "page": res.get("page"), "pages": res.get("pages"),
                    "page_size": res.get("page_size"), "next_page": res.get("next_page"), "items": items}
         payload = fit_budget(payload, "items", self.max_tokens)
-        return Answer(payload, _list_text(payload, args.get("sort_by", "name"), args.get("sort_order", "asc")))
+        return Answer(payload, _list_text(payload, sort_by, str(res.get("order"))))
 
     def _describe_tool(self, args: dict) -> Answer:
         from ..catalog.describe import describe
@@ -419,6 +439,17 @@ class Discovery:
             described.update(input_schema=schema, annotations=tool.get("annotations"),
                              example_arguments=example_arguments(schema))
         payload = {k: v for k, v in described.items() if v not in (None, [], {}, "")}
+        if args.get("include_metrics"):
+            from ..catalog.usage import NEVER_CALLED, tool_usage
+
+            payload["metrics"] = self._usage_read(lambda u: tool_usage(u, tool["id"]), dict(NEVER_CALLED))
+            if self.usage_store() is None:
+                payload["metrics_note"] = "usage metrics are off on this server (see its log)"
+        if args.get("include_examples"):
+            from ..catalog.examples import tool_examples
+
+            payload["examples"] = self._usage_read(lambda u: tool_examples(tool, u), None) \
+                or tool_examples(tool, None)
         payload = fit_budget(payload, None, self.max_tokens)
         answer = Answer(payload, _describe_text(payload))
         if self.scope.approved_only:  # serve --quarantine: say whether execute_tool will run it
@@ -546,7 +577,7 @@ def call_timeout(args: dict) -> float:
 
 # --- compact text blocks ----------------------------------------------------------------------------
 def _compact_tool(t: Mapping[str, Any]) -> dict:
-    keep = ("id", "title", "description", "params", "read_only", "destructive", "stale")
+    keep = ("id", "title", "description", "params", "read_only", "destructive", "stale", "usage")
     return {k: t[k] for k in keep if t.get(k) not in (None, "", False)}
 
 
@@ -592,7 +623,10 @@ def _list_text(p: dict, sort: str, order: str) -> str:
     lines = [head]
     for t in items:
         flags = "".join(f" [{f}]" for f in ("read_only", "destructive", "stale") if t.get(f))
-        lines.append(f"- {t['id']}{flags} — {t.get('description', '')}")
+        u = t.get("usage")
+        used = (f" ({u['calls']} calls" + (f", {u['success_rate']:.0%} ok" if u.get("success_rate") is not None
+                                          else "") + ")") if u else ""
+        lines.append(f"- {t['id']}{flags}{used} — {t.get('description', '')}")
         if "input_schema" in t:
             lines.append(f"  input schema: {compact_json(t['input_schema'])}")
     return "\n".join(lines) + _trunc_note(p)
@@ -631,6 +665,13 @@ def _describe_text(p: dict) -> str:
         lines.append(f"Example arguments: {compact_json(p['example_arguments'])}")
     if "input_schema" in p:
         lines.append(f"Input schema: {compact_json(p['input_schema'])}")
+    for e in p.get("examples") or []:
+        lines.append(f"Example ({e.get('source')}): {compact_json(e.get('arguments'))}")
+    m = p.get("metrics")
+    if m:
+        rate = "n/a" if m.get("success_rate") is None else f"{m['success_rate']:.0%}"
+        lines.append(f"Usage: {m.get('calls', 0)} calls, {rate} ok, p50 {m.get('p50_ms')} ms, "
+                     f"p95 {m.get('p95_ms')} ms, last used {m.get('last_used') or 'never'}")
     if p.get("output_schema"):
         lines.append(f"Output schema: {compact_json(p['output_schema'])}")
     return "\n".join(lines) + _trunc_note(p)

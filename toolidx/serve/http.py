@@ -294,3 +294,5 @@ def serve_http(db_path: str, address: tuple[str, int], tokens: Tokens, **options
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
+        if server.discovery.usage is not None:
+            server.discovery.usage.close()  # what is still queued is written

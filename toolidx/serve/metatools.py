@@ -12,7 +12,8 @@ from typing import Any
 
 SEARCH_TYPES = ["hybrid", "semantic", "keyword"]
 DETAILS = ["summary", "schema", "full"]
-SORT_BY = ["name", "server", "category"]
+SORT_BY = ["name", "server", "category", "execution_count", "success_rate", "recent"]
+USAGE_SORTS = {"execution_count": "calls", "success_rate": "success", "recent": "recent"}
 DEFAULT_TIMEOUT_MS = 30_000
 
 # Request limits (docs/reliability.md): a meta-tool argument past one is refused with an
@@ -40,6 +41,9 @@ _FILTERS = {
         "description_contains": {"type": "string", "maxLength": MAX_NAME_CHARS,
                                  "description": "Text the description must contain."},
         "read_only": {"type": "boolean", "description": "Only tools marked read-only."},
+        "has_examples": {"type": "boolean",
+                         "description": "Only tools with usage examples (from their schema, a saved list or "
+                                        "recorded calls)."},
         "min_score": {"type": "number", "minimum": 0, "maximum": 1,
                       "description": "Drop matches scoring below this (0..1)."},
     },
@@ -108,8 +112,11 @@ META_TOOLS: list[dict] = [
                               "description": "Tools per page."},
                 "sort_by": {"type": "string", "enum": SORT_BY, "default": "name",
                             "description": "name: by tool name; server: grouped by server; "
-                                           "category: grouped by category."},
-                "sort_order": {"type": "string", "enum": ["asc", "desc"], "default": "asc"},
+                                           "category: grouped by category; execution_count, success_rate, "
+                                           "recent: by calls made through this server (never-called last)."},
+                "sort_order": {"type": "string", "enum": ["asc", "desc"],
+                               "description": "Default asc for name/server/category, desc (most first) "
+                                              "for the usage sorts."},
                 "filters": _filters(search=False),
                 "include_schemas": {"type": "boolean", "default": False,
                                     "description": "Also return each tool's input schema (costs context)."},
@@ -134,6 +141,12 @@ META_TOOLS: list[dict] = [
                            "description": "summary: description and parameter names; schema (default): "
                                           "plus a parameter table, the input schema, annotations and example "
                                           "arguments; full: plus output schema and server details."},
+                "include_metrics": {"type": "boolean", "default": False,
+                                    "description": "Also return usage metrics: calls, success rate, "
+                                                   "p50/p95 duration, last used."},
+                "include_examples": {"type": "boolean", "default": False,
+                                     "description": "Also return usage examples (argument objects that "
+                                                    "worked or that the tool documents)."},
                 "check": {"type": "boolean", "default": False,
                           "description": "Also check it is callable now (preflight): in scope, approved, and "
                                          "its server starts and still lists it unchanged. Slower: starts the "

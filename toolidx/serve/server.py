@@ -14,6 +14,7 @@ import contextlib
 import logging
 import sys
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,6 +30,7 @@ from ..store.tools import get_server
 from .backends import BackendPool, BackendUnavailable, SpecSource
 from .discovery import DEFAULT_MAX_TOKENS, Discovery, call_timeout, check_arguments, error_answer
 from .metatools import DEFAULT_TIMEOUT_MS, META_NAMES, meta_tools
+from .usage import Usage
 
 log = logging.getLogger("toolidx")
 
@@ -61,10 +63,13 @@ class _Run:
 def build_server(db_path: str | Path, *, config_path: str | None = None, scope: Filters | None = None,
                  expose_tools: bool = False, pins: list[str] | None = None,
                  max_tokens: int = DEFAULT_MAX_TOKENS, poll_interval: float = DEFAULT_POLL_S,
-                 load_model: bool = True, always_load: bool = True, grants: list[Any] | None = None) -> Any:
+                 load_model: bool = True, always_load: bool = True, usage_db: str | None = None,
+                 record_examples: bool = False, grants: list[Any] | None = None) -> Any:
     """The discovery server over the index at `db_path` (a DiscoveryServer: the SDK's low-level
     Server, with `.discovery` its state). `always_load`: mark the core meta-tools
     `anthropic/alwaysLoad` (clients that defer MCP tools then load them on the first turn).
+    `usage_db`: the usage file (default: beside the index, see store/usage.py);
+    `record_examples`: keep successful calls' arguments, secrets redacted, as examples.
     `grants` (serve --http's tokens, access.Grant): each answers inside its own scope, narrowed by
     `scope`; a request carries its grant in the HTTP request's ASGI scope (`toolidx.grant`).
     Raises ToolidxError for an unusable index, a bad --pin or a token scope naming an unknown server."""
@@ -72,6 +77,7 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
     disc = Discovery(str(db_path), scope=scope, expose_tools=expose_tools, pins=pins,
                      max_tokens=max_tokens, config_path=config_path)
     views = {g.label: disc.scoped(g.scope) for g in grants or [] if not g.scope.is_empty()}
+    disc.usage = Usage(disc.db_path, usage_db, record_examples=record_examples, scope=scope)
     from .mcp_server import DiscoveryServer
 
     source = SpecSource(server_row=lambda name: get_server(disc.db, name), config_path=config_path,
@@ -181,17 +187,34 @@ def _run_of(ctx: Any) -> _Run | None:
 
 
 async def _execute(ctx: Any, disc: Discovery, tool_name: str, arguments: Any, timeout: float) -> dict:
+    """Run one call and record its outcome in the usage file (queued: never delays the answer)."""
+    started = time.perf_counter()
+    result, tool_id, server, outcome = await _call(ctx, disc, tool_name, arguments, timeout)
+    if disc.usage is not None:
+        disc.usage.record(tool_id, server, outcome, (time.perf_counter() - started) * 1000, arguments)
+    return result
+
+
+async def _call(ctx: Any, disc: Discovery, tool_name: str, arguments: Any,
+                timeout: float) -> tuple[dict, str, str, str]:
+    """(result, tool id, server, outcome: ok | tool_error | invalid_arguments | timeout |
+    backend_failed | refused)."""
     tool, refusal = disc.prepare_call(tool_name, arguments)
     if tool is None:
         assert refusal is not None  # prepare_call gives one or the other
-        return refusal.to_result()
+        known = refusal.payload.get("tool")  # resolved, then refused (quarantine) or invalid
+        tid = str(known or tool_name)
+        outcome = "invalid_arguments" if refusal.payload.get("error") == "invalid_arguments" else "refused"
+        return refusal.to_result(), tid, tid.partition("/")[0] if known else "", outcome
     pool: BackendPool = ctx.lifespan_context["pool"]
     try:
-        return await pool.call(tool["server"], tool["name"], arguments, timeout)
+        result = await pool.call(tool["server"], tool["name"], arguments, timeout)
     except BackendUnavailable as e:
-        return error_answer("backend_unavailable", str(e),
-                            "try again (a dead server is restarted on the next call), or use "
-                            "get_similar_tools for an alternative", tool=tool["id"]).to_result()
+        return (error_answer("backend_unavailable", str(e),
+                             "try again (a dead server is restarted on the next call), or use "
+                             "get_similar_tools for an alternative", tool=tool["id"]).to_result(),
+                tool["id"], tool["server"], "timeout" if e.timed_out else "backend_failed")
+    return result, tool["id"], tool["server"], "tool_error" if result.get("isError") else "ok"
 
 
 async def _watch(disc: Discovery, run: _Run, interval: float) -> None:
@@ -385,4 +408,8 @@ def serve_stdio(db_path: str, **options: Any) -> None:
     if sys.stdin.isatty():  # started by hand: say what it is waiting for (on stderr)
         sys.stderr.write("toolidx serve: speaking MCP on stdin/stdout; start it from an MCP client "
                          "(`toolidx serve --print-config` prints the entry). Ctrl-D to stop.\n")
-    run_stdio(server)
+    try:
+        run_stdio(server)
+    finally:
+        if server.discovery.usage is not None:
+            server.discovery.usage.close()  # what is still queued is written

@@ -181,8 +181,10 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
             _check_header(p)
     mod = sqlite_module()
     target, uri = spath, False
+    frozen = spath != ":memory:" and _frozen(p)
+    readonly = readonly or frozen
     if readonly and spath != ":memory:":
-        target, uri = p.resolve().as_uri() + "?mode=ro", True
+        target, uri = p.resolve().as_uri() + "?mode=ro" + ("&immutable=1" if frozen else ""), True
     try:
         conn = mod.connect(target, isolation_level=None, check_same_thread=False, timeout=30, uri=uri)
     except mod.Error as e:
@@ -211,6 +213,15 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
         conn.close()
         raise
     return Database(conn, spath, mod, vec_ok, vec_err)
+
+
+def _frozen(p: Path) -> bool:
+    """An index nobody here can change (read-only media, a published file in a folder we may not
+    write) and that no writer has open (no -wal, no -shm): SQLite could not even read it in WAL
+    mode, having nowhere to put its shared-memory file, so it is opened immutable (read-only)."""
+    if not p.exists() or os.access(p, os.W_OK) or os.access(p.parent, os.W_OK):
+        return False
+    return not (Path(f"{p}-wal").exists() or Path(f"{p}-shm").exists())
 
 
 def load_vec(conn: Any) -> tuple[bool, str | None]:
