@@ -339,9 +339,19 @@ def serve(
                                       help="Print the client config entry that starts this server, and exit."),
     client: str = typer.Option("claude", "--client",
                                help="With --print-config: claude | claude-code | codex | cursor | vscode."),
+    http: Optional[str] = typer.Option(None, "--http", metavar="[HOST:]PORT",
+                                       help="Serve MCP Streamable HTTP (/mcp) and the search API (/v1/search) "
+                                            "to many clients, instead of stdio (a bare port listens on 127.0.0.1)."),
+    token_env: Optional[str] = typer.Option(None, "--token-env", metavar="NAME",
+                                            help="With --http: a bearer token from this environment variable."),
+    token_file: Optional[Path] = typer.Option(None, "--token-file", metavar="PATH",
+                                              help="With --http: bearer tokens, one a line, each with an optional "
+                                                   "scope (TOKEN servers=a,b tags=x read-only)."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Serve the index over stdio as an MCP server: search/describe/execute meta-tools for any client."""
+    """Serve the index as an MCP server (stdio, or Streamable HTTP with --http): search/describe/execute
+    meta-tools for any client."""
+    from ..core.errors import UsageError
     from ..core.filters import Filters
 
     scope = Filters(servers=list(server), tags=list(tag), categories=list(category), read_only=read_only,
@@ -359,13 +369,25 @@ def serve(
             quarantine=quarantine, usage_db=str(usage_db) if usage_db else None,
             record_examples=record_examples), as_json)
         return
-    from ..serve.server import serve_stdio
     from ..store.db import default_db_path
 
-    serve_stdio(str(db or default_db_path()), config_path=str(config) if config else None, scope=scope,
-                expose_tools=expose_tools, pins=list(pin), max_tokens=max_tokens, poll_interval=poll,
-                always_load=always_load, usage_db=str(usage_db) if usage_db else None,
-                record_examples=record_examples)
+    options = dict(config_path=str(config) if config else None, scope=scope, expose_tools=expose_tools,
+                   pins=list(pin), max_tokens=max_tokens, poll_interval=poll, always_load=always_load,
+                   usage_db=str(usage_db) if usage_db else None, record_examples=record_examples)
+    if http is None:
+        if token_env or token_file:
+            raise UsageError("--token-env / --token-file need --http", fix="add --http [HOST:]PORT, or drop them")
+        from ..serve.server import serve_stdio
+
+        serve_stdio(str(db or default_db_path()), **options)
+        return
+    from ..serve.access import load_tokens, parse_address
+    from ..serve.http import check_exposure, serve_http
+
+    address = parse_address(http)
+    tokens = load_tokens(token_env, token_file)
+    check_exposure(address[0], tokens)
+    serve_http(str(db or default_db_path()), address, tokens, **options)
 
 
 @app.command()

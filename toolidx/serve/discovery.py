@@ -106,6 +106,7 @@ class Discovery:
         self._file_id = self._stat()
         self._data_version = self.db.data_version()
         self._cache = _Cache()
+        self._generation = 0  # bumped on each reload; scoped views drop their caches on a change
         self._lock = threading.Lock()
         self.embedder: Any = None
         self.usage: Any = None  # serve.usage.Usage, set by build_server
@@ -155,7 +156,19 @@ class Discovery:
                     return False
                 self._data_version = v
             self._cache = _Cache()
+            self._generation += 1
         return True
+
+    def scoped(self, scope: Filters) -> Discovery:
+        """This index seen inside `scope` narrowed by this server's own scope (an HTTP token's
+        scope: never wider than the server's). Shares the database, the model and reloads.
+        Raises UsageError for a server the index does not have."""
+        known = {s["name"] for s in list_servers(self.db)}
+        unknown = [s for s in scope.servers if s not in known]
+        if unknown:
+            raise UsageError(f"token scope servers={','.join(unknown)}: not in the index {self.db_path}",
+                             fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"))
+        return _ScopedView(self, scope.narrowed_by(self.scope))
 
     def load_model(self) -> None:
         """Load the query embedder (slow: run it in a background thread). Until it is ready,
@@ -499,6 +512,36 @@ class Discovery:
         if errors:
             return None, self.invalid_arguments(tool, errors)
         return tool, None
+
+
+class _ScopedView(Discovery):
+    """A Discovery inside a narrower scope. Everything but the scope and its caches is the
+    parent's (read through `__getattr__`), so a reload or the model loading shows in every view."""
+
+    def __init__(self, parent: Discovery, scope: Filters):  # no super().__init__(): the parent opened the index
+        self._parent = parent
+        self.scope = scope
+        self._own = _Cache()
+        self._seen = parent._generation
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_parent"], name)
+
+    @property
+    def _cache(self) -> _Cache:
+        if self._seen != self._parent._generation:
+            self._own, self._seen = _Cache(), self._parent._generation
+        return self._own
+
+    @_cache.setter
+    def _cache(self, value: _Cache) -> None:
+        self._own = value
+
+    def refresh(self) -> bool:
+        return self._parent.refresh()
+
+    def scoped(self, scope: Filters) -> Discovery:
+        return self._parent.scoped(scope.narrowed_by(self.scope))
 
 
 def _validator(schema: dict) -> Any:
