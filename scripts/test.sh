@@ -17,4 +17,5 @@ if [ ! -f "$TOOLIDX_TEST_SERVERS/servers.json" ] && [ -x "$SHARED/servers/setup.
   echo "installing the real MCP servers into $TOOLIDX_TEST_SERVERS (once, ~2 min)" >&2
   bash "$SHARED/servers/setup.sh" "$TOOLIDX_TEST_SERVERS" >&2
 fi
-exec .venv/bin/pytest "$@"
+# two workers: the suite waits on servers and the model more than on one core
+exec .venv/bin/pytest -n "${TOOLIDX_TEST_WORKERS:-2}" "$@"

@@ -91,6 +91,8 @@ def _fresh_notices(monkeypatch, tmp_path):
     notices.reset()
     # never touch the user's real index or model cache
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))  # usage files of read-only indexes
+    monkeypatch.delenv("TOOLIDX_USAGE_DB", raising=False)
     monkeypatch.setenv("TOOLIDX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("TOOLIDX_DB", raising=False)
     monkeypatch.delenv("TOOLIDX_CONFIG", raising=False)

@@ -71,7 +71,7 @@ def test_lists_the_meta_tools_with_exact_schemas(serve_index):
     assert props["search_type"]["enum"] == ["hybrid", "semantic", "keyword"]
     assert set(props["filters"]["properties"]) == {"servers", "tags", "exclude_tags", "categories",
                                                    "name_pattern", "description_contains",
-                                                   "read_only", "min_score"}
+                                                   "read_only", "has_examples", "min_score"}
 
 
 def test_meta_tool_arguments_are_validated(serve_index):

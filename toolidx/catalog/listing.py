@@ -11,8 +11,10 @@ from ..core.taxonomy import definition
 from ..core.tooldoc import first_line
 from ..store import catalog as q
 from ..store.db import Database
+from ..store.usage import UsageStore
 
-SORTS = tuple(q.SORTS)
+USAGE_SORTS = ("calls", "success", "recent")  # from the usage file (store/usage.py); most first by default
+SORTS = (*q.SORTS, *USAGE_SORTS)
 ORDERS = ("asc", "desc")
 MAX_PAGE_SIZE = 1000
 
@@ -31,6 +33,14 @@ class ToolSummary(TypedDict):
     read_only: bool | None
     destructive: bool | None
     stale: bool
+
+
+class ToolUsage(TypedDict):
+    """A listed tool's usage (with the usage sorts)."""
+
+    calls: int
+    success_rate: float | None
+    last_used: str | None
 
 
 class _ToolPageBase(TypedDict):
@@ -88,29 +98,62 @@ def compact_tool(row: dict) -> ToolSummary:
 
 
 def list_tools(db: Database, *, page: int = 1, page_size: int = 50, sort: str = "name",
-               order: str = "asc", filters: Filters | None = None) -> ToolPage:
+               order: str | None = None, filters: Filters | None = None,
+               usage: UsageStore | None = None) -> ToolPage:
     """One page of tools: {"items", "total", "page", "page_size", "pages", "next_page", "sort",
     "order", "filters"}. Order is stable: the sort key, then the id. A token budget, applied
-    where the page is shown (core.budget), may cut it; `next_page` follows on from the full page."""
+    where the page is shown (core.budget), may cut it; `next_page` follows on from the full page.
+
+    The usage sorts (calls, success, recent) rank by what `usage` recorded (most first unless
+    `order` is asc; tools never called come last, by name) and add each item's `usage`."""
     if sort not in SORTS:
         raise UsageError(f"unknown sort {sort!r}", fix="use one of: " + ", ".join(SORTS))
+    if order is None:
+        order = "desc" if sort in USAGE_SORTS else "asc"
     if order not in ORDERS:
         raise UsageError(f"unknown order {order!r}", fix="use asc or desc")
     if page < 1:
         raise UsageError(f"--page must be 1 or more (got {page})")
     if not 1 <= page_size <= MAX_PAGE_SIZE:
         raise UsageError(f"--page-size must be 1..{MAX_PAGE_SIZE} (got {page_size})")
-    with db.snapshot():  # the count and the page from the same crawl
-        total = q.count_tools(db, filters)
-        rows = q.page_tools(db, sort=sort, descending=order == "desc", limit=page_size,
-                            offset=(page - 1) * page_size, filters=filters)
+    if sort in USAGE_SORTS:
+        total, items = _by_usage(db, sort, order, page, page_size, filters, usage)
+    else:
+        with db.snapshot():  # the count and the page from the same crawl
+            total = q.count_tools(db, filters)
+            rows = q.page_tools(db, sort=sort, descending=order == "desc", limit=page_size,
+                                offset=(page - 1) * page_size, filters=filters)
+        items = [compact_tool(r) for r in rows]
     pages = math.ceil(total / page_size)
-    out: ToolPage = {"items": [compact_tool(r) for r in rows], "total": total, "page": page,
+    out: ToolPage = {"items": items, "total": total, "page": page,
            "page_size": page_size, "pages": pages, "next_page": page + 1 if page < pages else None,
            "sort": sort, "order": order, "filters": filters.to_json() if filters else {}}
     if page > pages and total:
         out["notes"] = [f"page {page} is past the last page ({pages})"]
     return out
+
+
+def _by_usage(db: Database, sort: str, order: str, page: int, page_size: int, filters: Filters | None,
+              usage: UsageStore | None) -> tuple[int, list[Any]]:
+    """Every matching tool ranked by its usage, then one page of it (usage lives in another file,
+    so the ranking is done here rather than in SQL)."""
+    rows = q.page_tools(db, sort="name", descending=False, limit=-1, offset=0, filters=filters)
+    metrics = usage.tool_metrics([r["id"] for r in rows]) if usage is not None else {}
+    key_of = {"calls": lambda m: m["calls"], "success": lambda m: (m["success_rate"] or 0.0, m["calls"]),
+              "recent": lambda m: m["last_used"] or ""}[sort]
+    used = [r for r in rows if r["id"] in metrics]
+    used.sort(key=lambda r: r["id"])  # equal keys: by id
+    used.sort(key=lambda r: key_of(metrics[r["id"]]), reverse=order == "desc")
+    ranked = used + [r for r in rows if r["id"] not in metrics]
+    chunk = ranked[(page - 1) * page_size: page * page_size]
+    items: list[Any] = []
+    for r in chunk:
+        m = metrics.get(r["id"])
+        item: dict[str, Any] = dict(compact_tool(r))
+        item["usage"] = ToolUsage(calls=m["calls"] if m else 0, success_rate=m["success_rate"] if m else None,
+                                  last_used=m["last_used"] if m else None)
+        items.append(item)
+    return len(rows), items
 
 
 def categories(db: Database, filters: Filters | None = None) -> Categories:

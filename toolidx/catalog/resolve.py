@@ -42,9 +42,11 @@ class AmbiguousToolError(UnknownToolError):
 
 
 class OutOfScopeError(UnknownToolError):
-    """The tool exists, but outside the caller's scope; `suggestions` are in scope."""
+    """The tool exists, but outside the caller's scope; `suggestions` are in scope, `tool_id` is
+    the tool that was found."""
 
     kind = "out_of_scope"
+    tool_id = ""
 
 
 def spellings(text: str) -> list[str]:
@@ -109,8 +111,11 @@ def resolve_tool_id(db: Database, text: str, *, within: set[str] | None = None,
             raise AmbiguousToolError(f"tool name {name!r} is on {len(named)} servers", named,
                                      fix="name one: " + ", ".join(named))
     suggestions = suggest_ids(db, name, within=within)
-    if within is not None and any(q.tool_exists(db, c) for c in (name, *spellings(name))):
-        raise OutOfScopeError(f"tool {name!r} is outside the scope", suggestions, where=db.path)
+    found = next((c for c in (name, *spellings(name)) if q.tool_exists(db, c)), None) if within is not None else None
+    if found is not None:
+        e = OutOfScopeError(f"tool {name!r} is outside the scope", suggestions, where=db.path)
+        e.tool_id = found
+        raise e
     raise UnknownToolError(f"no tool {name!r} in the index", suggestions, where=db.path,
                            fix=("did you mean " + ", ".join(suggestions) + "?") if suggestions
                            else "list the ids with `toolidx list`")

@@ -45,7 +45,8 @@ def toolidx_command() -> list[str]:
 def serve_args(db_path: str, *, config_path: str | None = None, servers: Sequence[str] = (),
                tags: Sequence[str] = (), categories: Sequence[str] = (), read_only: bool = False,
                expose_tools: bool = False, pins: Sequence[str] = (), max_tokens: int | None = None,
-               always_load: bool = True) -> list[str]:
+               always_load: bool = True, quarantine: bool = False, usage_db: str | None = None,
+               record_examples: bool = False) -> list[str]:
     args = ["serve", "--db", str(Path(db_path).expanduser().resolve())]
     if config_path:
         args += ["--config", str(Path(config_path).expanduser().resolve())]
@@ -56,10 +57,16 @@ def serve_args(db_path: str, *, config_path: str | None = None, servers: Sequenc
         args.append("--read-only")
     if expose_tools:
         args.append("--expose-tools")
+    if quarantine:
+        args.append("--quarantine")
     if not always_load:
         args.append("--no-always-load")
     if max_tokens is not None:
         args += ["--max-tokens", str(max_tokens)]
+    if usage_db:
+        args += ["--usage-db", str(Path(usage_db).expanduser().resolve())]
+    if record_examples:
+        args.append("--record-examples")
     return args
 
 

@@ -57,6 +57,10 @@ def words_inline(words: list[dict], style: str) -> str:
 
 
 def _side(d: dict) -> str:
+    if d.get("side") == "approved":
+        return f"{d.get('db')} approvals ({d.get('tools')} tools approved)"
+    if d.get("side") == "index":
+        return f"{d.get('db')} now ({d.get('tools')} tools, crawl {d.get('crawl_id')})"
     cid = d.get("crawl_id")
     return f"{d.get('db')} crawl {cid}" + (f" ({d['started_at']})" if d.get("started_at") else "")
 

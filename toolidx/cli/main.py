@@ -139,6 +139,11 @@ CatNamePatternOpt = typer.Option(None, "--name-pattern", help="Regex searched in
 CatDescOpt = typer.Option(None, "--description-contains", help="Substring of the description (case-insensitive).")
 CatReadOnlyOpt = typer.Option(False, "--read-only", help="Only tools annotated readOnlyHint: true.")
 CatNoDestructiveOpt = typer.Option(False, "--no-destructive", help="Drop tools annotated destructiveHint: true.")
+CatHasExamplesOpt = typer.Option(False, "--has-examples",
+                                 help="Only tools with usage examples (schema, saved list, recorded calls).")
+UsageDbOpt = typer.Option(None, "--usage-db", envvar="TOOLIDX_USAGE_DB", show_envvar=True,
+                          help="Usage file (default: INDEX.usage.db, or under $XDG_STATE_HOME/toolidx/usage "
+                               "when the index's folder is read-only).")
 MaxTokensOpt = typer.Option(None, "--max-tokens", min=1,
                             help="Fit the answer in about this many tokens: shorten descriptions, "
                                  "then drop schemas, then drop items (JSON says what was cut).")
@@ -155,18 +160,65 @@ def _catalog_filters(server, tag, exclude_tag, category, name_pattern, descripti
     return None if f.is_empty() else f
 
 
+def _usage(database, usage_db: Optional[Path]):
+    """The index's usage file for reading (None when nothing was recorded yet, or when it is
+    unusable: then one warning line, and the command goes on without it)."""
+    from ..store.usage import open_usage, usage_path
+
+    path = usage_path(database.path, usage_db)
+    try:
+        store = open_usage(path, create=False)
+    except ToolidxError as e:
+        render.warning(f"usage metrics unavailable: {e}")
+        return None
+    if store is not None:
+        _opened.append(store)
+    return store
+
+
+def _with_examples(filters, has_examples: bool, database, usage_db: Optional[Path]):
+    """`filters` narrowed to tools with examples (recorded ones from the usage file included)."""
+    if not has_examples:
+        return filters
+    from dataclasses import replace
+
+    from ..core.filters import Filters
+
+    store = _usage(database, usage_db)
+    ids = sorted(store.tools_with_examples()) if store is not None else []
+    return replace(filters or Filters(), has_examples=True, example_ids=ids)
+
+
 @app.command()
 def describe(
     tool: str = typer.Argument(..., help="SERVER/TOOL (also SERVER.TOOL, SERVER:TOOL, or a bare tool name)."),
     detail: str = typer.Option("summary", "--detail", "-d", help="summary | schema | full."),
+    metrics: bool = typer.Option(False, "--metrics", help="Add usage metrics: calls, success rate, "
+                                                          "p50/p95 duration, last used (from toolidx serve)."),
+    examples: bool = typer.Option(False, "--examples", help="Add usage examples (always at --detail full)."),
     db: Optional[Path] = DbOpt,
+    usage_db: Optional[Path] = UsageDbOpt,
     max_tokens: Optional[int] = MaxTokensOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Show one tool: summary, its parameters (--detail schema), or everything with an example call (--detail full)."""
     from ..catalog.describe import describe as describe_tool
 
-    render.describe_result(describe_tool(_open(db), tool, detail), as_json, max_tokens)
+    database = _open(db)
+    d: dict = dict(describe_tool(database, tool, detail))
+    if metrics or examples or detail == "full":
+        store = _usage(database, usage_db)
+        if metrics:
+            from ..catalog.usage import tool_usage
+
+            d["metrics"] = tool_usage(store, d["id"])
+        if examples or detail == "full":
+            from ..catalog.examples import tool_examples
+            from ..store.tools import get_tool
+
+            row = get_tool(database, d["id"])
+            d["examples"] = tool_examples(row, store) if row is not None else []
+    render.describe_result(d, as_json, max_tokens)
 
 
 @app.command("list")
@@ -174,8 +226,9 @@ def list_cmd(
     db: Optional[Path] = DbOpt,
     page: int = typer.Option(1, "--page", min=1, help="Page number (from 1)."),
     page_size: int = typer.Option(50, "--page-size", min=1, max=1000, help="Tools per page."),
-    sort: str = typer.Option("name", "--sort", help="name | server | category (then id)."),
-    order: str = typer.Option("asc", "--order", help="asc | desc."),
+    sort: str = typer.Option("name", "--sort", help="name | server | category | calls | success | recent "
+                                                    "(then id; the usage sorts rank by toolidx serve's calls)."),
+    order: Optional[str] = typer.Option(None, "--order", help="asc | desc (default: asc; desc for the usage sorts)."),
     server: List[str] = CatServerOpt,
     tag: List[str] = CatTagOpt,
     exclude_tag: List[str] = CatExcludeTagOpt,
@@ -184,16 +237,21 @@ def list_cmd(
     description_contains: Optional[str] = CatDescOpt,
     read_only: bool = CatReadOnlyOpt,
     no_destructive: bool = CatNoDestructiveOpt,
+    has_examples: bool = CatHasExamplesOpt,
+    usage_db: Optional[Path] = UsageDbOpt,
     max_tokens: Optional[int] = MaxTokensOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """List indexed tools, a page at a time, with the same filters as search."""
-    from ..catalog.listing import list_tools
+    from ..catalog.listing import USAGE_SORTS, list_tools
 
+    database = _open(db)
     filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
                                read_only, no_destructive)
-    render.list_result(list_tools(_open(db), page=page, page_size=page_size, sort=sort, order=order,
-                                  filters=filters), as_json, max_tokens)
+    filters = _with_examples(filters, has_examples, database, usage_db)
+    store = _usage(database, usage_db) if sort in USAGE_SORTS else None
+    render.list_result(list_tools(database, page=page, page_size=page_size, sort=sort, order=order,
+                                  filters=filters, usage=store), as_json, max_tokens)
 
 
 @app.command()
@@ -232,6 +290,23 @@ def similar(
     render.similar_result(similar_tools(_open(db), tool, limit), as_json, max_tokens)
 
 
+@app.command()
+def approve(
+    tools: Optional[List[str]] = typer.Argument(None, help="SERVER/TOOL ids to approve (or revoke)."),
+    server: List[str] = typer.Option([], "--server", "-s", help="Every tool of these servers (repeatable)."),
+    all_tools: bool = typer.Option(False, "--all", help="Every tool in the index."),
+    revoke: bool = typer.Option(False, "--revoke", help="Withdraw the approval instead."),
+    db: Optional[Path] = DbOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Approve tools' current definitions for `serve --quarantine` (recorded with who and when; kept
+    across re-crawls). An unknown id fails with the closest ids (exit 2) and nothing is written."""
+    from ..catalog.approvals import approve as run_approve
+
+    render.approve_result(run_approve(_open(db), list(tools or []), servers=list(server), everything=all_tools,
+                                      revoke=revoke), as_json)
+
+
 # --- serve / stats -----------------------------------------------------------------------------
 @app.command()
 def serve(
@@ -247,22 +322,40 @@ def serve(
     expose_tools: bool = typer.Option(False, "--expose-tools",
                                       help="Also list every tool in scope directly, as SERVER__TOOL (proxied)."),
     pin: List[str] = typer.Option([], "--pin", help="SERVER/TOOL always listed directly (repeatable)."),
+    quarantine: bool = typer.Option(False, "--quarantine",
+                                    help="Hide tools no one approved (toolidx approve) and refuse to run a "
+                                         "tool whose definition changed since its approval."),
     always_load: bool = typer.Option(True, "--always-load/--no-always-load",
                                      help="Mark search_tools, describe_tool and execute_tool "
                                           "_meta anthropic/alwaysLoad, so clients that defer MCP tools "
                                           "(Claude Code) load them on the first turn."),
     max_tokens: int = typer.Option(4000, "--max-tokens", min=200, help="Token budget of each meta-tool answer."),
     poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between checks for a new crawl."),
+    usage_db: Optional[Path] = UsageDbOpt,
+    record_examples: bool = typer.Option(False, "--record-examples",
+                                         help="Keep successful calls' arguments as usage examples "
+                                              "(secret-looking values redacted), in the usage file."),
     print_config: bool = typer.Option(False, "--print-config",
                                       help="Print the client config entry that starts this server, and exit."),
     client: str = typer.Option("claude", "--client",
                                help="With --print-config: claude | claude-code | codex | cursor | vscode."),
+    http: Optional[str] = typer.Option(None, "--http", metavar="[HOST:]PORT",
+                                       help="Serve MCP Streamable HTTP (/mcp) and the search API (/v1/search) "
+                                            "to many clients, instead of stdio (a bare port listens on 127.0.0.1)."),
+    token_env: Optional[str] = typer.Option(None, "--token-env", metavar="NAME",
+                                            help="With --http: a bearer token from this environment variable."),
+    token_file: Optional[Path] = typer.Option(None, "--token-file", metavar="PATH",
+                                              help="With --http: bearer tokens, one a line, each with an optional "
+                                                   "scope (TOKEN servers=a,b tags=x read-only)."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Serve the index over stdio as an MCP server: search/describe/execute meta-tools for any client."""
+    """Serve the index as an MCP server (stdio, or Streamable HTTP with --http): search/describe/execute
+    meta-tools for any client."""
+    from ..core.errors import UsageError
     from ..core.filters import Filters
 
-    scope = Filters(servers=list(server), tags=list(tag), categories=list(category), read_only=read_only)
+    scope = Filters(servers=list(server), tags=list(tag), categories=list(category), read_only=read_only,
+                    approved_only=quarantine)
     if print_config:
         from ..store.db import default_db_path
         from .clients import client_config
@@ -272,32 +365,91 @@ def serve(
             client, db_path, index_config_path=_open(db).get_meta("config_path"),
             config_path=str(config) if config else None, servers=list(server), tags=list(tag),
             categories=list(category), read_only=read_only, expose_tools=expose_tools, pins=list(pin),
-            max_tokens=max_tokens if max_tokens != 4000 else None, always_load=always_load), as_json)
+            max_tokens=max_tokens if max_tokens != 4000 else None, always_load=always_load,
+            quarantine=quarantine, usage_db=str(usage_db) if usage_db else None,
+            record_examples=record_examples), as_json)
         return
-    from ..serve.server import serve_stdio
     from ..store.db import default_db_path
 
-    serve_stdio(str(db or default_db_path()), config_path=str(config) if config else None, scope=scope,
-                expose_tools=expose_tools, pins=list(pin), max_tokens=max_tokens, poll_interval=poll,
-                always_load=always_load)
+    options = dict(config_path=str(config) if config else None, scope=scope, expose_tools=expose_tools,
+                   pins=list(pin), max_tokens=max_tokens, poll_interval=poll, always_load=always_load,
+                   usage_db=str(usage_db) if usage_db else None, record_examples=record_examples)
+    if http is None:
+        if token_env or token_file:
+            raise UsageError("--token-env / --token-file need --http", fix="add --http [HOST:]PORT, or drop them")
+        from ..serve.server import serve_stdio
+
+        serve_stdio(str(db or default_db_path()), **options)
+        return
+    from ..serve.access import load_tokens, parse_address
+    from ..serve.http import check_exposure, serve_http
+
+    address = parse_address(http)
+    tokens = load_tokens(token_env, token_file)
+    check_exposure(address[0], tokens)
+    serve_http(str(db or default_db_path()), address, tokens, **options)
+
+
+@app.command()
+def check(
+    require: List[str] = typer.Option([], "--require", "-r",
+                                      help="SERVER/TOOL that must be callable (repeatable, or comma-separated)."),
+    db: Optional[Path] = DbOpt,
+    config: Optional[Path] = typer.Option(None, "--config", "-c", envvar="TOOLIDX_CONFIG",
+                                          help="Config to start servers from (default: the one the index "
+                                               "was crawled from), as serve's execute_tool would."),
+    server: List[str] = typer.Option([], "--server", "-s", help="Scope, as serve's: only these servers."),
+    tag: List[str] = typer.Option([], "--tag", "-t", help="Scope: only tools with any of these tags."),
+    category: List[str] = typer.Option([], "--category", help="Scope: only these categories."),
+    read_only: bool = typer.Option(False, "--read-only", help="Scope: only tools annotated read-only."),
+    quarantine: bool = typer.Option(False, "--quarantine", help="As serve --quarantine: a tool must be approved."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Preflight: for each required tool, is it indexed, in scope, approved (with --quarantine), and
+    does its server start and still list it unchanged? Exit 1 when any is not callable."""
+    from ..core.filters import Filters
+    from ..serve.preflight import check as run_check
+    from ..store.db import default_db_path
+
+    scope = Filters(servers=list(server), tags=list(tag), categories=list(category), read_only=read_only,
+                    approved_only=quarantine)
+    report = run_check(str(db or default_db_path()), list(require), scope=scope,
+                       config_path=str(config) if config else None)
+    render.check_result(report, as_json)
+    if not report["ok"]:
+        raise typer.Exit(EXIT_FAILURE)
 
 
 @app.command()
 def stats(
     db: Optional[Path] = DbOpt,
     server: List[str] = typer.Option([], "--server", "-s", help="Only these servers."),
+    usage: bool = typer.Option(False, "--usage", help="Also usage per tool and per server: calls, success "
+                                                      "rate, p50/p95 duration, last used."),
+    usage_db: Optional[Path] = UsageDbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Context tokens: every tool definition versus toolidx serve's meta-tools, per server."""
     from ..core.filters import Filters
     from ..serve.stats import index_stats
 
-    render.stats_result(index_stats(_open(db), Filters(servers=list(server)) if server else None), as_json)
+    database = _open(db)
+    filters = Filters(servers=list(server)) if server else None
+    s: dict = dict(index_stats(database, filters))
+    if usage:
+        from ..catalog.usage import usage_report
+        from ..store.usage import usage_path
+
+        s["usage"] = usage_report(database, _usage(database, usage_db), filters,
+                                  str(usage_path(database.path, usage_db)))
+    render.stats_result(s, as_json)
 
 
 @app.command()
 def export(
-    fmt: str = typer.Option(..., "--format", "-f", help="anthropic | openai: the model API whose tool shape to write."),
+    fmt: str = typer.Option(..., "--format", "-f",
+                            help="anthropic | openai (a model API's deferred tool list), openapi (an OpenAPI "
+                                 "3.1 document), python | typescript (typed wrapper modules)."),
     db: Optional[Path] = DbOpt,
     server: List[str] = CatServerOpt,
     tag: List[str] = CatTagOpt,
@@ -310,8 +462,8 @@ def export(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Write the deferred tool list for a model API's tool search (Anthropic Messages API tools with
-    defer_loading; OpenAI Responses API namespaces of full function definitions)."""
+    """Write the tools in scope as a model API's deferred tool list (anthropic, openai), an OpenAPI
+    3.1 document (openapi), or typed wrappers that run them through toolidx (python, typescript)."""
     from ..integrations.export import export_tools
     from ..store.db import default_db_path
 
@@ -366,6 +518,8 @@ def diff(
                                                                   "(default: the one before --to)."),
     to_crawl: Optional[str] = typer.Option(None, "--to", help="Newer crawl: id, latest, or -N (default: latest)."),
     server: List[str] = typer.Option([], "--server", "-s", help="Only these servers."),
+    approved: bool = typer.Option(False, "--approved", help="What awaits approval: tools never approved and "
+                                                             "tools changed since (toolidx approve), against --db."),
     fail_on: List[str] = typer.Option(["none"], "--fail-on",
                                       help="Exit 1 when a change of this class is found: breaking, risky, "
                                            "compatible, any, none (default; comma-separate or repeat)."),
@@ -383,7 +537,15 @@ def diff(
     paths = list(files or [])
     if len(paths) > 2:
         raise UsageError("at most two index files (OLD.db NEW.db)", fix="toolidx diff OLD.db NEW.db")
-    result = run_diff(db, *paths, from_ref=from_crawl, to_ref=to_crawl, servers=list(server) or None)
+    if approved:
+        if paths or from_crawl or to_crawl:
+            raise UsageError("--approved compares the approvals with the index now: no files, --from or --to",
+                             fix="toolidx diff --approved --db PATH")
+        from ..diff.approved import awaiting_approval
+
+        result = awaiting_approval(_open(db), list(server) or None)
+    else:
+        result = run_diff(db, *paths, from_ref=from_crawl, to_ref=to_crawl, servers=list(server) or None)
     render.diff_result(result, f, list(fail_on))
     if result.matches(fail_on):
         raise typer.Exit(EXIT_FAILURE)
@@ -437,6 +599,8 @@ def search(
     description_contains: Optional[str] = CatDescOpt,
     read_only: bool = CatReadOnlyOpt,
     no_destructive: bool = CatNoDestructiveOpt,
+    has_examples: bool = CatHasExamplesOpt,
+    usage_db: Optional[Path] = UsageDbOpt,
     min_score: Optional[float] = typer.Option(
         None, "--min-score", help="Drop hits below this score (0..1); default: the calibrated "
                                   "'no good match' threshold. 0 always shows the best tools."),
@@ -447,9 +611,11 @@ def search(
     (no hits, exit 1) when no tool is a good match."""
     from ..search.hybrid import search as run_search
 
+    database = _open(db)
     filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
                                read_only, no_destructive)
-    result = run_search(_open(db), query, mode=mode, limit=limit, filters=filters, min_score=min_score)
+    filters = _with_examples(filters, has_examples, database, usage_db)
+    result = run_search(database, query, mode=mode, limit=limit, filters=filters, min_score=min_score)
     render.search_result(result, as_json, max_tokens)
     if result.no_match:
         raise typer.Exit(EXIT_FAILURE)

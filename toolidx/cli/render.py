@@ -183,6 +183,9 @@ def describe_result(d: Mapping[str, Any], as_json: bool, max_tokens: int | None 
         fields.append(("server", " ".join(str(x) for x in (info.get("server_name"), info.get("server_version"),
                                                             f"({info.get('transport')}, {info.get('status')})")
                                            if x)))
+    m = d.get("metrics")
+    if m is not None:
+        fields.append(("usage", _usage_line(m)))
     fields = [(k, v) for k, v in fields if v not in (None, "")]
     params = d.get("parameters")
     prow = [[p["name"], p["type"], "yes" if p["required"] else "",
@@ -201,6 +204,9 @@ def describe_result(d: Mapping[str, Any], as_json: bool, max_tokens: int | None 
             for key in ("input_schema", "output_schema", "annotations"):
                 if d.get(key) is not None:
                     write(f"{key}\t{compact_json(d[key])}\n")
+        for e in d.get("examples") or []:
+            write(f"example ({e['source']}{'' if e.get('valid', True) else ', does not validate'})\t"
+                  f"{visible(compact_json(e['arguments']), keep_newlines=False)}\n")
         _truncation_note(d)
         return
     from rich.panel import Panel
@@ -226,7 +232,23 @@ def describe_result(d: Mapping[str, Any], as_json: bool, max_tokens: int | None 
             if d.get(key) is not None:
                 out().print(key)
                 out().print(Syntax(visible(json.dumps(d[key], indent=2, ensure_ascii=False)), "json"))
+    if d.get("examples"):
+        table(["source", "arguments"], [[e["source"] + ("" if e.get("valid", True) else " (invalid)"),
+                                         compact_json(e["arguments"])] for e in d["examples"]],
+              title="usage examples")
     _truncation_note(d)
+
+
+def _usage_line(m: Mapping[str, Any]) -> str:
+    if not m.get("calls"):
+        return "never called through toolidx serve"
+    rate = "n/a" if m.get("success_rate") is None else f"{m['success_rate']:.0%}"
+    return (f"{m['calls']} calls, {rate} ok, p50 {_ms(m.get('p50_ms'))}, p95 {_ms(m.get('p95_ms'))}, "
+            f"last used {m.get('last_used')}")
+
+
+def _ms(v: Any) -> str:
+    return "-" if v is None else f"{v:g} ms"
 
 
 def list_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
@@ -234,8 +256,14 @@ def list_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = 
     if as_json:
         emit_json("list", res)
         return
-    rows = [[t["id"], t.get("title") or "", t.get("description") or ""] for t in res["items"]]
-    table(["id", "title", "description"], rows)
+    if any("usage" in t for t in res["items"]):
+        rows = [[t["id"], t["usage"]["calls"],
+                 "" if t["usage"]["success_rate"] is None else f"{t['usage']['success_rate']:.0%}",
+                 t["usage"]["last_used"] or "", t.get("description") or ""] for t in res["items"]]
+        table(["id", "calls", "success", "last used", "description"], rows)
+    else:
+        rows = [[t["id"], t.get("title") or "", t.get("description") or ""] for t in res["items"]]
+        table(["id", "title", "description"], rows)
     more = f"; next: --page {res['next_page']}" if res.get("next_page") else ""
     note(f"page {res['page']} of {max(res['pages'], 1)}, {res['total']} tools{more}")
     for n in res.get("notes", []):
@@ -281,9 +309,14 @@ def serve_config(res: dict, as_json: bool) -> None:
 
 
 def export_result(res: dict, as_json: bool, output: Any = None) -> None:
-    """The bare tool list (or, with --json, the envelope) on stdout or into `output`."""
-    body = {"toolidx": JSON_VERSION, "command": "export", **res} if as_json else res["tools"]
-    text = json.dumps(body, ensure_ascii=False, indent=2) + "\n"
+    """The bare tool list, document or module (or, with --json, the envelope) on stdout or into
+    `output`."""
+    if as_json:
+        text = json.dumps({"toolidx": JSON_VERSION, "command": "export", **res}, ensure_ascii=False, indent=2) + "\n"
+    elif "code" in res:
+        text = res["code"]
+    else:
+        text = json.dumps(res.get("document", res.get("tools")), ensure_ascii=False, indent=2) + "\n"
     if output is None:
         sys.stdout.write(text)
         return
@@ -291,6 +324,23 @@ def export_result(res: dict, as_json: bool, output: Any = None) -> None:
 
     Path(output).write_text(text, encoding="utf-8")
     note(f"wrote {res['count']} tools ({res['format']}) to {output}")
+
+
+def check_result(res: dict, as_json: bool) -> None:
+    if as_json:
+        emit_json("check", res)
+        return
+
+    def yn(v: Any) -> str:
+        return "-" if v is None else "yes" if v is True else "no" if v is False else str(v)
+
+    rows = [[t["id"] or t["requested"], yn(t["indexed"]), yn(t["in_scope"]), yn(t["approved"]),
+             yn(t["server_started"]), yn(t["listed"]), yn(t["definition"]), yn(t["callable"]),
+             (t["reason"] or "") + (f" (did you mean {', '.join(t['suggestions'][:3])}?)" if t["suggestions"] else "")]
+            for t in res["tools"]]
+    table(["tool", "indexed", "in scope", "approved", "server starts", "listed", "definition", "callable",
+           "why"], rows)
+    note(f"check: {res['callable']} callable, {res['not_callable']} not" + ("" if res["ok"] else " (exit 1)"))
 
 
 def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
@@ -302,9 +352,37 @@ def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
     note(f"{s['tools']} tool definitions: ~{s['tool_tokens']:,} tokens; toolidx serve's {s['meta_tools']} "
          f"meta-tools: ~{s['meta_tokens']:,} tokens. Saved: ~{s['saved_tokens']:,} tokens "
          f"({s['saving_pct']}%, {s['ratio']}x smaller). Tokens: {s['tokenizer']}.")
+    u = s.get("usage")
+    if u is not None:
+        def row(key: str, m: Mapping[str, Any]) -> list[Any]:
+            rate = "" if m.get("success_rate") is None else f"{m['success_rate']:.0%}"
+            return [m[key], m["calls"], rate, _ms(m.get("p50_ms")), _ms(m.get("p95_ms")), m.get("last_used") or ""]
+
+        cols = ["calls", "success", "p50", "p95", "last used"]
+        table(["tool", *cols], [row("id", t) for t in u["tools"]], title="usage per tool")
+        table(["server", *cols], [row("server", m) for m in u["servers"]], title="usage per server")
+        for n in u.get("notes") or []:
+            note(n)
+        note(f"{u['calls']} calls recorded in {u['usage_file']}")
 
 
 # --- diff / history / audit --------------------------------------------------------------------
+def approve_result(res: dict, as_json: bool) -> None:
+    if as_json:
+        emit_json("approve", res)
+        return
+    if res["action"] == "revoke":
+        for t in res["tools"]:
+            write(f"{t['id']}\t{'revoked' if t['revoked'] else 'was not approved'}\n")
+        note(f"revoked {res['count']} approval(s) in {res['db']}")
+        return
+    was = {"unapproved": "approved (new)", "changed": "approved (changed since the last approval)",
+           "approved": "already approved (unchanged)"}
+    for t in res["tools"]:
+        write(f"{t['id']}\t{was[t['was']]}\n")
+    note(f"approved {res['count']} tool(s) as {res['by']} at {res['at']} in {res['db']}")
+
+
 def diff_result(result: Any, fmt: str, fail_on: list[str], show_compatible: bool = True) -> None:
     """`fmt`: text (rich on a terminal), json, markdown (a pull-request comment)."""
     from . import diffview

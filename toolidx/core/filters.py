@@ -35,6 +35,11 @@ class Filters:
     read_only: bool = False  # only tools annotated readOnlyHint: true
     no_destructive: bool = False  # drop tools annotated destructiveHint: true
     include_stale: bool = True  # tools whose server failed at the last crawl
+    approved_only: bool = False  # tools a person approved (`toolidx approve`; serve --quarantine)
+    has_examples: bool = False  # only tools with examples of their own (catalog/examples.py)
+    # with has_examples: ids whose examples live outside the index (recorded calls, in the usage
+    # file); filled in by whoever opened that file
+    example_ids: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.name_pattern:
@@ -67,10 +72,14 @@ class Filters:
             read_only=self.read_only or scope.read_only,
             no_destructive=self.no_destructive or scope.no_destructive,
             include_stale=self.include_stale and scope.include_stale,
+            approved_only=self.approved_only or scope.approved_only,
+            has_examples=self.has_examples or scope.has_examples,
+            example_ids=self.example_ids or scope.example_ids,
         )
 
     def where(self, alias: str = "t") -> tuple[str, list]:
-        """A SQL condition over the `tools` table (as `alias`) and its parameters."""
+        """A SQL condition over the `tools` table (as `alias`) and its parameters. `approved_only`
+        needs another table: the store adds it (`store.tools.where`)."""
         a = alias
         conds: list[str] = []
         params: list = []
@@ -100,8 +109,19 @@ class Filters:
             conds.append(f"coalesce({a}.destructive, 0) = 0")
         if not self.include_stale:
             conds.append(f"{a}.stale = 0")
+        if self.has_examples:
+            # the schema's own examples/defaults, a saved list's `examples`, or recorded ones
+            recorded = ""
+            if self.example_ids:
+                recorded = f" OR {a}.id IN ({', '.join('?' * len(self.example_ids))})"
+                params += self.example_ids
+            conds.append(f"(json_type({a}.input_schema, '$.examples') IS NOT NULL "
+                         f"OR json_type({a}.definition, '$.examples') IS NOT NULL "
+                         f"OR EXISTS (SELECT 1 FROM json_each({a}.input_schema, '$.properties') p "
+                         "WHERE p.type = 'object' AND (json_type(p.value, '$.examples') IS NOT NULL "
+                         f"OR json_type(p.value, '$.default') IS NOT NULL)){recorded})")
         return (" AND ".join(conds) or "1"), params
 
     def to_json(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) not in (None, [], False) or f.name == "include_stale"}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "example_ids"
+                and (getattr(self, f.name) not in (None, [], False) or f.name == "include_stale")}

@@ -6,7 +6,13 @@ who keep it in their code (and run the search themselves, or use the API's hoste
 - openai: Responses API namespaces (fewer than 10 functions each) of full function definitions
   with `defer_loading: true`.
 
-`names` maps each exported name back to its toolidx id (openai: `namespace.function`).
+- openapi: an OpenAPI 3.1 document, one `POST /tools/{server}/{tool}` operation per tool
+  (`openapi.py`);
+- python / typescript: typed wrapper modules whose functions run the tools through toolidx's
+  execute path (`codegen.py`).
+
+`names` maps each exported name back to its toolidx id (openai: `namespace.function`; openapi:
+the operationId; python / typescript: the function name).
 """
 
 from __future__ import annotations
@@ -19,15 +25,28 @@ from .anthropic import AnthropicToolSearch
 from .common import ToolCatalog
 from .openai import OpenAIToolSearch
 
-FORMATS = ("anthropic", "openai")
+FORMATS = ("anthropic", "openai", "openapi", "python", "typescript")
+TEXT_FORMATS = ("python", "typescript")  # written as code, not JSON
 
 
 def export_tools(db_path: str | Path, fmt: str, filters: Filters | None = None) -> dict:
-    """{"format", "count", "tools": [...], "names": {exported name: toolidx id}}."""
+    """{"format", "count", "tools": [...] (anthropic, openai) | "document": {...} (openapi) |
+    "code": "..." (python, typescript), "names": {exported name: toolidx id}}."""
     fmt = (fmt or "").strip().lower()
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}", fix="use one of: " + ", ".join(FORMATS))
     catalog = ToolCatalog(db_path, scope=filters, embedder=None)
+    if fmt in TEXT_FORMATS:
+        from . import codegen
+
+        db = str(Path(db_path).resolve())
+        code, names = codegen.python_module(catalog, db) if fmt == "python" else codegen.typescript_module(catalog, db)
+        return {"format": fmt, "count": len(catalog), "code": code, "names": names}
+    if fmt == "openapi":
+        from .openapi import openapi_document
+
+        doc, names = openapi_document(catalog)
+        return {"format": fmt, "count": len(catalog), "document": doc, "names": names}
     if fmt == "anthropic":
         tools = AnthropicToolSearch(catalog).deferred_tools()
         names = {n: i for i, n in catalog.names.items()}

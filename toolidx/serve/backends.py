@@ -33,7 +33,12 @@ STOP_GRACE_S = 5.0
 
 
 class BackendUnavailable(Exception):
-    """A backend cannot be started or reached. `str()` is a one-line reason for the agent."""
+    """A backend cannot be started or reached. `str()` is a one-line reason for the agent;
+    `timed_out`: the call ran past its timeout (the backend may still be fine)."""
+
+    def __init__(self, message: str | None, timed_out: bool = False):
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 # --- where specs come from ------------------------------------------------------------------------
@@ -242,7 +247,7 @@ class BackendPool:
                 msg += " (the server process ended; it is restarted on the next call)"
             if tail:
                 msg += f"; its last stderr line: {tail}"
-            raise BackendUnavailable(conn.spec.mask(msg)) from None
+            raise BackendUnavailable(conn.spec.mask(msg), timed_out=str(e).startswith("timed out")) from None
 
     def status(self) -> dict[str, dict]:
         return {name: {"alive": b.usable, "starts": self._starts.get(name, 0), "error": b.error}

@@ -87,6 +87,7 @@ class _Cache:
     tools: dict[str, dict] = field(default_factory=dict)
     validators: dict[str, Any] = field(default_factory=dict)
     exposed: dict[str, str] | None = None  # exposed name -> tool id
+    summary: tuple[int, list[tuple[str, int]], list[str]] | None = None  # catalog_summary()
 
 
 class Discovery:
@@ -105,8 +106,10 @@ class Discovery:
         self._file_id = self._stat()
         self._data_version = self.db.data_version()
         self._cache = _Cache()
+        self._generation = 0  # bumped on each reload; scoped views drop their caches on a change
         self._lock = threading.Lock()
         self.embedder: Any = None
+        self.usage: Any = None  # serve.usage.Usage, set by build_server
         self.model_state = "not loaded"  # loading | ready | unavailable
         self.model_done = threading.Event()
         known = {s["name"] for s in list_servers(self.db)}
@@ -153,7 +156,19 @@ class Discovery:
                     return False
                 self._data_version = v
             self._cache = _Cache()
+            self._generation += 1
         return True
+
+    def scoped(self, scope: Filters) -> Discovery:
+        """This index seen inside `scope` narrowed by this server's own scope (an HTTP token's
+        scope: never wider than the server's). Shares the database, the model and reloads.
+        Raises UsageError for a server the index does not have."""
+        known = {s["name"] for s in list_servers(self.db)}
+        unknown = [s for s in scope.servers if s not in known]
+        if unknown:
+            raise UsageError(f"token scope servers={','.join(unknown)}: not in the index {self.db_path}",
+                             fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"))
+        return _ScopedView(self, scope.narrowed_by(self.scope))
 
     def load_model(self) -> None:
         """Load the query embedder (slow: run it in a background thread). Until it is ready,
@@ -207,6 +222,13 @@ class Discovery:
             raise LookupProblem(e.kind, f"{name!r} is a tool of several servers: "
                                 f"use its full id, one of {', '.join(e.suggestions)}", e.suggestions) from None
         except OutOfScopeError as e:
+            if self.scope.approved_only:
+                from .quarantine import FIX, not_approved
+
+                hidden = e.tool_id
+                if not_approved(self.db, hidden):
+                    raise LookupProblem("not_approved", f"tool {hidden!r} is quarantined: no one approved it "
+                                        f"(fix: {FIX.format(id=hidden)})", e.suggestions) from None
             raise LookupProblem(e.kind, f"tool {name!r} is outside what this server may "
                                 f"use ({self.scope_text()})", e.suggestions) from None
         except UnknownToolError as e:
@@ -258,15 +280,23 @@ class Discovery:
             out.append(d)
         return out
 
+    def catalog_summary(self) -> tuple[int, list[tuple[str, int]], list[str]]:
+        """(tools in scope, [(server, tools)], categories by size): what the server instructions
+        and search_tools' description say this server searches. Rebuilt after each reload."""
+        c = self._cache
+        if c.summary is None:
+            from ..catalog.listing import categories
+
+            res = categories(self.db, filters=self.scope if not self.scope.is_empty() else None)
+            servers = [(s["name"], s["count"]) for s in res.get("servers", [])
+                       if s.get("count") and (not self.scope.servers or s.get("name") in self.scope.servers)]
+            cats = [x["name"] for x in res.get("categories", []) if x.get("name")]
+            c.summary = (len(self.scope_ids()), servers, cats)
+        return c.summary
+
     def instructions(self) -> str:
         """The server instructions: what this scope holds and the workflow, within 2 KB."""
-        from ..catalog.listing import categories
-
-        res = categories(self.db, filters=self.scope if not self.scope.is_empty() else None)
-        servers = [(s["name"], s["count"]) for s in res.get("servers", [])
-                   if s.get("count") and (not self.scope.servers or s.get("name") in self.scope.servers)]
-        cats = [c["name"] for c in res.get("categories", []) if c.get("name")]
-        return instructions(len(self.scope_ids()), servers, cats)
+        return instructions(*self.catalog_summary())
 
     # --- arguments ----------------------------------------------------------------------------
     def validation_errors(self, tool: dict, arguments: Any) -> list[dict]:
@@ -317,7 +347,24 @@ class Discovery:
     def _filters(self, args: dict) -> Filters:
         f = dict(args.get("filters") or {})
         f.pop("min_score", None)
+        if f.get("has_examples") and self.usage_store() is not None:
+            f["example_ids"] = sorted(self._usage_read(lambda u: u.tools_with_examples(), set()))
         return Filters(**f).narrowed_by(self.scope)
+
+    def usage_store(self) -> Any:
+        """The usage file's store, or None when metrics are off."""
+        return self.usage.store if self.usage is not None else None
+
+    def _usage_read(self, read: Any, default: Any) -> Any:
+        """`read(store)`, or `default` when the usage file cannot be read (logged, never fatal)."""
+        store = self.usage_store()
+        if store is None:
+            return default
+        try:
+            return read(store)
+        except Exception as e:
+            log.warning(f"usage file unreadable, answering without it: {type(e).__name__}: {e}")
+            return default
 
     def _schemas_for(self, items: list[dict], key: str = "id") -> None:
         for it in items:
@@ -366,17 +413,19 @@ class Discovery:
 
     def _list_tools(self, args: dict) -> Answer:
         from ..catalog.listing import list_tools
+        from .metatools import USAGE_SORTS
 
+        sort_by = args.get("sort_by", "name")
         res = list_tools(self.db, page=args.get("page", 1), page_size=args.get("page_size", 20),
-                         sort=args.get("sort_by", "name"), order=args.get("sort_order", "asc"),
-                         filters=self._filters(args))
+                         sort=USAGE_SORTS.get(sort_by, sort_by), order=args.get("sort_order"),
+                         filters=self._filters(args), usage=self.usage_store())
         items = [_compact_tool(t) for t in res.get("items", [])]
         if args.get("include_schemas"):
             self._schemas_for(items)
         payload = {"total": res.get("total"), "page": res.get("page"), "pages": res.get("pages"),
                    "page_size": res.get("page_size"), "next_page": res.get("next_page"), "items": items}
         payload = fit_budget(payload, "items", self.max_tokens)
-        return Answer(payload, _list_text(payload, args.get("sort_by", "name"), args.get("sort_order", "asc")))
+        return Answer(payload, _list_text(payload, sort_by, str(res.get("order"))))
 
     def _describe_tool(self, args: dict) -> Answer:
         from ..catalog.describe import describe
@@ -390,8 +439,24 @@ class Discovery:
             described.update(input_schema=schema, annotations=tool.get("annotations"),
                              example_arguments=example_arguments(schema))
         payload = {k: v for k, v in described.items() if v not in (None, [], {}, "")}
+        if args.get("include_metrics"):
+            from ..catalog.usage import NEVER_CALLED, tool_usage
+
+            payload["metrics"] = self._usage_read(lambda u: tool_usage(u, tool["id"]), dict(NEVER_CALLED))
+            if self.usage_store() is None:
+                payload["metrics_note"] = "usage metrics are off on this server (see its log)"
+        if args.get("include_examples"):
+            from ..catalog.examples import tool_examples
+
+            payload["examples"] = self._usage_read(lambda u: tool_examples(tool, u), None) \
+                or tool_examples(tool, None)
         payload = fit_budget(payload, None, self.max_tokens)
-        return Answer(payload, _describe_text(payload))
+        answer = Answer(payload, _describe_text(payload))
+        if self.scope.approved_only:  # serve --quarantine: say whether execute_tool will run it
+            from .quarantine import annotate
+
+            annotate(self.db, tool, answer)
+        return answer
 
     def _get_tool_categories(self, args: dict) -> Answer:
         from ..catalog.listing import categories
@@ -437,10 +502,46 @@ class Discovery:
             tool = self.resolve(tool_name)
         except LookupProblem as e:
             return None, e.answer()
+        if self.scope.approved_only:  # serve --quarantine: only the definition a person approved runs
+            from .quarantine import refusal
+
+            refused = refusal(self.db, tool, self.max_tokens)
+            if refused is not None:
+                return None, refused
         errors = self.validation_errors(tool, arguments)
         if errors:
             return None, self.invalid_arguments(tool, errors)
         return tool, None
+
+
+class _ScopedView(Discovery):
+    """A Discovery inside a narrower scope. Everything but the scope and its caches is the
+    parent's (read through `__getattr__`), so a reload or the model loading shows in every view."""
+
+    def __init__(self, parent: Discovery, scope: Filters):  # no super().__init__(): the parent opened the index
+        self._parent = parent
+        self.scope = scope
+        self._own = _Cache()
+        self._seen = parent._generation
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_parent"], name)
+
+    @property
+    def _cache(self) -> _Cache:
+        if self._seen != self._parent._generation:
+            self._own, self._seen = _Cache(), self._parent._generation
+        return self._own
+
+    @_cache.setter
+    def _cache(self, value: _Cache) -> None:
+        self._own = value
+
+    def refresh(self) -> bool:
+        return self._parent.refresh()
+
+    def scoped(self, scope: Filters) -> Discovery:
+        return self._parent.scoped(scope.narrowed_by(self.scope))
 
 
 def _validator(schema: dict) -> Any:
@@ -476,7 +577,7 @@ def call_timeout(args: dict) -> float:
 
 # --- compact text blocks ----------------------------------------------------------------------------
 def _compact_tool(t: Mapping[str, Any]) -> dict:
-    keep = ("id", "title", "description", "params", "read_only", "destructive", "stale")
+    keep = ("id", "title", "description", "params", "read_only", "destructive", "stale", "usage")
     return {k: t[k] for k in keep if t.get(k) not in (None, "", False)}
 
 
@@ -522,7 +623,10 @@ def _list_text(p: dict, sort: str, order: str) -> str:
     lines = [head]
     for t in items:
         flags = "".join(f" [{f}]" for f in ("read_only", "destructive", "stale") if t.get(f))
-        lines.append(f"- {t['id']}{flags} — {t.get('description', '')}")
+        u = t.get("usage")
+        used = (f" ({u['calls']} calls" + (f", {u['success_rate']:.0%} ok" if u.get("success_rate") is not None
+                                          else "") + ")") if u else ""
+        lines.append(f"- {t['id']}{flags}{used} — {t.get('description', '')}")
         if "input_schema" in t:
             lines.append(f"  input schema: {compact_json(t['input_schema'])}")
     return "\n".join(lines) + _trunc_note(p)
@@ -561,6 +665,13 @@ def _describe_text(p: dict) -> str:
         lines.append(f"Example arguments: {compact_json(p['example_arguments'])}")
     if "input_schema" in p:
         lines.append(f"Input schema: {compact_json(p['input_schema'])}")
+    for e in p.get("examples") or []:
+        lines.append(f"Example ({e.get('source')}): {compact_json(e.get('arguments'))}")
+    m = p.get("metrics")
+    if m:
+        rate = "n/a" if m.get("success_rate") is None else f"{m['success_rate']:.0%}"
+        lines.append(f"Usage: {m.get('calls', 0)} calls, {rate} ok, p50 {m.get('p50_ms')} ms, "
+                     f"p95 {m.get('p95_ms')} ms, last used {m.get('last_used') or 'never'}")
     if p.get("output_schema"):
         lines.append(f"Output schema: {compact_json(p['output_schema'])}")
     return "\n".join(lines) + _trunc_note(p)

@@ -12,7 +12,8 @@ from typing import Any
 
 SEARCH_TYPES = ["hybrid", "semantic", "keyword"]
 DETAILS = ["summary", "schema", "full"]
-SORT_BY = ["name", "server", "category"]
+SORT_BY = ["name", "server", "category", "execution_count", "success_rate", "recent"]
+USAGE_SORTS = {"execution_count": "calls", "success_rate": "success", "recent": "recent"}
 DEFAULT_TIMEOUT_MS = 30_000
 
 # Request limits (docs/reliability.md): a meta-tool argument past one is refused with an
@@ -40,6 +41,9 @@ _FILTERS = {
         "description_contains": {"type": "string", "maxLength": MAX_NAME_CHARS,
                                  "description": "Text the description must contain."},
         "read_only": {"type": "boolean", "description": "Only tools marked read-only."},
+        "has_examples": {"type": "boolean",
+                         "description": "Only tools with usage examples (from their schema, a saved list or "
+                                        "recorded calls)."},
         "min_score": {"type": "number", "minimum": 0, "maximum": 1,
                       "description": "Drop matches scoring below this (0..1)."},
     },
@@ -108,8 +112,11 @@ META_TOOLS: list[dict] = [
                               "description": "Tools per page."},
                 "sort_by": {"type": "string", "enum": SORT_BY, "default": "name",
                             "description": "name: by tool name; server: grouped by server; "
-                                           "category: grouped by category."},
-                "sort_order": {"type": "string", "enum": ["asc", "desc"], "default": "asc"},
+                                           "category: grouped by category; execution_count, success_rate, "
+                                           "recent: by calls made through this server (never-called last)."},
+                "sort_order": {"type": "string", "enum": ["asc", "desc"],
+                               "description": "Default asc for name/server/category, desc (most first) "
+                                              "for the usage sorts."},
                 "filters": _filters(search=False),
                 "include_schemas": {"type": "boolean", "default": False,
                                     "description": "Also return each tool's input schema (costs context)."},
@@ -134,6 +141,16 @@ META_TOOLS: list[dict] = [
                            "description": "summary: description and parameter names; schema (default): "
                                           "plus a parameter table, the input schema, annotations and example "
                                           "arguments; full: plus output schema and server details."},
+                "include_metrics": {"type": "boolean", "default": False,
+                                    "description": "Also return usage metrics: calls, success rate, "
+                                                   "p50/p95 duration, last used."},
+                "include_examples": {"type": "boolean", "default": False,
+                                     "description": "Also return usage examples (argument objects that "
+                                                    "worked or that the tool documents)."},
+                "check": {"type": "boolean", "default": False,
+                          "description": "Also check it is callable now (preflight): in scope, approved, and "
+                                         "its server starts and still lists it unchanged. Slower: starts the "
+                                         "server."},
             },
             "required": ["tool_name"],
             "additionalProperties": False,
@@ -275,11 +292,39 @@ def instructions(total: int | None = None, servers: list[tuple[str, int]] | None
     return cut_text(" ".join(parts))
 
 
-def meta_tools(always_load: bool = True) -> list[dict]:
+SEARCH_CATALOG_MAX_WORDS = 60  # the catalog sentence search_tools' description gains
+_SHOWN_SERVERS, _SHOWN_CATEGORIES = 8, 6
+
+
+def catalog_sentence(total: int, servers: list[tuple[str, int]], categories: list[str]) -> str:
+    """What search_tools fronts, in one short sentence: the tool count, the servers (largest
+    first) and the top categories, at most SEARCH_CATALOG_MAX_WORDS words."""
+    ranked = sorted(servers, key=lambda s: (-s[1], s[0]))
+    names = [n for n, _ in ranked[:_SHOWN_SERVERS]]
+    more = f" and {len(ranked) - len(names)} more" if len(ranked) > len(names) else ""
+    text = (f"Searches {total} tools of {len(ranked)} MCP server{'' if len(ranked) == 1 else 's'}"
+            + (f" ({', '.join(names)}{more})" if names else ""))
+    shown = {n for n, _ in ranked}
+    cats = [c for c in categories if c and c not in shown][:_SHOWN_CATEGORIES]  # not the servers again
+    if cats:
+        text += f"; top categories: {', '.join(cats)}"
+    words = text.split()
+    if len(words) > SEARCH_CATALOG_MAX_WORDS:
+        text = " ".join(words[:SEARCH_CATALOG_MAX_WORDS]) + " …"
+    return text + "."
+
+
+def meta_tools(always_load: bool = True,
+               catalog: tuple[int, list[tuple[str, int]], list[str]] | None = None) -> list[dict]:
     """A fresh copy of the wire definitions (callers may add to them), each with
     `_meta["anthropic/searchHint"]`. `always_load`: mark the core three with
-    `_meta["anthropic/alwaysLoad"]` so clients that defer MCP tools load them."""
+    `_meta["anthropic/alwaysLoad"]` so clients that defer MCP tools load them. `catalog`: (tool
+    count, [(server, tools)], categories by size), the summary the server instructions are built
+    from; search_tools' description then names what it searches (within 2 KB)."""
     tools = copy.deepcopy(META_TOOLS)
+    if catalog is not None:
+        search = next(t for t in tools if t["name"] == "search_tools")
+        search["description"] = cut_text(catalog_sentence(*catalog) + " " + search["description"])
     for t in tools:
         t["_meta"] = {SEARCH_HINT_KEY: SEARCH_HINTS[t["name"]]}
         if always_load and t["name"] in ALWAYS_LOADED:

@@ -14,9 +14,10 @@ import contextlib
 import logging
 import sys
 import threading
+import time
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,44 +30,64 @@ from ..store.tools import get_server
 from .backends import BackendPool, BackendUnavailable, SpecSource
 from .discovery import DEFAULT_MAX_TOKENS, Discovery, call_timeout, check_arguments, error_answer
 from .metatools import DEFAULT_TIMEOUT_MS, META_NAMES, meta_tools
+from .usage import Usage
 
 log = logging.getLogger("toolidx")
 
 DEFAULT_POLL_S = 1.0
 
 
-@dataclass
 class _Run:
-    """Per-connection state (one per `server.run`): the session to notify on."""
+    """The client connections to notify when the tool list changes: one over stdio, one per
+    client over HTTP (where the lifespan, and so the backend pool, is entered once for the whole
+    process). Held weakly: a connection that ended is forgotten."""
 
-    session: Any = None
+    def __init__(self) -> None:
+        self.connections: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def remember(self, session: Any) -> None:
+        # ctx.session is per request; the SDK's per-client Connection outlives it and sends on
+        # the client's standalone channel (the GET stream over HTTP)
+        self.connections.add(getattr(session, "_connection", None) or session)
 
     async def notify_tools_changed(self) -> None:
-        if self.session is None:
-            return  # no request yet: the client has not listed anything that could be stale
-        try:
-            await self.session.send_tool_list_changed()
-        except Exception as e:  # the client may be gone; never fail a request over this
-            log.debug(f"list_changed not sent: {e}")
+        # no request yet: the client has not listed anything that could be stale
+        for conn in list(self.connections):
+            try:
+                await conn.send_tool_list_changed()
+            except Exception as e:  # the client may be gone; never fail a request over this
+                log.debug(f"list_changed not sent: {e}")
+                self.connections.discard(conn)
 
 
 def build_server(db_path: str | Path, *, config_path: str | None = None, scope: Filters | None = None,
                  expose_tools: bool = False, pins: list[str] | None = None,
                  max_tokens: int = DEFAULT_MAX_TOKENS, poll_interval: float = DEFAULT_POLL_S,
-                 load_model: bool = True, always_load: bool = True) -> Any:
+                 load_model: bool = True, always_load: bool = True, usage_db: str | None = None,
+                 record_examples: bool = False, grants: list[Any] | None = None) -> Any:
     """The discovery server over the index at `db_path` (a DiscoveryServer: the SDK's low-level
     Server, with `.discovery` its state). `always_load`: mark the core meta-tools
     `anthropic/alwaysLoad` (clients that defer MCP tools then load them on the first turn).
-    Raises ToolidxError for an unusable index or a bad --pin."""
+    `usage_db`: the usage file (default: beside the index, see store/usage.py);
+    `record_examples`: keep successful calls' arguments, secrets redacted, as examples.
+    `grants` (serve --http's tokens, access.Grant): each answers inside its own scope, narrowed by
+    `scope`; a request carries its grant in the HTTP request's ASGI scope (`toolidx.grant`).
+    Raises ToolidxError for an unusable index, a bad --pin or a token scope naming an unknown server."""
     # the index and options first: their errors need no MCP import (~1 s)
     disc = Discovery(str(db_path), scope=scope, expose_tools=expose_tools, pins=pins,
                      max_tokens=max_tokens, config_path=config_path)
+    views = {g.label: disc.scoped(g.scope) for g in grants or [] if not g.scope.is_empty()}
+    disc.usage = Usage(disc.db_path, usage_db, record_examples=record_examples, scope=scope)
     from .mcp_server import DiscoveryServer
 
     source = SpecSource(server_row=lambda name: get_server(disc.db, name), config_path=config_path,
                         index_config_path=lambda: disc.db.get_meta("config_path"), db_path=disc.db_path)
     model_started = threading.Event()
-    pools: list[BackendPool] = []  # one per live connection
+    pools: list[BackendPool] = []  # one per stdio connection; one for the process over HTTP
+
+    def view(ctx: Any) -> Discovery:
+        """The Discovery this request may see: its token's scope over HTTP, the server's otherwise."""
+        return views.get(grant_label(ctx) or "", disc)
 
     def start_model() -> None:
         # Keyword search answers at once; semantic search joins in when the model is ready. Not
@@ -98,7 +119,9 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
     async def on_list_tools(ctx: Any, params: Any) -> dict:
         await refreshed(ctx)
         # ttlMs 0: a new crawl may change the list at any time (2026-07-28 clients cache otherwise)
-        return {"tools": meta_tools(always_load) + disc.exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
+        d = view(ctx)
+        tools = meta_tools(always_load, await anyio.to_thread.run_sync(d.catalog_summary))
+        return {"tools": tools + d.exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
                 "resultType": "complete"}
 
     async def on_call_tool(ctx: Any, params: Any) -> dict:
@@ -108,20 +131,25 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
 
     async def call_tool(ctx: Any, params: Any) -> dict:
         name, args = params.name, params.arguments or {}
+        d = view(ctx)
         try:
             await refreshed(ctx)
             if name == "execute_tool":
                 problem = check_arguments(name, args)
                 if problem:
                     return problem.to_result()
-                return await _execute(ctx, disc, args["tool_name"], args.get("arguments", {}),
+                return await _execute(ctx, d, args["tool_name"], args.get("arguments", {}),
                                       call_timeout(args))
             if name in META_NAMES:
-                answer = await anyio.to_thread.run_sync(disc.answer, name, args)
+                answer = await anyio.to_thread.run_sync(d.answer, name, args)
+                if name == "describe_tool" and args.get("check") and not answer.is_error:
+                    from .preflight import add_check
+
+                    await add_check(answer, d, ctx.lifespan_context["pool"])
                 return answer.to_result()
-            exposed = disc.exposed()
+            exposed = d.exposed()
             if name in exposed:
-                return await _execute(ctx, disc, exposed[name], args, DEFAULT_TIMEOUT_MS / 1000)
+                return await _execute(ctx, d, exposed[name], args, DEFAULT_TIMEOUT_MS / 1000)
             return error_answer("unknown_tool", f"no tool named {name!r} on this server",
                                 "find tools with search_tools and run them with execute_tool").to_result()
         except Exception as e:  # a bug must come back as an error result, not kill the session
@@ -135,13 +163,22 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
     async def remember_session(ctx: Any, call_next: Any) -> Any:
         run = _run_of(ctx)
         if run is not None and getattr(ctx, "session", None) is not None:
-            run.session = ctx.session
+            run.remember(ctx.session)
         if ctx.method != "initialize":
             start_model()  # after the handshake, which it would slow down
         return await call_next(ctx)
 
     server.middleware.append(remember_session)
+    server.views = views
+    server.start_model = start_model  # serve --http loads it at start: no handshake to protect
     return server
+
+
+def grant_label(ctx: Any) -> str | None:
+    """The label of the token a request came with (serve --http), or None."""
+    request = getattr(ctx, "request", None)
+    grant = getattr(request, "scope", {}).get("toolidx.grant") if request is not None else None
+    return getattr(grant, "label", None)
 
 
 def _run_of(ctx: Any) -> _Run | None:
@@ -150,17 +187,34 @@ def _run_of(ctx: Any) -> _Run | None:
 
 
 async def _execute(ctx: Any, disc: Discovery, tool_name: str, arguments: Any, timeout: float) -> dict:
+    """Run one call and record its outcome in the usage file (queued: never delays the answer)."""
+    started = time.perf_counter()
+    result, tool_id, server, outcome = await _call(ctx, disc, tool_name, arguments, timeout)
+    if disc.usage is not None:
+        disc.usage.record(tool_id, server, outcome, (time.perf_counter() - started) * 1000, arguments)
+    return result
+
+
+async def _call(ctx: Any, disc: Discovery, tool_name: str, arguments: Any,
+                timeout: float) -> tuple[dict, str, str, str]:
+    """(result, tool id, server, outcome: ok | tool_error | invalid_arguments | timeout |
+    backend_failed | refused)."""
     tool, refusal = disc.prepare_call(tool_name, arguments)
     if tool is None:
         assert refusal is not None  # prepare_call gives one or the other
-        return refusal.to_result()
+        known = refusal.payload.get("tool")  # resolved, then refused (quarantine) or invalid
+        tid = str(known or tool_name)
+        outcome = "invalid_arguments" if refusal.payload.get("error") == "invalid_arguments" else "refused"
+        return refusal.to_result(), tid, tid.partition("/")[0] if known else "", outcome
     pool: BackendPool = ctx.lifespan_context["pool"]
     try:
-        return await pool.call(tool["server"], tool["name"], arguments, timeout)
+        result = await pool.call(tool["server"], tool["name"], arguments, timeout)
     except BackendUnavailable as e:
-        return error_answer("backend_unavailable", str(e),
-                            "try again (a dead server is restarted on the next call), or use "
-                            "get_similar_tools for an alternative", tool=tool["id"]).to_result()
+        return (error_answer("backend_unavailable", str(e),
+                             "try again (a dead server is restarted on the next call), or use "
+                             "get_similar_tools for an alternative", tool=tool["id"]).to_result(),
+                tool["id"], tool["server"], "timeout" if e.timed_out else "backend_failed")
+    return result, tool["id"], tool["server"], "tool_error" if result.get("isError") else "ok"
 
 
 async def _watch(disc: Discovery, run: _Run, interval: float) -> None:
@@ -354,4 +408,8 @@ def serve_stdio(db_path: str, **options: Any) -> None:
     if sys.stdin.isatty():  # started by hand: say what it is waiting for (on stderr)
         sys.stderr.write("toolidx serve: speaking MCP on stdin/stdout; start it from an MCP client "
                          "(`toolidx serve --print-config` prints the entry). Ctrl-D to stop.\n")
-    run_stdio(server)
+    try:
+        run_stdio(server)
+    finally:
+        if server.discovery.usage is not None:
+            server.discovery.usage.close()  # what is still queued is written

@@ -43,6 +43,14 @@ class IndexStats(TypedDict):
     cache: dict[str, Any]
 
 
+def catalog_of(db: Database, rows: list[ServerTokens], filters: Filters | None) -> tuple:
+    """The catalog summary serve puts in search_tools' description, for these rows."""
+    from ..catalog.listing import categories
+
+    cats = [c["name"] for c in categories(db, filters)["categories"] if c["name"]]
+    return sum(r["tools"] for r in rows), [(r["server"], r["tools"]) for r in rows], cats
+
+
 def index_stats(db: Database, filters: Filters | None = None) -> IndexStats:
     """{"servers": [{"server", "status", "tools", "tokens", "max_tool_tokens"}], "tools",
     "tool_tokens", "meta_tools", "meta_tokens", "saved_tokens", "saving_pct", "ratio", "tokenizer"}."""
@@ -55,7 +63,7 @@ def index_stats(db: Database, filters: Filters | None = None) -> IndexStats:
                      "tokens": sum(per), "max_tool_tokens": max(per) if per else 0})
     rows.sort(key=lambda r: (-r["tokens"], r["server"]))
     total = sum(r["tokens"] for r in rows)
-    meta = sum(estimate_tokens(t) for t in meta_tools())  # as on the wire, _meta included
+    meta = sum(estimate_tokens(t) for t in meta_tools(catalog=catalog_of(db, rows, filters)))  # as sent
     return {
         "servers": rows,
         "tools": sum(r["tools"] for r in rows),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..core.filters import Filters
 from .db import Database
 from .tools import decode
+from .tools import where as filter_sql
 
 # sort key -> ORDER BY columns (the id last, so equal keys keep one stable order)
 SORTS = {
@@ -17,7 +18,7 @@ LIST_COLUMNS = ("t.id, t.server, t.name, t.title, t.description, t.tags, t.categ
 
 
 def _where(filters: Filters | None) -> tuple[str, list]:
-    return filters.where("t") if filters is not None else ("1", [])
+    return filter_sql(filters, "t") if filters is not None else ("1", [])
 
 
 def count_tools(db: Database, filters: Filters | None = None) -> int:

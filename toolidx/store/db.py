@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core.errors import DatabaseError
 from .cache import IndexCache
-from .migrations import MIGRATIONS
+from .migrations import ADDITIVE, MIGRATIONS
 
 APPLICATION_ID = 0x54494458  # "TIDX" in PRAGMA application_id marks a file as ours
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -181,8 +181,10 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
             _check_header(p)
     mod = sqlite_module()
     target, uri = spath, False
+    frozen = spath != ":memory:" and _frozen(p)
+    readonly = readonly or frozen
     if readonly and spath != ":memory:":
-        target, uri = p.resolve().as_uri() + "?mode=ro", True
+        target, uri = p.resolve().as_uri() + "?mode=ro" + ("&immutable=1" if frozen else ""), True
     try:
         conn = mod.connect(target, isolation_level=None, check_same_thread=False, timeout=30, uri=uri)
     except mod.Error as e:
@@ -211,6 +213,15 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
         conn.close()
         raise
     return Database(conn, spath, mod, vec_ok, vec_err)
+
+
+def _frozen(p: Path) -> bool:
+    """An index nobody here can change (read-only media, a published file in a folder we may not
+    write) and that no writer has open (no -wal, no -shm): SQLite could not even read it in WAL
+    mode, having nowhere to put its shared-memory file, so it is opened immutable (read-only)."""
+    if not p.exists() or os.access(p, os.W_OK) or os.access(p.parent, os.W_OK):
+        return False
+    return not (Path(f"{p}-wal").exists() or Path(f"{p}-shm").exists())
 
 
 def load_vec(conn: Any) -> tuple[bool, str | None]:
@@ -247,6 +258,8 @@ def _identify(conn: Any, spath: str) -> None:
 
 def _check_version(conn: Any, spath: str) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if 0 < version < len(MIGRATIONS) and all(i + 1 in ADDITIVE for i in range(version, len(MIGRATIONS))):
+        return  # only tables are missing (e.g. approvals): their readers treat them as empty
     if version != len(MIGRATIONS):
         raise DatabaseError(f"index schema v{version} differs from this toolidx's v{len(MIGRATIONS)} "
                             "and it was opened read-only", where=spath,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.tooldoc import build_tooldoc, server_words
-from . import vectors
+from . import approvals, vectors
 from .db import Database
 
 Key = tuple[str, int]  # (when a server was crawled, input position): the larger one wins
@@ -153,6 +153,7 @@ def write_merged(out: Database, sources: list[Source], owner: dict[str, Source],
                 _insert(out, "servers", row, server_cols)
                 counts["servers"] += 1
                 _copy_tools(out, s, row, tool_cols, model is not None and s.model == model, counts)
+            approvals.copy_into(out, s.db, set(mine))  # who approved what goes with the tools
         if ids:
             out.set_meta("last_crawl_id", str(max(ids.values())))
     return counts

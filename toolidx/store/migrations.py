@@ -2,6 +2,9 @@
 
 `PRAGMA user_version` holds how many migrations have been applied. The vector table is not here:
 its dimension depends on the embedding model, so `store.vectors` creates it when vectors arrive.
+
+A migration listed in ADDITIVE only creates new tables: a file it has not been applied to can
+still be opened read-only (a downloaded baseline), and its readers treat the missing table as empty.
 """
 
 MIGRATIONS: list[str] = [
@@ -117,4 +120,16 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX crawl_tools_hash ON crawl_tools(hash);
     """,
+    # 2: what a person approved (toolidx approve; serve --quarantine). No foreign key to tools:
+    # an approval outlives re-crawls, and a tool that comes back unchanged is still approved.
+    """
+    CREATE TABLE approvals (
+        tool_id      TEXT PRIMARY KEY,          -- "server/name"
+        hash         TEXT NOT NULL,             -- tools.hash approved (its definition: tool_versions)
+        approved_by  TEXT NOT NULL,             -- user name from the environment
+        approved_at  TEXT NOT NULL              -- ISO 8601 UTC
+    );
+    """,
 ]
+
+ADDITIVE = frozenset({2})  # migrations (numbered from 1) that only add tables

@@ -8,6 +8,7 @@ from ..core.filters import Filters
 from ..core.tokens import fts_query
 from . import vectors
 from .db import Database, in_chunks
+from .tools import where as filter_sql
 
 # BM25 column weights, in tools_fts column order: name, title, description, server, tags, params.
 # Name and title weigh above the description (a name is a dense summary); the server words weigh
@@ -26,7 +27,7 @@ def _bm25(weights: tuple[float, ...]) -> str:
 def _filter_sql(filters: Filters | None) -> tuple[str, list]:
     if filters is None or filters.is_empty():
         return "", []
-    where, params = filters.where("t")
+    where, params = filter_sql(filters, "t")
     return f" AND f.rowid IN (SELECT t.rowid FROM tools t WHERE {where})", params
 
 
@@ -82,7 +83,7 @@ def hit_rows(db: Database, rowids: list[int]) -> dict[int, dict]:
 def filtered_count(db: Database, filters: Filters | None) -> int:
     if filters is None or filters.is_empty():
         return int(db.scalar("SELECT count(*) FROM tools"))
-    where, params = filters.where("t")
+    where, params = filter_sql(filters, "t")
     return int(db.scalar(f"SELECT count(*) FROM tools t WHERE {where}", params))
 
 

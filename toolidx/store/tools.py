@@ -33,6 +33,15 @@ def decode(row: dict | None, columns: tuple[str, ...] = JSON_COLUMNS) -> dict | 
     return out
 
 
+def where(filters: Filters, alias: str = "t") -> tuple[str, list]:
+    """`filters.where(alias)` plus the one filter over another table: `approved_only` (a person
+    approved the tool, at any definition: one changed since stays visible, serve refuses to run it)."""
+    sql, params = filters.where(alias)
+    if filters.approved_only:
+        sql = f"({sql}) AND EXISTS (SELECT 1 FROM approvals ap WHERE ap.tool_id = {alias}.id)"
+    return sql, params
+
+
 def get_tool(db: Database, tool_id: str) -> dict | None:
     return decode(db.one("SELECT * FROM tools WHERE id = ?", (tool_id,)))
 
@@ -55,8 +64,8 @@ def filtered_rowids(db: Database, filters: Filters | None) -> set[int] | None:
     """Rowids passing the filters, or None when there are no filters (everything passes)."""
     if filters is None or filters.is_empty():
         return None
-    where, params = filters.where("t")
-    return {r["rowid"] for r in db.query(f"SELECT t.rowid AS rowid FROM tools t WHERE {where}", params)}
+    cond, params = where(filters, "t")
+    return {r["rowid"] for r in db.query(f"SELECT t.rowid AS rowid FROM tools t WHERE {cond}", params)}
 
 
 def get_server(db: Database, name: str) -> dict | None:

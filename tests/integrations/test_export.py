@@ -1,0 +1,277 @@
+"""`toolidx export --format python | openapi | typescript`: the generated artifacts are checked by
+their own tools (mypy, an OpenAPI validator, tsc) and the Python module runs a real call through
+toolidx's execute path on a real stdio server (examples/notes_server.py)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import inspect
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, _need, run_cli
+
+HOSTILE = REPO / "tests" / "data" / "export_hostile_tools.json"
+
+
+def _crawl(cfg: dict, d: Path, *extra: str) -> Path:
+    (d / "servers.json").write_text(json.dumps({"mcpServers": cfg}))
+    db = d / "idx.db"
+    r = run_cli("crawl", "--config", d / "servers.json", "--db", db, *extra)
+    assert r.code == 0, r.stderr
+    return db
+
+
+@pytest.fixture(scope="module")
+def hostile_db(tmp_path_factory) -> Path:
+    """Tool names, descriptions and parameter names written to break out of generated code."""
+    return _crawl({"evil": {"tools_file": str(HOSTILE)}}, tmp_path_factory.mktemp("hostile"))
+
+
+@pytest.fixture(scope="module")
+def notes_db(tmp_path_factory) -> Path:
+    """examples/notes_server.py (a real stdio MCP server) and the weather tool list."""
+    cfg = {"notes": {"command": sys.executable, "args": [str(REPO / "examples" / "notes_server.py")],
+                     "category": "productivity"},
+           "weather": {"tools_file": str(REPO / "examples" / "weather-tools.json")}}
+    return _crawl(cfg, tmp_path_factory.mktemp("notes"))
+
+
+def _export(db: Path, fmt: str, *extra: str) -> str:
+    r = run_cli("export", "-f", fmt, "--db", db, *extra)
+    assert r.code == 0, r.stderr
+    return r.stdout
+
+
+def _import(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _mypy(path: Path) -> None:
+    if importlib.util.find_spec("mypy") is None:
+        _need("mypy", "pip install -e .[dev]")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MYPYPATH": str(REPO)}
+    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+                        "--follow-imports=silent", str(path)],
+                       capture_output=True, text=True, env=env, cwd=path.parent, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+# --- python -----------------------------------------------------------------------------------------
+def test_python_wrappers_pass_mypy_and_run_a_real_call(notes_db, tmp_path):
+    code = _export(notes_db, "python")
+    assert code == _export(notes_db, "python")  # stable byte for byte
+    path = tmp_path / "notes_tools.py"
+    path.write_text(code)
+    _mypy(path)
+    mod = _import(path, "notes_tools")
+    tree = ast.parse(code)
+    fns = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    # required first, optional keyword-only with None; enums as Literal; JSON names kept in the call
+    search = fns["notes__search_notes"]
+    assert [a.arg for a in search.args.args] == ["query"] and [a.arg for a in search.args.kwonlyargs] == ["limit"]
+    assert ast.unparse(search.args.kwonlyargs[0].annotation) == "int | None"
+    conv = fns["weather__convertTemperature"]
+    assert "from_" in [a.arg for a in conv.args.args] and "Literal[" in ast.unparse(conv.args.args[1].annotation)
+    assert "'from': from_" in code
+    assert "Find notes whose title or text contains the query" in (mod.notes__search_notes.__doc__ or "")
+    assert mod.TOOL_IDS["notes__add_note"] == "notes/add_note"
+    try:
+        assert mod.notes__add_note("groceries", "milk, eggs") == {"result": "saved 'groceries'"}
+        assert mod.notes__search_notes("eggs") == {"result": ["groceries"]}  # same server kept
+        assert mod.notes__search_notes("eggs", limit=0) == {"result": []}
+        with pytest.raises(mod.ToolError, match="does not fit|not of type"):
+            mod.notes__add_note("x", 3)  # validated by toolidx before the server sees it
+    finally:
+        if mod._client is not None:
+            mod._client.close()
+
+
+def test_python_wrappers_keep_the_scope(notes_db, tmp_path):
+    code = _export(notes_db, "python", "--server", "weather")
+    assert "def notes__" not in code and "def weather__get_forecast" in code
+    path = tmp_path / "weather_tools.py"
+    path.write_text(code)
+    mod = _import(path, "weather_tools")
+    c = mod.configure()
+    try:
+        res = c.call_result("notes/add_note", {"title": "a", "text": "b"})  # outside the scope
+        assert res["isError"] is True and "scope" in json.dumps(res)
+    finally:
+        c.close()
+
+
+def test_python_wrappers_escape_hostile_names_and_descriptions(hostile_db, tmp_path):
+    code = _export(hostile_db, "python")
+    path = tmp_path / "evil_tools.py"
+    path.write_text(code)
+    tree = ast.parse(code)  # no break-out: the module is plain definitions
+    assert all(isinstance(n, (ast.ImportFrom, ast.Import, ast.FunctionDef, ast.Assign, ast.AnnAssign,
+                              ast.AugAssign, ast.Expr)) for n in tree.body)
+    assert not any(isinstance(n, ast.Import) for n in tree.body)
+    assert all(isinstance(n.value, ast.Constant) for n in tree.body if isinstance(n, ast.Expr))
+    _mypy(path)
+    mod = _import(path, "evil_tools")
+    fn = mod.evil__evil___tool
+    desc = json.loads(HOSTILE.read_text())["tools"][0]["description"]
+    assert inspect.getdoc(fn).startswith(desc)  # the text itself, unchanged
+    f = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "evil__evil___tool")
+    names = [a.arg for a in f.args.args + f.args.kwonlyargs]
+    assert names[:3] == ["class_", "a_b", "q_x"]
+    assert len(set(names)) == len(names) and "_args" not in names and "Any" not in names
+    for kept in ("'a-b': a_b", "'a_b'] = a_b_2", "'1st'] = _1st", "'q\"x': q_x", "'class': class_"):
+        assert kept in code  # the JSON name in the call
+
+
+# --- openapi ----------------------------------------------------------------------------------------
+def _openapi_valid(doc: dict) -> None:
+    if importlib.util.find_spec("openapi_spec_validator") is None:
+        _need("openapi-spec-validator", "pip install -e .[test]")
+    from openapi_spec_validator import validate
+
+    validate(doc)
+    from urllib.parse import unquote
+
+    def resolve(ref: str) -> object:
+        node: object = doc
+        for part in ref[2:].split("/"):
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list):
+                assert part.isdigit() and int(part) < len(node), ref
+                node = node[int(part)]
+            else:
+                assert isinstance(node, dict) and part in node, ref
+                node = node[part]
+        return node
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "$ref" and isinstance(v, str):
+                    assert v.startswith("#/components/schemas/"), v
+                    resolve(v)
+                elif not k.startswith("x-") and k not in ("enum", "const", "default", "examples", "example"):
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(doc)
+
+
+def test_openapi_of_real_servers_is_valid_and_stable(catalog_real_db):
+    text = _export(catalog_real_db, "openapi")
+    assert text == _export(catalog_real_db, "openapi")
+    doc = json.loads(text)
+    _openapi_valid(doc)
+    env = json.loads(_export(catalog_real_db, "openapi", "--json"))
+    assert env["document"] == doc and env["count"] == len(doc["paths"]) == len(env["names"])
+    for path, item in doc["paths"].items():
+        op = item["post"]
+        assert env["names"][op["operationId"]] == op["x-toolidx-id"]
+        server, _, name = op["x-toolidx-id"].partition("/")
+        assert path.startswith("/tools/") and op["tags"][0] == server
+        assert op["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(".input")
+
+
+def test_openapi_lifts_refs_and_keeps_the_scope(hostile_db, notes_db):
+    doc = json.loads(_export(hostile_db, "openapi"))
+    _openapi_valid(doc)
+    schemas = doc["components"]["schemas"]
+    assert "evil__evil___tool.input.Item" in schemas and "evil__evil_tool.input.X" in schemas
+    props = schemas["evil__evil___tool.input"]["properties"]
+    assert props["1st"]["items"]["$ref"] == "#/components/schemas/evil__evil___tool.input.Item"
+    assert props["tree"]["$ref"] == "#/components/schemas/evil__evil___tool.input"
+    assert "/tools/evil/evil%22%22%22tool" in doc["paths"]
+    notes = json.loads(_export(notes_db, "openapi", "--server", "notes"))
+    _openapi_valid(notes)
+    op = notes["paths"]["/tools/notes/search_notes"]["post"]
+    assert op["x-mcp-annotations"] == {"readOnlyHint": True} and op["tags"] == ["notes", "productivity"]
+    assert op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"] == \
+        "#/components/schemas/notes__search_notes.output"
+    assert all(p.startswith("/tools/notes/") for p in notes["paths"])
+
+
+@pytest.mark.slow
+def test_openapi_of_the_etom_catalog_is_valid(bench_dir, tmp_path):
+    """2,375 real tool definitions with draft-04/07 schemas, local refs and invalid defaults."""
+    db = _crawl({"etom": {"tools_file": str(bench_dir / "etom" / "tools.jsonl")}}, tmp_path, "--model", "none")
+    doc = json.loads(_export(db, "openapi"))
+    assert len(doc["paths"]) == 2375
+    _openapi_valid(doc)
+
+
+# --- typescript -------------------------------------------------------------------------------------
+TSC_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolidx" / "tsc"
+
+
+@pytest.fixture(scope="module")
+def tsc() -> Path:
+    """typescript and @types/node, installed once into ~/.cache/toolidx/tsc (outside the clone)."""
+    exe = TSC_DIR / "node_modules" / ".bin" / "tsc"
+    if not exe.is_file() or not (TSC_DIR / "node_modules" / "@types" / "node").is_dir():
+        if shutil.which("npm") is None or shutil.which("node") is None:
+            _need("node and npm", "install node >= 18 (npm installs typescript into ~/.cache/toolidx/tsc)")
+        r = subprocess.run(["npm", "install", "--prefix", str(TSC_DIR), "--no-audit", "--no-fund",
+                            "typescript@5", "@types/node@20"], capture_output=True, text=True, timeout=600)
+        if r.returncode != 0 or not exe.is_file():
+            _need("typescript", f"npm install --prefix {TSC_DIR} typescript @types/node failed: {r.stderr[-500:]}")
+    return exe
+
+
+def _tsc(exe: Path, d: Path, *files: str, emit: bool = False) -> None:
+    link = d / "node_modules"
+    if not link.exists():
+        link.symlink_to(TSC_DIR / "node_modules")  # @types/node for the generated import of node:*
+    args = [str(exe), "--strict", "--target", "es2022", "--module", "nodenext", "--moduleResolution", "nodenext",
+            "--types", "node", *(["--outDir", "out"] if emit else ["--noEmit"]), *files]
+    r = subprocess.run(args, capture_output=True, text=True, cwd=d, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_typescript_wrappers_compile_strict_and_escape_hostile_text(hostile_db, tsc, tmp_path):
+    code = _export(hostile_db, "typescript")
+    assert code == _export(hostile_db, "typescript")
+    (tmp_path / "evil.ts").write_text(code)
+    _tsc(tsc, tmp_path, "evil.ts")
+    # the hostile description stays inside its comment: the only `*/` are the comments' own ends
+    for line in code[code.index("export const TOOLIDX_DB"):].splitlines():  # the generated part
+        if "*/" in line:
+            assert line.strip() == "*/" or line.strip().startswith("/**") or '"*/"' in line, line
+    assert "*\\/ process.exit(1) /*" in code and '"q\\"x": "it\'s" | "a\\"b" | "*/" | null;' in code
+    assert "export function evil__evil___tool(args: EvilEvilToolArgs)" in code
+    assert "export function evil__evil_tool(args: EvilEvilToolArgs_2 = {})" in code
+
+
+def test_typescript_wrappers_run_a_real_call_through_toolidx_serve(notes_db, tsc, tmp_path):
+    (tmp_path / "notes_tools.mts").write_text(_export(notes_db, "typescript", "--server", "notes"))
+    _tsc(tsc, tmp_path, "notes_tools.mts", emit=True)
+    (tmp_path / "run.mjs").write_text("""
+import * as t from "./out/notes_tools.mjs";
+t.configure({ command: JSON.parse(process.env.TOOLIDX_CMD) });
+const out = {};
+out.add = await t.notes__add_note({ title: "groceries", text: "milk, eggs" });
+out.search = await t.notes__search_notes({ query: "eggs" });
+try { await t.notes__add_note({ title: "x", text: 3 }); out.bad = "no error"; }
+catch (e) { out.bad = e.name; }
+try { await t.getClient().call("weather/get_alerts", { region: "x" }); out.scope = "no error"; }
+catch (e) { out.scope = e.message; }
+console.log(JSON.stringify(out));
+t.closeClient();
+""")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TOOLIDX_CMD": json.dumps([sys.executable, "-m", "toolidx"])}
+    r = subprocess.run(["node", "run.mjs"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["add"] == {"result": "saved 'groceries'"} and out["search"] == {"result": ["groceries"]}
+    assert out["bad"] == "ToolError" and "scope" in out["scope"]

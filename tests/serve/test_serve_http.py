@@ -1,0 +1,412 @@
+"""`toolidx serve --http` end to end: a real `toolidx serve --http 127.0.0.1:0` subprocess, the real
+mcp client over Streamable HTTP (several at once), the search API over real HTTP, bearer tokens
+with their scopes, shared backends, a slow tool that stalls nobody else, and the start-up errors."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import anyio
+import pytest
+from conftest import run_cli
+
+pytestmark = [pytest.mark.servers, pytest.mark.slow]
+
+TOOLIDX = [sys.executable, "-m", "toolidx"]
+ADMIN = "admin-token-0123456789abcdef"
+TIME_ONLY = "time-token-0123456789abcdef"
+CRASHY_RO = "crashy-ro-token-0123456789ab"
+ENV_TOKEN = "env-token-0123456789abcdefgh"
+
+
+@contextlib.contextmanager
+def spawn(db, err, *flags, env=None):
+    """`toolidx serve --db DB --http 127.0.0.1:0 FLAGS` as a subprocess: yields its base URL once
+    it listens and its model is loaded; stopped with SIGTERM after."""
+    with open(err, "w") as errf:
+        proc = subprocess.Popen([*TOOLIDX, "serve", "--db", str(db), "--http", "127.0.0.1:0", *flags],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
+                                env={**os.environ, **(env or {})})
+    try:
+        base = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and base is None:
+            m = re.search(r"MCP at (http://127\.0\.0\.1:\d+)/mcp", err.read_text())
+            base = m.group(1) if m else None
+            if base is None:
+                assert proc.poll() is None, err.read_text()
+                time.sleep(0.1)
+        assert base, err.read_text()
+        while time.monotonic() < deadline:  # the model loads at start: wait for hybrid search
+            if get(base, "/healthz")[1]["model"] in ("ready", "unavailable"):
+                break
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            assert proc.wait(timeout=20) in (0, -signal.SIGTERM)  # uvicorn re-raises SIGTERM once it has stopped
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+            raise
+
+
+@pytest.fixture(scope="module")
+def http_server(serve_index, tmp_path_factory):
+    """One serve --http process for the module: (base_url, stderr path)."""
+    d = tmp_path_factory.mktemp("http")
+    tokens = d / "tokens"
+    tokens.write_text(f"# team tokens\n{ADMIN}\n\n{TIME_ONLY} servers=time\n"
+                      f"{CRASHY_RO}   servers=crashy,time read-only\n")
+    err = d / "serve.err"
+    with spawn(serve_index, err, "--token-file", tokens, "--token-env", "TEAM_TOKEN",
+               env={"TEAM_TOKEN": ENV_TOKEN}) as base:
+        yield base, err
+    assert ADMIN not in err.read_text() and TIME_ONLY not in err.read_text()  # tokens are never logged
+
+
+def get(base, path, token=None, **params):
+    url = base + path + ("?" + urllib.parse.urlencode(params, doseq=True) if params else "")
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read()), {k.lower(): v for k, v in r.headers.items()}
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null"), {k.lower(): v for k, v in e.headers.items()}
+
+
+def mcp_client(base, token):
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"} if token else None)
+    return http, Client(streamable_http_client(base + "/mcp", http_client=http), mode="legacy")
+
+
+async def with_client(base, token, body):
+    http, client = mcp_client(base, token)
+    async with http, client as c:
+        return await body(c)
+
+
+async def call(c, name, args):
+    r = await c.call_tool(name, args)
+    return r.structured_content, r.is_error
+
+
+# --- authentication --------------------------------------------------------------------------------
+def test_requests_without_a_valid_token_get_401(http_server):
+    base, _ = http_server
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+    for headers, invalid in (({}, False), ({"Authorization": "Bearer wrong-token-0123456789abc"}, True),
+                             ({"Authorization": f"Basic {ADMIN}"}, False)):
+        req = urllib.request.Request(base + "/mcp", data=init, method="POST", headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=10)
+        assert e.value.code == 401
+        challenge = e.value.headers["WWW-Authenticate"]
+        assert challenge.startswith("Bearer") and ('error="invalid_token"' in challenge) == invalid
+    status, body, headers = get(base, "/v1/search", q="current time")
+    assert status == 401 and body["error"] == "unauthorized" and headers["www-authenticate"].startswith("Bearer")
+    assert get(base, "/v1/search", "not-a-token-0123456789", q="time")[0] == 401
+    assert get(base, "/healthz")[0] == 200  # open to load balancers
+
+    async def body_(c):
+        raise AssertionError("connected without a token")
+
+    with pytest.raises(BaseException) as refused:  # the real client is refused too
+        anyio.run(with_client, base, None, body_)
+    assert "connected without a token" not in str(refused.value)
+
+
+def test_mcp_over_http_with_a_token(http_server):
+    base, _ = http_server
+
+    async def body(c):
+        tools = [t.name for t in (await c.list_tools()).tools]
+        found, err = await call(c, "search_tools", {"query": "what time is it now"})
+        echoed = await c.call_tool("execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "hi"}})
+        return tools, found, err, echoed
+
+    for token in (ADMIN, ENV_TOKEN):
+        tools, found, err, echoed = anyio.run(with_client, base, token, body)
+        assert tools == ["search_tools", "list_tools", "describe_tool", "execute_tool", "get_tool_categories",
+                         "get_similar_tools"]
+        assert not err and found["mode_used"] == "hybrid" and found["hits"][0]["id"].startswith("time/")
+        assert not echoed.is_error and echoed.structured_content == {"text": "hi"}
+
+
+def test_several_clients_at_once_share_the_backends(http_server):
+    base, _ = http_server
+    queries = ["current time in a timezone", "echo a text back", "store a memory entity", "list a directory",
+               "convert time between zones", "read a file"]
+
+    async def one(q, out):
+        async def body(c):
+            found, _ = await call(c, "search_tools", {"query": q, "limit": 3})
+            pid = await c.call_tool("execute_tool", {"tool_name": "crashy/pid", "arguments": {}})
+            return found, pid.content[0].text
+
+        out.append(await with_client(base, ADMIN, body))
+
+    async def main():
+        out: list = []
+        async with anyio.create_task_group() as tg:
+            for q in queries:
+                tg.start_soon(one, q, out)
+        return out
+
+    results = anyio.run(main)
+    assert len(results) == len(queries)
+    assert all(found["hits"] for found, _ in results)
+    assert len({pid for _, pid in results}) == 1  # one backend process for every client
+
+
+def test_a_slow_tool_does_not_stall_another_clients_search(http_server):
+    base, _ = http_server
+    events: list = []
+
+    async def slow(c):
+        r = await c.call_tool("execute_tool", {"tool_name": "crashy/sleep", "arguments": {"seconds": 5}})
+        events.append(("slow done", time.monotonic()))
+        return r
+
+    async def fast(c):
+        await anyio.sleep(1.0)  # the slow call is under way
+        t0 = time.monotonic()
+        found, _ = await call(c, "search_tools", {"query": "what time is it"})
+        events.append(("search done", time.monotonic()))
+        return found, time.monotonic() - t0
+
+    async def main():
+        out: dict = {}
+
+        async def run(name, token, body):
+            out[name] = await with_client(base, token, body)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, "slow", ADMIN, slow)
+            tg.start_soon(run, "fast", TIME_ONLY, fast)
+        return out
+
+    out = anyio.run(main)
+    assert not out["slow"].is_error and out["slow"].content[0].text == "awake"
+    found, took = out["fast"]
+    assert found["hits"] and took < 3.0
+    assert [e[0] for e in sorted(events, key=lambda e: e[1])] == ["search done", "slow done"]
+
+
+def test_token_scope_narrows_search_execute_and_the_api(http_server):
+    base, _ = http_server
+
+    async def time_only(c):
+        found, _ = await call(c, "search_tools", {"query": "echo a text back", "filters": {"min_score": 0},
+                                                  "limit": 10})
+        # asking for a server outside the token's scope widens nothing
+        asked, _ = await call(c, "search_tools", {"query": "echo", "filters": {"servers": ["crashy"],
+                                                                               "min_score": 0}})
+        refused, is_error = await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "x"}})
+        cats, _ = await call(c, "get_tool_categories", {})
+        return found, asked, refused, is_error, cats
+
+    found, asked, refused, is_error, cats = anyio.run(with_client, base, TIME_ONLY, time_only)
+    assert found["hits"] and all(h["id"].startswith("time/") for h in found["hits"])
+    assert asked["hits"] == []
+    assert is_error and refused["error"] == "out_of_scope"
+    assert [s["name"] for s in cats["servers"]] == ["time"]
+
+    async def crashy_ro(c):
+        ok = await c.call_tool("execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "x"}})
+        refused, is_error = await call(c, "execute_tool", {"tool_name": "crashy/crash", "arguments": {}})
+        return ok, refused, is_error
+
+    ok, refused, is_error = anyio.run(with_client, base, CRASHY_RO, crashy_ro)
+    assert not ok.is_error
+    assert is_error and refused["error"] == "out_of_scope"  # not read-only: outside this token's scope
+
+    status, body, _ = get(base, "/v1/search", TIME_ONLY, q="echo a text back", min_score=0, k=20)
+    assert status == 200 and body["hits"] and {h["server"] for h in body["hits"]} == {"time"}
+    status, body, _ = get(base, "/v1/search", TIME_ONLY, q="echo", server="crashy", min_score=0)
+    assert status == 200 and body["hits"] == []
+    status, body, _ = get(base, "/v1/search", ADMIN, q="echo a text back")
+    assert body["hits"][0]["id"] == "crashy/echo"
+
+
+def test_a_new_crawl_is_announced_to_every_session(serve_index, tmp_path):
+    db = tmp_path / "live.db"
+    shutil.copy(serve_index, db)
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{ADMIN}\n{TIME_ONLY} servers=time\n")
+    seen: dict = {ADMIN: 0, TIME_ONLY: 0}
+
+    async def client(base, token, crawled):
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        async def on_message(m):
+            if getattr(m, "method", None) == "notifications/tools/list_changed":
+                seen[token] += 1
+
+        async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http, \
+                Client(streamable_http_client(base + "/mcp", http_client=http), mode="legacy",
+                       message_handler=on_message) as c:
+            await c.list_tools()
+            await crawled.wait()
+            with anyio.fail_after(15):
+                while not seen[token]:
+                    await anyio.sleep(0.05)
+            return await call(c, "describe_tool", {"tool_name": "weather/get_forecast"})
+
+    async def main(base):
+        crawled = anyio.Event()
+        out: dict = {}
+
+        async def run(token):
+            out[token] = await client(base, token, crawled)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, ADMIN)
+            tg.start_soon(run, TIME_ONLY)
+            await anyio.sleep(2)  # both sessions open (and their GET streams)
+            r = await anyio.to_thread.run_sync(lambda: run_cli(
+                "crawl", "--config", serve_index.parent / "servers.json", "--db", db, "--server", "weather",
+                "--model", "none"))
+            assert r.code == 0, r.stderr
+            crawled.set()
+        return out
+
+    with spawn(db, tmp_path / "serve.err", "--token-file", tokens, "--poll", "0.1") as base:
+        out = anyio.run(main, base)
+    assert seen == {ADMIN: 1, TIME_ONLY: 1}
+    found, is_error = out[ADMIN]
+    assert not is_error and found["id"] == "weather/get_forecast"
+    refused, is_error = out[TIME_ONLY]
+    assert is_error and refused["error"] == "out_of_scope"
+
+
+def test_a_session_answers_only_the_token_that_opened_it(http_server):
+    base, _ = http_server
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+    listing = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode()
+
+    def post(body, token, session=None):
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                   "Authorization": f"Bearer {token}", "MCP-Protocol-Version": "2025-06-18"}
+        if session:
+            headers["Mcp-Session-Id"] = session
+        req = urllib.request.Request(base + "/mcp", data=body, method="POST", headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                r.read()
+                return r.status, r.headers.get("Mcp-Session-Id")
+        except urllib.error.HTTPError as e:
+            return e.code, None
+
+    status, sid = post(init, ADMIN)
+    assert status == 200 and sid
+    assert post(listing, TIME_ONLY, sid)[0] == 404  # another token: as if the session did not exist
+    assert post(listing, ADMIN, sid)[0] in (200, 202)
+
+
+# --- the search API --------------------------------------------------------------------------------
+def test_v1_search_answers_the_json_of_search_json(http_server, serve_index):
+    base, _ = http_server
+    for q, params, flags in (("what time is it", {"k": 3}, ["--limit", "3"]),
+                             ("store a memory entity", {"k": 5, "server": "memory", "mode": "keyword"},
+                              ["--limit", "5", "--server", "memory", "--mode", "keyword"]),
+                             ("bake a chocolate cake", {}, [])):
+        status, body, headers = get(base, "/v1/search", ADMIN, q=q, **params)
+        assert status == 200 and headers["content-type"].startswith("application/json")
+        r = run_cli("search", q, "--db", serve_index, "--json", *flags)
+        assert body == r.json, q
+    assert body["no_match"] is True and body["hits"] == []  # the calibrated "no good match"
+    for bad in ({}, {"q": "x", "k": 0}, {"q": "x", "k": "many"}, {"q": "x", "mode": "magic"},
+                {"q": "x", "read_only": "perhaps"}, {"q": "x", "min_score": 2}, {"q": "x" * 4001}):
+        status, body, _ = get(base, "/v1/search", ADMIN, **bad)
+        assert status == 400 and body["command"] == "error" and body["message"], bad
+
+
+def test_openapi_document_is_valid(http_server):
+    from openapi_spec_validator import validate
+
+    base, _ = http_server
+    status, doc, _ = get(base, "/openapi.json")
+    assert status == 200
+    validate(doc)
+    assert doc["openapi"].startswith("3.1")
+    op = doc["paths"]["/v1/search"]["get"]
+    assert {p["name"] for p in op["parameters"]} >= {"q", "k", "server", "tag", "category", "read_only",
+                                                     "min_score", "mode"}
+    assert doc["servers"] == [{"url": base}]
+
+
+# --- start-up errors ---------------------------------------------------------------------------------
+def test_start_up_errors_are_one_line_exit_2(serve_index, tmp_path, monkeypatch):
+    def fails(*args, want):
+        r = run_cli("serve", "--db", serve_index, *args)
+        assert r.code == 2, (args, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and want in lines[0], (args, r.stderr)
+        assert r.stdout == ""
+        return lines[0]
+
+    fails("--http", "0.0.0.0:0", want="bearer token is required on a non-loopback address")
+    fails("--http", "80:80:x", want="not a [HOST:]PORT")
+    fails("--http", "127.0.0.1:99999", want="not a [HOST:]PORT")
+    fails("--http", "0", "--token-file", tmp_path / "none", want="no such file")
+    (tmp_path / "empty").write_text("# nothing yet\n\n")
+    fails("--http", "0", "--token-file", tmp_path / "empty", want="holds no token")
+    (tmp_path / "short").write_text("abc\n")
+    fails("--http", "0", "--token-file", tmp_path / "short", want="line 1: a token must be 16 or more")
+    (tmp_path / "scope").write_text(f"{ADMIN} colour=blue\n")
+    line = fails("--http", "0", "--token-file", tmp_path / "scope", want="line 1: unknown scope")
+    assert ADMIN not in line
+    (tmp_path / "unknown").write_text(f"{ADMIN} servers=nope\n")
+    fails("--http", "0", "--token-file", tmp_path / "unknown", want="servers=nope: not in the index")
+    (tmp_path / "dir").mkdir()
+    fails("--http", "0", "--token-file", tmp_path / "dir", want="cannot be read")
+    monkeypatch.delenv("NO_SUCH_TOKEN_VAR", raising=False)
+    fails("--http", "0", "--token-env", "NO_SUCH_TOKEN_VAR", want="not set or empty")
+    fails("--token-file", tmp_path / "empty", want="need --http")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        fails("--http", str(port), want=f"127.0.0.1:{port}: address already in use")
+
+
+def test_sigterm_stops_the_shared_backends(serve_index, tmp_path):
+    async def body(c):
+        r = await c.call_tool("execute_tool", {"tool_name": "crashy/pid", "arguments": {}})
+        return int(r.content[0].text)
+
+    with spawn(serve_index, tmp_path / "serve.err") as base:  # loopback, no token
+        pid = anyio.run(with_client, base, None, body)
+        os.kill(pid, 0)  # the backend runs while serve does
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"backend {pid} still running after serve stopped")

@@ -1,0 +1,68 @@
+"""The usage file on its own (store/usage.py): where it lives, what it refuses, what it computes.
+Real SQLite files; no servers (serve's recording is in tests/serve/test_usage.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolidx.core.errors import DatabaseError
+from toolidx.store.db import open_db
+from toolidx.store.usage import MAX_EXAMPLES_PER_TOOL, open_usage, usage_path
+
+
+def test_where_the_usage_file_lives(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("TOOLIDX_USAGE_DB", raising=False)
+    index = tmp_path / "pub" / "tools.db"
+    index.parent.mkdir()
+    index.write_bytes(b"")
+    assert usage_path(index) == tmp_path / "pub" / "tools.db.usage.db"
+    assert usage_path(index, tmp_path / "mine.db") == tmp_path / "mine.db"
+    monkeypatch.setenv("TOOLIDX_USAGE_DB", str(tmp_path / "env.db"))
+    assert usage_path(index) == tmp_path / "env.db"
+    assert usage_path(index, tmp_path / "mine.db") == tmp_path / "mine.db"  # the option wins
+    monkeypatch.delenv("TOOLIDX_USAGE_DB")
+    index.parent.chmod(0o555)  # a published index's folder (a mode without write bits, even for root)
+    try:
+        fallback = usage_path(index)
+        assert fallback.parent == tmp_path / "state" / "toolidx" / "usage" and len(fallback.stem) == 16
+        assert usage_path(index) == fallback  # stable: the CLI finds what serve wrote
+    finally:
+        index.parent.chmod(0o755)
+
+
+def test_figures_and_examples(tmp_path):
+    u = open_usage(tmp_path / "u.db")
+    for d in (10, 20, 30, 40, 1000):
+        u.record_call("s/t", "s", "ok", d)
+    u.record_call("s/t", "s", "tool_error", 50)
+    u.record_call("s/t", "s", "invalid_arguments", 0.1)  # no server time: not in the durations
+    u.record_call("other", "", "refused", 0.1)
+    m = u.tool_metrics()["s/t"]
+    assert m["calls"] == 7 and m["ok"] == 5 and m["success_rate"] == pytest.approx(5 / 7, abs=1e-3)
+    assert m["p50_ms"] == 30 and m["p95_ms"] == 1000
+    assert m["outcomes"] == {"ok": 5, "tool_error": 1, "invalid_arguments": 1}
+    assert set(u.server_metrics()) == {"s"}  # an unresolved refusal has no server
+    with pytest.raises(ValueError):
+        u.record_call("s/t", "s", "fine", 1)
+    for n in range(MAX_EXAMPLES_PER_TOOL + 3):
+        u.add_example("s/t", {"n": n})
+    u.add_example("s/t", {"n": 0})  # a repeat is not a new example
+    kept = [e["arguments"]["n"] for e in u.examples("s/t")]
+    assert len(kept) == MAX_EXAMPLES_PER_TOOL and len(set(kept)) == len(kept)
+    assert u.tools_with_examples() == {"s/t"}
+    u.close()
+
+
+def test_files_that_are_not_usage_files_are_refused_untouched(tmp_path):
+    assert open_usage(tmp_path / "absent.db", create=False) is None  # nothing recorded yet
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    with pytest.raises(DatabaseError, match="not a SQLite database"):
+        open_usage(text)
+    index = tmp_path / "tools.db"
+    open_db(index, create=True).close()
+    before = index.read_bytes()
+    with pytest.raises(DatabaseError, match="not a toolidx usage file"):
+        open_usage(index)  # an index given as the usage file
+    assert index.read_bytes() == before

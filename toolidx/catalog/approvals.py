@@ -1,0 +1,60 @@
+"""`toolidx approve`: record (or revoke) a person's approval of tools' current definitions. Names
+go through the one resolver (resolve.py), so an unknown id fails with the closest ids before
+anything is written."""
+
+from __future__ import annotations
+
+import getpass
+from typing import Any
+
+from ..core.errors import NotFoundError, UsageError
+from ..store import approvals as store
+from ..store.db import Database
+from ..store.tools import list_servers
+from .resolve import resolve_tool_id
+
+
+def approver() -> str:
+    """The user name from the environment (LOGNAME, USER, LNAME, USERNAME, else the account)."""
+    try:
+        return getpass.getuser()
+    except Exception:  # no name anywhere (a bare container): still record who, as unknown
+        return "unknown"
+
+
+def _targets(db: Database, ids: list[str], servers: list[str], everything: bool, revoke: bool) -> list[str]:
+    if not ids and not servers and not everything:
+        raise UsageError("nothing to approve", fix="name tools (SERVER/TOOL), --server S, or --all")
+    if everything:
+        return sorted(set(store.current_hashes(db)) | (set(store.approvals(db)) if revoke else set()))
+    # a revoke may name an approval whose tool has left the index; anything else goes through the
+    # resolver, which raises UnknownToolError with the closest ids (exit 2)
+    kept = store.approvals(db, ids) if revoke else {}
+    out = [i if i in kept else resolve_tool_id(db, i) for i in ids]
+    if servers:
+        known = {s["name"] for s in list_servers(db)}
+        missing = [s for s in servers if s not in known]
+        if missing:
+            raise NotFoundError(f"no server named {', '.join(map(repr, missing))} in the index", where=db.path,
+                                fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"))
+        out += sorted(store.current_hashes(db, servers=servers))
+    return list(dict.fromkeys(out))
+
+
+def approve(db: Database, ids: list[str], *, servers: list[str] | None = None, everything: bool = False,
+            revoke: bool = False, by: str | None = None) -> dict[str, Any]:
+    """Approve (or with `revoke`, un-approve) tools; the JSON payload of `toolidx approve`."""
+    from ..store.crawls import now_iso
+
+    targets = _targets(db, list(ids), list(servers or []), everything, revoke)
+    who, at = by or approver(), now_iso()
+    if revoke:
+        had = set(store.revoke(db, targets))
+        tools = [{"id": t, "revoked": t in had} for t in targets]
+        return {"action": "revoke", "db": db.path, "by": who, "at": at, "tools": tools,
+                "count": len(had)}
+    rows = store.record(db, targets, who, at)
+    tools = [{"id": r["id"], "hash": r["hash"],
+              "was": "unapproved" if r["previous_hash"] is None
+              else "approved" if r["previous_hash"] == r["hash"] else "changed"} for r in rows]
+    return {"action": "approve", "db": db.path, "by": who, "at": at, "tools": tools, "count": len(tools)}

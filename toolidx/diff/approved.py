@@ -1,0 +1,83 @@
+"""What a person approved against what the index holds now: `toolidx diff --approved` (every tool
+awaiting approval, field by field) and serve --quarantine's refusal of a tool changed since its
+approval. One comparison: the approved definitions form a `Snapshot`, the index's tools another,
+and `snapshot.diff_snapshots` / `compare_tools` do the rest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.errors import NotFoundError
+from ..store import approvals as store
+from ..store import history
+from ..store.db import Database
+from .schema import BREAKING, Change
+from .snapshot import DiffResult, Snapshot, ToolRef, compare_tools, diff_snapshots
+
+
+def approved_snapshot(db: Database, servers: list[str] | None = None) -> Snapshot:
+    """The approved definitions as one side of a diff."""
+    rows = store.approvals(db)
+    tools: dict[str, ToolRef] = {}
+    for tid, r in rows.items():
+        server, _, name = tid.partition("/")
+        if not servers or server in servers:
+            tools[tid] = ToolRef(tid, server, name, r["hash"])
+    label = {"db": db.path, "side": "approved", "tools": len(tools)}
+    return Snapshot(tools, {t.server: {"status": "ok"} for t in tools.values()}, label,
+                    lambda hs: history.definitions(db, hs))
+
+
+def current_snapshot(db: Database, servers: list[str] | None = None) -> Snapshot:
+    """The tools in the index now as the other side."""
+    from ..store.tools import list_servers
+
+    hashes = store.current_hashes(db, servers=servers)
+    tools = {tid: ToolRef(tid, tid.partition("/")[0], tid.partition("/")[2], h) for tid, h in hashes.items()}
+    srv = {s["name"]: {"status": s["status"], "error": s.get("error")} for s in list_servers(db)
+           if not servers or s["name"] in servers}
+    label = {"db": db.path, "side": "index", "crawl_id": db.get_meta("last_crawl_id"), "tools": len(tools)}
+    return Snapshot(tools, srv, label, lambda hs: history.definitions(db, hs))
+
+
+def awaiting_approval(db: Database, servers: list[str] | None = None) -> DiffResult:
+    """Tools never approved (added) and tools changed since their approval (changed, field by
+    field), per server. Approved tools no longer in the index are not listed: nothing awaits."""
+    if servers:
+        from ..store.tools import list_servers
+
+        known = {s["name"] for s in list_servers(db)}
+        missing = [s for s in servers if s not in known]
+        if missing:
+            raise NotFoundError(f"no server named {', '.join(map(repr, missing))} in the index",
+                                where=db.path, fix=f"known: {', '.join(sorted(known)[:20])}")
+    result = diff_snapshots(approved_snapshot(db, servers), current_snapshot(db, servers), servers=servers)
+    for s in result.servers:
+        s.tools = [t for t in s.tools if t.change != "removed"]
+        if s.state == "added":  # a server none of whose tools was approved
+            s.state = "ok"
+    result.notes.append(f"{len(store.approvals(db))} tool(s) approved; approve with `toolidx approve ID…`")
+    return result
+
+
+def changes_since_approval(db: Database, tool: dict, approval: dict) -> list[Change]:
+    """Field-level changes between the approved definition of `tool` and its definition now."""
+    defs = history.definitions(db, [approval["hash"]])
+    old = defs.get(approval["hash"])
+    if old is None:  # kept by `approve`, but a hand-edited file may lack it
+        return [Change("definition", "definition_changed", BREAKING,
+                       "definition changed; the approved text is not in the index to compare", "", None, None)]
+    return compare_tools(old, tool["definition"])
+
+
+def approval_state(tool: dict, approval: dict | None) -> str:
+    """approved | changed (since approval) | unapproved."""
+    if approval is None:
+        return "unapproved"
+    return "approved" if approval["hash"] == tool.get("hash") else "changed"
+
+
+def approval_json(approval: dict | None) -> dict[str, Any] | None:
+    if approval is None:
+        return None
+    return {"hash": approval["hash"], "by": approval["approved_by"], "at": approval["approved_at"]}

@@ -1,0 +1,557 @@
+"""Typed wrapper modules for agents that write code instead of calling tools one by one ("code
+execution with MCP"): `toolidx export --format python|typescript`.
+
+Every tool in scope becomes one function named after its API-safe name (`server__tool`), with a
+docstring / JSDoc from its description and parameters, and typed parameters derived from its input
+schema (required first; optional ones keyword-only in Python, `?` in TypeScript). Each call goes
+through toolidx's execute path (scope, validation against the stored schema, timeout): Python via
+`toolidx.integrations.runtime`, TypeScript via a `toolidx serve` child process spoken to over
+stdio (no npm dependency).
+
+Tool names, parameter names and descriptions are untrusted text: they only ever reach the
+generated code as escaped string literals or escaped comment text, never as code.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.filters import Filters
+from ..core.schemas import deref, merge_all_of
+from .common import ToolCatalog
+
+MAX_TYPE_DEPTH = 4
+MAX_UNION = 12
+_PY_IDENT = re.compile(r"[^0-9A-Za-z_]")
+_TS_IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+# names the generated Python module defines itself (a tool or parameter must not shadow them)
+_PY_RESERVED = {"Any", "Literal", "annotations", "configure", "ToolError", "client", "DB_PATH", "SCOPE",
+                "TOOL_IDS", "_call", "_args", "_client", "_runtime", "None", "True", "False", "self",
+                "str", "int", "float", "bool", "list", "dict", "object"}
+_TS_RESERVED = {"break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete", "do",
+                "else", "enum", "export", "extends", "false", "finally", "for", "function", "if", "import",
+                "in", "instanceof", "new", "null", "return", "super", "switch", "this", "throw", "true",
+                "try", "typeof", "var", "void", "while", "with", "yield", "let", "static", "implements",
+                "interface", "package", "private", "protected", "public", "await", "async", "any",
+                "undefined", "arguments", "eval", "ToolError", "ToolidxClient", "callTool", "configure",
+                "closeClient", "CallToolResult", "TOOL_IDS", "getClient", "TOOLIDX_DB", "SCOPE_ARGS",
+                "client", "Pending"}
+
+
+# --- parameters of a tool ---------------------------------------------------------------------------
+@dataclass
+class Param:
+    json_name: str  # the key in the arguments object
+    ident: str  # a valid identifier in the target language
+    schema: dict
+    required: bool
+    description: str
+
+
+def _object_schema(schema: Any) -> tuple[dict, dict]:
+    """(the input schema as one object schema, its root for $refs)."""
+    root = schema if isinstance(schema, dict) else {}
+    s, seen = deref(root, root)
+    if isinstance(s, dict) and isinstance(s.get("allOf"), list):
+        s = merge_all_of(s, root, seen)
+    return (s if isinstance(s, dict) else {}), root
+
+
+def _unique(base: str, taken: set[str]) -> str:
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    taken.add(name)
+    return name
+
+
+def py_ident(text: str, taken: set[str], reserved: set[str] = _PY_RESERVED) -> str:
+    """A valid, non-keyword, non-reserved ASCII Python identifier for `text`, unique in `taken`."""
+    base = _PY_IDENT.sub("_", unicodedata.normalize("NFKD", text or "")) or "_"
+    if base[0].isdigit():
+        base = "_" + base
+    if keyword.iskeyword(base) or keyword.issoftkeyword(base) or base in reserved or base.startswith("__"):
+        base = base + "_"
+    return _unique(base, taken)
+
+
+def ts_ident(text: str, taken: set[str]) -> str:
+    base = re.sub(r"[^0-9A-Za-z_$]", "_", unicodedata.normalize("NFKD", text or "")) or "_"
+    if base[0].isdigit():
+        base = "_" + base
+    if base in _TS_RESERVED:
+        base = base + "_"
+    return _unique(base, taken)
+
+
+def params_of(schema: Any, ident: Any, order: list[str] | None = None) -> tuple[list[Param], dict]:
+    """The top-level properties, required ones first (each group in `order`, else the schema's),
+    with identifiers from `ident(json_name, taken)` (None: the JSON name); and the root for $refs."""
+    s, root = _object_schema(schema)
+    props: dict = s["properties"] if isinstance(s.get("properties"), dict) else {}
+    req: list = s["required"] if isinstance(s.get("required"), list) else []
+    if order:  # the server's own order (stored schemas have sorted keys)
+        rank = {k: i for i, k in enumerate(order)}
+        props = dict(sorted(props.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+    required = [k for k in props if k in req]
+    optional = [k for k in props if k not in req]
+    taken: set[str] = set()
+    out = []
+    for k in required + optional:
+        sub = props[k] if isinstance(props[k], dict) else {}
+        d, _ = deref(sub, root)
+        desc = (d.get("description") if isinstance(d, dict) else None) or ""
+        out.append(Param(str(k), ident(str(k), taken) if ident else str(k), sub, k in req, str(desc)))
+    return out, root
+
+
+# --- JSON Schema -> type expressions ----------------------------------------------------------------
+def _types_of(s: dict) -> list[str]:
+    t = s.get("type")
+    if isinstance(t, str):
+        return [t]
+    if isinstance(t, list):
+        return [x for x in t if isinstance(x, str)]
+    return []
+
+
+class _TypeMapper:
+    """Shared walk; `lang` picks the spelling ("py" or "ts")."""
+
+    def __init__(self, lang: str):
+        self.lang = lang
+        py = lang == "py"
+        self.ANY = "Any" if py else "unknown"
+        self.NULL = "None" if py else "null"
+        self.names = {"string": "str" if py else "string", "integer": "int" if py else "number",
+                      "number": "float" if py else "number", "boolean": "bool" if py else "boolean"}
+
+    def literal(self, v: Any) -> str | None:
+        if isinstance(v, bool):
+            return ("True" if v else "False") if self.lang == "py" else ("true" if v else "false")
+        if v is None:
+            return self.NULL
+        if isinstance(v, int):
+            return repr(v)
+        if isinstance(v, str):
+            return repr(v) if self.lang == "py" else json.dumps(v, ensure_ascii=True)
+        return None  # floats, objects: no literal type
+
+    def union(self, parts: list[str]) -> str:
+        seen: list[str] = []
+        for p in parts:
+            if p not in seen:
+                seen.append(p)
+        if not seen or self.ANY in seen or len(seen) > MAX_UNION:
+            return self.ANY
+        return " | ".join(seen)
+
+    def array(self, item: str) -> str:
+        if self.lang == "py":
+            return f"list[{item}]"
+        return f"{item}[]" if re.fullmatch(r"[\w.<>\[\]]+", item) else f"Array<{item}>"
+
+    def obj(self, value: str) -> str:
+        return f"dict[str, {value}]" if self.lang == "py" else f"Record<string, {value}>"
+
+    def map(self, schema: Any, root: Any, seen: frozenset = frozenset(), depth: int = 0) -> str:
+        if schema is True or schema == {}:
+            return self.ANY
+        if not isinstance(schema, dict) or depth > MAX_TYPE_DEPTH:
+            return self.ANY
+        s, seen = deref(schema, root, seen)
+        if not isinstance(s, dict):
+            return self.ANY
+        if isinstance(s.get("allOf"), list):
+            s = merge_all_of(s, root, seen)
+        if "const" in s:
+            lit = self.literal(s["const"])
+            return lit if lit is not None else self.ANY
+        if isinstance(s.get("enum"), list) and s["enum"]:
+            lits = [self.literal(v) for v in s["enum"]]
+            if all(x is not None for x in lits) and len(lits) <= 64:
+                strs = [x for x in lits if x is not None and x != self.NULL]
+                head = (f"Literal[{', '.join(strs)}]" if self.lang == "py" else " | ".join(strs)) if strs else ""
+                parts = [head] if head else []
+                if self.NULL in lits:
+                    parts.append(self.NULL)
+                return " | ".join(parts) if parts else self.ANY
+            return self.ANY
+        for key in ("anyOf", "oneOf"):
+            if isinstance(s.get(key), list) and s[key]:
+                return self.union([self.map(v, root, seen, depth + 1) for v in s[key]])
+        types = _types_of(s)
+        if not types:
+            if isinstance(s.get("properties"), dict):
+                types = ["object"]
+            elif "items" in s:
+                types = ["array"]
+            else:
+                return self.ANY
+        parts = []
+        for t in types:
+            if t in self.names:
+                parts.append(self.names[t])
+            elif t == "null":
+                parts.append(self.NULL)
+            elif t == "array":
+                items = s.get("items")
+                parts.append(self.array(self.map(items, root, seen, depth + 1) if isinstance(items, dict)
+                                        else self.ANY))
+            elif t == "object":
+                ap = s.get("additionalProperties")
+                value = self.map(ap, root, seen, depth + 1) if isinstance(ap, dict) and not s.get("properties") \
+                    else self.ANY
+                parts.append(self.obj(value))
+            else:
+                return self.ANY
+        return self.union(parts)
+
+
+# --- escaping untrusted text -------------------------------------------------------------------------
+def _clean(text: str) -> str:
+    """Newlines normalised, other control and line/paragraph separator characters dropped."""
+    text = str(text or "").replace("\r\n", "\n").replace("\r", "\n")
+    return "".join(c for c in text if c in "\n\t" or (unicodedata.category(c)[0] != "C"
+                                                          and c not in "\u2028\u2029\x85"))
+
+
+def py_docstring(text: str, indent: str) -> str:
+    """A triple-quoted docstring literal that cannot be closed early: backslashes and every `"`
+    escaped, so no `\"\"\"` can appear inside."""
+    body = _clean(text).replace("\t", "    ").replace("\\", "\\\\").replace('"', '\\"')
+    lines = body.split("\n")
+    out = [lines[0]] + [(indent + ln) if ln.strip() else "" for ln in lines[1:]]
+    return '"""' + "\n".join(out).rstrip() + "\n" + indent + '"""'
+
+
+def js_comment(text: str, indent: str = "") -> str:
+    """JSDoc lines (` * ...`) that cannot close the comment: `*/` broken as `*\\/`."""
+    body = _clean(text).replace("\t", "    ").replace("*/", "*\\/")
+    return "\n".join(f"{indent} *" + (" " + ln if ln.strip() else "") for ln in body.rstrip().split("\n"))
+
+
+def js_string(text: str) -> str:
+    return json.dumps(str(text), ensure_ascii=True)  # also escapes U+2028/2029
+
+
+# --- the modules --------------------------------------------------------------------------------------
+def _param_doc(p: Param) -> str:
+    d = " ".join(_clean(p.description).split())
+    opt = "" if p.required else " (optional)"
+    name = p.ident if p.ident == p.json_name else f"{p.ident} ({p.json_name!r} in the call)"
+    return f"{name}{opt}: {d}" if d else f"{name}{opt}"
+
+
+def _scope_json(scope: Filters) -> dict:
+    from dataclasses import asdict
+
+    return {k: v for k, v in asdict(scope).items() if v != getattr(Filters(), k)}
+
+
+def python_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str, str]]:
+    """The module text and {function name: tool id}."""
+    mapper = _TypeMapper("py")
+    scope = _scope_json(catalog.scope)
+    head = [
+        '"""Typed wrappers for the tools of a toolidx index (generated by `toolidx export --format python`).',
+        "",
+        "Each function runs its tool through toolidx's execute path (scope, argument validation, timeout):",
+        "it returns the tool's structuredContent, else its text, and raises ToolError when the tool fails",
+        "or toolidx refuses the call. Point it at another index with `configure(db_path)`.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Any, Literal",
+        "",
+        "from toolidx.integrations.runtime import Client, ToolError",
+        "",
+        f"DB_PATH = {db_path!r}",
+        f"SCOPE: dict[str, Any] = {scope!r}",
+        "_client: Client | None = None",
+        "",
+        "",
+        "def configure(db_path: str | None = None, *, timeout_s: float = 30.0) -> Client:",
+        '    """Bind the wrappers to an index (default: the one they were exported from); the servers',
+        '    started for the previous binding are stopped."""',
+        "    global _client",
+        "    if _client is not None:",
+        "        _client.close()",
+        "    _client = Client(db_path or DB_PATH, scope=SCOPE, timeout_s=timeout_s)",
+        "    return _client",
+        "",
+        "",
+        "def _call(tool_id: str, args: dict[str, Any]) -> Any:",
+        "    return (_client or configure()).call(tool_id, args)",
+        "",
+        "",
+        "__all__ = [\"ToolError\", \"configure\", \"TOOL_IDS\"]",
+    ]
+    body: list[str] = []
+    fn_taken: set[str] = set()
+    names: dict[str, str] = {}
+    for tool_id in sorted(catalog.names):
+        t = catalog.tool(tool_id)
+        fn = py_ident(catalog.names[tool_id], fn_taken)
+        names[fn] = tool_id
+        params, root = params_of(catalog.input_schema(tool_id), py_ident, t.get("param_names"))
+        sig = []
+        star = False
+        for p in params:
+            ann = mapper.map(p.schema, root)
+            if p.required:
+                sig.append(f"{p.ident}: {ann}")
+            else:
+                if not star:
+                    sig.append("*")
+                    star = True
+                ann = ann if ann == "Any" or ann.endswith("| None") or ann == "None" else f"{ann} | None"
+                sig.append(f"{p.ident}: {ann} = None")
+        desc = t.get("description") or t.get("title") or t["name"]
+        doc = [f"{desc}", "", f"Tool: {tool_id}"]
+        if params:
+            doc += ["", "Args:"] + ["    " + _param_doc(p) for p in params]
+        body += ["", "", f"def {fn}({', '.join(sig)}) -> Any:", "    " + py_docstring("\n".join(doc), "    ")]
+        req = [p for p in params if p.required]
+        opt = [p for p in params if not p.required]
+        body.append("    _args: dict[str, Any] = {" + ", ".join(f"{p.json_name!r}: {p.ident}" for p in req) + "}")
+        for p in opt:
+            body.append(f"    if {p.ident} is not None:")
+            body.append(f"        _args[{p.json_name!r}] = {p.ident}")
+        body.append(f"    return _call({tool_id!r}, _args)")
+    body += ["", "", "TOOL_IDS: dict[str, str] = {"]
+    body += [f"    {fn!r}: {i!r}," for fn, i in names.items()]
+    body += ["}", "__all__ += list(TOOL_IDS)", ""]
+    return "\n".join(head + body), names
+
+
+_TS_RUNTIME = r'''
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { createInterface } from "node:readline";
+
+/** An MCP CallToolResult, as `toolidx serve`'s execute_tool returns it (the tool's own, unchanged). */
+export interface CallToolResult {
+  content?: Array<{ type: string; text?: string; [key: string]: unknown }>;
+  structuredContent?: unknown;
+  isError?: boolean;
+  [key: string]: unknown;
+}
+
+/** The tool answered isError, or toolidx refused the call (unknown, out of scope, invalid arguments). */
+export class ToolError extends Error {
+  readonly toolId: string;
+  readonly result: CallToolResult;
+  constructor(toolId: string, result: CallToolResult) {
+    const text = (result.content ?? []).map((c) => c.text ?? "").join(" ").trim();
+    super(`${toolId}: ${text.slice(0, 2000) || "the tool failed"}`);
+    this.name = "ToolError";
+    this.toolId = toolId;
+    this.result = result;
+  }
+}
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (reason: Error) => void;
+}
+
+/** A minimal MCP client over stdio: starts `toolidx serve --db DB` once, then every call is a
+ * `tools/call` of its `execute_tool` (scope, validation against the stored schema, timeout). */
+export class ToolidxClient {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private readonly ready: Promise<unknown>;
+  private stderr = "";
+
+  constructor(command: string[], db: string, scopeArgs: string[]) {
+    const [exe, ...pre] = command;
+    this.child = spawn(exe ?? "toolidx", [...pre, "serve", "--db", db, ...scopeArgs], {
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    this.child.stderr.on("data", (chunk: Buffer) => {
+      this.stderr = (this.stderr + chunk.toString()).slice(-4000);
+    });
+    this.child.on("error", (err: Error) => this.failAll(err));
+    this.child.on("exit", (code: number | null) =>
+      this.failAll(new Error(`toolidx serve exited (${code ?? "signal"}): ${this.stderr.trim()}`)),
+    );
+    createInterface({ input: this.child.stdout }).on("line", (line: string) => this.onLine(line));
+    this.ready = this.request("initialize", {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "toolidx-export-typescript", version: "1" },
+    }).then(() => this.send({ jsonrpc: "2.0", method: "notifications/initialized" }));
+    this.hold();
+  }
+
+  private send(message: object): void {
+    this.child.stdin.write(JSON.stringify(message) + "\n");
+  }
+
+  private hold(): void {
+    // keep node alive only while a request is waiting
+    const busy = this.pending.size > 0;
+    for (const h of [this.child, this.child.stdout, this.child.stderr, this.child.stdin] as unknown as Array<{
+      ref?: () => void;
+      unref?: () => void;
+    }>) {
+      if (busy) h.ref?.();
+      else h.unref?.();
+    }
+  }
+
+  private failAll(err: Error): void {
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+  }
+
+  private onLine(line: string): void {
+    let msg: { id?: unknown; result?: unknown; error?: { message?: string } };
+    try {
+      msg = JSON.parse(line) as typeof msg;
+    } catch {
+      return;
+    }
+    if (typeof msg.id !== "number") return;
+    const p = this.pending.get(msg.id);
+    if (p === undefined) return;
+    this.pending.delete(msg.id);
+    this.hold();
+    if (msg.error !== undefined) p.reject(new Error(msg.error.message ?? "MCP error"));
+    else p.resolve(msg.result);
+  }
+
+  request(method: string, params: object): Promise<unknown> {
+    const id = this.nextId++;
+    return new Promise<unknown>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.hold();
+      this.send({ jsonrpc: "2.0", id, method, params });
+    });
+  }
+
+  /** The tool's whole CallToolResult (refusals included, with isError). */
+  async callResult(toolId: string, args: object, timeoutMs = 30000): Promise<CallToolResult> {
+    await this.ready;
+    const result = await this.request("tools/call", {
+      name: "execute_tool",
+      arguments: { tool_name: toolId, arguments: args, timeout_ms: timeoutMs },
+    });
+    return result as CallToolResult;
+  }
+
+  /** structuredContent when the tool sent some, else its text; ToolError on isError. */
+  async call(toolId: string, args: object): Promise<unknown> {
+    const result = await this.callResult(toolId, args);
+    if (result.isError === true) throw new ToolError(toolId, result);
+    if (result.structuredContent !== undefined && result.structuredContent !== null) return result.structuredContent;
+    return (result.content ?? [])
+      .filter((c) => c.type === "text")
+      .map((c) => c.text ?? "")
+      .join("\n");
+  }
+
+  close(): void {
+    this.child.stdin.end();
+    this.child.kill();
+  }
+}
+
+let client: ToolidxClient | undefined;
+
+/** Bind the wrappers to an index (default: the one they were exported from) and a toolidx command
+ * (default: $TOOLIDX_COMMAND split on spaces, else `toolidx`). */
+export function configure(options: { db?: string; command?: string[] } = {}): ToolidxClient {
+  client?.close();
+  const command = options.command ?? (process.env["TOOLIDX_COMMAND"] ?? "toolidx").split(" ").filter((s) => s);
+  client = new ToolidxClient(command, options.db ?? TOOLIDX_DB, SCOPE_ARGS);
+  return client;
+}
+
+/** Stop `toolidx serve` (and the servers it started). */
+export function closeClient(): void {
+  client?.close();
+  client = undefined;
+}
+
+/** The client the wrappers use (started by the first call, or here). */
+export function getClient(): ToolidxClient {
+  return client ?? configure();
+}
+
+function callTool(toolId: string, args: object): Promise<unknown> {
+  return getClient().call(toolId, args);
+}
+'''
+
+
+def _serve_scope_args(scope: Filters) -> list[str]:
+    """`toolidx serve` flags for the part of the scope serve can enforce (servers, tags,
+    categories, read-only); the wrappers themselves only cover the exported tools."""
+    args: list[str] = []
+    for flag, values in (("--server", scope.servers), ("--tag", scope.tags), ("--category", scope.categories)):
+        for v in values:
+            args += [flag, v]
+    if scope.read_only:
+        args.append("--read-only")
+    return args
+
+
+def _pascal(name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in re.split(r"_+", name) if p) or "Tool"
+
+
+def typescript_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str, str]]:
+    """The module text and {function name: tool id}."""
+    mapper = _TypeMapper("ts")
+    scope_args = _serve_scope_args(catalog.scope)
+    out = [
+        "/**",
+        " * Typed wrappers for the tools of a toolidx index (generated by `toolidx export --format typescript`).",
+        " *",
+        " * Each function runs its tool through `toolidx serve`'s execute_tool (scope, argument validation,",
+        " * timeout), started once as a child process over stdio: it resolves to the tool's structuredContent,",
+        " * else its text, and rejects with ToolError when the tool fails or toolidx refuses the call.",
+        " * Needs node >= 18 and `toolidx` on PATH (or $TOOLIDX_COMMAND, or configure({ command })).",
+        " * Call closeClient() when done.",
+        " */",
+        _TS_RUNTIME.rstrip(),
+        "",
+        "/** The index the wrappers were exported from. */",
+        f"export const TOOLIDX_DB: string = {js_string(db_path)};",
+        f"const SCOPE_ARGS: string[] = {json.dumps(scope_args, ensure_ascii=True)};",
+    ]
+    taken: set[str] = set()
+    names: dict[str, str] = {}
+    for tool_id in sorted(catalog.names):
+        t = catalog.tool(tool_id)
+        fn = ts_ident(catalog.names[tool_id], taken)
+        iface = ts_ident(_pascal(fn) + "Args", taken)
+        names[fn] = tool_id
+        params, root = params_of(catalog.input_schema(tool_id), None, t.get("param_names"))
+        out += ["", "/**", js_comment(f"Arguments of {tool_id} (JSON names as the tool takes them)."), " */",
+                f"export interface {iface} {{"]
+        for p in params:
+            key = p.json_name if _TS_IDENT.match(p.json_name) else js_string(p.json_name)
+            if p.description:
+                out += ["  /**", js_comment(p.description, "  "), "   */"]
+            out.append(f"  {key}{'' if p.required else '?'}: {mapper.map(p.schema, root)};")
+        out.append("}")
+        desc = t.get("description") or t.get("title") or t["name"]
+        doc = [desc, "", f"Tool: {tool_id}"]
+        doc += [f"@param args.{p.json_name} {' '.join(_clean(p.description).split())}".rstrip() for p in params]
+        default = "" if any(p.required for p in params) else " = {}"
+        out += ["", "/**", js_comment("\n".join(doc)), " */",
+                f"export function {fn}(args: {iface}{default}): Promise<unknown> {{",
+                f"  return callTool({js_string(tool_id)}, args);", "}"]
+    out += ["", "/** Function name -> toolidx tool id. */", "export const TOOL_IDS: Record<string, string> = {"]
+    out += [f"  {js_string(fn)}: {js_string(i)}," for fn, i in names.items()]
+    out += ["};", ""]
+    return "\n".join(out), names

@@ -1,0 +1,155 @@
+"""Who may use `toolidx serve --http`: the listen address and the bearer tokens, each with its own
+scope. No HTTP or MCP import here (the CLI checks its flags with this module before anything starts).
+
+Token file format (`--token-file PATH`), one token a line; blank lines and `#` comments are skipped:
+
+    TOKEN [servers=a,b] [tags=x,y] [categories=c,d] [read-only]
+
+A token is 16 or more printable characters without spaces. Its scope narrows the server's own
+scope (`--server`, `--tag`, `--category`, `--read-only`), never widens it. `--token-env NAME`
+takes one token (the whole value of the variable) with no scope of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.errors import UsageError
+from ..core.filters import Filters
+
+MIN_TOKEN_CHARS = 16
+_SCOPE_KEYS = ("servers", "tags", "categories")
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What one token may do: `label` names it in logs and sessions (never the token itself)."""
+
+    label: str
+    scope: Filters = field(default_factory=Filters, compare=False, hash=False)
+
+
+ANONYMOUS = Grant("anonymous")
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """`PORT`, `HOST:PORT` or `[IPv6]:PORT` -> (host, port); a bare port listens on 127.0.0.1."""
+    raw = (text or "").strip()
+    host, port_text = "127.0.0.1", raw
+    if raw.startswith("["):
+        end = raw.find("]")
+        if end < 0 or raw[end + 1:end + 2] != ":":
+            raise _bad_address(raw)
+        host, port_text = raw[1:end], raw[end + 2:]
+    elif ":" in raw:
+        host, _, port_text = raw.rpartition(":")
+        if ":" in host:  # an IPv6 address needs its brackets: [::1]:8765
+            raise _bad_address(raw)
+    if not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535 or any(c.isspace() for c in host):
+        raise _bad_address(raw)
+    return host, int(port_text)
+
+
+def _bad_address(raw: str) -> UsageError:
+    return UsageError(f"--http {raw!r}: not a [HOST:]PORT address",
+                      fix="give a port (8765, on 127.0.0.1) or HOST:PORT (0.0.0.0:8765, [::1]:8765)")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Tokens:
+    """The accepted tokens. `match` compares the offered token with every one in constant time
+    (per token: SHA-256 digests compared with hmac.compare_digest, no early exit)."""
+
+    def __init__(self, entries: list[tuple[str, Grant]]):
+        self._entries = [(hashlib.sha256(t.encode()).digest(), g) for t, g in entries]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def grants(self) -> list[Grant]:
+        return [g for _, g in self._entries]
+
+    def match(self, offered: str) -> Grant | None:
+        digest = hashlib.sha256(offered.encode("utf-8", errors="replace")).digest()
+        found: Grant | None = None
+        for known, grant in self._entries:
+            if hmac.compare_digest(digest, known) and found is None:
+                found = grant
+        return found
+
+
+def load_tokens(token_env: str | None = None, token_file: str | Path | None = None,
+                environ: dict[str, str] | None = None) -> Tokens:
+    """The tokens from `--token-env NAME` and/or `--token-file PATH`. Raises UsageError (one line)
+    for an unset variable, a missing, unreadable or empty file, or a bad line (by its number; the
+    token is never shown)."""
+    env = os.environ if environ is None else environ
+    entries: list[tuple[str, Grant]] = []
+    if token_env:
+        value = (env.get(token_env) or "").strip()
+        if not value:
+            raise UsageError(f"--token-env {token_env}: the variable is not set or empty",
+                             fix=f"export {token_env}=<a random token of {MIN_TOKEN_CHARS}+ characters>")
+        _check_token(value, f"--token-env {token_env}")
+        entries.append((value, Grant(f"env:{token_env}")))
+    if token_file:
+        path = Path(token_file)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UsageError(f"--token-file {path}: no such file",
+                             fix="create it with one token per line (see docs/serve.md)") from None
+        except (OSError, UnicodeDecodeError) as e:
+            why = getattr(e, "strerror", None) or e
+            raise UsageError(f"--token-file {path}: cannot be read ({type(e).__name__}: {why})",
+                             fix="check the path and its permissions") from None
+        before = len(entries)
+        for n, line in enumerate(text.splitlines(), 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            token, *options = line.split()
+            where = f"--token-file {path} line {n}"
+            _check_token(token, where)
+            entries.append((token, Grant(f"file:{path.name}:{n}", _scope(options, where))))
+        if len(entries) == before:
+            raise UsageError(f"--token-file {path}: holds no token",
+                             fix="write one token per line: TOKEN [servers=a,b] [tags=x] [read-only]")
+    return Tokens(entries)
+
+
+def _check_token(token: str, where: str) -> None:
+    if len(token) < MIN_TOKEN_CHARS or not token.isprintable():
+        raise UsageError(f"{where}: a token must be {MIN_TOKEN_CHARS} or more printable characters",
+                         fix="generate one, e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`")
+
+
+def _scope(options: list[str], where: str) -> Filters:
+    values: dict[str, list[str]] = {}
+    read_only = False
+    for opt in options:
+        if opt == "read-only":
+            read_only = True
+            continue
+        key, eq, value = opt.partition("=")
+        names = [v for v in value.split(",") if v]
+        if not eq or key not in _SCOPE_KEYS or not names:
+            raise UsageError(f"{where}: unknown scope {opt[:40]!r}",
+                             fix="use servers=a,b tags=x,y categories=c read-only")
+        values.setdefault(key, []).extend(names)
+    return Filters(servers=values.get("servers", []), tags=values.get("tags", []),
+                   categories=values.get("categories", []), read_only=read_only)

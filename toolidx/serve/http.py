@@ -1,0 +1,298 @@
+"""`toolidx serve --http [HOST:]PORT`: the discovery server over MCP Streamable HTTP for many
+clients at once, plus a stateless search API for gateways, on one ASGI app (Starlette + uvicorn,
+both installed with the mcp SDK).
+
+    /mcp             MCP Streamable HTTP (the same meta-tools as over stdio)
+    GET /v1/search   the JSON of `toolidx search --json`
+    GET /openapi.json  OpenAPI 3.1 for /v1/search
+    GET /healthz     liveness for load balancers (no token needed)
+
+One process, one Discovery, one BackendPool: backends are shared by every client; each request
+runs in its own task (searches in worker threads), so a slow tool holds up only its own caller.
+A bearer token (access.py) is checked on /mcp and /v1/search; its scope narrows what that request
+can find and run. Tokens are never logged: a token is named by its label (file:NAME:LINE or env:VAR).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import sys
+from typing import Any
+
+import anyio
+
+from .. import __version__
+from ..core.errors import ToolidxError, UsageError
+from ..core.filters import Filters
+from .access import ANONYMOUS, Grant, Tokens, is_loopback
+from .discovery import MODEL_WAIT_S, Discovery
+
+log = logging.getLogger("toolidx")
+
+JSON_VERSION = 1  # the CLI's versioned JSON envelope (cli/render.py), which /v1/search answers with
+OPEN_PATHS = ("/healthz", "/openapi.json")
+MAX_QUERY_CHARS = 4000
+MAX_K = 100
+MODES = ("hybrid", "keyword", "semantic")
+
+
+# --- authentication -------------------------------------------------------------------------------
+class BearerAuth:
+    """ASGI middleware: /mcp and /v1/search need `Authorization: Bearer TOKEN` when tokens are set
+    (401 with `WWW-Authenticate: Bearer` otherwise). The matching grant goes into the ASGI scope
+    (`toolidx.grant`), and as the SDK's authenticated user, so an MCP session can only be used
+    with the token that opened it."""
+
+    def __init__(self, app: Any, tokens: Tokens):
+        self.app, self.tokens = app, tokens
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("path") in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        grant: Grant | None = ANONYMOUS
+        offered = None
+        if len(self.tokens):
+            header = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"authorization"), "")
+            kind, _, value = header.strip().partition(" ")
+            offered = value.strip() if kind.lower() == "bearer" else None
+            grant = self.tokens.match(offered) if offered else None
+        if grant is None:
+            log.info(f"401 for {scope.get('path')}: {'bad' if offered else 'no'} bearer token")
+            await _unauthorized(send, bool(offered))
+            return
+        from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+        from mcp.server.auth.provider import AccessToken
+
+        scope = dict(scope)
+        scope["toolidx.grant"] = grant
+        if len(self.tokens):  # binds each MCP session to the token that opened it
+            scope["user"] = AuthenticatedUser(AccessToken(token=grant.label, client_id=grant.label, scopes=[]))
+        await self.app(scope, receive, send)
+
+
+async def _unauthorized(send: Any, offered: bool) -> None:
+    challenge = 'Bearer realm="toolidx"' + (', error="invalid_token"' if offered else "")
+    body = json.dumps({"toolidx": JSON_VERSION, "command": "error", "error": "unauthorized",
+                       "message": "a valid bearer token is required (Authorization: Bearer TOKEN)"}).encode()
+    await send({"type": "http.response.start", "status": 401,
+                "headers": [(b"content-type", b"application/json"), (b"www-authenticate", challenge.encode()),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+# --- /v1/search -----------------------------------------------------------------------------------
+def search_payload(disc: Discovery, params: Any) -> dict:
+    """The `toolidx search --json` object for the query parameters `params` (a multi-dict:
+    `getlist`, `get`), inside `disc`'s scope. Raises UsageError for bad parameters."""
+    from ..search.hybrid import search
+
+    q = (params.get("q") or "").strip()
+    if not q:
+        raise UsageError("q: the query is missing", fix="ask /v1/search?q=what+you+want+to+do")
+    if len(q) > MAX_QUERY_CHARS:
+        raise UsageError(f"q: longer than {MAX_QUERY_CHARS} characters")
+    k = _number(params, "k", int, 10)
+    if not 1 <= k <= MAX_K:
+        raise UsageError(f"k: must be 1..{MAX_K} (got {k})")
+    mode = params.get("mode") or "hybrid"
+    if mode not in MODES:
+        raise UsageError(f"mode: unknown {mode!r}", fix=f"use one of: {', '.join(MODES)}")
+    min_score = _number(params, "min_score", float, None)
+    filters = Filters(servers=params.getlist("server"), tags=params.getlist("tag"),
+                      exclude_tags=params.getlist("exclude_tag"), categories=params.getlist("category"),
+                      name_pattern=params.get("name_pattern") or None,
+                      description_contains=params.get("description_contains") or None,
+                      read_only=_flag(params, "read_only"), no_destructive=_flag(params, "no_destructive"))
+    filters = filters.narrowed_by(disc.scope)
+    if mode != "keyword" and disc.embedder is None and disc.model_state in ("loading", "not loaded"):
+        disc.model_done.wait(MODEL_WAIT_S)  # a stateless answer should not depend on start-up timing
+    res = search(disc.db, q, mode=mode, limit=k, filters=None if filters.is_empty() else filters,
+                 min_score=min_score, embedder=disc.embedder)
+    return {"toolidx": JSON_VERSION, "command": "search", **res.to_json()}
+
+
+def _number(params: Any, key: str, kind: Any, default: Any) -> Any:
+    raw = params.get(key)
+    if raw in (None, ""):
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise UsageError(f"{key}: not a number ({raw[:40]!r})") from None
+
+
+def _flag(params: Any, key: str) -> bool:
+    raw = (params.get(key) or "").lower()
+    if raw in ("", "0", "false", "no"):
+        return False
+    if raw in ("1", "true", "yes"):
+        return True
+    raise UsageError(f"{key}: must be true or false (got {raw[:40]!r})")
+
+
+def openapi_document(base_url: str | None = None) -> dict:
+    """OpenAPI 3.1 for the search API (the MCP endpoint is described by MCP itself)."""
+    repeated = {"type": "array", "items": {"type": "string"}}
+
+    def param(name: str, schema: dict, text: str, required: bool = False, many: bool = False) -> dict:
+        p: dict[str, Any] = {"name": name, "in": "query", "required": required, "description": text,
+                             "schema": schema}
+        if many:
+            p.update(style="form", explode=True)
+        return p
+
+    hit = {"type": "object", "required": ["id", "server", "name", "score"], "properties": {
+        "id": {"type": "string", "description": "SERVER/TOOL"}, "server": {"type": "string"},
+        "name": {"type": "string"}, "title": {"type": ["string", "null"]},
+        "description": {"type": ["string", "null"]},
+        "score": {"type": "number", "minimum": 0, "maximum": 1, "description": "calibrated score"},
+        "matched": {"type": "array", "items": {"type": "string"}}, "why": {"type": ["string", "null"]},
+        "signals": {"type": "object"}}}
+    result = {"type": "object", "required": ["toolidx", "command", "query", "no_match", "hits"], "properties": {
+        "toolidx": {"type": "integer", "const": JSON_VERSION}, "command": {"type": "string", "const": "search"},
+        "query": {"type": "string"}, "mode": {"type": "string"}, "mode_used": {"type": "string"},
+        "no_match": {"type": "boolean", "description": "true when no tool scores above the calibrated threshold"},
+        "threshold": {"type": "number"}, "calibrated_threshold": {"type": "number"},
+        "count": {"type": "integer"}, "considered": {"type": "integer"},
+        "notes": {"type": "array", "items": {"type": "string"}},
+        "hits": {"type": "array", "items": {"$ref": "#/components/schemas/Hit"}}}}
+    error = {"type": "object", "required": ["error", "message"], "properties": {
+        "toolidx": {"type": "integer"}, "command": {"type": "string", "const": "error"},
+        "error": {"type": "string"}, "message": {"type": "string"}, "fix": {"type": ["string", "null"]}}}
+    doc: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": "toolidx search API", "version": __version__,
+                 "description": "Find MCP tools for a task in a toolidx index: the JSON of `toolidx search --json`."},
+        "paths": {"/v1/search": {"get": {
+            "operationId": "searchTools", "summary": "Find tools for a task (hybrid ranking, calibrated scores)",
+            "parameters": [
+                param("q", {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
+                      "what to do, in plain words (or a tool name)", required=True),
+                param("k", {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": 10},
+                      "at most this many hits"),
+                param("mode", {"type": "string", "enum": list(MODES), "default": "hybrid"}, "ranking"),
+                param("server", repeated, "only these servers (repeat)", many=True),
+                param("tag", repeated, "only tools with any of these tags (repeat)", many=True),
+                param("exclude_tag", repeated, "no tools with these tags (repeat)", many=True),
+                param("category", repeated, "only these categories (repeat)", many=True),
+                param("name_pattern", {"type": "string"}, "regex searched in the tool name"),
+                param("description_contains", {"type": "string"}, "substring of the description"),
+                param("read_only", {"type": "boolean", "default": False}, "only tools annotated read-only"),
+                param("no_destructive", {"type": "boolean", "default": False}, "no tools annotated destructive"),
+                param("min_score", {"type": "number", "minimum": 0, "maximum": 1},
+                      "drop hits below this score; default: the calibrated no-match threshold"),
+            ],
+            "responses": {
+                "200": {"description": "the ranked hits (no_match true when nothing fits well)",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SearchResult"}}}},
+                "400": {"description": "bad parameters",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                "401": {"description": "missing or invalid bearer token",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+            }}}},
+        "components": {"schemas": {"SearchResult": result, "Hit": hit, "Error": error},
+                       "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"bearer": []}, {}],
+    }
+    if base_url:
+        doc["servers"] = [{"url": base_url}]
+    return doc
+
+
+# --- the app --------------------------------------------------------------------------------------
+def build_app(server: Any, tokens: Tokens, host: str, base_url: str | None = None) -> Any:
+    """The ASGI app: MCP at /mcp plus the search API, behind BearerAuth."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    disc: Discovery = server.discovery
+
+    def view(request: Request) -> Discovery:
+        grant = request.scope.get("toolidx.grant")
+        return server.views.get(getattr(grant, "label", ""), disc)
+
+    async def v1_search(request: Request) -> JSONResponse:
+        d = view(request)
+        try:
+            await anyio.to_thread.run_sync(d.refresh)
+            payload = await anyio.to_thread.run_sync(search_payload, d, request.query_params)
+        except ToolidxError as e:
+            return JSONResponse({"toolidx": JSON_VERSION, "command": "error", **e.to_json()}, status_code=400)
+        return JSONResponse(payload)
+
+    async def openapi(_request: Request) -> JSONResponse:
+        return JSONResponse(openapi_document(base_url))
+
+    async def healthz(_request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "version": __version__, "model": disc.model_state})
+
+    routes = [Route("/v1/search", v1_search, methods=["GET"]), Route("/openapi.json", openapi, methods=["GET"]),
+              Route("/healthz", healthz, methods=["GET"])]
+    app = server.streamable_http_app(host=host, custom_starlette_routes=routes, max_sessions=1000, json_response=True)
+    return BearerAuth(app, tokens)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port, or a one-line UsageError (port in use, unknown host)."""
+    where = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as e:
+        raise UsageError(f"--http {where}: unknown host ({e.strerror})",
+                         fix="use an IP address or a resolvable name, e.g. 127.0.0.1:8765") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        import errno
+
+        if e.errno == errno.EADDRINUSE:
+            raise UsageError(f"--http {where}: address already in use",
+                             fix="stop what listens there or pick another port") from None
+        raise UsageError(f"--http {where}: cannot listen ({e.strerror or e})",
+                         fix="pick another address or port") from None
+    sock.set_inheritable(False)
+    return sock
+
+
+def check_exposure(host: str, tokens: Tokens) -> None:
+    """No tokens on a non-loopback address: refuse to start."""
+    if not is_loopback(host) and not len(tokens):
+        raise UsageError(f"--http {host}: a bearer token is required on a non-loopback address",
+                         fix="add --token-env NAME or --token-file PATH (or listen on 127.0.0.1)")
+
+
+def serve_http(db_path: str, address: tuple[str, int], tokens: Tokens, **options: Any) -> None:
+    """`toolidx serve --http`: check the tokens, build the server (index errors first), bind the
+    port (errors before anything serves), then serve until SIGINT/SIGTERM."""
+    from .server import build_server
+
+    host, port = address
+    check_exposure(host, tokens)
+    server = build_server(db_path, grants=tokens.grants, **options)
+    sock = listen(host, port)
+    import uvicorn
+
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    base = f"http://{shown}:{bound}"
+    app = build_app(server, tokens, host, base)
+    server.start_model()
+    auth = f"{len(tokens)} token(s) required" if len(tokens) else "no token (loopback only)"
+    sys.stderr.write(f"toolidx serve: MCP at {base}/mcp, search API at {base}/v1/search ({auth}); Ctrl-C to stop\n")
+    sys.stderr.flush()
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                            timeout_graceful_shutdown=3, ws="none")
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+        if server.discovery.usage is not None:
+            server.discovery.usage.close()  # what is still queued is written

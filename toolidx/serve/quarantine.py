@@ -1,0 +1,58 @@
+"""serve --quarantine: what is refused, and why. Tools no one approved are outside the scope
+(`Filters.approved_only`), so every meta-tool hides them; a tool approved once but changed since
+is visible and described, but `execute_tool` refuses it with the field-level diff (the one diff:
+`diff.approved`, which calls `diff.snapshot.compare_tools`)."""
+
+from __future__ import annotations
+
+from ..core.budget import fit_budget
+from ..diff.approved import approval_json, approval_state, changes_since_approval
+from ..store.approvals import approvals
+from ..store.db import Database
+from .discovery import Answer
+
+FIX = "a person reviews it (`toolidx diff --approved`) and approves it (`toolidx approve {id}`)"
+
+
+def not_approved(db: Database, tool_id: str) -> bool:
+    """Whether `tool_id` is in the index but has never been approved (hidden by quarantine)."""
+    from ..store.catalog import tool_exists
+
+    return tool_exists(db, tool_id) and tool_id not in approvals(db, [tool_id])
+
+
+def refusal(db: Database, tool: dict, max_tokens: int) -> Answer | None:
+    """None when the tool's definition is the approved one; otherwise the refusal, with the reason
+    and each changed field."""
+    approval = approvals(db, [tool["id"]]).get(tool["id"])
+    state = approval_state(tool, approval)
+    if state == "approved":
+        return None
+    if approval is None:  # approved_only keeps these out of reach; a revoke can race a call
+        payload = {"error": "not_approved", "tool": tool["id"],
+                   "message": f"{tool['id']} is quarantined: no one approved it", "fix": FIX.format(id=tool["id"])}
+        return Answer(payload, f"Error: {payload['message']}\nFix: {payload['fix']}", is_error=True)
+    changes = [c.to_json() for c in changes_since_approval(db, tool, approval)]
+    for c in changes:
+        c.pop("words", None)  # old/new already say it; the word diff doubles the size
+    a = approval_json(approval) or {}
+    message = (f"not run: {tool['id']} changed since it was approved by {a['by']} at {a['at']} "
+               f"({len(changes)} field change{'s' if len(changes) != 1 else ''})")
+    payload = {"error": "changed_since_approval", "tool": tool["id"], "message": message,
+               "fix": FIX.format(id=tool["id"]), "approved": a, "hash": tool.get("hash"), "changes": changes}
+    payload = fit_budget(payload, "changes", max_tokens)
+    lines = [f"Error: {message}. What changed:"]
+    lines += [f"- {c['severity']} {c['field']}: {c['message']}" for c in payload.get("changes", [])]
+    lines.append(f"Fix: {payload['fix']}")
+    return Answer(payload, "\n".join(lines), is_error=True)
+
+
+def annotate(db: Database, tool: dict, answer: Answer) -> None:
+    """describe_tool under quarantine: `approval` {state, by, at} in the answer, and a line saying
+    that a tool changed since its approval will be refused."""
+    approval = approvals(db, [tool["id"]]).get(tool["id"])
+    state = approval_state(tool, approval)
+    answer.payload["approval"] = {"state": state, **(approval_json(approval) or {})}
+    if state == "changed":
+        answer.text += ("\nQuarantine: changed since its approval: execute_tool refuses it until "
+                        f"{FIX.format(id=tool['id'])}.")

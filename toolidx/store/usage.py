@@ -1,0 +1,278 @@
+"""The usage file: what `toolidx serve` saw when it ran tools (one row per `execute_tool`) and the
+example arguments it recorded. A SQLite file of its own beside the index, never inside it:
+
+- a crawl rewrites the index's tools, never this file, so usage survives re-crawls;
+- a published index may be a read-only file in a read-only folder, and usage must still be kept;
+- writing here never takes the index's write lock, so it cannot block a search or a crawl.
+
+Where it lives (`usage_path`): `--usage-db` / `TOOLIDX_USAGE_DB`, else `<index>.usage.db` when
+that can be written, else `$XDG_STATE_HOME/toolidx/usage/<hash of the index path>.db`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import DatabaseError
+
+USAGE_ENV = "TOOLIDX_USAGE_DB"
+USAGE_APP_ID = 0x54495553  # "TIUS"
+OUTCOMES = ("ok", "tool_error", "invalid_arguments", "timeout", "backend_failed", "refused")
+MAX_EXAMPLES_PER_TOOL = 5
+_FIX = f"move it away (a new one is then started), or choose another with --usage-db / {USAGE_ENV}"
+
+# Append only, like store/migrations.py; PRAGMA user_version counts what was applied.
+USAGE_MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE calls (
+        id          INTEGER PRIMARY KEY,
+        tool_id     TEXT NOT NULL,           -- "server/tool"; the name as asked when refused unresolved
+        server      TEXT NOT NULL DEFAULT '',
+        at          TEXT NOT NULL,           -- ISO 8601 UTC, when the call started
+        duration_ms REAL NOT NULL,
+        outcome     TEXT NOT NULL,           -- ok | tool_error | invalid_arguments | timeout | backend_failed | refused
+        scope       TEXT NOT NULL DEFAULT '' -- serve's scope, as text ('' = everything)
+    );
+    CREATE INDEX calls_tool ON calls(tool_id, at);
+    CREATE TABLE examples (
+        tool_id     TEXT NOT NULL,
+        arguments   TEXT NOT NULL,           -- JSON, secrets redacted before they are written
+        hash        TEXT NOT NULL,           -- sha256 of the arguments JSON (one row per distinct example)
+        at          TEXT NOT NULL,
+        PRIMARY KEY (tool_id, hash)
+    );
+    """,
+]
+
+
+def _state_home() -> Path:
+    return Path(os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state"))
+
+
+def _writable(p: Path) -> bool:
+    """Can (and may) we write `p`? A file or folder whose mode has no write bit counts as
+    read-only even for root: someone marked it so (a published index)."""
+    target = p if p.exists() else p.parent
+    try:
+        st = target.stat()
+    except OSError:
+        return False
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        return False
+    if target is p:
+        return os.access(p, os.W_OK) and _writable_dir(p.parent)
+    return _writable_dir(target)
+
+
+def _writable_dir(d: Path) -> bool:
+    try:
+        st = d.stat()
+    except OSError:
+        return False
+    return bool(st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) and os.access(d, os.W_OK | os.X_OK)
+
+
+def usage_path(index_path: str | os.PathLike, explicit: str | os.PathLike | None = None) -> Path:
+    """Where the usage of the index at `index_path` is kept (see the module docstring)."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get(USAGE_ENV)
+    if env:
+        return Path(env).expanduser()
+    index = Path(index_path).expanduser()
+    beside = index.with_name(index.name + ".usage.db")
+    if _writable(beside):
+        return beside
+    h = hashlib.sha256(str(index.resolve()).encode()).hexdigest()[:16]
+    return _state_home() / "toolidx" / "usage" / f"{h}.db"
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _percentile(sorted_values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile of an ascending list."""
+    if not sorted_values:
+        return None
+    k = max(0, min(len(sorted_values) - 1, int(-(-q * len(sorted_values) // 1)) - 1))
+    return round(sorted_values[k], 1)
+
+
+class UsageStore:
+    """One usage file. Thread-safe (one connection behind a lock); every write is one short
+    transaction of its own."""
+
+    def __init__(self, conn: Any, path: Path):
+        self.conn, self.path = conn, path
+        self.lock = threading.RLock()
+
+    # --- writes -------------------------------------------------------------------------------
+    def record_call(self, tool_id: str, server: str, outcome: str, duration_ms: float, scope: str = "",
+                    at: str | None = None) -> None:
+        self.record_calls([(tool_id, server, outcome, duration_ms, scope, at or now_iso())])
+
+    def record_calls(self, calls: list[tuple[str, str, str, float, str, str]]) -> None:
+        """Several calls (tool_id, server, outcome, duration_ms, scope, at) in one transaction."""
+        for c in calls:
+            if c[2] not in OUTCOMES:
+                raise ValueError(f"unknown outcome {c[2]!r}")
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.executemany("INSERT INTO calls(tool_id, server, outcome, duration_ms, scope, at) "
+                                      "VALUES (?, ?, ?, ?, ?, ?)",
+                                      [(t, sv, o, round(d, 1), sc, at) for t, sv, o, d, sc, at in calls])
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def add_example(self, tool_id: str, arguments: dict) -> None:
+        """Keep `arguments` (already redacted) as an example of `tool_id`: distinct ones only,
+        the newest MAX_EXAMPLES_PER_TOOL."""
+        text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        h = hashlib.sha256(text.encode()).hexdigest()
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.execute("INSERT INTO examples(tool_id, arguments, hash, at) VALUES (?, ?, ?, ?) "
+                                  "ON CONFLICT(tool_id, hash) DO UPDATE SET at = excluded.at",
+                                  (tool_id, text, h, now_iso()))
+                self.conn.execute("DELETE FROM examples WHERE tool_id = ? AND hash NOT IN (SELECT hash FROM "
+                                  "examples WHERE tool_id = ? ORDER BY at DESC, rowid DESC LIMIT ?)",
+                                  (tool_id, tool_id, MAX_EXAMPLES_PER_TOOL))
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    # --- reads --------------------------------------------------------------------------------
+    def _rows(self, sql: str, params: Any = ()) -> list[tuple]:
+        with self.lock:
+            return list(self.conn.execute(sql, params).fetchall())
+
+    def tool_metrics(self, tool_ids: Iterable[str] | None = None) -> dict[str, dict]:
+        """tool id -> {"calls", "ok", "success_rate", "p50_ms", "p95_ms", "last_used", "outcomes"}
+        for tools that were called (all of them, or those in `tool_ids`)."""
+        return self._metrics("tool_id", tool_ids)
+
+    def server_metrics(self) -> dict[str, dict]:
+        """server -> the same figures over all its tools (unresolved refusals have no server)."""
+        return {k: v for k, v in self._metrics("server", None).items() if k}
+
+    def _metrics(self, key: str, only: Iterable[str] | None) -> dict[str, dict]:
+        wanted = set(only) if only is not None else None
+        out: dict[str, dict] = {}
+        durations: dict[str, list[float]] = {}
+        rows = self._rows(f"SELECT {key}, outcome, count(*), max(at) FROM calls GROUP BY {key}, outcome")
+        for k, outcome, n, last in rows:
+            if wanted is not None and k not in wanted:
+                continue
+            m = out.setdefault(k, {"calls": 0, "ok": 0, "success_rate": None, "p50_ms": None, "p95_ms": None,
+                                   "last_used": None, "outcomes": {}})
+            m["calls"] += n
+            m["outcomes"][outcome] = n
+            if outcome == "ok":
+                m["ok"] += n
+            if m["last_used"] is None or last > m["last_used"]:
+                m["last_used"] = last
+        # durations of calls that reached a server (a refusal's time says nothing of the tool)
+        for k, d in self._rows(f"SELECT {key}, duration_ms FROM calls WHERE outcome NOT IN "
+                               f"('refused', 'invalid_arguments') ORDER BY {key}, duration_ms"):
+            if k in out:
+                durations.setdefault(k, []).append(d)
+        for k, m in out.items():
+            m["success_rate"] = round(m["ok"] / m["calls"], 3) if m["calls"] else None
+            ds = durations.get(k, [])
+            m["p50_ms"], m["p95_ms"] = _percentile(ds, 0.5), _percentile(ds, 0.95)
+        return out
+
+    def examples(self, tool_id: str) -> list[dict]:
+        """Recorded examples of `tool_id`, newest first: [{"arguments", "at"}]."""
+        return [{"arguments": json.loads(a), "at": at} for a, at in self._rows(
+            "SELECT arguments, at FROM examples WHERE tool_id = ? ORDER BY at DESC, rowid DESC", (tool_id,))]
+
+    def tools_with_examples(self) -> set[str]:
+        return {r[0] for r in self._rows("SELECT DISTINCT tool_id FROM examples")}
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+
+def open_usage(path: str | os.PathLike, *, create: bool = True) -> UsageStore | None:
+    """Open (with `create`, make) the usage file at `path`; None when it does not exist and
+    `create` is false (nothing was recorded yet). Raises DatabaseError for a file that is not a
+    usage file or is corrupt (left untouched)."""
+    from .db import SQLITE_HEADER, sqlite_module
+
+    p = Path(path)
+    if p.is_dir():
+        raise DatabaseError("usage file is a directory", where=str(p))
+    if not p.exists():
+        if not create:
+            return None
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise DatabaseError(f"cannot create the usage file's folder: {e.strerror}", where=str(p)) from None
+    else:
+        try:
+            with open(p, "rb") as f:
+                head = f.read(16)
+        except OSError as e:
+            raise DatabaseError(f"cannot read the usage file: {e.strerror}", where=str(p)) from None
+        if head and head != SQLITE_HEADER:
+            raise DatabaseError("usage file is not a SQLite database (left untouched)", where=str(p),
+                                fix=_FIX)
+    mod = sqlite_module()
+    try:
+        conn = mod.connect(str(p), isolation_level=None, check_same_thread=False, timeout=2)
+    except mod.Error as e:
+        raise DatabaseError(f"cannot open the usage file: {e}", where=str(p)) from None
+    try:
+        conn.execute("PRAGMA busy_timeout = 2000")
+        conn.execute("PRAGMA synchronous = NORMAL")  # WAL: no fsync per call row; a crash loses at most the last few
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if app_id != USAGE_APP_ID and (app_id != 0 or tables):
+            raise DatabaseError("not a toolidx usage file (left untouched)", where=str(p),
+                                fix=f"choose another file with --usage-db / {USAGE_ENV}")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > len(USAGE_MIGRATIONS):
+            raise DatabaseError(f"usage file schema v{version} is newer than this toolidx", where=str(p),
+                                fix="upgrade toolidx")
+        if version < len(USAGE_MIGRATIONS):
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for i in range(version, len(USAGE_MIGRATIONS)):
+                    from .db import _statements
+
+                    for stmt in _statements(USAGE_MIGRATIONS[i]):
+                        conn.execute(stmt)
+                    conn.execute(f"PRAGMA user_version = {i + 1}")
+                conn.execute(f"PRAGMA application_id = {USAGE_APP_ID}")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        conn.execute("SELECT count(*) FROM calls").fetchone()  # a damaged table shows up here
+    except mod.DatabaseError as e:
+        conn.close()
+        raise DatabaseError(f"corrupt or unreadable usage file ({e}); left untouched", where=str(p),
+                            fix=_FIX) from None
+    except DatabaseError:
+        conn.close()
+        raise
+    return UsageStore(conn, p)
