@@ -225,7 +225,7 @@ def test_keyword_mode_loads_no_model(db):
 
     res = search(db, "convert pdf", mode="keyword")  # embedder="auto": keyword never loads it
     assert res.mode_used == "keyword" and res.hits
-    assert all("signals" in h.to_json() and "cosine" not in h.signals for h in res.hits)
+    assert all("signals" in h.to_json() and h.signals.cosine is None for h in res.hits)
 
 
 def test_without_a_model_hybrid_falls_back_to_keyword(keyword_db_path):

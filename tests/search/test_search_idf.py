@@ -115,14 +115,14 @@ def test_hybrid_coverage_is_the_share_of_query_words_a_tool_has(idx_db, embedder
     terms = query_terms("merge pdf files into one document")
     assert res.mode_used == "hybrid" and res.hits
     for h in res.hits:
-        assert h.signals["coverage"] == round(len(h.matched) / len(terms), 3), h.id
-    assert res.hits[0].signals["coverage"] > 0
+        assert h.signals.coverage == round(len(h.matched) / len(terms), 3), h.id
+    assert res.hits[0].signals.coverage > 0
     q = 'merge pdf files named "quarterly report"'
     res = search(db, q, embedder=embedder, min_score=0.0, limit=8)
     terms = query_terms(q)
     w = {t: (QUOTED_WEIGHT if t in ("quarterly", "report") else 1.0) for t in terms}
     for h in res.hits:
-        assert h.signals["coverage"] == round(sum(w[t] for t in h.matched) / sum(w.values()), 3), h.id
+        assert h.signals.coverage == round(sum(w[t] for t in h.matched) / sum(w.values()), 3), h.id
 
 
 def test_name_words_count_the_tool_name_words_a_query_has_as_the_index_stems_them(idx_db):
@@ -147,8 +147,8 @@ def test_a_query_with_two_name_words_adds_name_weight_to_the_hybrid_score(idx_db
     weight = 0.05  # fit_fusion.py fits NAME_WEIGHT to 0; the mechanism must still add what it is set to
     monkeypatch.setattr(cal, "NAME_WEIGHT", weight)
     on = {h.id: h for h in search(idx_db, q, embedder=embedder, min_score=0.0).hits}
-    assert on["pdf/merge_pdfs"].signals["name_words"] == 2
-    assert on["pdf/convert_pdf_to_markdown"].signals["name_words"] == 1
+    assert on["pdf/merge_pdfs"].signals.name_words == 2
+    assert on["pdf/convert_pdf_to_markdown"].signals.name_words == 1
     monkeypatch.setattr(cal, "NAME_WEIGHT", 0.0)
     off = {h.id: h for h in search(idx_db, q, embedder=embedder, min_score=0.0).hits}
     slope, bias = cal.PLATT["hybrid"]

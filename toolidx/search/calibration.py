@@ -94,7 +94,6 @@ THRESHOLD = {"hybrid": 0.005, "keyword": 0.41, "semantic": 0.004}
 # every threshold was fitted on sentences. Such queries are not gated in any mode: the best tools
 # are shown with their own scores.
 GATE_MIN_TERMS = 3
-KW_GATE_MIN_TERMS = GATE_MIN_TERMS  # the name earlier releases used
 
 
 def threshold(mode: str, n_terms: int | None = None) -> float:
@@ -157,13 +156,12 @@ def effective_mode(cands: dict[int, dict], mode: str) -> str:
 # The fusion weights, Platt constants and thresholds above are those of one embedding model: its
 # cosines have their own scale (MiniLM's unrelated pairs sit near 0.1, other models' near 0.5 or
 # 0.8). They are applied only to an index embedded with a model named here; any other model gets
-# UNCALIBRATED instead (fit_fusion.py refits them for a model given its vectors of the bench sets).
+# uncalibrated instead (fit_fusion.py refits them for a model given its vectors of the bench sets).
 CALIBRATED_MODELS = {
     # model id (the index's embed_model): what was fitted on it
     "sentence-transformers/all-MiniLM-L6-v2": "fusion, Platt and thresholds of hybrid and semantic "
                                               "(benchmarks/fit_fusion.py, benchmarks/calibrate.py)",
 }
-UNCALIBRATED = "uncalibrated"  # the mode of the scores for another model's index
 RRF_K = 60
 
 

@@ -37,6 +37,26 @@ RUNNER_UP_SHARE = 0.05
 
 
 @dataclass
+class Signals:
+    """The evidence behind a hit's score, as the ranking measured it; None where the mode does not
+    measure it (keyword mode has no cosine; coverage and name words are hybrid's)."""
+
+    bm25: float = 0.0  # the tool's BM25 for the query (field-weighted, as FTS5 scores it)
+    fuzzy: float = 0.0  # similarity of a short query to the tool's name as words, 0..1
+    cosine: float | None = None  # cosine of the query and tool embeddings
+    coverage: float | None = None  # share of the query's words the tool has (quoted values x0.25)
+    name_words: int | None = None  # how many of the tool name's words the query has
+
+    def to_json(self) -> dict[str, float]:
+        out: dict[str, float] = {"bm25": self.bm25, "fuzzy": self.fuzzy}
+        for key in ("cosine", "coverage", "name_words"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+@dataclass
 class Hit:
     id: str
     server: str
@@ -46,12 +66,12 @@ class Hit:
     score: float  # calibrated estimate of P(relevant), in [0, 1]
     matched: list[str] = field(default_factory=list)  # query terms found in the tool's text
     why: str = ""
-    signals: dict[str, float] = field(default_factory=dict)  # the evidence behind the score
+    signals: Signals = field(default_factory=Signals)  # the evidence behind the score
 
     def to_json(self) -> dict:
         return {"id": self.id, "server": self.server, "name": self.name, "title": self.title,
                 "description": self.description, "score": self.score, "matched": self.matched,
-                "why": self.why, "signals": self.signals}
+                "why": self.why, "signals": self.signals.to_json()}
 
 
 @dataclass
@@ -362,12 +382,12 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) 
         reasons.append(f"fuzzy name ({ev['fuzzy']:.2f})")
     if mode_used != "keyword" and ev.get("cos", 0) > 0:
         reasons.append(f"semantic ({ev['cos']:.2f})")
-    signals = {"bm25": round(ev.get("bm25", 0.0), 3), "fuzzy": round(ev.get("fuzzy", 0.0), 3)}
+    signals = Signals(bm25=round(ev.get("bm25", 0.0), 3), fuzzy=round(ev.get("fuzzy", 0.0), 3))
     if mode_used != "keyword":
-        signals["cosine"] = round(ev.get("cos", 0.0), 4)
+        signals.cosine = round(ev.get("cos", 0.0), 4)
     if mode_used == "hybrid":
-        signals["coverage"] = round(ev.get("coverage", 0.0), 3)
-        signals["name_words"] = ev.get("name_words", 0)
+        signals.coverage = round(ev.get("coverage", 0.0), 3)
+        signals.name_words = ev.get("name_words", 0)
     return Hit(id=row["id"], server=row["server"], name=row["name"], title=row["title"],
                description=first_line(row["description"]), score=round(score, 4), matched=matched,
                why="; ".join(reasons) or "semantic", signals=signals)
