@@ -146,15 +146,17 @@ def in_chunks(values: list) -> Iterator[tuple[str, list]]:
         yield ", ".join("?" * len(chunk)), chunk
 
 
-def _check_header(path: Path) -> None:
+def check_header(path: Path, *, label: str = "the index", subject: str = "",
+                 fix: str = "point --db at a toolidx index, or at a new file name") -> None:
+    """Refuse, before SQLite touches it, a file that is not a SQLite database (never written to).
+    `label` names the file in a read error; `subject` starts the not-a-database message."""
     try:
         with open(path, "rb") as f:
             head = f.read(16)
     except OSError as e:
-        raise DatabaseError(f"cannot read the index: {e.strerror}", where=str(path)) from None
+        raise DatabaseError(f"cannot read {label}: {e.strerror}", where=str(path)) from None
     if head and head != SQLITE_HEADER:
-        raise DatabaseError("not a SQLite database (left untouched)", where=str(path),
-                            fix="point --db at a toolidx index, or at a new file name")
+        raise DatabaseError(f"{subject}not a SQLite database (left untouched)", where=str(path), fix=fix)
 
 
 def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
@@ -178,7 +180,7 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
                                     fix="build one with `toolidx crawl --config FILE --db PATH`")
             p.parent.mkdir(parents=True, exist_ok=True)
         else:
-            _check_header(p)
+            check_header(p)
     mod = sqlite_module()
     target, uri = spath, False
     frozen = spath != ":memory:" and _frozen(p)

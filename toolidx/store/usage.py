@@ -213,7 +213,7 @@ def open_usage(path: str | os.PathLike, *, create: bool = True) -> UsageStore | 
     """Open (with `create`, make) the usage file at `path`; None when it does not exist and
     `create` is false (nothing was recorded yet). Raises DatabaseError for a file that is not a
     usage file or is corrupt (left untouched)."""
-    from .db import SQLITE_HEADER, sqlite_module
+    from .db import check_header, sqlite_module
 
     p = Path(path)
     if p.is_dir():
@@ -226,14 +226,7 @@ def open_usage(path: str | os.PathLike, *, create: bool = True) -> UsageStore | 
         except OSError as e:
             raise DatabaseError(f"cannot create the usage file's folder: {e.strerror}", where=str(p)) from None
     else:
-        try:
-            with open(p, "rb") as f:
-                head = f.read(16)
-        except OSError as e:
-            raise DatabaseError(f"cannot read the usage file: {e.strerror}", where=str(p)) from None
-        if head and head != SQLITE_HEADER:
-            raise DatabaseError("usage file is not a SQLite database (left untouched)", where=str(p),
-                                fix=_FIX)
+        check_header(p, label="the usage file", subject="usage file is ", fix=_FIX)
     mod = sqlite_module()
     try:
         conn = mod.connect(str(p), isolation_level=None, check_same_thread=False, timeout=2)
