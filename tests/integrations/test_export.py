@@ -23,7 +23,8 @@ HOSTILE = REPO / "tests" / "data" / "export_hostile_tools.json"
 def _crawl(cfg: dict, d: Path, *extra: str) -> Path:
     (d / "servers.json").write_text(json.dumps({"mcpServers": cfg}))
     db = d / "idx.db"
-    r = run_cli("crawl", "--config", d / "servers.json", "--db", db, *extra)
+    # keyword-only unless a test asks for more: exports need no vectors (and no model in the fast tier)
+    r = run_cli("crawl", "--config", d / "servers.json", "--db", db, *(extra or ("--model", "none")))
     assert r.code == 0, r.stderr
     return db
 
@@ -68,6 +69,7 @@ def _mypy(path: Path) -> None:
 
 
 # --- python -----------------------------------------------------------------------------------------
+@pytest.mark.slow  # runs mypy, tsc or a real server: 5-10 s
 def test_python_wrappers_pass_mypy_and_run_a_real_call(notes_db, tmp_path):
     code = _export(notes_db, "python")
     assert code == _export(notes_db, "python")  # stable byte for byte
@@ -111,6 +113,7 @@ def test_python_wrappers_keep_the_scope(notes_db, tmp_path):
         c.close()
 
 
+@pytest.mark.slow  # runs mypy, tsc or a real server: 5-10 s
 def test_python_wrappers_escape_hostile_names_and_descriptions(hostile_db, tmp_path):
     code = _export(hostile_db, "python")
     path = tmp_path / "evil_tools.py"
@@ -205,7 +208,7 @@ def test_openapi_lifts_refs_and_keeps_the_scope(hostile_db, notes_db):
 @pytest.mark.slow
 def test_openapi_of_the_etom_catalog_is_valid(bench_dir, tmp_path):
     """2,375 real tool definitions with draft-04/07 schemas, local refs and invalid defaults."""
-    db = _crawl({"etom": {"tools_file": str(bench_dir / "etom" / "tools.jsonl")}}, tmp_path, "--model", "none")
+    db = _crawl({"etom": {"tools_file": str(bench_dir / "etom" / "tools.jsonl")}}, tmp_path)
     doc = json.loads(_export(db, "openapi"))
     assert len(doc["paths"]) == 2375
     _openapi_valid(doc)
@@ -239,6 +242,7 @@ def _tsc(exe: Path, d: Path, *files: str, emit: bool = False) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+@pytest.mark.slow  # runs mypy, tsc or a real server: 5-10 s
 def test_typescript_wrappers_compile_strict_and_escape_hostile_text(hostile_db, tsc, tmp_path):
     code = _export(hostile_db, "typescript")
     assert code == _export(hostile_db, "typescript")
@@ -253,6 +257,7 @@ def test_typescript_wrappers_compile_strict_and_escape_hostile_text(hostile_db, 
     assert "export function evil__evil_tool(args: EvilEvilToolArgs_2 = {})" in code
 
 
+@pytest.mark.slow  # runs mypy, tsc or a real server: 5-10 s
 def test_typescript_wrappers_run_a_real_call_through_toolidx_serve(notes_db, tsc, tmp_path):
     (tmp_path / "notes_tools.mts").write_text(_export(notes_db, "typescript", "--server", "notes"))
     _tsc(tsc, tmp_path, "notes_tools.mts", emit=True)
