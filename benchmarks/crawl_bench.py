@@ -26,17 +26,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from toolidx.cli.progress import SilentProgress  # noqa: E402
 from toolidx.core.embedding import load_embedder, resolve_model  # noqa: E402
 from toolidx.crawl.config import build_config, load_config  # noqa: E402
-from toolidx.crawl.run import gather_results, run_crawl  # noqa: E402
+from toolidx.crawl.run import QuietProgress, gather_results, run_crawl  # noqa: E402
 from toolidx.store.crawls import _embed, docs_for  # noqa: E402
 from toolidx.store.db import open_db  # noqa: E402
 
 
 def crawl_wall(specs, concurrency: int) -> tuple[float, list]:
     t0 = time.perf_counter()
-    results = asyncio.run(gather_results(specs, concurrency, SilentProgress()))
+    results = asyncio.run(gather_results(specs, concurrency, QuietProgress()))
     return time.perf_counter() - t0, results
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..core.safetext import visible
 from ..core.servers import ServerResult, ServerSpec
+from ..crawl.run import QuietProgress
 
 
 class _SafeStream:
@@ -57,20 +58,6 @@ class PlainProgress:
     def step(self, what: str, done: int, total: int) -> None:
         self.stream.write(f"crawl: {what}: {done}/{total}\n")
         self.stream.flush()
-
-
-class SilentProgress(PlainProgress):
-    def begin(self, specs: list[ServerSpec]) -> None:
-        pass
-
-    def server_started(self, spec: ServerSpec) -> None:
-        pass
-
-    def server_finished(self, result: ServerResult) -> None:
-        pass
-
-    def step(self, what: str, done: int, total: int) -> None:
-        pass
 
 
 class _Row:
@@ -176,7 +163,7 @@ def use_live(stream: Any = None) -> bool:
 @contextmanager
 def crawl_progress(as_json: bool) -> Iterator[Any]:
     if as_json:
-        yield SilentProgress()
+        yield QuietProgress()
         return
     if not use_live():
         yield PlainProgress()

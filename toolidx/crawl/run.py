@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from dataclasses import dataclass
 from typing import Protocol
 
 from ..core.embedding import Embedder, LazyEmbedder
@@ -31,8 +30,9 @@ class CrawlProgress(Protocol):
     def step(self, what: str, done: int, total: int) -> None: ...
 
 
-@dataclass
-class _Quiet:
+class QuietProgress:
+    """Says nothing: a crawl for a library caller, or a CLI run whose output is --json."""
+
     def server_started(self, spec: ServerSpec) -> None:
         pass
 
@@ -126,7 +126,7 @@ def run_crawl(config: Config, db: Database, *, only: list[str] | None = None,
               concurrency: int | None = None, embedder: Embedder | LazyEmbedder | None = None,
               progress: CrawlProgress | None = None) -> CrawlSummary:
     specs = config.enabled_servers(only)
-    progress = progress or _Quiet()
+    progress = progress or QuietProgress()
     conc = concurrency or int(config.settings.get("concurrency", DEFAULT_CONCURRENCY))
     started = now_iso()
     results = asyncio.run(gather_results(specs, conc, progress))
