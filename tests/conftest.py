@@ -15,6 +15,7 @@ import contextlib
 import io
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,6 +123,28 @@ def run_cli(*args: str) -> CliResult:
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+RAW = REPO / "tests" / "servers" / "rawmcp.py"  # a scriptable raw MCP server (--mode ok|hang|crash|...)
+
+
+def raw(mode: str = "ok", *args: str, **extra) -> dict:
+    """A config entry that runs rawmcp.py in one mode."""
+    return {"command": sys.executable, "args": [str(RAW), "--mode", mode, *args], **extra}
+
+
+def write_config(path: Path, servers: dict, **settings) -> Path:
+    """An mcpServers config file (with a `toolidx:` block when settings are given)."""
+    data: dict = {"mcpServers": servers}
+    if settings:
+        data["toolidx"] = settings
+    path.write_text(json.dumps(data))
+    return path
+
+
+def crawl(cfg: Path, db: Path, *extra: str) -> CliResult:
+    """`toolidx crawl --json`, keyword-only."""
+    return run_cli("crawl", "--config", cfg, "--db", db, "--model", "none", "--json", *extra)
 
 
 @pytest.fixture

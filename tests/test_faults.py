@@ -16,28 +16,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import run_cli
+from conftest import crawl, raw, run_cli, write_config
 
 from toolidx.store.db import open_db
 
-RAW = Path(__file__).parent / "servers" / "rawmcp.py"
 SECRET = "sk-FAULT-7f3a9c1e5b2d"
 
 
-def raw(mode: str = "ok", *args: str, **extra) -> dict:
-    return {"command": sys.executable, "args": [str(RAW), "--mode", mode, *args], **extra}
 
-
-def write_config(path: Path, servers: dict, **settings) -> Path:
-    data: dict = {"mcpServers": servers}
-    if settings:
-        data["toolidx"] = settings
-    path.write_text(json.dumps(data))
-    return path
-
-
-def crawl(cfg: Path, db: Path, *extra: str):
-    return run_cli("crawl", "--config", cfg, "--db", db, "--model", "none", "--json", *extra)
 
 
 def index(tmp_path: Path, servers: dict, name: str = "f") -> Path:

@@ -10,28 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import RAW, crawl, raw, run_cli, write_config
 
 from toolidx.store.db import open_db
-
-RAW = Path(__file__).parents[1] / "servers" / "rawmcp.py"
-
-
-def raw(mode: str = "ok", *args: str, **extra) -> dict:
-    """A config entry that runs rawmcp.py in one mode."""
-    return {"command": sys.executable, "args": [str(RAW), "--mode", mode, *args], **extra}
-
-
-def write_config(path: Path, servers: dict, **settings) -> Path:
-    data = {"mcpServers": servers}
-    if settings:
-        data["toolidx"] = settings
-    path.write_text(json.dumps(data))
-    return path
-
-
-def crawl(cfg: Path, db: Path, *extra: str):
-    return run_cli("crawl", "--config", cfg, "--db", db, "--model", "none", "--json", *extra)
 
 
 @pytest.fixture(scope="module")
