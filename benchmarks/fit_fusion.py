@@ -18,10 +18,18 @@ long / name; impossible requests: etom infeasible, natural far, natural near.
    is <= 1 point on every training set. Leave-one-set-out again, then the all-sets fit, whose
    constants are those in toolidx/search/calibration.py (copied by hand).
 3. Reliability per set: ECE of the score over all shown candidates (10 bins).
+4. Keyword and semantic mode, each on its own candidates (fusion_data.load(mode=...)): their Platt
+   constants (keyword: log(1 + bm25 * size factor) and bm25_rel; semantic: the cosine) and their
+   thresholds by the same rules as hybrid's, leave-one-set-out likewise. Their rankings do not
+   depend on these constants (both keyword weights are positive, and bm25_rel and log BM25 order a
+   query's tools alike).
+
+    python benchmarks/fit_fusion.py [--only hybrid|keyword|semantic]
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import math
 import sys
@@ -100,7 +108,7 @@ def logistic(x: np.ndarray, y: np.ndarray, w8: np.ndarray, l2: float = 1e-3, ite
     return w
 
 
-def main() -> int:
+def hybrid() -> None:
     data = load()
     data.update(load(held=True))  # the multi-tool sets take part in leave-one-set-out too
     fit_sets = [*FEASIBLE, *held_specs()]
@@ -213,6 +221,123 @@ def main() -> int:
     print("\n3. reliability of the all-sets fit: ECE over every candidate (10 equal-width bins)")
     for s in everything:
         print(f"  {s:16s} ECE {ece(s, slope, bias):.3f}")
+
+
+CATALOGS = {"etom": ["etom L1", "etom L2"], "natural": [s for s in FEASIBLE if s.startswith("natural")]}
+
+
+def single_mode(mode: str) -> None:
+    """Platt constants and threshold of keyword or semantic mode, fitted like hybrid's."""
+    data = load(mode=mode)
+    everything = [*FEASIBLE, *INFEASIBLE]
+
+    def features(q, ev):  # the candidates the calibration applies to, and their features
+        if mode == "semantic":
+            return [(t, e, [e["cos"]]) for t, e in ev if e.get("cos") is not None]
+        best = max((e["bm25"] for _, e in ev), default=0.0) or 1.0
+        scale = cal.size_factor(q["n_tools"])
+        return [(t, e, [math.log1p(e["bm25"] * scale), e["bm25"] / best]) for t, e in ev if e["bm25"] > 0]
+
+    def fit(sets):
+        xs, ys, ws = [], [], []
+        for s in sets:
+            for q, ev in data[s]:
+                rel = set(q["relevant"])
+                for t, _, x in features(q, ev):
+                    xs.append(x)
+                    ys.append(t in rel)
+                    ws.append(1.0 / len(data[s]))
+        return logistic(np.array(xs), np.array(ys, float), np.array(ws) * 1000)
+
+    def scored(q, ev, w):
+        """[(tool, score)] best first, as toolidx.search.calibration scores them (fuzzy included)."""
+        out = []
+        for t, e in ev:
+            fz = cal.fuzzy_strength(e.get("fuzzy", 0.0))
+            if mode == "semantic":
+                if e.get("cos") is None:
+                    continue
+                logit = w[0] * e["cos"] + w[1]
+            else:
+                if e["bm25"] <= 0 and fz <= 0:
+                    continue
+                best = max(x["bm25"] for _, x in ev) or 1.0
+                logit = (w[0] * math.log1p(e["bm25"] * cal.size_factor(q["n_tools"])) + w[1] * e["bm25"] / best
+                         + w[2] + cal.KW_FUZZY * fz)
+            out.append((t, 1 / (1 + math.exp(-max(-40.0, min(40.0, logit))))))
+        return sorted(out, key=lambda x: (-round(x[1], 4), -x[1], x[0]))
+
+    def per_set(s, w):
+        """(top score, relevant in the top 5, exempt from the gate) per query"""
+        rows = []
+        for q, ev in data[s]:
+            sc = scored(q, ev, w)
+            rows.append((sc[0][1] if sc else 0.0, bool(set(q["relevant"]) & {t for t, _ in sc[:5]}),
+                         q["n_terms"] < cal.GATE_MIN_TERMS))
+        return rows
+
+    def loss(rows, t):
+        return sum(h and not (top >= t or ex) for top, h, ex in rows) / len(rows)
+
+    def abstains(rows, t):
+        return sum(top < t and not ex for top, _, ex in rows) / len(rows)
+
+    def pick(w, cats):
+        tables = {c: [r for s in CATALOGS[c] for r in per_set(s, w)] for c in cats}
+        cands = sorted({top for rows in tables.values() for top, _, _ in rows} | {0.0})
+        return max(t for t in cands if all(loss(rows, t) <= R5_LOSS_MAX for rows in tables.values()))
+
+    def ece(s, w):
+        sc, y = [], []
+        for q, ev in data[s]:
+            rel = set(q["relevant"])
+            for t, p in scored(q, ev, w):
+                sc.append(p)
+                y.append(t in rel)
+        sc_a, y_a = np.array(sc), np.array(y, float)
+        bins = np.minimum((sc_a * 10).astype(int), 9)
+        return float(sum(abs(sc_a[bins == b].mean() - y_a[bins == b].mean()) * (bins == b).mean()
+                         for b in range(10) if (bins == b).any()))
+
+    def full(w):  # keyword's fitted weights, plus the fixed fuzzy weight's slot
+        return list(w) if mode == "semantic" else [w[0], w[1], w[2]]
+
+    held = {"keyword": (cal.KW_LOG, cal.KW_REL, cal.KW_BIAS), "semantic": cal.PLATT["semantic"]}[mode]
+    print(f"\n4. {mode} mode: calibration leave-one-set-out (fitted without the set, its ECE on the set)")
+    for s in everything:
+        w = full(fit([t for t in everything if t != s]))
+        print(f"  {s:16s} Platt {np.round(w, 3).tolist()} held-out ECE {ece(s, w):.3f}")
+    w = full(fit(everything))
+    print(f"  all sets -> {np.round(w, 3).tolist()} (calibration.py holds {held})")
+    for held_cat, other in (("etom", "natural"), ("natural", "etom")):
+        t = pick(w, [other])
+        rows = [r for s in CATALOGS[held_cat] for r in per_set(s, w)]
+        print(f"    threshold picked on {other}: {t:.4f}; on {held_cat}: R@5 loss {loss(rows, t):.3f}")
+    t = pick(w, list(CATALOGS))
+    print(f"  both catalogs -> threshold {t:.4f} (calibration.py holds {cal.THRESHOLD[mode]})")
+    tables = {c: [r for s in CATALOGS[c] for r in per_set(s, w)] for c in CATALOGS}
+    tables["livemcp"] = per_set("livemcp", w)
+    print(f"  {'threshold':>9s} {'etom loss':>9s} {'natural loss':>12s} {'livemcp loss':>12s} "
+          f"{'etom abst':>9s} {'far abst':>8s} {'near abst':>9s}")
+    inf = {s: per_set(s, w) for s in INFEASIBLE}
+    for tt in sorted({t, cal.THRESHOLD[mode], *np.quantile([r[0] for r in inf["etom infeasible"]],
+                                                           [0.25, 0.5, 0.75, 0.85]).round(4)}):
+        print(f"  {tt:9.4f} {loss(tables['etom'], tt):9.3f} {loss(tables['natural'], tt):12.3f} "
+              f"{loss(tables['livemcp'], tt):12.3f} {abstains(inf['etom infeasible'], tt):9.3f} "
+              f"{abstains(inf['natural far'], tt):8.3f} {abstains(inf['natural near'], tt):9.3f}"
+              + ("  <-" if tt == t else ""))
+    print("  reliability of the all-sets fit (ECE over every candidate):")
+    for s in everything:
+        print(f"    {s:16s} ECE {ece(s, w):.3f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", choices=("hybrid", "keyword", "semantic"))
+    args = ap.parse_args()
+    for mode in ("hybrid", "keyword", "semantic"):
+        if args.only in (None, mode):
+            hybrid() if mode == "hybrid" else single_mode(mode)
     return 0
 
 

@@ -67,14 +67,17 @@ def held_specs():
     }
 
 
-def load(refresh: bool = False, held: bool = False) -> dict[str, list]:
-    path = CACHE / f"fusion-{_key()}{'-held' if held else ''}.pkl"
+def load(refresh: bool = False, held: bool = False, mode: str = "hybrid") -> dict[str, list]:
+    """mode: whose candidates and evidence (keyword and semantic mode read the query plainly and
+    rank by their own evidence, so their calibration is fitted on their own candidates)."""
+    tag = ("-held" if held else "") + ("" if mode == "hybrid" else f"-{mode}")
+    path = CACHE / f"fusion-{_key()}{tag}.pkl"
     if path.exists() and not refresh:
         with open(path, "rb") as f:
             return pickle.load(f)
     from toolidx.search import hybrid
 
-    emb = embedder()
+    emb = embedder() if mode != "keyword" else None
     dbs = {name: build(name) for name in ("etom", "livemcp")}
     info = {}
     for name, db in dbs.items():
@@ -85,11 +88,11 @@ def load(refresh: bool = False, held: bool = False) -> dict[str, list]:
         db, ids = dbs[cat], info[cat]
         rows = []
         for q in qs:
-            cands, terms, _ = hybrid.gather(db, q["query"], mode="hybrid", filters=None, embedder=emb)
+            cands, terms, _ = hybrid.gather(db, q["query"], mode=mode, filters=None, embedder=emb)
             ev = [(ids[r][0], {k: v for k, v in c.items() if k != "matched"}
                    | {"n_matched": len(c.get("matched", ()))}) for r, c in cands.items()]
             rows.append(({"id": q["id"], "relevant": q["relevant"], "steps": q.get("steps"),
-                          "n_terms": len(terms), "terms": terms}, ev))
+                          "n_terms": len(terms), "terms": terms, "n_tools": len(ids)}, ev))
         out[set_name] = rows
     CACHE.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:

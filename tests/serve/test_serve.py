@@ -135,7 +135,7 @@ def test_a_keyword_no_match_waits_for_the_loading_model_instead_of_giving_up(ser
     async def body(c):
         threading.Timer(0.3, finish_loading).start()
         # no indexed word in it: keyword search alone finds nothing, meaning does
-        return await call(c, "search_tools", {"query": "clock hour Tokyo"})
+        return await call(c, "search_tools", {"query": "what o'clock is it over in Nippon"})
 
     r, sc, _ = session(srv, body)
     assert not r.is_error and not sc["no_match"] and sc["mode_used"] == "hybrid"

@@ -1,6 +1,6 @@
 """From retrieval evidence to a score in [0, 1] that means the same thing for every query, and
 the "no good match" thresholds. Constants fitted on the bench sets by benchmarks/fit_fusion.py
-and benchmarks/calibrate.py (docs/search.md has the tables); refit them there if the method changes.
+(docs/search.md has the tables); refit them there if the method changes.
 
 Per candidate tool the evidence is:
 - cos: cosine similarity of the query and tool embeddings (absolute: comparable across queries);
@@ -13,9 +13,10 @@ Per candidate tool the evidence is:
 Ranking value z, per mode, then score = sigmoid(SLOPE * z + BIAS): a Platt scaling fitted by
 logistic regression, so a score is an estimate of P(this tool serves the query). Hybrid's
 weights, Platt constants and threshold are fitted by benchmarks/fit_fusion.py on every bench set
-and style (leave-one-set-out validated); keyword's and semantic's by benchmarks/calibrate.py on
-ETOM. Few parameters on purpose (a handful of weights and two Platt constants per mode) so the
-fit cannot memorise queries. All of it belongs to the model it was fitted on (CALIBRATED_MODELS).
+and style (leave-one-set-out validated); keyword's and semantic's by the same script, on the same
+sets, each on its own candidates. Few parameters on purpose (a handful of weights and two or three
+Platt constants per mode) so the fit cannot memorise queries. All of it belongs to the model it
+was fitted on (CALIBRATED_MODELS).
 
 "No good match": a query of GATE_MIN_TERMS words or more whose best tool scores below
 THRESHOLD[mode] gets no hits.
@@ -75,18 +76,22 @@ FUZZY_WEIGHT = 0.35
 PLATT = {
     # mode: (slope, bias) applied to z
     "hybrid": (10.087, -7.694),  # fit_fusion.py: every candidate of every set, each set weighing the same
-    "semantic": (15.192, -10.664),  # z = cos
+    "semantic": (11.15, -7.436),  # z = cos; fit_fusion.py --only semantic, every set alike
     "keyword": (1.0, 0.0),  # z is already a logit, see ranking_values
 }
-# keyword: logit = KW_LOG * log(1 + bm25) + KW_REL * bm25_rel + KW_BIAS + KW_FUZZY * fuzzy_strength
-KW_LOG, KW_REL, KW_BIAS, KW_FUZZY = 1.408, 11.105, -15.294, 6.0
+# keyword: logit = KW_LOG * log(1 + bm25 * size_factor) + KW_REL * bm25_rel + KW_BIAS
+#                  + KW_FUZZY * fuzzy_strength (fit_fusion.py --only keyword; KW_FUZZY is not fitted:
+#                  the bench's queries are sentences, see FUZZY_FLOOR)
+KW_LOG, KW_REL, KW_BIAS, KW_FUZZY = 1.638, 5.513, -11.056, 6.0
 
-# hybrid: the highest threshold that costs at most 1 point of feasible R@5 on ETOM and on
+# Every mode's threshold: the highest that costs at most 1 point of feasible R@5 on ETOM and on
 # livemcp-natural (each pooled; fit_fusion.py). Natural requests score low even when served, so
-# the gate abstains on few impossible requests (ETOM .06, natural far .13, near 0): the score of
-# the best hit, a calibrated P(relevant), says how sure the answer is. 0.02 would abstain on 48 %
-# of ETOM's but hide 6 % of the natural requests' right answers (docs/search.md has the table).
-THRESHOLD = {"hybrid": 0.005, "keyword": 0.41, "semantic": 0.004}
+# the gate abstains on few impossible requests (hybrid: ETOM .06, natural far .13, near 0): the
+# score of the best hit, a calibrated P(relevant), says how sure the answer is. Hybrid at 0.02
+# would abstain on 48 % of ETOM's but hide 6 % of the natural requests' right answers; keyword's
+# and semantic's former ETOM-only thresholds (0.41 and 0.004, on constants fitted there) hid 21 % and 13 %
+# (docs/search.md has the tables).
+THRESHOLD = {"hybrid": 0.005, "keyword": 0.09, "semantic": 0.007}
 
 
 # A one- or two-word query ("status", "guava versions", "AAPL dividends") is a deliberate lookup:
@@ -160,7 +165,7 @@ def effective_mode(cands: dict[int, dict], mode: str) -> str:
 CALIBRATED_MODELS = {
     # model id (the index's embed_model): what was fitted on it
     "sentence-transformers/all-MiniLM-L6-v2": "fusion, Platt and thresholds of hybrid and semantic "
-                                              "(benchmarks/fit_fusion.py, benchmarks/calibrate.py)",
+                                              "(benchmarks/fit_fusion.py)",
 }
 RRF_K = 60
 
