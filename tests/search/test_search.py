@@ -171,6 +171,14 @@ def test_no_good_match_returns_nothing_and_says_so(run):
     assert shown.hits and not shown.no_match
 
 
+@pytest.mark.parametrize("mode", ["hybrid", "keyword", "semantic"])
+def test_an_exact_purpose_tool_clears_the_gate_in_every_mode(run, mode):
+    """One exact word ("factorial") in a paraphrase: the tool that does exactly that is the answer,
+    not "no good match" (keyword mode's gate, fitted on ETOM alone, turned it away)."""
+    res = run("compute the factorial of a number", mode=mode)
+    assert not res.no_match and res.hits[0].id == "math/factorial"
+
+
 def test_min_score_drops_hits_below_it(run):
     res = run("git", min_score=0.0, limit=20)
     cut = res.hits[1].score
