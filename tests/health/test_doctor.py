@@ -98,3 +98,37 @@ def test_doctor_needs_no_index_to_check_the_install(tmp_path):
     assert r.code == 1 and checks["index/open"]["status"] == "fail"
     assert all(checks[f"install/{n}"]["status"] == "ok" for n in ("sqlite", "fts5", "sqlite-vec", "mcp"))
     assert not Path(tmp_path / "none.db").exists()
+
+
+def test_the_usage_file_is_read_without_writing_and_a_broken_one_only_warns(tmp_path, monkeypatch):
+    from toolidx.store.usage import open_usage
+
+    monkeypatch.delenv("TOOLIDX_USAGE_DB", raising=False)
+    db = tmp_path / "kw.db"
+    assert run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db, "--model", "none").code == 0
+    usage = tmp_path / "kw.db.usage.db"
+    r = run_cli("doctor", "--db", db, "--model", "none", "--json")
+    c = _by_name(r.json)["usage/usage file"]
+    assert r.code == 0 and c["status"] == "ok" and "nothing recorded yet" in c["detail"]
+    assert not usage.exists()  # doctor did not create it
+
+    store = open_usage(usage)
+    store.record_call("weather/get_forecast", "weather", "ok", 12.0)
+    store.record_call("weather/get_forecast", "weather", "tool_error", 30.0)
+    store.add_example("weather/get_forecast", {"city": "Paris"})
+    store.close()
+    before = usage.read_bytes()
+    r = run_cli("doctor", "--db", db, "--model", "none", "--json")
+    c = _by_name(r.json)["usage/usage file"]
+    assert r.code == 0 and c["status"] == "ok"
+    assert "2 call(s) of 1 tool(s)" in c["detail"] and "1 tool(s) with recorded examples" in c["detail"]
+    assert usage.read_bytes() == before
+
+    usage.unlink()
+    for side in ("-wal", "-shm"):
+        Path(str(usage) + side).unlink(missing_ok=True)
+    usage.write_bytes(b"not a usage file" * 64)
+    r = run_cli("doctor", "--db", db, "--model", "none", "--json", "--usage-db", usage)
+    c = _by_name(r.json)["usage/usage file"]
+    assert r.code == 0 and c["status"] == "warn" and "not a SQLite database" in c["detail"] and c["fix"]
+    assert usage.read_bytes() == b"not a usage file" * 64

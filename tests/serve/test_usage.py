@@ -289,6 +289,9 @@ def test_examples_from_the_schema_and_a_saved_tool_list(tmp_path):
     r = run_cli("search", "weather", "--db", db, "--has-examples", "--mode", "keyword", "--json")
     assert r.code == 0, r.stderr
     assert {h["id"] for h in r.json["hits"]} <= {"wx/alerts", "wx/forecast"}
+    r = run_cli("categories", "--db", db, "--has-examples", "--json")
+    assert r.code == 0 and r.json["total"] == 2 and r.json["filters"]["has_examples"] is True
+    assert run_cli("categories", "--db", db, "--json").json["total"] == 3
     r = run_cli("describe", "wx/plain", "--db", db, "--examples")
     assert r.code == 0 and "generated" in r.stdout
 

@@ -150,13 +150,21 @@ MaxTokensOpt = typer.Option(None, "--max-tokens", min=1,
 
 
 def _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
-                     read_only, no_destructive):
+                     read_only, no_destructive, *, has_examples: bool = False, database=None,
+                     usage_db: Optional[Path] = None):
+    """The filter options as Filters (None when none is set). --has-examples also reads the usage
+    file, whose recorded examples count (so it needs `database`)."""
+    from dataclasses import replace
+
     from ..core.filters import Filters
 
     f = Filters(servers=list(server), tags=list(tag), exclude_tags=list(exclude_tag),
                 categories=list(category), name_pattern=name_pattern,
                 description_contains=description_contains, read_only=read_only,
                 no_destructive=no_destructive)
+    if has_examples:
+        store = _usage(database, usage_db)
+        f = replace(f, has_examples=True, example_ids=sorted(store.tools_with_examples()) if store else [])
     return None if f.is_empty() else f
 
 
@@ -174,19 +182,6 @@ def _usage(database, usage_db: Optional[Path]):
     if store is not None:
         _opened.append(store)
     return store
-
-
-def _with_examples(filters, has_examples: bool, database, usage_db: Optional[Path]):
-    """`filters` narrowed to tools with examples (recorded ones from the usage file included)."""
-    if not has_examples:
-        return filters
-    from dataclasses import replace
-
-    from ..core.filters import Filters
-
-    store = _usage(database, usage_db)
-    ids = sorted(store.tools_with_examples()) if store is not None else []
-    return replace(filters or Filters(), has_examples=True, example_ids=ids)
 
 
 @app.command()
@@ -247,8 +242,8 @@ def list_cmd(
 
     database = _open(db)
     filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
-                               read_only, no_destructive)
-    filters = _with_examples(filters, has_examples, database, usage_db)
+                               read_only, no_destructive, has_examples=has_examples, database=database,
+                               usage_db=usage_db)
     store = _usage(database, usage_db) if sort in USAGE_SORTS else None
     render.list_result(list_tools(database, page=page, page_size=page_size, sort=sort, order=order,
                                   filters=filters, usage=store), as_json, max_tokens)
@@ -265,14 +260,18 @@ def categories(
     description_contains: Optional[str] = CatDescOpt,
     read_only: bool = CatReadOnlyOpt,
     no_destructive: bool = CatNoDestructiveOpt,
+    has_examples: bool = CatHasExamplesOpt,
+    usage_db: Optional[Path] = UsageDbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Categories, tags and servers (with crawl status and stale tools), each with its tool count."""
     from ..catalog.listing import categories as catalog_categories
 
+    database = _open(db)
     filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
-                               read_only, no_destructive)
-    render.categories_result(catalog_categories(_open(db), filters), as_json)
+                               read_only, no_destructive, has_examples=has_examples, database=database,
+                               usage_db=usage_db)
+    render.categories_result(catalog_categories(database, filters), as_json)
 
 
 @app.command()
@@ -479,17 +478,19 @@ def doctor(
                                           help="Config to check (default: the one the index was crawled from)."),
     model: Optional[str] = ModelOpt,
     model_path: Optional[str] = ModelPathOpt,
+    usage_db: Optional[Path] = UsageDbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Check the install (SQLite, FTS5, sqlite-vec, fastembed, mcp), the config (each server's
-    command, URL, tools_file, variables), the index (schema, integrity, failed servers, missing
-    vectors) and the model (loads, same model and dimension as the index), each with a fix.
-    Exit 1 when something is wrong. Starts no server and writes nothing."""
+    """Check the install (SQLite, FTS5, sqlite-vec, fastembed, mcp), the index (schema, integrity,
+    failed servers, missing vectors), its usage file (readable, writable), the config (each
+    server's command, URL, tools_file, variables) and the model (loads, same model and dimension
+    as the index), each with a fix. Exit 1 when something fails (a usage problem only warns).
+    Starts no server and writes nothing."""
     from ..health.doctor import doctor as run_doctor
     from ..store.db import default_db_path
 
     report = run_doctor(str(db or default_db_path()), config_path=str(config) if config else None,
-                        model=model, model_path=model_path)
+                        model=model, model_path=model_path, usage_db=str(usage_db) if usage_db else None)
     render.doctor_result(report, as_json)
     if not report.ok:
         raise typer.Exit(EXIT_FAILURE)
@@ -613,8 +614,8 @@ def search(
 
     database = _open(db)
     filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
-                               read_only, no_destructive)
-    filters = _with_examples(filters, has_examples, database, usage_db)
+                               read_only, no_destructive, has_examples=has_examples, database=database,
+                               usage_db=usage_db)
     result = run_search(database, query, mode=mode, limit=limit, filters=filters, min_score=min_score)
     render.search_result(result, as_json, max_tokens)
     if result.no_match:

@@ -1,9 +1,10 @@
 """`toolidx doctor`: every check toolidx can make without starting a server, each with a one-line
-fix. Four areas, in the order a problem in one spoils the next: the install (Python, SQLite, FTS5,
-sqlite-vec, fastembed, mcp), the config (parses; each enabled server's command on PATH, URL well
-formed, tools_file present, every `${VAR}` set), the index (opens read-only, schema, integrity,
-servers that failed their last crawl, tools without a vector), and the model (found, loads, the
-same model and dimension as the index's vectors).
+fix. Five areas, in the order a problem in one spoils the next: the install (Python, SQLite, FTS5,
+sqlite-vec, fastembed, mcp), the index (opens read-only, schema, integrity, servers that failed
+their last crawl, tools without a vector), its usage file (what `toolidx serve` recorded: readable,
+writable, how much), the config (parses; each enabled server's command on PATH, URL well formed,
+tools_file present, every `${VAR}` set), and the model (found, loads, the same model and dimension
+as the index's vectors).
 
 A `fail` makes the command exit 1; a `warn` is worth knowing but leaves toolidx working (keyword
 search without a model, a server whose old tools are kept).
@@ -31,7 +32,7 @@ OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 
 @dataclass
 class Check:
-    area: str  # install | config | index | model
+    area: str  # install | index | usage | config | model
     name: str
     status: str  # ok | warn | fail | skip
     detail: str
@@ -186,6 +187,31 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
     return facts
 
 
+def check_usage(report: DoctorReport, db_path: str, usage_db: str | None = None) -> None:
+    """The usage file serve records calls in (store.usage): a broken one is a warning (serve and the
+    usage sorts go on without it), as is one serve could not write to."""
+    from ..store.usage import usage_facts, usage_path
+
+    path = usage_path(db_path, usage_db)
+    if not path.exists():
+        report.add("usage", "usage file", OK, f"{path}: nothing recorded yet (toolidx serve records each "
+                   "execute_tool there)")
+        return
+    try:
+        facts = usage_facts(path)
+    except ToolidxError as e:
+        report.add("usage", "usage file", WARN, f"{path}: {e.what}; serve records no usage and the "
+                   "usage sorts and metrics are empty", e.fix)
+        return
+    report.add("usage", "usage file", OK, f"{path}: {facts['calls']} call(s) of {facts['tools_called']} "
+               f"tool(s), last {facts['last_call'] or 'never'}; {facts['tools_with_examples']} tool(s) "
+               "with recorded examples" + ("" if facts["current"] else
+                                           f" (schema v{facts['schema_version']}, upgraded by serve)"))
+    if not facts["writable"]:
+        report.add("usage", "usage writable", WARN, f"{path} cannot be written: serve will record no calls",
+                   "make it writable, or choose another file with --usage-db / TOOLIDX_USAGE_DB")
+
+
 def check_model(report: DoctorReport, facts: dict[str, Any] | None, name: str | None, path: str | None,
                 settings: dict[str, Any]) -> None:
     from ..core.embedding import check_model_path, load_embedder, resolve_model
@@ -225,12 +251,14 @@ def check_model(report: DoctorReport, facts: dict[str, Any] | None, name: str | 
 
 
 def doctor(db_path: str, *, config_path: str | None = None, model: str | None = None,
-           model_path: str | None = None) -> DoctorReport:
+           model_path: str | None = None, usage_db: str | None = None) -> DoctorReport:
     """Every check, in order; a failed install stops the rest (nothing else could be trusted)."""
     report = DoctorReport()
     if not check_install(report):
         return report
     facts = check_index(report, db_path)
+    if facts is not None:
+        check_usage(report, db_path, usage_db)
     config = config_path or (facts or {}).get("config_path")
     settings = check_config(report, config)
     check_model(report, facts, model, model_path, settings)

@@ -209,6 +209,38 @@ class UsageStore:
             self.conn.close()
 
 
+def usage_facts(path: str | os.PathLike) -> dict[str, Any]:
+    """What `toolidx doctor` says of an existing usage file, read without writing (no migration):
+    {"schema_version", "current", "calls", "tools_called", "tools_with_examples", "last_call",
+    "writable"}. Raises DatabaseError for a file that is not a usage file, or is corrupt."""
+    from .db import check_header, sqlite_module
+
+    p = Path(path)
+    check_header(p, label="the usage file", subject="usage file is ", fix=_FIX)
+    mod = sqlite_module()
+    try:
+        conn = mod.connect(p.resolve().as_uri() + "?mode=ro", uri=True, timeout=2)
+    except mod.Error as e:
+        raise DatabaseError(f"cannot open the usage file: {e}", where=str(p)) from None
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if app_id != USAGE_APP_ID:
+            raise DatabaseError("not a toolidx usage file", where=str(p), fix=_FIX)
+        if version > len(USAGE_MIGRATIONS):
+            raise DatabaseError(f"usage file schema v{version} is newer than this toolidx", where=str(p),
+                                fix="upgrade toolidx")
+        calls, tools, last = conn.execute("SELECT count(*), count(DISTINCT tool_id), max(at) FROM calls").fetchone()
+        examples = conn.execute("SELECT count(DISTINCT tool_id) FROM examples").fetchone()[0]
+    except mod.DatabaseError as e:
+        raise DatabaseError(f"corrupt or unreadable usage file ({e})", where=str(p), fix=_FIX) from None
+    finally:
+        conn.close()
+    return {"schema_version": version, "current": version == len(USAGE_MIGRATIONS), "calls": calls,
+            "tools_called": tools, "tools_with_examples": examples, "last_call": last,
+            "writable": _writable(p)}
+
+
 def open_usage(path: str | os.PathLike, *, create: bool = True) -> UsageStore | None:
     """Open (with `create`, make) the usage file at `path`; None when it does not exist and
     `create` is false (nothing was recorded yet). Raises DatabaseError for a file that is not a
