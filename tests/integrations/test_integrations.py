@@ -127,6 +127,27 @@ def test_anthropic_execute_runs_the_real_tool_with_validation_scope_and_timeout(
                                                   "input": {"text": "x"}})
 
 
+def test_calls_through_the_adapters_are_recorded_like_serve_s(live_index, tmp_path):
+    from toolidx.store.db import sqlite_module
+
+    usage = tmp_path / "usage.db"
+    a = AnthropicToolSearch(ToolCatalog(live_index, embedder=None, usage_db=str(usage)))
+    a.execute_sync({"type": "tool_use", "id": "u1", "name": "crashy__echo", "input": {"text": "hi"}})
+    a.execute_sync({"type": "tool_use", "id": "u2", "name": "crashy__echo", "input": {"txt": 1}})
+    scoped = ToolCatalog(live_index, embedder=None, scope=Filters(servers=["weather"]), usage_db=str(usage))
+    scoped.call_sync("crashy/echo", {"text": "x"})
+    conn = sqlite_module().connect(str(usage))
+    rows = conn.execute("SELECT tool_id, server, outcome, scope FROM calls ORDER BY id").fetchall()
+    conn.close()
+    # as serve records them: an out-of-scope name is refused before it is resolved (no server)
+    assert rows == [("crashy/echo", "crashy", "ok", ""), ("crashy/echo", "crashy", "invalid_arguments", ""),
+                    ("crashy/echo", "", "refused", "servers=weather")]
+    off = tmp_path / "off.db"
+    ToolCatalog(live_index, embedder=None, usage_db=str(off), record_usage=False).call_sync("crashy/echo",
+                                                                                           {"text": "x"})
+    assert not off.exists()
+
+
 def test_tool_result_keeps_images_and_flags_errors():
     r = tool_result("u", {"content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}], "isError": True})
     assert r["content"][0] == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}

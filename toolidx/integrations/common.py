@@ -17,8 +17,10 @@ from typing import Any
 
 from ..core.errors import UsageError
 from ..core.filters import Filters
-from ..serve.backends import BackendPool, BackendUnavailable, SpecSource
-from ..serve.discovery import Discovery, error_answer, exposed_name
+from ..serve.backends import BackendPool, SpecSource
+from ..serve.discovery import Discovery, exposed_name
+from ..serve.execute import execute
+from ..serve.usage import Usage
 from ..store.tools import get_server
 
 MAX_TOOLS = 10_000  # both APIs: at most 10,000 tools in one request
@@ -48,10 +50,14 @@ class ToolCatalog:
 
     `names[id]` is the API-safe name (`^[a-zA-Z0-9_-]{1,64}$`: `server__tool`, with a short hash
     when it had to be cut or collides), `ids[name]` maps it back; both are stable for a given set
-    of tools (derived from the ids, in id order). Raises UsageError beyond `max_tools`."""
+    of tools (derived from the ids, in id order). Raises UsageError beyond `max_tools`.
+
+    Calls are recorded in the index's usage file as serve records them (`toolidx list --sort calls`,
+    `describe --metrics`, `stats`): `usage_db` picks the file, `record_usage=False` turns it off."""
 
     def __init__(self, db_path: str | Path, *, scope: Filters | None = None, config_path: str | None = None,
-                 embedder: Any = "auto", max_tools: int = MAX_TOOLS):
+                 embedder: Any = "auto", max_tools: int = MAX_TOOLS, usage_db: str | None = None,
+                 record_usage: bool = True):
         self.discovery = Discovery(str(db_path), scope=scope, config_path=config_path)
         self.db = self.discovery.db
         self.scope = self.discovery.scope
@@ -68,6 +74,15 @@ class ToolCatalog:
             taken.add(n)
             self.names[i], self.ids[n] = n, i
         self._embedder = embedder
+        self._usage_db, self._record_usage = usage_db, record_usage
+        self._usage: Usage | None = None
+
+    @property
+    def usage(self) -> Usage | None:
+        """The usage file calls are recorded in, opened at the first call (None: not recorded)."""
+        if self._record_usage and self._usage is None:
+            self._usage = Usage(self.discovery.db_path, self._usage_db, scope=self.scope)
+        return self._usage
 
     def __len__(self) -> int:
         return len(self.names)
@@ -123,8 +138,14 @@ class ToolCatalog:
     async def executor(self) -> AsyncIterator[Executor]:
         """Backend connections kept open for several calls:
         `async with catalog.executor() as run: await run.call(id, args)`."""
-        async with BackendPool(self._source()) as pool:
-            yield Executor(self, pool)
+        try:
+            async with BackendPool(self._source()) as pool:
+                yield Executor(self, pool)
+        finally:
+            if self._usage is not None:  # what was queued is written before the caller goes on
+                import anyio
+
+                await anyio.to_thread.run_sync(self._usage.flush)
 
     def call_sync(self, tool: str, arguments: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
         """One call on a fresh connection (started and closed here): the MCP CallToolResult JSON,
@@ -139,21 +160,16 @@ class ToolCatalog:
 
 
 class Executor:
-    """serve's execute path without MCP in front: scope and name check, argument validation
-    against the stored schema, then the real call with a timeout."""
+    """serve's execute path (toolidx.serve.execute) without MCP in front: scope and name check,
+    argument validation against the stored schema, the real call with a timeout, its outcome in
+    the usage file."""
 
     def __init__(self, catalog: ToolCatalog, pool: BackendPool):
         self.catalog, self.pool = catalog, pool
 
     async def call(self, tool: str, arguments: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
-        tool_id = self.catalog.ids.get(tool, tool)
-        row, refusal = self.catalog.discovery.prepare_call(tool_id, arguments)
-        if refusal is not None or row is None:
-            return refusal.to_result() if refusal is not None else {"isError": True, "content": []}
-        try:
-            return await self.pool.call(row["server"], row["name"], arguments, timeout_s)
-        except BackendUnavailable as e:
-            return error_answer("backend_unavailable", str(e), tool=row["id"]).to_result()
+        return await execute(self.catalog.discovery, self.pool, self.catalog.ids.get(tool, tool), arguments,
+                             timeout_s, usage=self.catalog.usage)
 
 
 def result_text(result: dict) -> str:

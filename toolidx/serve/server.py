@@ -14,7 +14,6 @@ import contextlib
 import logging
 import sys
 import threading
-import time
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,8 +26,9 @@ import anyio.abc
 from .. import __version__
 from ..core.filters import Filters
 from ..store.tools import get_server
-from .backends import BackendPool, BackendUnavailable, SpecSource
+from .backends import BackendPool, SpecSource
 from .discovery import DEFAULT_MAX_TOKENS, Discovery, call_timeout, check_arguments, error_answer
+from .execute import execute
 from .metatools import DEFAULT_TIMEOUT_MS, META_NAMES, meta_tools
 from .usage import Usage
 
@@ -187,34 +187,9 @@ def _run_of(ctx: Any) -> _Run | None:
 
 
 async def _execute(ctx: Any, disc: Discovery, tool_name: str, arguments: Any, timeout: float) -> dict:
-    """Run one call and record its outcome in the usage file (queued: never delays the answer)."""
-    started = time.perf_counter()
-    result, tool_id, server, outcome = await _call(ctx, disc, tool_name, arguments, timeout)
-    if disc.usage is not None:
-        disc.usage.record(tool_id, server, outcome, (time.perf_counter() - started) * 1000, arguments)
-    return result
-
-
-async def _call(ctx: Any, disc: Discovery, tool_name: str, arguments: Any,
-                timeout: float) -> tuple[dict, str, str, str]:
-    """(result, tool id, server, outcome: ok | tool_error | invalid_arguments | timeout |
-    backend_failed | refused)."""
-    tool, refusal = disc.prepare_call(tool_name, arguments)
-    if tool is None:
-        assert refusal is not None  # prepare_call gives one or the other
-        known = refusal.payload.get("tool")  # resolved, then refused (quarantine) or invalid
-        tid = str(known or tool_name)
-        outcome = "invalid_arguments" if refusal.payload.get("error") == "invalid_arguments" else "refused"
-        return refusal.to_result(), tid, tid.partition("/")[0] if known else "", outcome
-    pool: BackendPool = ctx.lifespan_context["pool"]
-    try:
-        result = await pool.call(tool["server"], tool["name"], arguments, timeout)
-    except BackendUnavailable as e:
-        return (error_answer("backend_unavailable", str(e),
-                             "try again (a dead server is restarted on the next call), or use "
-                             "get_similar_tools for an alternative", tool=tool["id"]).to_result(),
-                tool["id"], tool["server"], "timeout" if e.timed_out else "backend_failed")
-    return result, tool["id"], tool["server"], "tool_error" if result.get("isError") else "ok"
+    return await execute(disc, ctx.lifespan_context["pool"], tool_name, arguments, timeout, usage=disc.usage,
+                         unavailable_fix="try again (a dead server is restarted on the next call), or use "
+                                         "get_similar_tools for an alternative")
 
 
 async def _watch(disc: Discovery, run: _Run, interval: float) -> None:

@@ -1,0 +1,46 @@
+"""One execute path, for serve's `execute_tool` (and its exposed tools) and for the model-API
+adapters (toolidx.integrations): resolve the name inside the scope, check the arguments against
+the stored schema (and the approval, under quarantine), call the real server on the backend pool
+with a timeout, say what happened, and queue it for the usage file.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .backends import BackendPool, BackendUnavailable
+from .discovery import Discovery, error_answer
+from .usage import Usage
+
+UNAVAILABLE_FIX = "try again (a dead server is restarted on the next call)"
+
+
+async def call_tool(disc: Discovery, pool: BackendPool, tool_name: str, arguments: Any, timeout: float,
+                    unavailable_fix: str = UNAVAILABLE_FIX) -> tuple[dict, str, str, str]:
+    """(MCP CallToolResult JSON, tool id, server, outcome: ok | tool_error | invalid_arguments |
+    timeout | backend_failed | refused). A refusal or a dead server is an answer with isError,
+    never an exception."""
+    tool, refusal = disc.prepare_call(tool_name, arguments)
+    if tool is None:
+        assert refusal is not None  # prepare_call gives one or the other
+        known = refusal.payload.get("tool")  # resolved, then refused (quarantine) or invalid
+        tid = str(known or tool_name)
+        outcome = "invalid_arguments" if refusal.payload.get("error") == "invalid_arguments" else "refused"
+        return refusal.to_result(), tid, tid.partition("/")[0] if known else "", outcome
+    try:
+        result = await pool.call(tool["server"], tool["name"], arguments, timeout)
+    except BackendUnavailable as e:
+        return (error_answer("backend_unavailable", str(e), unavailable_fix, tool=tool["id"]).to_result(),
+                tool["id"], tool["server"], "timeout" if e.timed_out else "backend_failed")
+    return result, tool["id"], tool["server"], "tool_error" if result.get("isError") else "ok"
+
+
+async def execute(disc: Discovery, pool: BackendPool, tool_name: str, arguments: Any, timeout: float, *,
+                  usage: Usage | None, unavailable_fix: str = UNAVAILABLE_FIX) -> dict:
+    """call_tool, and its outcome queued in the usage file (never delays the answer)."""
+    started = time.perf_counter()
+    result, tool_id, server, outcome = await call_tool(disc, pool, tool_name, arguments, timeout, unavailable_fix)
+    if usage is not None:
+        usage.record(tool_id, server, outcome, (time.perf_counter() - started) * 1000, arguments)
+    return result
