@@ -73,8 +73,8 @@ def http_server(serve_index, tmp_path_factory):
                       f"{CRASHY_RO}   servers=crashy,time read-only\n")
     err = d / "serve.err"
     with spawn(serve_index, err, "--token-file", tokens, "--token-env", "TEAM_TOKEN",
-               env={"TEAM_TOKEN": ENV_TOKEN}) as base:
-        yield base, err
+               "--usage-db", d / "usage.db", env={"TEAM_TOKEN": ENV_TOKEN}) as base:
+        yield base, err  # the usage file: err's folder / usage.db
     assert ADMIN not in err.read_text() and TIME_ONLY not in err.read_text()  # tokens are never logged
 
 
@@ -239,6 +239,19 @@ def test_token_scope_narrows_search_execute_and_the_api(http_server):
     ok, refused, is_error = anyio.run(with_client, base, CRASHY_RO, crashy_ro)
     assert not ok.is_error
     assert is_error and refused["error"] == "out_of_scope"  # not read-only: outside this token's scope
+    # each call is recorded with the scope it ran in: its token's, not the whole server's ("")
+    from toolidx.store.db import sqlite_module
+
+    deadline, rows = time.monotonic() + 10, []
+    while time.monotonic() < deadline:
+        conn = sqlite_module().connect(str(http_server[1].parent / "usage.db"))
+        rows = conn.execute("SELECT tool_id, outcome, scope FROM calls WHERE tool_id = 'crashy/echo'").fetchall()
+        conn.close()
+        if len(rows) >= 2:
+            break
+        time.sleep(0.2)
+    assert ("crashy/echo", "refused", "servers=time") in rows
+    assert ("crashy/echo", "ok", "read_only=True; servers=crashy,time") in rows
 
     status, body, _ = get(base, "/v1/search", TIME_ONLY, q="echo a text back", min_score=0, k=20)
     assert status == 200 and body["hits"] and {h["server"] for h in body["hits"]} == {"time"}

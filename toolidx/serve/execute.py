@@ -42,5 +42,5 @@ async def execute(disc: Discovery, pool: BackendPool, tool_name: str, arguments:
     started = time.perf_counter()
     result, tool_id, server, outcome = await call_tool(disc, pool, tool_name, arguments, timeout, unavailable_fix)
     if usage is not None:
-        usage.record(tool_id, server, outcome, (time.perf_counter() - started) * 1000, arguments)
+        usage.record(tool_id, server, outcome, (time.perf_counter() - started) * 1000, arguments, disc.scope)
     return result

@@ -53,12 +53,14 @@ class Usage:
         self._failed = False
 
     def record(self, tool_id: str, server: str, outcome: str, duration_ms: float,
-               arguments: Any = None) -> None:
-        """Queue one call (never raises, never waits)."""
+               arguments: Any = None, scope: Filters | None = None) -> None:
+        """Queue one call (never raises, never waits). `scope`: the one the call ran in, when
+        narrower than serve's (an HTTP token's)."""
         if self.store is None:
             return
         example = arguments if (self.record_examples and outcome == "ok" and isinstance(arguments, dict)) else None
-        self._queue.put((tool_id, server, outcome, duration_ms, now_iso(), example))
+        label = self.scope if scope is None else scope_label(scope)
+        self._queue.put((tool_id, server, outcome, duration_ms, now_iso(), example, label))
         if self._thread is None:
             with self._start_lock:
                 if self._thread is None:
@@ -90,8 +92,8 @@ class Usage:
 
     def _write(self, items: list[tuple]) -> None:
         assert self.store is not None
-        self.store.record_calls([(t, sv, o, d, self.scope, at) for t, sv, o, d, at, _ in items])
-        for tool_id, _, _, _, _, example in items:
+        self.store.record_calls([(t, sv, o, d, label, at) for t, sv, o, d, at, _, label in items])
+        for tool_id, _, _, _, _, example, _ in items:
             if example is not None:
                 clean, _ = redact(example)
                 self.store.add_example(tool_id, clean)
