@@ -88,6 +88,17 @@ def test_python_wrappers_pass_mypy_and_run_a_real_call(notes_db, tmp_path):
     assert "'from': from_" in code
     assert "Find notes whose title or text contains the query" in (mod.notes__search_notes.__doc__ or "")
     assert mod.TOOL_IDS["notes__add_note"] == "notes/add_note"
+    # a tool with an output schema returns its structuredContent typed; one without, Any
+    assert ast.unparse(fns["notes__add_note"].returns) == "NotesAddNoteResult"
+    assert "NotesAddNoteResult = TypedDict('NotesAddNoteResult', {\n    'result': str,\n})" in code
+    assert ast.unparse(fns["weather__get_forecast"].returns) == "Any"
+    (tmp_path / "use_ok.py").write_text("from notes_tools import notes__search_notes\n\n\n"
+                                        "def found() -> list[str]:\n    return notes__search_notes('x')['result']\n")
+    _mypy(tmp_path / "use_ok.py")
+    (tmp_path / "use_bad.py").write_text("from notes_tools import notes__add_note\n\n\n"
+                                         "def saved() -> int:\n    return notes__add_note('a', 'b')['result']\n")
+    with pytest.raises(AssertionError, match="Incompatible return value type"):
+        _mypy(tmp_path / "use_bad.py")
     try:
         assert mod.notes__add_note("groceries", "milk, eggs") == {"result": "saved 'groceries'"}
         assert mod.notes__search_notes("eggs") == {"result": ["groceries"]}  # same server kept
@@ -279,4 +290,7 @@ t.closeClient();
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["add"] == {"result": "saved 'groceries'"} and out["search"] == {"result": ["groceries"]}
+    code = (tmp_path / "notes_tools.mts").read_text()
+    assert "export interface NotesAddNoteResult {\n  result: string;\n}" in code
+    assert "export function notes__add_note(args: NotesAddNoteArgs): Promise<NotesAddNoteResult>" in code
     assert out["bad"] == "ToolError" and "scope" in out["scope"]

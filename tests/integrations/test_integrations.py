@@ -148,6 +148,16 @@ def test_calls_through_the_adapters_are_recorded_like_serve_s(live_index, tmp_pa
     assert not off.exists()
 
 
+def test_a_declared_result_that_never_came_is_a_tool_error():
+    from toolidx.integrations.runtime import ToolError, unwrap
+
+    text_only = {"content": [{"type": "text", "text": "saved"}]}
+    assert unwrap("n/add", text_only) == "saved"  # no output schema: the text is the answer
+    assert unwrap("n/add", {**text_only, "structuredContent": {"result": "saved"}}, True) == {"result": "saved"}
+    with pytest.raises(ToolError, match="declares an output schema but sent no structuredContent"):
+        unwrap("n/add", text_only, structured=True)
+
+
 def test_tool_result_keeps_images_and_flags_errors():
     r = tool_result("u", {"content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}], "isError": True})
     assert r["content"][0] == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}

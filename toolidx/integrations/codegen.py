@@ -30,8 +30,9 @@ MAX_UNION = 12
 _PY_IDENT = re.compile(r"[^0-9A-Za-z_]")
 _TS_IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 # names the generated Python module defines itself (a tool or parameter must not shadow them)
-_PY_RESERVED = {"Any", "Literal", "annotations", "configure", "ToolError", "client", "DB_PATH", "SCOPE",
-                "TOOL_IDS", "_call", "_args", "_client", "_runtime", "None", "True", "False", "self",
+_PY_RESERVED = {"Any", "Literal", "TypedDict", "cast", "annotations", "configure", "ToolError", "client",
+                "DB_PATH", "SCOPE", "TOOL_IDS", "_call", "_args", "_client", "_runtime", "None", "True", "False",
+                "self",
                 "str", "int", "float", "bool", "list", "dict", "object"}
 _TS_RESERVED = {"break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete", "do",
                 "else", "enum", "export", "extends", "false", "finally", "for", "function", "if", "import",
@@ -240,6 +241,18 @@ def js_string(text: str) -> str:
     return json.dumps(str(text), ensure_ascii=True)  # also escapes U+2028/2029
 
 
+# --- what a tool returns ----------------------------------------------------------------------------
+def result_shape(output_schema: Any) -> tuple[list[Param], dict] | None:
+    """The declared result of a tool with an output schema: (its properties, as Params, and the
+    schema's root for $refs) when it is an object with properties, ([], root) for any other
+    declared result, None without an output schema. Per the MCP spec such a tool returns its
+    result as structuredContent conforming to the schema, so the wrappers can type it."""
+    if not isinstance(output_schema, dict) or not output_schema:
+        return None
+    params, root = params_of(output_schema, None)
+    return params, root
+
+
 # --- the modules --------------------------------------------------------------------------------------
 def _param_doc(p: Param) -> str:
     d = " ".join(_clean(p.description).split())
@@ -268,7 +281,7 @@ def python_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str, st
         "",
         "from __future__ import annotations",
         "",
-        "from typing import Any, Literal",
+        "from typing import Any, Literal, TypedDict, cast",
         "",
         "from toolidx.integrations.runtime import Client, ToolError",
         "",
@@ -287,8 +300,8 @@ def python_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str, st
         "    return _client",
         "",
         "",
-        "def _call(tool_id: str, args: dict[str, Any]) -> Any:",
-        "    return (_client or configure()).call(tool_id, args)",
+        "def _call(tool_id: str, args: dict[str, Any], structured: bool = False) -> Any:",
+        "    return (_client or configure()).call(tool_id, args, structured=structured)",
         "",
         "",
         "__all__ = [\"ToolError\", \"configure\", \"TOOL_IDS\"]",
@@ -317,14 +330,31 @@ def python_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str, st
         doc = [f"{desc}", "", f"Tool: {tool_id}"]
         if params:
             doc += ["", "Args:"] + ["    " + _param_doc(p) for p in params]
-        body += ["", "", f"def {fn}({', '.join(sig)}) -> Any:", "    " + py_docstring("\n".join(doc), "    ")]
+        returns, shape = "Any", result_shape(t.get("output_schema"))
+        if shape is not None:
+            fields, out_root = shape
+            if fields:  # a TypedDict in functional form: any JSON key is allowed
+                returns = py_ident(_pascal(fn) + "Result", fn_taken)
+                # total=False unless every key is required (NotRequired needs Python 3.11)
+                total = "" if all(f.required for f in fields) else ", total=False"
+                body += ["", "", f"{returns} = TypedDict({returns!r}, {{"]
+                body += [f"    {f.json_name!r}: {mapper.map(f.schema, out_root)}," for f in fields]
+                body.append(f"}}{total})")
+                doc += ["", "Returns:"] + ["    " + _param_doc(f).replace(" (optional)", " (may be absent)")
+                                           for f in fields]
+            else:
+                returns = mapper.map(t["output_schema"], out_root)
+        body += ["", "", f"def {fn}({', '.join(sig)}) -> {returns}:", "    " + py_docstring("\n".join(doc), "    ")]
         req = [p for p in params if p.required]
         opt = [p for p in params if not p.required]
         body.append("    _args: dict[str, Any] = {" + ", ".join(f"{p.json_name!r}: {p.ident}" for p in req) + "}")
         for p in opt:
             body.append(f"    if {p.ident} is not None:")
             body.append(f"        _args[{p.json_name!r}] = {p.ident}")
-        body.append(f"    return _call({tool_id!r}, _args)")
+        if returns == "Any":
+            body.append(f"    return _call({tool_id!r}, _args)")
+        else:  # ToolError if the tool sends no structuredContent despite its schema
+            body.append(f"    return cast({returns!r}, _call({tool_id!r}, _args, structured=True))")
     body += ["", "", "TOOL_IDS: dict[str, str] = {"]
     body += [f"    {fn!r}: {i!r}," for fn, i in names.items()]
     body += ["}", "__all__ += list(TOOL_IDS)", ""]
@@ -447,11 +477,14 @@ export class ToolidxClient {
     return result as CallToolResult;
   }
 
-  /** structuredContent when the tool sent some, else its text; ToolError on isError. */
-  async call(toolId: string, args: object): Promise<unknown> {
+  /** structuredContent when the tool sent some, else its text; ToolError on isError, and when
+   * `structured` (the tool declares an output schema) and it sent no structuredContent. */
+  async call(toolId: string, args: object, structured = false): Promise<unknown> {
     const result = await this.callResult(toolId, args);
     if (result.isError === true) throw new ToolError(toolId, result);
     if (result.structuredContent !== undefined && result.structuredContent !== null) return result.structuredContent;
+    if (structured) throw new ToolError(toolId, { ...result, isError: true, content: [{ type: "text",
+      text: "the tool declares an output schema but sent no structuredContent" }, ...(result.content ?? [])] });
     return (result.content ?? [])
       .filter((c) => c.type === "text")
       .map((c) => c.text ?? "")
@@ -486,8 +519,8 @@ export function getClient(): ToolidxClient {
   return client ?? configure();
 }
 
-function callTool(toolId: string, args: object): Promise<unknown> {
-  return getClient().call(toolId, args);
+function callTool(toolId: string, args: object, structured = false): Promise<unknown> {
+  return getClient().call(toolId, args, structured);
 }
 '''
 
@@ -548,9 +581,26 @@ def typescript_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str
         doc = [desc, "", f"Tool: {tool_id}"]
         doc += [f"@param args.{p.json_name} {' '.join(_clean(p.description).split())}".rstrip() for p in params]
         default = "" if any(p.required for p in params) else " = {}"
+        returns, shape = "unknown", result_shape(t.get("output_schema"))
+        if shape is not None:
+            fields, out_root = shape
+            if fields:
+                returns = ts_ident(_pascal(fn) + "Result", taken)
+                out += ["", "/**", js_comment(f"What {tool_id} returns (its output schema)."), " */",
+                        f"export interface {returns} {{"]
+                for f in fields:
+                    key = f.json_name if _TS_IDENT.match(f.json_name) else js_string(f.json_name)
+                    if f.description:
+                        out += ["  /**", js_comment(f.description, "  "), "   */"]
+                    out.append(f"  {key}{'' if f.required else '?'}: {mapper.map(f.schema, out_root)};")
+                out.append("}")
+            else:
+                returns = mapper.map(t["output_schema"], out_root)
+            doc.append(f"@returns the tool's structuredContent ({returns})")
+        call = (f"  return callTool({js_string(tool_id)}, args);" if returns == "unknown" else
+                f"  return callTool({js_string(tool_id)}, args, true) as Promise<{returns}>;")
         out += ["", "/**", js_comment("\n".join(doc)), " */",
-                f"export function {fn}(args: {iface}{default}): Promise<unknown> {{",
-                f"  return callTool({js_string(tool_id)}, args);", "}"]
+                f"export function {fn}(args: {iface}{default}): Promise<{returns}> {{", call, "}"]
     out += ["", "/** Function name -> toolidx tool id. */", "export const TOOL_IDS: Record<string, string> = {"]
     out += [f"  {js_string(fn)}: {js_string(i)}," for fn, i in names.items()]
     out += ["};", ""]

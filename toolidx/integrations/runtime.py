@@ -29,12 +29,17 @@ class ToolError(RuntimeError):
         super().__init__(f"{tool_id}: {text[:2000] or 'the tool failed'}")
 
 
-def unwrap(tool_id: str, result: dict) -> Any:
-    """structuredContent when the tool sent some, else its text blocks joined; ToolError on isError."""
+def unwrap(tool_id: str, result: dict, structured: bool = False) -> Any:
+    """structuredContent when the tool sent some, else its text blocks joined; ToolError on isError,
+    and when `structured` (the tool declares an output schema, so the caller expects its object)
+    and no structuredContent came."""
     if result.get("isError"):
         raise ToolError(tool_id, result)
     if result.get("structuredContent") is not None:
         return result["structuredContent"]
+    if structured:
+        note = {"type": "text", "text": "the tool declares an output schema but sent no structuredContent"}
+        raise ToolError(tool_id, {**result, "isError": True, "content": [note, *(result.get("content") or [])]})
     return result_text(result)
 
 
@@ -71,8 +76,8 @@ class Client:
         portal, ex = self._open()
         return cast(dict, portal.call(ex.call, tool_id, arguments, self.timeout_s))
 
-    def call(self, tool_id: str, arguments: dict[str, Any]) -> Any:
-        return unwrap(tool_id, self.call_result(tool_id, arguments))
+    def call(self, tool_id: str, arguments: dict[str, Any], *, structured: bool = False) -> Any:
+        return unwrap(tool_id, self.call_result(tool_id, arguments), structured)
 
     def close(self) -> None:
         """Stop the servers this client started (a later call starts them again)."""
