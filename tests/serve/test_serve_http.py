@@ -5,6 +5,7 @@ with their scopes, shared backends, a slow tool that stalls nobody else, and the
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import re
@@ -32,7 +33,7 @@ ENV_TOKEN = "env-token-0123456789abcdefgh"
 
 
 @contextlib.contextmanager
-def spawn(db, err, *flags, env=None):
+def spawn(db, err, *flags, env=None, ssl_context=None):
     """`toolidx serve --db DB --http 127.0.0.1:0 FLAGS` as a subprocess: yields its base URL once
     it listens and its model is loaded; stopped with SIGTERM after."""
     with open(err, "w") as errf:
@@ -43,14 +44,14 @@ def spawn(db, err, *flags, env=None):
         base = None
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and base is None:
-            m = re.search(r"MCP at (http://127\.0\.0\.1:\d+)/mcp", err.read_text())
+            m = re.search(r"MCP at (https?://127\.0\.0\.1:\d+)/mcp", err.read_text())
             base = m.group(1) if m else None
             if base is None:
                 assert proc.poll() is None, err.read_text()
                 time.sleep(0.1)
         assert base, err.read_text()
         while time.monotonic() < deadline:  # the model loads at start: wait for hybrid search
-            if get(base, "/healthz")[1]["model"] in ("ready", "unavailable"):
+            if get(base, "/healthz", context=ssl_context)[1]["model"] in ("ready", "unavailable"):
                 break
             time.sleep(0.2)
         yield base
@@ -78,11 +79,11 @@ def http_server(serve_index, tmp_path_factory):
     assert ADMIN not in err.read_text() and TIME_ONLY not in err.read_text()  # tokens are never logged
 
 
-def get(base, path, token=None, **params):
+def get(base, path, token=None, context=None, **params):
     url = base + path + ("?" + urllib.parse.urlencode(params, doseq=True) if params else "")
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
-        with urllib.request.urlopen(req, timeout=30) as r:
+        with urllib.request.urlopen(req, timeout=30, context=context) as r:
             return r.status, json.loads(r.read()), {k.lower(): v for k, v in r.headers.items()}
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"null"), {k.lower(): v for k, v in e.headers.items()}
@@ -397,11 +398,42 @@ def test_start_up_errors_are_one_line_exit_2(serve_index, tmp_path, monkeypatch)
     monkeypatch.delenv("NO_SUCH_TOKEN_VAR", raising=False)
     fails("--http", "0", "--token-env", "NO_SUCH_TOKEN_VAR", want="not set or empty")
     fails("--token-file", tmp_path / "empty", want="need --http")
+    fails("--tls-cert", tmp_path / "empty", want="need --http")
+    fails("--http", "0", "--tls-cert", tmp_path / "empty", want="--tls-cert and --tls-key go together")
+    fails("--http", "0", "--tls-cert", tmp_path / "none.pem", "--tls-key", tmp_path / "none.key",
+          want="--tls-cert " + str(tmp_path / "none.pem") + ": no such file")
+    fails("--http", "0", "--tls-cert", tmp_path / "empty", "--tls-key", tmp_path / "empty", want="cannot be used")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
         fails("--http", str(port), want=f"127.0.0.1:{port}: address already in use")
+
+
+def test_https_with_a_certificate(serve_index, tmp_path):
+    """--tls-cert/--tls-key: the same server over HTTPS; a client that trusts the certificate gets
+    answers, plain HTTP on that port gets none."""
+    import ssl
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
+                   check=True, capture_output=True)
+    trust = ssl.create_default_context(cafile=str(cert))
+    with spawn(serve_index, tmp_path / "serve.err", "--tls-cert", cert, "--tls-key", key,
+               "--token-env", "TEAM_TOKEN", env={"TEAM_TOKEN": ENV_TOKEN}, ssl_context=trust) as base:
+        assert base.startswith("https://127.0.0.1:")
+        status, body, _ = get(base, "/v1/search", ENV_TOKEN, context=trust, q="echo a text back")
+        assert status == 200 and body["hits"][0]["id"] == "crashy/echo"
+        status, doc, _ = get(base, "/openapi.json", context=trust)
+        assert doc["servers"] == [{"url": base}]
+        assert get(base, "/v1/search", context=trust, q="echo")[0] == 401  # TLS is no token
+        with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):  # not trusted
+            get(base, "/healthz", context=ssl.create_default_context())
+        with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+            get("http://" + base.removeprefix("https://"), "/healthz")  # plain HTTP: no answer
 
 
 def test_sigterm_stops_the_shared_backends(serve_index, tmp_path):

@@ -346,6 +346,11 @@ def serve(
     token_file: Optional[Path] = typer.Option(None, "--token-file", metavar="PATH",
                                               help="With --http: bearer tokens, one a line, each with an optional "
                                                    "scope (TOKEN servers=a,b tags=x read-only)."),
+    tls_cert: Optional[Path] = typer.Option(None, "--tls-cert", metavar="PEM",
+                                            help="With --http: serve HTTPS with this certificate (chain), "
+                                                 "with --tls-key."),
+    tls_key: Optional[Path] = typer.Option(None, "--tls-key", metavar="PEM",
+                                           help="With --http: the certificate's private key (unencrypted PEM)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Serve the index as an MCP server (stdio, or Streamable HTTP with --http): search/describe/execute
@@ -374,8 +379,9 @@ def serve(
                    pins=list(pin), max_tokens=max_tokens, poll_interval=poll, always_load=always_load,
                    usage_db=str(usage_db) if usage_db else None, record_examples=record_examples)
     if http is None:
-        if token_env or token_file:
-            raise UsageError("--token-env / --token-file need --http", fix="add --http [HOST:]PORT, or drop them")
+        if token_env or token_file or tls_cert or tls_key:
+            raise UsageError("--token-env / --token-file / --tls-cert / --tls-key need --http",
+                             fix="add --http [HOST:]PORT, or drop them")
         from ..serve.server import serve_stdio
 
         serve_stdio(str(db or default_db_path()), **options)
@@ -386,7 +392,10 @@ def serve(
     address = parse_address(http)
     tokens = load_tokens(token_env, token_file)
     check_exposure(address[0], tokens)
-    serve_http(str(db or default_db_path()), address, tokens, **options)
+    if bool(tls_cert) != bool(tls_key):
+        raise UsageError("--tls-cert and --tls-key go together", fix="give both PEM files, or neither")
+    tls = (str(tls_cert), str(tls_key)) if tls_cert and tls_key else None
+    serve_http(str(db or default_db_path()), address, tokens, tls=tls, **options)
 
 
 @app.command()

@@ -19,6 +19,7 @@ import json
 import logging
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -269,27 +270,49 @@ def check_exposure(host: str, tokens: Tokens) -> None:
                          fix="add --token-env NAME or --token-file PATH (or listen on 127.0.0.1)")
 
 
-def serve_http(db_path: str, address: tuple[str, int], tokens: Tokens, **options: Any) -> None:
-    """`toolidx serve --http`: check the tokens, build the server (index errors first), bind the
-    port (errors before anything serves), then serve until SIGINT/SIGTERM."""
+def check_tls(cert: str, key: str) -> None:
+    """The certificate chain and its private key load together (PEM files), or a one-line
+    UsageError before anything listens."""
+    import ssl
+
+    for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
+        if not Path(path).is_file():
+            raise UsageError(f"{flag} {path}: no such file", fix="give the PEM file's path")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        ctx.load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as e:
+        reason = getattr(e, "reason", None) or getattr(e, "strerror", None) or str(e)
+        raise UsageError(f"--tls-cert {cert} / --tls-key {key}: cannot be used ({reason})",
+                         fix="give a PEM certificate (chain) and the unencrypted private key that matches it") from None
+
+
+def serve_http(db_path: str, address: tuple[str, int], tokens: Tokens, tls: tuple[str, str] | None = None,
+               **options: Any) -> None:
+    """`toolidx serve --http`: check the tokens and the TLS files, build the server (index errors
+    first), bind the port (errors before anything serves), then serve until SIGINT/SIGTERM.
+    `tls`: (certificate chain, private key) PEM files: HTTPS instead of plain HTTP."""
     from .server import build_server
 
     host, port = address
     check_exposure(host, tokens)
+    if tls is not None:
+        check_tls(*tls)
     server = build_server(db_path, grants=tokens.grants, **options)
     sock = listen(host, port)
     import uvicorn
 
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    base = f"http://{shown}:{bound}"
+    base = f"{'https' if tls else 'http'}://{shown}:{bound}"
     app = build_app(server, tokens, host, base)
     server.start_model()
     auth = f"{len(tokens)} token(s) required" if len(tokens) else "no token (loopback only)"
     sys.stderr.write(f"toolidx serve: MCP at {base}/mcp, search API at {base}/v1/search ({auth}); Ctrl-C to stop\n")
     sys.stderr.flush()
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=3, ws="none")
+                            timeout_graceful_shutdown=3, ws="none",
+                            ssl_certfile=tls[0] if tls else None, ssl_keyfile=tls[1] if tls else None)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
