@@ -541,6 +541,18 @@ def _pascal(name: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in re.split(r"_+", name) if p) or "Tool"
 
 
+def _ts_interface(name: str, comment: str, fields: list[Param], root: dict, mapper: _TypeMapper) -> list[str]:
+    """An exported interface: JSON names as keys (quoted when no identifier), JSDoc from the
+    descriptions, `?` on optional keys."""
+    out = ["", "/**", js_comment(comment), " */", f"export interface {name} {{"]
+    for f in fields:
+        key = f.json_name if _TS_IDENT.match(f.json_name) else js_string(f.json_name)
+        if f.description:
+            out += ["  /**", js_comment(f.description, "  "), "   */"]
+        out.append(f"  {key}{'' if f.required else '?'}: {mapper.map(f.schema, root)};")
+    return out + ["}"]
+
+
 def typescript_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str, str]]:
     """The module text and {function name: tool id}."""
     mapper = _TypeMapper("ts")
@@ -569,14 +581,8 @@ def typescript_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str
         iface = ts_ident(_pascal(fn) + "Args", taken)
         names[fn] = tool_id
         params, root = params_of(catalog.input_schema(tool_id), None, t.get("param_names"))
-        out += ["", "/**", js_comment(f"Arguments of {tool_id} (JSON names as the tool takes them)."), " */",
-                f"export interface {iface} {{"]
-        for p in params:
-            key = p.json_name if _TS_IDENT.match(p.json_name) else js_string(p.json_name)
-            if p.description:
-                out += ["  /**", js_comment(p.description, "  "), "   */"]
-            out.append(f"  {key}{'' if p.required else '?'}: {mapper.map(p.schema, root)};")
-        out.append("}")
+        out += _ts_interface(iface, f"Arguments of {tool_id} (JSON names as the tool takes them).", params, root,
+                             mapper)
         desc = t.get("description") or t.get("title") or t["name"]
         doc = [desc, "", f"Tool: {tool_id}"]
         doc += [f"@param args.{p.json_name} {' '.join(_clean(p.description).split())}".rstrip() for p in params]
@@ -586,14 +592,8 @@ def typescript_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str
             fields, out_root = shape
             if fields:
                 returns = ts_ident(_pascal(fn) + "Result", taken)
-                out += ["", "/**", js_comment(f"What {tool_id} returns (its output schema)."), " */",
-                        f"export interface {returns} {{"]
-                for f in fields:
-                    key = f.json_name if _TS_IDENT.match(f.json_name) else js_string(f.json_name)
-                    if f.description:
-                        out += ["  /**", js_comment(f.description, "  "), "   */"]
-                    out.append(f"  {key}{'' if f.required else '?'}: {mapper.map(f.schema, out_root)};")
-                out.append("}")
+                out += _ts_interface(returns, f"What {tool_id} returns (its output schema).", fields, out_root,
+                                     mapper)
             else:
                 returns = mapper.map(t["output_schema"], out_root)
             doc.append(f"@returns the tool's structuredContent ({returns})")
