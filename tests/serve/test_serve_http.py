@@ -434,6 +434,11 @@ def test_https_with_a_certificate(serve_index, tmp_path):
             get(base, "/healthz", context=ssl.create_default_context())
         with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
             get("http://" + base.removeprefix("https://"), "/healthz")  # plain HTTP: no answer
+    # a passphrase-protected key is refused in one line (it would otherwise prompt on a terminal)
+    subprocess.run(["openssl", "pkey", "-in", key, "-out", tmp_path / "enc.key", "-aes256", "-passout", "pass:pw"],
+                   check=True, capture_output=True)
+    r = run_cli("serve", "--db", serve_index, "--http", "0", "--tls-cert", cert, "--tls-key", tmp_path / "enc.key")
+    assert r.code == 2 and "the private key is encrypted" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_sigterm_stops_the_shared_backends(serve_index, tmp_path):
