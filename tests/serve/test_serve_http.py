@@ -89,17 +89,21 @@ def get(base, path, token=None, context=None, **params):
         return e.code, json.loads(e.read() or b"null"), {k.lower(): v for k, v in e.headers.items()}
 
 
-def mcp_client(base, token):
+def mcp_client(base, token, verify=None):
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"} if token else None)
+    if verify is not None:  # HTTPS with a certificate the default trust store does not hold
+        import httpx2
+
+        http = httpx2.AsyncClient(headers=dict(http.headers), timeout=http.timeout, verify=verify)
     return http, Client(streamable_http_client(base + "/mcp", http_client=http), mode="legacy")
 
 
-async def with_client(base, token, body):
-    http, client = mcp_client(base, token)
+async def with_client(base, token, body, verify=None):
+    http, client = mcp_client(base, token, verify)
     async with http, client as c:
         return await body(c)
 
@@ -430,6 +434,14 @@ def test_https_with_a_certificate(serve_index, tmp_path):
         status, doc, _ = get(base, "/openapi.json", context=trust)
         assert doc["servers"] == [{"url": base}]
         assert get(base, "/v1/search", context=trust, q="echo")[0] == 401  # TLS is no token
+
+        async def over_mcp(c):
+            found, _ = await call(c, "search_tools", {"query": "echo a text back"})
+            echoed = await c.call_tool("execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "tls"}})
+            return found, echoed
+
+        found, echoed = anyio.run(with_client, base, ENV_TOKEN, over_mcp, trust)
+        assert found["hits"][0]["id"] == "crashy/echo" and echoed.content[0].text == "tls"
         with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):  # not trusted
             get(base, "/healthz", context=ssl.create_default_context())
         with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
