@@ -44,7 +44,7 @@ def _targets(db: Database, ids: list[str], servers: list[str], everything: bool,
 def approve(db: Database, ids: list[str], *, servers: list[str] | None = None, everything: bool = False,
             revoke: bool = False, by: str | None = None) -> dict[str, Any]:
     """Approve (or with `revoke`, un-approve) tools; the JSON payload of `toolidx approve`."""
-    from ..store.crawls import now_iso
+    from ..core.clock import now_iso
 
     targets = _targets(db, list(ids), list(servers or []), everything, revoke)
     who, at = by or approver(), now_iso()

@@ -558,7 +558,7 @@ async def list_server_tools(spec: ServerSpec) -> ServerResult:
     """Crawl one live server. Never raises for the server's failures: they are in the result.
 
     One deadline (`spec.timeout`) covers start, initialize and every tools/list page."""
-    from ..store.crawls import now_iso
+    from ..core.clock import now_iso
 
     t0, started = time.perf_counter(), now_iso()
     result = ServerResult(spec, "failed", started)

@@ -11,9 +11,10 @@ import os
 import time
 from typing import Protocol
 
+from ..core.clock import now_iso
 from ..core.embedding import Embedder, LazyEmbedder
 from ..core.servers import ServerResult, ServerSpec
-from ..store.crawls import CrawlSummary, now_iso, write_crawl
+from ..store.crawls import CrawlSummary, write_crawl
 from ..store.db import Database
 from .config import DEFAULT_CONCURRENCY, Config
 from .sources import load_tools_file

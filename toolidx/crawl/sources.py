@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..core.clock import now_iso
 from ..core.servers import ServerResult, ServerSpec, server_name_problem
 from ..core.tooldoc import fix_strings, validate_tool
 
@@ -68,7 +69,7 @@ def _wire(row: dict) -> dict:
 
 def load_tools_file(spec: ServerSpec) -> list[ServerResult]:
     t0 = time.perf_counter()
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    started = now_iso()
     path = Path(spec.tools_file or "")
 
     def done(r: ServerResult) -> ServerResult:

@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core.clock import now_iso
 from ..core.errors import ToolidxError
 from ..core.filters import Filters
 from ..core.redact import redact
-from ..store.usage import UsageStore, now_iso, open_usage, usage_path
+from ..store.usage import UsageStore, open_usage, usage_path
 
 log = logging.getLogger("toolidx")
 

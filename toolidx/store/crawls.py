@@ -9,20 +9,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from .. import __version__
+from ..core.clock import now_iso
 from ..core.embedding import Embedder, LazyEmbedder, text_hash
 from ..core.notices import warn_once
 from ..core.servers import ServerResult
 from ..core.tooldoc import ToolDoc, build_tooldoc, canonical_json, server_words
 from . import vectors
 from .db import Database
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass

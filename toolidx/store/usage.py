@@ -16,11 +16,11 @@ import json
 import os
 import stat
 import threading
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..core.clock import now_iso
 from ..core.errors import DatabaseError
 
 USAGE_ENV = "TOOLIDX_USAGE_DB"
@@ -93,10 +93,6 @@ def usage_path(index_path: str | os.PathLike, explicit: str | os.PathLike | None
         return beside
     h = hashlib.sha256(str(index.resolve()).encode()).hexdigest()[:16]
     return _state_home() / "toolidx" / "usage" / f"{h}.db"
-
-
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _percentile(sorted_values: list[float], q: float) -> float | None:
