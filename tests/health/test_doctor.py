@@ -33,6 +33,7 @@ def test_healthy_example_passes(tmp_path, model_path):
     # the config is found through the index, each server checked, the model matched to the vectors
     assert checks["config/server files"]["status"] == "ok"
     assert checks["model/model"]["status"] == "ok" and "384 dimensions" in checks["model/model"]["detail"]
+    assert checks["model/calibration"]["status"] == "ok"
     assert checks["index/vectors"]["status"] == "ok"
     assert db.stat().st_mtime_ns == before  # read-only
 
@@ -132,3 +133,18 @@ def test_the_usage_file_is_read_without_writing_and_a_broken_one_only_warns(tmp_
     c = _by_name(r.json)["usage/usage file"]
     assert r.code == 0 and c["status"] == "warn" and "not a SQLite database" in c["detail"] and c["fix"]
     assert usage.read_bytes() == b"not a usage file" * 64
+
+
+def test_an_index_of_a_model_search_was_not_fitted_on_is_a_warning(tmp_path, model_path):
+    from toolidx.store.db import open_db
+
+    db = tmp_path / "other.db"
+    assert run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db,
+                   "--model-path", model_path).code == 0
+    d = open_db(db)
+    d.set_meta("embed_model", "example/other-model")  # as `crawl --model example/other-model` records it
+    d.close()
+    r = run_cli("doctor", "--db", db, "--model-path", model_path, "--json")
+    c = _by_name(r.json)["model/calibration"]
+    assert c["status"] == "warn" and "example/other-model" in c["detail"] and "no good match" in c["detail"]
+    assert "toolidx eval" in c["fix"]

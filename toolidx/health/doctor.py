@@ -4,7 +4,7 @@ sqlite-vec, fastembed, mcp), the index (opens read-only, schema, integrity, serv
 their last crawl, tools without a vector), its usage file (what `toolidx serve` recorded: readable,
 writable, how much), the config (parses; each enabled server's command on PATH, URL well formed,
 tools_file present, every `${VAR}` set), and the model (found, loads, the same model and dimension
-as the index's vectors).
+as the index's vectors, and whether search's calibration was fitted on it).
 
 A `fail` makes the command exit 1; a `warn` is worth knowing but leaves toolidx working (keyword
 search without a model, a server whose old tools are kept).
@@ -250,6 +250,24 @@ def check_model(report: DoctorReport, facts: dict[str, Any] | None, name: str | 
                    "re-embed with this model: toolidx embed")
 
 
+def check_calibration(report: DoctorReport, facts: dict[str, Any] | None) -> None:
+    """Whether search's fusion, scores and gate were fitted on the model of the index's vectors
+    (search.calibration.CALIBRATED_MODELS): any other model is searched uncalibrated."""
+    from ..search.calibration import CALIBRATED_MODELS, is_calibrated
+
+    model = (facts or {}).get("embed_model")
+    if not model or not (facts or {}).get("vectors"):
+        return
+    if is_calibrated(model):
+        report.add("model", "calibration", OK, f"scores and the \"no good match\" gate are fitted on {model}")
+    else:
+        report.add("model", "calibration", WARN,
+                   f"toolidx's fusion and score calibration were fitted on {', '.join(CALIBRATED_MODELS)}, not "
+                   f"{model}: hybrid search ranks by rank fusion, scores are not probabilities, and no "
+                   "\"no good match\" gate applies",
+                   "use the default model for calibrated scores, or check what this one buys: toolidx eval")
+
+
 def doctor(db_path: str, *, config_path: str | None = None, model: str | None = None,
            model_path: str | None = None, usage_db: str | None = None) -> DoctorReport:
     """Every check, in order; a failed install stops the rest (nothing else could be trusted)."""
@@ -262,4 +280,5 @@ def doctor(db_path: str, *, config_path: str | None = None, model: str | None = 
     config = config_path or (facts or {}).get("config_path")
     settings = check_config(report, config)
     check_model(report, facts, model, model_path, settings)
+    check_calibration(report, facts)
     return report
