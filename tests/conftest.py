@@ -18,6 +18,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,6 +124,31 @@ def run_cli(*args: str) -> CliResult:
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def alive(pid: int) -> bool:
+    """Is process `pid` still running (a zombie counts as dead)?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def list_changed_recorder() -> tuple[list, Any]:
+    """(the notifications/tools/list_changed messages seen so far, an MCP client message_handler
+    that appends each one there)."""
+    seen: list = []
+
+    async def on_message(m: Any) -> None:
+        if getattr(m, "method", None) == "notifications/tools/list_changed":
+            seen.append(m)
+
+    return seen, on_message
 
 
 RAW = REPO / "tests" / "servers" / "rawmcp.py"  # a scriptable raw MCP server (--mode ok|hang|crash|...)

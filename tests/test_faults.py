@@ -16,7 +16,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import crawl, raw, run_cli, write_config
+from conftest import alive, crawl, raw, run_cli, write_config
 
 from toolidx.store.db import open_db
 
@@ -205,20 +205,6 @@ def test_04_server_error_codes_are_the_servers_own(tmp_path, figure):
 
 
 # --- 5: serve's shutdown ----------------------------------------------------------------------------
-def _alive(pid: int) -> bool:
-    import os
-
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead too
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 @pytest.mark.parametrize("how", ["stdin-eof", "sigterm", "sighup"])
 def test_05_serve_stops_its_backends_on_eof_and_signals(tmp_path, how, figure):
     """A backend that ignores stdin EOF and SIGTERM, with a child of its own: serve must stop both
@@ -250,7 +236,7 @@ def test_05_serve_stops_its_backends_on_eof_and_signals(tmp_path, how, figure):
             "name": "execute_tool", "arguments": {"tool_name": "stub/tool_0", "arguments": {"path": "x"}}}})
         assert r is not None and "called tool_0" in json.dumps(r)
         pids = [int(x) for x in pidfile.read_text().split()]
-        assert all(_alive(x) for x in pids)
+        assert all(alive(x) for x in pids)
         t0 = time.perf_counter()
         if how == "stdin-eof":
             p.stdin.close()  # type: ignore[union-attr]
@@ -259,9 +245,9 @@ def test_05_serve_stops_its_backends_on_eof_and_signals(tmp_path, how, figure):
         p.wait(30)
         secs = time.perf_counter() - t0
         deadline = time.monotonic() + 5
-        while any(_alive(x) for x in pids) and time.monotonic() < deadline:
+        while any(alive(x) for x in pids) and time.monotonic() < deadline:
             time.sleep(0.1)
-        survivors = sum(_alive(x) for x in pids)
+        survivors = sum(alive(x) for x in pids)
         figure(f"backend processes left after {how} (serve exited in {secs:.1f} s)", survivors)
         assert survivors == 0 and p.returncode == 0
     finally:

@@ -13,7 +13,7 @@ import shutil
 
 import anyio
 import pytest
-from conftest import REPO, run_cli
+from conftest import REPO, list_changed_recorder, run_cli
 
 from toolidx.core.filters import Filters
 from toolidx.serve.metatools import ALWAYS_LOAD_KEY, CUT_MARKER, DESCRIPTION_MAX_BYTES, META_TOOLS
@@ -127,11 +127,7 @@ def test_expose_tools_announces_a_recrawl(agg_index, tmp_path):
     db = tmp_path / "live.db"
     shutil.copy(agg_index, db)
     cfg = json.loads((agg_index.parent / "servers.json").read_text())
-    seen = []
-
-    async def on_message(m):
-        if getattr(m, "method", None) == "notifications/tools/list_changed":
-            seen.append(m)
+    seen, on_message = list_changed_recorder()
 
     async def body(c):
         before = {t.name for t in (await c.list_tools()).tools}

@@ -11,7 +11,7 @@ import sqlite3
 import sys
 
 import pytest
-from conftest import REPO, run_cli
+from conftest import REPO, list_changed_recorder, run_cli
 
 from toolidx.core.filters import Filters
 
@@ -289,11 +289,7 @@ def test_an_approval_reaches_a_running_quarantined_server(serve_index, tmp_path)
 
     db = tmp_path / "q.db"
     shutil.copy(serve_index, db)
-    seen = []
-
-    async def on_message(m):
-        if getattr(m, "method", None) == "notifications/tools/list_changed":
-            seen.append(m)
+    seen, on_message = list_changed_recorder()
 
     async def body(c):
         before = await _call(c, "describe_tool", {"tool_name": "time/get_current_time"})

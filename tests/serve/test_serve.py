@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import anyio
 import pytest
-from conftest import run_cli
+from conftest import list_changed_recorder, run_cli
 
 from toolidx.core.budget import estimate_tokens
 from toolidx.core.filters import Filters
@@ -380,11 +380,7 @@ def test_every_answer_respects_the_token_budget(serve_index):
 def test_a_new_crawl_is_picked_up_and_announced(serve_index, tmp_path):
     db = tmp_path / "live.db"
     shutil.copy(serve_index, db)
-    seen = []
-
-    async def on_message(m):
-        if getattr(m, "method", None) == "notifications/tools/list_changed":
-            seen.append(m)
+    seen, on_message = list_changed_recorder()
 
     async def body(c):
         before = await call(c, "describe_tool", {"tool_name": "weather/get_forecast"})

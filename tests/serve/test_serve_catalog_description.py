@@ -8,7 +8,7 @@ import shutil
 
 import anyio
 import pytest
-from conftest import run_cli
+from conftest import list_changed_recorder, run_cli
 
 from toolidx.core.filters import Filters
 from toolidx.serve.metatools import DESCRIPTION_MAX_BYTES, META_TOOLS, catalog_sentence, meta_tools
@@ -45,11 +45,7 @@ def test_search_tools_names_its_catalog_and_follows_a_recrawl(serve_index, tmp_p
 
     db = tmp_path / "live.db"
     shutil.copy(serve_index, db)
-    seen = []
-
-    async def on_message(m):
-        if getattr(m, "method", None) == "notifications/tools/list_changed":
-            seen.append(m)
+    seen, on_message = list_changed_recorder()
 
     async def main():
         srv = build_server(db, load_model=False, poll_interval=0.1)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import run_cli
+from conftest import alive, run_cli
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
 
@@ -50,18 +50,6 @@ def scenario(entry, body, errlog_path):
                 return await body(c, events)
 
     return anyio.run(main)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead too
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 async def call(c, name, args):
@@ -122,9 +110,9 @@ def test_serve_over_stdio_end_to_end(serve_index, model_path, tmp_path, monkeypa
     assert rc.is_error and crash["error"] == "backend_unavailable" and "exit code 7" in crash_text
     assert not r2.is_error and pid1 != pid2
     deadline = time.time() + 10  # backends are closed with the session, not left behind
-    while _alive(int(pid2)) and time.time() < deadline:
+    while alive(int(pid2)) and time.time() < deadline:
         time.sleep(0.1)
-    assert not _alive(int(pid2))
+    assert not alive(int(pid2))
     r, _, text = out["echo"]
     assert not r.is_error and "via toolidx" in text
     assert out["junk"] == []  # nothing but protocol on stdout
