@@ -205,6 +205,21 @@ class UsageStore:
             self.conn.close()
 
 
+def _identify(conn: Any, p: Path, *, new_ok: bool) -> int:
+    """The usage file's schema version; DatabaseError for another application's SQLite file or a
+    newer schema. `new_ok`: an empty file (no application id, no tables) is one to start."""
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    fresh = new_ok and app_id == 0 and not conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    if app_id != USAGE_APP_ID and not fresh:
+        raise DatabaseError("not a toolidx usage file (left untouched)", where=str(p),
+                            fix=f"choose another file with --usage-db / {USAGE_ENV}")
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > len(USAGE_MIGRATIONS):
+        raise DatabaseError(f"usage file schema v{version} is newer than this toolidx", where=str(p),
+                            fix="upgrade toolidx")
+    return version
+
+
 def usage_facts(path: str | os.PathLike) -> dict[str, Any]:
     """What `toolidx doctor` says of an existing usage file, read without writing (no migration):
     {"schema_version", "current", "calls", "tools_called", "tools_with_examples", "last_call",
@@ -219,13 +234,7 @@ def usage_facts(path: str | os.PathLike) -> dict[str, Any]:
     except mod.Error as e:
         raise DatabaseError(f"cannot open the usage file: {e}", where=str(p)) from None
     try:
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if app_id != USAGE_APP_ID:
-            raise DatabaseError("not a toolidx usage file", where=str(p), fix=_FIX)
-        if version > len(USAGE_MIGRATIONS):
-            raise DatabaseError(f"usage file schema v{version} is newer than this toolidx", where=str(p),
-                                fix="upgrade toolidx")
+        version = _identify(conn, p, new_ok=False)
         calls, tools, last = conn.execute("SELECT count(*), count(DISTINCT tool_id), max(at) FROM calls").fetchone()
         examples = conn.execute("SELECT count(DISTINCT tool_id) FROM examples").fetchone()[0]
     except mod.DatabaseError as e:
@@ -263,15 +272,7 @@ def open_usage(path: str | os.PathLike, *, create: bool = True) -> UsageStore | 
     try:
         conn.execute("PRAGMA busy_timeout = 2000")
         conn.execute("PRAGMA synchronous = NORMAL")  # WAL: no fsync per call row; a crash loses at most the last few
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        if app_id != USAGE_APP_ID and (app_id != 0 or tables):
-            raise DatabaseError("not a toolidx usage file (left untouched)", where=str(p),
-                                fix=f"choose another file with --usage-db / {USAGE_ENV}")
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > len(USAGE_MIGRATIONS):
-            raise DatabaseError(f"usage file schema v{version} is newer than this toolidx", where=str(p),
-                                fix="upgrade toolidx")
+        version = _identify(conn, p, new_ok=True)
         if version < len(USAGE_MIGRATIONS):
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode = WAL")
