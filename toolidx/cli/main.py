@@ -387,11 +387,10 @@ def serve(
         serve_stdio(str(db or default_db_path()), **options)
         return
     from ..serve.access import load_tokens, parse_address
-    from ..serve.http import check_exposure, serve_http
+    from ..serve.http import serve_http
 
     address = parse_address(http)
     tokens = load_tokens(token_env, token_file)
-    check_exposure(address[0], tokens)
     if bool(tls_cert) != bool(tls_key):
         raise UsageError("--tls-cert and --tls-key go together", fix="give both PEM files, or neither")
     tls = (str(tls_cert), str(tls_key)) if tls_cert and tls_key else None

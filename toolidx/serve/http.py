@@ -15,6 +15,7 @@ can find and run. Tokens are never logged: a token is named by its label (file:N
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
@@ -278,16 +279,14 @@ def check_tls(cert: str, key: str) -> None:
     for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
         if not Path(path).is_file():
             raise UsageError(f"{flag} {path}: no such file", fix="give the PEM file's path")
-    try:
-        if b"ENCRYPTED" in Path(key).read_bytes()[:4096]:
-            raise UsageError(f"--tls-key {key}: the private key is encrypted (a passphrase cannot be asked for here)",
-                             fix=f"decrypt it once: openssl pkey -in {key} -out key.pem")
-    except OSError as e:
-        raise UsageError(f"--tls-key {key}: cannot be read ({e.strerror})", fix="check its permissions") from None
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         ctx.load_cert_chain(cert, key, password=lambda: b"")  # an encrypted key fails, never prompts
     except (ssl.SSLError, OSError) as e:
+        with contextlib.suppress(OSError):  # the one failure worth its own words
+            if b"ENCRYPTED" in Path(key).read_bytes()[:4096]:
+                raise UsageError(f"--tls-key {key}: the private key is encrypted (a passphrase cannot be asked "
+                                 "for here)", fix=f"decrypt it once: openssl pkey -in {key} -out key.pem") from None
         reason = getattr(e, "reason", None) or getattr(e, "strerror", None) or str(e)
         raise UsageError(f"--tls-cert {cert} / --tls-key {key}: cannot be used ({reason})",
                          fix="give a PEM certificate (chain) and the unencrypted private key that matches it") from None
