@@ -32,8 +32,7 @@ _TS_IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 # names the generated Python module defines itself (a tool or parameter must not shadow them)
 _PY_RESERVED = {"Any", "Literal", "TypedDict", "cast", "annotations", "configure", "ToolError", "client",
                 "DB_PATH", "SCOPE", "TOOL_IDS", "_call", "_args", "_client", "_runtime", "None", "True", "False",
-                "self",
-                "str", "int", "float", "bool", "list", "dict", "object"}
+                "self", "str", "int", "float", "bool", "list", "dict", "object"}
 _TS_RESERVED = {"break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete", "do",
                 "else", "enum", "export", "extends", "false", "finally", "for", "function", "if", "import",
                 "in", "instanceof", "new", "null", "return", "super", "switch", "this", "throw", "true",
@@ -249,8 +248,7 @@ def result_shape(output_schema: Any) -> tuple[list[Param], dict] | None:
     result as structuredContent conforming to the schema, so the wrappers can type it."""
     if not isinstance(output_schema, dict) or not output_schema:
         return None
-    params, root = params_of(output_schema, None)
-    return params, root
+    return params_of(output_schema, None)
 
 
 # --- the modules --------------------------------------------------------------------------------------
