@@ -38,7 +38,7 @@ import numpy as np
 from fusion_data import FEASIBLE, INFEASIBLE, held_specs, load
 
 from toolidx.search import calibration as cal
-from toolidx.search.eval import ranking_metrics, sign_test
+from toolidx.search.eval import ranking_metrics, reliability, sign_test
 
 GRID_COS = (0.6, 0.7, 0.8, 0.85, 0.9)
 GRID_COV = (0.15, 0.25, 0.3, 0.35)
@@ -163,16 +163,12 @@ def hybrid() -> None:
         w = logistic(np.array(xs)[:, None], np.array(ys, float), np.array(ws) * 1000)
         return float(w[0]), float(w[1])
 
-    def ece(s, slope, bias):
-        sc, y = [], []
+    def ece(s, slope, bias):  # toolidx eval's reliability, over every candidate
+        pairs: list[tuple[float, bool]] = []
         for q, ev, z in zs[s]:
             rel = set(q["relevant"])
-            sc.extend(1 / (1 + np.exp(-(slope * z + bias))))
-            y.extend(tid in rel for tid, _ in ev)
-        sc_a, y_a = np.array(sc), np.array(y, float)
-        bins = np.minimum((sc_a * 10).astype(int), 9)
-        return float(sum(abs(sc_a[bins == b].mean() - y_a[bins == b].mean()) * (bins == b).mean()
-                         for b in range(10) if (bins == b).any()))
+            pairs += zip((1 / (1 + np.exp(-(slope * z + bias)))).tolist(), (tid in rel for tid, _ in ev))
+        return reliability(pairs)["ece"]
 
     def top_scores(s, slope, bias):
         return np.array([1 / (1 + math.exp(-(slope * z.max() + bias))) if len(z) else 0.0 for _, _, z in zs[s]])
@@ -252,6 +248,7 @@ def single_mode(mode: str) -> None:
     def scored(q, ev, w):
         """[(tool, score)] best first, as toolidx.search.calibration scores them (fuzzy included)."""
         out = []
+        best = max((e["bm25"] for _, e in ev), default=0.0) or 1.0
         for t, e in ev:
             fz = cal.fuzzy_strength(e.get("fuzzy", 0.0))
             if mode == "semantic":
@@ -261,7 +258,6 @@ def single_mode(mode: str) -> None:
             else:
                 if e["bm25"] <= 0 and fz <= 0:
                     continue
-                best = max(x["bm25"] for _, x in ev) or 1.0
                 logit = (w[0] * math.log1p(e["bm25"] * cal.size_factor(q["n_tools"])) + w[1] * e["bm25"] / best
                          + w[2] + cal.KW_FUZZY * fz)
             out.append((t, 1 / (1 + math.exp(-max(-40.0, min(40.0, logit))))))
@@ -287,27 +283,15 @@ def single_mode(mode: str) -> None:
         cands = sorted({top for rows in tables.values() for top, _, _ in rows} | {0.0})
         return max(t for t in cands if all(loss(rows, t) <= R5_LOSS_MAX for rows in tables.values()))
 
-    def ece(s, w):
-        sc, y = [], []
-        for q, ev in data[s]:
-            rel = set(q["relevant"])
-            for t, p in scored(q, ev, w):
-                sc.append(p)
-                y.append(t in rel)
-        sc_a, y_a = np.array(sc), np.array(y, float)
-        bins = np.minimum((sc_a * 10).astype(int), 9)
-        return float(sum(abs(sc_a[bins == b].mean() - y_a[bins == b].mean()) * (bins == b).mean()
-                         for b in range(10) if (bins == b).any()))
-
-    def full(w):  # keyword's fitted weights, plus the fixed fuzzy weight's slot
-        return list(w) if mode == "semantic" else [w[0], w[1], w[2]]
+    def ece(s, w):  # toolidx eval's reliability, over every candidate
+        return reliability([(p, t in set(q["relevant"])) for q, ev in data[s] for t, p in scored(q, ev, w)])["ece"]
 
     held = {"keyword": (cal.KW_LOG, cal.KW_REL, cal.KW_BIAS), "semantic": cal.PLATT["semantic"]}[mode]
     print(f"\n4. {mode} mode: calibration leave-one-set-out (fitted without the set, its ECE on the set)")
     for s in everything:
-        w = full(fit([t for t in everything if t != s]))
+        w = list(fit([t for t in everything if t != s]))
         print(f"  {s:16s} Platt {np.round(w, 3).tolist()} held-out ECE {ece(s, w):.3f}")
-    w = full(fit(everything))
+    w = list(fit(everything))
     print(f"  all sets -> {np.round(w, 3).tolist()} (calibration.py holds {held})")
     for held_cat, other in (("etom", "natural"), ("natural", "etom")):
         t = pick(w, [other])
