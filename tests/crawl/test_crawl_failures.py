@@ -4,6 +4,7 @@ pagination, invalid tools, stale marking, atomic writes, concurrency, secrets, e
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import threading
 import time
@@ -295,6 +296,74 @@ def test_server_environment_is_minimal_plus_configured(tmp_path, monkeypatch):
     assert "PARENT_ONLY_SECRET=<unset>" in said
     assert "CONFIGURED=hey!" in said and "DEFAULTED=fb" in said
     assert "PATH=<unset>" not in said
+
+
+# --- why a server failed: its stderr, shown -------------------------------------------------------
+def test_failed_servers_show_their_last_stderr_lines(tmp_path, monkeypatch):
+    """crawl (text and --json), categories and doctor show what a failed server printed, masked and
+    terminal-safe; before, the cause was only in `servers.stderr_tail`."""
+    secret = "sk-STDERR-PLANTED-5d1e"
+    monkeypatch.setenv("MY_TOKEN", secret)
+    servers = {
+        "py-missing": {"command": sys.executable, "args": [str(tmp_path / "gone" / "server.py")]},
+        "crashes": raw("crash-start"),
+        # prints its token and an escape sequence that would clear the screen, then exits 1
+        "leaky": {"command": sys.executable, "env": {"API_TOKEN": "${MY_TOKEN}"}, "args": [
+            "-c", "import os, sys; sys.stderr.write('bad token ' + os.environ['API_TOKEN'] + '\x1b[2J\\n'); sys.exit(1)"]},
+        "healthy": raw("ok"),
+    }
+    node = shutil.which("node")
+    if node:
+        servers["node-missing"] = {"command": "node", "args": ["/nonexistent/index.js"]}
+    cfg = write_config(tmp_path / "f.json", servers)
+    r = crawl(cfg, tmp_path / "f.db")
+    assert r.code == 1
+    by = {s["server"]: s for s in r.json["servers"]}
+    assert by["py-missing"]["error"].startswith("server closed the connection during initialize")
+    assert any("can't open file" in ln and "server.py" in ln for ln in by["py-missing"]["stderr"])
+    assert by["crashes"]["stderr"] == ["fatal: cannot open configuration /nonexistent/config.toml"]
+    assert by["leaky"]["stderr"] == ["bad token ***\\u001b[2J"]
+    assert by["healthy"]["stderr"] == []
+    if node:  # Node prints the cause above its stack: it leads the lines shown
+        assert "Error: Cannot find module '/nonexistent/index.js'" in by["node-missing"]["stderr"]
+        assert not any(ln.startswith("at ") for ln in by["node-missing"]["stderr"])
+
+    text = run_cli("crawl", "--config", cfg, "--db", tmp_path / "f.db", "--model", "none")
+    assert text.code == 1
+    assert "crashes: last stderr lines:\n  fatal: cannot open configuration" in text.stderr
+    assert "can't open file" in text.stderr and "bad token ***\\u001b[2J" in text.stderr
+
+    cats = run_cli("categories", "--db", tmp_path / "f.db", "--json")
+    cat_by = {s["name"]: s for s in cats.json["servers"]}
+    assert cat_by["crashes"]["stderr"] == ["fatal: cannot open configuration /nonexistent/config.toml"]
+    assert cat_by["healthy"]["stderr"] == []
+    cats_text = run_cli("categories", "--db", tmp_path / "f.db")
+    assert "leaky: last stderr lines:\n  bad token ***\\u001b[2J" in cats_text.stderr
+
+    doc = run_cli("doctor", "--db", tmp_path / "f.db", "--config", cfg, "--model", "none", "--json")
+    checks = {(c["area"], c["name"]): c for c in doc.json["checks"]}
+    assert "last stderr: fatal: cannot open configuration" in checks[("index", "server crashes")]["detail"]
+    assert "bad token ***\\u001b[2J" in checks[("index", "server leaky")]["detail"]
+    for out in (r, text, cats, cats_text, doc):
+        assert secret not in out.stdout + out.stderr and "\x1b" not in out.stdout + out.stderr
+
+
+def test_doctor_warns_of_a_stdio_script_that_does_not_exist(tmp_path):
+    (tmp_path / "srv").mkdir()
+    (tmp_path / "srv" / "here.py").write_text("")
+    cfg = write_config(tmp_path / "d.json", {
+        "gone": {"command": sys.executable, "args": [str(tmp_path / "dist" / "index.py")]},
+        "relative": {"command": sys.executable, "args": ["srv/here.py"]},  # runs where toolidx runs
+        "fine": {"command": sys.executable, "args": ["srv/here.py"], "cwd": "."},
+        "package": {"command": sys.executable, "args": ["-m", "pkg.main", "--config=x.py", "@scope/a.js"]},
+    })
+    doc = run_cli("doctor", "--db", tmp_path / "none.db", "--config", cfg, "--model", "none", "--json")
+    checks = {c["name"]: c for c in doc.json["checks"] if c["area"] == "config"}
+    gone = checks["server gone"]
+    assert gone["status"] == "warn" and f"{tmp_path / 'dist' / 'index.py'}' does not exist" in gone["detail"]
+    assert "fix the path in `args`" in gone["fix"]
+    assert checks["server relative"]["status"] == "warn" and "add `cwd: .`" in checks["server relative"]["fix"]
+    assert checks["server fine"]["status"] == "ok" and checks["server package"]["status"] == "ok"
 
 
 # --- exit codes ---------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Any, TypedDict
 
 from ..core.errors import UsageError
 from ..core.filters import Filters
+from ..core.servers import stderr_lines
 from ..core.taxonomy import definition
 from ..core.tooldoc import first_line
 from ..store import catalog as q
@@ -158,7 +159,7 @@ def _by_usage(db: Database, sort: str, order: str, page: int, page_size: int, fi
 
 def categories(db: Database, filters: Filters | None = None) -> Categories:
     """{"categories": [{"name","count"}], "tags": [{"name","count"}], "servers": [{"name",
-    "count", "stale", "status", "error"}], "total"}; counts are of tools passing `filters`.
+    "count", "stale", "status", "error", "stderr"}], "total"}; counts are of tools passing `filters`.
     With filters, servers with no matching tool are left out."""
     with db.snapshot():
         cats = q.category_counts(db, filters)
@@ -171,7 +172,9 @@ def categories(db: Database, filters: Filters | None = None) -> Categories:
                        for c in cats],
         "tags": [{"name": t["name"], "count": t["count"]} for t in tags],
         "servers": [{"name": s["name"], "count": s["count"], "stale": s["stale"], "status": s["status"],
-                     "error": s["error"], "transport": s["transport"], "crawled_at": s["crawled_at"]}
+                     "error": s["error"], "transport": s["transport"], "crawled_at": s["crawled_at"],
+                     # masked when stored (crawl had the spec); only a failure's is worth showing
+                     "stderr": stderr_lines(s["stderr_tail"]) if s["status"] != "ok" else []}
                     for s in servers if not filtered or s["count"]],
         "total": total,
         "filters": filters.to_json() if filters else {},

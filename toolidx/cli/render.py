@@ -111,9 +111,17 @@ def crawl_summary(summary: Any, as_json: bool) -> None:
              len(s["invalid_tools"]) or "", f"{s['duration_ms'] / 1000:.1f}s", s["error"] or ""]
             for s in d["servers"]]
     table(["server", "status", "tools", "invalid", "time", "error"], rows)
+    _stderr_notes((s["server"], s["stderr"]) for s in d["servers"])
     note(f"crawl {d['crawl_id']}: {d['servers_ok']} ok, {d['servers_failed']} failed; "
          f"{d['tools']} tools ({d['added']} added, {d['changed']} changed, {d['removed']} removed); "
          f"{d['embedded']} embedded" + ("" if d["semantic"] else " (keyword-only: no model)"))
+
+
+def _stderr_notes(servers: Any) -> None:
+    """Under a table of servers: what each failed one last printed on stderr (`core.servers.stderr_lines`)."""
+    for name, lines in servers:
+        if lines:
+            note(f"{name}: last stderr lines:\n" + "".join(f"  {ln}\n" for ln in lines).rstrip("\n"))
 
 
 def embed_result(count: int, model: str | None, as_json: bool) -> None:
@@ -281,6 +289,7 @@ def categories_result(res: Mapping[str, Any], as_json: bool) -> None:
         table(["tag", "tools"], [[t["name"], t["count"]] for t in res["tags"]])
     table(["server", "tools", "stale", "status", "error"],
           [[s["name"], s["count"], s["stale"] or "", s["status"], s.get("error") or ""] for s in res["servers"]])
+    _stderr_notes((s["name"], s.get("stderr")) for s in res["servers"])
     note(f"{res['total']} tools")
 
 

@@ -68,6 +68,42 @@ class ServerSpec:
         return out
 
 
+STDERR_LINES = 5  # what crawl, doctor and categories show of a failed server's stderr
+STDERR_LINE_CHARS = 240
+# a stack frame (Node's "    at f (file:1:2)", Python's '  File "x.py", line 3'): noise next to the cause
+_FRAME = re.compile(r"^\s+(at\s|File \"|\^+$)|^\s*(Traceback \(most recent call last\)|throw err;)")
+_CAUSE = re.compile(r"error|exception|cannot|can't|not found|no such|fatal|denied|refused|missing|"
+                    r"invalid|failed|unable", re.IGNORECASE)
+
+
+def stderr_lines(tail: str | None, mask: Any = None, limit: int = STDERR_LINES) -> list[str]:
+    """The last lines of a server's stderr worth showing with its error: stack frames and blank
+    lines left out, each line cut to a readable length, masked (`ServerSpec.mask`, when the caller
+    has the spec; a stored tail was masked when it was stored) and made terminal-safe
+    (`safetext.visible`). When none of the last lines reads like an error, the last one that does
+    leads: Node prints the cause ("Error: Cannot find module ...") above its stack and version."""
+    from .safetext import visible
+
+    if mask is not None:
+        tail = mask(tail)
+    if not tail or not isinstance(tail, str):
+        return []
+    lines: list[str] = []
+    in_frame = False
+    for ln in tail.splitlines():
+        # a Python frame's source and ^^^ lines are indented below its File "..." line
+        in_frame = bool(_FRAME.search(ln)) or (in_frame and ln[:1].isspace())
+        if ln.strip().strip("{}[](),;") and not in_frame:  # a lone "}" closes Node's error object
+            lines.append(ln.strip())
+    shown = lines[-limit:]
+    if not any(_CAUSE.search(ln) for ln in shown):
+        causes = [ln for ln in lines[:-limit] if _CAUSE.search(ln)] if len(lines) > limit else []
+        if causes:
+            shown = [causes[-1], *lines[-(limit - 1):]]
+    cut = [ln if len(ln) <= STDERR_LINE_CHARS else ln[:STDERR_LINE_CHARS - 1] + "…" for ln in shown]
+    return [visible(ln, keep_newlines=False) for ln in cut]
+
+
 MAX_SERVER_NAME = 200
 
 

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from .. import __version__
 from ..core.errors import ToolidxError
 from ..core.notices import said_elsewhere
-from ..core.servers import ServerSpec
+from ..core.servers import ServerSpec, stderr_lines
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 
@@ -110,6 +110,9 @@ def _server_problem(spec: ServerSpec, base: Path) -> tuple[str, str, str | None]
         written = spec.raw.get("command")
         if not found:
             return FAIL, f"command {written!r} not found on PATH", "install it, or give its full path in `command`"
+        script = _missing_script(spec, base)
+        if script:
+            return WARN, f"stdio: {written} found, but its script {script[0]!r} does not exist", script[1]
         return OK, f"stdio: {written} found", None
     if spec.transport in ("http", "sse"):
         parts = urlsplit(spec.url or "")
@@ -123,6 +126,32 @@ def _server_problem(spec: ServerSpec, base: Path) -> tuple[str, str, str | None]
     if not path.is_file():
         return FAIL, f"tools_file {spec.tools_file} not found", "fix the path (relative to the config file)"
     return OK, f"tools_file: {path}", None
+
+
+SCRIPT_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".py")
+
+
+def _missing_script(spec: ServerSpec, base: Path) -> tuple[str, str] | None:
+    """(the arg as written, fix) for the first script path in a stdio server's `args` that does not
+    exist: `node dist/index.js` before the build, a moved checkout. The server then starts, prints
+    "Cannot find module" and exits, which a crawl reports only as a closed connection. An arg is a
+    script path when it ends like a script and is not an option, a URL or an npm package name."""
+    written = [str(a) for a in spec.raw.get("args") or []]
+    for i, arg in enumerate(spec.args):
+        if (not arg.endswith(SCRIPT_SUFFIXES) or arg.startswith(("-", "@")) or "://" in arg
+                or "=" in arg):
+            continue
+        path = Path(arg).expanduser()
+        # the server runs in `cwd` (resolved against the config's folder), else where toolidx runs
+        where = Path(spec.cwd) if spec.cwd else Path.cwd()
+        if (path if path.is_absolute() else where / path).exists():
+            continue
+        as_written = written[i] if i < len(written) else arg  # `${VAR}` unexpanded: may be a secret
+        if not path.is_absolute() and not spec.cwd and (base / path).exists():
+            return as_written, ("it is relative to the config's folder: add `cwd: .` to the server "
+                                "(cwd is relative to the config)")
+        return as_written, "build or install the server (e.g. npm install && npm run build), or fix the path in `args`"
+    return None
 
 
 def check_config(report: DoctorReport, config_path: str | None) -> dict[str, Any]:
@@ -169,9 +198,11 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
         report.add("index", "integrity", OK, "SQLite quick_check: ok")
     failed = [s for s in facts["servers"] if s["status"] != "ok"]
     for s in failed:
+        said = stderr_lines(s["stderr_tail"])  # masked when stored
         report.add("index", f"server {s['name']}", WARN,
                    f"failed at the last crawl: {(s['error'] or 'no reason recorded').splitlines()[0][:200]}"
-                   + (f"; {facts['stale_tools']} stale tool(s) kept" if facts["stale_tools"] else ""),
+                   + (f"; {facts['stale_tools']} stale tool(s) kept" if facts["stale_tools"] else "")
+                   + (f"; last stderr: {' | '.join(said)}" if said else ""),
                    f"fix the server, then: toolidx crawl --server {s['name']}")
     if not failed:
         report.add("index", "servers", OK, f"{len(facts['servers'])} server(s), all ok at the last crawl")

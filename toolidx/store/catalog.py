@@ -52,7 +52,7 @@ def server_counts(db: Database, filters: Filters | None = None) -> list[dict]:
     """Every server with its matching tools, stale tools, and last crawl status."""
     where, params = _where(filters)
     return db.query(
-        "SELECT s.name, s.status, s.error, s.transport, s.category, s.crawled_at, s.last_ok_at, "
+        "SELECT s.name, s.status, s.error, s.stderr_tail, s.transport, s.category, s.crawled_at, s.last_ok_at, "
         "coalesce(c.count, 0) AS count, coalesce(c.stale, 0) AS stale "
         "FROM servers s LEFT JOIN (SELECT t.server, count(*) AS count, sum(t.stale) AS stale "
         f"FROM tools t WHERE {where} GROUP BY t.server) c ON c.server = s.name ORDER BY s.name",

@@ -15,7 +15,7 @@ from .. import __version__
 from ..core.clock import now_iso
 from ..core.embedding import Embedder, LazyEmbedder, text_hash
 from ..core.notices import warn_once
-from ..core.servers import ServerResult
+from ..core.servers import ServerResult, stderr_lines
 from ..core.tooldoc import ToolDoc, build_tooldoc, canonical_json, server_words
 from . import vectors
 from .db import Database
@@ -107,6 +107,8 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
                            (r.error or "crawl failed", r.spec.name))
                 summary.servers_failed += 1
             summary.servers.append({"server": r.spec.name, "status": r.status, "error": r.error,
+                                    # why it failed is often only in what it printed
+                                    "stderr": [] if r.ok else stderr_lines(r.stderr_tail, r.spec.mask),
                                     "tools": len(r.tools) if r.ok else None,
                                     "invalid_tools": r.invalid_tools, "duration_ms": r.duration_ms})
         if prune:

@@ -44,7 +44,8 @@ def index_facts(db: Database) -> dict[str, Any]:
         app_id = int(db.scalar("PRAGMA application_id"))
         problems = [r[0] for r in db.execute("PRAGMA quick_check(5)").fetchall()]
         tools = int(db.scalar("SELECT count(*) FROM tools"))
-        servers = db.query("SELECT name, status, error, tool_count, last_ok_at FROM servers ORDER BY name")
+        servers = db.query("SELECT name, status, error, stderr_tail, tool_count, last_ok_at FROM servers "
+                           "ORDER BY name")
         stale = int(db.scalar("SELECT count(*) FROM tools WHERE stale"))
         has_vectors = db.vec_available and vectors.has_table(db)
         with_vectors = int(db.scalar(f"SELECT count(*) FROM {vectors.TABLE}")) if has_vectors else 0
