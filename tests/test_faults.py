@@ -516,3 +516,53 @@ def test_11_large_yaml_config_loads_with_libyaml(tmp_path, figure):
     figure("YAML config load: toolidx / libyaml alone / pure-Python loader (s)",
            f"{secs:.2f} / {base:.2f} / {pure:.2f}")
     assert len(cfg.servers) == n and secs < 2 * base + 0.5
+
+
+# --- 20: recorded examples stay in their scope, secrets out in every shape -------------------------
+def test_20_recorded_examples_stay_in_their_scope_and_keep_no_secrets(tmp_path, figure):
+    """Two serves share one index and one usage file: a team's (scope servers=r) and the whole
+    server's. Each records examples (--record-examples); each caller sees only its own scope's, and
+    secrets in the shapes calls carry them (DSN password, nested auth.pass, a token list, a numeric
+    pin, a URL's api_key) reach neither the file nor any answer."""
+    from toolidx.core.filters import Filters
+
+    db = index(tmp_path, {"r": raw("ok"), "q": raw("ok")})
+    pw, tok, pin = "Pw-20-hunter2", "tok-20-first", 987654
+    team_args = {"path": "from-team", "dsn": f"postgres://app:{pw}@db/prod", "auth": {"user": "u", "pass": pw},
+                 "tokens": [tok, tok + "2"], "pin": pin, "url": f"https://x.example/?api_key={pw}&n=1"}
+    secrets = [pw, tok, str(pin)]
+
+    def scoped_answers(srv, view_scope):
+        d = srv.discovery.scoped(view_scope) if view_scope else srv.discovery
+        described = d.answer("describe_tool", {"tool_name": "r/tool_0", "include_examples": True})
+        listed = d.answer("list_tools", {"filters": {"has_examples": True}})
+        return described.payload, sorted(t["id"] for t in listed.payload["items"])
+
+    async def team(c, srv):
+        await call(c, "execute_tool", {"tool_name": "r/tool_0", "arguments": team_args})
+        assert srv.discovery.usage.flush(10)
+        return scoped_answers(srv, None)
+
+    async def everyone(c, srv):
+        await call(c, "execute_tool", {"tool_name": "r/tool_0", "arguments": {"path": "from-all"}})
+        await call(c, "execute_tool", {"tool_name": "q/tool_1", "arguments": {"path": "from-all"}})
+        assert srv.discovery.usage.flush(10)
+        # a token view inside this serve with its own scope (servers=q) sees neither scope's
+        return scoped_answers(srv, None), scoped_answers(srv, Filters(servers=["q"]))
+
+    (t_desc, t_ids) = serve(db, team, scope=Filters(servers=["r"]), record_examples=True)
+    (a_desc, a_ids), (q_desc, q_ids) = serve(db, everyone, record_examples=True)
+
+    def recorded(desc):
+        return [e["arguments"]["path"] for e in desc.get("examples", []) if e["source"] == "recorded"]
+
+    assert recorded(t_desc) == ["from-team"] and t_ids == ["r/tool_0"]
+    assert recorded(a_desc) == ["from-all"] and a_ids == ["q/tool_1", "r/tool_0"]
+    assert recorded(q_desc) == [] and q_ids == []
+    cross = sum(p != "from-team" for p in recorded(t_desc)) + sum(p != "from-all" for p in recorded(a_desc)) \
+        + len(recorded(q_desc)) + len(set(t_ids) - {"r/tool_0"}) + len(q_ids)
+    blob = index_blob(tmp_path, "f").decode("latin-1") + json.dumps([t_desc, a_desc, q_desc])
+    leaked = sum(blob.count(s) for s in secrets)
+    figure("record-examples: secrets leaked (file + answers) / cross-scope examples seen", f"{leaked} / {cross}")
+    assert leaked == 0 and cross == 0
+

@@ -66,3 +66,31 @@ def test_files_that_are_not_usage_files_are_refused_untouched(tmp_path):
     with pytest.raises(DatabaseError, match="not a toolidx usage file"):
         open_usage(index)  # an index given as the usage file
     assert index.read_bytes() == before
+
+
+def test_examples_are_kept_per_scope_and_old_ones_belong_to_no_serve_scope(tmp_path):
+    """Examples recorded before scopes were kept (schema v1) ran in an unknown scope: after the
+    migration no serve scope sees them, the file's owner (scope None, the CLI) still does."""
+    from toolidx.store.db import _statements, sqlite_module
+    from toolidx.store.usage import OLD_SCOPE, USAGE_APP_ID, USAGE_MIGRATIONS
+
+    p = tmp_path / "v1.db"
+    conn = sqlite_module().connect(str(p), isolation_level=None)
+    for stmt in _statements(USAGE_MIGRATIONS[0]):
+        conn.execute(stmt)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute(f"PRAGMA application_id = {USAGE_APP_ID}")
+    conn.execute("INSERT INTO examples VALUES ('s/t', '{\"q\":\"old\"}', 'h', '2026-01-01T00:00:00Z')")
+    conn.close()
+    u = open_usage(p)
+    assert [e["scope"] for e in u.examples("s/t")] == [OLD_SCOPE]
+    assert u.examples("s/t", "") == [] and u.tools_with_examples("") == set()
+    u.add_example("s/t", {"q": "all"}, "")
+    u.add_example("s/t", {"q": "team"}, "servers=s")
+    for n in range(MAX_EXAMPLES_PER_TOOL + 2):  # one scope's calls never evict another's examples
+        u.add_example("s/t", {"n": n}, "servers=s")
+    assert [e["arguments"] for e in u.examples("s/t", "")] == [{"q": "all"}]
+    assert len(u.examples("s/t", "servers=s")) == MAX_EXAMPLES_PER_TOOL
+    assert u.tools_with_examples("servers=s") == {"s/t"} and u.tools_with_examples("servers=x") == set()
+    assert len(u.examples("s/t")) == MAX_EXAMPLES_PER_TOOL + 2
+    u.close()

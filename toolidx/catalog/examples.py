@@ -5,7 +5,8 @@
 - `tools_file`: a saved tool list's row may carry `examples` (argument objects, or
   `{"arguments": {...}}`);
 - `recorded`: successful calls `toolidx serve --record-examples` kept (secrets redacted), from the
-  usage file;
+  usage file; serve shows a caller only those recorded in its own scope, and every one is
+  redacted again when read (a row written by an older, weaker redaction is no leak);
 - `generated`: toolidx's own example arguments (core.schemas.example_arguments), checked
   against the schema.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.redact import redact
 from ..core.schemas import example_arguments, validate
 from ..store.usage import UsageStore
 
@@ -56,14 +58,15 @@ def _listed_examples(definition: Any) -> list[dict]:
     return out
 
 
-def tool_examples(tool: dict, usage: UsageStore | None = None) -> list[dict]:
+def tool_examples(tool: dict, usage: UsageStore | None = None, scope: str | None = None) -> list[dict]:
     """[{"arguments", "source", "valid"}] for one tool row (store.tools.get_tool), distinct,
-    documented ones first, at most MAX_EXAMPLES."""
+    documented ones first, at most MAX_EXAMPLES. `scope`: recorded examples of that scope label
+    only (serve's answer to a caller); None: all of them (the CLI, run by the file's owner)."""
     schema = tool.get("input_schema") or {"type": "object"}
     found: list[tuple[str, dict]] = [("schema", e) for e in _schema_examples(tool.get("input_schema"))]
     found += [("tools_file", e) for e in _listed_examples(tool.get("definition"))]
     if usage is not None:
-        found += [("recorded", e["arguments"]) for e in usage.examples(tool["id"])]
+        found += [("recorded", redact(e["arguments"])[0]) for e in usage.examples(tool["id"], scope)]
     found.append(("generated", example_arguments(schema)))
     out: list[dict] = []
     seen: set[str] = set()

@@ -24,6 +24,7 @@ from ..core.tooldoc import compact_json
 from ..store.db import Database, open_db
 from ..store.tools import all_ids, filtered_rowids, get_tool, get_tools_by_rowid, list_servers
 from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS, cut_text, instructions
+from .usage import scope_label
 
 log = logging.getLogger("toolidx")
 
@@ -348,7 +349,8 @@ class Discovery:
         f = dict(args.get("filters") or {})
         f.pop("min_score", None)
         if f.get("has_examples") and self.usage_store() is not None:
-            f["example_ids"] = sorted(self._usage_read(lambda u: u.tools_with_examples(), set()))
+            label = scope_label(self.scope)
+            f["example_ids"] = sorted(self._usage_read(lambda u: u.tools_with_examples(label), set()))
         return Filters(**f).narrowed_by(self.scope)
 
     def usage_store(self) -> Any:
@@ -448,7 +450,8 @@ class Discovery:
         if args.get("include_examples"):
             from ..catalog.examples import tool_examples
 
-            payload["examples"] = self._usage_read(lambda u: tool_examples(tool, u), None) \
+            label = scope_label(self.scope)  # only the examples callers of this very scope sent
+            payload["examples"] = self._usage_read(lambda u: tool_examples(tool, u, label), None) \
                 or tool_examples(tool, None)
         payload = fit_budget(payload, None, self.max_tokens)
         answer = Answer(payload, _describe_text(payload))

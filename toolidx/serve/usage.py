@@ -24,13 +24,17 @@ log = logging.getLogger("toolidx")
 BATCH_S = 0.25  # the writer gathers calls this long before writing them together
 
 
+LABEL_CHARS = 200  # a call row's scope text is cut to this; an example's key never is
+
+
 def scope_label(scope: Filters | None) -> str:
-    """A short text of serve's scope for each call row ('' = everything)."""
+    """The text of a scope ('' = everything), whole: it keys recorded examples, and two scopes
+    that only differ past a cut would see each other's callers' arguments."""
     if scope is None:
         return ""
     s = scope.to_json()
     s.pop("include_stale", None)
-    return "; ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in sorted(s.items()))[:200]
+    return "; ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in sorted(s.items()))
 
 
 class Usage:
@@ -93,11 +97,11 @@ class Usage:
 
     def _write(self, items: list[tuple]) -> None:
         assert self.store is not None
-        self.store.record_calls([(t, sv, o, d, label, at) for t, sv, o, d, at, _, label in items])
-        for tool_id, _, _, _, _, example, _ in items:
+        self.store.record_calls([(t, sv, o, d, label[:LABEL_CHARS], at) for t, sv, o, d, at, _, label in items])
+        for tool_id, _, _, _, _, example, label in items:
             if example is not None:
                 clean, _ = redact(example)
-                self.store.add_example(tool_id, clean)
+                self.store.add_example(tool_id, clean, label)
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every queued call is written (tests, shutdown). True if it was."""

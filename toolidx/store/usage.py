@@ -50,7 +50,25 @@ USAGE_MIGRATIONS: list[str] = [
         PRIMARY KEY (tool_id, hash)
     );
     """,
+    # examples are kept per scope: arguments one token's callers sent are never shown to callers
+    # of another scope. Rows from before this migration ran in an unknown scope: OLD_SCOPE, which
+    # no serve scope equals (only the file's owner, through the CLI, sees them).
+    """
+    CREATE TABLE examples_scoped (
+        tool_id     TEXT NOT NULL,
+        scope       TEXT NOT NULL,           -- the whole scope label of the call ('' = everything)
+        arguments   TEXT NOT NULL,
+        hash        TEXT NOT NULL,
+        at          TEXT NOT NULL,
+        PRIMARY KEY (tool_id, scope, hash)
+    );
+    INSERT INTO examples_scoped(tool_id, scope, arguments, hash, at)
+        SELECT tool_id, '?', arguments, hash, at FROM examples;
+    DROP TABLE examples;
+    ALTER TABLE examples_scoped RENAME TO examples;
+    """,
 ]
+OLD_SCOPE = "?"  # examples recorded before scopes were kept (see the migration above)
 
 
 def _state_home() -> Path:
@@ -132,20 +150,20 @@ class UsageStore:
                 raise
             self.conn.execute("COMMIT")
 
-    def add_example(self, tool_id: str, arguments: dict) -> None:
-        """Keep `arguments` (already redacted) as an example of `tool_id`: distinct ones only,
-        the newest MAX_EXAMPLES_PER_TOOL."""
+    def add_example(self, tool_id: str, arguments: dict, scope: str = "") -> None:
+        """Keep `arguments` (already redacted) as an example of `tool_id` seen in `scope` (the
+        call's whole scope label): distinct ones only, the newest MAX_EXAMPLES_PER_TOOL per scope."""
         text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         h = hashlib.sha256(text.encode()).hexdigest()
         with self.lock:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
-                self.conn.execute("INSERT INTO examples(tool_id, arguments, hash, at) VALUES (?, ?, ?, ?) "
-                                  "ON CONFLICT(tool_id, hash) DO UPDATE SET at = excluded.at",
-                                  (tool_id, text, h, now_iso()))
-                self.conn.execute("DELETE FROM examples WHERE tool_id = ? AND hash NOT IN (SELECT hash FROM "
-                                  "examples WHERE tool_id = ? ORDER BY at DESC, rowid DESC LIMIT ?)",
-                                  (tool_id, tool_id, MAX_EXAMPLES_PER_TOOL))
+                self.conn.execute("INSERT INTO examples(tool_id, scope, arguments, hash, at) VALUES (?, ?, ?, ?, ?) "
+                                  "ON CONFLICT(tool_id, scope, hash) DO UPDATE SET at = excluded.at",
+                                  (tool_id, scope, text, h, now_iso()))
+                self.conn.execute("DELETE FROM examples WHERE tool_id = ? AND scope = ? AND hash NOT IN (SELECT hash "
+                                  "FROM examples WHERE tool_id = ? AND scope = ? ORDER BY at DESC, rowid DESC LIMIT ?)",
+                                  (tool_id, scope, tool_id, scope, MAX_EXAMPLES_PER_TOOL))
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
@@ -192,13 +210,20 @@ class UsageStore:
             m["p50_ms"], m["p95_ms"] = _percentile(ds, 0.5), _percentile(ds, 0.95)
         return out
 
-    def examples(self, tool_id: str) -> list[dict]:
-        """Recorded examples of `tool_id`, newest first: [{"arguments", "at"}]."""
-        return [{"arguments": json.loads(a), "at": at} for a, at in self._rows(
-            "SELECT arguments, at FROM examples WHERE tool_id = ? ORDER BY at DESC, rowid DESC", (tool_id,))]
+    def examples(self, tool_id: str, scope: str | None = None) -> list[dict]:
+        """Recorded examples of `tool_id`, newest first: [{"arguments", "at", "scope"}]. `scope`:
+        only those recorded in exactly that scope (what serve shows a caller); None: every scope
+        (the file's owner, through the CLI)."""
+        where, params = ("tool_id = ?", (tool_id,)) if scope is None else \
+            ("tool_id = ? AND scope = ?", (tool_id, scope))
+        return [{"arguments": json.loads(a), "at": at, "scope": sc} for a, at, sc in self._rows(
+            f"SELECT arguments, at, scope FROM examples WHERE {where} ORDER BY at DESC, rowid DESC", params)]
 
-    def tools_with_examples(self) -> set[str]:
-        return {r[0] for r in self._rows("SELECT DISTINCT tool_id FROM examples")}
+    def tools_with_examples(self, scope: str | None = None) -> set[str]:
+        """Tools with recorded examples (in exactly `scope`; None: in any)."""
+        if scope is None:
+            return {r[0] for r in self._rows("SELECT DISTINCT tool_id FROM examples")}
+        return {r[0] for r in self._rows("SELECT DISTINCT tool_id FROM examples WHERE scope = ?", (scope,))}
 
     def close(self) -> None:
         with self.lock:
