@@ -19,7 +19,7 @@ import json
 import os
 import sys
 
-from _round import example_index, post, recorded
+from _round import example_index, post, recorded, replay_stops
 
 from toolidx.integrations.anthropic import AnthropicToolSearch
 from toolidx.integrations.common import ToolCatalog
@@ -37,6 +37,7 @@ def main() -> int:
     print(f"mode: {'real API' if key else 'recorded model turns'}; {len(tools) - 1} deferred tools + search_tools")
     print(f"user: {script['prompt']}")
     loaded: set[str] = set()
+    failed = False
     for step in range(8):
         if key:
             reply = post("https://api.anthropic.com/v1/messages",
@@ -63,8 +64,12 @@ def main() -> int:
                 result = search.execute_sync(block)
                 print(f"{block['name']}({json.dumps(block['input'])}) -> {json.dumps(result['content'])}")
                 results.append(result)
+                if result.get("is_error"):
+                    if not key:
+                        return replay_stops(json.dumps(result["content"]))
+                    failed = True  # the real model sees the error and answers for itself
         if not results:
-            return 0
+            return 1 if failed else 0
         messages.append({"role": "user", "content": results})
     return 1
 

@@ -1,8 +1,8 @@
 """A small real MCP server for the live example (`examples/live.yaml`, crawled by scripts/setup.sh):
 notes kept in memory.
 
-Run by toolidx over stdio; needs the `mcp` package, so start it with the Python toolidx is
-installed in: `PYTHON=.venv/bin/python toolidx crawl -c examples/live.yaml --db example.db`.
+Run by toolidx over stdio; needs the `mcp` package, so live.yaml starts it with the Python toolidx
+runs under (`${TOOLIDX_PYTHON}`): `toolidx crawl -c examples/live.yaml --db example.db`.
 """
 
 from mcp.server.mcpserver import MCPServer

@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-from _round import example_index, post, recorded
+from _round import example_index, post, recorded, replay_stops
 
 from toolidx.integrations.common import ToolCatalog
 from toolidx.integrations.openai import OpenAIToolSearch
@@ -36,6 +36,7 @@ def main() -> int:
     items: list[dict] = [{"role": "user", "content": script["prompt"]}]
     print(f"mode: {'real API' if key else 'recorded model turns'}; {len(search.catalog)} tools behind tool_search")
     print(f"user: {script['prompt']}")
+    failed = False
     for step in range(8):
         if key:
             reply = post("https://api.openai.com/v1/responses", {"authorization": f"Bearer {key}"},
@@ -58,8 +59,12 @@ def main() -> int:
                 answer = search.execute_sync(item)
                 print(f"{item.get('namespace')}.{item['name']}({item['arguments']}) -> {answer['output']}")
                 answers.append(answer)
+                if answer["output"].startswith("Error"):  # function_call_output's mark of isError
+                    if not key:
+                        return replay_stops(answer["output"])
+                    failed = True  # the real model sees the error and answers for itself
         if not answers:
-            return 0
+            return 1 if failed else 0
         items.extend(answers)
     return 1
 

@@ -18,8 +18,8 @@ if [ -z "${TOOLIDX_MODEL_PATH:-}" ] && [ -f ../shared/models/all-MiniLM-L6-v2-on
   TOOLIDX_MODEL_PATH=$(cd ../shared/models/all-MiniLM-L6-v2-onnx-int8 && pwd); export TOOLIDX_MODEL_PATH
 fi
 rm -f example.db example.db-wal example.db-shm
-# the notes server runs under the venv's Python (it needs the `mcp` package installed above)
-PYTHON="$PWD/.venv/bin/python" .venv/bin/toolidx crawl --config examples/live.yaml --db example.db
+# the notes server runs under toolidx's own Python, the venv's (live.yaml says ${TOOLIDX_PYTHON})
+.venv/bin/toolidx crawl --config examples/live.yaml --db example.db
 .venv/bin/toolidx search "convert a pdf to text" --db example.db -n 3
 .venv/bin/toolidx search "save a note" --db example.db -n 3
 echo "ready: .venv/bin/toolidx --help   (index: example.db)"

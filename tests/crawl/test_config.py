@@ -4,6 +4,7 @@ expansion, and every bad config: exit 2, one line naming file/server/key, the in
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -211,8 +212,32 @@ def test_bundled_example_crawls(tmp_path):
     assert r.code == 0 and r.json["servers_ok"] >= 2 and r.json["tools"] > 0
 
 
+def _python_without_mcp(tmp_path, monkeypatch) -> None:
+    """The system Python of a fresh machine, first on PATH: it has no `mcp` package."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for name in ("python3", "python"):
+        (fake / name).write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'mcp'\" >&2\nexit 1\n")
+        (fake / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ.get('PATH', '')}")
+    monkeypatch.delenv("PYTHON", raising=False)
+    monkeypatch.delenv("TOOLIDX_PYTHON", raising=False)
+
+
+def test_toolidx_python_is_the_interpreter_toolidx_runs_under(tmp_path):
+    entry = {"mcpServers": {"s": {"command": "${TOOLIDX_PYTHON}", "args": ["${TOOLIDX_PYTHON}.py"]}}}
+    spec = build_config(entry, "c.yaml", environ={}).servers[0]
+    assert spec.command == sys.executable and spec.problem is None
+    assert spec.mask(f"ran {sys.executable}") == f"ran {sys.executable}"  # a path, not a secret
+    other = build_config(entry, "c.yaml", environ={"TOOLIDX_PYTHON": "/opt/py/bin/python"}).servers[0]
+    assert other.command == "/opt/py/bin/python"
+    assert other.public()["command"] == "${TOOLIDX_PYTHON}"  # stored as written
+
+
 def test_live_example_with_a_real_stdio_server(tmp_path, monkeypatch):
-    monkeypatch.setenv("PYTHON", sys.executable)
+    """examples/live.yaml starts its server with toolidx's own Python, so crawl and check work
+    where the Python on PATH has no `mcp` (before: `${PYTHON:-python3}` was that Python)."""
+    _python_without_mcp(tmp_path, monkeypatch)
     r = run_cli("crawl", "--config", REPO / "examples" / "live.yaml", "--db", tmp_path / "l.db",
                 "--model", "none", "--json")
     assert r.code == 0, r.stderr
@@ -224,3 +249,6 @@ def test_live_example_with_a_real_stdio_server(tmp_path, monkeypatch):
         "server_name": "notes", "tool_count": 3}
     assert db.scalar("SELECT destructive FROM tools WHERE id = 'notes/delete_note'") == 1
     db.close()
+    # serve's way of starting it (what execute_tool does), from the index's record of the config
+    c = run_cli("check", "--require", "notes/add_note", "--db", tmp_path / "l.db", "--json")
+    assert c.code == 0, c.stdout + c.stderr

@@ -249,3 +249,24 @@ def test_the_examples_run_a_whole_round_offline(script, called, model_path):
     assert "recorded model turns" in r.stdout
     assert f"{called}(" in r.stdout and "saved 'groceries'" in r.stdout
     assert "Done: the note 'groceries' is saved." in r.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", ["anthropic_tool_search.py", "openai_tool_search.py"])
+def test_an_example_never_claims_success_after_a_failed_call(script, tmp_path):
+    """The notes server is gone when the example calls it: the replay stops with exit 1 instead of
+    printing the recorded "Done" (before: exit 0 and "Done" after an error)."""
+    import shutil
+
+    examples = tmp_path / "examples"
+    shutil.copytree(REPO / "examples", examples, ignore=shutil.ignore_patterns("__pycache__"))
+    r = run_cli("crawl", "--config", examples / "live.yaml", "--db", tmp_path / "e.db", "--model", "none")
+    assert r.code == 0, r.stderr
+    (examples / "notes_server.py").unlink()
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    r2 = subprocess.run([sys.executable, str(REPO / "examples" / script), "--db", str(tmp_path / "e.db")],
+                        capture_output=True, text=True, env=env, timeout=180)
+    assert r2.returncode == 1, r2.stdout + r2.stderr
+    assert "Done" not in r2.stdout and "replay stopped" in r2.stderr
+    assert "add_note(" in r2.stdout  # it got as far as the call

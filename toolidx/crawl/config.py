@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ class Config:
 
 
 # Variables whose values are not secret (paths): not masked, so errors keep readable paths.
-NOT_SECRET_VARS = frozenset({"HOME", "USER", "LOGNAME", "PWD", "TMPDIR", "workspaceFolder"})
+NOT_SECRET_VARS = frozenset({"HOME", "USER", "LOGNAME", "PWD", "TMPDIR", "workspaceFolder", "TOOLIDX_PYTHON"})
 
 
 def expand(value: str, environ: dict[str, str] | None = None,
@@ -255,10 +256,14 @@ def _server(name: Any, entry: Any, where: str, base: Path, environ: dict[str, st
     # VS Code's mcp.json lives in .vscode/ and may say ${workspaceFolder}
     workspace = str(base.parent if base.name == ".vscode" else base)
     env_vars: Any = os.environ if environ is None else environ
-    if "workspaceFolder" not in env_vars:
+    # ${TOOLIDX_PYTHON}: the interpreter toolidx runs under, which has the `mcp` package, so a
+    # Python server written with the SDK (the bundled example) starts without a venv of its own
+    implied = {k: v for k, v in (("workspaceFolder", workspace), ("TOOLIDX_PYTHON", sys.executable))
+               if k not in env_vars and v}
+    if implied:
         from collections import ChainMap
 
-        env_vars = ChainMap(env_vars, {"workspaceFolder": workspace})
+        env_vars = ChainMap(env_vars, implied)
     inputs: list[str] = []
     from_env: list[str] = []
 
