@@ -74,3 +74,26 @@ def test_unusable_tools_file_fails_that_server(tmp_path, name, content, reason):
     assert r.code == 1
     by = {s["server"]: s for s in r.json["servers"]}
     assert by["ok"]["status"] == "ok" and reason in by["saved"]["error"]
+
+
+def test_a_variable_in_the_tools_file_path_is_stored_as_written(tmp_path, monkeypatch):
+    """`${VAR}` in a tools_file path is expanded to read the file, and kept unexpanded in the index
+    (like command, args and url): the variable's value is this machine's, not the index's."""
+    hidden = tmp_path / "private-mount-4471"
+    hidden.mkdir()
+    (hidden / "cat.json").write_text(json.dumps([TOOL]))
+    monkeypatch.setenv("CATALOG_DIR", str(hidden))
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"mcpServers": {"saved": {"tools_file": "${CATALOG_DIR}/cat.json"},
+                                              "plain": {"tools_file": "private-mount-4471/cat.json"}}}))
+    r = run_cli("crawl", "--config", cfg, "--db", tmp_path / "t.db", "--model", "none", "--json")
+    assert r.code == 0, r.stderr
+    db = open_db(tmp_path / "t.db")
+    ids = {row[0] for row in db.execute("SELECT id FROM tools")}
+    connect = dict(db.execute("SELECT name, connect FROM servers").fetchall())
+    saved_row = [list(r) for r in db.execute("SELECT * FROM servers WHERE name = 'saved'")]
+    db.close()
+    assert ids == {"saved/get_forecast", "plain/get_forecast"}
+    assert json.loads(connect["saved"])["tools_file"] == "${CATALOG_DIR}/cat.json"
+    assert json.loads(connect["plain"])["tools_file"] == str(hidden / "cat.json")  # no variable: resolved
+    assert "private-mount-4471" not in json.dumps(saved_row, default=str)

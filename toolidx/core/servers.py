@@ -59,7 +59,10 @@ class ServerSpec:
         elif self.transport in ("http", "sse"):
             out["url"] = _mask_literal_query(r.get("url"))
         else:
-            out["tools_file"] = self.tools_file
+            # as written when it names a variable, like every other field: its value is this
+            # machine's (a home, a mount, possibly a secret path), not the index's to keep
+            tf = r.get("tools_file")
+            out["tools_file"] = tf if isinstance(tf, str) and "${" in tf else self.tools_file
         if self.env:
             out["env_keys"] = sorted(self.env)
         if self.headers:
