@@ -566,3 +566,82 @@ def test_20_recorded_examples_stay_in_their_scope_and_keep_no_secrets(tmp_path, 
     figure("record-examples: secrets leaked (file + answers) / cross-scope examples seen", f"{leaked} / {cross}")
     assert leaked == 0 and cross == 0
 
+
+
+# --- 14-16: serve --http: Host/Origin, hostile regexes, floods ---------------------------------------
+@contextlib.contextmanager
+def _http_serve(db: Path, tmp_path: Path, *flags: str, address: str = "127.0.0.1:0", nofile: int | None = None):
+    """`toolidx serve --http ADDRESS` as a subprocess (optionally with a lower open-files limit):
+    yields (base URL, stderr path) once /healthz answers; stopped with SIGTERM after."""
+    import os
+    import re
+    import resource
+    import subprocess
+    import urllib.request
+
+    err = tmp_path / "serve-http.err"
+
+    def limit() -> None:
+        if nofile:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+    with open(err, "w") as errf:
+        p = subprocess.Popen([sys.executable, "-m", "toolidx", "serve", "--db", str(db), "--http", address, *flags],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf, cwd=tmp_path,
+                             env={**os.environ, "TOOLIDX_MODEL_PATH": ""}, preexec_fn=limit)
+    try:
+        deadline, base = time.monotonic() + 60, None
+        while base is None and time.monotonic() < deadline:
+            m = re.search(r"MCP at (http://\S+:\d+)/mcp", err.read_text())
+            base = m.group(1) if m else None
+            assert p.poll() is None, err.read_text()
+            time.sleep(0.1)
+        assert base, err.read_text()
+        urllib.request.urlopen(base + "/healthz", timeout=30).read()
+        yield base, err
+    finally:
+        p.terminate()
+        try:
+            p.wait(20)
+        except Exception:
+            p.kill()
+            p.wait(5)
+
+
+def _ask(base: str, method: str, path: str, headers: dict, body: bytes | None = None,
+         timeout: float = 60) -> tuple[int, bytes]:
+    import http.client
+    import urllib.parse
+
+    u = urllib.parse.urlsplit(base)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers)
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+_INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+_MCP = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def test_14_dns_rebinding_is_refused_on_any_loopback_bind(tmp_path, figure):
+    """A token-free bind on 127.0.0.2: a page whose name was re-pointed at it sends its own name as
+    Host (or its own Origin); every route refuses it, MCP (the way to execute_tool) included."""
+    db = index(tmp_path, {"s": raw("ok")})
+    with _http_serve(db, tmp_path, address="127.0.0.2:0") as (base, _):
+        port = base.rsplit(":", 1)[1]
+        routes = [("GET", "/healthz", {}, None), ("GET", "/openapi.json", {}, None),
+                  ("GET", "/v1/search?q=tool", {}, None), ("POST", "/mcp", _MCP, _INIT)]
+        hostile = [{"Host": f"rebind.attacker.example:{port}"},
+                   {"Host": f"127.0.0.2:{port}", "Origin": f"http://rebind.attacker.example:{port}"}]
+        answered = [(path, h) for method, path, headers, body in routes for h in hostile
+                    if _ask(base, method, path, {**headers, **h}, body)[0] < 400]
+        genuine = [_ask(base, method, path, {**headers, "Host": f"127.0.0.2:{port}"}, body)[0]
+                   for method, path, headers, body in routes]
+    figure("rebinding requests answered on a 127.0.0.2 bind (4 routes x Host/Origin)",
+           f"{len(answered)} of {len(routes) * len(hostile)}")
+    assert answered == [] and genuine == [200, 200, 200, 200]

@@ -33,18 +33,18 @@ ENV_TOKEN = "env-token-0123456789abcdefgh"
 
 
 @contextlib.contextmanager
-def spawn(db, err, *flags, env=None, ssl_context=None):
-    """`toolidx serve --db DB --http 127.0.0.1:0 FLAGS` as a subprocess: yields its base URL once
+def spawn(db, err, *flags, env=None, ssl_context=None, address="127.0.0.1:0"):
+    """`toolidx serve --db DB --http ADDRESS FLAGS` as a subprocess: yields its base URL once
     it listens and its model is loaded; stopped with SIGTERM after."""
     with open(err, "w") as errf:
-        proc = subprocess.Popen([*TOOLIDX, "serve", "--db", str(db), "--http", "127.0.0.1:0", *flags],
+        proc = subprocess.Popen([*TOOLIDX, "serve", "--db", str(db), "--http", address, *flags],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
                                 env={**os.environ, **(env or {})})
     try:
         base = None
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and base is None:
-            m = re.search(r"MCP at (https?://127\.0\.0\.1:\d+)/mcp", err.read_text())
+            m = re.search(r"MCP at (https?://\S+:\d+)/mcp", err.read_text())
             base = m.group(1) if m else None
             if base is None:
                 assert proc.poll() is None, err.read_text()
@@ -340,6 +340,83 @@ def test_a_session_answers_only_the_token_that_opened_it(http_server):
     assert status == 200 and sid
     assert post(listing, TIME_ONLY, sid)[0] == 404  # another token: as if the session did not exist
     assert post(listing, ADMIN, sid)[0] in (200, 202)
+
+
+# --- Host and Origin (DNS rebinding) ----------------------------------------------------------------
+def raw_request(base, method, path, headers, body=None):
+    """One request with exactly these headers (Host included): (status, body)."""
+    u = urllib.parse.urlsplit(base)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    try:
+        conn.request(method, path, body=body, headers=headers)
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def rebinding_answers(base, host_ok):
+    """Every route as a DNS-rebinding page would ask it (its own name as Host, or a foreign
+    Origin), and as the real client would: the statuses, by route."""
+    routes = [("GET", "/healthz", {}, None), ("GET", "/openapi.json", {}, None),
+              ("GET", "/v1/search?q=echo", {}, None), ("POST", "/mcp", MCP_HEADERS, INIT)]
+    port = urllib.parse.urlsplit(base).port
+    out = {}
+    for method, path, headers, body in routes:
+        out[path] = (raw_request(base, method, path, {**headers, "Host": host_ok}, body)[0],
+                     raw_request(base, method, path, {**headers, "Host": f"rebind.attacker.example:{port}"}, body)[0],
+                     raw_request(base, method, path, {**headers, "Host": host_ok.rsplit(":", 1)[0] + ":1"}, body)[0],
+                     raw_request(base, method, path, {**headers, "Host": host_ok,
+                                                      "Origin": f"http://rebind.attacker.example:{port}"}, body)[0],
+                     raw_request(base, method, path, {**headers, "Host": host_ok, "Origin": "null"}, body)[0])
+    return out
+
+
+def test_foreign_host_or_origin_is_refused_on_every_loopback_bind(serve_index, tmp_path):
+    """Token-free loopback binds other than exactly 127.0.0.1/localhost/::1 (which the SDK's own
+    check covered) answered a rebinding page's Host, execute_tool included. Now every route checks
+    Host (421) and Origin (403) for whatever address is bound."""
+    binds = ["127.0.0.2:0"]
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET6) as s6:
+        s6.bind(("::1", 0))
+        binds.append("[0:0:0:0:0:0:0:1]:0")  # ::1 spelled out: no exact match for the SDK's list
+    for address in binds:
+        with spawn(serve_index, tmp_path / "serve.err", address=address) as base:
+            port = urllib.parse.urlsplit(base).port
+            here = base.removeprefix("http://")
+            answers = rebinding_answers(base, here)
+            for path, (ok, foreign_host, other_port, foreign_origin, null_origin) in answers.items():
+                assert ok == 200 and (foreign_host, other_port, foreign_origin, null_origin) == (421, 421, 403, 403), \
+                    (address, path, answers[path])
+            # localhost, the address in another spelling and a same-origin browser page pass
+            assert raw_request(base, "GET", "/healthz", {"Host": f"localhost:{port}"})[0] == 200
+            assert raw_request(base, "GET", "/healthz", {"Host": here, "Origin": base})[0] == 200
+            if "[" in here:
+                assert raw_request(base, "GET", "/healthz", {"Host": f"[::1]:{port}"})[0] == 200
+            status, body = raw_request(base, "GET", "/v1/search?q=x", {"Host": f"evil.example:{port}"})
+            assert json.loads(body)["error"] == "misdirected_request"
+    log = (tmp_path / "serve.err").read_text()
+    assert log.count("does not name this server") <= 2  # one line per kind per 10 s, not one per request
+
+
+def test_allow_host_and_allow_origin_widen_the_check(serve_index, tmp_path):
+    with spawn(serve_index, tmp_path / "serve.err", "--allow-host", "tools.lan", "--allow-origin",
+               "https://app.example:8443", address="127.0.0.2:0") as base:
+        here = base.removeprefix("http://")
+        assert raw_request(base, "GET", "/healthz", {"Host": "tools.lan"})[0] == 200
+        assert raw_request(base, "GET", "/healthz", {"Host": "tools.lan:8080"})[0] == 200  # behind a proxy
+        assert raw_request(base, "GET", "/healthz", {"Host": "other.lan"})[0] == 421
+        assert raw_request(base, "GET", "/healthz", {"Host": here, "Origin": "https://app.example:8443"})[0] == 200
+        assert raw_request(base, "GET", "/healthz", {"Host": here, "Origin": "https://app.example"})[0] == 403
+    r = run_cli("serve", "--db", serve_index, "--http", "0", "--allow-origin", "app.example")
+    assert r.code == 2 and "not an origin" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = run_cli("serve", "--db", serve_index, "--allow-host", "tools.lan")
+    assert r.code == 2 and "need --http" in r.stderr
 
 
 # --- the search API --------------------------------------------------------------------------------

@@ -351,6 +351,12 @@ def serve(
                                                  "with --tls-key."),
     tls_key: Optional[Path] = typer.Option(None, "--tls-key", metavar="PEM",
                                            help="With --http: the certificate's private key (unencrypted PEM)."),
+    allow_host: List[str] = typer.Option([], "--allow-host", metavar="NAME",
+                                         help="With --http: also answer requests whose Host is NAME (a DNS name "
+                                              "or proxy in front of serve; repeatable). Others get 421."),
+    allow_origin: List[str] = typer.Option([], "--allow-origin", metavar="ORIGIN",
+                                           help="With --http: also answer browser requests from ORIGIN "
+                                                "(https://app.example:8443; repeatable). Others get 403."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Serve the index as an MCP server (stdio, or Streamable HTTP with --http): search/describe/execute
@@ -379,8 +385,9 @@ def serve(
                    pins=list(pin), max_tokens=max_tokens, poll_interval=poll, always_load=always_load,
                    usage_db=str(usage_db) if usage_db else None, record_examples=record_examples)
     if http is None:
-        if token_env or token_file or tls_cert or tls_key:
-            raise UsageError("--token-env / --token-file / --tls-cert / --tls-key need --http",
+        if token_env or token_file or tls_cert or tls_key or allow_host or allow_origin:
+            raise UsageError("--token-env / --token-file / --tls-cert / --tls-key / --allow-host / --allow-origin "
+                             "need --http",
                              fix="add --http [HOST:]PORT, or drop them")
         from ..serve.server import serve_stdio
 
@@ -394,7 +401,8 @@ def serve(
     if bool(tls_cert) != bool(tls_key):
         raise UsageError("--tls-cert and --tls-key go together", fix="give both PEM files, or neither")
     tls = (str(tls_cert), str(tls_key)) if tls_cert and tls_key else None
-    serve_http(str(db or default_db_path()), address, tokens, tls=tls, **options)
+    serve_http(str(db or default_db_path()), address, tokens, tls=tls, allow_hosts=tuple(allow_host),
+               allow_origins=tuple(allow_origin), **options)
 
 
 @app.command()

@@ -153,3 +153,109 @@ def _scope(options: list[str], where: str) -> Filters:
         values.setdefault(key, []).extend(names)
     return Filters(servers=values.get("servers", []), tags=values.get("tags", []),
                    categories=values.get("categories", []), read_only=read_only)
+
+
+# --- Host and Origin (DNS rebinding) ----------------------------------------------------------------
+def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return None
+
+
+def split_host(value: str, default_port: int) -> tuple[str, int] | None:
+    """A Host header (or an origin's netloc) -> (name, port): the name lower-cased, an IP literal in
+    its one canonical spelling, the port `default_port` when none is given. None when malformed."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        rest = value[end + 1:]
+        if end < 0 or (rest and not rest.startswith(":")):
+            return None
+        name, port_text = value[1:end], value[end + 2:]
+        if _ip(name) is None:
+            return None
+    else:
+        name, _, port_text = value.partition(":")
+        if ":" in port_text:  # an IPv6 address without its brackets is no Host header
+            return None
+    name = name.rstrip(".")
+    if not name or (port_text and not (port_text.isdigit() and int(port_text) <= 65535)):
+        return None
+    ip = _ip(name)
+    return (str(ip) if ip else name), (int(port_text) if port_text else default_port)
+
+
+def check_allowed(allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...]) -> None:
+    """`--allow-host NAME[:PORT]` and `--allow-origin SCHEME://HOST[:PORT]` are well formed, or a
+    one-line UsageError."""
+    for h in allow_hosts:
+        if split_host(h, 0) is None or "/" in h:
+            raise UsageError(f"--allow-host {h!r}: not a host name", fix="give a name as clients type it: tools.lan")
+    for o in allow_origins:
+        scheme, sep, netloc = o.strip().rstrip("/").partition("://")
+        if not sep or scheme.lower() not in ("http", "https") or "/" in netloc or split_host(netloc, 0) is None:
+            raise UsageError(f"--allow-origin {o!r}: not an origin",
+                             fix="give SCHEME://HOST[:PORT], e.g. https://app.example:8443")
+
+
+class HostPolicy:
+    """Which Host and Origin headers serve --http answers, against DNS rebinding: a web page whose
+    name an attacker re-points at this address sends its own name as Host, so only names that
+    can mean this listener pass (421 otherwise), and a browser page on another origin is refused
+    (403) even when its Host is right.
+
+    - Host: the bound address in any spelling, with the bound port; for a loopback bind also
+      `localhost` (and `*.localhost`) and any loopback IP literal; plus each `--allow-host NAME`
+      (any port, e.g. a reverse proxy's name). A wildcard bind (0.0.0.0, ::) cannot know the
+      machine's names: IP literals pass with the bound port, names only when some `--allow-host`
+      is given, else any Host passes (a non-loopback bind always needs a token, which a
+      rebinding page does not have).
+    - Origin (sent by browsers only; absent passes): the request's own Host as origin (same
+      origin), for a loopback bind any loopback origin (local tools such as the MCP Inspector),
+      and each `--allow-origin URL`."""
+
+    def __init__(self, host: str, port: int, scheme: str = "http", allow_hosts: tuple[str, ...] = (),
+                 allow_origins: tuple[str, ...] = ()):
+        self.scheme, self.port = scheme, port
+        self.default_port = 443 if scheme == "https" else 80
+        bound = _ip(host)
+        self.wildcard = bound is not None and bound.is_unspecified
+        self.loopback = is_loopback(host) or self.wildcard
+        self.bound = str(bound) if bound is not None else host.lower().rstrip(".")
+        self.allow_hosts = {h[0] for h in (split_host(a, 0) for a in allow_hosts) if h}
+        self.allow_origins = {o.strip().lower().rstrip("/") for o in allow_origins}
+
+    def host_ok(self, header: str | None) -> bool:
+        parsed = split_host(header, self.default_port) if header else None
+        if parsed is None:
+            return False
+        name, port = parsed
+        if name in self.allow_hosts:
+            return True
+        if port != self.port:
+            return False
+        ip = _ip(name)
+        if name == self.bound or (ip is not None and self.wildcard):
+            return True
+        if self.loopback and ((ip is not None and ip.is_loopback) or name == "localhost"
+                              or name.endswith(".localhost")):
+            return True
+        return self.wildcard and not self.allow_hosts
+
+    def origin_ok(self, origin: str | None, host: str | None) -> bool:
+        if origin is None:
+            return True
+        origin = origin.strip().lower().rstrip("/")
+        if origin in self.allow_origins:
+            return True
+        scheme, sep, netloc = origin.partition("://")
+        parsed = split_host(netloc, 443 if scheme == "https" else 80) if sep and scheme in ("http", "https") else None
+        if parsed is None:
+            return False  # `null` (sandboxed frames, file:) and anything unparsable
+        if scheme == self.scheme and host and parsed == split_host(host, self.default_port):
+            return True
+        name, _ = parsed
+        ip = _ip(name)
+        return self.loopback and not self.wildcard and (
+            (ip is not None and ip.is_loopback) or name == "localhost" or name.endswith(".localhost"))

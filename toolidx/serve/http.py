@@ -28,7 +28,7 @@ import anyio
 from .. import __version__
 from ..core.errors import ToolidxError, UsageError
 from ..core.filters import Filters
-from .access import ANONYMOUS, Grant, Tokens, is_loopback
+from .access import ANONYMOUS, Grant, HostPolicy, Tokens, check_allowed, is_loopback
 from .discovery import MODEL_WAIT_S, Discovery
 
 log = logging.getLogger("toolidx")
@@ -38,6 +38,74 @@ OPEN_PATHS = ("/healthz", "/openapi.json")
 MAX_QUERY_CHARS = 4000
 MAX_K = 100
 MODES = ("hybrid", "keyword", "semantic")
+
+
+# --- refusals: one log line per kind, rate-limited -------------------------------------------------
+class Refusals:
+    """Logs a refusal (wrong Host, too many connections, ...) once per kind per `every` seconds,
+    with how many were not logged since: a flood of bad requests costs a few lines, not a log
+    line (or a traceback) each."""
+
+    def __init__(self, every: float = 10.0):
+        self.every = every
+        self._last: dict[str, float] = {}
+        self._quiet: dict[str, int] = {}
+
+    def __call__(self, kind: str, text: str) -> None:
+        import time
+
+        now = time.monotonic()
+        if now - self._last.get(kind, -self.every) < self.every:
+            self._quiet[kind] = self._quiet.get(kind, 0) + 1
+            return
+        more = self._quiet.pop(kind, 0)
+        self._last[kind] = now
+        log.warning(f"{text}" + (f" (and {more} more like it since the last such line)" if more else ""))
+
+
+REFUSALS = Refusals()
+
+
+async def _refuse(send: Any, status: int, error: str, message: str, fix: str | None = None,
+                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps({"toolidx": JSON_VERSION, "command": "error", "error": error, "message": message,
+                       "fix": fix}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+# --- Host and Origin --------------------------------------------------------------------------------
+class HostGuard:
+    """ASGI middleware, outermost, on every route: a Host header that cannot name this listener
+    gets 421, a browser Origin from elsewhere 403 (access.HostPolicy says which pass). The SDK's
+    own check only covers binds on exactly 127.0.0.1, localhost and ::1, so serve turns it off
+    and checks every bind here, /healthz included."""
+
+    def __init__(self, app: Any, policy: HostPolicy):
+        self.app, self.policy = app, policy
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k: v.decode("latin-1") for k, v in scope.get("headers", []) if k in (b"host", b"origin")}
+        host, origin = headers.get(b"host"), headers.get(b"origin")
+        if not self.policy.host_ok(host):
+            REFUSALS("host", f"421 for {scope.get('path')!r}: Host {(host or '')[:80]!r} does not name this "
+                             "server (DNS rebinding?); allow a name with --allow-host")
+            await _refuse(send, 421, "misdirected_request",
+                          f"Host {(host or '')[:80]!r} does not name this server",
+                          fix="connect by the address serve listens on, or start serve with --allow-host NAME")
+            return
+        if not self.policy.origin_ok(origin, host):
+            REFUSALS("origin", f"403 for {scope.get('path')!r}: Origin {(origin or '')[:80]!r} is not allowed; "
+                               "allow it with --allow-origin")
+            await _refuse(send, 403, "forbidden_origin", f"Origin {(origin or '')[:80]!r} may not use this server",
+                          fix="start serve with --allow-origin ORIGIN for a browser client on that origin")
+            return
+        await self.app(scope, receive, send)
 
 
 # --- authentication -------------------------------------------------------------------------------
@@ -205,8 +273,9 @@ def openapi_document(base_url: str | None = None) -> dict:
 
 
 # --- the app --------------------------------------------------------------------------------------
-def build_app(server: Any, tokens: Tokens, host: str, base_url: str | None = None) -> Any:
-    """The ASGI app: MCP at /mcp plus the search API, behind BearerAuth."""
+def build_app(server: Any, tokens: Tokens, policy: HostPolicy, base_url: str | None = None) -> Any:
+    """The ASGI app: MCP at /mcp plus the search API, behind HostGuard then BearerAuth."""
+    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.requests import Request
     from starlette.responses import JSONResponse
     from starlette.routing import Route
@@ -234,8 +303,10 @@ def build_app(server: Any, tokens: Tokens, host: str, base_url: str | None = Non
 
     routes = [Route("/v1/search", v1_search, methods=["GET"]), Route("/openapi.json", openapi, methods=["GET"]),
               Route("/healthz", healthz, methods=["GET"])]
-    app = server.streamable_http_app(host=host, custom_starlette_routes=routes, max_sessions=1000, json_response=True)
-    return BearerAuth(app, tokens)
+    off = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # HostGuard checks every bind
+    app = server.streamable_http_app(custom_starlette_routes=routes, max_sessions=1000, json_response=True,
+                                     transport_security=off)
+    return HostGuard(BearerAuth(app, tokens), policy)
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -293,14 +364,16 @@ def check_tls(cert: str, key: str) -> None:
 
 
 def serve_http(db_path: str, address: tuple[str, int], tokens: Tokens, tls: tuple[str, str] | None = None,
-               **options: Any) -> None:
+               allow_hosts: tuple[str, ...] = (), allow_origins: tuple[str, ...] = (), **options: Any) -> None:
     """`toolidx serve --http`: check the tokens and the TLS files, build the server (index errors
     first), bind the port (errors before anything serves), then serve until SIGINT/SIGTERM.
-    `tls`: (certificate chain, private key) PEM files: HTTPS instead of plain HTTP."""
+    `tls`: (certificate chain, private key) PEM files: HTTPS instead of plain HTTP. `allow_hosts`,
+    `allow_origins`: more Host names and browser origins to answer (access.HostPolicy)."""
     from .server import build_server
 
     host, port = address
     check_exposure(host, tokens)
+    check_allowed(allow_hosts, allow_origins)
     if tls is not None:
         check_tls(*tls)
     server = build_server(db_path, grants=tokens.grants, **options)
@@ -310,7 +383,8 @@ def serve_http(db_path: str, address: tuple[str, int], tokens: Tokens, tls: tupl
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     base = f"{'https' if tls else 'http'}://{shown}:{bound}"
-    app = build_app(server, tokens, host, base)
+    policy = HostPolicy(host, bound, "https" if tls else "http", allow_hosts, allow_origins)
+    app = build_app(server, tokens, policy, base)
     server.start_model()
     auth = f"{len(tokens)} token(s) required" if len(tokens) else "no token (loopback only)"
     sys.stderr.write(f"toolidx serve: MCP at {base}/mcp, search API at {base}/v1/search ({auth}); Ctrl-C to stop\n")
