@@ -11,11 +11,14 @@ Tiers: a test that uses the model or the real servers, through any fixture, is m
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import inspect
 import io
 import json
 import os
 import sys
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -240,6 +243,47 @@ def catalog_real_db(servers_config, model_path, tmp_path_factory) -> Path:
     r = run_cli("crawl", "--config", d / "servers.json", "--db", d / "real.db", "--model-path", model_path)
     assert r.code == 0, r.stderr
     return d / "real.db"
+
+
+# --- generated code (toolidx export --format python) ----------------------------------------------
+def type_expressions(tree: ast.Module) -> list[ast.expr]:
+    """Every expression of a generated module that is a type: annotations, TypedDict values, the
+    type argument of cast()."""
+    out: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            a = node.args
+            out += [x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs if x.annotation is not None]
+            out += [node.returns] if node.returns is not None else []
+        elif isinstance(node, ast.AnnAssign):
+            out.append(node.annotation)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+            if node.func.id == "TypedDict" and isinstance(node.args[1], ast.Dict):
+                out += [v for v in node.args[1].values if v is not None]
+            elif node.func.id == "cast":
+                out.append(node.args[0])
+    return out
+
+
+def strings_outside_literal(node: ast.AST) -> list[str]:
+    """String constants in a type expression that are not inside `Literal[...]`: typing reads
+    each as a forward reference and evaluates it as code (get_type_hints, pydantic, FastAPI)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "Literal":
+        return []
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    return [s for child in ast.iter_child_nodes(node) for s in strings_outside_literal(child)]
+
+
+def check_type_hints(mod) -> int:
+    """typing.get_type_hints of every function and TypedDict of a module (raises on the first
+    that fails); how many were read."""
+    n = 0
+    for obj in vars(mod).values():
+        if (inspect.isfunction(obj) and obj.__module__ == mod.__name__) or typing.is_typeddict(obj):
+            typing.get_type_hints(obj)
+            n += 1
+    return n
 
 
 # --- the fault suite's figures (tests/test_faults.py) ---------------------------------------------

@@ -518,6 +518,35 @@ def test_11_large_yaml_config_loads_with_libyaml(tmp_path, figure):
     assert len(cfg.servers) == n and secs < 2 * base + 0.5
 
 
+# --- 12: schema values in generated code ---------------------------------------------------------
+def test_12_schema_values_never_run_as_code_in_generated_python(tmp_path, monkeypatch, figure):
+    """const / enum values (`"all good"`, `__import__('os')...`, quotes, backslashes, newlines,
+    huge and non-string values, keyword keys) in input and output schemas: the exported module
+    types each as Literal[...] of escaped literals, so importing it and typing.get_type_hints()
+    (which pydantic, FastAPI and agent frameworks call on the wrappers) run none of them."""
+    import ast
+    import importlib.util
+    import os
+
+    from conftest import REPO, check_type_hints, strings_outside_literal, type_expressions
+
+    monkeypatch.delenv("TOOLIDX_PWNED", raising=False)
+    db = index(tmp_path, {"evil": {"tools_file": str(REPO / "tests" / "data" / "export_hostile_tools.json")}})
+    r = run_cli("export", "-f", "python", "--db", db)
+    assert r.code == 0, r.stderr
+    types = type_expressions(ast.parse(r.stdout))
+    stray = [s for t in types for s in strings_outside_literal(t)]
+    (tmp_path / "evil_values.py").write_text(r.stdout)
+    spec = importlib.util.spec_from_file_location("evil_values", tmp_path / "evil_values.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    read = check_type_hints(mod)
+    figure("type expressions / string ones outside Literal[...] / hints read / schema values run",
+           f"{len(types)} / {len(stray)} / {read} / {int('TOOLIDX_PWNED' in os.environ)}")
+    assert stray == [] and read >= 6 and "TOOLIDX_PWNED" not in os.environ
+
+
 # --- 20: recorded examples stay in their scope, secrets out in every shape -------------------------
 def test_20_recorded_examples_stay_in_their_scope_and_keep_no_secrets(tmp_path, figure):
     """Two serves share one index and one usage file: a team's (scope servers=r) and the whole

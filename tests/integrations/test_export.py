@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, _need, run_cli
+from conftest import REPO, _need, check_type_hints, run_cli, strings_outside_literal, type_expressions
 
 HOSTILE = REPO / "tests" / "data" / "export_hostile_tools.json"
 
@@ -145,6 +145,29 @@ def test_python_wrappers_escape_hostile_names_and_descriptions(hostile_db, tmp_p
     assert len(set(names)) == len(names) and "_args" not in names and "Any" not in names
     for kept in ("'a-b': a_b", "'a_b'] = a_b_2", "'1st'] = _1st", "'q\"x': q_x", "'class': class_"):
         assert kept in code  # the JSON name in the call
+
+
+@pytest.mark.slow  # runs mypy, tsc or a real server: 5-10 s
+def test_python_wrappers_type_hostile_schema_values_as_literals(hostile_db, tmp_path, monkeypatch):
+    """Schema const / enum values (`"all good"`, `__import__(...)`, quotes, backslashes, newlines,
+    huge and non-string values) are Literal[...] of escaped literals: importing the module and
+    get_type_hints() on every function and TypedDict run none of them, and mypy --strict passes."""
+    monkeypatch.delenv("TOOLIDX_PWNED", raising=False)
+    code = _export(hostile_db, "python")
+    assert "from __future__ import annotations" not in code  # annotations are evaluated once, at import
+    tree = ast.parse(code)
+    types = type_expressions(tree)
+    assert len(types) > 20 and [s for t in types for s in strings_outside_literal(t)] == []
+    path = tmp_path / "evil_values.py"
+    path.write_text(code)
+    mod = _import(path, "evil_values")
+    assert check_type_hints(mod) >= 6
+    assert "TOOLIDX_PWNED" not in os.environ
+    hints = __import__("typing").get_type_hints(mod.evil__values)
+    assert repr(hints["a"]) == "typing.Literal['all good']"
+    assert hints["import_"] is int  # 10**400: no literal type in mypy
+    assert "Literal['x y']" in repr(hints["d"]) and hints["g"] is hints["h"] is __import__("typing").Any
+    _mypy(path)
 
 
 # --- openapi ----------------------------------------------------------------------------------------

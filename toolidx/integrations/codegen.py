@@ -30,7 +30,7 @@ MAX_UNION = 12
 _PY_IDENT = re.compile(r"[^0-9A-Za-z_]")
 _TS_IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 # names the generated Python module defines itself (a tool or parameter must not shadow them)
-_PY_RESERVED = {"Any", "Literal", "TypedDict", "cast", "annotations", "configure", "ToolError", "client",
+_PY_RESERVED = {"Any", "Literal", "TypedDict", "cast", "annotations", "configure", "ToolError", "Client", "client",
                 "DB_PATH", "SCOPE", "TOOL_IDS", "_call", "_args", "_client", "_runtime", "None", "True", "False",
                 "self", "str", "int", "float", "bool", "list", "dict", "object"}
 _TS_RESERVED = {"break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete", "do",
@@ -132,15 +132,33 @@ class _TypeMapper:
                       "number": "float" if py else "number", "boolean": "bool" if py else "boolean"}
 
     def literal(self, v: Any) -> str | None:
+        """A JSON value as literal text (repr / JSON escaped), None where no literal type exists."""
         if isinstance(v, bool):
             return ("True" if v else "False") if self.lang == "py" else ("true" if v else "false")
-        if v is None:
-            return self.NULL
-        if isinstance(v, int):
-            return repr(v)
+        if isinstance(v, int):  # mypy takes no literal beyond 64 bits; a JavaScript number none beyond 2**53
+            return repr(v) if abs(v) < (2**63 if self.lang == "py" else 2**53 + 1) else None
         if isinstance(v, str):
             return repr(v) if self.lang == "py" else json.dumps(v, ensure_ascii=True)
         return None  # floats, objects: no literal type
+
+    def literal_type(self, values: list) -> str:
+        """The type of exactly these values: `Literal[...]` in Python (never a bare string, which
+        typing.get_type_hints would evaluate as code), a union of literals in TypeScript; widened
+        to `int` / `number` for a huge integer, to Any for a value with no literal type."""
+        if len(values) > 64:
+            return self.ANY
+        lits: list[str] = []
+        wide: list[str] = []
+        for v in values:
+            lit = None if v is None else self.literal(v)
+            if lit is not None:
+                lits.append(lit)
+            elif v is None or (isinstance(v, int) and not isinstance(v, bool)):
+                wide.append(self.NULL if v is None else self.names["integer"])
+            else:
+                return self.ANY
+        head = (f"Literal[{', '.join(lits)}]" if self.lang == "py" else " | ".join(lits)) if lits else None
+        return self.union(([head] if head else []) + sorted(wide, key=lambda w: w == self.NULL))
 
     def union(self, parts: list[str]) -> str:
         seen: list[str] = []
@@ -169,19 +187,8 @@ class _TypeMapper:
             return self.ANY
         if isinstance(s.get("allOf"), list):
             s = merge_all_of(s, root, seen)
-        if "const" in s:
-            lit = self.literal(s["const"])
-            return lit if lit is not None else self.ANY
-        if isinstance(s.get("enum"), list) and s["enum"]:
-            lits = [self.literal(v) for v in s["enum"]]
-            if all(x is not None for x in lits) and len(lits) <= 64:
-                strs = [x for x in lits if x is not None and x != self.NULL]
-                head = (f"Literal[{', '.join(strs)}]" if self.lang == "py" else " | ".join(strs)) if strs else ""
-                parts = [head] if head else []
-                if self.NULL in lits:
-                    parts.append(self.NULL)
-                return " | ".join(parts) if parts else self.ANY
-            return self.ANY
+        if "const" in s or (isinstance(s.get("enum"), list) and s["enum"]):
+            return self.literal_type([s["const"]] if "const" in s else s["enum"])
         for key in ("anyOf", "oneOf"):
             if isinstance(s.get(key), list) and s[key]:
                 return self.union([self.map(v, root, seen, depth + 1) for v in s[key]])
@@ -277,8 +284,6 @@ def python_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str, st
         "or toolidx refuses the call. Point it at another index with `configure(db_path)`.",
         '"""',
         "",
-        "from __future__ import annotations",
-        "",
         "from typing import Any, Literal, TypedDict, cast",
         "",
         "from toolidx.integrations.runtime import Client, ToolError",
@@ -352,7 +357,7 @@ def python_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str, st
         if returns == "Any":
             body.append(f"    return _call({tool_id!r}, _args)")
         else:  # ToolError if the tool sends no structuredContent despite its schema
-            body.append(f"    return cast({returns!r}, _call({tool_id!r}, _args, structured=True))")
+            body.append(f"    return cast({returns}, _call({tool_id!r}, _args, structured=True))")
     body += ["", "", "TOOL_IDS: dict[str, str] = {"]
     body += [f"    {fn!r}: {i!r}," for fn, i in names.items()]
     body += ["}", "__all__ += list(TOOL_IDS)", ""]
