@@ -674,3 +674,49 @@ def test_14_dns_rebinding_is_refused_on_any_loopback_bind(tmp_path, figure):
     figure("rebinding requests answered on a 127.0.0.2 bind (4 routes x Host/Origin)",
            f"{len(answered)} of {len(routes) * len(hostile)}")
     assert answered == [] and genuine == [200, 200, 200, 200]
+
+
+def test_15_a_hostile_name_pattern_stalls_no_one(tmp_path, figure):
+    """`(a+)+$` against long tool names backtracked for minutes inside SQLite's REGEXP with the GIL
+    held, and every client of serve --http waited, /healthz included. RE2 answers in linear time;
+    /healthz is probed while hostile searches run back to back."""
+    import threading
+    import urllib.parse
+
+    tools = [{"name": "a" * 60 + f"_{i}", "description": f"tool {i} with a long name",
+              "inputSchema": {"type": "object"}} for i in range(40)]
+    (tmp_path / "long.json").write_text(json.dumps({"tools": tools}))
+    db = index(tmp_path, {"long": {"tools_file": str(tmp_path / "long.json")}})
+    with _http_serve(db, tmp_path) as (base, _):
+        host = {"Host": base.removeprefix("http://")}
+        hostile = "/v1/search?" + urllib.parse.urlencode({"q": "tool", "name_pattern": "(a+)+$", "min_score": 0})
+        took: list[float] = []
+        answers: list[int] = []
+        stop = threading.Event()
+
+        def flood() -> None:
+            while not stop.is_set():
+                t0 = time.perf_counter()
+                answers.append(_ask(base, "GET", hostile, host, timeout=120)[0])
+                took.append(time.perf_counter() - t0)
+
+        worker = threading.Thread(target=flood)
+        worker.start()
+        probes: list[float] = []
+        try:
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                t0 = time.perf_counter()
+                assert _ask(base, "GET", "/healthz", host, timeout=30)[0] == 200
+                probes.append(time.perf_counter() - t0)
+                time.sleep(0.1)
+        finally:
+            stop.set()
+            worker.join(150)
+        refused = _ask(base, "GET", "/v1/search?" + urllib.parse.urlencode({"q": "x", "name_pattern": "(a)\\1"}),
+                       host)
+    figure("hostile name_pattern (a+)+$ over 40 names of 62 chars: slowest answer (s) / answers in 3 s",
+           f"{max(took):.3f} / {len(took)}")
+    figure("/healthz meanwhile: slowest of probes (s)", f"{max(probes):.3f} of {len(probes)}")
+    assert set(answers) == {200} and max(took) < 2.0 and max(probes) < 1.0
+    assert refused[0] == 400 and b"back-references" in refused[1]

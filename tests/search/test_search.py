@@ -221,6 +221,31 @@ def test_invalid_regex_is_a_usage_error():
         Filters(name_pattern="([unclosed")
 
 
+def test_a_hostile_name_pattern_runs_in_linear_time_or_is_refused(tmp_path):
+    """name_pattern comes from agents and HTTP clients; with Python's backtracking re, `(a+)+$`
+    against a 256-character name ran for minutes inside SQLite's REGEXP. RE2 answers at once;
+    patterns it cannot run in linear time (look-around, back-references) or too long to compile
+    cheaply are one-line usage errors."""
+    import time
+
+    from toolidx.store.db import open_db
+
+    conn = open_db(tmp_path / "x.db", create=True).conn
+    t0 = time.perf_counter()
+    for pattern in ("(a+)+$", "(x+x+)+y", "^(\\w+\\s?)*$!", "(a|aa)+$", "(.*a){12}$"):
+        assert conn.execute("SELECT ? REGEXP ?", ("a" * 255 + "!", pattern)).fetchone() == (0,), pattern
+    assert time.perf_counter() - t0 < 1.0
+    assert conn.execute("SELECT 'Git_Status' REGEXP '^git_'").fetchone() == (1,)  # still case-insensitive
+    for bad, why in (("(?=a)", "look-around"), ("(a)\\1", "back-references"), ("a" * 501, "longer than 500"),
+                     ("x{2,1000}" * 50, "too large")):
+        t0 = time.perf_counter()
+        with pytest.raises(UsageError) as e:
+            Filters(name_pattern=bad)
+        assert time.perf_counter() - t0 < 1.0 and "invalid --name-pattern regex" in str(e.value)
+        assert why in str(e.value) + (e.value.fix or ""), (bad, str(e.value))
+        assert "\n" not in str(e.value)
+
+
 def test_unknown_mode_and_bad_limit(run):
     with pytest.raises(UsageError):
         run("git", mode="magic")

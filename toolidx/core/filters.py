@@ -3,20 +3,39 @@ builder, so every command filters the same way."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
+from typing import Any
 
 from .errors import UsageError
 
+# name_pattern arrives from agents and HTTP clients. Python's `re` backtracks: `(a+)+$` against a
+# long name runs for minutes inside SQLite's REGEXP with the GIL held, stalling every client of
+# serve --http. RE2 matches in time linear in the name; its compile time and memory are bounded by
+# the pattern's length and max_mem (1 MiB: the worst patterns found compile in ~0.25 s and fail
+# fast beyond it; ordinary name patterns need a few KB).
+MAX_PATTERN_CHARS = 500
+_RE2_MAX_MEM = 1 << 20
+
 
 @lru_cache(maxsize=64)
-def compile_pattern(pattern: str) -> re.Pattern:
+def compile_pattern(pattern: str) -> Any:
+    """`pattern` compiled by RE2, case-insensitive, or a one-line UsageError: too long, not RE2
+    syntax (no look-around or back-references), or too large to compile within bounds."""
+    import re2
+
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise UsageError(f"invalid --name-pattern regex: longer than {MAX_PATTERN_CHARS} characters",
+                         fix="use a shorter regular expression, e.g. '^git_' or 'pdf|docx'")
+    options = re2.Options()
+    options.case_sensitive, options.log_errors, options.max_mem = False, False, _RE2_MAX_MEM
     try:
-        return re.compile(pattern, re.IGNORECASE)
-    except re.error as e:
-        raise UsageError(f"invalid --name-pattern regex {pattern!r}: {e}",
-                         fix="use a Python regular expression, e.g. '^git_' or 'pdf|docx'") from None
+        return re2.compile(pattern, options)
+    except re2.error as e:
+        why = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise UsageError(f"invalid --name-pattern regex {pattern[:200]!r}: {why}",
+                         fix="use an RE2 regular expression (no look-around or back-references), "
+                             "e.g. '^git_' or 'pdf|docx'") from None
 
 
 def regexp(pattern: str, value: str | None) -> int:
