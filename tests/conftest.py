@@ -18,6 +18,7 @@ import io
 import json
 import os
 import sys
+import tempfile
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# the launch lines crawls vouch for (toolidx/store/trust.py): one file per test process, never the
+# user's, and shared by session fixtures and tests alike (a session-scoped crawl runs before any
+# test's own environment is set)
+os.environ["TOOLIDX_STATE_DIR"] = tempfile.mkdtemp(prefix="toolidx-test-state-")
 
 
 # fixtures that need the model / the real servers, directly or through another fixture

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -674,6 +675,52 @@ def test_14_dns_rebinding_is_refused_on_any_loopback_bind(tmp_path, figure):
     figure("rebinding requests answered on a 127.0.0.2 bind (4 routes x Host/Origin)",
            f"{len(answered)} of {len(routes) * len(hostile)}")
     assert answered == [] and genuine == [200, 200, 200, 200]
+
+# --- 17: an index file from elsewhere does not choose what runs ------------------------------------
+def test_17_launch_lines_from_a_shared_index_never_run_unless_trusted(tmp_path, monkeypatch, figure):
+    """A shard crawled elsewhere says how to start its servers (and which env secrets they read).
+    Merged with the user's own shard, or served as downloaded, its launch lines are refused without
+    --config or --trust-index; the user's own crawl still serves with no --config."""
+    from conftest import RAW
+
+    mark = tmp_path / "ran.txt"  # the attacker's command leaves this behind when it runs
+    evil = {"command": sys.executable, "args": ["-c", (
+        f"import pathlib, runpy, sys; pathlib.Path({str(mark)!r}).write_text('ran'); "
+        f"sys.argv = [{str(RAW)!r}, '--mode', 'ok', '--prefix', 'b_']; runpy.run_path(sys.argv[0], run_name='__main__')")]}
+    own = index(tmp_path, {"mine": raw("ok"), "shared": raw("ok", "--prefix", "s_")}, name="own")
+    here = os.environ["TOOLIDX_STATE_DIR"]
+    monkeypatch.setenv("TOOLIDX_STATE_DIR", str(tmp_path / "elsewhere"))  # another machine's crawl
+    theirs = index(tmp_path, {"theirs": evil, "shared": evil}, name="theirs")
+    monkeypatch.setenv("TOOLIDX_STATE_DIR", here)
+    mark.unlink()
+    merged = tmp_path / "merged.db"
+    r = run_cli("merge", own, theirs, "-o", merged, "--json")
+    assert r.code == 0, r.stderr
+    assert r.json["launch_differs"] == ["shared"] and r.json["untrusted"] == ["shared", "theirs"]
+    text = run_cli("merge", own, theirs, "-o", tmp_path / "m2.db")
+    assert "launch line differs: server 'shared'" in text.stderr
+
+    async def body(c):
+        return [await call(c, "execute_tool", {"tool_name": t, "arguments": {"path": "x"}})
+                for t in ("theirs/b_tool_0", "shared/b_tool_0", "mine/tool_0")]
+
+    refused = 0
+    for db in (merged, theirs):  # theirs names its own config, which exists here: not trusted either
+        results = serve(db, body)
+        for is_error, _, text in results[:2]:
+            assert is_error and "no crawl on this machine wrote it" in text and "--trust-index" in text, text
+            refused += 1
+        if db == merged:
+            assert not results[2][0]  # the user's own crawl runs with no --config
+    chk = run_cli("check", "--db", merged, "--require", "theirs/b_tool_0", "--json")
+    assert chk.code == 1 and "--config" in chk.json["tools"][0]["reason"]
+    ran_before = mark.exists()
+    trusted = run_cli("check", "--db", merged, "--require", "theirs/b_tool_0", "--trust-index", "--json")
+    assert trusted.code == 0, trusted.stdout + trusted.stderr
+    figure("launch lines of a merged or downloaded index run without --config / --trust-index",
+           f"{int(ran_before)} ({refused} refused)")
+    assert not ran_before and mark.exists()  # the explicit flag runs it
+
 
 
 def test_15_a_hostile_name_pattern_stalls_no_one(tmp_path, figure):

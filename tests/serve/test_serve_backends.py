@@ -29,7 +29,8 @@ def test_spec_source_prefers_config_then_index(tmp_path):
     cfg.write_text(json.dumps({"mcpServers": {"a": {"command": "from-config", "env": {"K": "${K}"}}}}))
     rows = {"a": {"transport": "stdio", "connect": {"transport": "stdio", "command": "from-index"}},
             "b": {"transport": "stdio", "connect": {"transport": "stdio", "command": "only-indexed"}}}
-    src = SpecSource(server_row=rows.get, index_config_path=lambda: str(cfg), environ={"K": "v"})
+    src = SpecSource(server_row=rows.get, index_config_path=lambda: str(cfg), environ={"K": "v"},
+                     trust_index=True)
     spec, where = src.spec("a")
     assert spec.command == "from-config" and spec.env == {"K": "v"} and where == str(cfg)
     assert src.spec("b")[0].command == "only-indexed"  # not in the config: the index's record
@@ -50,3 +51,29 @@ def test_exposed_names_fit_client_rules():
     taken = {"a__b"}
     other = exposed_name("a/b", taken)
     assert other != "a__b" and len(other) <= 64
+
+
+def test_launch_lines_only_the_index_vouches_for_are_not_run(tmp_path):
+    """A config the index names and the index's own record are used only when a crawl on this
+    machine wrote them (or with trust_index); --config is always the user's own choice."""
+    from toolidx.core.servers import launch_hash
+    from toolidx.store import trust
+
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"mcpServers": {"a": {"command": "from-config"}}}))
+    rows = {"a": {"transport": "stdio", "connect": {"transport": "stdio", "command": "from-index"}},
+            "b": {"transport": "stdio", "connect": {"transport": "stdio", "command": "evil", "args": ["-x"]}}}
+    src = SpecSource(server_row=rows.get, index_config_path=lambda: str(cfg), db_path="shared.db")
+    for name, shown in (("a", "from-index"), ("b", "evil")):
+        with pytest.raises(BackendUnavailable) as e:
+            src.spec(name)
+        msg = str(e.value)
+        assert "\n" not in msg and repr(shown) in msg and "--config" in msg and "--trust-index" in msg
+    trust.record([("b", launch_hash(rows["b"]["connect"]))], str(cfg))  # what a crawl here records
+    assert src.spec("a")[0].command == "from-config"  # the config a crawl here read
+    assert src.spec("b")[0].command == "evil"  # the launch line a crawl here wrote
+    rows["b"]["connect"]["args"] = ["-y"]  # one argument changed: another launch line
+    with pytest.raises(BackendUnavailable, match="no crawl on this machine wrote it"):
+        src.spec("b")
+    explicit = SpecSource(server_row=rows.get, config_path=str(cfg))
+    assert explicit.spec("a")[0].command == "from-config"

@@ -46,7 +46,7 @@ def serve_args(db_path: str, *, config_path: str | None = None, servers: Sequenc
                tags: Sequence[str] = (), categories: Sequence[str] = (), read_only: bool = False,
                expose_tools: bool = False, pins: Sequence[str] = (), max_tokens: int | None = None,
                always_load: bool = True, quarantine: bool = False, usage_db: str | None = None,
-               record_examples: bool = False) -> list[str]:
+               record_examples: bool = False, trust_index: bool = False) -> list[str]:
     args = ["serve", "--db", str(Path(db_path).expanduser().resolve())]
     if config_path:
         args += ["--config", str(Path(config_path).expanduser().resolve())]
@@ -67,6 +67,8 @@ def serve_args(db_path: str, *, config_path: str | None = None, servers: Sequenc
         args += ["--usage-db", str(Path(usage_db).expanduser().resolve())]
     if record_examples:
         args.append("--record-examples")
+    if trust_index:
+        args.append("--trust-index")
     return args
 
 

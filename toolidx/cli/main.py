@@ -334,6 +334,10 @@ def serve(
     record_examples: bool = typer.Option(False, "--record-examples",
                                          help="Keep successful calls' arguments as usage examples "
                                               "(secret-looking values redacted), in the usage file."),
+    trust_index: bool = typer.Option(False, "--trust-index",
+                                     help="Start servers from the index's own launch lines (command, args, "
+                                          "env, url) though no crawl on this machine wrote them (a merged "
+                                          "or downloaded index): only for an index you have read."),
     print_config: bool = typer.Option(False, "--print-config",
                                       help="Print the client config entry that starts this server, and exit."),
     client: str = typer.Option("claude", "--client",
@@ -377,13 +381,14 @@ def serve(
             categories=list(category), read_only=read_only, expose_tools=expose_tools, pins=list(pin),
             max_tokens=max_tokens if max_tokens != 4000 else None, always_load=always_load,
             quarantine=quarantine, usage_db=str(usage_db) if usage_db else None,
-            record_examples=record_examples), as_json)
+            record_examples=record_examples, trust_index=trust_index), as_json)
         return
     from ..store.db import default_db_path
 
     options = dict(config_path=str(config) if config else None, scope=scope, expose_tools=expose_tools,
                    pins=list(pin), max_tokens=max_tokens, poll_interval=poll, always_load=always_load,
-                   usage_db=str(usage_db) if usage_db else None, record_examples=record_examples)
+                   usage_db=str(usage_db) if usage_db else None, record_examples=record_examples,
+                   trust_index=trust_index)
     if http is None:
         if token_env or token_file or tls_cert or tls_key or allow_host or allow_origin:
             raise UsageError("--token-env / --token-file / --tls-cert / --tls-key / --allow-host / --allow-origin "
@@ -418,6 +423,9 @@ def check(
     category: List[str] = typer.Option([], "--category", help="Scope: only these categories."),
     read_only: bool = typer.Option(False, "--read-only", help="Scope: only tools annotated read-only."),
     quarantine: bool = typer.Option(False, "--quarantine", help="As serve --quarantine: a tool must be approved."),
+    trust_index: bool = typer.Option(False, "--trust-index",
+                                     help="As serve --trust-index: start servers from the index's own launch "
+                                          "lines though no crawl on this machine wrote them."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Preflight: for each required tool, is it indexed, in scope, approved (with --quarantine), and
@@ -429,7 +437,7 @@ def check(
     scope = Filters(servers=list(server), tags=list(tag), categories=list(category), read_only=read_only,
                     approved_only=quarantine)
     report = run_check(str(db or default_db_path()), list(require), scope=scope,
-                       config_path=str(config) if config else None)
+                       config_path=str(config) if config else None, trust_index=trust_index)
     render.check_result(report, as_json)
     if not report["ok"]:
         raise typer.Exit(EXIT_FAILURE)

@@ -130,6 +130,12 @@ def embed_result(count: int, model: str | None, as_json: bool) -> None:
     else:
         note(f"embedded {count} tools with {model}")
 
+def _one(text: str, limit: int = 120) -> str:
+    """An index's text on one line, cut (what an input says starts a server is untrusted)."""
+    text = visible(text, keep_newlines=False)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def merge_result(res: Any, as_json: bool) -> None:
     d = res.to_json()
     if as_json:
@@ -141,6 +147,15 @@ def merge_result(res: Any, as_json: bool) -> None:
         dropped = ", ".join(f"{x['path']} ({x['crawled_at']})" for x in c["dropped"])
         note(f"conflict: server {c['server']!r} kept from {c['kept']} (crawled {c['kept_crawled_at']}), "
              f"newer than {dropped}")
+        if c.get("launch_differs"):
+            says = "; ".join(f"{x['path']}: {_one(str(x['command'] or x['url'] or x['transport']))}"
+                             + (f" {_one(' '.join(map(str, x['args'] or [])))}" if x.get("args") else "")
+                             for x in c["launches"])
+            note(f"launch line differs: server {c['server']!r} starts differently by input ({says})")
+    if d.get("untrusted"):
+        note(f"{len(d['untrusted'])} server(s) with launch lines no crawl on this machine wrote "
+             f"({', '.join(d['untrusted'][:10])}{', …' if len(d['untrusted']) > 10 else ''}): serve and check "
+             "start them only with --config naming their config, or --trust-index")
     vecs = (f"{d['vectors']} vectors copied ({d['embed_model']})" if d["embed_model"]
             else "no vectors (keyword-only)")
     if d["missing_vectors"] and d["embed_model"]:

@@ -107,6 +107,17 @@ def stderr_lines(tail: str | None, mask: Any = None, limit: int = STDERR_LINES) 
     return [visible(ln, keep_newlines=False) for ln in cut]
 
 
+def launch_hash(connect: Any) -> str:
+    """The identity of a launch line (a `servers.connect` record: command, args, cwd, url, env and
+    header names, kept env values): what `toolidx crawl` vouches for on this machine, and what serve
+    checks before it starts a server from an index's own record."""
+    import hashlib
+
+    from .tooldoc import canonical_json
+
+    return hashlib.sha256(canonical_json(connect).encode()).hexdigest()
+
+
 MAX_SERVER_NAME = 200
 
 

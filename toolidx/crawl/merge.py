@@ -18,6 +18,7 @@ from typing import Any
 from ..core.errors import UsageError
 from ..store import merge as store
 from ..store.db import Database, open_db
+from ..store.trust import trusted_launch
 
 
 @dataclass
@@ -31,7 +32,12 @@ class MergeResult:
     missing_vectors: int = 0  # tools without a vector (`toolidx embed --db OUT` fills them in)
     embed_model: str | None = None
     embed_dim: int | None = None
-    conflicts: list[dict] = field(default_factory=list)  # [{server, kept, kept_crawled_at, dropped}]
+    conflicts: list[dict] = field(default_factory=list)  # [{server, kept, kept_crawled_at, dropped,
+    #                                                       launch_differs, launches}]
+    launch_differs: list[str] = field(default_factory=list)  # servers the inputs start differently
+    # servers whose launch line no crawl on this machine wrote: serve and check need --config (or
+    # --trust-index) to start them
+    untrusted: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,6 +112,7 @@ def merge_indexes(inputs: list[Path], output: Path) -> MergeResult:
                            if s.model == model and s.db.get_meta("embed_model_path")), None)
         output.parent.mkdir(parents=True, exist_ok=True)
         _remove(tmp)
+        untrusted = sorted(name for name, s in owner.items() if not trusted_launch(s.launch(name)["hash"]))
         out = open_db(tmp, create=True)
         try:
             counts = store.write_merged(out, sources, owner, model, model_path)
@@ -138,5 +145,6 @@ def merge_indexes(inputs: list[Path], output: Path) -> MergeResult:
         servers=counts["servers"], tools=counts["tools"], crawls=counts["crawls"],
         vectors=counts["vectors"], missing_vectors=counts["missing_vectors"],
         embed_model=model[0] if model else None, embed_dim=model[1] if model else None,
-        conflicts=conflicts)
+        conflicts=conflicts, launch_differs=[c["server"] for c in conflicts if c["launch_differs"]],
+        untrusted=untrusted)
 

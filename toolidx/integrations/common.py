@@ -53,15 +53,18 @@ class ToolCatalog:
     of tools (derived from the ids, in id order). Raises UsageError beyond `max_tools`.
 
     Calls are recorded in the index's usage file as serve records them (`toolidx list --sort calls`,
-    `describe --metrics`, `stats`): `usage_db` picks the file, `record_usage=False` turns it off."""
+    `describe --metrics`, `stats`): `usage_db` picks the file, `record_usage=False` turns it off.
+    `config_path` and `trust_index` are serve's --config and --trust-index: where servers are started
+    from, and whether the index's own launch lines run though no crawl on this machine wrote them."""
 
     def __init__(self, db_path: str | Path, *, scope: Filters | None = None, config_path: str | None = None,
                  embedder: Any = "auto", max_tools: int = MAX_TOOLS, usage_db: str | None = None,
-                 record_usage: bool = True):
+                 record_usage: bool = True, trust_index: bool = False):
         self.discovery = Discovery(str(db_path), scope=scope, config_path=config_path)
         self.db = self.discovery.db
         self.scope = self.discovery.scope
         self.config_path = config_path
+        self.trust_index = trust_index  # run the index's launch lines though no crawl here wrote them
         tool_ids = sorted(self.discovery.scope_ids())
         if len(tool_ids) > max_tools:
             raise UsageError(f"{len(tool_ids)} tools in scope: the model APIs take at most {max_tools} in one "
@@ -132,7 +135,7 @@ class ToolCatalog:
     def _source(self) -> SpecSource:
         return SpecSource(server_row=lambda name: get_server(self.db, name), config_path=self.config_path,
                           index_config_path=lambda: self.db.get_meta("config_path"),
-                          db_path=self.discovery.db_path)
+                          db_path=self.discovery.db_path, trust_index=self.trust_index)
 
     @asynccontextmanager
     async def executor(self) -> AsyncIterator[Executor]:

@@ -9,6 +9,11 @@ Specs come from the crawl config stored with the index (or `--config`), loaded a
 so that secrets are read from the environment at run time and never stored. When the config file
 is gone, the spec is rebuilt from what the index stored (`servers.connect`: command, args, url and
 the *names* of env vars / headers, resolved from the environment).
+
+An index file may come from elsewhere (a merged shard, a download), and its launch lines say which
+command runs and which secrets it reads. So without --config, the config the index names and the
+index's own record are used only when a crawl on this machine vouched for them (store/trust.py),
+or when the user passed --trust-index; otherwise the start is refused with what to do.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 import anyio
 
 from ..core.errors import BaseExceptionGroup, ToolidxError
-from ..core.servers import ServerSpec
+from ..core.servers import ServerSpec, launch_hash
 from ..crawl.config import build_config, load_config
 
 log = logging.getLogger("toolidx")
@@ -61,6 +66,15 @@ def spec_from_index(name: str, server_row: dict, environ: dict[str, str] | None 
     return spec
 
 
+def untrusted_message(name: str, connect: Any, db_path: str | None) -> str:
+    """The one-line refusal of a launch line that only the index vouches for."""
+    what = connect.get("command") or connect.get("url") if isinstance(connect, dict) else None
+    shown = f" ({str(what)[:80]!r})" if what else ""
+    return (f"not starting server {name!r}: its launch line{shown} comes from the index"
+            f"{' ' + db_path if db_path else ''}, and no crawl on this machine wrote it: pass --config naming a config "
+            "that defines it, or --trust-index to run what this index says")
+
+
 def _existing(path: str, near: str | None) -> Path | None:
     p = Path(path).expanduser()
     if p.is_file():
@@ -82,9 +96,13 @@ class SpecSource:
     index_config_path: Callable[[], str | None] = lambda: None
     db_path: str | None = None
     environ: dict[str, str] | None = None
+    trust_index: bool = False  # --trust-index: run the index's launch lines though no crawl here wrote them
 
     def spec(self, name: str) -> tuple[ServerSpec, str]:
-        """(spec, where it came from). Raises BackendUnavailable."""
+        """(spec, where it came from). Raises BackendUnavailable, also for a launch line no config
+        the user named holds (see the module docstring)."""
+        from ..store.trust import trusted_config, trusted_launch
+
         env = os.environ if self.environ is None else self.environ
         try:
             if self.config_path:
@@ -92,13 +110,16 @@ class SpecSource:
                 return self._pick(cfg, name), cfg.path or self.config_path
             stored = self.index_config_path()
             found = _existing(stored, self.db_path) if stored else None
-            if found is not None:
+            if found is not None and (self.trust_index or trusted_config(found)):
                 cfg = load_config(found, environ=dict(env))
                 if any(s.name == name for s in cfg.servers):
                     return self._pick(cfg, name), str(found)
             row = self.server_row(name)
             if row is None:
                 raise BackendUnavailable(f"server {name!r} is not in the index")
+            connect = row.get("connect") or {}
+            if not self.trust_index and not trusted_launch(launch_hash(connect)):
+                raise BackendUnavailable(untrusted_message(name, connect, self.db_path))
             return spec_from_index(name, row, dict(env)), "index"
         except ToolidxError as e:
             raise BackendUnavailable(f"cannot read how to start {name!r}: {e}") from None

@@ -140,9 +140,9 @@ def _summary(checks: list[ToolCheck], scope: Filters, db_path: str) -> dict:
 
 
 def check(db_path: str, required: list[str], *, scope: Filters | None = None,
-          config_path: str | None = None) -> dict:
+          config_path: str | None = None, trust_index: bool = False) -> dict:
     """`toolidx check --require`: each server started afresh from the crawl config (or --config),
-    as execute_tool would, and stopped again."""
+    as execute_tool would (the same launch-line trust, backends.SpecSource), and stopped again."""
     from ..crawl.connect import list_server_tools
     from ..store.db import open_db
     from ..store.tools import get_server
@@ -155,7 +155,8 @@ def check(db_path: str, required: list[str], *, scope: Filters | None = None,
     try:
         checks = resolve_checks(db, names, scope)
         source = SpecSource(server_row=lambda n: get_server(db, n), config_path=config_path,
-                            index_config_path=lambda: db.get_meta("config_path"), db_path=db.path)
+                            index_config_path=lambda: db.get_meta("config_path"), db_path=db.path,
+                            trust_index=trust_index)
 
         async def lister(server: str) -> list[dict]:
             spec, where = source.spec(server)

@@ -64,7 +64,8 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
                  expose_tools: bool = False, pins: list[str] | None = None,
                  max_tokens: int = DEFAULT_MAX_TOKENS, poll_interval: float = DEFAULT_POLL_S,
                  load_model: bool = True, always_load: bool = True, usage_db: str | None = None,
-                 record_examples: bool = False, grants: list[Any] | None = None) -> Any:
+                 record_examples: bool = False, grants: list[Any] | None = None,
+                 trust_index: bool = False) -> Any:
     """The discovery server over the index at `db_path` (a DiscoveryServer: the SDK's low-level
     Server, with `.discovery` its state). `always_load`: mark the core meta-tools
     `anthropic/alwaysLoad` (clients that defer MCP tools then load them on the first turn).
@@ -72,6 +73,8 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
     `record_examples`: keep successful calls' arguments, secrets redacted, as examples.
     `grants` (serve --http's tokens, access.Grant): each answers inside its own scope, narrowed by
     `scope`; a request carries its grant in the HTTP request's ASGI scope (`toolidx.grant`).
+    `trust_index`: start servers from the index's launch lines though no crawl on this machine
+    wrote them (backends.SpecSource).
     Raises ToolidxError for an unusable index, a bad --pin or a token scope naming an unknown server."""
     # the index and options first: their errors need no MCP import (~1 s)
     disc = Discovery(str(db_path), scope=scope, expose_tools=expose_tools, pins=pins,
@@ -81,7 +84,8 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
     from .mcp_server import DiscoveryServer
 
     source = SpecSource(server_row=lambda name: get_server(disc.db, name), config_path=config_path,
-                        index_config_path=lambda: disc.db.get_meta("config_path"), db_path=disc.db_path)
+                        index_config_path=lambda: disc.db.get_meta("config_path"), db_path=disc.db_path,
+                        trust_index=trust_index)
     model_started = threading.Event()
     pools: list[BackendPool] = []  # one per stdio connection; one for the process over HTTP
 

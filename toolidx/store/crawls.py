@@ -15,9 +15,9 @@ from .. import __version__
 from ..core.clock import now_iso
 from ..core.embedding import Embedder, LazyEmbedder, text_hash
 from ..core.notices import warn_once
-from ..core.servers import ServerResult, stderr_lines
+from ..core.servers import ServerResult, launch_hash, stderr_lines
 from ..core.tooldoc import ToolDoc, build_tooldoc, canonical_json, server_words
-from . import vectors
+from . import trust, vectors
 from .db import Database
 
 
@@ -129,6 +129,9 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
         db.set_meta("last_crawl_id", str(crawl_id))
         if config_path:
             db.set_meta("config_path", config_path)
+    # this crawl read these launch lines from the config the user named: serve may later start
+    # them from the index's record with no --config (store/trust.py says why outside the index)
+    trust.record([(r.spec.name, launch_hash(r.spec.public())) for r in results], config_path)
     return summary
 
 

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.servers import launch_hash
 from ..core.tooldoc import build_tooldoc, server_words
 from . import approvals, vectors
 from .db import Database
@@ -43,6 +44,21 @@ class Source:
                        None)
         return (started or row.get("crawled_at") or "", self.position)
 
+    def launch(self, server: str) -> dict:
+        """What this input says starts `server`: {path, transport, command, args, url, hash}."""
+        c = _connect(self.servers[server])
+        return {"path": self.db.path, "transport": c.get("transport"), "command": c.get("command"),
+                "args": c.get("args"), "url": c.get("url"), "hash": launch_hash(c)}
+
+
+def _connect(row: dict) -> dict:
+    c = row.get("connect")
+    try:
+        c = json.loads(c or "{}") if not isinstance(c, dict) else c
+    except (TypeError, ValueError):
+        return {}
+    return c if isinstance(c, dict) else {}
+
 
 def read_source(db: Database, position: int) -> Source:
     model = None
@@ -62,7 +78,8 @@ def read_source(db: Database, position: int) -> Source:
 
 
 def owners(sources: list[Source]) -> tuple[dict[str, Source], list[dict]]:
-    """Which input each server comes from, and the conflicts (a server in several inputs)."""
+    """Which input each server comes from, and the conflicts (a server in several inputs; with
+    `launch_differs` when the inputs say different things about how to start it)."""
     found: dict[str, list[Source]] = {}
     for s in sources:
         for name in s.servers:
@@ -73,10 +90,13 @@ def owners(sources: list[Source]) -> tuple[dict[str, Source], list[dict]]:
         ranked = sorted(holders, key=lambda s: s.last_crawled(name), reverse=True)
         owner[name] = ranked[0]
         if len(ranked) > 1:
+            launches = [s.launch(name) for s in ranked]
             conflicts.append({"server": name, "kept": ranked[0].db.path,
                               "kept_crawled_at": ranked[0].last_crawled(name)[0],
                               "dropped": [{"path": s.db.path, "crawled_at": s.last_crawled(name)[0]}
-                                          for s in ranked[1:]]})
+                                          for s in ranked[1:]],
+                              "launch_differs": len({x["hash"] for x in launches}) > 1,
+                              "launches": launches})
     return owner, conflicts
 
 

@@ -1,0 +1,114 @@
+"""What this user's own crawls vouch for: the launch lines (`servers.connect`, by `launch_hash`)
+and the config files they were read from. serve, check and the integrations start a server from
+an index's own record, or from the config the index names, only when it is listed here (or when
+the user passes --config, or --trust-index for that run).
+
+It lives outside every index, in the user's state folder (`TOOLIDX_STATE_DIR`, else
+`$XDG_STATE_HOME/toolidx`, else `~/.local/state/toolidx`), file `trusted.db`: an index file is
+what may come from elsewhere (a merged shard, a download), so it cannot vouch for itself. A
+crawl records what it read from the config the user named; nothing else writes here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..core.clock import now_iso
+from ..core.notices import warn_once
+from .db import sqlite_module
+
+STATE_ENV = "TOOLIDX_STATE_DIR"
+FILE = "trusted.db"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS launch_lines (
+    hash    TEXT PRIMARY KEY,   -- launch_hash(servers.connect) a crawl wrote
+    server  TEXT NOT NULL,      -- the server it was written for (for people reading the file)
+    at      TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS configs (
+    path    TEXT PRIMARY KEY,   -- a config file a crawl read (absolute, resolved)
+    at      TEXT NOT NULL
+);
+"""
+
+
+def state_dir() -> Path:
+    env = os.environ.get(STATE_ENV)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "toolidx"
+
+
+def trust_path() -> Path:
+    return state_dir() / FILE
+
+
+def config_key(path: str | os.PathLike) -> str:
+    """The one spelling of a config path in the trust file (absolute, links resolved)."""
+    try:
+        return str(Path(path).expanduser().resolve())
+    except (OSError, RuntimeError):
+        return os.path.abspath(os.path.expanduser(str(path)))
+
+
+@contextlib.contextmanager
+def _connect(write: bool) -> Iterator[Any]:
+    path = trust_path()
+    if not write and not path.is_file():
+        yield None
+        return
+    if write:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite_module().connect(str(path), timeout=30, isolation_level=None)
+    try:
+        if write:
+            conn.executescript(_SCHEMA)
+        yield conn
+    finally:
+        conn.close()
+
+
+def record(launch: Iterable[tuple[str, str]], config_path: str | None) -> None:
+    """Vouch for `launch` ((server, launch hash) pairs a crawl wrote) and the config it read. A
+    state folder that cannot be written costs only a warning: serve then needs --config."""
+    rows = [(h, name, now_iso()) for name, h in launch]
+    try:
+        with _connect(write=True) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany("INSERT OR IGNORE INTO launch_lines(hash, server, at) VALUES (?, ?, ?)", rows)
+                if config_path:
+                    conn.execute("INSERT OR IGNORE INTO configs(path, at) VALUES (?, ?)",
+                                 (config_key(config_path), now_iso()))
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+    except Exception as e:  # the crawl itself succeeded; only serve-without---config is lost
+        warn_once("trust-file", f"cannot record this crawl's launch lines in {trust_path()} ({e}): "
+                                "serve and check will need --config for this index")
+
+
+def _has(table: str, column: str, value: str) -> bool:
+    try:
+        with _connect(write=False) as conn:
+            if conn is None:
+                return False
+            return conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (value,)).fetchone() is not None
+    except Exception:  # unreadable or not ours: nothing is trusted
+        return False
+
+
+def trusted_launch(h: str) -> bool:
+    """Whether a crawl on this machine wrote the launch line with hash `h`."""
+    return _has("launch_lines", "hash", h)
+
+
+def trusted_config(path: str | os.PathLike) -> bool:
+    """Whether a crawl on this machine read the config at `path`."""
+    return _has("configs", "path", config_key(path))
