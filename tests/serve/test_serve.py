@@ -109,19 +109,26 @@ def test_search_finds_a_real_tool_and_says_when_nothing_fits(serve_index, embedd
     assert all(h["input_schema"]["type"] == "object" for h in kw["hits"])
 
 
-def test_search_answers_with_keywords_before_the_model_is_loaded(serve_index):
+def test_a_model_that_loads_too_long_gives_keyword_results_with_a_notice(serve_index):
+    import time
+
     async def body(c):
-        return await call(c, "search_tools", {"query": "current time"})
+        t0 = time.perf_counter()
+        return await call(c, "search_tools", {"query": "current time"}), time.perf_counter() - t0
 
     srv = build(serve_index)
-    srv.discovery.model_state = "loading"
-    r, sc, _ = session(srv, body)
+    srv.discovery.model_state, srv.discovery.model_wait_s = "loading", 0.5  # it never finishes
+    (r, sc, _), waited = session(srv, body)
+    assert waited >= 0.5  # it waited for the model (bounded), then fell back
     assert not r.is_error and sc["mode_used"] == "keyword"
-    assert any("still loading" in n for n in sc["notes"])
+    assert any("still loading after 0.5 s: keyword results" in n for n in sc["notes"])
     assert any(h["id"].startswith("time/") for h in sc["hits"])
 
 
-def test_a_keyword_no_match_waits_for_the_loading_model_instead_of_giving_up(serve_index, embedder):
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_a_search_by_meaning_waits_for_the_loading_model(serve_index, embedder, mode):
+    """Before: a search during start-up answered by keywords, whatever it asked for, unless
+    keywords found nothing."""
     import threading
 
     srv = build(serve_index)
@@ -134,13 +141,32 @@ def test_a_keyword_no_match_waits_for_the_loading_model_instead_of_giving_up(ser
 
     async def body(c):
         threading.Timer(0.3, finish_loading).start()
-        # no indexed word in it: keyword search alone finds nothing, meaning does
-        return await call(c, "search_tools", {"query": "what o'clock is it over in Nippon"})
+        # keywords alone find these tools too: the answer still waits for the ranking asked for
+        return [await call(c, "search_tools", {"query": "current time", "search_type": mode}),
+                await call(c, "search_tools", {"query": "what o'clock is it over in Nippon", "search_type": mode})]
+
+    for r, sc, _ in session(srv, body):
+        assert not r.is_error and not sc["no_match"] and sc["mode_used"] == mode
+        assert sc["hits"][0]["id"].startswith("time/")
+        assert not any("loading" in n for n in sc.get("notes", []))
+
+
+def test_the_first_search_of_a_fresh_server_is_semantic(serve_index, model_path, monkeypatch):
+    """serve loads the real model at start-up (in the background) and a semantic search, the
+    first request after the handshake, waits for it."""
+    from toolidx.serve.server import build_server
+
+    monkeypatch.setenv("TOOLIDX_MODEL_PATH", model_path)
+    srv = build_server(serve_index)  # load_model: the default
+
+    async def body(c):
+        # words the index has: before, keywords answered it at once (model still loading)
+        return await call(c, "search_tools", {"query": "current time in a timezone", "search_type": "semantic"})
 
     r, sc, _ = session(srv, body)
-    assert not r.is_error and not sc["no_match"] and sc["mode_used"] == "hybrid"
-    assert sc["hits"][0]["id"].startswith("time/")
-    assert not any("still loading" in n for n in sc.get("notes", []))
+    assert srv.discovery.model_state == "ready"
+    assert not r.is_error and sc["mode_used"] == "semantic" and sc["hits"][0]["id"].startswith("time/")
+    assert not any("loading" in n for n in sc.get("notes", []))
 
 
 def test_list_tools_pages_through_everything_once(serve_index):

@@ -547,3 +547,31 @@ def test_sigterm_stops_the_shared_backends(serve_index, tmp_path):
         time.sleep(0.1)
     else:
         raise AssertionError(f"backend {pid} still running after serve stopped")
+
+
+def test_the_first_semantic_search_waits_for_the_model(serve_index, model_path, tmp_path):
+    """/v1/search as the first request, while the model is still loading: it waits for it (as
+    search_tools does) and ranks by meaning, instead of answering by keywords."""
+    err = tmp_path / "serve.err"
+    with open(err, "w") as errf:
+        proc = subprocess.Popen([*TOOLIDX, "serve", "--db", str(serve_index), "--http", "127.0.0.1:0"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
+                                env={**os.environ, "TOOLIDX_MODEL_PATH": model_path})
+    try:
+        base = None
+        deadline = time.monotonic() + 60
+        while base is None and time.monotonic() < deadline:
+            m = re.search(r"MCP at (https?://\S+:\d+)/mcp", err.read_text())
+            base = m.group(1) if m else None
+            if base is None:
+                assert proc.poll() is None, err.read_text()
+                time.sleep(0.05)
+        assert base, err.read_text()
+        status, body, _ = get(base, "/v1/search", q="current time in a timezone", mode="semantic", k=3)
+        assert status == 200 and body["mode_used"] == "semantic", body
+        assert body["hits"][0]["id"].startswith("time/")
+        assert all(h["signals"]["cosine"] is not None for h in body["hits"])
+        assert not any("loading" in n for n in body.get("notes", []))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -120,6 +120,21 @@ def test_serve_over_stdio_end_to_end(serve_index, model_path, tmp_path, monkeypa
     assert "restarted" in stderr  # logs go to stderr
 
 
+def test_the_first_search_by_meaning_over_stdio_is_semantic(serve_index, model_path, tmp_path, monkeypatch):
+    """serve loads the model at start-up; the first request after the handshake, a semantic search
+    for words the index has, waits for it (before: keywords answered at once, the model still loading)."""
+    monkeypatch.setenv("TOOLIDX_MODEL_PATH", model_path)
+    entry = client_entry(serve_index)
+
+    async def body(c, events):
+        return await call(c, "search_tools", {"query": "current time in a timezone", "search_type": "semantic"})
+
+    r, sc, _ = scenario(entry, body, tmp_path / "stderr.txt")
+    assert not r.is_error and sc["mode_used"] == "semantic", sc
+    assert sc["hits"][0]["id"].startswith("time/")
+    assert not any("loading" in n for n in sc.get("notes", []))
+
+
 def test_a_recrawl_triggers_list_changed_over_stdio(serve_index, model_path, tmp_path, monkeypatch):
     monkeypatch.setenv("TOOLIDX_MODEL_PATH", model_path)
     db = tmp_path / "reload.db"

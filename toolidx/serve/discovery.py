@@ -29,7 +29,7 @@ from .usage import scope_label
 log = logging.getLogger("toolidx")
 
 DEFAULT_MAX_TOKENS = 4000
-MODEL_WAIT_S = 15.0  # how long a keyword "no match" waits for a loading model before it stands
+MODEL_WAIT_S = 20.0  # how long a semantic or hybrid search waits for the model serve is loading
 EXPOSED_NAME_MAX = 64  # Claude and most clients: ^[a-zA-Z0-9_-]{1,64}$
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 HIT_KEYS = ("id", "title", "description", "score", "matched")
@@ -113,6 +113,7 @@ class Discovery:
         self.usage: Any = None  # serve.usage.Usage, set by build_server
         self.model_state = "not loaded"  # loading | ready | unavailable
         self.model_done = threading.Event()
+        self.model_wait_s = MODEL_WAIT_S
         known = {s["name"] for s in list_servers(self.db)}
         unknown = [s for s in self.scope.servers if s not in known]
         if unknown:
@@ -189,6 +190,24 @@ class Discovery:
             log.warning(f"could not preload the search caches: {e}")
         self.model_state = "ready" if emb is not None else "unavailable"
         self.model_done.set()
+
+    def query_embedder(self, mode: str) -> tuple[Any, str | None]:
+        """(the embedder a search in `mode` uses, a note when it answers without one): the one
+        model policy of every front (search_tools over stdio and HTTP, /v1/search). A semantic or
+        hybrid search waits for a model that is loading (at most `model_wait_s`): answering by
+        keywords would give a one-shot client, and every agent's first question, another ranking
+        than the one it asked for. Past the wait, keyword results and a note that says so."""
+        if mode == "keyword":
+            return None, None
+        if self.embedder is None and self.model_state == "loading":
+            self.model_done.wait(self.model_wait_s)
+        if self.embedder is not None:
+            return self.embedder, None
+        if self.model_state == "loading":
+            return None, (f"semantic model still loading after {self.model_wait_s:g} s: keyword results "
+                          "(ask again shortly for results by meaning)")
+        return None, f"semantic model {'not loaded' if self.model_state == 'not loaded' else 'unavailable'}: " \
+                     "keyword results"
 
     # --- scope and names ----------------------------------------------------------------------
     def scope_ids(self) -> set[str]:
@@ -381,16 +400,9 @@ class Discovery:
         mode = args.get("search_type", "hybrid")
         min_score = (args.get("filters") or {}).get("min_score")
         filters = self._filters(args)
-        ready = self.embedder is not None
+        embedder, without_model = self.query_embedder(mode)
         res = search(self.db, query, mode=mode, limit=limit, filters=filters,
-                     min_score=min_score, embedder=self.embedder if ready else None)
-        # words alone found nothing: rather than a false "no good match", wait (bounded) for
-        # the model that is loading and ask again by meaning
-        if (res.no_match and not ready and mode != "keyword" and self.model_state == "loading"
-                and self.model_done.wait(MODEL_WAIT_S) and self.embedder is not None):
-            ready = True
-            res = search(self.db, query, mode=mode, limit=limit, filters=filters,
-                         min_score=min_score, embedder=self.embedder)
+                     min_score=min_score, embedder=embedder)
         full = res.to_json()
         hits = [{k: h[k] for k in HIT_KEYS if h.get(k) not in (None, "", [])} for h in full.get("hits", [])]
         for h in hits:
@@ -399,10 +411,9 @@ class Discovery:
         if args.get("include_schemas"):
             self._schemas_for(hits)
         notes = list(full.get("notes") or [])
-        if mode != "keyword" and not ready:
+        if without_model:
             notes = [n for n in notes if "needs embeddings" not in n]
-            notes.append("semantic model " + ("still loading" if self.model_state in ("loading", "not loaded")
-                                              else "unavailable") + ": keyword results")
+            notes.append(without_model)
         payload: dict[str, Any] = {"query": query, "mode_used": full.get("mode_used"),
                                    "no_match": bool(full.get("no_match")), "hits": hits}
         if payload["no_match"]:

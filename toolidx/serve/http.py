@@ -29,7 +29,7 @@ from .. import __version__
 from ..core.errors import ToolidxError, UsageError
 from ..core.filters import Filters
 from .access import ANONYMOUS, Grant, HostPolicy, Tokens, check_allowed, is_loopback
-from .discovery import MODEL_WAIT_S, Discovery
+from .discovery import Discovery
 
 log = logging.getLogger("toolidx")
 
@@ -177,11 +177,13 @@ def search_payload(disc: Discovery, params: Any) -> dict:
                       description_contains=params.get("description_contains") or None,
                       read_only=_flag(params, "read_only"), no_destructive=_flag(params, "no_destructive"))
     filters = filters.narrowed_by(disc.scope)
-    if mode != "keyword" and disc.embedder is None and disc.model_state in ("loading", "not loaded"):
-        disc.model_done.wait(MODEL_WAIT_S)  # a stateless answer should not depend on start-up timing
+    embedder, without_model = disc.query_embedder(mode)  # search_tools' policy: waits for a loading model
     res = search(disc.db, q, mode=mode, limit=k, filters=None if filters.is_empty() else filters,
-                 min_score=min_score, embedder=disc.embedder)
-    return {"toolidx": JSON_VERSION, "command": "search", **res.to_json()}
+                 min_score=min_score, embedder=embedder)
+    out = res.to_json()
+    if without_model:
+        out["notes"] = [n for n in out.get("notes") or [] if "needs embeddings" not in n] + [without_model]
+    return {"toolidx": JSON_VERSION, "command": "search", **out}
 
 
 def _number(params: Any, key: str, kind: Any, default: Any) -> Any:
@@ -385,7 +387,6 @@ def serve_http(db_path: str, address: tuple[str, int], tokens: Tokens, tls: tupl
     base = f"{'https' if tls else 'http'}://{shown}:{bound}"
     policy = HostPolicy(host, bound, "https" if tls else "http", allow_hosts, allow_origins)
     app = build_app(server, tokens, policy, base)
-    server.start_model()
     auth = f"{len(tokens)} token(s) required" if len(tokens) else "no token (loopback only)"
     sys.stderr.write(f"toolidx serve: MCP at {base}/mcp, search API at {base}/v1/search ({auth}); Ctrl-C to stop\n")
     sys.stderr.flush()

@@ -94,8 +94,9 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
         return views.get(grant_label(ctx) or "", disc)
 
     def start_model() -> None:
-        # Keyword search answers at once; semantic search joins in when the model is ready. Not
-        # before the handshake: importing fastembed holds the GIL for seconds and would delay it.
+        # At start-up, in the background: a semantic or hybrid search waits for it
+        # (Discovery.query_embedder), so the sooner it loads the less the first one waits. It
+        # costs the handshake some GIL time (importing fastembed), not the first answer.
         if load_model and not model_started.is_set():
             model_started.set()
             disc.model_state = "loading"
@@ -168,13 +169,12 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
         run = _run_of(ctx)
         if run is not None and getattr(ctx, "session", None) is not None:
             run.remember(ctx.session)
-        if ctx.method != "initialize":
-            start_model()  # after the handshake, which it would slow down
         return await call_next(ctx)
 
     server.middleware.append(remember_session)
     server.views = views
-    server.start_model = start_model  # serve --http loads it at start: no handshake to protect
+    server.start_model = start_model
+    start_model()  # stdio and HTTP alike: one model policy
     return server
 
 
