@@ -767,3 +767,60 @@ def test_15_a_hostile_name_pattern_stalls_no_one(tmp_path, figure):
     figure("/healthz meanwhile: slowest of probes (s)", f"{max(probes):.3f} of {len(probes)}")
     assert set(answers) == {200} and max(took) < 2.0 and max(probes) < 1.0
     assert refused[0] == 400 and b"back-references" in refused[1]
+
+
+# --- 21: files that are not regular files, malformed merge inputs, ${VAR} in tools_file ------------
+def test_21_fifos_devices_and_malformed_inputs_are_refused_in_one_line(tmp_path, figure):
+    """A FIFO or a device named as --db, --usage-db, a merge input or output, or a tools_file used
+    to block forever (open waits for a writer; /dev/zero never ends): each is refused in one line,
+    exit 2, without being opened for reading. Each command runs in a subprocess with a timeout, so
+    a hang fails the test instead of stalling the suite. A merge input with a malformed row (a
+    definition or tags that are not JSON) is refused the same way, nothing written."""
+    import os
+    import subprocess
+
+    from toolidx.store.db import sqlite_module
+
+    cat = tmp_path / "cat.json"
+    cat.write_text(json.dumps([{"name": "t", "description": "A tool.", "inputSchema": {"type": "object"}}]))
+    good = index(tmp_path, {"c": {"tools_file": str(cat)}}, "good")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    out = tmp_path / "out.db"
+
+    def cfg(path: Path) -> Path:
+        return write_config(tmp_path / f"tf-{path.name}.json", {"s": {"tools_file": str(path)}})
+
+    cases = {}
+    for label, node in (("FIFO", fifo), ("/dev/zero", Path("/dev/zero"))):
+        cases[f"--db {label}"] = ("list", "--db", node)
+        cases[f"--usage-db {label}"] = ("describe", "c/t", "--db", good, "--metrics", "--usage-db", node)
+        cases[f"merge input {label}"] = ("merge", good, node, "-o", out)
+        cases[f"tools_file {label}"] = ("crawl", "--config", cfg(node), "--db", out, "--model", "none")
+    cases["merge output FIFO"] = ("merge", good, "-o", fifo)
+    for column, value in (("definition", "{not json"), ("tags", "nope")):
+        bad = tmp_path / f"bad-{column}.db"
+        bad.write_bytes(good.read_bytes())
+        conn = sqlite_module().connect(str(bad))
+        conn.execute(f"UPDATE tools SET {column} = ?", (value,))
+        conn.commit()
+        conn.close()
+        cases[f"merge input with a malformed {column}"] = ("merge", good, bad, "-o", out)
+
+    refused, slowest = 0, 0.0
+    for label, args in cases.items():
+        t0 = time.perf_counter()
+        try:
+            r = subprocess.run([sys.executable, "-m", "toolidx", *map(str, args)], capture_output=True, text=True,
+                               timeout=60, stdin=subprocess.DEVNULL, cwd=tmp_path,
+                               env={**os.environ, "TOOLIDX_MODEL_PATH": ""})
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{label}: still running after 60 s (blocked on the file)")
+        slowest = max(slowest, time.perf_counter() - t0)
+        lines = r.stderr.strip().splitlines()
+        ok = r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr
+        assert ok, (label, r.returncode, r.stderr[-800:])
+        refused += ok
+    assert not out.exists()
+    figure("FIFOs, devices, malformed merge rows refused in one line, exit 2 / cases (slowest s)",
+           f"{refused} / {len(cases)} ({slowest:.1f} s)")

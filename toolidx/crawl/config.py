@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
+from ..core.files import not_regular
 from ..core.servers import DEFAULT_TIMEOUT, ServerSpec, server_name_problem
 from ..core.tooldoc import fix_strings
 
@@ -306,6 +307,10 @@ def _server(name: Any, entry: Any, where: str, base: Path, environ: dict[str, st
         if not tf:
             raise err("tools_file transport needs `tools_file`", "tools_file")
         spec.tools_file = str((base / expanded(tf, "tools_file")).resolve())
+        kind = not_regular(spec.tools_file)
+        if kind:  # reading a FIFO would wait forever for a writer, a device never ends
+            raise err(f"is {kind}, not a regular file", "tools_file",
+                      fix="point tools_file at a saved tool list (a JSON or JSONL file)")
 
     tags = entry.get("tags") or []
     if isinstance(tags, str):

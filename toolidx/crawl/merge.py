@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import UsageError
+from ..core.errors import DatabaseError, UsageError
 from ..store import merge as store
 from ..store.db import Database, open_db
 from ..store.trust import trusted_launch
@@ -105,6 +105,10 @@ def merge_indexes(inputs: list[Path], output: Path) -> MergeResult:
     try:
         for p in inputs:
             opened.append(open_db(p, readonly=True))
+            bad = store.malformed_row(opened[-1])
+            if bad:  # a hand-edited or damaged input: one line, before anything is written
+                raise DatabaseError(f"malformed row, {bad}; nothing was merged", where=str(p),
+                                    fix="crawl that input again (or restore it), then merge")
         sources = [store.read_source(db, i) for i, db in enumerate(opened)]
         model = _model(sources)
         owner, conflicts = store.owners(sources)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.clock import now_iso
+from ..core.files import NotRegularFile, open_regular
 from ..core.servers import ServerResult, ServerSpec, server_name_problem
 from ..core.tooldoc import fix_strings, validate_tool
 
@@ -25,7 +26,8 @@ _DROP = {"id", "server", "server_title"}
 
 
 def _rows(path: Path) -> list[Any]:
-    text = path.read_text(encoding="utf-8")
+    with open_regular(path, "r", encoding="utf-8") as f:  # a FIFO swapped in after the config check
+        text = f.read()
     stripped = text.lstrip()
     if path.suffix.lower() != ".jsonl" and stripped[:1] in ("{", "["):
         try:
@@ -80,6 +82,8 @@ def load_tools_file(spec: ServerSpec) -> list[ServerResult]:
         rows = _rows(path)
     except FileNotFoundError:
         return [done(ServerResult(spec, "failed", started, error=f"tools_file not found: {path}"))]
+    except NotRegularFile as e:
+        return [done(ServerResult(spec, "failed", started, error=f"tools_file {path} {e.strerror}"))]
     except (OSError, UnicodeDecodeError, ValueError) as e:
         return [done(ServerResult(spec, "failed", started, error=f"tools_file {path}: {e}"))]
 

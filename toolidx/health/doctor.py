@@ -223,7 +223,11 @@ def check_usage(report: DoctorReport, db_path: str, usage_db: str | None = None)
     usage sorts go on without it), as is one serve could not write to."""
     from ..store.usage import usage_facts, usage_path
 
-    path = usage_path(db_path, usage_db)
+    try:
+        path = usage_path(db_path, usage_db)
+    except ToolidxError as e:  # --usage-db names a FIFO or a device: reported, never opened
+        report.add("usage", "usage file", WARN, f"{e.where}: {e.what}", e.fix)
+        return
     if not path.exists():
         report.add("usage", "usage file", OK, f"{path}: nothing recorded yet (toolidx serve records each "
                    "execute_tool there)")

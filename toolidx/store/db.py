@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DatabaseError
+from ..core.files import NotRegularFile, open_regular
 from .cache import IndexCache
 from .migrations import ADDITIVE, MIGRATIONS
 
@@ -148,11 +149,14 @@ def in_chunks(values: list) -> Iterator[tuple[str, list]]:
 
 def check_header(path: Path, *, label: str = "the index", subject: str = "",
                  fix: str = "point --db at a toolidx index, or at a new file name") -> None:
-    """Refuse, before SQLite touches it, a file that is not a SQLite database (never written to).
-    `label` names the file in a read error; `subject` starts the not-a-database message."""
+    """Refuse, before SQLite touches it, a file that is not a SQLite database (never written to),
+    and anything that is not a regular file (a FIFO would block the open forever, a device never
+    ends). `label` names the file in a read error; `subject` starts the not-a-database message."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             head = f.read(16)
+    except NotRegularFile as e:
+        raise DatabaseError(f"{label} {e.strerror} (left untouched)", where=str(path), fix=fix) from None
     except OSError as e:
         raise DatabaseError(f"cannot read {label}: {e.strerror}", where=str(path)) from None
     if head and head != SQLITE_HEADER:

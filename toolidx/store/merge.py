@@ -202,3 +202,43 @@ def _copy_tools(out: Database, src: Source, server: dict, columns: list[str], wi
                     [rowid, *fts.values()])
         counts["tools"] += 1
 
+
+
+# JSON columns an input's rows must hold for the merge (and every reader of its output) to parse
+# them: the first row that does not, with why. CASE stops at the first true branch, so json_each
+# only ever sees valid JSON.
+_MALFORMED_TOOL = """
+SELECT id, CASE
+    WHEN definition IS NULL OR NOT json_valid(definition) THEN 'its definition is not JSON'
+    WHEN json_type(definition) != 'object' THEN 'its definition is not a JSON object'
+    WHEN tags IS NULL OR NOT json_valid(tags) THEN 'its tags are not JSON'
+    WHEN json_type(tags) != 'array' THEN 'its tags are not a JSON array'
+    WHEN EXISTS (SELECT 1 FROM json_each(tools.tags) WHERE type != 'text') THEN 'its tags are not all strings'
+    WHEN param_names IS NULL OR NOT json_valid(param_names) THEN 'its param_names are not JSON'
+    WHEN input_schema IS NOT NULL AND NOT json_valid(input_schema) THEN 'its input_schema is not JSON'
+    WHEN output_schema IS NOT NULL AND NOT json_valid(output_schema) THEN 'its output_schema is not JSON'
+    WHEN annotations IS NOT NULL AND NOT json_valid(annotations) THEN 'its annotations are not JSON'
+    WHEN icons IS NOT NULL AND NOT json_valid(icons) THEN 'its icons are not JSON'
+    WHEN meta IS NOT NULL AND NOT json_valid(meta) THEN 'its _meta is not JSON'
+    END AS why
+FROM tools WHERE why IS NOT NULL ORDER BY rowid LIMIT 1
+"""
+_MALFORMED_SERVER = """
+SELECT name, CASE
+    WHEN tags IS NULL OR NOT json_valid(tags) OR json_type(tags) != 'array' THEN 'its tags are not a JSON array'
+    WHEN invalid_tools IS NULL OR NOT json_valid(invalid_tools) THEN 'its invalid_tools are not JSON'
+    WHEN connect IS NOT NULL AND NOT json_valid(connect) THEN 'its connect record is not JSON'
+    WHEN capabilities IS NOT NULL AND NOT json_valid(capabilities) THEN 'its capabilities are not JSON'
+    END AS why
+FROM servers WHERE why IS NOT NULL ORDER BY rowid LIMIT 1
+"""
+
+
+def malformed_row(db: Database) -> str | None:
+    """The first row of `db` whose JSON columns cannot be parsed ("tool s/t: its tags are not
+    JSON"), or None. Read-only: an input is checked whole before anything is written."""
+    server = db.one(_MALFORMED_SERVER)
+    if server is not None:
+        return f"server {server['name']!r}: {server['why']}"
+    tool = db.one(_MALFORMED_TOOL)
+    return f"tool {tool['id']!r}: {tool['why']}" if tool is not None else None

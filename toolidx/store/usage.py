@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.clock import now_iso
-from ..core.errors import DatabaseError
+from ..core.errors import DatabaseError, UsageError
+from ..core.files import not_regular
 
 USAGE_ENV = "TOOLIDX_USAGE_DB"
 USAGE_APP_ID = 0x54495553  # "TIUS"
@@ -99,12 +100,18 @@ def _writable_dir(d: Path) -> bool:
 
 
 def usage_path(index_path: str | os.PathLike, explicit: str | os.PathLike | None = None) -> Path:
-    """Where the usage of the index at `index_path` is kept (see the module docstring)."""
-    if explicit:
-        return Path(explicit).expanduser()
-    env = os.environ.get(USAGE_ENV)
-    if env:
-        return Path(env).expanduser()
+    """Where the usage of the index at `index_path` is kept (see the module docstring). Raises
+    UsageError when the file named by --usage-db / TOOLIDX_USAGE_DB is there but is not a regular
+    file (a FIFO would block every open, a device never ends): a bad argument, not a usage file
+    to warn about and go on without."""
+    for given, name in ((explicit, "--usage-db"), (os.environ.get(USAGE_ENV), USAGE_ENV)):
+        if given:
+            p = Path(given).expanduser()
+            kind = not_regular(p)
+            if kind:
+                raise UsageError(f"{name}: is {kind}, not a regular file", where=str(p),
+                                 fix=f"name a usage file (a new one is made there) with --usage-db / {USAGE_ENV}")
+            return p
     index = Path(index_path).expanduser()
     beside = index.with_name(index.name + ".usage.db")
     if _writable(beside):
