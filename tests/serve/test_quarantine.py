@@ -321,8 +321,9 @@ def test_serve_print_config_carries_quarantine(tmp_path):
     assert "--quarantine" in args and sys.executable  # the entry starts serve quarantined
 
 
-def test_merge_carries_each_servers_approvals(tmp_path):
-    """`toolidx merge` takes a server's approvals from the input it takes the server from."""
+def test_merge_drops_approvals_and_says_so(tmp_path):
+    """`toolidx merge` carries no approval: an input cannot approve tools for the merged index
+    (approvals come only from `toolidx approve` on it). It says how many it dropped."""
     dbs = []
     for name, tools_file in (("weather", WEATHER), ("files", REPO / "examples" / "files-tools.json")):
         cfg = tmp_path / f"{name}.json"
@@ -333,11 +334,10 @@ def test_merge_carries_each_servers_approvals(tmp_path):
     assert run_cli("approve", "weather/get_forecast", "--db", dbs[0]).code == 0
     assert run_cli("approve", "--server", "files", "--db", dbs[1]).code == 0
     out = tmp_path / "merged.db"
-    r = run_cli("merge", *dbs, "-o", out)
+    r = run_cli("merge", *dbs, "-o", out, "--json")
     assert r.code == 0, r.stderr
-    merged = _rows(out)
-    assert set(merged) == {"weather/get_forecast", "files/pdf_to_text", "files/read_file",
-                           "files/search_files", "files/write_file"}
-    assert merged["weather/get_forecast"] == _rows(dbs[0])["weather/get_forecast"]
+    assert _rows(out) == {} and r.json["approvals_dropped"] == 5
+    text = run_cli("merge", *dbs, "-o", tmp_path / "m2.db")
+    assert "5 approval(s) in the inputs not carried over" in text.stderr and "toolidx approve" in text.stderr
     d = run_cli("diff", "--approved", "--db", out, "--json").json
-    assert {t["id"] for s in d["servers"] for t in s["tools"]} == {"weather/get_alerts", "weather/convertTemperature"}
+    assert len({t["id"] for s in d["servers"] for t in s["tools"]}) == 7  # everything awaits approval

@@ -152,6 +152,9 @@ def merge_result(res: Any, as_json: bool) -> None:
                              + (f" {_one(' '.join(map(str, x['args'] or [])))}" if x.get("args") else "")
                              for x in c["launches"])
             note(f"launch line differs: server {c['server']!r} starts differently by input ({says})")
+    if d.get("approvals_dropped"):
+        note(f"{d['approvals_dropped']} approval(s) in the inputs not carried over: approvals come only from "
+             f"`toolidx approve --db {d['output']}` on the merged index, after review (`toolidx diff --approved`)")
     if d.get("untrusted"):
         note(f"{len(d['untrusted'])} server(s) with launch lines no crawl on this machine wrote "
              f"({', '.join(d['untrusted'][:10])}{', …' if len(d['untrusted']) > 10 else ''}): serve and check "

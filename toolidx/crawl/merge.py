@@ -38,6 +38,8 @@ class MergeResult:
     # servers whose launch line no crawl on this machine wrote: serve and check need --config (or
     # --trust-index) to start them
     untrusted: list[str] = field(default_factory=list)
+    # approvals the inputs held: never carried (an input cannot approve tools for the merged index)
+    approvals_dropped: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -150,5 +152,5 @@ def merge_indexes(inputs: list[Path], output: Path) -> MergeResult:
         vectors=counts["vectors"], missing_vectors=counts["missing_vectors"],
         embed_model=model[0] if model else None, embed_dim=model[1] if model else None,
         conflicts=conflicts, launch_differs=[c["server"] for c in conflicts if c["launch_differs"]],
-        untrusted=untrusted)
+        untrusted=untrusted, approvals_dropped=sum(s.approvals for s in sources))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import NotFoundError
+from ..core.tooldoc import definition_hash
 from ..store import approvals as store
 from ..store import history
 from ..store.db import Database
@@ -70,11 +71,20 @@ def changes_since_approval(db: Database, tool: dict, approval: dict) -> list[Cha
     return compare_tools(old, tool["definition"])
 
 
+def current_hash(tool: dict) -> str:
+    """The hash of `tool`'s definition as it is now, computed from the definition: `tools.hash` is
+    only what the file says (a merged or hand-edited index may hold one that does not match)."""
+    d = tool.get("definition")
+    if isinstance(d, dict):
+        return definition_hash(d)
+    return store.stored_hash(d if isinstance(d, str) else None)
+
+
 def approval_state(tool: dict, approval: dict | None) -> str:
     """approved | changed (since approval) | unapproved."""
     if approval is None:
         return "unapproved"
-    return "approved" if approval["hash"] == tool.get("hash") else "changed"
+    return "approved" if approval["hash"] == current_hash(tool) else "changed"
 
 
 def approval_json(approval: dict | None) -> dict[str, Any] | None:

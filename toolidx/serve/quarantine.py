@@ -6,7 +6,7 @@ is visible and described, but `execute_tool` refuses it with the field-level dif
 from __future__ import annotations
 
 from ..core.budget import fit_budget
-from ..diff.approved import approval_json, approval_state, changes_since_approval
+from ..diff.approved import approval_json, approval_state, changes_since_approval, current_hash
 from ..store.approvals import approvals
 from ..store.db import Database
 from .discovery import Answer
@@ -39,7 +39,7 @@ def refusal(db: Database, tool: dict, max_tokens: int) -> Answer | None:
     message = (f"not run: {tool['id']} changed since it was approved by {a['by']} at {a['at']} "
                f"({len(changes)} field change{'s' if len(changes) != 1 else ''})")
     payload = {"error": "changed_since_approval", "tool": tool["id"], "message": message,
-               "fix": FIX.format(id=tool["id"]), "approved": a, "hash": tool.get("hash"), "changes": changes}
+               "fix": FIX.format(id=tool["id"]), "approved": a, "hash": current_hash(tool), "changes": changes}
     payload = fit_budget(payload, "changes", max_tokens)
     lines = [f"Error: {message}. What changed:"]
     lines += [f"- {c['severity']} {c['field']}: {c['message']}" for c in payload.get("changes", [])]

@@ -2,10 +2,17 @@
 `serve --quarantine` and `toolidx diff --approved`. Keyed by tool id, with the definition hash
 (`tools.hash`); the definition itself stays in `tool_versions`, so a later change can be shown
 field by field. An index opened read-only before the migration that adds the table reads as
-"nothing approved"."""
+"nothing approved".
+
+A definition's hash is computed here from the definition itself, never read from `tools.hash`: an
+index from elsewhere (or a hand edit) can hold a hash that does not match its definition, and an
+approval of that hash must not cover the changed tool."""
 
 from __future__ import annotations
 
+import json
+
+from ..core.tooldoc import definition_hash
 from .db import Database, in_chunks
 
 TABLE = "approvals"
@@ -28,19 +35,29 @@ def approvals(db: Database, ids: list[str] | None = None) -> dict[str, dict]:
     return out
 
 
+def stored_hash(definition: str | None) -> str:
+    """The hash of a stored definition (its JSON text), computed; a definition that does not parse
+    gets a hash no approval can hold."""
+    try:
+        return definition_hash(json.loads(definition or ""))
+    except (TypeError, ValueError, RecursionError):
+        return "unreadable definition"
+
+
 def current_hashes(db: Database, ids: list[str] | None = None, servers: list[str] | None = None) -> dict[str, str]:
-    """tool id -> tools.hash, for the tools now in the index (all, or `ids`, or `servers`' tools)."""
+    """tool id -> the hash of its definition (computed), for the tools now in the index (all, or
+    `ids`, or `servers`' tools)."""
     if ids is not None:
         out: dict[str, str] = {}
         for marks, chunk in in_chunks(list(dict.fromkeys(ids))):
-            out.update({r["id"]: r["hash"] for r in db.query(
-                f"SELECT id, hash FROM tools WHERE id IN ({marks})", chunk)})
+            out.update({r["id"]: stored_hash(r["definition"]) for r in db.query(
+                f"SELECT id, definition FROM tools WHERE id IN ({marks})", chunk)})
         return out
-    sql, params = "SELECT id, hash FROM tools", []
+    sql, params = "SELECT id, definition FROM tools", []
     if servers:
         sql += f" WHERE server IN ({', '.join('?' * len(servers))})"
         params = list(servers)
-    return {r["id"]: r["hash"] for r in db.query(sql + " ORDER BY id", params)}
+    return {r["id"]: stored_hash(r["definition"]) for r in db.query(sql + " ORDER BY id", params)}
 
 
 def record(db: Database, ids: list[str], by: str, at: str) -> list[dict]:
@@ -50,10 +67,11 @@ def record(db: Database, ids: list[str], by: str, at: str) -> list[dict]:
     with db.transaction() as conn:
         rows = []
         for marks, chunk in in_chunks(list(dict.fromkeys(ids))):
-            rows += conn.execute(f"SELECT t.id, t.hash, a.hash FROM tools t LEFT JOIN approvals a "
+            found = conn.execute(f"SELECT t.id, t.definition, a.hash FROM tools t LEFT JOIN approvals a "
                                  f"ON a.tool_id = t.id WHERE t.id IN ({marks})", chunk).fetchall()
-            conn.execute(f"INSERT OR IGNORE INTO tool_versions(hash, definition) "
-                         f"SELECT hash, definition FROM tools WHERE id IN ({marks})", chunk)
+            versions = [(stored_hash(d), d) for _, d, _ in found]
+            rows += [(tid, h, prev) for (tid, _, prev), (h, _) in zip(found, versions)]
+            conn.executemany("INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)", versions)
         conn.executemany("INSERT INTO approvals(tool_id, hash, approved_by, approved_at) VALUES (?, ?, ?, ?) "
                          "ON CONFLICT(tool_id) DO UPDATE SET hash = excluded.hash, "
                          "approved_by = excluded.approved_by, approved_at = excluded.approved_at",
@@ -70,13 +88,3 @@ def revoke(db: Database, ids: list[str]) -> list[str]:
                                                chunk).fetchall()]
             conn.execute(f"DELETE FROM approvals WHERE tool_id IN ({marks})", chunk)
     return sorted(had)
-
-
-def copy_into(out: Database, src: Database, servers: set[str]) -> int:
-    """`toolidx merge`: copy `src`'s approvals of the tools of `servers` (those the merged index
-    takes from `src`) into `out`, inside the caller's transaction. Returns how many."""
-    rows = [(r["tool_id"], r["hash"], r["approved_by"], r["approved_at"]) for r in approvals(src).values()
-            if r["tool_id"].partition("/")[0] in servers]
-    out.conn.executemany("INSERT OR REPLACE INTO approvals(tool_id, hash, approved_by, approved_at) "
-                         "VALUES (?, ?, ?, ?)", rows)
-    return len(rows)

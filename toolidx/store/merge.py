@@ -8,6 +8,10 @@ Which input a server comes from: the one that crawled it last (the start of its 
 has one crawl per input crawl, in time order; each records the whole merged index as it stood after
 that crawl (every input's latest snapshot up to then, each server from the input that had crawled
 it last), so `toolidx diff` and `history` read a merged index like any other.
+
+What an input says about itself is not taken on its word: every definition's hash is computed
+again from the definition (tools, tool versions and crawl snapshots alike), and approvals are not
+carried (they come only from `toolidx approve` on the merged index).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 from ..core.servers import launch_hash
 from ..core.tooldoc import build_tooldoc, server_words
 from . import approvals, vectors
+from .approvals import stored_hash
 from .db import Database
 
 Key = tuple[str, int]  # (when a server was crawled, input position): the larger one wins
@@ -36,6 +41,8 @@ class Source:
     tool_count: int = 0
     crawled: dict[int, list[dict]] = field(default_factory=dict)  # crawl id -> its crawl_servers rows
     snapshot: dict[int, dict[str, list[tuple]]] = field(default_factory=dict)  # crawl id -> server -> rows
+    versions: dict[str, str] = field(default_factory=dict)  # its tool_versions hash -> the hash computed
+    approvals: int = 0  # approvals it holds (not carried into the merged index)
 
     def last_crawled(self, server: str) -> Key:
         """When this input last crawled `server` (its servers row's last crawl)."""
@@ -74,6 +81,7 @@ def read_source(db: Database, position: int) -> Source:
                                "ORDER BY crawl_id, rowid").fetchall()
     for crawl_id, *row in rows:
         src.snapshot.setdefault(int(crawl_id), {}).setdefault(row[1], []).append(tuple(row))
+    src.approvals = len(approvals.approvals(db))
     return src
 
 
@@ -147,6 +155,11 @@ def _history(out: Database, sources: list[Source]) -> dict[tuple[int, int], int]
     return ids
 
 
+def _rehash(src: Source, row: tuple) -> tuple:
+    """A crawl_tools row (tool_id, server, name, hash, stale) with the hash its definition has."""
+    return (*row[:3], src.versions.get(row[3], row[3]), *row[4:])
+
+
 def write_merged(out: Database, sources: list[Source], owner: dict[str, Source],
                  model: tuple[str, int] | None, model_path: str | None) -> dict[str, int]:
     """Fill the empty index `out` (one transaction). Returns counts: servers, tools, crawls,
@@ -160,8 +173,12 @@ def write_merged(out: Database, sources: list[Source], owner: dict[str, Source],
         for s in sources:
             with s.db.lock:
                 versions = s.db.conn.execute("SELECT hash, definition FROM tool_versions").fetchall()
+            # keyed by the hash of the text, whatever key the input gave it
+            s.versions = {h: stored_hash(d) for h, d in versions}
+            s.snapshot = {cid: {server: [_rehash(s, r) for r in rows] for server, rows in snap.items()}
+                          for cid, snap in s.snapshot.items()}
             out.conn.executemany("INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)",
-                                 versions)
+                                 [(s.versions[h], d) for h, d in versions])
         ids = _history(out, sources)
         counts["crawls"] = len(ids)
         server_cols, tool_cols = _columns(out, "servers"), [c for c in _columns(out, "tools") if c != "rowid"]
@@ -173,7 +190,6 @@ def write_merged(out: Database, sources: list[Source], owner: dict[str, Source],
                 _insert(out, "servers", row, server_cols)
                 counts["servers"] += 1
                 _copy_tools(out, s, row, tool_cols, model is not None and s.model == model, counts)
-            approvals.copy_into(out, s.db, set(mine))  # who approved what goes with the tools
         if ids:
             out.set_meta("last_crawl_id", str(max(ids.values())))
     return counts
@@ -185,6 +201,9 @@ def _copy_tools(out: Database, src: Source, server: dict, columns: list[str], wi
     for row in src.db.query("SELECT rowid AS _rowid, * FROM tools WHERE server = ? ORDER BY rowid",
                             (server["name"],)):
         old = row.pop("_rowid")
+        row["hash"] = stored_hash(row["definition"])  # the input's own hash column is not evidence
+        out.execute("INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)",
+                    (row["hash"], row["definition"]))
         blob = vectors.get(src.db, old) if with_vectors and row.get("embed_hash") else None
         if blob is None:
             row["embed_hash"] = None
