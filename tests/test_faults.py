@@ -548,6 +548,59 @@ def test_12_schema_values_never_run_as_code_in_generated_python(tmp_path, monkey
     assert stray == [] and read >= 6 and "TOOLIDX_PWNED" not in os.environ
 
 
+# --- 13: export: refs out of the document, raw TypeScript keys, wrapper names taken over -----------
+def _refs(node, out: list) -> list:
+    """Every `$ref` string anywhere in a JSON document (generic JSON-reference resolvers follow
+    them wherever they are, values and extensions included)."""
+    if isinstance(node, dict):
+        out += [v for k, v in node.items() if k == "$ref" and isinstance(v, str)]
+        for v in node.values():
+            _refs(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            _refs(v, out)
+    return out
+
+
+def test_13_export_keeps_refs_local_keys_quoted_and_names_with_their_tools(tmp_path, figure):
+    from conftest import REPO
+
+    db = index(tmp_path, {"evil": {"tools_file": str(REPO / "tests" / "data" / "export_hostile_tools.json")}})
+    r = run_cli("export", "-f", "openapi", "--db", db)
+    assert r.code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    refs = _refs(doc, [])
+    outside = [x for x in refs if not x.startswith("#/")]  # file://, http://, relative files, anchors
+    unrewritten = [x for x in refs if not x.startswith("#/components/schemas/")]  # #/$defs/..., # under `enum`
+    refs_tool = doc["components"]["schemas"]["evil__refs.input"]
+    nested_ids = json.dumps(refs_tool).count('"$id"')
+    ts = run_cli("export", "-f", "typescript", "--db", db).stdout
+    raw_keys = int('  "key\\n"?: string;' not in ts)
+    # a look-alike added later must not take a name code already calls
+    takeovers, checked = 0, 0
+    scenarios = [["del_ete"], ["del-ete"], ["del.ete"], ["del_ete", "del-ete"], ["del-ete", "del ete"]]
+    everything = ["del_ete", "del-ete", "del.ete", "del ete", "DEL_ETE"]
+
+    def names(fmt: str, tools: list[str], tag: str) -> dict:
+        listing = tmp_path / f"{tag}-tools.json"
+        listing.write_text(json.dumps({"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in tools]}))
+        d = index(tmp_path, {"s": {"tools_file": str(listing)}}, name=tag)
+        return run_cli("export", "-f", fmt, "--db", d, "--json").json["names"]
+
+    for fmt in ("python", "typescript"):
+        after = names(fmt, everything, f"{fmt}-all")
+        for k, before in enumerate(scenarios):
+            for n, tool in names(fmt, before, f"{fmt}-{k}").items():
+                checked += 1
+                takeovers += after.get(n) != tool
+    figure("non-local $refs in the OpenAPI document / $refs under properties named enum, examples, const, "
+           "default not rewritten / nested $id kept / raw TypeScript key with a newline / wrapper names "
+           "taken over by a look-alike added later",
+           f"{len(outside)} / {len(unrewritten)} / {nested_ids} / {raw_keys} / {takeovers} of {checked}")
+    assert refs and outside == [] and unrewritten == [] and nested_ids == 0 and raw_keys == 0
+    assert checked == 2 * 7 and takeovers == 0
+
+
 # --- 20: recorded examples stay in their scope, secrets out in every shape -------------------------
 def test_20_recorded_examples_stay_in_their_scope_and_keep_no_secrets(tmp_path, figure):
     """Two serves share one index and one usage file: a team's (scope servers=r) and the whole

@@ -5,6 +5,7 @@ toolidx's execute path on a real stdio server (examples/notes_server.py)."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
 import inspect
 import json
@@ -136,10 +137,10 @@ def test_python_wrappers_escape_hostile_names_and_descriptions(hostile_db, tmp_p
     assert all(isinstance(n.value, ast.Constant) for n in tree.body if isinstance(n, ast.Expr))
     _mypy(path)
     mod = _import(path, "evil_tools")
-    fn = mod.evil__evil___tool
+    fn = mod.evil__evil___tool_d22d3b  # a name that had to change carries the id's hash
     desc = json.loads(HOSTILE.read_text())["tools"][0]["description"]
     assert inspect.getdoc(fn).startswith(desc)  # the text itself, unchanged
-    f = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "evil__evil___tool")
+    f = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "evil__evil___tool_d22d3b")
     names = [a.arg for a in f.args.args + f.args.kwonlyargs]
     assert names[:3] == ["class_", "a_b", "q_x"]
     assert len(set(names)) == len(names) and "_args" not in names and "Any" not in names
@@ -168,6 +169,32 @@ def test_python_wrappers_type_hostile_schema_values_as_literals(hostile_db, tmp_
     assert hints["import_"] is int  # 10**400: no literal type in mypy
     assert "Literal['x y']" in repr(hints["d"]) and hints["g"] is hints["h"] is __import__("typing").Any
     _mypy(path)
+
+
+def export_names(tmp_path: Path, fmt: str, tools: list[str]) -> dict[str, str]:
+    """{function name: tool id} of a fresh index of server `s` holding these tool names."""
+    d = tmp_path / f"{len(list(tmp_path.iterdir()))}"
+    d.mkdir()
+    (d / "tools.json").write_text(json.dumps({"tools": [{"name": n, "inputSchema": {"type": "object"}}
+                                                        for n in tools]}))
+    return json.loads(_export(_crawl({"s": {"tools_file": str(d / "tools.json")}}, d), fmt, "--json"))["names"]
+
+
+LOOK_ALIKES = [["del_ete"], ["del-ete"], ["del.ete"], ["del_ete", "del-ete"], ["del-ete", "del ete"]]
+
+
+@pytest.mark.parametrize("fmt", ["python", "typescript"])
+def test_wrapper_names_stay_with_their_tools_when_look_alikes_arrive(tmp_path, fmt):
+    """A tool's function name depends on its own id only: a look-alike a server adds later
+    (`del-ete` beside `del_ete`, or the other way round) never takes over a name code calls."""
+    everything = ["del_ete", "del-ete", "del.ete", "del ete", "DEL_ETE"]
+    after = export_names(tmp_path, fmt, everything)
+    assert len(after) == len(everything) and after["s__del_ete"] == "s/del_ete"
+    for before in LOOK_ALIKES:
+        names = export_names(tmp_path, fmt, before)
+        assert {n: after.get(n) for n in names} == names, before
+    assert export_names(tmp_path, fmt, ["del-ete"]) == {"s__del_ete_" + hashlib.sha256(b"s/del-ete").hexdigest()[:6]:
+                                                        "s/del-ete"}
 
 
 # --- openapi ----------------------------------------------------------------------------------------
@@ -287,8 +314,8 @@ def test_typescript_wrappers_compile_strict_and_escape_hostile_text(hostile_db, 
         if "*/" in line:
             assert line.strip() == "*/" or line.strip().startswith("/**") or '"*/"' in line, line
     assert "*\\/ process.exit(1) /*" in code and '"q\\"x": "it\'s" | "a\\"b" | "*/" | null;' in code
-    assert "export function evil__evil___tool(args: EvilEvilToolArgs)" in code
-    assert "export function evil__evil_tool(args: EvilEvilToolArgs_2 = {})" in code
+    assert "export function evil__evil___tool_d22d3b(args: EvilEvilToolD22d3bArgs)" in code
+    assert "export function evil__evil_tool(args: EvilEvilToolArgs = {})" in code
 
 
 @pytest.mark.slow  # runs mypy, tsc or a real server: 5-10 s

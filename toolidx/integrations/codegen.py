@@ -14,21 +14,24 @@ generated code as escaped string literals or escaped comment text, never as code
 
 from __future__ import annotations
 
+import hashlib
 import json
 import keyword
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.filters import Filters
 from ..core.schemas import deref, merge_all_of
+from ..store.tools import list_servers
 from .common import ToolCatalog
 
 MAX_TYPE_DEPTH = 4
 MAX_UNION = 12
 _PY_IDENT = re.compile(r"[^0-9A-Za-z_]")
-_TS_IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+_TS_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")  # used with fullmatch: `$` would let "key\n" pass
 # names the generated Python module defines itself (a tool or parameter must not shadow them)
 _PY_RESERVED = {"Any", "Literal", "TypedDict", "cast", "annotations", "configure", "ToolError", "Client", "client",
                 "DB_PATH", "SCOPE", "TOOL_IDS", "_call", "_args", "_client", "_runtime", "None", "True", "False",
@@ -41,6 +44,53 @@ _TS_RESERVED = {"break", "case", "catch", "class", "const", "continue", "debugge
                 "undefined", "arguments", "eval", "ToolError", "ToolidxClient", "callTool", "configure",
                 "closeClient", "CallToolResult", "TOOL_IDS", "getClient", "TOOLIDX_DB", "SCOPE_ARGS",
                 "client", "Pending"}
+
+
+# --- the names of the wrappers -----------------------------------------------------------------------
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:6]
+
+
+def _server_parts(servers: list[str]) -> dict[str, str]:
+    """{server: its part of the wrapper names}: each run of characters outside [A-Za-z0-9] as one
+    `_`, none at the ends, so the first `__` of a wrapper name always ends its server part; a part
+    two servers would share carries each one's hash (which servers exist is the user's config)."""
+    base = {}
+    for s in servers:
+        b = re.sub(r"[^0-9A-Za-z]+", "_", unicodedata.normalize("NFKD", s)).strip("_") or "server"
+        base[s] = "_" + b if b[0].isdigit() else b
+    shared = Counter(base.values())
+    return {s: b if shared[b] == 1 else f"{b}_{_hash(s)}" for s, b in base.items()}
+
+
+def wrapper_names(catalog: ToolCatalog) -> dict[str, str]:
+    """{tool id: its function's name}, the same in Python and TypeScript: `server__tool`.
+
+    A tool's name depends on its own id (and the index's server names), never on which other tools
+    exist, so a tool a server adds later cannot take over a name that code already calls: the tool
+    part is the tool's name when it is made of [A-Za-z0-9_] only (`del_ete`), else that name with
+    each other character as `_` and a 6-hex hash of the id (`del-ete` -> `del_ete_4f1c2a`), so a
+    look-alike never gets the plain name. (API names such as `ToolCatalog.names` go to the first
+    tool in id order instead.)"""
+    ids = sorted(catalog.names)
+    servers = {r["name"] for r in list_servers(catalog.db)} | {i.partition("/")[0] for i in ids}
+    parts = _server_parts(sorted(servers))
+    taken: set[str] = set()
+    out = {}
+    for i in ids:
+        server, _, name = i.partition("/")
+        clean = re.sub(r"[^0-9A-Za-z_]", "_", unicodedata.normalize("NFKD", name))
+        tool = name if name and clean == name else f"{clean}_{_hash(i)}"
+        out[i] = _unique(f"{parts[server]}__{tool}", taken)  # a clash only between names crafted to clash
+    return out
+
+
+def _type_stems(names: dict[str, str]) -> dict[str, str]:
+    """{tool id: the stem of its type names} (`NotesAddNote` for `notes__add_note`); a stem two
+    tools would share carries each one's hash, so no tool's type name passes to another."""
+    stem = {i: _pascal(fn) for i, fn in names.items()}
+    shared = Counter(stem.values())
+    return {i: s if shared[s] == 1 else f"{s}{_hash(i)}" for i, s in stem.items()}
 
 
 # --- parameters of a tool ---------------------------------------------------------------------------
@@ -310,11 +360,12 @@ def python_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str, st
         "__all__ = [\"ToolError\", \"configure\", \"TOOL_IDS\"]",
     ]
     body: list[str] = []
-    fn_taken: set[str] = set()
+    wrappers = wrapper_names(catalog)
+    stems = _type_stems(wrappers)
+    fn_taken: set[str] = set(wrappers.values())
     names: dict[str, str] = {}
-    for tool_id in sorted(catalog.names):
+    for tool_id, fn in wrappers.items():
         t = catalog.tool(tool_id)
-        fn = py_ident(catalog.names[tool_id], fn_taken)
         names[fn] = tool_id
         params, root = params_of(catalog.input_schema(tool_id), py_ident, t.get("param_names"))
         sig = []
@@ -337,7 +388,7 @@ def python_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str, st
         if shape is not None:
             fields, out_root = shape
             if fields:  # a TypedDict in functional form: any JSON key is allowed
-                returns = py_ident(_pascal(fn) + "Result", fn_taken)
+                returns = py_ident(stems[tool_id] + "Result", fn_taken)
                 # total=False unless every key is required (NotRequired needs Python 3.11)
                 total = "" if all(f.required for f in fields) else ", total=False"
                 body += ["", "", f"{returns} = TypedDict({returns!r}, {{"]
@@ -549,7 +600,7 @@ def _ts_interface(name: str, comment: str, fields: list[Param], root: dict, mapp
     descriptions, `?` on optional keys."""
     out = ["", "/**", js_comment(comment), " */", f"export interface {name} {{"]
     for f in fields:
-        key = f.json_name if _TS_IDENT.match(f.json_name) else js_string(f.json_name)
+        key = f.json_name if _TS_IDENT.fullmatch(f.json_name) else js_string(f.json_name)
         if f.description:
             out += ["  /**", js_comment(f.description, "  "), "   */"]
         out.append(f"  {key}{'' if f.required else '?'}: {mapper.map(f.schema, root)};")
@@ -576,12 +627,13 @@ def typescript_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str
         f"export const TOOLIDX_DB: string = {js_string(db_path)};",
         f"const SCOPE_ARGS: string[] = {json.dumps(scope_args, ensure_ascii=True)};",
     ]
-    taken: set[str] = set()
+    wrappers = wrapper_names(catalog)
+    stems = _type_stems(wrappers)
+    taken: set[str] = set(wrappers.values())
     names: dict[str, str] = {}
-    for tool_id in sorted(catalog.names):
+    for tool_id, fn in wrappers.items():
         t = catalog.tool(tool_id)
-        fn = ts_ident(catalog.names[tool_id], taken)
-        iface = ts_ident(_pascal(fn) + "Args", taken)
+        iface = ts_ident(stems[tool_id] + "Args", taken)
         names[fn] = tool_id
         params, root = params_of(catalog.input_schema(tool_id), None, t.get("param_names"))
         out += _ts_interface(iface, f"Arguments of {tool_id} (JSON names as the tool takes them).", params, root,
@@ -594,7 +646,7 @@ def typescript_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str
         if shape is not None:
             fields, out_root = shape
             if fields:
-                returns = ts_ident(_pascal(fn) + "Result", taken)
+                returns = ts_ident(stems[tool_id] + "Result", taken)
                 out += _ts_interface(returns, f"What {tool_id} returns (its output schema).", fields, out_root,
                                      mapper)
             else:

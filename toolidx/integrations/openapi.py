@@ -10,7 +10,12 @@ gateways and API catalogs.
 - each schema lives in `components/schemas` as `{name}.input` / `{name}.output`; its
   `$defs` / `definitions` are lifted beside it as `{name}.input.{def}` and every local `$ref`
   (`#`, `#/$defs/X`, `#/properties/...`) is rewritten to point there, so the document resolves.
-  `$schema` and `$id` are dropped (the document's dialect is OpenAPI 3.1's JSON Schema 2020-12).
+  `$schema`, `$id` and `$anchor` are dropped (the document's dialect is OpenAPI 3.1's JSON Schema
+  2020-12);
+- a schema is walked by position (a property named `enum` is a schema, an `enum` keyword's list
+  values); a ref that is not local (`file://`, `http://`, a relative file, an anchor) is renamed
+  `x-unfollowed-ref` wherever it is in the document, values included, so no reader of the
+  document reads a file or fetches a URL because a server said so.
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ class _Lifter:
     def __init__(self, base: str, schema: dict, components: dict[str, Any]):
         self.base, self.components = base, components
         root = copy.deepcopy(schema)
-        self.root = schema
+        self.root = _inert(schema)
         self.defs: dict[tuple[str, str], str] = {}  # (keyword, def name) -> component name
         taken: set[str] = set()
         lifted: dict[str, Any] = {}
@@ -79,8 +84,6 @@ class _Lifter:
             components[comp] = repair(self.rewrite(sub))
 
     def ref(self, ref: str) -> str:
-        if not ref.startswith("#"):
-            return ref
         parts = ref[1:].split("/")[1:] if ref[1:].startswith("/") else []
         if len(parts) >= 2 and _unescape(parts[0]) in _DEFS:
             comp = self.defs.get((_unescape(parts[0]), _unescape(parts[1])))
@@ -89,27 +92,76 @@ class _Lifter:
         return "/".join([f"#/components/schemas/{_escape(self.base)}", *parts])
 
     def _bad_value(self, value: Any, node: dict) -> bool:
-        return validate(value, {k: v for k, v in node.items() if k != "default"}, self.root) is not None
+        # jsonschema retrieves remote refs (file://, http://) it is given: it only sees inert copies
+        return validate(value, _inert({k: v for k, v in node.items() if k != "default"}), self.root) is not None
 
     def rewrite(self, node: Any) -> Any:
-        if isinstance(node, dict):
-            out = {}
-            for k, v in node.items():
-                if k == "$ref" and isinstance(v, str):
-                    out[k] = self.ref(v) if v.startswith("#") else v
-                elif k == "default" and self._bad_value(v, node):
-                    out["x-default"] = v  # OpenAPI validators check defaults against the schema
-                elif k in ("enum", "const", "default", "examples", "example"):
-                    out[k] = v  # values, not schemas
+        """A schema with its local refs pointed into the components. Walked by schema position
+        (a property named `enum` is a schema, an `enum` keyword's list is values); whatever
+        could make a reader leave the document is taken out (see `_local_only`)."""
+        if not isinstance(node, dict):
+            return node if isinstance(node, bool) else values(node)
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            if k in _REFS and isinstance(v, str):
+                if _is_local(v):
+                    out[k] = self.ref(v) if k == "$ref" else v
                 else:
-                    out[k] = self.rewrite(v)
-            return out
-        if isinstance(node, list):
-            return [self.rewrite(v) for v in node]
-        return node
+                    out[f"x-unfollowed-{k[1:]}"] = v
+            elif k in _RESOURCE:
+                continue  # would change the base the refs below resolve against, or clash between tools
+            elif k == "default" and self._bad_value(v, node):
+                out["x-default"] = values(v)  # OpenAPI validators check defaults against the schema
+            elif k in _SCHEMA_ONE or (k == "items" and isinstance(v, dict | bool)):
+                out[k] = self.rewrite(v)
+            elif k in _SCHEMA_LIST and isinstance(v, list):
+                out[k] = [self.rewrite(x) for x in v]
+            elif k in _SCHEMA_MAPS and isinstance(v, dict):
+                out[k] = {name: self.rewrite(x) if isinstance(x, dict | bool) else values(x) for name, x in v.items()}
+            else:
+                out[k] = values(v)  # values (enum, const, examples, default) and unknown keywords
+        return out
 
 
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+# where a schema holds schemas (JSON Schema 2020-12, and draft-04/07's `items` list, `additionalItems`,
+# `dependencies`); everything else in a schema is a value or an unknown keyword
+_SCHEMA_ONE = ("additionalItems", "contains", "additionalProperties", "propertyNames", "not", "if", "then",
+               "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema")
+_SCHEMA_LIST = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+_REFS = ("$ref", "$dynamicRef", "$recursiveRef")
+_RESOURCE = ("$id", "$schema", "$anchor", "$dynamicAnchor", "$recursiveAnchor")
+
+
+def _is_local(ref: str) -> bool:
+    """`#` or a JSON pointer into this document (`#/...`): no file, URL or anchor."""
+    return ref == "#" or ref.startswith("#/")
+
+
+def _inert(node: Any) -> Any:
+    """A copy of a schema no validator can leave the document from: non-local refs renamed (as in
+    `values`) and `$id`s, which set the base local refs resolve against, dropped."""
+    if isinstance(node, dict):
+        return {(f"x-unfollowed-{k[1:]}" if k in _REFS and isinstance(v, str) and not _is_local(v) else k):
+                _inert(v) for k, v in node.items() if k != "$id"}
+    if isinstance(node, list):
+        return [_inert(v) for v in node]
+    return node
+
+
+def values(node: Any) -> Any:
+    """Data from a server placed in the document (enum, const, examples, defaults, unknown keywords,
+    annotations) with every non-local `$ref` key renamed `x-unfollowed-ref`: tools that resolve
+    JSON references wherever they appear in a document would otherwise read the file or fetch the
+    URL."""
+    if isinstance(node, dict):
+        return {(f"x-unfollowed-{k[1:]}" if k in _REFS and isinstance(v, str) and not _is_local(v) else k):
+                values(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [values(v) for v in node]
+    return node
+
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
 _META: Any = None
 
 
@@ -198,7 +250,7 @@ def openapi_document(catalog: ToolCatalog, title: str = "toolidx tools") -> tupl
             "x-toolidx-id": tool_id,
         }
         if t.get("annotations"):
-            op["x-mcp-annotations"] = t["annotations"]
+            op["x-mcp-annotations"] = values(t["annotations"])
         path = "/tools/" + quote(t["server"], safe="") + "/" + quote(t["name"], safe="")
         paths[path] = {"post": op}
     doc = {
