@@ -653,9 +653,11 @@ def test_20_recorded_examples_stay_in_their_scope_and_keep_no_secrets(tmp_path, 
 
 # --- 14-16: serve --http: Host/Origin, hostile regexes, floods ---------------------------------------
 @contextlib.contextmanager
-def _http_serve(db: Path, tmp_path: Path, *flags: str, address: str = "127.0.0.1:0", nofile: int | None = None):
-    """`toolidx serve --http ADDRESS` as a subprocess (optionally with a lower open-files limit):
-    yields (base URL, stderr path) once /healthz answers; stopped with SIGTERM after."""
+def _http_serve(db: Path, tmp_path: Path, *flags: str, address: str = "127.0.0.1:0", nofile: int | None = None,
+                prelude: str = ""):
+    """`toolidx serve --http ADDRESS` as a subprocess (optionally with a lower open-files limit, and
+    `prelude` run first, e.g. shorter deadlines): yields (base URL, stderr path) once /healthz
+    answers; stopped with SIGTERM after."""
     import os
     import re
     import resource
@@ -669,7 +671,8 @@ def _http_serve(db: Path, tmp_path: Path, *flags: str, address: str = "127.0.0.1
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
     with open(err, "w") as errf:
-        p = subprocess.Popen([sys.executable, "-m", "toolidx", "serve", "--db", str(db), "--http", address, *flags],
+        start = ["-c", f"import sys\n{prelude}\nfrom toolidx.cli.main import main\nmain(sys.argv[1:])"]
+        p = subprocess.Popen([sys.executable, *start, "serve", "--db", str(db), "--http", address, *flags],
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf, cwd=tmp_path,
                              env={**os.environ, "TOOLIDX_MODEL_PATH": ""}, preexec_fn=limit)
     try:
@@ -928,3 +931,74 @@ def test_18_a_forged_or_carried_approval_runs_nothing_under_quarantine(tmp_path,
     versions = dict(con.execute("SELECT hash, definition FROM tool_versions"))
     con.close()
     assert stored == definition_hash(d) and all(definition_hash(json.loads(v)) == h for h, v in versions.items())
+
+
+
+def test_16_floods_of_connections_and_sessions_leave_room_for_others(tmp_path, figure):
+    """300 slow, half-open connections against an open-files limit of 512 (uvicorn alone kept them
+    all open for ever; 1,000 under a limit of 256 took every descriptor, no fresh client was
+    served and ~93 MB of accept tracebacks were written in 15 s), and one token
+    opening MCP sessions until the SDK's 1,000 are gone (then every token got 503 for the idle
+    timeout). Deadlines shortened to 2 s here (10 s head, 30 s body in serve)."""
+    import socket
+
+    a_token, b_token = "flood-token-a-0123456789", "flood-token-b-0123456789"
+    (tmp_path / "tokens").write_text(f"{a_token}\n{b_token}\n")
+    db = index(tmp_path, {"s": raw("ok")})
+    prelude = "import toolidx.serve.limits as lim; lim.HEAD_TIMEOUT_S = 2.0; lim.BODY_TIMEOUT_S = 2.0"
+    with _http_serve(db, tmp_path, "--token-file", str(tmp_path / "tokens"), nofile=512,
+                     prelude=prelude) as (base, err):
+        port = int(base.rsplit(":", 1)[1])
+        host = {"Host": f"127.0.0.1:{port}"}
+        slow: list[socket.socket] = []
+        for i in range(300):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port if i % 2 else  # half a head
+                      b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"  # a tenth of a body
+                      b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"" % (port, a_token.encode()))
+            slow.append(s)
+        t0 = time.perf_counter()
+        fresh = _ask(base, "GET", "/healthz", host, timeout=10)[0]
+        fresh_s = time.perf_counter() - t0
+        time.sleep(3)  # past both deadlines
+        closed = 0
+        for s in slow:
+            s.settimeout(0.5)
+            try:
+                while s.recv(4096):  # a 408 (or 503), then the end
+                    pass
+                closed += 1
+            except TimeoutError:
+                pass  # still open
+            except OSError:
+                closed += 1  # reset
+            s.close()
+        after = _ask(base, "GET", "/healthz", host, timeout=10)[0]
+
+        def open_session(token: str) -> tuple[int, str | None]:
+            import http.client
+
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("POST", "/mcp", body=_INIT, headers={**_MCP, **host, "Authorization": f"Bearer {token}"})
+            r = conn.getresponse()
+            r.read()
+            conn.close()
+            return r.status, r.getheader("mcp-session-id")
+
+        a_opened = [open_session(a_token) for _ in range(101)]
+        b_status = open_session(b_token)[0]
+        sid = a_opened[0][1]
+        gone = _ask(base, "DELETE", "/mcp", {**host, "Authorization": f"Bearer {a_token}", "mcp-session-id": sid,
+                                             "MCP-Protocol-Version": "2025-06-18"})[0]
+        a_again = open_session(a_token)[0]
+        log = err.read_text()
+    statuses = [st for st, _ in a_opened]
+    figure("300 slow connections, open-files limit 512: fresh client status, in (s) / slow ones closed after 3 s",
+           f"{fresh}, {fresh_s:.3f} / {closed} of 300")
+    figure("serve's log during the flood: bytes / tracebacks", f"{len(log.encode())} / {log.count('Traceback')}")
+    figure("token A's sessions opened / its 101st / token B meanwhile / A after ending one",
+           f"{statuses.count(200)} / {statuses[100]} / {b_status} / {a_again}")
+    assert fresh == 200 and fresh_s < 2 and after == 200 and closed == 300
+    assert len(log.encode()) < 5_000 and "Traceback" not in log
+    assert statuses[:100] == [200] * 100 and statuses[100] == 503 and b_status == 200
+    assert gone == 200 and a_again == 200

@@ -15,11 +15,13 @@ can find and run. Tokens are never logged: a token is named by its label (file:N
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import socket
 import sys
+from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,8 @@ OPEN_PATHS = ("/healthz", "/openapi.json")
 MAX_QUERY_CHARS = 4000
 MAX_K = 100
 MODES = ("hybrid", "keyword", "semantic")
+MAX_SESSIONS = 1000  # open MCP sessions, all tokens together
+SESSIONS_PER_TOKEN = 100  # open MCP sessions one token may hold
 
 
 # --- refusals: one log line per kind, rate-limited -------------------------------------------------
@@ -113,10 +117,18 @@ class BearerAuth:
     """ASGI middleware: /mcp and /v1/search need `Authorization: Bearer TOKEN` when tokens are set
     (401 with `WWW-Authenticate: Bearer` otherwise). The matching grant goes into the ASGI scope
     (`toolidx.grant`), and as the SDK's authenticated user, so an MCP session can only be used
-    with the token that opened it."""
+    with the token that opened it.
 
-    def __init__(self, app: Any, tokens: Tokens):
-        self.app, self.tokens = app, tokens
+    Each token (or, without tokens, the one anonymous caller) may hold at most `per_token` MCP
+    sessions (503 `too_many_sessions` past it), so one client cannot take every one of the SDK's
+    sessions and shut the others out for the idle timeout. `live()` gives the ids of the sessions
+    still open."""
+
+    def __init__(self, app: Any, tokens: Tokens, live: Callable[[], Container[str]] | None = None,
+                 per_token: int = SESSIONS_PER_TOKEN):
+        self.app, self.tokens, self.live, self.per_token = app, tokens, live, per_token
+        self.owned: dict[str, set[str]] = {}  # grant label -> the ids of the sessions it opened
+        self.opening: dict[str, int] = {}  # grant label -> opening requests under way
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope.get("path") in OPEN_PATHS:
@@ -140,7 +152,36 @@ class BearerAuth:
         scope["toolidx.grant"] = grant
         if len(self.tokens):  # binds each MCP session to the token that opened it
             scope["user"] = AuthenticatedUser(AccessToken(token=grant.label, client_id=grant.label, scopes=[]))
-        await self.app(scope, receive, send)
+        opens = (self.live is not None and scope.get("method") == "POST" and scope.get("path", "").startswith("/mcp")
+                 and not any(k == b"mcp-session-id" for k, _ in scope.get("headers", [])))
+        if not opens:
+            await self.app(scope, receive, send)
+            return
+        await self._open_session(grant.label, scope, receive, send)
+
+    async def _open_session(self, label: str, scope: Any, receive: Any, send: Any) -> None:
+        assert self.live is not None
+        mine = self.owned.setdefault(label, set())
+        mine.intersection_update(self.live())  # closed sessions (DELETE, idle timeout) no longer count
+        if len(mine) + self.opening.get(label, 0) >= self.per_token:
+            REFUSALS("sessions", f"503 for {label}: it holds {len(mine)} MCP sessions, the most one token may")
+            await _refuse(send, 503, "too_many_sessions",
+                          f"this token holds {len(mine)} open MCP sessions, the most one token may",
+                          fix="end sessions you no longer use (DELETE /mcp); idle ones close after 30 minutes")
+            return
+
+        async def noting(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                sid = next((v.decode("latin-1") for k, v in message.get("headers", []) if k == b"mcp-session-id"), None)
+                if sid:
+                    mine.add(sid)
+            await send(message)
+
+        self.opening[label] = self.opening.get(label, 0) + 1
+        try:
+            await self.app(scope, receive, noting)
+        finally:
+            self.opening[label] -= 1
 
 
 async def _unauthorized(send: Any, offered: bool) -> None:
@@ -157,7 +198,7 @@ async def _unauthorized(send: Any, offered: bool) -> None:
 def search_payload(disc: Discovery, params: Any) -> dict:
     """The `toolidx search --json` object for the query parameters `params` (a multi-dict:
     `getlist`, `get`), inside `disc`'s scope. Raises UsageError for bad parameters."""
-    from ..search.hybrid import search
+    from ..search.hybrid import Spelling, search
 
     q = (params.get("q") or "").strip()
     if not q:
@@ -179,7 +220,7 @@ def search_payload(disc: Discovery, params: Any) -> dict:
     filters = filters.narrowed_by(disc.scope)
     embedder, without_model = disc.query_embedder(mode)  # search_tools' policy: waits for a loading model
     res = search(disc.db, q, mode=mode, limit=k, filters=None if filters.is_empty() else filters,
-                 min_score=min_score, embedder=embedder)
+                 min_score=min_score, embedder=embedder, spelling=Spelling((("limit", "k"),), "="))
     out = res.to_json()
     if without_model:
         out["notes"] = [n for n in out.get("notes") or [] if "needs embeddings" not in n] + [without_model]
@@ -306,9 +347,13 @@ def build_app(server: Any, tokens: Tokens, policy: HostPolicy, base_url: str | N
     routes = [Route("/v1/search", v1_search, methods=["GET"]), Route("/openapi.json", openapi, methods=["GET"]),
               Route("/healthz", healthz, methods=["GET"])]
     off = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # HostGuard checks every bind
-    app = server.streamable_http_app(custom_starlette_routes=routes, max_sessions=1000, json_response=True,
+    app = server.streamable_http_app(custom_starlette_routes=routes, max_sessions=MAX_SESSIONS, json_response=True,
                                      transport_security=off)
-    return HostGuard(BearerAuth(app, tokens), policy)
+
+    def live() -> Container[str]:  # the SDK's open sessions (no public accessor; a test covers it)
+        return server.session_manager._server_instances
+
+    return HostGuard(BearerAuth(app, tokens, live), policy)
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -390,11 +435,21 @@ def serve_http(db_path: str, address: tuple[str, int], tokens: Tokens, tls: tupl
     auth = f"{len(tokens)} token(s) required" if len(tokens) else "no token (loopback only)"
     sys.stderr.write(f"toolidx serve: MCP at {base}/mcp, search API at {base}/v1/search ({auth}); Ctrl-C to stop\n")
     sys.stderr.flush()
+    from .limits import BACKLOG, connection_cap, guarded_protocol, quiet_loop_errors
+
+    # A request head over h11's 16 KiB gets 400; idle keep-alive connections close after 5 s.
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=3, ws="none",
+                            timeout_graceful_shutdown=3, ws="none", backlog=BACKLOG,
+                            http=guarded_protocol(connection_cap(), REFUSALS),
                             ssl_certfile=tls[0] if tls else None, ssl_keyfile=tls[1] if tls else None)
+    userver = uvicorn.Server(config)
+
+    async def run() -> None:
+        quiet_loop_errors(asyncio.get_running_loop(), REFUSALS)
+        await userver.serve(sockets=[sock])
+
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        asyncio.run(run())
     finally:
         sock.close()
         if server.discovery.usage is not None:
