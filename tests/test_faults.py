@@ -1002,3 +1002,41 @@ def test_16_floods_of_connections_and_sessions_leave_room_for_others(tmp_path, f
     assert len(log.encode()) < 5_000 and "Traceback" not in log
     assert statuses[:100] == [200] * 100 and statuses[100] == 503 and b_status == 200
     assert gone == 200 and a_again == 200
+
+
+# --- 19: quarantine covers what the agent reads of a server ------------------------------------------
+def test_19_server_instructions_changed_after_approval_are_neither_served_nor_run(tmp_path, figure):
+    """A server's instructions (and title) are approved with its tools: changed afterwards, its tools
+    are refused under --quarantine and describe_tool leaves the new text out, until approved again."""
+    from toolidx.core.filters import Filters
+
+    cfg = write_config(tmp_path / "s.json", {"s": raw("ok")})
+    db = tmp_path / "s.db"
+    assert crawl(cfg, db).code == 0 and run_cli("approve", "--all", "--db", db).code == 0
+    write_config(cfg, {"s": raw("ok", "--say-env", "PATH")})  # same tools, new instructions
+    assert crawl(cfg, db).code == 0
+    index_db = open_db(db)
+    assert "PATH=" in index_db.scalar("SELECT instructions FROM servers WHERE name = 's'")
+    index_db.close()
+
+    async def body(c):
+        run = await call(c, "execute_tool", {"tool_name": "s/tool_0", "arguments": {"path": "x"}})
+        shown = await call(c, "describe_tool", {"tool_name": "s/tool_0", "detail": "full"})
+        return run, shown
+
+    quarantined = Filters(approved_only=True)
+    (is_error, run, run_text), (_, shown, shown_text) = serve(db, body, scope=quarantined)
+    leaked = sum("PATH=" in json.dumps(x) for x in (run, run_text, shown, shown_text))
+    figure("tools run / new server instructions shown after the instructions changed, under --quarantine",
+           f"{int(not is_error)} / {leaked}")
+    assert is_error and run["error"] == "changed_since_approval", run_text
+    assert [c["field"] for c in run["changes"]] == ["server.instructions"] and leaked == 0
+    assert "instructions" not in shown["server_info"] and "quarantine" in shown["server_info"]
+    assert shown["approval"]["state"] == "changed"
+    d = run_cli("diff", "--approved", "--db", db, "--fail-on", "any", "--json")
+    assert d.code == 1 and {c["field"] for s in d.json["servers"] for t in s["tools"] for c in t["changes"]} \
+        == {"server.instructions"}
+    assert run_cli("approve", "--server", "s", "--db", db).code == 0
+    (is_error, _, text), (_, shown, _) = serve(db, body, scope=quarantined)
+    assert not is_error, text
+    assert "PATH=" in shown["server_info"]["instructions"]  # approved: shown as is

@@ -12,8 +12,8 @@ from ..core.tooldoc import definition_hash
 from ..store import approvals as store
 from ..store import history
 from ..store.db import Database
-from .schema import BREAKING, Change
-from .snapshot import DiffResult, Snapshot, ToolRef, compare_tools, diff_snapshots
+from .schema import BREAKING, RISKY, Change
+from .snapshot import DiffResult, Snapshot, ToolDiff, ToolRef, compare_tools, diff_snapshots
 
 
 def approved_snapshot(db: Database, servers: list[str] | None = None) -> Snapshot:
@@ -53,8 +53,20 @@ def awaiting_approval(db: Database, servers: list[str] | None = None) -> DiffRes
             raise NotFoundError(f"no server named {', '.join(map(repr, missing))} in the index",
                                 where=db.path, fix=f"known: {', '.join(sorted(known)[:20])}")
     result = diff_snapshots(approved_snapshot(db, servers), current_snapshot(db, servers), servers=servers)
+    approved = store.approvals(db)
     for s in result.servers:
         s.tools = [t for t in s.tools if t.change != "removed"]
+        text = server_changes(db, s.server)
+        if text:  # every approved tool of it awaits: quarantine refuses them all
+            diffs = {t.id: t for t in s.tools}
+            present = set(store.current_hashes(db, servers=[s.server]))
+            for tid in sorted(i for i in approved if i.partition("/")[0] == s.server):
+                if tid not in diffs and tid in present:
+                    diffs[tid] = ToolDiff(tid, s.server, tid.partition("/")[2], "changed")
+                    s.tools.append(diffs[tid])
+                    s.unchanged = max(0, s.unchanged - 1)
+                if tid in diffs:
+                    diffs[tid].changes.extend(text)
         if s.state == "added":  # a server none of whose tools was approved
             s.state = "ok"
     result.notes.append(f"{len(store.approvals(db))} tool(s) approved; approve with `toolidx approve ID…`")
@@ -80,11 +92,35 @@ def current_hash(tool: dict) -> str:
     return store.stored_hash(d if isinstance(d, str) else None)
 
 
-def approval_state(tool: dict, approval: dict | None) -> str:
-    """approved | changed (since approval) | unapproved."""
+def server_changes(db: Database, server: str) -> list[Change]:
+    """What the agent reads of `server` (its title and instructions) against what was approved with
+    its tools: one change per field that differs. A server whose text was never approved (tools
+    approved before toolidx recorded it) counts as changed, unless it has no such text."""
+    now = store.server_texts(db, [server]).get(server)
+    if now is None:
+        return []
+    approved = store.server_approvals(db, [server]).get(server)
+    if approved is None:
+        approved = {"title": None, "instructions": None}
+        if now == approved:
+            return []
+    elif store.text_hash(approved["title"], approved["instructions"]) == store.text_hash(**now):
+        return []
+    out = []
+    for key, name in (("title", "title"), ("instructions", "instructions")):
+        if approved[key] != now[key]:
+            out.append(Change(f"server.{name}", f"server_{name}_changed", RISKY,
+                              f"the server's {name} (what the agent reads) changed since its tools were approved",
+                              "", approved[key], now[key]))
+    return out
+
+
+def approval_state(tool: dict, approval: dict | None, server: list[Change] | None = None) -> str:
+    """approved | changed (since approval: the definition, or its server's text in `server`) |
+    unapproved."""
     if approval is None:
         return "unapproved"
-    return "approved" if approval["hash"] == current_hash(tool) else "changed"
+    return "approved" if approval["hash"] == current_hash(tool) and not server else "changed"
 
 
 def approval_json(approval: dict | None) -> dict[str, Any] | None:

@@ -451,6 +451,10 @@ class Discovery:
             schema = tool.get("input_schema") or {"type": "object"}
             described.update(input_schema=schema, annotations=tool.get("annotations"),
                              example_arguments=example_arguments(schema))
+        if self.scope.approved_only:  # serve --quarantine: the server's text only as approved
+            from .quarantine import hide_server_text
+
+            hide_server_text(self.db, tool, described)
         payload = {k: v for k, v in described.items() if v not in (None, [], {}, "")}
         if args.get("include_metrics"):
             from ..catalog.usage import NEVER_CALLED, tool_usage

@@ -53,7 +53,7 @@ def _scope_ids(db: Any, scope: Filters) -> set[str]:
 def resolve_checks(db: Any, required: list[str], scope: Filters) -> list[ToolCheck]:
     """The part that needs no server: indexed, in scope, approved."""
     from ..catalog.resolve import UnknownToolError, resolve_tool_id
-    from ..diff.approved import approval_state, current_hash
+    from ..diff.approved import approval_state, current_hash, server_changes
     from ..store.approvals import approvals
     from ..store.tools import get_tool
 
@@ -78,7 +78,7 @@ def resolve_checks(db: Any, required: list[str], scope: Filters) -> list[ToolChe
         c.id, c.server, c.indexed = tid, tool["server"], True
         c.in_scope = tid in in_scope
         if quarantine:
-            c.approved = approval_state(tool, approvals(db, [tid]).get(tid))
+            c.approved = approval_state(tool, approvals(db, [tid]).get(tid), server_changes(db, tool["server"]))
         c.hash = current_hash(tool)  # what the server's definition is compared with, computed
     return out
 

@@ -6,7 +6,11 @@ field by field. An index opened read-only before the migration that adds the tab
 
 A definition's hash is computed here from the definition itself, never read from `tools.hash`: an
 index from elsewhere (or a hand edit) can hold a hash that does not match its definition, and an
-approval of that hash must not cover the changed tool."""
+approval of that hash must not cover the changed tool.
+
+What the agent reads of a server (its title and instructions) is approved with its tools: approving
+any tool of a server records that text (`server_approvals`), and quarantine refuses the server's
+tools once it changes."""
 
 from __future__ import annotations
 
@@ -16,10 +20,37 @@ from ..core.tooldoc import definition_hash
 from .db import Database, in_chunks
 
 TABLE = "approvals"
+SERVER_TABLE = "server_approvals"
 
 
-def has_table(db: Database) -> bool:
-    return db.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)) is not None
+def has_table(db: Database, table: str = TABLE) -> bool:
+    return db.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)) is not None
+
+
+def text_hash(title: str | None, instructions: str | None) -> str:
+    """The hash of what the agent reads of a server, computed from the text."""
+    return definition_hash({"title": title, "instructions": instructions})
+
+
+def server_texts(db: Database, servers: list[str]) -> dict[str, dict]:
+    """server -> {"title", "instructions"} as the index holds them now (servers not there: absent)."""
+    out: dict[str, dict] = {}
+    for marks, chunk in in_chunks(list(dict.fromkeys(servers))):
+        for r in db.query(f"SELECT name, server_title, instructions FROM servers WHERE name IN ({marks})", chunk):
+            out[r["name"]] = {"title": r["server_title"], "instructions": r["instructions"]}
+    return out
+
+
+def server_approvals(db: Database, servers: list[str]) -> dict[str, dict]:
+    """server -> {"server", "hash", "title", "instructions", "approved_by", "approved_at"}: the text
+    approved with its tools (none before migration 3, or for a read-only index that lacks it)."""
+    if not has_table(db, SERVER_TABLE):
+        return {}
+    out: dict[str, dict] = {}
+    for marks, chunk in in_chunks(list(dict.fromkeys(servers))):
+        for r in db.query(f"SELECT * FROM server_approvals WHERE server IN ({marks})", chunk):
+            out[r["server"]] = r
+    return out
 
 
 def approvals(db: Database, ids: list[str] | None = None) -> dict[str, dict]:
@@ -76,6 +107,11 @@ def record(db: Database, ids: list[str], by: str, at: str) -> list[dict]:
                          "ON CONFLICT(tool_id) DO UPDATE SET hash = excluded.hash, "
                          "approved_by = excluded.approved_by, approved_at = excluded.approved_at",
                          [(tid, h, by, at) for tid, h, _ in rows])
+        texts = server_texts(db, sorted({tid.partition("/")[0] for tid, _, _ in rows}))
+        conn.executemany("INSERT OR REPLACE INTO server_approvals(server, hash, title, instructions, approved_by, "
+                         "approved_at) VALUES (?, ?, ?, ?, ?, ?)",
+                         [(s, text_hash(t["title"], t["instructions"]), t["title"], t["instructions"], by, at)
+                          for s, t in texts.items()])
     return [{"id": tid, "hash": h, "previous_hash": prev} for tid, h, prev in sorted(rows)]
 
 
@@ -87,4 +123,7 @@ def revoke(db: Database, ids: list[str]) -> list[str]:
             had += [r[0] for r in conn.execute(f"SELECT tool_id FROM approvals WHERE tool_id IN ({marks})",
                                                chunk).fetchall()]
             conn.execute(f"DELETE FROM approvals WHERE tool_id IN ({marks})", chunk)
+        # a server none of whose tools is approved any more has nothing approved
+        conn.execute("DELETE FROM server_approvals WHERE NOT EXISTS (SELECT 1 FROM approvals a WHERE "
+                     "substr(a.tool_id, 1, length(server_approvals.server) + 1) = server_approvals.server || '/')")
     return sorted(had)

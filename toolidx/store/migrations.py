@@ -130,6 +130,18 @@ MIGRATIONS: list[str] = [
         approved_at  TEXT NOT NULL              -- ISO 8601 UTC
     );
     """,
+    # 3: what the agent reads of a server (its title and instructions), as approved with its
+    # tools: serve --quarantine refuses the server's tools once that text changes
+    """
+    CREATE TABLE server_approvals (
+        server       TEXT PRIMARY KEY,          -- servers.name
+        hash         TEXT NOT NULL,             -- sha256 of the canonical JSON {title, instructions}
+        title        TEXT,                      -- servers.server_title as approved
+        instructions TEXT,                      -- servers.instructions as approved
+        approved_by  TEXT NOT NULL,
+        approved_at  TEXT NOT NULL
+    );
+    """,
 ]
 
-ADDITIVE = frozenset({2})  # migrations (numbered from 1) that only add tables
+ADDITIVE = frozenset({2, 3})  # migrations (numbered from 1) that only add tables
