@@ -140,6 +140,33 @@ def test_requests_without_a_valid_token_get_401(http_server):
     assert "connected without a token" not in str(refused.value)
 
 
+def test_oauth_discovery_finds_no_oauth_so_a_static_token_is_just_used(http_server):
+    """MCP clients answer a 401 with OAuth discovery; the SDK's OAuth client treats any answer but
+    200 or 404 from the discovery URLs as a failed OAuth flow ("interactive OAuth required")
+    instead of "bad token". Every URL the SDK's own discovery tries gets a plain 404 with no
+    challenge, and the 401 names no resource_metadata."""
+    from mcp.client.auth.utils import (
+        build_oauth_authorization_server_metadata_discovery_urls,
+        build_protected_resource_metadata_discovery_urls,
+    )
+
+    base, _ = http_server
+    urls = build_protected_resource_metadata_discovery_urls(None, base + "/mcp")
+    urls += build_oauth_authorization_server_metadata_discovery_urls(None, base + "/mcp")
+    urls += build_oauth_authorization_server_metadata_discovery_urls(base + "/mcp", base + "/mcp")
+    urls += [base + "/.well-known/oauth-protected-resource", base + "/.well-known/oauth-authorization-server",
+             base + "/register", base + "/authorize", base + "/token"]
+    assert any(u.endswith("/.well-known/oauth-protected-resource/mcp") for u in urls)
+    for url in urls:
+        path = url.removeprefix(base)
+        for token in (None, "wrong-token-0123456789abc", ADMIN):
+            status, body, headers = get(base, path, token)
+            assert status == 404 and "www-authenticate" not in headers and body["error"] == "not_found", (path, token)
+    status, _, headers = get(base, "/v1/search", "wrong-token-0123456789abc", q="x")
+    assert status == 401 and 'error="invalid_token"' in headers["www-authenticate"]
+    assert "resource_metadata" not in headers["www-authenticate"]
+
+
 def test_mcp_over_http_with_a_token(http_server):
     base, _ = http_server
 
@@ -429,12 +456,16 @@ def test_v1_search_answers_the_json_of_search_json(http_server, serve_index):
         status, body, headers = get(base, "/v1/search", ADMIN, q=q, **params)
         assert status == 200 and headers["content-type"].startswith("application/json")
         r = run_cli("search", q, "--db", serve_index, "--json", *flags)
-        assert body == r.json, q
+        # the same answer; its hints name the API's parameters, not the CLI's flags
+        cli = {**r.json, "notes": [n.replace("--min-score 0", "min_score=0") for n in r.json["notes"]]}
+        assert body == cli, q
     assert body["no_match"] is True and body["hits"] == []  # the calibrated "no good match"
+    assert any("(min_score=0 shows it anyway)" in n for n in body["notes"]) and "--" not in json.dumps(body)
     for bad in ({}, {"q": "x", "k": 0}, {"q": "x", "k": "many"}, {"q": "x", "mode": "magic"},
                 {"q": "x", "read_only": "perhaps"}, {"q": "x", "min_score": 2}, {"q": "x" * 4001}):
         status, body, _ = get(base, "/v1/search", ADMIN, **bad)
         assert status == 400 and body["command"] == "error" and body["message"], bad
+        assert "--" not in body["message"], body  # its own parameter names (min_score), not the CLI's
 
 
 def test_openapi_document_is_valid(http_server):

@@ -37,6 +37,7 @@ log = logging.getLogger("toolidx")
 
 JSON_VERSION = 1  # the CLI's versioned JSON envelope (cli/render.py), which /v1/search answers with
 OPEN_PATHS = ("/healthz", "/openapi.json")
+TOKEN_PATHS = ("/mcp", "/v1/search")  # every other path is 404, with no token asked for
 MAX_QUERY_CHARS = 4000
 MAX_K = 100
 MODES = ("hybrid", "keyword", "semantic")
@@ -134,6 +135,15 @@ class BearerAuth:
         if scope["type"] != "http" or scope.get("path") in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
+        if scope.get("path") not in TOKEN_PATHS:
+            # A 401 here would send MCP clients into OAuth discovery: on a 401 they fetch
+            # /.well-known/oauth-protected-resource[/mcp], oauth-authorization-server and
+            # openid-configuration, and read any answer but 200 or 404 as "OAuth required"
+            # (the SDK's OAuth client raises on it). serve has no OAuth: a plain 404 says so,
+            # and a client with a static bearer header just sends it.
+            await _refuse(send, 404, "not_found", f"no such path: {str(scope.get('path'))[:200]}",
+                          fix="MCP is at /mcp, the search API at /v1/search (bearer token), /openapi.json, /healthz")
+            return
         grant: Grant | None = ANONYMOUS
         offered = None
         if len(self.tokens):
@@ -185,7 +195,10 @@ class BearerAuth:
 
 
 async def _unauthorized(send: Any, offered: bool) -> None:
-    challenge = 'Bearer realm="toolidx"' + (', error="invalid_token"' if offered else "")
+    # No resource_metadata: that parameter is what tells an MCP client to start OAuth. A wrong
+    # token says invalid_token (RFC 6750); a missing one no error code, as the RFC asks.
+    challenge = 'Bearer realm="toolidx"' + (
+        ', error="invalid_token", error_description="this bearer token is not accepted here"' if offered else "")
     body = json.dumps({"toolidx": JSON_VERSION, "command": "error", "error": "unauthorized",
                        "message": "a valid bearer token is required (Authorization: Bearer TOKEN)"}).encode()
     await send({"type": "http.response.start", "status": 401,
