@@ -71,6 +71,10 @@ HOSTILE = ['"', '""', '"unterminated', "*", "a*", "NEAR(git status, 2)", "-git",
 @pytest.mark.parametrize("mode", ["hybrid", "keyword", "semantic"])
 @pytest.mark.parametrize("query", HOSTILE, ids=[f"q{i}" for i in range(len(HOSTILE))])
 def test_hostile_queries_never_crash(run, query, mode):
+    if not query.strip():  # nothing to search for: bad input, one line (exit 2 from the CLI)
+        with pytest.raises(UsageError, match="the query is empty"):
+            run(query, mode=mode, min_score=0.0)
+        return
     res = run(query, mode=mode, min_score=0.0)
     assert res.mode_used == mode
     for h in res.hits:
@@ -328,6 +332,9 @@ def test_cli_search_bad_input_exits_2(cli, search_db_path):
     assert len(r.stderr.strip().splitlines()) == 1
     r = cli("search", "git", "--db", search_db_path, "--mode", "magic", "--json")
     assert r.code == 2 and r.json["error"] == "UsageError"
+    for empty in ("", "   "):  # bad input (2), not "no good match" (1) as before
+        r = cli("search", empty, "--db", search_db_path, "--json")
+        assert r.code == 2 and r.json["error"] == "UsageError" and "query is empty" in r.json["message"]
     r = cli("search", "git", "--db", search_db_path, "--min-score", "2")
     assert r.code == 2
 

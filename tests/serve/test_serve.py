@@ -169,6 +169,16 @@ def test_the_first_search_of_a_fresh_server_is_semantic(serve_index, model_path,
     assert not any("loading" in n for n in sc.get("notes", []))
 
 
+def test_search_hints_name_the_meta_tools_own_parameters(serve_index, embedder):
+    """Before: "(--min-score 0 shows it anyway)", a CLI flag an agent cannot pass."""
+    async def body(c):
+        return await call(c, "search_tools", {"query": "bake a chocolate cake"})
+
+    r, sc, text = session(build(serve_index, embedder), body)
+    assert sc["no_match"] and any("(filters.min_score: 0 shows it anyway)" in n for n in sc["notes"])
+    assert "--" not in json.dumps(sc) + text
+
+
 def test_list_tools_pages_through_everything_once(serve_index):
     async def body(c):
         pages, page = [], 1
@@ -325,6 +335,31 @@ def test_a_backend_that_crashes_mid_session_is_reported_then_restarted(serve_ind
     assert int(pid1) != int(pid2)  # a new process
     assert rc.is_error and crash["error"] == "backend_unavailable"
     assert "exit code 7" in crash_text and "crashing on request" in crash_text  # exit code + stderr
+
+
+def test_execute_tools_fix_matches_what_happened(tmp_path):
+    """A live server's JSON-RPC error is not cured by a restart, and the answer no longer says it
+    is (before: every failure said "a dead server is restarted on the next call")."""
+    from conftest import crawl, raw, write_config
+
+    cfg = write_config(tmp_path / "r.json", {"s": raw("ok")})
+    assert crawl(cfg, tmp_path / "r.db").code == 0
+
+    async def body(c):
+        args = {"path": "x"}
+        return [await call(c, "execute_tool", {"tool_name": "s/tool_0", "arguments": {
+                    **args, "rpc_error": -32603, "message": "internal"}}),
+                await call(c, "execute_tool", {"tool_name": "s/tool_0", "arguments": {**args, "die": True}}),
+                await call(c, "execute_tool", {"tool_name": "s/tool_0", "arguments": {**args, "sleep": 5},
+                                               "timeout_ms": 300})]
+
+    (r1, refused, _), (r2, died, _), (r3, slow, _) = session(build(tmp_path / "r.db"), body)
+    assert r1.is_error and "server error -32603: internal" in refused["message"]
+    assert "restart" not in refused["fix"] and "answered this call with an error" in refused["fix"]
+    assert r2.is_error and "started afresh on the next call" in died["fix"]
+    assert r3.is_error and "longer timeout" in slow["fix"]
+    for sc in (refused, died, slow):
+        assert sc["fix"].endswith("or use get_similar_tools for an alternative")
 
 
 def test_a_backend_that_cannot_start_gives_a_clear_error(serve_index, tmp_path):

@@ -79,7 +79,7 @@ def test_every_execute_is_recorded_with_its_outcome_and_survives_a_recrawl(index
     assert m["crashy/sleep"]["outcomes"] == {"timeout": 1}
     assert 150 <= m["crashy/sleep"]["p50_ms"] < 1400
     assert m["crashy/crash"]["outcomes"] == {"backend_failed": 1}
-    assert m["no_such_tool_anywhere"]["outcomes"] == {"refused": 1}
+    assert "no_such_tool_anywhere" not in m and store.unresolved_calls() == 1  # no tool's call
     assert m["crashy/echo"]["last_used"].endswith("Z")
     servers = store.server_metrics()
     assert servers["crashy"]["calls"] == 5 and "" not in servers
@@ -111,6 +111,42 @@ def test_every_execute_is_recorded_with_its_outcome_and_survives_a_recrawl(index
     assert store.tool_metrics()["crashy/echo"]["calls"] == 4
     assert ("servers=crashy",) in store.conn.execute("SELECT scope FROM calls").fetchall()
     store.close()
+
+
+def test_stats_usage_per_tool_and_per_server_add_up(index):
+    """A refused call that named no tool in scope was counted per tool, not per server, so the two
+    tables disagreed; now it is in neither, said once in a note."""
+    session(build(index), _every_outcome)
+    srv = build(index, scope=Filters(servers=["crashy"]))
+    session(srv, lambda c: call(c, "execute_tool", {"tool_name": "filesystem/read_text_file",
+                                                    "arguments": {"path": "/x"}}))  # out of scope
+    r = run_cli("stats", "--db", index, "--usage", "--json")
+    assert r.code == 0, r.stderr
+    u = r.json["usage"]
+    assert sum(t["calls"] for t in u["tools"]) == sum(s["calls"] for s in u["servers"]) == u["calls"] == 6
+    assert u["unresolved"] == 2 and any("2 refused calls named no tool in scope" in n for n in u["notes"])
+    text = run_cli("stats", "--db", index, "--usage")
+    assert "6 calls recorded in" in text.stderr and "2 refused calls" in text.stderr
+
+
+def test_stats_usage_with_no_calls_says_so_in_one_line(index, tmp_path):
+    for extra in ([], ["--usage-db", str(tmp_path / "none.db")]):
+        r = run_cli("stats", "--db", index, "--usage", *extra)
+        assert r.code == 0, r.stderr
+        assert "usage per tool" not in r.stdout + r.stderr and "calls\tsuccess" not in r.stdout
+        said = [ln for ln in r.stderr.splitlines() if "calls recorded" in ln]
+        assert len(said) == 1 and said[0].startswith("no calls recorded"), r.stderr
+    # an existing usage file, no call in it yet
+    build(index).discovery.usage.close()
+    r = run_cli("stats", "--db", index, "--usage")
+    assert [ln for ln in r.stderr.splitlines() if "calls recorded" in ln] == [
+        f"no calls recorded in {index.with_name('serve.db.usage.db')}"], r.stderr
+
+
+def test_one_call_is_one_call(index):
+    session(build(index), lambda c: call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "hi"}}))
+    r = run_cli("stats", "--db", index, "--usage")
+    assert "1 call recorded in" in r.stderr and "1 calls" not in r.stderr
 
 
 def test_list_tools_and_the_cli_sort_by_usage(index):

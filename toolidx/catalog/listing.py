@@ -77,6 +77,7 @@ class ServerCountRow(CountRow):
     error: str | None
     transport: str | None
     crawled_at: str | None
+    stderr: list[str]  # a failed server's last stderr lines (core.servers.stderr_lines); [] when ok
 
 
 class Categories(TypedDict):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from ..core.counts import plural
 from ..core.filters import Filters
 from ..store.catalog import page_tools
 from ..store.db import Database
@@ -27,6 +28,7 @@ class UsageReport(TypedDict):
 
     usage_file: str | None
     calls: int
+    unresolved: int  # refused calls that named no tool in scope: in neither list
     tools: list[dict[str, Any]]
     servers: list[dict[str, Any]]
     notes: list[str]
@@ -51,7 +53,7 @@ def usage_report(db: Database, usage: UsageStore | None, filters: Filters | None
     notes: list[str] = []
     if usage is None:
         notes.append("no calls recorded yet (toolidx serve records every execute_tool)")
-        return {"usage_file": usage_file, "calls": 0, "tools": [], "servers": [], "notes": notes}
+        return {"usage_file": usage_file, "calls": 0, "unresolved": 0, "tools": [], "servers": [], "notes": notes}
     rows = page_tools(db, sort="name", descending=False, limit=-1, offset=0, filters=filters)
     indexed = {r["id"] for r in rows}
     filtered = filters is not None and not filters.is_empty()
@@ -65,5 +67,9 @@ def usage_report(db: Database, usage: UsageStore | None, filters: Filters | None
     servers_seen = {r["server"] for r in rows} if filtered else None
     servers = [{"server": s, **m} for s, m in sorted(usage.server_metrics().items())
                if servers_seen is None or s in servers_seen]
-    return {"usage_file": usage_file, "calls": sum(t["calls"] for t in tools), "tools": tools,
-            "servers": servers, "notes": notes}
+    unresolved = 0 if filtered else usage.unresolved_calls()
+    if unresolved:
+        notes.append(f"{plural(unresolved, 'refused call')} named no tool in scope (unknown, ambiguous or "
+                     "out of scope): counted neither per tool nor per server")
+    return {"usage_file": usage_file, "calls": sum(t["calls"] for t in tools), "unresolved": unresolved,
+            "tools": tools, "servers": servers, "notes": notes}

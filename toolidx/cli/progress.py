@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..core.counts import plural
 from ..core.safetext import visible
 from ..core.servers import ServerResult, ServerSpec
 from ..crawl.run import QuietProgress
@@ -49,7 +50,7 @@ class PlainProgress:
         sec = result.duration_ms / 1000
         if result.ok:
             extra = f", {len(result.invalid_tools)} invalid" if result.invalid_tools else ""
-            line = f"ok, {len(result.tools)} tools{extra} in {sec:.1f}s"
+            line = f"ok, {plural(len(result.tools), 'tool')}{extra} in {sec:.1f}s"
         else:
             line = f"FAILED in {sec:.1f}s: {result.error}"
         self.stream.write(f"crawl: {result.spec.name}: {line}\n")

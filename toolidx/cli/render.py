@@ -15,6 +15,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.counts import plural
 from ..core.safetext import visible
 from ..core.tooldoc import compact_json, first_line
 
@@ -113,7 +114,7 @@ def crawl_summary(summary: Any, as_json: bool) -> None:
     table(["server", "status", "tools", "invalid", "time", "error"], rows)
     _stderr_notes((s["server"], s["stderr"]) for s in d["servers"])
     note(f"crawl {d['crawl_id']}: {d['servers_ok']} ok, {d['servers_failed']} failed; "
-         f"{d['tools']} tools ({d['added']} added, {d['changed']} changed, {d['removed']} removed); "
+         f"{plural(d['tools'], 'tool')} ({d['added']} added, {d['changed']} changed, {d['removed']} removed); "
          f"{d['embedded']} embedded" + ("" if d["semantic"] else " (keyword-only: no model)"))
 
 
@@ -128,7 +129,7 @@ def embed_result(count: int, model: str | None, as_json: bool) -> None:
     if as_json:
         emit_json("embed", {"embedded": count, "model": model})
     else:
-        note(f"embedded {count} tools with {model}")
+        note(f"embedded {plural(count, 'tool')} with {model}")
 
 def _one(text: str, limit: int = 120) -> str:
     """An index's text on one line, cut (what an input says starts a server is untrusted)."""
@@ -162,8 +163,9 @@ def merge_result(res: Any, as_json: bool) -> None:
     vecs = (f"{d['vectors']} vectors copied ({d['embed_model']})" if d["embed_model"]
             else "no vectors (keyword-only)")
     if d["missing_vectors"] and d["embed_model"]:
-        vecs += f"; {d['missing_vectors']} tools without one: run `toolidx embed --db {d['output']}`"
-    note(f"merged {len(d['inputs'])} indexes into {d['output']}: {d['servers']} servers, {d['tools']} tools, "
+        vecs += f"; {plural(d['missing_vectors'], 'tool')} without one: run `toolidx embed --db {d['output']}`"
+    note(f"merged {plural(len(d['inputs']), 'index', 'indexes')} into {d['output']}: "
+         f"{plural(d['servers'], 'server')}, {plural(d['tools'], 'tool')}, "
          f"{d['crawls']} crawls; {vecs}; {len(d['conflicts'])} conflict(s)")
 
 
@@ -291,7 +293,7 @@ def list_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = 
         rows = [[t["id"], t.get("title") or "", t.get("description") or ""] for t in res["items"]]
         table(["id", "title", "description"], rows)
     more = f"; next: --page {res['next_page']}" if res.get("next_page") else ""
-    note(f"page {res['page']} of {max(res['pages'], 1)}, {res['total']} tools{more}")
+    note(f"page {res['page']} of {max(res['pages'], 1)}, {plural(res['total'], 'tool')}{more}")
     for n in res.get("notes", []):
         note(n)
     _truncation_note(res)
@@ -308,7 +310,7 @@ def categories_result(res: Mapping[str, Any], as_json: bool) -> None:
     table(["server", "tools", "stale", "status", "error"],
           [[s["name"], s["count"], s["stale"] or "", s["status"], s.get("error") or ""] for s in res["servers"]])
     _stderr_notes((s["name"], s.get("stderr")) for s in res["servers"])
-    note(f"{res['total']} tools")
+    note(plural(res["total"], "tool"))
 
 
 def similar_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
@@ -350,7 +352,7 @@ def export_result(res: dict, as_json: bool, output: Any = None) -> None:
     from pathlib import Path
 
     Path(output).write_text(text, encoding="utf-8")
-    note(f"wrote {res['count']} tools ({res['format']}) to {output}")
+    note(f"wrote {plural(res['count'], 'tool')} ({res['format']}) to {output}")
 
 
 def check_result(res: dict, as_json: bool) -> None:
@@ -386,11 +388,15 @@ def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
             return [m[key], m["calls"], rate, _ms(m.get("p50_ms")), _ms(m.get("p95_ms")), m.get("last_used") or ""]
 
         cols = ["calls", "success", "p50", "p95", "last used"]
-        table(["tool", *cols], [row("id", t) for t in u["tools"]], title="usage per tool")
-        table(["server", *cols], [row("server", m) for m in u["servers"]], title="usage per server")
+        if u["tools"] or u["servers"]:  # else one line, not two empty tables
+            table(["tool", *cols], [row("id", t) for t in u["tools"]], title="usage per tool")
+            table(["server", *cols], [row("server", m) for m in u["servers"]], title="usage per server")
         for n in u.get("notes") or []:
             note(n)
-        note(f"{u['calls']} calls recorded in {u['usage_file']}")
+        if u["tools"] or u["servers"]:
+            note(f"{plural(u['calls'], 'call')} recorded in {u['usage_file']}")
+        elif not u.get("notes"):
+            note(f"no calls recorded {'for these servers ' if s.get('filters') else ''}in {u['usage_file']}")
 
 
 # --- diff / history / audit --------------------------------------------------------------------

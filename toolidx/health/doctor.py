@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .. import __version__
+from ..core.counts import plural
 from ..core.errors import ToolidxError
 from ..core.notices import said_elsewhere
 from ..core.servers import ServerSpec, stderr_lines
@@ -190,7 +191,7 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
         facts = index_facts(db)
     finally:
         db.close()
-    report.add("index", "open", OK, f"{db_path}: schema v{facts['schema_version']}, {facts['tools']} tools")
+    report.add("index", "open", OK, f"{db_path}: schema v{facts['schema_version']}, {plural(facts['tools'], 'tool')}")
     if facts["integrity"] != ["ok"]:
         report.add("index", "integrity", FAIL, "SQLite quick_check: " + "; ".join(facts["integrity"]),
                    "restore the file, or crawl into a new one")

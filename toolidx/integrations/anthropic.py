@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.counts import plural
 from .common import DEFAULT_TIMEOUT_S, ToolCatalog, field
 
 SEARCH_TOOL_NAME = "search_tools"
@@ -29,7 +30,7 @@ NO_MATCH_TEXT = ("No good match: no available tool fits this request well. Rephr
 
 def search_tool_definition(name: str = SEARCH_TOOL_NAME, total: int | None = None) -> dict:
     """The one non-deferred tool: the model's way into the deferred catalog."""
-    where = f" among {total} tools" if total else ""
+    where = f" among {plural(total, 'tool')}" if total else ""
     return {
         "name": name,
         "description": (f"Find the right tool for a task{where} (they are not listed up front). "

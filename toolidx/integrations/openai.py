@@ -25,6 +25,7 @@ import json
 import re
 from typing import Any
 
+from ..core.counts import plural
 from .common import DEFAULT_TIMEOUT_S, ToolCatalog, field, result_text
 
 MAX_PER_NAMESPACE = 9  # "fewer than 10 functions per namespace"
@@ -41,7 +42,7 @@ def _safe(text: str, taken: set[str], full: str) -> str:
 
 
 def tool_search_definition(total: int | None = None) -> dict:
-    where = f" among {total} tools" if total else ""
+    where = f" among {plural(total, 'tool')}" if total else ""
     return {
         "type": "tool_search",
         "execution": "client",

@@ -36,6 +36,24 @@ FUZZY_CUTOFF = 75.0
 RUNNER_UP_SHARE = 0.05
 
 
+@dataclass(frozen=True)
+class Spelling:
+    """How a front-end names search's options in the hints and errors it passes on: an agent over
+    MCP sets `filters.min_score`, an HTTP client `min_score=`, a person `--min-score`."""
+
+    names: tuple[tuple[str, str], ...]  # (option, as the front-end writes it)
+    sep: str = " "  # between that name and a value
+
+    def name(self, option: str) -> str:
+        return dict(self.names).get(option, option)
+
+    def setting(self, option: str, value: Any) -> str:
+        return f"{self.name(option)}{self.sep}{value}"
+
+
+CLI = Spelling((("limit", "--limit"), ("min_score", "--min-score")))
+
+
 @dataclass
 class Signals:
     """The evidence behind a hit's score, as the ranking measured it; None where the mode does not
@@ -310,16 +328,20 @@ def _name_words(db, terms: list[str], rowids: list[int]) -> dict[int, int]:
 
 
 def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Filters | None = None,
-           min_score: float | None = None, embedder: Any = "auto") -> SearchResult:
+           min_score: float | None = None, embedder: Any = "auto", spelling: Spelling = CLI) -> SearchResult:
     """Find the tools that serve `query`. `min_score` overrides the calibrated "no good match"
     threshold (0 returns the best tools whatever their score). `embedder="auto"` loads the
-    index's model (see get_query_embedder); None searches without one."""
+    index's model (see get_query_embedder); None searches without one. `spelling`: how the caller
+    names the options in hints and errors (the CLI's flags by default)."""
     if mode not in MODES:
         raise UsageError(f"unknown search mode {mode!r}", fix=f"use one of: {', '.join(MODES)}")
     if limit < 1:
-        raise UsageError(f"--limit must be at least 1 (got {limit})")
+        raise UsageError(f"{spelling.name('limit')} must be at least 1 (got {limit})")
     if min_score is not None and not 0.0 <= min_score <= 1.0:
-        raise UsageError(f"--min-score must be between 0 and 1 (got {min_score})")
+        raise UsageError(f"{spelling.name('min_score')} must be between 0 and 1 (got {min_score})")
+    if not _prepare(query):  # bad input, not "no good match"
+        raise UsageError("the query is empty: nothing to search for",
+                         fix='say what the tool should do, e.g. "convert a pdf to text"')
     notes: list[str] = []
     if embedder == "auto":
         embedder = get_query_embedder(db) if mode != "keyword" else None
@@ -358,16 +380,14 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
         else:
             matched = bm25.matched_terms(db, terms, kept) if mode_used != "semantic" else {}
         considered = total if filters is None or filters.is_empty() else retrieval.filtered_count(db, filters)
-    if not _prepare(query):
-        notes.append("empty query: nothing to search for")
-    elif not terms and mode_used == "keyword":
+    if not terms and mode_used == "keyword":
         notes.append("the query has no searchable words (only stop words, bare numbers or symbols)")
     hits = [_hit(rows[r], scored[r], matched.get(r, []), cands[r], mode_used) for r in kept]
     no_match = not hits
-    if no_match and ranked and _prepare(query):
+    if no_match and ranked:
         best = scored[ranked[0]]
         notes.append(f"no good match: the best tool ({rows[ranked[0]]['id']}) scored {best:.3f}, "
-                     f"below the threshold {threshold:.3f} (--min-score 0 shows it anyway)")
+                     f"below the threshold {threshold:.3f} ({spelling.setting('min_score', 0)} shows it anyway)")
     elif no_match and considered == 0:
         notes.append("no tools pass the filters")
     return SearchResult(query=query, mode=mode, mode_used=mode_used, hits=hits, no_match=no_match,

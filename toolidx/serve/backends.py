@@ -39,11 +39,21 @@ STOP_GRACE_S = 5.0
 
 class BackendUnavailable(Exception):
     """A backend cannot be started or reached. `str()` is a one-line reason for the agent;
-    `timed_out`: the call ran past its timeout (the backend may still be fine)."""
+    `timed_out`: the call ran past its timeout (the backend may still be fine); `fix`: what to do
+    about what happened (a refusal by a live server is not cured by a restart), or None."""
 
-    def __init__(self, message: str | None, timed_out: bool = False):
+    def __init__(self, message: str | None, timed_out: bool = False, fix: str | None = None):
         super().__init__(message)
         self.timed_out = timed_out
+        self.fix = fix
+
+
+# what an agent can do, by what happened (execute's answer says it with the reason)
+FIX_REFUSED = ("the server is running and answered this call with an error, so a retry gets the same "
+               "answer: check the arguments (describe_tool) or tell the user the tool failed")
+FIX_RESTARTED = "try again: the server process ended and is started afresh on the next call"
+FIX_TIMED_OUT = "try again with a longer timeout, or a smaller request"
+FIX_NOT_STARTED = "the server did not start (the reason above): tell the user; a retry only starts it again"
 
 
 # --- where specs come from ------------------------------------------------------------------------
@@ -240,7 +250,8 @@ class BackendPool:
                 b.stop.set()
                 self._backends.pop(server, None)
                 raise BackendUnavailable(spec.mask(f"server {server!r} did not start "
-                                                   f"({b.error or 'timed out'}; spec from {where})"))
+                                                   f"({b.error or 'timed out'}; spec from {where})"),
+                                         fix=FIX_NOT_STARTED)
             self._starts[server] = self._starts.get(server, 0) + 1
             if restarting:
                 log.warning(f"backend {server!r} restarted")
@@ -255,7 +266,8 @@ class BackendPool:
         try:
             return await conn.call_tool(tool, arguments, timeout)
         except RemoteError as e:
-            raise BackendUnavailable(conn.spec.mask(f"server {server!r} refused the call: {e}")) from None
+            raise BackendUnavailable(conn.spec.mask(f"server {server!r} refused the call: {e}"),
+                                     fix=FIX_REFUSED) from None
         except BackendError as e:
             b = self._backends.get(server)
             dead = b is not None and not b.usable
@@ -268,7 +280,9 @@ class BackendPool:
                 msg += " (the server process ended; it is restarted on the next call)"
             if tail:
                 msg += f"; its last stderr line: {tail}"
-            raise BackendUnavailable(conn.spec.mask(msg), timed_out=str(e).startswith("timed out")) from None
+            timed_out = str(e).startswith("timed out")
+            raise BackendUnavailable(conn.spec.mask(msg), timed_out=timed_out, fix=FIX_RESTARTED if dead else
+                                     FIX_TIMED_OUT if timed_out else None) from None
 
     def status(self) -> dict[str, dict]:
         return {name: {"alive": b.usable, "starts": self._starts.get(name, 0), "error": b.error}

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.budget import fit_budget
+from ..core.counts import plural
 from ..core.errors import ToolidxError, UsageError
 from ..core.filters import Filters
 from ..core.schemas import compile_validator
@@ -394,15 +395,15 @@ class Discovery:
                 it["input_schema"] = t.get("input_schema")
 
     def _search_tools(self, args: dict) -> Answer:
-        from ..search.hybrid import search
+        from ..search.hybrid import Spelling, search
 
         query, limit = args["query"], args.get("limit", 5)
         mode = args.get("search_type", "hybrid")
         min_score = (args.get("filters") or {}).get("min_score")
         filters = self._filters(args)
         embedder, without_model = self.query_embedder(mode)
-        res = search(self.db, query, mode=mode, limit=limit, filters=filters,
-                     min_score=min_score, embedder=embedder)
+        res = search(self.db, query, mode=mode, limit=limit, filters=filters, min_score=min_score,
+                     embedder=embedder, spelling=Spelling((("min_score", "filters.min_score"),), ": "))
         full = res.to_json()
         hits = [{k: h[k] for k in HIT_KEYS if h.get(k) not in (None, "", [])} for h in full.get("hits", [])]
         for h in hits:
@@ -642,8 +643,8 @@ def _list_text(p: dict, sort: str, order: str) -> str:
     for t in items:
         flags = "".join(f" [{f}]" for f in ("read_only", "destructive", "stale") if t.get(f))
         u = t.get("usage")
-        used = (f" ({u['calls']} calls" + (f", {u['success_rate']:.0%} ok" if u.get("success_rate") is not None
-                                          else "") + ")") if u else ""
+        rate = f", {u['success_rate']:.0%} ok" if u and u.get("success_rate") is not None else ""
+        used = f" ({plural(u['calls'], 'call')}{rate})" if u else ""
         lines.append(f"- {t['id']}{flags}{used} — {t.get('description', '')}")
         if "input_schema" in t:
             lines.append(f"  input schema: {compact_json(t['input_schema'])}")
@@ -688,7 +689,7 @@ def _describe_text(p: dict) -> str:
     m = p.get("metrics")
     if m:
         rate = "n/a" if m.get("success_rate") is None else f"{m['success_rate']:.0%}"
-        lines.append(f"Usage: {m.get('calls', 0)} calls, {rate} ok, p50 {m.get('p50_ms')} ms, "
+        lines.append(f"Usage: {plural(m.get('calls', 0), 'call')}, {rate} ok, p50 {m.get('p50_ms')} ms, "
                      f"p95 {m.get('p95_ms')} ms, last used {m.get('last_used') or 'never'}")
     if p.get("output_schema"):
         lines.append(f"Output schema: {compact_json(p['output_schema'])}")
@@ -701,7 +702,7 @@ def _categories_text(p: dict) -> str:
                          + (f", {r['status']}" if status and r.get("status") not in (None, "ok") else "") + ")"
                          for r in rows) or "none"
 
-    lines = [f"{p['total_tools']} tools.", f"Categories: {fmt(p['categories'])}"]
+    lines = [f"{plural(p['total_tools'], 'tool')}.", f"Categories: {fmt(p['categories'])}"]
     if "tags" in p:
         lines.append(f"Tags: {fmt(p['tags'])}")
     if "servers" in p:

@@ -13,14 +13,14 @@ from .backends import BackendPool, BackendUnavailable
 from .discovery import Discovery, error_answer
 from .usage import Usage
 
-UNAVAILABLE_FIX = "try again (a dead server is restarted on the next call)"
+UNAVAILABLE_FIX = "try again"  # when nothing more specific is known (backends.BackendUnavailable.fix)
 
 
 async def call_tool(disc: Discovery, pool: BackendPool, tool_name: str, arguments: Any, timeout: float,
-                    unavailable_fix: str = UNAVAILABLE_FIX) -> tuple[dict, str, str, str]:
+                    alternative: str | None = None) -> tuple[dict, str, str, str]:
     """(MCP CallToolResult JSON, tool id, server, outcome: ok | tool_error | invalid_arguments |
     timeout | backend_failed | refused). A refusal or a dead server is an answer with isError,
-    never an exception."""
+    never an exception; its fix says what to do about what happened, then `alternative`."""
     tool, refusal = disc.prepare_call(tool_name, arguments)
     if tool is None:
         assert refusal is not None  # prepare_call gives one or the other
@@ -31,16 +31,17 @@ async def call_tool(disc: Discovery, pool: BackendPool, tool_name: str, argument
     try:
         result = await pool.call(tool["server"], tool["name"], arguments, timeout)
     except BackendUnavailable as e:
-        return (error_answer("backend_unavailable", str(e), unavailable_fix, tool=tool["id"]).to_result(),
+        fix = (e.fix or UNAVAILABLE_FIX) + (f", or {alternative}" if alternative else "")
+        return (error_answer("backend_unavailable", str(e), fix, tool=tool["id"]).to_result(),
                 tool["id"], tool["server"], "timeout" if e.timed_out else "backend_failed")
     return result, tool["id"], tool["server"], "tool_error" if result.get("isError") else "ok"
 
 
 async def execute(disc: Discovery, pool: BackendPool, tool_name: str, arguments: Any, timeout: float, *,
-                  usage: Usage | None, unavailable_fix: str = UNAVAILABLE_FIX) -> dict:
+                  usage: Usage | None, alternative: str | None = None) -> dict:
     """call_tool, and its outcome queued in the usage file (never delays the answer)."""
     started = time.perf_counter()
-    result, tool_id, server, outcome = await call_tool(disc, pool, tool_name, arguments, timeout, unavailable_fix)
+    result, tool_id, server, outcome = await call_tool(disc, pool, tool_name, arguments, timeout, alternative)
     if usage is not None:
         usage.record(tool_id, server, outcome, (time.perf_counter() - started) * 1000, arguments, disc.scope)
     return result

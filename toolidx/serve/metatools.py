@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ..core.counts import plural
+
 SEARCH_TYPES = ["hybrid", "semantic", "keyword"]
 DETAILS = ["summary", "schema", "full"]
 SORT_BY = ["name", "server", "category", "execution_count", "success_rate", "recent"]
@@ -272,9 +274,8 @@ def instructions(total: int | None = None, servers: list[tuple[str, int]] | None
     if total is None:
         return INSTRUCTIONS
     servers = servers or []
-    head = (f"toolidx: one search over {total} tools of {len(servers)} MCP server"
-            f"{'' if len(servers) == 1 else 's'}, indexed here instead of listed (they are not in "
-            "your tool list; these meta-tools reach all of them).")
+    head = (f"toolidx: one search over {plural(total, 'tool')} of {plural(len(servers), 'MCP server')}, "
+            "indexed here instead of listed (they are not in your tool list; these meta-tools reach all of them).")
     parts = [head, _WORKFLOW]
     budget = DESCRIPTION_MAX_BYTES - len(" ".join(parts).encode()) - 40
     for label, names in (("Servers", [f"{n} ({c})" for n, c in servers]), ("Categories", categories or [])):
@@ -302,7 +303,7 @@ def catalog_sentence(total: int, servers: list[tuple[str, int]], categories: lis
     ranked = sorted(servers, key=lambda s: (-s[1], s[0]))
     names = [n for n, _ in ranked[:_SHOWN_SERVERS]]
     more = f" and {len(ranked) - len(names)} more" if len(ranked) > len(names) else ""
-    text = (f"Searches {total} tools of {len(ranked)} MCP server{'' if len(ranked) == 1 else 's'}"
+    text = (f"Searches {plural(total, 'tool')} of {plural(len(ranked), 'MCP server')}"
             + (f" ({', '.join(names)}{more})" if names else ""))
     shown = {n for n, _ in ranked}
     cats = [c for c in categories if c and c not in shown][:_SHOWN_CATEGORIES]  # not the servers again

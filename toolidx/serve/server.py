@@ -192,8 +192,7 @@ def _run_of(ctx: Any) -> _Run | None:
 
 async def _execute(ctx: Any, disc: Discovery, tool_name: str, arguments: Any, timeout: float) -> dict:
     return await execute(disc, ctx.lifespan_context["pool"], tool_name, arguments, timeout, usage=disc.usage,
-                         unavailable_fix="try again (a dead server is restarted on the next call), or use "
-                                         "get_similar_tools for an alternative")
+                         alternative="use get_similar_tools for an alternative")
 
 
 async def _watch(disc: Discovery, run: _Run, interval: float) -> None:

@@ -183,18 +183,25 @@ class UsageStore:
 
     def tool_metrics(self, tool_ids: Iterable[str] | None = None) -> dict[str, dict]:
         """tool id -> {"calls", "ok", "success_rate", "p50_ms", "p95_ms", "last_used", "outcomes"}
-        for tools that were called (all of them, or those in `tool_ids`)."""
+        for tools that were called (all of them, or those in `tool_ids`). A refused call that named
+        no tool in scope is no tool's call (see `unresolved_calls`)."""
         return self._metrics("tool_id", tool_ids)
 
     def server_metrics(self) -> dict[str, dict]:
-        """server -> the same figures over all its tools (unresolved refusals have no server)."""
-        return {k: v for k, v in self._metrics("server", None).items() if k}
+        """server -> the same figures over all its tools: the per-tool figures add up to these."""
+        return self._metrics("server", None)
+
+    def unresolved_calls(self) -> int:
+        """Refused calls that named no tool in scope (unknown, ambiguous, out of scope): recorded
+        with no server, so counted neither per tool nor per server."""
+        return int(self._rows("SELECT count(*) FROM calls WHERE server = ''")[0][0])
 
     def _metrics(self, key: str, only: Iterable[str] | None) -> dict[str, dict]:
         wanted = set(only) if only is not None else None
         out: dict[str, dict] = {}
         durations: dict[str, list[float]] = {}
-        rows = self._rows(f"SELECT {key}, outcome, count(*), max(at) FROM calls GROUP BY {key}, outcome")
+        rows = self._rows(f"SELECT {key}, outcome, count(*), max(at) FROM calls WHERE server != '' "
+                          f"GROUP BY {key}, outcome")
         for k, outcome, n, last in rows:
             if wanted is not None and k not in wanted:
                 continue
@@ -207,7 +214,7 @@ class UsageStore:
             if m["last_used"] is None or last > m["last_used"]:
                 m["last_used"] = last
         # durations of calls that reached a server (a refusal's time says nothing of the tool)
-        for k, d in self._rows(f"SELECT {key}, duration_ms FROM calls WHERE outcome NOT IN "
+        for k, d in self._rows(f"SELECT {key}, duration_ms FROM calls WHERE server != '' AND outcome NOT IN "
                                f"('refused', 'invalid_arguments') ORDER BY {key}, duration_ms"):
             if k in out:
                 durations.setdefault(k, []).append(d)
