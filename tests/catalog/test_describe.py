@@ -212,4 +212,44 @@ def test_every_real_tool_gets_a_valid_example(catalog_real_db, cli):
         assert set(d["required"]) <= names
     # and one through the CLI, as a person would run it
     r = cli("describe", "everything/echo", "--detail", "full", "--db", catalog_real_db, "--json")
-    assert r.code == 0 and r.json["example_arguments"] == {"message": "example"}
+    assert r.code == 0 and r.json["example_arguments"] == {"message": "Hello, world"}  # a plausible value by name
+
+
+def test_only_examples_that_validate_are_shown_and_counted(tmp_path, cli):
+    """A schema default that breaks its own pattern, or a saved example of an older schema, is
+    neither shown by describe --examples nor counted by --has-examples; generated values follow
+    the parameter's name."""
+    tools = [
+        {"name": "good", "description": "Convert money.", "inputSchema": {
+            "type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$", "examples": ["EUR"]}},
+            "required": ["code"]}},
+        {"name": "bad_default", "description": "Convert money.", "inputSchema": {
+            "type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$", "default": "usd"}},
+            "required": ["code"]}},
+        {"name": "stale_saved", "description": "Weather alerts.", "examples": [{"arguments": {"region": 5}}],
+         "inputSchema": {"type": "object", "properties": {"region": {"type": "string"}}, "required": ["region"]}},
+        {"name": "weak", "description": "Look things up.", "inputSchema": {"type": "object", "properties": {
+            "timezone": {"type": "string"}, "repo": {"type": "string"}, "repo_path": {"type": "string"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 100}, "url": {"type": "string"},
+            "user_email": {"type": "string"}, "query": {"type": "string"}, "id": {"type": "string"}},
+            "required": ["timezone", "repo", "repo_path", "limit", "url", "user_email", "query", "id"]}},
+    ]
+    (tmp_path / "t.json").write_text(json.dumps(tools))
+    (tmp_path / "c.json").write_text(json.dumps({"mcpServers": {"x": {"tools_file": str(tmp_path / "t.json")}}}))
+    db = tmp_path / "x.db"
+    assert cli("crawl", "--config", tmp_path / "c.json", "--db", db, "--model", "none").code == 0
+    r = cli("list", "--db", db, "--has-examples", "--json")
+    assert [t["id"] for t in r.json["items"]] == ["x/good"]
+    for tid in ("x/good", "x/bad_default", "x/stale_saved", "x/weak"):
+        r = cli("describe", tid, "--db", db, "--examples", "--json")
+        schema = r.json.get("input_schema") or next(t["inputSchema"] for t in tools if f"x/{t['name']}" == tid)
+        assert r.json["examples"] and all(e["valid"] for e in r.json["examples"]), tid
+        assert all(_check(e["arguments"], schema) == [] for e in r.json["examples"]), tid
+        assert {e["arguments"].get("code") for e in r.json["examples"]} & {"usd"} == set()
+        assert {"region": 5} not in [e["arguments"] for e in r.json["examples"]]
+    r = cli("describe", "x/weak", "--db", db, "--examples", "--json")
+    assert r.json["examples"] == [{"source": "generated", "valid": True, "arguments": {
+        "timezone": "Europe/Paris", "repo": "owner/repo", "repo_path": "/tmp/example", "limit": 10,
+        "url": "https://example.com", "user_email": "user@example.com", "query": "example query", "id": "abc123"}}]
+    r = cli("describe", "x/weak", "--db", db, "--examples")
+    assert "does not validate" not in r.stdout

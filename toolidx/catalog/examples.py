@@ -7,19 +7,25 @@
 - `recorded`: successful calls `toolidx serve --record-examples` kept (secrets redacted), from the
   usage file; serve shows a caller only those recorded in its own scope, and every one is
   redacted again when read (a row written by an older, weaker redaction is no leak);
-- `generated`: toolidx's own example arguments (core.schemas.example_arguments), checked
-  against the schema.
+- `generated`: toolidx's own example arguments (core.schemas.example_arguments).
 
-`has_examples` (core.filters) counts the first three only: every tool has a generated one.
+Only examples that validate against the tool's input schema are shown or counted: one that does
+not (a default that breaks a pattern, a saved example of an older schema) would teach a call
+the tool refuses. `has_examples` (core.filters) keeps tools with a valid example from the first
+three sources (`example_tool_ids`): every tool has a generated one.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ..core.redact import redact
-from ..core.schemas import example_arguments, validate
+from ..core.schemas import compile_validator, example_arguments
+from ..store.catalog import documented_example_rows
+from ..store.db import Database
+from ..store.tools import get_tool
 from ..store.usage import UsageStore
 
 MAX_EXAMPLES = 8
@@ -58,24 +64,66 @@ def _listed_examples(definition: Any) -> list[dict]:
     return out
 
 
-def tool_examples(tool: dict, usage: UsageStore | None = None, scope: str | None = None) -> list[dict]:
-    """[{"arguments", "source", "valid"}] for one tool row (store.tools.get_tool), distinct,
-    documented ones first, at most MAX_EXAMPLES. `scope`: recorded examples of that scope label
-    only (serve's answer to a caller); None: all of them (the CLI, run by the file's owner)."""
-    schema = tool.get("input_schema") or {"type": "object"}
+def _checker(schema: Any) -> Callable[[Any], bool]:
+    """validate(args, schema) is None, with the validator compiled once for all of a tool's
+    examples (a schema that cannot be checked passes, as in core.schemas.validate)."""
+    v = compile_validator(schema)
+
+    def ok(args: Any) -> bool:
+        if v is None:
+            return True
+        try:
+            return next(iter(v.iter_errors(args)), None) is None
+        except Exception:  # unresolvable refs surface only while validating
+            return True
+
+    return ok
+
+
+def _own(tool: dict, usage: UsageStore | None, scope: str | None) -> list[tuple[str, dict]]:
     found: list[tuple[str, dict]] = [("schema", e) for e in _schema_examples(tool.get("input_schema"))]
     found += [("tools_file", e) for e in _listed_examples(tool.get("definition"))]
     if usage is not None:
         found += [("recorded", redact(e["arguments"])[0]) for e in usage.examples(tool["id"], scope)]
-    found.append(("generated", example_arguments(schema)))
+    return found
+
+
+def tool_examples(tool: dict, usage: UsageStore | None = None, scope: str | None = None) -> list[dict]:
+    """[{"arguments", "source", "valid"}] for one tool row (store.tools.get_tool): distinct ones
+    that validate against its input schema (so `valid` is always true), documented ones first,
+    at most MAX_EXAMPLES. `scope`: recorded examples of that scope label only (serve's answer to
+    a caller); None: all of them (the CLI, run by the file's owner)."""
+    schema = tool.get("input_schema") or {"type": "object"}
+    ok = _checker(schema)
+    found = _own(tool, usage, scope) + [("generated", example_arguments(schema))]
     out: list[dict] = []
     seen: set[str] = set()
     for source, args in found:
         key = json.dumps(args, sort_keys=True, default=str)
-        if key in seen:
+        if key in seen or not ok(args):
             continue
         seen.add(key)
-        out.append({"arguments": args, "source": source, "valid": validate(args, schema) is None})
+        out.append({"arguments": args, "source": source, "valid": True})
         if len(out) == MAX_EXAMPLES:
             break
     return out
+
+
+def example_tool_ids(db: Database, usage: UsageStore | None = None, scope: str | None = None) -> list[str]:
+    """Ids of the tools with an example of their own (schema, tools_file, recorded in `scope`;
+    None: in any) that validates: what the `has_examples` filter keeps (Filters.example_ids).
+    The index's part is kept in db.cache until the index changes."""
+
+    def documented() -> frozenset[str]:
+        return frozenset(t["id"] for t in documented_example_rows(db)
+                         if any(map(_checker(t.get("input_schema") or {"type": "object"}),
+                                    (a for _, a in _own(t, None, None)))))
+
+    ids = set(db.cache.get("documented_examples", documented, len))
+    if usage is not None:
+        for tool_id in sorted(usage.tools_with_examples(scope) - ids):
+            tool = get_tool(db, tool_id)
+            if tool is not None and any(map(_checker(tool.get("input_schema") or {"type": "object"}),
+                                            (e["arguments"] for e in usage.examples(tool_id, scope)))):
+                ids.add(tool_id)
+    return sorted(ids)

@@ -163,8 +163,9 @@ def _catalog_filters(server, tag, exclude_tag, category, name_pattern, descripti
                 description_contains=description_contains, read_only=read_only,
                 no_destructive=no_destructive)
     if has_examples:
-        store = _usage(database, usage_db)
-        f = replace(f, has_examples=True, example_ids=sorted(store.tools_with_examples()) if store else [])
+        from ..catalog.examples import example_tool_ids
+
+        f = replace(f, has_examples=True, example_ids=example_tool_ids(database, _usage(database, usage_db)))
     return None if f.is_empty() else f
 
 

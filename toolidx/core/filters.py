@@ -3,6 +3,7 @@ builder, so every command filters the same way."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from typing import Any
@@ -55,9 +56,9 @@ class Filters:
     no_destructive: bool = False  # drop tools annotated destructiveHint: true
     include_stale: bool = True  # tools whose server failed at the last crawl
     approved_only: bool = False  # tools a person approved (`toolidx approve`; serve --quarantine)
-    has_examples: bool = False  # only tools with examples of their own (catalog/examples.py)
-    # with has_examples: ids whose examples live outside the index (recorded calls, in the usage
-    # file); filled in by whoever opened that file
+    has_examples: bool = False  # only tools with valid examples of their own (catalog/examples.py)
+    # with has_examples: the ids of those tools (catalog.examples.example_tool_ids: whether an
+    # example validates is a JSON Schema check SQL cannot make), filled in by whoever reads
     example_ids: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -128,17 +129,9 @@ class Filters:
             conds.append(f"coalesce({a}.destructive, 0) = 0")
         if not self.include_stale:
             conds.append(f"{a}.stale = 0")
-        if self.has_examples:
-            # the schema's own examples/defaults, a saved list's `examples`, or recorded ones
-            recorded = ""
-            if self.example_ids:
-                recorded = f" OR {a}.id IN ({', '.join('?' * len(self.example_ids))})"
-                params += self.example_ids
-            conds.append(f"(json_type({a}.input_schema, '$.examples') IS NOT NULL "
-                         f"OR json_type({a}.definition, '$.examples') IS NOT NULL "
-                         f"OR EXISTS (SELECT 1 FROM json_each({a}.input_schema, '$.properties') p "
-                         "WHERE p.type = 'object' AND (json_type(p.value, '$.examples') IS NOT NULL "
-                         f"OR json_type(p.value, '$.default') IS NOT NULL)){recorded})")
+        if self.has_examples:  # one parameter however many ids
+            conds.append(f"{a}.id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(self.example_ids))
         return (" AND ".join(conds) or "1"), params
 
     def to_json(self) -> dict:

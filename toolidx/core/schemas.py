@@ -13,6 +13,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
+from .tooldoc import split_name
+
 MAX_DEPTH = 6  # nesting shown in a parameter table / filled in an example
 _TYPE_ORDER = ("object", "array", "string", "integer", "number", "boolean", "null")
 _D = TypeVar("_D")
@@ -262,16 +264,79 @@ _FORMATS = {
     "relative-json-pointer": "0", "regex": "^example$", "byte": "ZXhhbXBsZQ==",
     "binary": "example", "password": "example-password", "int32": "1", "int64": "1",
 }
-# Name hints for plain strings: an example reads better with a plausible value.
-_NAME_HINTS = (
-    (re.compile(r"(^|_)(url|uri|link|endpoint|href)s?$|Url$|Uri$", re.I), "https://example.com"),
-    (re.compile(r"email", re.I), "user@example.com"),
-    (re.compile(r"(^|_)(path|file|filename|filepath|dir|directory|folder)s?$|Path$", re.I),
-     "/tmp/example.txt"),
-    (re.compile(r"(^|_)date$|Date$", re.I), "2024-01-15"),
-    (re.compile(r"(^|_)(query|search|q|keyword|keywords)$", re.I), "example query"),
-    (re.compile(r"(^|_)(name|title)$|Name$", re.I), "example"),
-)
+# Plausible values by parameter name, for a value the schema says nothing more of (no format,
+# pattern, enum, default or example): `"timezone": "Europe/Paris"` teaches a caller what
+# `"timezone": "example"` does not. Keys are a name's words joined (`time_zone`, `timeZone` ->
+# "timezone"); the whole name is tried first, then its last two words, then its last word, so
+# `repo_path` is a path and `repo` a repository.
+_STRING_HINTS: dict[str, str] = {
+    **dict.fromkeys(("timezone", "tz"), "Europe/Paris"),
+    **dict.fromkeys(("repo", "repository", "reponame", "repositoryname", "fullname"), "owner/repo"),
+    **dict.fromkeys(("owner", "user", "username", "login", "author", "assignee"), "octocat"),
+    **dict.fromkeys(("org", "organization", "organisation", "workspace", "team"), "example-org"),
+    **dict.fromkeys(("url", "uri", "link", "endpoint", "href", "website", "homepage", "webhook"),
+                    "https://example.com"),
+    **dict.fromkeys(("email", "mail", "emailaddress", "recipient", "cc", "bcc"), "user@example.com"),
+    **dict.fromkeys(("path", "filepath", "fullpath"), "/tmp/example.txt"),
+    **dict.fromkeys(("file", "filename"), "example.txt"),
+    **dict.fromkeys(("dir", "directory", "folder", "cwd", "root", "workdir", "repopath", "repodir"), "/tmp/example"),
+    **dict.fromkeys(("query", "q", "search", "searchterm", "keyword", "keywords", "term", "terms"),
+                    "example query"),
+    **dict.fromkeys(("id", "identifier", "slug"), "abc123"),
+    **dict.fromkeys(("name",), "example"),
+    **dict.fromkeys(("title", "subject", "summary"), "Example title"),
+    **dict.fromkeys(("text", "message", "content", "body", "comment", "note", "description", "prompt"),
+                    "Hello, world"),
+    **dict.fromkeys(("language", "lang", "locale"), "en"),
+    **dict.fromkeys(("country", "countrycode"), "FR"),
+    **dict.fromkeys(("city", "location", "place"), "Paris"),
+    **dict.fromkeys(("currency",), "EUR"),
+    **dict.fromkeys(("date", "day", "startdate", "enddate", "since", "until"), "2024-01-15"),
+    **dict.fromkeys(("time",), "09:30"),
+    **dict.fromkeys(("datetime", "timestamp", "starttime", "endtime"), "2024-01-15T09:30:00Z"),
+    **dict.fromkeys(("branch", "ref"), "main"),
+    **dict.fromkeys(("commit", "sha", "revision", "rev"), "a1b2c3d"),
+    **dict.fromkeys(("tag",), "v1.0.0"),
+    **dict.fromkeys(("version",), "1.0.0"),
+    **dict.fromkeys(("host", "hostname", "domain"), "example.com"),
+    **dict.fromkeys(("ip", "ipaddress"), "192.0.2.1"),
+    **dict.fromkeys(("phone", "phonenumber"), "+33123456789"),
+    **dict.fromkeys(("color", "colour"), "#3366ff"),
+    **dict.fromkeys(("sql", "statement"), "SELECT 1"),
+    **dict.fromkeys(("command", "cmd"), "echo hello"),
+    **dict.fromkeys(("code", "script", "expression"), "1 + 1"),
+    **dict.fromkeys(("pattern", "glob"), "*.txt"),
+    **dict.fromkeys(("regex", "regexp"), "^example$"),
+    **dict.fromkeys(("mimetype", "mime", "contenttype", "mediatype"), "text/plain"),
+    **dict.fromkeys(("method",), "GET"),
+    **dict.fromkeys(("format", "outputformat"), "json"),
+    **dict.fromkeys(("channel",), "#general"),
+    **dict.fromkeys(("model",), "example-model"),
+}
+_NUMBER_HINTS: dict[str, float] = {
+    **dict.fromkeys(("limit", "count", "max", "maxresults", "numresults", "pagesize", "perpage", "size", "top",
+                     "topk", "k", "n", "results", "maxitems"), 10),
+    **dict.fromkeys(("page", "pagenumber"), 1),
+    **dict.fromkeys(("offset", "skip"), 0),
+    **dict.fromkeys(("port",), 8080),
+    **dict.fromkeys(("year",), 2024),
+    **dict.fromkeys(("month",), 1),
+    **dict.fromkeys(("day",), 15),
+    **dict.fromkeys(("days",), 7),
+    **dict.fromkeys(("hours",), 24),
+    **dict.fromkeys(("timeout", "seconds"), 30),
+    **dict.fromkeys(("latitude", "lat"), 48.8566),
+    **dict.fromkeys(("longitude", "lon", "lng"), 2.3522),
+}
+
+
+def _hint(name: str, table: dict[str, Any]) -> Any:
+    """The table's value for parameter `name` (see _STRING_HINTS), or None."""
+    words = split_name(name)
+    for key in ("".join(words), "".join(words[-2:]), "".join(words[-1:])):
+        if key in table:
+            return table[key]
+    return None
 
 
 def _pattern_string(pattern: str) -> str | None:
@@ -377,11 +442,9 @@ def _string(s: dict, name: str) -> str:
         p = _pattern_string(pattern)
         if p is not None:
             candidates.append(p)
-    if not candidates:
-        for rx, value in _NAME_HINTS:
-            if rx.search(name or ""):
-                candidates.append(value)
-                break
+    hint = _hint(name, _STRING_HINTS) if not candidates else None
+    if hint is not None:
+        candidates.append(hint)
     candidates.append("example")
     for cand in candidates:
         v = _fit_length(cand, s)
@@ -415,9 +478,10 @@ def _bounds(s: dict) -> tuple[tuple[float, bool] | None, tuple[float, bool] | No
     return lower, upper
 
 
-def _number(s: dict, integer: bool) -> int | float:
-    """1 when the bounds allow it; else the nearest allowed value (the middle of an open range),
-    on a multiple of `multipleOf`."""
+def _number(s: dict, integer: bool, name: str = "") -> int | float:
+    """The usual value for a parameter of that name (`limit` 10, `page` 1, `port` 8080) when the
+    bounds allow it, else 1 when they do; else the nearest allowed value (the middle of an open
+    range), on a multiple of `multipleOf`."""
     import math
 
     lower, upper = _bounds(s)
@@ -436,6 +500,10 @@ def _number(s: dict, integer: bool) -> int | float:
             return False
         return upper is None or not (v > upper[0] or (upper[1] and v == upper[0]))
 
+    hint = _hint(name, _NUMBER_HINTS)
+    if hint is not None and ok(hint) and (not integer or float(hint).is_integer()) \
+            and (step is None or float(hint / step).is_integer()):
+        return int(hint) if float(hint).is_integer() else hint
     value: float = 1
     if not ok(value):
         if lo is not None and hi is not None:
@@ -510,9 +578,9 @@ class _Gen:
         if t == "string":
             return _string(s, name)
         if t == "integer":
-            return _number(s, True)
+            return _number(s, True, name)
         if t == "number":
-            return _number(s, False)
+            return _number(s, False, name)
         if t == "boolean":
             return True
         if t == "null":

@@ -368,9 +368,12 @@ class Discovery:
     def _filters(self, args: dict) -> Filters:
         f = dict(args.get("filters") or {})
         f.pop("min_score", None)
-        if f.get("has_examples") and self.usage_store() is not None:
-            label = scope_label(self.scope)
-            f["example_ids"] = sorted(self._usage_read(lambda u: u.tools_with_examples(label), set()))
+        if f.get("has_examples"):
+            from ..catalog.examples import example_tool_ids
+
+            label = scope_label(self.scope)  # recorded examples of this very scope only
+            ids = self._usage_read(lambda u: example_tool_ids(self.db, u, label), None)
+            f["example_ids"] = ids if ids is not None else example_tool_ids(self.db)
         return Filters(**f).narrowed_by(self.scope)
 
     def usage_store(self) -> Any:

@@ -79,3 +79,16 @@ def tool_rowid(db: Database, tool_id: str) -> int | None:
 def lexical_rows(db: Database) -> list[dict]:
     """What the lexical fallback of `similar` compares: every tool's name, text and params."""
     return db.query("SELECT rowid, id, server, name, title, description FROM tools ORDER BY id")
+
+
+def documented_example_rows(db: Database) -> list[dict]:
+    """Tools whose input schema or saved definition may hold examples of their own (the schema's
+    `examples`, a property's `examples` / `default`, a tools_file row's `examples`): {id,
+    input_schema, definition}, decoded. Whether one validates is the caller's check."""
+    rows = db.query(
+        "SELECT id, input_schema, definition FROM tools t WHERE json_type(t.input_schema, '$.examples') IS NOT NULL "
+        "OR json_type(t.definition, '$.examples') IS NOT NULL "
+        "OR EXISTS (SELECT 1 FROM json_each(t.input_schema, '$.properties') p WHERE p.type = 'object' "
+        "AND (json_type(p.value, '$.examples') IS NOT NULL OR json_type(p.value, '$.default') IS NOT NULL)) "
+        "ORDER BY id")
+    return [decode(r, ("input_schema", "definition")) for r in rows]
