@@ -166,3 +166,45 @@ def test_each_printed_entry_parses_back_in_its_own_format(agg_index, client, mon
     j = run_cli("serve", "--db", agg_index, "--print-config", "--client", client, "--server", "big", "--json").json
     assert j["command"] == "serve-config" and j["text"] == r.stdout
     assert j["format"] == ("toml" if client == "codex" else "json")
+
+
+def test_claude_code_add_json_gets_the_entry_itself(agg_index):
+    """`claude mcp add-json NAME JSON` takes the server entry, not the {"mcpServers": ...} object
+    printed for .mcp.json: the hint is the whole command, with that entry, quoted for a shell."""
+    import shlex
+
+    for extra in ([], ["--http", "8765", "--token-env", "TEAM_TOKEN"]):
+        res = run_cli("serve", "--db", agg_index, "--print-config", "--client", "claude-code", *extra, "--json").json
+        line = next(w for w in res["where"] if "claude mcp add-json" in w)
+        argv = shlex.split(line[line.index("claude mcp"):])
+        assert argv[:4] == ["claude", "mcp", "add-json", "toolidx"] and argv[5:] == ["--scope", "user"]
+        assert json.loads(argv[4]) == res["config"]["mcpServers"]["toolidx"], extra
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex", "cursor", "vscode"])
+def test_print_config_with_http_prints_the_url_and_the_token_header(agg_index, client):
+    r = run_cli("serve", "--db", agg_index, "--print-config", "--client", client, "--http", "8765",
+                "--token-file", "tokens.txt")
+    assert r.code == 0, r.stderr
+    if client == "codex":
+        tomllib = pytest.importorskip("tomllib")
+        entry = tomllib.loads(r.stdout)["mcp_servers"]["toolidx"]
+        headers = entry["http_headers"]
+    else:
+        entry = json.loads(r.stdout)["servers" if client == "vscode" else "mcpServers"]["toolidx"]
+        headers = entry["headers"]
+        assert (entry.get("type") == "http") == (client in ("claude-code", "vscode"))
+    assert entry["url"] == "http://127.0.0.1:8765/mcp" and "command" not in entry and "args" not in entry
+    assert headers == {"Authorization": "Bearer <your token>"} and "Replace <your token>" in r.stderr
+    # no token flag on loopback: no header; HTTPS with a certificate
+    j = run_cli("serve", "--db", agg_index, "--print-config", "--client", client, "--http", "[::1]:9000",
+                "--tls-cert", "c.pem", "--tls-key", "k.pem", "--json").json
+    entry = next(iter(j["config"].values()))["toolidx"]
+    assert entry["url"] == "https://[::1]:9000/mcp" and "headers" not in entry and "http_headers" not in entry
+
+
+def test_print_config_with_http_refuses_what_it_cannot_print(agg_index):
+    for args, want in ((["--client", "claude", "--http", "8765"], "Claude Desktop's config file starts stdio"),
+                       (["--client", "cursor", "--http", "0"], "port 0")):
+        r = run_cli("serve", "--db", agg_index, "--print-config", *args)
+        assert r.code == 2 and want in r.stderr and len(r.stderr.strip().splitlines()) == 1 and r.stdout == ""

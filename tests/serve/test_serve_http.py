@@ -446,6 +446,31 @@ def test_allow_host_and_allow_origin_widen_the_check(serve_index, tmp_path):
     assert r.code == 2 and "need --http" in r.stderr
 
 
+def test_the_printed_http_entry_connects(serve_index, tmp_path):
+    """`serve --print-config --client claude-code --http PORT --token-env VAR` prints an entry a real
+    MCP client connects with, once the placeholder is the token."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = run_cli("serve", "--db", serve_index, "--print-config", "--client", "claude-code", "--http", str(port),
+                "--token-env", "TEAM_TOKEN", "--json")
+    entry = r.json["config"]["mcpServers"]["toolidx"]
+    headers = {k: v.replace("<your token>", ENV_TOKEN) for k, v in entry["headers"].items()}
+
+    async def listing():
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        async with create_mcp_http_client(headers=headers) as http, \
+                Client(streamable_http_client(entry["url"], http_client=http), mode="legacy") as c:
+            return [t.name for t in (await c.list_tools()).tools]
+
+    with spawn(serve_index, tmp_path / "serve.err", "--token-env", "TEAM_TOKEN", env={"TEAM_TOKEN": ENV_TOKEN},
+               address=f"127.0.0.1:{port}"):
+        assert "search_tools" in anyio.run(listing)
+
+
 # --- the search API --------------------------------------------------------------------------------
 def test_v1_search_answers_the_json_of_search_json(http_server, serve_index):
     base, _ = http_server

@@ -10,9 +10,12 @@ the user adds their values to the entry.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
+import shlex
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,9 +26,7 @@ CLIENTS = {
     "claude": {"key": "mcpServers", "where": [
         "macOS: ~/Library/Application Support/Claude/claude_desktop_config.json",
         "Windows: %APPDATA%\\Claude\\claude_desktop_config.json"]},
-    "claude-code": {"key": "mcpServers", "where": [
-        ".mcp.json at the project root (shared with the project), or: claude mcp add-json toolidx "
-        "'<the entry>' --scope user"]},
+    "claude-code": {"key": "mcpServers", "where": [".mcp.json at the project root (shared with the project)"]},
     "codex": {"key": "mcp_servers", "format": "toml", "where": ["~/.codex/config.toml"]},
     "cursor": {"key": "mcpServers", "where": ["~/.cursor/mcp.json (all projects) or .cursor/mcp.json (one project)"]},
     "vscode": {"key": "servers", "where": [".vscode/mcp.json in the workspace (or the user mcp.json)"]},
@@ -106,11 +107,53 @@ def client_config(client: str, db_path: str, *, name: str = "toolidx", index_con
         entry["env"] = env
     if client == "claude-code" and serve_options.get("always_load", True):
         entry["alwaysLoad"] = True  # Claude Code loads this server's tools up front, not behind its search
+    return _result(client, name, entry, needed)
+
+
+def _result(client: str, name: str, entry: dict, env_needed: list[str], notes: Sequence[str] = ()) -> dict:
     config = {CLIENTS[client]["key"]: {name: entry}}
     fmt = CLIENTS[client].get("format", "json")
     text = to_toml(config) if fmt == "toml" else json.dumps(config, indent=2, ensure_ascii=False) + "\n"
-    return {"client": client, "config": config, "format": fmt, "text": text,
-            "where": CLIENTS[client]["where"], "env_needed": needed}
+    where = list(CLIENTS[client]["where"])
+    if client == "claude-code":  # `claude mcp add-json NAME JSON` takes the entry itself, not the mcpServers object
+        entry_json = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+        where.append(f"or, for every project: claude mcp add-json {name} {shlex.quote(entry_json)} --scope user")
+    return {"client": client, "config": config, "format": fmt, "text": text, "where": where,
+            "env_needed": env_needed, "notes": list(notes)}
+
+
+TOKEN_PLACEHOLDER = "<your token>"
+
+
+def http_client_config(client: str, host: str, port: int, *, tls: bool = False, token: bool = True,
+                       name: str = "toolidx") -> dict:
+    """The entry that connects `client` to a running `toolidx serve --http HOST:PORT`: its URL and,
+    with `token`, the Authorization header (a placeholder: tokens are never printed). Same shape
+    as client_config. Claude Desktop's config file starts stdio servers only: a UsageError."""
+    if client not in CLIENTS:
+        raise UsageError(f"unknown client {client!r}", fix="use one of: " + ", ".join(CLIENTS))
+    if client == "claude":
+        raise UsageError("--client claude --http: Claude Desktop's config file starts stdio servers, it takes no URL",
+                         fix="drop --http for the stdio entry, or use --client claude-code | codex | cursor | vscode")
+    if port == 0:
+        raise UsageError("--print-config --http: port 0 is chosen when serve starts",
+                         fix="give the port serve listens on, e.g. --http 8765")
+    try:
+        wildcard = ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        wildcard = False
+    shown = socket.gethostname() if wildcard else host  # 0.0.0.0 is no address to connect to
+    url = f"{'https' if tls else 'http'}://{f'[{shown}]' if ':' in shown else shown}:{port}/mcp"
+    headers = {"Authorization": f"Bearer {TOKEN_PLACEHOLDER}"} if token else {}
+    entry: dict = {"url": url}
+    if client in ("claude-code", "vscode"):
+        entry = {"type": "http", **entry}
+    if headers:
+        entry["http_headers" if client == "codex" else "headers"] = headers
+    notes = [f"Replace {TOKEN_PLACEHOLDER} with one of serve's tokens (--token-file / --token-env)"] if token else []
+    if wildcard:
+        notes.append(f"{shown} is this machine's name: use the name clients reach it by (serve --allow-host NAME)")
+    return _result(client, name, entry, [], notes)
 
 
 def to_toml(config: dict) -> str:

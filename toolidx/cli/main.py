@@ -340,7 +340,8 @@ def serve(
                                           "env, url) though no crawl on this machine wrote them (a merged "
                                           "or downloaded index): only for an index you have read."),
     print_config: bool = typer.Option(False, "--print-config",
-                                      help="Print the client config entry that starts this server, and exit."),
+                                      help="Print the client config entry that starts this server (with --http: "
+                                           "that connects to it), and exit."),
     client: str = typer.Option("claude", "--client",
                                help="With --print-config: claude | claude-code | codex | cursor | vscode."),
     http: Optional[str] = typer.Option(None, "--http", metavar="[HOST:]PORT",
@@ -371,6 +372,14 @@ def serve(
 
     scope = Filters(servers=list(server), tags=list(tag), categories=list(category), read_only=read_only,
                     approved_only=quarantine)
+    if print_config and http is not None:  # the entry that connects to a running serve --http
+        from ..serve.access import is_loopback, parse_address
+        from .clients import http_client_config
+
+        host, port = parse_address(http)
+        render.serve_config(http_client_config(client, host, port, tls=bool(tls_cert),
+                                               token=bool(token_env or token_file) or not is_loopback(host)), as_json)
+        return
     if print_config:
         from ..store.db import default_db_path
         from .clients import client_config

@@ -335,6 +335,8 @@ def serve_config(res: dict, as_json: bool) -> None:
     note(f"Merge this into your {res['client']} config: " + "; ".join(res["where"]))
     if res["env_needed"]:
         note("Fill in the environment variables your servers need: " + ", ".join(res["env_needed"]))
+    for line in res.get("notes", []):
+        note(line)
 
 
 def export_result(res: dict, as_json: bool, output: Any = None) -> None:
