@@ -59,10 +59,13 @@ def _import(path: Path, name: str):
     return mod
 
 
-def _mypy(path: Path) -> None:
+def _mypy(path: Path, as_installed: bool = False) -> None:
+    """mypy --strict on a file; `as_installed`: as a user runs it, finding toolidx only where it is
+    installed (no MYPYPATH / PYTHONPATH pointing into the clone)."""
     if importlib.util.find_spec("mypy") is None:
         _need("mypy", "pip install -e .[dev]")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "MYPYPATH": str(REPO)}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")} if as_installed else \
+        {**os.environ, "PYTHONPATH": str(REPO), "MYPYPATH": str(REPO)}
     r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
                         "--follow-imports=silent", str(path)],
                        capture_output=True, text=True, env=env, cwd=path.parent, timeout=300)
@@ -109,6 +112,22 @@ def test_python_wrappers_pass_mypy_and_run_a_real_call(notes_db, tmp_path):
     finally:
         if mod._client is not None:
             mod._client.close()
+
+
+@pytest.mark.slow  # runs mypy, tsc or a real server: 5-10 s
+def test_python_wrappers_type_check_against_the_installed_toolidx(notes_db, tmp_path):
+    """A user's mypy finds toolidx.integrations.runtime in the environment toolidx is installed in
+    (scripts/setup.sh: an editable install in `compat` mode, a path mypy follows; setuptools'
+    default editable finder is an import hook mypy cannot see) and reads its types: the float
+    below would be Any, an error under --strict, if it did not."""
+    (tmp_path / "notes_tools.py").write_text(_export(notes_db, "python"))
+    (tmp_path / "use_runtime.py").write_text("from notes_tools import configure\n\n\n"
+                                             "def timeout() -> float:\n    return configure().timeout_s\n")
+    try:
+        _mypy(tmp_path / "use_runtime.py", as_installed=True)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\nmypy cannot see the installed toolidx: install it with `pip install "
+                             "-e . --config-settings editable_mode=compat` (scripts/setup.sh) or `pip install .`")
 
 
 def test_python_wrappers_keep_the_scope(notes_db, tmp_path):
