@@ -148,3 +148,34 @@ def test_an_index_of_a_model_search_was_not_fitted_on_is_a_warning(tmp_path, mod
     c = _by_name(r.json)["model/calibration"]
     assert c["status"] == "warn" and "example/other-model" in c["detail"] and "no good match" in c["detail"]
     assert "toolidx eval" in c["fix"]
+
+
+def _listing(d: Path) -> dict[str, tuple[int, int, bytes]]:
+    """Every file in `d`: (size, mtime in ns, content)."""
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(d.iterdir())}
+
+
+def test_doctor_leaves_the_folder_byte_identical(tmp_path, monkeypatch):
+    """doctor "writes nothing": a read-only connection to a WAL file used to create `-wal` and
+    `-shm` beside the index and the usage file (and could not remove them), which also made a
+    published index look busy to the read-only handling. Same for merge's inputs."""
+    from toolidx.store.usage import open_usage
+
+    monkeypatch.delenv("TOOLIDX_USAGE_DB", raising=False)
+    d = tmp_path / "idx"
+    d.mkdir()
+    db = d / "kw.db"
+    assert run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db, "--model", "none").code == 0
+    store = open_usage(d / "kw.db.usage.db")
+    store.record_call("weather/get_forecast", "weather", "ok", 12.0)
+    store.add_example("weather/get_forecast", {"city": "Paris"})
+    store.close()
+    before = _listing(d)
+    assert set(before) == {"kw.db", "kw.db.usage.db"}
+    r = run_cli("doctor", "--db", db, "--model", "none", "--json")
+    assert r.code == 0 and _by_name(r.json)["usage/usage file"]["status"] == "ok", r.stdout
+    assert _by_name(r.json)["index/integrity"]["status"] == "ok"
+    assert _listing(d) == before
+    r = run_cli("merge", db, "-o", tmp_path / "merged.db")
+    assert r.code == 0, r.stderr
+    assert _listing(d) == before  # an input is read, never written beside

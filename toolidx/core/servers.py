@@ -51,7 +51,11 @@ class ServerSpec:
         return masker(self.secrets())(text) if text else text
 
     def public(self) -> dict[str, Any]:
-        """How to reach this server, safe to store: env/header *names* only, templates unexpanded."""
+        """How to reach this server, safe to store: templates unexpanded, header *names* only, and
+        `env` as written where the value cannot be a secret (`plain_env_value`: a `${VAR}` template,
+        a path, a short flag), else only its name (`env_secret`): serve needs the config for those.
+        Without the kept values a launch from the index ran with the user's own HOME, and failed
+        on a literal MEMORY_FILE_PATH it could not know."""
         r = self.raw
         out: dict[str, Any] = {"transport": self.transport}
         if self.transport == "stdio":
@@ -65,6 +69,14 @@ class ServerSpec:
             out["tools_file"] = tf if isinstance(tf, str) and "${" in tf else self.tools_file
         if self.env:
             out["env_keys"] = sorted(self.env)
+            written = r.get("env") if isinstance(r.get("env"), dict) else {}
+            out["env"] = {str(k): str(v) for k, v in written.items()
+                          if plain_env_value(v, self.env.get(str(k)))}
+            secret = sorted(str(k) for k in written if str(k) not in out["env"])
+            if secret:
+                out["env_secret"] = secret
+            if isinstance(r.get("envFile"), str):
+                out["env_file"] = r["envFile"]  # a path, read at launch as at crawl
         if self.headers:
             out["header_keys"] = sorted(self.headers)
         out["timeout"] = self.timeout
@@ -105,6 +117,35 @@ def stderr_lines(tail: str | None, mask: Any = None, limit: int = STDERR_LINES) 
             shown = [causes[-1], *lines[-(limit - 1):]]
     cut = [ln if len(ln) <= STDERR_LINE_CHARS else ln[:STDERR_LINE_CHARS - 1] + "…" for ln in shown]
     return [visible(ln, keep_newlines=False) for ln in cut]
+
+
+_TEMPLATE = re.compile(r"\$\{[^}]*\}")
+
+
+def plain_env_value(written: Any, expanded: str | None = None) -> bool:
+    """Whether an `env` value cannot be a secret, so the index may keep it as `written`: its literal
+    text (`${VAR}` templates, which name a secret rather than hold one, taken out) is shorter than a
+    secret (MIN_SECRET_LEN, the masking rule), or its value (`expanded`) is a path: `./` or `../`
+    relative, or absolute (`~`, `/`, a drive) naming something that exists here or in a folder
+    that does (a token that merely starts with `/` does not). Anything else (a token, a URL that
+    may carry one, a password) is kept by name only."""
+    if isinstance(written, bool) or not isinstance(written, (str, int, float)):
+        return False
+    literal = _TEMPLATE.sub("", str(written)).strip()
+    if len(literal) < MIN_SECRET_LEN:
+        return True
+    value = str(written) if expanded is None else expanded
+    if value.startswith(("./", "../")):
+        return True
+    if not re.match(r"(~|/|[A-Za-z]:[\\/])", value):
+        return False
+    from pathlib import Path
+
+    try:
+        p = Path(value).expanduser()
+        return p.is_absolute() and (p.exists() or p.parent.is_dir())
+    except (OSError, RuntimeError, ValueError):
+        return False
 
 
 def launch_hash(connect: Any) -> str:

@@ -190,7 +190,7 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
     frozen = spath != ":memory:" and _frozen(p)
     readonly = readonly or frozen
     if readonly and spath != ":memory:":
-        target, uri = p.resolve().as_uri() + "?mode=ro" + ("&immutable=1" if frozen else ""), True
+        target, uri = readonly_uri(p), True
     try:
         conn = mod.connect(target, isolation_level=None, check_same_thread=False, timeout=30, uri=uri)
     except mod.Error as e:
@@ -219,6 +219,23 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
         conn.close()
         raise
     return Database(conn, spath, mod, vec_ok, vec_err)
+
+
+def readonly_uri(p: Path) -> str:
+    """The URI that reads `p` without writing anything, beside it included. A read-only connection
+    to a WAL file creates `-wal` and `-shm` when they are missing and, being read-only, cannot
+    remove them at close: left behind, they make a published index look busy (`_frozen`) and
+    `doctor` or `merge` write what they promise not to. So when no writer has the file open (no
+    `-wal`, no `-shm`: every connection closed, the WAL folded in) it is opened immutable;
+    otherwise read-only on the writer's own files, which SQLite needs to see its commits."""
+    quiet = not (Path(f"{p}-wal").exists() or Path(f"{p}-shm").exists())
+    return p.resolve().as_uri() + "?mode=ro" + ("&immutable=1" if quiet else "")
+
+
+def connect_readonly(path: Path, *, timeout: float = 30) -> Any:
+    """A plain connection that reads `path` and writes nothing (see readonly_uri): for the files
+    beside the index that are not indexes (the usage file). Raises the module's Error."""
+    return sqlite_module().connect(readonly_uri(path), uri=True, timeout=timeout)
 
 
 def _frozen(p: Path) -> bool:

@@ -263,13 +263,13 @@ def usage_facts(path: str | os.PathLike) -> dict[str, Any]:
     """What `toolidx doctor` says of an existing usage file, read without writing (no migration):
     {"schema_version", "current", "calls", "tools_called", "tools_with_examples", "last_call",
     "writable"}. Raises DatabaseError for a file that is not a usage file, or is corrupt."""
-    from .db import check_header, sqlite_module
+    from .db import check_header, connect_readonly, sqlite_module
 
     p = Path(path)
     check_header(p, label="the usage file", subject="usage file is ", fix=_FIX)
     mod = sqlite_module()
     try:
-        conn = mod.connect(p.resolve().as_uri() + "?mode=ro", uri=True, timeout=2)
+        conn = connect_readonly(p, timeout=2)  # no -wal / -shm left beside it
     except mod.Error as e:
         raise DatabaseError(f"cannot open the usage file: {e}", where=str(p)) from None
     try:
