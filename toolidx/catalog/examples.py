@@ -119,7 +119,8 @@ def example_tool_ids(db: Database, usage: UsageStore | None = None, scope: str |
                          if any(map(_checker(t.get("input_schema") or {"type": "object"}),
                                     (a for _, a in _own(t, None, None)))))
 
-    ids = set(db.cache.get("documented_examples", documented, len))
+    cached: frozenset[str] = db.cache.get("documented_examples", documented, len)
+    ids = set(cached)
     if usage is not None:
         for tool_id in sorted(usage.tools_with_examples(scope) - ids):
             tool = get_tool(db, tool_id)
