@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -271,3 +272,35 @@ def test_a_failed_merge_leaves_out_as_it_was(shards, tmp_path, monkeypatch, cli)
     assert r.code == 130 and len(calls) == 2
     assert out.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir() if "merging" in p.name] == []
+
+
+def test_a_merged_index_starts_servers_with_the_environment_their_config_wrote(tmp_path):
+    """#24: with no --config, a merged index starts each server with the env its crawl config
+    wrote: literal paths (a sandbox HOME, MEMORY_FILE_PATH) and short flags are kept in the index,
+    so the server neither fails on a variable it needs nor runs with the user's own HOME; a literal
+    secret is kept by name only, and starting that server says to pass --config."""
+    from conftest import RAW, raw, write_config
+
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    seen = sandbox / "memory.jsonl"  # the server writes the HOME it got into its MEMORY_FILE_PATH
+    memory = {"command": sys.executable, "args": ["-c", (
+        "import os, pathlib, runpy, sys; "
+        "pathlib.Path(os.environ['MEMORY_FILE_PATH']).write_text(os.environ['HOME'] + ' ' + os.environ['DNT']); "
+        f"sys.argv = [{str(RAW)!r}, '--mode', 'ok']; runpy.run_path(sys.argv[0], run_name='__main__')")],
+        "env": {"HOME": str(sandbox), "MEMORY_FILE_PATH": str(seen), "DNT": "1"}}
+    secret = "sk-live-0123456789abcdef"
+    shards = {"a": {"memory": memory}, "b": {"keyed": raw("ok", "--prefix", "k_", env={"API_KEY": secret})}}
+    for name, servers in shards.items():
+        _crawl(write_config(tmp_path / f"{name}.json", servers), tmp_path / f"{name}.db", "--model", "none")
+    seen.unlink()
+    out = tmp_path / "merged.db"
+    assert run_cli("merge", tmp_path / "a.db", tmp_path / "b.db", "-o", out).code == 0
+    assert secret.encode() not in b"".join(p.read_bytes() for p in tmp_path.glob("merged.db*"))
+
+    ok = run_cli("check", "--db", out, "--require", "memory/tool_0", "--json")
+    assert ok.code == 0, ok.stdout + ok.stderr
+    assert seen.read_text() == f"{sandbox} 1"  # the config's HOME, not the user's
+    refused = run_cli("check", "--db", out, "--require", "keyed/k_tool_0", "--json")
+    reason = refused.json["tools"][0]["reason"]
+    assert refused.code == 1 and "API_KEY" in reason and "--config" in reason and secret not in reason

@@ -77,3 +77,21 @@ def test_launch_lines_only_the_index_vouches_for_are_not_run(tmp_path):
         src.spec("b")
     explicit = SpecSource(server_row=rows.get, config_path=str(cfg))
     assert explicit.spec("a")[0].command == "from-config"
+
+
+def test_spec_from_the_index_uses_the_env_the_config_wrote(tmp_path):
+    """`connect.env` holds what the config wrote where it cannot be a secret; a value held by name
+    only (env_secret) cannot be rebuilt, and the spec says to pass --config."""
+    from toolidx.crawl.config import build_config
+
+    entry = {"command": "srv", "env": {"HOME": str(tmp_path), "TOKEN": "${TOKEN}", "FLAG": "1",
+                                        "API_KEY": "sk-literal-123456"}}
+    spec = build_config({"mcpServers": {"s": entry}}, "c.json", environ={"TOKEN": "t0k3n-xyz"}).servers[0]
+    connect = spec.public()
+    assert connect["env"] == {"HOME": str(tmp_path), "TOKEN": "${TOKEN}", "FLAG": "1"}
+    assert connect["env_secret"] == ["API_KEY"] and "sk-literal" not in json.dumps(connect)
+    rebuilt = spec_from_index("s", {"connect": connect}, {"TOKEN": "t0k3n-xyz", "HOME": "/home/me"})
+    assert rebuilt.env == {"HOME": str(tmp_path), "TOKEN": "t0k3n-xyz", "FLAG": "1"}
+    assert "API_KEY" in rebuilt.problem and "--config" in rebuilt.problem
+    del connect["env_secret"], entry["env"]["API_KEY"]
+    assert spec_from_index("s", {"connect": connect}, {"TOKEN": "t0k3n-xyz"}).problem is None

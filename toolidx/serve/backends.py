@@ -58,13 +58,20 @@ FIX_NOT_STARTED = "the server did not start (the reason above): tell the user; a
 
 # --- where specs come from ------------------------------------------------------------------------
 def spec_from_index(name: str, server_row: dict, environ: dict[str, str] | None = None) -> ServerSpec:
-    """Rebuild a spec from the index's `servers.connect` (secrets by name, from the environment)."""
+    """Rebuild a spec from the index's `servers.connect`: `env` as the crawl config wrote it where
+    that was kept (templates, paths, flags), expanded here; an env value the index holds only by
+    name (a literal secret) cannot be rebuilt, and the spec says to pass --config. An index from
+    before `env` was kept gives names only, read from the environment as before."""
     c = server_row.get("connect") or {}
     entry: dict[str, Any] = {"type": c.get("transport") or server_row.get("transport")}
     for key in ("command", "args", "cwd", "url", "tools_file", "timeout"):
         if c.get(key) not in (None, [], ""):
             entry[key] = c[key]
-    if c.get("env_keys"):
+    if isinstance(c.get("env"), dict):
+        entry["env"] = dict(c["env"])
+        if c.get("env_file"):
+            entry["envFile"] = c["env_file"]
+    elif c.get("env_keys"):
         entry["env"] = {k: "${" + k + "}" for k in c["env_keys"]}
     if c.get("header_keys"):
         entry["headers"] = {k: "${" + k + "}" for k in c["header_keys"]}
@@ -73,6 +80,9 @@ def spec_from_index(name: str, server_row: dict, environ: dict[str, str] | None 
     if "***" in str(entry.get("url") or "") and not spec.problem:
         spec.problem = ("the index keeps no secret from the URL's query: start serve with --config "
                         "naming the crawl config")
+    if c.get("env_secret") and not spec.problem:
+        spec.problem = (f"the index keeps only the name of env {', '.join(map(str, c['env_secret']))} (a value "
+                        "written in the crawl config, treated as a secret): pass --config naming that config")
     return spec
 
 
