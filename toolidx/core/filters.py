@@ -29,7 +29,9 @@ def compile_pattern(pattern: str) -> Any:
         raise UsageError(f"invalid --name-pattern regex: longer than {MAX_PATTERN_CHARS} characters",
                          fix="use a shorter regular expression, e.g. '^git_' or 'pdf|docx'")
     options = re2.Options()
-    options.case_sensitive, options.log_errors, options.max_mem = False, False, _RE2_MAX_MEM
+    # log_errors off: RE2 would print each bad pattern to stderr besides raising
+    for name, value in (("case_sensitive", False), ("log_errors", False), ("max_mem", _RE2_MAX_MEM)):
+        setattr(options, name, value)
     try:
         return re2.compile(pattern, options)
     except re2.error as e:

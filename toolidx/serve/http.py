@@ -21,7 +21,7 @@ import json
 import logging
 import socket
 import sys
-from collections.abc import Callable, Container
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,7 @@ class BearerAuth:
     sessions and shut the others out for the idle timeout. `live()` gives the ids of the sessions
     still open."""
 
-    def __init__(self, app: Any, tokens: Tokens, live: Callable[[], Container[str]] | None = None,
+    def __init__(self, app: Any, tokens: Tokens, live: Callable[[], Collection[str]] | None = None,
                  per_token: int = SESSIONS_PER_TOKEN):
         self.app, self.tokens, self.live, self.per_token = app, tokens, live, per_token
         self.owned: dict[str, set[str]] = {}  # grant label -> the ids of the sessions it opened
@@ -363,7 +363,7 @@ def build_app(server: Any, tokens: Tokens, policy: HostPolicy, base_url: str | N
     app = server.streamable_http_app(custom_starlette_routes=routes, max_sessions=MAX_SESSIONS, json_response=True,
                                      transport_security=off)
 
-    def live() -> Container[str]:  # the SDK's open sessions (no public accessor; a test covers it)
+    def live() -> Collection[str]:  # the SDK's open sessions (no public accessor; a test covers it)
         return server.session_manager._server_instances
 
     return HostGuard(BearerAuth(app, tokens, live), policy)

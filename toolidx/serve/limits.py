@@ -64,7 +64,7 @@ def guarded_protocol(cap: int, refusals: Callable[[str, str], None]) -> type:
     waiting: dict[Any, None] = {}  # connections awaiting a request head, oldest first
 
     class Guarded(H11Protocol):
-        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        def connection_made(self, transport: Any) -> None:
             self._timer: asyncio.TimerHandle | None = None
             self._since = time.monotonic()
             self._refused = False
