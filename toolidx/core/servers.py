@@ -69,7 +69,8 @@ class ServerSpec:
             out["tools_file"] = tf if isinstance(tf, str) and "${" in tf else self.tools_file
         if self.env:
             out["env_keys"] = sorted(self.env)
-            written = r.get("env") if isinstance(r.get("env"), dict) else {}
+            env = r.get("env")
+            written: dict[Any, Any] = env if isinstance(env, dict) else {}
             out["env"] = {str(k): str(v) for k, v in written.items()
                           if plain_env_value(v, self.env.get(str(k)))}
             secret = sorted(str(k) for k in written if str(k) not in out["env"])
