@@ -593,9 +593,9 @@ def test_13_export_keeps_refs_local_keys_quoted_and_names_with_their_tools(tmp_p
             for n, tool in names(fmt, before, f"{fmt}-{k}").items():
                 checked += 1
                 takeovers += after.get(n) != tool
-    figure("non-local $refs in the OpenAPI document / $refs under properties named enum, examples, const, "
-           "default not rewritten / nested $id kept / raw TypeScript key with a newline / wrapper names "
-           "taken over by a look-alike added later",
+    figure("non-local $refs in the OpenAPI document / $refs not pointing into the components (those under "
+           "properties named enum, examples, const, default included) / nested $id kept / raw TypeScript key "
+           "with a newline / wrapper names taken over by a look-alike added later",
            f"{len(outside)} / {len(unrewritten)} / {nested_ids} / {raw_keys} / {takeovers} of {checked}")
     assert refs and outside == [] and unrewritten == [] and nested_ids == 0 and raw_keys == 0
     assert checked == 2 * 7 and takeovers == 0

@@ -117,17 +117,17 @@ def test_python_wrappers_pass_mypy_and_run_a_real_call(notes_db, tmp_path):
 @pytest.mark.slow  # runs mypy, tsc or a real server: 5-10 s
 def test_python_wrappers_type_check_against_the_installed_toolidx(notes_db, tmp_path):
     """A user's mypy finds toolidx.integrations.runtime in the environment toolidx is installed in
-    (scripts/setup.sh: an editable install in `compat` mode, a path mypy follows; setuptools'
-    default editable finder is an import hook mypy cannot see) and reads its types: the float
-    below would be Any, an error under --strict, if it did not."""
+    (`pip install -e .`: with pyproject's package-dir a .pth path mypy follows; without it,
+    setuptools' import hook, which mypy cannot see) and reads its types: the float below would be
+    Any, an error under --strict, if it did not."""
     (tmp_path / "notes_tools.py").write_text(_export(notes_db, "python"))
     (tmp_path / "use_runtime.py").write_text("from notes_tools import configure\n\n\n"
                                              "def timeout() -> float:\n    return configure().timeout_s\n")
     try:
         _mypy(tmp_path / "use_runtime.py", as_installed=True)
     except AssertionError as e:
-        raise AssertionError(f"{e}\nmypy cannot see the installed toolidx: install it with `pip install "
-                             "-e . --config-settings editable_mode=compat` (scripts/setup.sh) or `pip install .`")
+        raise AssertionError(f"{e}\nmypy cannot see the installed toolidx: an editable install older than "
+                             "pyproject's package-dir? run `pip install -e .` again") from e
 
 
 def test_python_wrappers_keep_the_scope(notes_db, tmp_path):
@@ -267,6 +267,13 @@ def test_openapi_of_real_servers_is_valid_and_stable(catalog_real_db):
         assert op["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(".input")
 
 
+def _all_refs(node: object) -> list[str]:
+    if isinstance(node, dict):
+        return [v for k, v in node.items() if k == "$ref" and isinstance(v, str)] + \
+            [r for v in node.values() for r in _all_refs(v)]
+    return [r for v in node for r in _all_refs(v)] if isinstance(node, list) else []
+
+
 def test_openapi_lifts_refs_and_keeps_the_scope(hostile_db, notes_db):
     doc = json.loads(_export(hostile_db, "openapi"))
     _openapi_valid(doc)
@@ -276,6 +283,15 @@ def test_openapi_lifts_refs_and_keeps_the_scope(hostile_db, notes_db):
     assert props["1st"]["items"]["$ref"] == "#/components/schemas/evil__evil___tool.input.Item"
     assert props["tree"]["$ref"] == "#/components/schemas/evil__evil___tool.input"
     assert "/tools/evil/evil%22%22%22tool" in doc["paths"]
+    # refs are rewritten by schema position: properties named like value keywords are schemas
+    refs = schemas["evil__refs.input"]["properties"]
+    for name in ("enum", "examples"):
+        assert refs[name] == {"$ref": "#/components/schemas/evil__refs.input.Item"}
+    assert refs["default"]["properties"]["enum"] == {"$ref": "#/components/schemas/evil__refs.input"}
+    # a ref out of the document is kept as text no resolver follows, values and extensions included
+    assert refs["file"] == {"x-unfollowed-ref": "file:///etc/passwd"} and "$id" not in refs["based"]
+    assert refs["vendor"]["x-vendor"] == {"x-unfollowed-ref": "file:///etc/shadow"}
+    assert "file:///etc/hosts" not in json.dumps([r for r in _all_refs(doc)])
     notes = json.loads(_export(notes_db, "openapi", "--server", "notes"))
     _openapi_valid(notes)
     op = notes["paths"]["/tools/notes/search_notes"]["post"]
