@@ -1,6 +1,6 @@
 """Crawl benchmarks, each against a baseline measured in the same run.
 
-  python benchmarks/crawl_bench.py [--servers /work/servers/servers.json] [--texts 1000] [--repeat 2]
+  python benchmarks/crawl_bench.py [--servers DIR/servers.json] [--texts 1000] [--repeat 2]
 
 1. Concurrent crawl (default cap 4) of every real server vs. crawling them one by one. Target <= 0.6x.
 2. Embedding throughput of our pipeline (the crawl's batching + float32 blobs) vs. raw fastembed
@@ -9,6 +9,8 @@
 4. Index bytes per tool (after a WAL checkpoint), for the real servers and a bench catalog.
 
 The model comes from TOOLIDX_MODEL_PATH (default ../shared/models/all-MiniLM-L6-v2-onnx-int8).
+The real servers are those ../shared/servers/setup.sh DIR installed, in $TOOLIDX_TEST_SERVERS
+(default ~/.cache/toolidx/test-servers, where scripts/test.sh installs them).
 """
 
 from __future__ import annotations
@@ -132,8 +134,11 @@ def bench_catalog_size(embedder, catalog: Path, tmp: Path) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--servers", default=os.environ.get("TOOLIDX_TEST_SERVERS", str(REPO.parent / "servers"))
-                    + ("" if os.environ.get("TOOLIDX_TEST_SERVERS", "").endswith(".json") else "/servers.json"))
+    # where scripts/test.sh installs the real servers
+    servers = (os.environ.get("TOOLIDX_TEST_SERVERS")
+               or str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolidx" / "test-servers"))
+    ap.add_argument("--servers", default=servers if servers.endswith(".json") else f"{servers}/servers.json",
+                    help="servers.json of the real servers (default: %(default)s)")
     ap.add_argument("--texts", type=int, default=1000, help="texts for the embedding benchmark")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--only", action="append", choices=["concurrency", "recrawl", "embedding", "catalog"],

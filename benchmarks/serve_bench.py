@@ -13,10 +13,12 @@
    `GET /v1/search`; throughput and p50/p95 latency, against the stdio path under the same load
    (C concurrent `search_tools` requests on one stdio session), measured in the same run.
 
-    python benchmarks/serve_bench.py [--servers /work/servers] [--db INDEX] [--calls 300]
+    python benchmarks/serve_bench.py [--servers DIR] [--db INDEX] [--calls 300]
                                      [--only tokens|overhead|startup|http ...] [--clients 8] [--searches 50]
 
-Without --db it crawls every server in SERVERS/servers.json into a temp index first.
+Without --db it crawls every server in DIR/servers.json into a temp index first. DIR: where
+../shared/servers/setup.sh DIR installed the real servers, default $TOOLIDX_TEST_SERVERS or
+~/.cache/toolidx/test-servers (where scripts/test.sh installs them).
 """
 
 from __future__ import annotations
@@ -259,7 +261,11 @@ def crawl_all(servers_json: Path, tmp: Path) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--servers", default=os.environ.get("TOOLIDX_TEST_SERVERS", str(REPO.parent / "servers")))
+    # where scripts/test.sh installs the real servers
+    servers = (os.environ.get("TOOLIDX_TEST_SERVERS")
+               or str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolidx" / "test-servers"))
+    ap.add_argument("--servers", default=servers,
+                    help="folder of the real servers, with servers.json (default: %(default)s)")
     ap.add_argument("--db")
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--startup-runs", type=int, default=5)

@@ -75,7 +75,8 @@ def embedder(model_path):
 @pytest.fixture(scope="session")
 def servers_dir() -> Path:
     """Where setup.sh installed the real servers (TOOLIDX_TEST_SERVERS); has servers.json."""
-    p = Path(os.environ.get("TOOLIDX_TEST_SERVERS", REPO.parent / "servers"))
+    p = Path(os.environ.get("TOOLIDX_TEST_SERVERS")  # else where scripts/test.sh installs them
+             or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolidx" / "test-servers")
     if not (p / "servers.json").is_file():
         _need("real MCP servers", f"run ../shared/servers/setup.sh DIR and set TOOLIDX_TEST_SERVERS=DIR (looked in {p})")
     return p

@@ -85,3 +85,35 @@ def test_tests_follow_the_package_layout():
     loose = sorted(p.name for p in (REPO / "tests").glob("test_*.py"))
     assert loose == ["test_docs.py", "test_faults.py", "test_one_way.py"], \
         f"put tests of one folder in tests/<folder>/: {loose}"
+
+
+def test_docs_name_no_machine_specific_folder():
+    """What a newcomer reads and the benchmarks' defaults name no folder of one machine (they
+    once named /work/servers, where the real servers no longer are): the real servers are
+    $TOOLIDX_TEST_SERVERS, default ~/.cache/toolidx/test-servers, as scripts/test.sh has it."""
+    import re
+
+    machine = re.compile(r"(?<![\w.~$-])/(?:work|root|srv|mnt|home/(?!me/))[\w./-]*|/tmp/[\w./-]*servers")
+    files = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "benchmarks").glob("*.py")),
+             *sorted((REPO / "scripts").glob("*"))]
+    quoted = re.compile(r'"[^"`]*"')  # a query quoted in a page ("repository details in /root/git")
+    found = [f"{f.relative_to(REPO)}:{n}: {m.group()}" for f in files if f.is_file()
+             for n, line in enumerate(f.read_text().splitlines(), 1)
+             for m in machine.finditer(quoted.sub("", line) if f.suffix == ".md" else line)]
+    assert not found, found
+
+
+@pytest.mark.parametrize("bench", ["crawl_bench.py", "serve_bench.py"])
+def test_benchmarks_find_the_real_servers_where_the_tests_do(bench, tmp_path):
+    """Without --servers, a benchmark reads the servers scripts/test.sh installs and conftest uses:
+    $TOOLIDX_TEST_SERVERS, else $XDG_CACHE_HOME/toolidx/test-servers."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TOOLIDX_TEST_SERVERS"}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / bench), "--help"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert f"{tmp_path}/toolidx/test-servers" in " ".join(out.stdout.split()).replace("- ", "-")

@@ -90,3 +90,25 @@ def test_print_config_names_the_variables_the_servers_need(tmp_path, cli, monkey
     assert res["config"]["mcpServers"]["toolidx"]["env"] == {"GITHUB_TOKEN": "<value of GITHUB_TOKEN>"}
     bad = cli("serve", "--db", db, "--print-config", "--client", "emacs")
     assert bad.code == 2 and "unknown client" in bad.stderr
+
+
+@pytest.mark.slow  # crawls all 16 real servers (keyword-only): 10-30 s
+def test_the_docs_token_figures_are_what_stats_measures(servers_dir, cli, tmp_path):
+    """docs/serve.md and the README quote `toolidx stats` on the 16 real test servers: the figures
+    they print are the ones stats gives today (they once kept a meta-tools count from before the
+    _meta hints and the catalog sentence)."""
+    from conftest import REPO
+
+    db = tmp_path / "real.db"
+    r = cli("crawl", "--config", servers_dir / "servers.json", "--db", db, "--model", "none")
+    assert r.code == 0, r.stderr
+    s = cli("stats", "--db", db, "--json").json
+    assert s["tools"] == 330
+    serve_md = (REPO / "docs" / "serve.md").read_text()
+    readme = (REPO / "README.md").read_text()
+    for text in (serve_md, readme):
+        assert f"{s['tool_tokens']:,}" in text and f"{s['meta_tokens']:,}" in text, (s["tool_tokens"], s["meta_tokens"])
+    assert f"**{s['saving_pct']}% saved, {s['ratio']}x smaller**" in serve_md
+    assert f"{s['saving_pct']} % saved" in readme
+    largest = sorted(s["servers"], key=lambda x: -x["tokens"])[:3]
+    assert ", ".join(f"{x['server']} {x['tokens']:,}" for x in largest) in " ".join(serve_md.split())
