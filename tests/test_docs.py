@@ -117,3 +117,19 @@ def test_benchmarks_find_the_real_servers_where_the_tests_do(bench, tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert f"{tmp_path}/toolidx/test-servers" in " ".join(out.stdout.split()).replace("- ", "-")
+
+
+def test_readme_names_the_layers_architecture_names():
+    """The README's layer chain is docs/architecture.md's (it once lacked integrations and health),
+    and its layout names every stage folder."""
+    import re
+
+    def chain(text: str) -> list[str]:
+        line = next(x for x in text.splitlines() if re.search(r"cli\s+→", x))
+        return re.findall(r"\w+", line[line.index("cli"):line.index("core") + 4])
+
+    readme, page = (REPO / "README.md").read_text(), (REPO / "docs" / "architecture.md").read_text()
+    assert chain(readme) == chain(page)
+    folders = {p.name for p in (REPO / "toolidx").iterdir() if (p / "__init__.py").is_file()}
+    assert set(chain(readme)) == folders
+    assert all(f"`{f}/`" in readme for f in folders)
