@@ -133,3 +133,40 @@ def test_readme_names_the_layers_architecture_names():
     folders = {p.name for p in (REPO / "toolidx").iterdir() if (p / "__init__.py").is_file()}
     assert set(chain(readme)) == folders
     assert all(f"`{f}/`" in readme for f in folders)
+
+
+def test_help_names_arguments_in_capitals():
+    """Every command's usage line names its arguments as QUERY / [FILES]... (typer >= 0.2x wrote
+    `{query}`), and the help's Arguments list the same names."""
+    import re
+
+    import typer.main
+    from click.testing import CliRunner
+
+    from toolidx.cli.main import app
+
+    group = typer.main.get_command(app)
+    runner = CliRunner()
+    usages = {}
+    for name in group.list_commands(None):
+        out = runner.invoke(group, [name, "--help"], terminal_width=200).output
+        usage = out.splitlines()[0]
+        assert usage.startswith(f"Usage: toolidx {name} [OPTIONS]"), usage
+        assert not re.search(r"[{}]|\b[a-z_]+\b(?:\]|\.\.\.|$)", usage.removeprefix(f"Usage: toolidx {name}")), usage
+        usages[name] = usage.removeprefix(f"Usage: toolidx {name} [OPTIONS]").strip()
+    assert usages["search"] == "QUERY" and usages["describe"] == "TOOL" and usages["merge"] == "INPUTS..."
+    assert usages["diff"] == "[FILES]..." and usages["approve"] == "[TOOLS]..." and usages["list"] == ""
+    assert "\n  QUERY  " in runner.invoke(group, ["search", "--help"], terminal_width=200).output
+
+
+def test_json_help_says_what_json_replaces():
+    """export and serve print no table: their --json help says what it does there."""
+    import typer.main
+
+    from toolidx.cli.main import app
+
+    group = typer.main.get_command(app)
+    for name in ("export", "serve"):
+        opt = next(p for p in group.commands[name].params if "--json" in getattr(p, "opts", ()))
+        assert "table" not in opt.help and "versioned JSON" in opt.help
+    assert "--print-config" in next(p for p in group.commands["serve"].params if "--json" in p.opts).help

@@ -118,6 +118,19 @@ def test_text_list_is_tsv_in_a_pipe(cli, catalog_db):
     assert len(lines) == 5 and "page 1 of 1, 4 tools" in r.stderr
 
 
+@pytest.mark.parametrize("order", ["asc", "desc"])
+def test_list_sorted_by_category_shows_the_category(cli, catalog_db, order):
+    """--sort category orders by a field the plain table did not show: the text has it first, the
+    rows in the JSON's order with the JSON's categories."""
+    r = cli("list", "--db", catalog_db, "--sort", "category", "--order", order)
+    lines = [line.split("\t") for line in r.stdout.splitlines()]
+    assert lines[0] == ["category", "id", "title", "description"]
+    items = cli("list", "--db", catalog_db, "--sort", "category", "--order", order, "--json").json["items"]
+    assert [(c, i) for c, i, *_ in lines[1:]] == [(t["category"] or "-", t["id"]) for t in items]
+    cats = [c for c, *_ in lines[1:]]
+    assert cats == sorted(cats, reverse=order == "desc") and len(set(cats)) > 1
+
+
 def test_categories_counts(cli, catalog_db):
     r = cli("categories", "--db", catalog_db, "--json")
     assert r.code == 0, r.stderr

@@ -10,14 +10,42 @@ import contextlib
 import logging
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
+import click
 import typer
+from typer.core import TyperCommand
 
 from ..core.errors import EXIT_FAILURE, EXIT_USAGE, ToolidxError
 from . import render
 
-app = typer.Typer(
+
+class _Command(TyperCommand):
+    """Arguments named in capitals, as click and man pages do: `search [OPTIONS] QUERY`,
+    `diff [OPTIONS] [FILES]...` (typer >= 0.2x writes `{query}` and `[files]...`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for p in self.params:
+            if p.param_type_name == "argument" and p.metavar is None:
+                p.metavar = (p.name or "").upper()  # the help's "Arguments:" list
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for p in self.get_params(ctx):
+            if p.param_type_name == "argument":
+                name = (p.metavar or "") if p.required else f"[{p.metavar}]"
+                pieces.append(name + ("..." if p.nargs != 1 else ""))
+        return pieces
+
+
+class _Typer(typer.Typer):
+    def command(self, name: Optional[str] = None, *, cls: Optional[type[TyperCommand]] = None,
+                **kwargs: Any) -> Any:
+        return super().command(name, cls=cls or _Command, **kwargs)
+
+
+app = _Typer(
     name="toolidx",
     help="One local SQLite index of every MCP tool: crawl servers, search tools, diff crawls, serve.",
     no_args_is_help=True,
@@ -363,7 +391,9 @@ def serve(
     allow_origin: List[str] = typer.Option([], "--allow-origin", metavar="ORIGIN",
                                            help="With --http: also answer browser requests from ORIGIN "
                                                 "(https://app.example:8443; repeatable). Others get 403."),
-    as_json: bool = JsonOpt,
+    as_json: bool = typer.Option(False, "--json",
+                                 help="With --print-config: the entry inside toolidx's versioned JSON (with where "
+                                      "it goes and the variables it needs). Errors as JSON too."),
 ) -> None:
     """Serve the index as an MCP server (stdio, or Streamable HTTP with --http): search/describe/execute
     meta-tools for any client."""
@@ -493,7 +523,9 @@ def export(
     read_only: bool = CatReadOnlyOpt,
     no_destructive: bool = CatNoDestructiveOpt,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
-    as_json: bool = JsonOpt,
+    as_json: bool = typer.Option(False, "--json",
+                                 help="Wrap the output in toolidx's versioned JSON (format, count, and the tool "
+                                      "list, document or code) instead of writing it bare."),
 ) -> None:
     """Write the tools in scope as a model API's deferred tool list (anthropic, openai), an OpenAPI
     3.1 document (openapi), or typed wrappers that run them through toolidx (python, typescript)."""

@@ -289,6 +289,10 @@ def list_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = 
                  "" if t["usage"]["success_rate"] is None else f"{t['usage']['success_rate']:.0%}",
                  t["usage"]["last_used"] or "", t.get("description") or ""] for t in res["items"]]
         table(["id", "calls", "success", "last used", "description"], rows)
+    elif res.get("sort") == "category":  # the order's key, shown: else the groups look arbitrary
+        rows = [[t.get("category") or "-", t["id"], t.get("title") or "", t.get("description") or ""]
+                for t in res["items"]]
+        table(["category", "id", "title", "description"], rows)
     else:
         rows = [[t["id"], t.get("title") or "", t.get("description") or ""] for t in res["items"]]
         table(["id", "title", "description"], rows)
