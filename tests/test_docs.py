@@ -170,3 +170,21 @@ def test_json_help_says_what_json_replaces():
         opt = next(p for p in group.commands[name].params if "--json" in getattr(p, "opts", ()))
         assert "table" not in opt.help and "versioned JSON" in opt.help
     assert "--print-config" in next(p for p in group.commands["serve"].params if "--json" in p.opts).help
+
+
+def test_what_the_tests_need_is_what_setup_installs():
+    """scripts/setup.sh installs `.[test]`, and the README says scripts/test.sh then runs the whole
+    suite: every tool a test skips without (`_need(WHAT, "pip install -e .[EXTRA]")`) is in that
+    extra (mypy, which four export tests run, was once only in `dev`)."""
+    import re
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    test_extra = {re.split(r"[<>=\[ ;]", d)[0].lower() for d in extras["test"]}
+    assert '".[test]"' in (REPO / "scripts" / "setup.sh").read_text()
+    needs = [m for f in (REPO / "tests").rglob("*.py")
+             for m in re.findall(r'_need\("([^"]+)",\s*"pip install -e \.\[(\w+)\]"\)', f.read_text())]
+    assert ("mypy", "test") in needs
+    for what, extra in needs:
+        assert extra == "test" and what.lower() in test_extra, (what, extra)

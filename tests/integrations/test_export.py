@@ -63,7 +63,7 @@ def _mypy(path: Path, as_installed: bool = False) -> None:
     """mypy --strict on a file; `as_installed`: as a user runs it, finding toolidx only where it is
     installed (no MYPYPATH / PYTHONPATH pointing into the clone)."""
     if importlib.util.find_spec("mypy") is None:
-        _need("mypy", "pip install -e .[dev]")
+        _need("mypy", "pip install -e .[test]")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")} if as_installed else \
         {**os.environ, "PYTHONPATH": str(REPO), "MYPYPATH": str(REPO)}
     r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
