@@ -293,6 +293,68 @@ def check_type_hints(mod) -> int:
 
 
 # --- the fault suite's figures (tests/test_faults.py) ---------------------------------------------
+@dataclass
+class RefTargets:
+    """Where a hostile `$ref` points: a schema file on disk and a schema URL on 127.0.0.1 (both
+    `{"type": "integer"}`), and how often each was read: `reads` counts opens of the file (the
+    interpreter's audit hook, so urllib's file:// handler counts too) and urllib requests made;
+    `requests` counts what the HTTP server answered."""
+
+    dir: Path
+    file: Path
+    url: str
+    reads: int = 0
+    requests: int = 0
+
+
+_AUDITED: list[RefTargets] = []  # audit hooks cannot be removed: one hook, fed the live fixtures
+
+
+def _audit(event: str, args: tuple) -> None:
+    for t in _AUDITED:
+        opened = event == "open" and isinstance(args[0], (str, bytes, os.PathLike)) \
+            and Path(os.fsdecode(args[0])).resolve().is_relative_to(t.dir)
+        t.reads += opened or event == "urllib.Request"
+
+
+@pytest.fixture
+def ref_targets(tmp_path):
+    import http.server
+    import threading
+
+    folder = (tmp_path / "ref-targets").resolve()
+    folder.mkdir()
+    (folder / "int.json").write_text('{"type": "integer"}')
+    body = b'{"type": "integer"}'
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            targets.requests += 1
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    targets = RefTargets(folder, folder / "int.json", f"http://127.0.0.1:{server.server_address[1]}/int.json")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    if not getattr(_audit, "added", False):
+        sys.addaudithook(_audit)
+        _audit.added = True  # type: ignore[attr-defined]
+    _AUDITED.append(targets)
+    try:
+        yield targets
+    finally:
+        _AUDITED.remove(targets)
+        server.shutdown()
+        server.server_close()
+
+
 _FIGURES: list[tuple[str, str, object]] = []
 
 

@@ -1040,3 +1040,42 @@ def test_19_server_instructions_changed_after_approval_are_neither_served_nor_ru
     (is_error, _, text), (_, shown, _) = serve(db, body, scope=quarantined)
     assert not is_error, text
     assert "PATH=" in shown["server_info"]["instructions"]  # approved: shown as is
+
+
+# --- 22: a tool's schema does not make toolidx read files or fetch URLs ----------------------------
+def test_22_refs_in_tool_schemas_read_no_file_and_fetch_no_url(tmp_path, ref_targets, figure):
+    """jsonschema's default registry retrieved any `$ref` it met: a tool schema with
+    `{"$ref": "file:///..."}` made serve's argument check and describe's examples read that file
+    (and `https://...` fetch the URL). Refs now resolve inside the schema only; the part behind
+    another ref accepts any value, the rest is still checked, and serve answers on."""
+    t = ref_targets
+    ints = {"file": {"$ref": t.file.as_uri()}, "url": {"$ref": t.url},
+            "base": {"$ref": "int.json"}, "dyn": {"$dynamicRef": f"{t.url}#/type"}}
+    tools = [{"name": f"{k}_ref", "description": f"n per a ref ({k})",
+              "inputSchema": {"type": "object", **({"$id": t.url.rsplit("/", 1)[0] + "/"} if k == "base" else {}),
+                              "properties": {"n": v, "m": {"type": "integer"}}, "required": ["n"]}}
+             for k, v in ints.items()]
+    listing = tmp_path / "refs.json"
+    listing.write_text(json.dumps({"tools": tools}))
+    db = index(tmp_path, {"s": {"tools_file": str(listing)}})
+
+    async def body(c):
+        runs = [await call(c, "execute_tool", {"tool_name": f"s/{k}_ref", "arguments": {"n": "x"}}) for k in ints]
+        wrong = await call(c, "execute_tool", {"tool_name": "s/file_ref", "arguments": {"n": "x", "m": "y"}})
+        shown = [await call(c, "describe_tool", {"tool_name": f"s/{k}_ref"}) for k in ints]
+        return runs, wrong, shown
+
+    runs, wrong, shown = serve(db, body)
+    described = [run_cli("describe", f"s/{k}_ref", "--examples", "--detail", "full", "--db", db) for k in ints]
+    exported = run_cli("export", "-f", "openapi", "--db", db)
+    # what every ref names is {"type": "integer"}: read, it would refuse "x" as invalid arguments
+    refused = [text for _, payload, text in runs if payload.get("error") == "invalid_arguments"]
+    figure("files read / URLs fetched on 127.0.0.1 by crawl, serve's execute_tool and describe_tool, describe "
+           "--examples and export over tool schemas whose $refs point there / calls refused on what a ref names",
+           f"{t.reads} / {t.requests} / {len(refused)} of {len(runs)}")
+    assert (t.reads, t.requests) == (0, 0) and refused == []
+    assert all(is_error and "tools_file" in text for is_error, _, text in runs)  # past the check, to the backend
+    assert wrong[1]["error"] == "invalid_arguments" and wrong[1]["errors"] == [
+        {"path": "m", "message": "'y' is not of type 'integer'"}]  # the rest of the schema is checked
+    assert all(not is_error and payload["example_arguments"] for is_error, payload, _ in shown)
+    assert all(r.code == 0 for r in described) and exported.code == 0, exported.stderr

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.redact import redact
-from ..core.schemas import compile_validator, example_arguments
+from ..core.schemas import compile_validator, example_arguments, schema_errors
 from ..store.catalog import documented_example_rows
 from ..store.db import Database
 from ..store.tools import get_tool
@@ -70,12 +70,7 @@ def _checker(schema: Any) -> Callable[[Any], bool]:
     v = compile_validator(schema)
 
     def ok(args: Any) -> bool:
-        if v is None:
-            return True
-        try:
-            return next(iter(v.iter_errors(args)), None) is None
-        except Exception:  # unresolvable refs surface only while validating
-            return True
+        return v is None or not schema_errors(v, args)
 
     return ok
 

@@ -26,7 +26,7 @@ import re
 from typing import Any
 from urllib.parse import quote, unquote
 
-from ..core.schemas import validate
+from ..core.schemas import is_local_ref, validate
 from .common import ToolCatalog
 
 OPENAPI_VERSION = "3.1.0"
@@ -92,7 +92,7 @@ class _Lifter:
         return "/".join([f"#/components/schemas/{_escape(self.base)}", *parts])
 
     def _bad_value(self, value: Any, node: dict) -> bool:
-        # jsonschema retrieves remote refs (file://, http://) it is given: it only sees inert copies
+        # checked as the document reads it: refs out of it unfollowed, no nested $id moving the base
         return validate(value, _inert({k: v for k, v in node.items() if k != "default"}), self.root) is not None
 
     def rewrite(self, node: Any) -> Any:
@@ -104,7 +104,7 @@ class _Lifter:
         out: dict[str, Any] = {}
         for k, v in node.items():
             if k in _REFS and isinstance(v, str):
-                if _is_local(v):
+                if is_local_ref(v):
                     out[k] = self.ref(v) if k == "$ref" else v
                 else:
                     out[f"x-unfollowed-{k[1:]}"] = v
@@ -132,16 +132,11 @@ _REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 _RESOURCE = ("$id", "$schema", "$anchor", "$dynamicAnchor", "$recursiveAnchor")
 
 
-def _is_local(ref: str) -> bool:
-    """`#` or a JSON pointer into this document (`#/...`): no file, URL or anchor."""
-    return ref == "#" or ref.startswith("#/")
-
-
 def _inert(node: Any) -> Any:
     """A copy of a schema no validator can leave the document from: non-local refs renamed (as in
     `values`) and `$id`s, which set the base local refs resolve against, dropped."""
     if isinstance(node, dict):
-        return {(f"x-unfollowed-{k[1:]}" if k in _REFS and isinstance(v, str) and not _is_local(v) else k):
+        return {(f"x-unfollowed-{k[1:]}" if k in _REFS and isinstance(v, str) and not is_local_ref(v) else k):
                 _inert(v) for k, v in node.items() if k != "$id"}
     if isinstance(node, list):
         return [_inert(v) for v in node]
@@ -154,7 +149,7 @@ def values(node: Any) -> Any:
     JSON references wherever they appear in a document would otherwise read the file or fetch the
     URL."""
     if isinstance(node, dict):
-        return {(f"x-unfollowed-{k[1:]}" if k in _REFS and isinstance(v, str) and not _is_local(v) else k):
+        return {(f"x-unfollowed-{k[1:]}" if k in _REFS and isinstance(v, str) and not is_local_ref(v) else k):
                 values(v) for k, v in node.items()}
     if isinstance(node, list):
         return [values(v) for v in node]

@@ -20,7 +20,7 @@ from ..core.budget import fit_budget
 from ..core.counts import plural
 from ..core.errors import ToolidxError, UsageError
 from ..core.filters import Filters
-from ..core.schemas import compile_validator
+from ..core.schemas import compile_validator, schema_errors
 from ..core.tooldoc import compact_json
 from ..store.db import Database, open_db
 from ..store.tools import all_ids, filtered_rowids, get_tool, get_tools_by_rowid, list_servers
@@ -329,9 +329,10 @@ class Discovery:
         v = c.validators.get(tool["id"])
         if v is None:
             v = c.validators[tool["id"]] = _validator(tool.get("input_schema") or {"type": "object"})
-        if v is False:
+        errs = schema_errors(v, arguments) if v is not False else None
+        if errs is None:
             return []
-        errs = sorted(v.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
+        errs.sort(key=lambda e: [str(p) for p in e.absolute_path])
         return [{"path": "/".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message[:300]}
                 for e in errs[:10]]
 
