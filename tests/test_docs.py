@@ -188,3 +188,44 @@ def test_what_the_tests_need_is_what_setup_installs():
     assert ("mypy", "test") in needs
     for what, extra in needs:
         assert extra == "test" and what.lower() in test_extra, (what, extra)
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading: lower case, punctuation dropped, spaces to hyphens."""
+    import re
+
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_links_between_pages_reach_their_sections():
+    """Every relative link in the README and docs/ names a file that exists and, with #anchor, a
+    heading of it (docs/search.md's research sections moved to docs/search-research.md)."""
+    import re
+
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+        for target, anchor in re.findall(r"\]\(([^)\s:#]*)(?:#([^)\s]+))?\)", text):
+            dest = (page.parent / target).resolve() if target else page
+            if not dest.is_file():
+                broken.append(f"{page.name}: {target}")
+            elif anchor and dest.suffix == ".md":
+                slugs = {_slug(h) for h in re.findall(r"^#+ (.+)$", dest.read_text(), flags=re.M)}
+                if anchor not in slugs:
+                    broken.append(f"{page.name}: {target}#{anchor}")
+    assert not broken, broken
+
+
+def test_search_page_is_for_users_and_the_record_is_whole():
+    """docs/search.md is what a user reads (how to search, modes, scores, the gate, eval, models);
+    the measurements live in docs/search-research.md, which it links."""
+    user = (REPO / "docs" / "search.md").read_text()
+    record = (REPO / "docs" / "search-research.md").read_text()
+    assert len(user.splitlines()) < 250 and "search-research.md" in user
+    for section in ("## Modes", "## What the score means", '## "No good match"', "## `toolidx eval",
+                    "## Choosing a model", "### Model"):
+        assert section in user, section
+    for section in ("## How it ranks", "## Threshold trade-off", "## Quality (benchmarks/quality.py",
+                    "## Beside the searches", "## Speed (benchmarks/search_speed.py)"):
+        assert section in record and section not in user, section

@@ -12,7 +12,7 @@ tool: rowids and values in two arrays). A query is then sums over cached arrays:
   OR query: a tool that matches only common words, or whose rare part is outside the fetched
   rows, is not a candidate. An exact variant (MaxScore: prove that no unseen tool can enter the
   top 50, else run the full query) had to fall back on most queries and was no faster; this one
-  keeps ETOM and LiveMCP quality unchanged (docs/search.md);
+  keeps ETOM and LiveMCP quality unchanged (docs/search-research.md);
 - a query with no rare word, or no common one, is scored exactly (every matching tool).
 
 A word not cached yet is scored by FTS5 itself (a one-word query: its bm25() is exactly that

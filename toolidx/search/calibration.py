@@ -1,6 +1,6 @@
 """From retrieval evidence to a score in [0, 1] that means the same thing for every query, and
 the "no good match" thresholds. Constants fitted on the bench sets by benchmarks/fit_fusion.py
-(docs/search.md has the tables); refit them there if the method changes.
+(docs/search-research.md has the tables); refit them there if the method changes.
 
 Per candidate tool the evidence is:
 - cos: cosine similarity of the query and tool embeddings (absolute: comparable across queries);
@@ -32,7 +32,7 @@ import math
 # Fitted together by benchmarks/fit_fusion.py over every bench set and query style (ETOM levels
 # 1-4, LiveMCPBench task prompts and steps, livemcp-natural plain / terse / typo / long / name),
 # each catalog weighing the same, with leave-one-set-out validation, and kept only where no set is
-# significantly worse than before, than cosine alone or than BM25 alone (docs/search.md).
+# significantly worse than before, than cosine alone or than BM25 alone (docs/search-research.md).
 # A short request is read mostly by meaning: bm25_rel is relative to the query's best BM25, so it
 # is 1 for the best keyword match even when that tool shares one ordinary word with a paraphrase
 # ("show me what's on the page" and a tool whose parameters say "page"). A long one (a task with
@@ -63,7 +63,7 @@ def hybrid_weights(n_terms: int | None) -> tuple[float, float, float]:
 # Hybrid's BM25 weighs each query word by sqrt(idf) instead of idf (bm25.candidates): in a long
 # request the rarest word (an id, a place name) would otherwise outvote the several ordinary words
 # that say what to do, and the embedding already rewards the rare, specific ones. Measured
-# (docs/search.md): ETOM L1+L2 R@1 +.005, L2 +.006, LiveMCP R@5 +2 queries; idf**0.3 to idf**0.7
+# (docs/search-research.md): ETOM L1+L2 R@1 +.005, L2 +.006, LiveMCP R@5 +2 queries; idf**0.3 to idf**0.7
 # all gain, so 0.5 is not a knife-edge. Quoted values weigh less too (toolidx.search.quoted). Keyword
 # mode keeps plain BM25 (its own calibration).
 IDF_POWER = 0.5
@@ -90,7 +90,7 @@ KW_LOG, KW_REL, KW_BIAS, KW_FUZZY = 1.638, 5.513, -11.056, 6.0
 # score of the best hit, a calibrated P(relevant), says how sure the answer is. Hybrid at 0.02
 # would abstain on 48 % of ETOM's but hide 6 % of the natural requests' right answers; keyword's
 # and semantic's former ETOM-only thresholds (0.41 and 0.004, on constants fitted there) hid 21 % and 13 %
-# (docs/search.md has the tables).
+# (docs/search-research.md has the tables).
 THRESHOLD = {"hybrid": 0.005, "keyword": 0.09, "semantic": 0.007}
 
 

@@ -4,7 +4,7 @@ fuzzy names (rapidfuzz), and a calibrated hybrid of the three.
 Every hit gets a score in [0, 1] that means the same thing for every query: an estimate of the
 probability that the tool serves the request, from a small logistic model over absolute evidence
 (cosine similarity, BM25, query-term coverage, fuzzy name match) fitted on the bench sets
-(`toolidx.search.calibration`, docs/search.md). Below a calibrated threshold search returns nothing and
+(`toolidx.search.calibration`, docs/search-research.md). Below a calibrated threshold search returns nothing and
 says so ("no good match") instead of the least-bad tools.
 
 Keyword mode imports no numpy, fastembed or mcp, so a keyword search in a new process is fast.
@@ -32,7 +32,7 @@ FUZZY_CUTOFF = 75.0
 # Without --min-score, a runner-up is shown only while its score is at least this share of the best
 # hit's: after a 0.9 hit, 0.01 rows are noise, not alternatives. The scores are calibrated, so the
 # share means the same on every catalog; 0.05 cut no relevant tool from the top 5 of any bench set
-# (0.1 cut one, 0.2 two; docs/search.md). --min-score X shows every hit scoring X or more instead.
+# (0.1 cut one, 0.2 two; docs/search-research.md). --min-score X shows every hit scoring X or more instead.
 RUNNER_UP_SHARE = 0.05
 
 
@@ -250,7 +250,7 @@ def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Any,
         return cands.setdefault(r, {"bm25": 0.0, "cos": None, "fuzzy": 0.0})
 
     qv = None
-    hybrid = mode_used == "hybrid"  # reads quoted values and rare words differently (docs/search.md)
+    hybrid = mode_used == "hybrid"  # reads quoted values and rare words differently (docs/search-research.md)
     if mode_used in ("hybrid", "semantic") and text:
         etext = quoted.strip_quoted(text) if hybrid else text
         qv = _embed_in_background(embedder, etext[:2000])  # beside the keyword half, on another core

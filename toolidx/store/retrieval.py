@@ -14,7 +14,7 @@ from .tools import where as filter_sql
 # Name and title weigh above the description (a name is a dense summary); the server words weigh
 # like the name so "On Semgrep, ..." reaches Semgrep's tools; parameter text weighs least
 # (long, repetitive) but still helps when a request names an argument. Tuned on the bench sets
-# (docs/search.md, benchmarks/quality.py).
+# (docs/search-research.md, benchmarks/quality.py).
 FTS_WEIGHTS = (3.0, 2.0, 1.0, 2.5, 1.0, 0.6)
 FTS_COLUMNS = ("name", "title", "description", "server", "tags", "params")
 
