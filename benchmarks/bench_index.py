@@ -1,8 +1,11 @@
 """Shared by the search benchmarks: build (or reuse) an index of a bench set's tools.jsonl.
 
 Indexes live in $TOOLIDX_BENCH_CACHE (default /tmp/toolidx-bench), keyed by a fingerprint of
-the code that decides what is indexed (tooldoc, migrations, sources), so a stale index is never
-reused after the FTS schema or the embedded text changes.
+the code that decides what is indexed (tooldoc, migrations, sources) and of the model, so a stale
+index is never reused after the FTS schema, the embedded text or the model changes.
+
+The model: TOOLIDX_MODEL_PATH, default ../shared/models/all-MiniLM-L6-v2-onnx-int8 (the model the
+first constants were fitted on); toolidx's own is `toolidx/models/tool-minilm-l6` (PACKAGED).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 BENCH = Path(os.environ.get("TOOLIDX_BENCH_DIR", REPO.parent / "shared" / "bench"))
 MODEL = os.environ.get("TOOLIDX_MODEL_PATH") or str(REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8")
+PACKAGED = str(REPO / "toolidx" / "models" / "tool-minilm-l6")
 CACHE = Path(os.environ.get("TOOLIDX_BENCH_CACHE", "/tmp/toolidx-bench"))
 sys.path.insert(0, str(REPO))
 
@@ -27,18 +31,42 @@ def fingerprint() -> str:
     return h.hexdigest()[:12]
 
 
-def embedder(threads: int | None = None):
-    """The model for documents (all cores), or with threads=embed.QUERY_THREADS the one search
-    loads for queries."""
+def embedder(threads: int | None = None, model: str = MODEL):
+    """The model (a folder) for documents (all cores), or with threads=embed.QUERY_THREADS the one
+    search loads for queries."""
     from toolidx.core.embedding import load_embedder, resolve_model
 
-    e = load_embedder(resolve_model(path=MODEL), threads=threads)
+    e = load_embedder(resolve_model(path=model), threads=threads)
     if e is None:
-        sys.exit(f"no embedding model at {MODEL} (set TOOLIDX_MODEL_PATH)")
+        sys.exit(f"no embedding model at {model} (set TOOLIDX_MODEL_PATH)")
     return e
 
 
-def build(set_name: str, *, embed: bool = True):
+def model_tag(model: str = MODEL) -> str:
+    """The model's name and file, for cache keys."""
+    from toolidx.core.embedding import resolve_model
+
+    c = resolve_model(path=model)
+    h = hashlib.sha256(f"{c.name}\n{c.sha256 or ''}".encode())
+    onnx = Path(model) / "model.onnx"
+    if not c.sha256 and onnx.is_file():
+        h.update(str(onnx.stat().st_size).encode())
+    return h.hexdigest()[:8]
+
+
+def trained_queries(queries_file: str, model: str = MODEL) -> set[str]:
+    """Ids of the queries of a bench file ("etom/queries.jsonl") the model was trained on (its
+    model.json `trained_on`): a set used for training is no test of that model, so comparisons
+    leave these out."""
+    import json
+
+    card = Path(model) / "model.json"
+    if not card.is_file():
+        return set()
+    return set(json.loads(card.read_text()).get("trained_on", {}).get(queries_file, []))
+
+
+def build(set_name: str, *, embed: bool = True, model: str = MODEL):
     """An open Database with `BENCH/set_name/tools.jsonl` indexed (rows keep their own server)."""
     from toolidx.crawl.config import build_config
     from toolidx.crawl.run import run_crawl
@@ -47,7 +75,7 @@ def build(set_name: str, *, embed: bool = True):
     tools = BENCH / set_name / "tools.jsonl"
     if not tools.is_file():
         sys.exit(f"bench set missing: {tools}")
-    path = CACHE / f"{set_name}-{fingerprint()}{'' if embed else '-kw'}.db"
+    path = CACHE / f"{set_name}-{fingerprint()}{'-' + model_tag(model) if embed else '-kw'}.db"
     if path.exists():
         return open_db(path)
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -57,7 +85,7 @@ def build(set_name: str, *, embed: bool = True):
     print(f"indexing {tools} -> {path} ...", file=sys.stderr, flush=True)
     cfg = build_config({"mcpServers": {set_name: {"tools_file": str(tools)}}}, None)
     db = open_db(tmp, create=True)
-    run_crawl(cfg, db, embedder=embedder() if embed else None)
+    run_crawl(cfg, db, embedder=embedder(model=model) if embed else None)
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
     tmp.rename(path)

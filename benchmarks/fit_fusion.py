@@ -16,7 +16,7 @@ long / name; impossible requests: etom infeasible, natural far, natural near.
 2. Platt scaling sigmoid(s*z + b) by logistic regression over every candidate of the training
    sets (each set weighing the same), and the threshold: the highest one whose feasible R@5 loss
    is <= 1 point on every training set. Leave-one-set-out again, then the all-sets fit, whose
-   constants are those in toolidx/search/calibration.py (copied by hand).
+   constants `--write` stores in toolidx/search/calibration.json under the model's name.
 3. Reliability per set: ECE of the score over all shown candidates (10 bins).
 4. Keyword and semantic mode, each on its own candidates (fusion_data.load(mode=...)): their Platt
    constants (keyword: log(1 + bm25 * size factor) and bm25_rel; semantic: the cosine) and their
@@ -24,7 +24,12 @@ long / name; impossible requests: etom infeasible, natural far, natural near.
    depend on these constants (both keyword weights are positive, and bm25_rel and log BM25 order a
    query's tools alike).
 
-    python benchmarks/fit_fusion.py [--only hybrid|keyword|semantic]
+    python benchmarks/fit_fusion.py [--only hybrid|keyword|semantic] [--write]
+
+The model is bench_index's (TOOLIDX_MODEL_PATH; toolidx's own: toolidx/models/tool-minilm-l6).
+Queries the model was trained on (its model.json) are left out of every set (fusion_data).
+`--write` (with no --only) stores hybrid's and semantic's all-sets fit for that model in
+calibration.json; keyword's constants belong to no model and stay in calibration.py.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import math
 import sys
 
 import numpy as np
+from bench_index import MODEL
 from fusion_data import FEASIBLE, INFEASIBLE, held_specs, load
 
 from toolidx.search import calibration as cal
@@ -108,7 +114,14 @@ def logistic(x: np.ndarray, y: np.ndarray, w8: np.ndarray, l2: float = 1e-3, ite
     return w
 
 
-def hybrid() -> None:
+def current() -> cal.ModelFit | None:
+    """What calibration.json holds for this run's model, if anything."""
+    from toolidx.core.embedding import resolve_model
+
+    return cal.FITS.get(str(resolve_model(path=MODEL).name))
+
+
+def hybrid() -> dict:
     data = load()
     data.update(load(held=True))  # the multi-tool sets take part in leave-one-set-out too
     fit_sets = [*FEASIBLE, *held_specs()]
@@ -140,8 +153,9 @@ def hybrid() -> None:
         print(f"  {s:16s} {str(k):28s} {m[0]:6.3f} {m[1]:6.3f}   {b[0]:.3f} / {b[1]:.3f}   "
               f"{c[0]:.3f} / {c[1]:.3f}   {w[0]:.3f} / {w[1]:.3f}", flush=True)
     final = pick(fit_sets)
-    print(f"  all sets -> {final} (calibration.py holds "
-          f"{(cal.HYBRID_COS, cal.COVERAGE_WEIGHT, cal.NAME_WEIGHT, cal.LENGTH_RAMP)})")
+    held = current()
+    print(f"  all sets -> {final} (calibration.json holds "
+          f"{(held.cos, held.coverage, held.name, held.ramp) if held else None})")
     for s in fit_sets:
         m = perf[final][s].mean(0)
         d = perf[final][s] - before[s]
@@ -197,14 +211,15 @@ def hybrid() -> None:
         slope, bias = platt([t for t in everything if t != s])
         print(f"  {s:16s} Platt ({slope:7.3f}, {bias:7.3f}) held-out ECE {ece(s, slope, bias):.3f}")
     slope, bias = platt(everything)
-    print(f"  all sets -> Platt ({slope:.3f}, {bias:.3f}) (calibration.py holds {cal.PLATT['hybrid']})")
+    print(f"  all sets -> Platt ({slope:.3f}, {bias:.3f}) (calibration.json holds "
+          f"{held.platt['hybrid'] if held else None})")
     print("  threshold: the highest whose feasible R@5 loss is <= 1 point on each catalog (pooled), "
           "held out by catalog")
     for held, other in (("etom", "natural"), ("natural", "etom")):
         t = pick_threshold([other], slope, bias)
         print(f"    picked on {other}: {t:.3f}; on {held}: R@5 loss {pooled_loss(catalogs[held], slope, bias, t):.3f}")
     t = pick_threshold(list(catalogs), slope, bias)
-    print(f"  both catalogs -> threshold {t} (calibration.py holds {cal.THRESHOLD['hybrid']})")
+    print(f"  both catalogs -> threshold {t} (calibration.json holds {held.threshold['hybrid'] if held else None})")
     print(f"  {'threshold':>9s} {'etom loss':>9s} {'natural loss':>12s} {'livemcp loss':>12s} "
           f"{'etom abst':>9s} {'far abst':>8s} {'near abst':>9s}")
     for tt in sorted({0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, t}):
@@ -217,12 +232,15 @@ def hybrid() -> None:
     print("\n3. reliability of the all-sets fit: ECE over every candidate (10 equal-width bins)")
     for s in everything:
         print(f"  {s:16s} ECE {ece(s, slope, bias):.3f}")
+    a, c, n, ramp = final
+    return {"cos": a, "coverage": c, "name": n, "ramp": list(ramp) if ramp else None,
+            "platt": [round(slope, 3), round(bias, 3)], "threshold": t}
 
 
 CATALOGS = {"etom": ["etom L1", "etom L2"], "natural": [s for s in FEASIBLE if s.startswith("natural")]}
 
 
-def single_mode(mode: str) -> None:
+def single_mode(mode: str) -> tuple[list[float], float]:
     """Platt constants and threshold of keyword or semantic mode, fitted like hybrid's."""
     data = load(mode=mode)
     everything = [*FEASIBLE, *INFEASIBLE]
@@ -286,25 +304,27 @@ def single_mode(mode: str) -> None:
     def ece(s, w):  # toolidx eval's reliability, over every candidate
         return reliability([(p, t in set(q["relevant"])) for q, ev in data[s] for t, p in scored(q, ev, w)])["ece"]
 
-    held = {"keyword": (cal.KW_LOG, cal.KW_REL, cal.KW_BIAS), "semantic": cal.PLATT["semantic"]}[mode]
+    known = current()
+    held = (cal.KW_LOG, cal.KW_REL, cal.KW_BIAS) if mode == "keyword" else known.platt["semantic"] if known else None
+    held_t = cal.KEYWORD_THRESHOLD if mode == "keyword" else known.threshold["semantic"] if known else None
     print(f"\n4. {mode} mode: calibration leave-one-set-out (fitted without the set, its ECE on the set)")
     for s in everything:
         w = list(fit([t for t in everything if t != s]))
         print(f"  {s:16s} Platt {np.round(w, 3).tolist()} held-out ECE {ece(s, w):.3f}")
     w = list(fit(everything))
-    print(f"  all sets -> {np.round(w, 3).tolist()} (calibration.py holds {held})")
+    print(f"  all sets -> {np.round(w, 3).tolist()} (calibration holds {held})")
     for held_cat, other in (("etom", "natural"), ("natural", "etom")):
         t = pick(w, [other])
         rows = [r for s in CATALOGS[held_cat] for r in per_set(s, w)]
         print(f"    threshold picked on {other}: {t:.4f}; on {held_cat}: R@5 loss {loss(rows, t):.3f}")
     t = pick(w, list(CATALOGS))
-    print(f"  both catalogs -> threshold {t:.4f} (calibration.py holds {cal.THRESHOLD[mode]})")
+    print(f"  both catalogs -> threshold {t:.4f} (calibration holds {held_t})")
     tables = {c: [r for s in CATALOGS[c] for r in per_set(s, w)] for c in CATALOGS}
     tables["livemcp"] = per_set("livemcp", w)
     print(f"  {'threshold':>9s} {'etom loss':>9s} {'natural loss':>12s} {'livemcp loss':>12s} "
           f"{'etom abst':>9s} {'far abst':>8s} {'near abst':>9s}")
     inf = {s: per_set(s, w) for s in INFEASIBLE}
-    for tt in sorted({t, cal.THRESHOLD[mode], *np.quantile([r[0] for r in inf["etom infeasible"]],
+    for tt in sorted({t, *([] if held_t is None else [held_t]), *np.quantile([r[0] for r in inf["etom infeasible"]],
                                                            [0.25, 0.5, 0.75, 0.85]).round(4)}):
         print(f"  {tt:9.4f} {loss(tables['etom'], tt):9.3f} {loss(tables['natural'], tt):12.3f} "
               f"{loss(tables['livemcp'], tt):12.3f} {abstains(inf['etom infeasible'], tt):9.3f} "
@@ -313,15 +333,38 @@ def single_mode(mode: str) -> None:
     print("  reliability of the all-sets fit (ECE over every candidate):")
     for s in everything:
         print(f"    {s:16s} ECE {ece(s, w):.3f}")
+    return [round(float(x), 3) for x in w], float(t)
+
+
+def write(model: str, hyb: dict, sem: tuple[list[float], float]) -> None:
+    import json
+
+    doc = json.loads(cal.FITS_FILE.read_text())
+    doc["models"][model] = {**{k: hyb[k] for k in ("cos", "coverage", "name", "ramp")},
+                            "platt": {"hybrid": hyb["platt"], "semantic": sem[0]},
+                            "threshold": {"hybrid": hyb["threshold"], "semantic": round(sem[1], 4)},
+                            "fitted": "benchmarks/fit_fusion.py on every bench set (ETOM L1-L4, LiveMCPBench, "
+                                      "livemcp-natural) less the queries the model was trained on, "
+                                      "leave-one-set-out"}
+    cal.FITS_FILE.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"\nwrote {model}'s fit to {cal.FITS_FILE}")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", choices=("hybrid", "keyword", "semantic"))
+    ap.add_argument("--write", action="store_true", help="store the fit in toolidx/search/calibration.json")
     args = ap.parse_args()
+    if args.write and args.only:
+        ap.error("--write needs every mode's fit (no --only)")
+    out: dict = {}
     for mode in ("hybrid", "keyword", "semantic"):
         if args.only in (None, mode):
-            hybrid() if mode == "hybrid" else single_mode(mode)
+            out[mode] = hybrid() if mode == "hybrid" else single_mode(mode)
+    if args.write:
+        from toolidx.core.embedding import resolve_model
+
+        write(str(resolve_model(path=MODEL).name), out["hybrid"], out["semantic"])
     return 0
 
 

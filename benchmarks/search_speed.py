@@ -24,7 +24,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bench_index import BENCH, CACHE, MODEL, embedder, fingerprint
+from bench_index import BENCH, CACHE, MODEL, embedder, fingerprint, model_tag
 
 
 def _catalog(n: int, emb) -> Path:
@@ -33,7 +33,7 @@ def _catalog(n: int, emb) -> Path:
     from toolidx.store.crawls import write_crawl
     from toolidx.store.db import open_db
 
-    path = CACHE / f"speed-{n}-{fingerprint()}.db"
+    path = CACHE / f"speed-{n}-{fingerprint()}-{model_tag()}.db"
     if path.exists():
         return path
     CACHE.mkdir(parents=True, exist_ok=True)

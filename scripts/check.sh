@@ -10,7 +10,7 @@ if [ ! -x .venv/bin/ruff ] || [ ! -x .venv/bin/mypy ] || [ ! -x .venv/bin/lint-i
   .venv/bin/python -m pip install -q -e ".[dev]" 2>&1 | grep -v "WARNING: Location" || true
 fi
 echo "check: ruff" >&2
-.venv/bin/ruff check toolidx tests benchmarks scripts
+.venv/bin/ruff check toolidx tests benchmarks scripts training
 echo "check: mypy" >&2
 .venv/bin/mypy
 echo "check: import layers" >&2

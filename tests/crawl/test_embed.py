@@ -65,17 +65,18 @@ def test_recrawl_embeds_only_what_changed(tmp_path, model_path):
 def test_offline_first_run_is_lexical_then_embed_fills_in(tmp_path, model_path, monkeypatch):
     monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
     monkeypatch.delenv("TOOLIDX_MODEL", raising=False)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # no network: the default model cannot be fetched
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # no network: a hub model by name cannot be fetched
     from toolidx.core import embedding as embed
 
     embed._cache.clear()
     db = tmp_path / "o.db"
     cfg = config(tmp_path / "c.json")
-    r = run_cli("crawl", "--config", cfg, "--db", db, "--json")
+    r = run_cli("crawl", "--config", cfg, "--db", db, "--model", embed.MINILM, "--json")
     assert r.code == 0, r.stderr
     assert not r.json["semantic"] and r.json["embedded"] == 0 and r.json["tools"] > 0
     warnings = [line for line in r.stderr.splitlines() if "warning" in line]
-    assert len(warnings) == 1 and "keyword search works" in warnings[0] and "toolidx embed" in warnings[0]
+    # one warning that says what happened and what to do (never "run toolidx embed" while embed runs)
+    assert len(warnings) == 1 and "keyword-only" in warnings[0] and "--model-path" in warnings[0]
     d = open_db(db)
     assert d.scalar("SELECT count(*) FROM tools_fts WHERE tools_fts MATCH 'file'") > 0  # lexical works
     assert d.get_meta("embed_model") is None

@@ -4,6 +4,7 @@ weighted score is exactly the sum of each word's FTS5 term rescaled by idf**(IDF
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shutil
 from pathlib import Path
@@ -144,14 +145,16 @@ def test_a_query_with_two_name_words_adds_name_weight_to_the_hybrid_score(idx_db
     from toolidx.search.hybrid import search
 
     q = "merge these pdfs for me"
-    weight = 0.05  # fit_fusion.py fits NAME_WEIGHT to 0; the mechanism must still add what it is set to
-    monkeypatch.setattr(cal, "NAME_WEIGHT", weight)
+    weight = 0.05  # fit_fusion.py fits the name weight to 0; the mechanism must still add what it is set to
+    model = idx_db.get_meta("embed_model")
+    fit = cal.fit_for(model)
+    monkeypatch.setitem(cal.FITS, model, dataclasses.replace(fit, name=weight))
     on = {h.id: h for h in search(idx_db, q, embedder=embedder, min_score=0.0).hits}
     assert on["pdf/merge_pdfs"].signals.name_words == 2
     assert on["pdf/convert_pdf_to_markdown"].signals.name_words == 1
-    monkeypatch.setattr(cal, "NAME_WEIGHT", 0.0)
+    monkeypatch.setitem(cal.FITS, model, dataclasses.replace(fit, name=0.0))
     off = {h.id: h for h in search(idx_db, q, embedder=embedder, min_score=0.0).hits}
-    slope, bias = cal.PLATT["hybrid"]
+    slope, bias = fit.platt["hybrid"]
     logit = lambda p: math.log(p / (1 - p))  # noqa: E731
     for tool, bonus in (("pdf/merge_pdfs", weight), ("pdf/convert_pdf_to_markdown", 0.0)):
         z_on = (logit(on[tool].score) - bias) / slope

@@ -1,40 +1,81 @@
 """Embeddings: the embedder protocol, its fastembed implementation, and model resolution.
 
-Default model: sentence-transformers/all-MiniLM-L6-v2 (384 dimensions). It is small (23 MB as
-int8 ONNX), fast on a laptop CPU, and it is the model our fusion weights and "no good match"
-threshold are calibrated on (benchmarks/quality.py). A larger model may retrieve a little better,
-but an uncalibrated score threshold would make abstention unreliable; switching is one flag and
-`toolidx eval` tells you what it bought.
+Default model: toolidx's own, `toolidx/tool-minilm-l6-v1` (all-MiniLM-L6-v2 fine-tuned on requests
+and tool descriptions, training/ rebuilds it; 384 dimensions, int8 ONNX, 23 MB), shipped inside
+the package: it loads offline, with no download. Search's fusion weights, scores and "no good
+match" gate are fitted per model (search.calibration); sentence-transformers/all-MiniLM-L6-v2 has
+its own, and any other fastembed model is searched uncalibrated (rank fusion, no gate).
 
-Resolution (first that is set wins):
-  name: --model, TOOLIDX_MODEL, config `toolidx.model`, the default above ("none" disables)
-  path: --model-path, TOOLIDX_MODEL_PATH, config `toolidx.model_path` (an air-gapped directory
-        with model.onnx + tokenizer files, loaded with no network)
-Without a path the model comes from toolidx's cache (TOOLIDX_CACHE_DIR, default
-~/.cache/toolidx/models); only `crawl` and `embed` may download it, and only when the model hub is
-reachable. With no model, everything still works lexically and says so once.
+Resolution, one order for every command (the first that is set wins):
+  1. --model / --model-path
+  2. TOOLIDX_MODEL / TOOLIDX_MODEL_PATH
+  3. the config's `toolidx.model` / `toolidx.model_path` (crawl)
+  4. the model the index was embedded with (its name, and the folder it was loaded from while that
+     folder exists): a re-crawl or `embed` keeps an index's model unless told otherwise
+  5. the default above ("none" disables)
+A packaged model's name always loads the packaged files. A folder names its model in model.json
+(toolidx's own folders) or by --model; a bare folder with neither is read as all-MiniLM-L6-v2,
+the layout fastembed expects for it. Without a folder a fastembed model comes from toolidx's cache
+(TOOLIDX_CACHE_DIR, default ~/.cache/toolidx/models); only `crawl` and `embed` may download it,
+and only when the model hub is reachable. With no model, everything still works lexically and
+says so once.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
 from .errors import ModelError
 from .notices import warn_once
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+PACKAGED_DIR = Path(__file__).resolve().parents[1] / "models"
 BATCH_SIZE = 64
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """A model folder's model.json: who it is, which fastembed layout loads it, its file's hash."""
+
+    name: str
+    version: str
+    architecture: str  # the fastembed model whose pooling and layout it shares
+    sha256: str
+    dim: int
+    folder: Path
+
+
+def read_card(folder: Path) -> ModelCard | None:
+    try:
+        d = json.loads((folder / "model.json").read_text())
+        return ModelCard(str(d["name"]), str(d["version"]), str(d["architecture"]), str(d["sha256"]),
+                         int(d["dim"]), folder)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+@cache
+def packaged_models() -> dict[str, ModelCard]:
+    """The models inside the package, by name."""
+    cards = [read_card(d) for d in sorted(PACKAGED_DIR.iterdir())] if PACKAGED_DIR.is_dir() else []
+    return {c.name: c for c in cards if c is not None}
+
+
+DEFAULT_MODEL = "toolidx/tool-minilm-l6-v1"
 
 
 class Embedder(Protocol):
     model: str  # the model name stored in the index
     dim: int
+    sha256: str | None  # of the model file, where known (recorded in the index beside the name)
 
     def embed_documents(self, texts: Sequence[str]) -> list[bytes]: ...
 
@@ -46,24 +87,46 @@ class ModelChoice:
     name: str | None  # None: embeddings disabled
     path: str | None
     explicit: bool  # the user asked for this model: failing to load it is an error, not a warning
+    architecture: str = MINILM  # the fastembed model name that loads it
+    sha256: str | None = None  # of model.onnx, where the folder's model.json says it
 
 
-def resolve_model(name: str | None = None, path: str | None = None,
-                  settings: dict | None = None, remembered_path: str | None = None) -> ModelChoice:
-    """`remembered_path`: the folder the index was embedded from (meta `embed_model_path`), used
-    last, and only while it still exists, so a search needs no setting on the crawling machine."""
+def resolve_model(name: str | None = None, path: str | None = None, settings: dict | None = None,
+                  remembered_path: str | None = None, indexed: str | None = None) -> ModelChoice:
+    """The model to use, in the module's order. `indexed`: the index's model (meta `embed_model`),
+    `remembered_path`: the folder it was embedded from (meta `embed_model_path`), used only while it
+    still exists."""
     s = settings or {}
     explicit = bool(name or path)
     name = name or os.environ.get("TOOLIDX_MODEL") or s.get("model")
     path = path or os.environ.get("TOOLIDX_MODEL_PATH") or s.get("model_path")
     explicit = explicit or bool(os.environ.get("TOOLIDX_MODEL_PATH") or s.get("model_path"))
-    if not path and remembered_path and Path(remembered_path).is_dir():
-        path = remembered_path
+    if not name and not path:
+        name = indexed
     if name and str(name).lower() in ("none", "off", "false", ""):
         return ModelChoice(None, None, False)
-    if path:
+    if not path and remembered_path and Path(remembered_path).is_dir() and (indexed is None or name == indexed):
+        path = remembered_path
+    card = packaged_models().get(str(name)) if name else None
+    if card is None and path:
         path = str(Path(path).expanduser())
-    return ModelChoice(str(name or DEFAULT_MODEL), path, explicit)
+        card = read_card(Path(path))
+        if card is not None and name and name != card.name:
+            raise ModelError(f"{path} holds model {card.name!r}, not {name!r}",
+                             fix=f"use --model {card.name}, or point --model-path at a folder of {name}")
+        if card is None:
+            return ModelChoice(str(name or MINILM), path, explicit, MINILM if not name else str(name))
+    if card is None and not name:
+        card = packaged_models().get(DEFAULT_MODEL)
+        if card is None:  # a source tree without the model files: the model the default is made from
+            return ModelChoice(MINILM, None, explicit, MINILM)
+    if card is not None:
+        return ModelChoice(card.name, str(card.folder), explicit, card.architecture, card.sha256)
+    return ModelChoice(str(name), None, explicit, str(name))
+
+
+def is_packaged(path: str | None) -> bool:
+    return bool(path) and Path(str(path)).resolve().parent == PACKAGED_DIR.resolve()
 
 
 def cache_dir() -> Path:
@@ -82,9 +145,12 @@ def to_blob(vec: Any) -> bytes:
 
 
 class FastEmbedder:
-    def __init__(self, model: str, te: Any, path: str | None = None):
+    def __init__(self, model: str, te: Any, path: str | None = None, sha256: str | None = None):
         self.model = model
-        self.path = path  # the local folder it was loaded from, if any
+        # the local folder it was loaded from, if any, to be remembered by the index; a packaged
+        # model is found by its name (the package may move)
+        self.path = None if is_packaged(path) else path
+        self.sha256 = sha256
         self._te = te
         probe = next(iter(te.query_embed(["probe"])))
         self.dim = len(probe)
@@ -180,9 +246,9 @@ def load_embedder(choice: ModelChoice, *, allow_download: bool = False,
     try:
         if choice.path:
             check_model_path(choice)
-            te = TextEmbedding(model_name=choice.name, specific_model_path=choice.path,
+            te = TextEmbedding(model_name=choice.architecture, specific_model_path=choice.path,
                                local_files_only=True, threads=threads)
-            emb = FastEmbedder(choice.name, te, str(Path(choice.path).resolve()))
+            emb = FastEmbedder(choice.name, te, str(Path(choice.path).resolve()), choice.sha256)
         else:
             cdir = cache_dir()
             try:
@@ -202,10 +268,9 @@ def load_embedder(choice: ModelChoice, *, allow_download: bool = False,
                              f"{str(e).splitlines()[0][:200]}",
                              fix="check the directory has model.onnx and tokenizer files, and that "
                                  "--model names the model it holds") from None
-        warn_once("model", f"embedding model {choice.name!r} is not available offline: semantic "
-                           "search is off, keyword search works; point TOOLIDX_MODEL_PATH (or "
-                           "--model-path) at a local copy of the model (`toolidx embed` adds vectors "
-                           "to an index crawled without one)")
+        warn_once("model", f"embedding model {choice.name!r} is not available offline: no vectors are "
+                           "made and search is keyword-only; point --model-path (or TOOLIDX_MODEL_PATH) "
+                           "at a local copy of it, or leave --model unset for toolidx's own model")
     _cache[key] = emb
     return emb
 
@@ -232,6 +297,7 @@ class LazyEmbedder:
         check_model_path(choice)
         self.choice = choice
         self.model = choice.name
+        self.sha256 = choice.sha256
         self.allow_download = allow_download
         self._loaded = False
         self._embedder: Embedder | None = None

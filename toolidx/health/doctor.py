@@ -210,9 +210,10 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
     if facts["vectors"] is None or not facts["embed_model"]:
         report.add("index", "vectors", WARN, "no embeddings: search is keyword-only",
                    "toolidx embed --model-path DIR (or crawl with a model)")
-    elif facts["vectors"] < facts["tools"]:
-        report.add("index", "vectors", WARN, f"{facts['tools'] - facts['vectors']} of {facts['tools']} tools "
-                   "have no vector (semantic search misses them)", "toolidx embed")
+    elif facts["vectors"] < facts["tools"] or facts["outdated_vectors"]:
+        missing, outdated = facts["tools"] - facts["vectors"], facts["outdated_vectors"]
+        report.add("index", "vectors", WARN, f"of {facts['tools']} tools, {missing} have no vector and {outdated} "
+                   "a vector of an older text (semantic search misses or misreads them)", "toolidx embed")
     else:
         report.add("index", "vectors", OK, f"every tool has a vector ({facts['embed_model']}, "
                    f"{facts['embed_dim']} dimensions)")
@@ -254,7 +255,7 @@ def check_model(report: DoctorReport, facts: dict[str, Any] | None, name: str | 
     from ..core.errors import ModelError
 
     indexed = (facts or {}).get("embed_model")
-    choice = resolve_model(name=name or indexed, path=path, settings=settings,
+    choice = resolve_model(name=name, path=path, settings=settings, indexed=indexed,
                            remembered_path=(facts or {}).get("embed_model_path"))
     needed = bool(facts and facts.get("vectors"))
     if choice.name is None:

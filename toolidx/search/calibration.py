@@ -19,16 +19,19 @@ Platt constants per mode) so the fit cannot memorise queries. All of it belongs 
 was fitted on (CALIBRATED_MODELS).
 
 "No good match": a query of GATE_MIN_TERMS words or more whose best tool scores below
-THRESHOLD[mode] gets no hits.
+the threshold of its mode (calibration.json per model; KEYWORD_THRESHOLD) gets no hits.
 """
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import dataclass
+from pathlib import Path
 
 # hybrid: z = cos_w * cos + (1 - cos_w) * bm25_rel + cov_w * coverage
 #             + FUZZY_WEIGHT * fuzzy_strength + name_w * [name_words >= NAME_MIN_WORDS]
-# with (cos_w, cov_w, name_w) = hybrid_weights(the query's number of keyword terms).
+# with (cos_w, cov_w, name_w) = hybrid_weights(the query's number of keyword terms, the model's fit).
 # Fitted together by benchmarks/fit_fusion.py over every bench set and query style (ETOM levels
 # 1-4, LiveMCPBench task prompts and steps, livemcp-natural plain / terse / typo / long / name),
 # each catalog weighing the same, with leave-one-set-out validation, and kept only where no set is
@@ -36,28 +39,54 @@ import math
 # A short request is read mostly by meaning: bm25_rel is relative to the query's best BM25, so it
 # is 1 for the best keyword match even when that tool shares one ordinary word with a paraphrase
 # ("show me what's on the page" and a tool whose parameters say "page"). A long one (a task with
-# ids, file names, several steps) keeps the weights fitted before on ETOM, whose many specific
-# words are the best evidence of each step's tool. Measured (held out): natural plain R@5 .786 ->
-# .857, typo .733 -> .867, LiveMCP R@1 .386 -> .429; ETOM L1-L4 unchanged (+-2 queries).
-HYBRID_COS = 0.9  # at LENGTH_RAMP[0] terms or fewer
-COVERAGE_WEIGHT = 0.15
-# name words ("plot a bar chart" and generate_bar_chart): 0 for short queries (fitted), 0.02 for
-# long ones (LONG_WEIGHTS); the evidence stays in `signals.name_words`.
-NAME_WEIGHT = 0.0
+# ids, file names, several steps) ramps to LONG_WEIGHTS, fitted before on ETOM, whose many
+# specific words are the best evidence of each step's tool.
+# Per model (calibration.json, written by `benchmarks/fit_fusion.py --write`): the short-query
+# weights (cos, coverage, name), the ramp, the Platt constants and thresholds of hybrid and
+# semantic. An embedding model's cosines have their own scale, so every one of them belongs to the
+# model it was fitted on; a model without a fit is searched uncalibrated (uncalibrated_scores).
 NAME_MIN_WORDS = 2
-# Query-dependent weights: from (HYBRID_COS, COVERAGE_WEIGHT, NAME_WEIGHT) at LENGTH_RAMP[0] keyword
-# terms or fewer to LONG_WEIGHTS at LENGTH_RAMP[1] or more, linear in between (fit_fusion.py tried
-# no ramp and 4-16, 6-14, 8-16, 10-20; all ramps alike, no ramp costs ETOM L1 and L4, LiveMCP steps).
-LENGTH_RAMP: tuple[int, int] | None = (4, 16)
 LONG_WEIGHTS = (0.6, 0.15, 0.02)  # (cosine, coverage, name words): the weights fitted on ETOM before
+FITS_FILE = Path(__file__).with_name("calibration.json")
 
 
-def hybrid_weights(n_terms: int | None) -> tuple[float, float, float]:
+@dataclass(frozen=True)
+class ModelFit:
+    """What benchmarks/fit_fusion.py fitted for one embedding model."""
+
+    cos: float  # hybrid's cosine weight at ramp[0] keyword terms or fewer
+    coverage: float
+    name: float  # name words (0 for short queries on MiniLM; LONG_WEIGHTS' 0.02 for long ones)
+    ramp: tuple[int, int] | None  # to LONG_WEIGHTS at ramp[1] terms or more, linear in between
+    platt: dict[str, tuple[float, float]]  # mode -> (slope, bias) on z
+    threshold: dict[str, float]  # mode -> the "no good match" gate
+    fitted: str  # on what, by what
+
+
+def _read_fits() -> dict[str, ModelFit]:
+    raw = json.loads(FITS_FILE.read_text())
+    return {m: ModelFit(f["cos"], f["coverage"], f["name"], tuple(f["ramp"]) if f["ramp"] else None,
+                        {k: (v[0], v[1]) for k, v in f["platt"].items()}, dict(f["threshold"]), f["fitted"])
+            for m, f in raw["models"].items()}
+
+
+FITS = _read_fits()
+# an index without vectors is searched by keyword, whose constants below belong to no model; the
+# fit used for a model-less hybrid score (tests, benchmarks) is MiniLM's, the first ever fitted
+REFERENCE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def fit_for(model: str | None) -> ModelFit:
+    return FITS[model or REFERENCE_MODEL]
+
+
+def hybrid_weights(n_terms: int | None, fit: ModelFit | None = None) -> tuple[float, float, float]:
     """(cosine weight, coverage weight, name-word weight) for a query of n_terms keyword terms."""
-    short = (HYBRID_COS, COVERAGE_WEIGHT, NAME_WEIGHT)
-    if LENGTH_RAMP is None or n_terms is None:
+    f = fit or fit_for(None)
+    short = (f.cos, f.coverage, f.name)
+    if f.ramp is None or n_terms is None:
         return short
-    lo, hi = LENGTH_RAMP
+    lo, hi = f.ramp
     w = min(1.0, max(0.0, (n_terms - lo) / (hi - lo)))
     return tuple(a * (1 - w) + b * w for a, b in zip(short, LONG_WEIGHTS))  # type: ignore[return-value]
 # Hybrid's BM25 weighs each query word by sqrt(idf) instead of idf (bm25.candidates): in a long
@@ -73,25 +102,17 @@ IDF_POWER = 0.5
 FUZZY_FLOOR = 0.75
 FUZZY_WEIGHT = 0.35
 
-PLATT = {
-    # mode: (slope, bias) applied to z
-    "hybrid": (10.087, -7.694),  # fit_fusion.py: every candidate of every set, each set weighing the same
-    "semantic": (11.15, -7.436),  # z = cos; fit_fusion.py --only semantic, every set alike
-    "keyword": (1.0, 0.0),  # z is already a logit, see ranking_values
-}
 # keyword: logit = KW_LOG * log(1 + bm25 * size_factor) + KW_REL * bm25_rel + KW_BIAS
 #                  + KW_FUZZY * fuzzy_strength (fit_fusion.py --only keyword; KW_FUZZY is not fitted:
 #                  the bench's queries are sentences, see FUZZY_FLOOR)
 KW_LOG, KW_REL, KW_BIAS, KW_FUZZY = 1.638, 5.513, -11.056, 6.0
 
-# Every mode's threshold: the highest that costs at most 1 point of feasible R@5 on ETOM and on
-# livemcp-natural (each pooled; fit_fusion.py). Natural requests score low even when served, so
-# the gate abstains on few impossible requests (hybrid: ETOM .06, natural far .13, near 0): the
-# score of the best hit, a calibrated P(relevant), says how sure the answer is. Hybrid at 0.02
-# would abstain on 48 % of ETOM's but hide 6 % of the natural requests' right answers; keyword's
-# and semantic's former ETOM-only thresholds (0.41 and 0.004, on constants fitted there) hid 21 % and 13 %
-# (docs/search-research.md has the tables).
-THRESHOLD = {"hybrid": 0.005, "keyword": 0.09, "semantic": 0.007}
+# Keyword mode's threshold, the same rule as every model's gate (calibration.json): the highest
+# that costs at most 1 point of feasible R@5 on ETOM and on livemcp-natural (each pooled;
+# fit_fusion.py). Natural requests score low even when served, so the gate abstains on few
+# impossible requests: the score of the best hit, a calibrated P(relevant), says how sure the
+# answer is (docs/search-research.md has the tables).
+KEYWORD_THRESHOLD = 0.09
 
 
 # A one- or two-word query ("status", "guava versions", "AAPL dividends") is a deliberate lookup:
@@ -101,10 +122,10 @@ THRESHOLD = {"hybrid": 0.005, "keyword": 0.09, "semantic": 0.007}
 GATE_MIN_TERMS = 3
 
 
-def threshold(mode: str, n_terms: int | None = None) -> float:
+def threshold(mode: str, n_terms: int | None = None, model: str | None = None) -> float:
     if n_terms is not None and n_terms < GATE_MIN_TERMS:
         return 0.0
-    return THRESHOLD[mode]
+    return KEYWORD_THRESHOLD if mode == "keyword" else fit_for(model).threshold[mode]
 
 
 def _sigmoid(x: float) -> float:
@@ -129,11 +150,11 @@ def size_factor(n_tools: int) -> float:
 
 
 def ranking_values(cands: dict[int, dict], mode: str, n_tools: int = REFERENCE_TOOLS,
-                   n_terms: int | None = None) -> dict[int, float]:
+                   n_terms: int | None = None, model: str | None = None) -> dict[int, float]:
     """z per candidate (higher is better); the score is a monotone map of it."""
     best = max((c["bm25"] for c in cands.values()), default=0.0) or 1.0
     scale = size_factor(n_tools)
-    cos_w, cov_w, name_w = hybrid_weights(n_terms)
+    cos_w, cov_w, name_w = hybrid_weights(n_terms, fit_for(model) if mode == "hybrid" else None)
     out: dict[int, float] = {}
     for r, c in cands.items():
         fz = fuzzy_strength(c.get("fuzzy", 0.0))
@@ -158,15 +179,8 @@ def effective_mode(cands: dict[int, dict], mode: str) -> str:
     return mode
 
 
-# The fusion weights, Platt constants and thresholds above are those of one embedding model: its
-# cosines have their own scale (MiniLM's unrelated pairs sit near 0.1, other models' near 0.5 or
-# 0.8). They are applied only to an index embedded with a model named here; any other model gets
-# uncalibrated instead (fit_fusion.py refits them for a model given its vectors of the bench sets).
-CALIBRATED_MODELS = {
-    # model id (the index's embed_model): what was fitted on it
-    "sentence-transformers/all-MiniLM-L6-v2": "fusion, Platt and thresholds of hybrid and semantic "
-                                              "(benchmarks/fit_fusion.py)",
-}
+# model id (the index's embed_model) -> what was fitted on it
+CALIBRATED_MODELS = {m: f.fitted for m, f in FITS.items()}
 RRF_K = 60
 
 
@@ -196,5 +210,5 @@ def score_candidates(cands: dict[int, dict], mode: str, n_tools: int = REFERENCE
     if mode != "keyword" and not is_calibrated(model):
         return uncalibrated_scores(cands, mode)
     mode = effective_mode(cands, mode)
-    slope, bias = PLATT[mode]
-    return {r: _sigmoid(slope * z + bias) for r, z in ranking_values(cands, mode, n_tools, n_terms).items()}
+    slope, bias = (1.0, 0.0) if mode == "keyword" else fit_for(model).platt[mode]  # keyword's z is a logit
+    return {r: _sigmoid(slope * z + bias) for r, z in ranking_values(cands, mode, n_tools, n_terms, model).items()}

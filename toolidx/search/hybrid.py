@@ -286,7 +286,7 @@ def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Any,
 def _cover(db, terms: list[str], tw: dict[str, float] | None, cands: dict[int, dict]) -> None:
     """Each candidate's query words ("matched") and the share of the query they make up
     ("coverage"; quoted values weigh QUOTED_WEIGHT): hybrid's evidence that a tool does what the
-    whole request says, not just its rarest part (calibration.COVERAGE_WEIGHT)."""
+    whole request says, not just its rarest part (the coverage weight of the model's fit, calibration.ModelFit)."""
     todo = [r for r, c in cands.items() if "matched" not in c]
     if not todo:
         return
@@ -358,7 +358,7 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
                       "rank fusion, scores are not probabilities and no \"no good match\" gate applies")
             notes.append(f"scores are uncalibrated for {model} (fitted on "
                          f"{', '.join(cal.CALIBRATED_MODELS)}): ranked by rank fusion, not gated")
-        gate = cal.threshold(cal.effective_mode(cands, mode_used), len(terms)) if calibrated else 0.0
+        gate = cal.threshold(cal.effective_mode(cands, mode_used), len(terms), model) if calibrated else 0.0
         threshold = gate if min_score is None else float(min_score)
         total = retrieval.filtered_count(db, None)
         scored = cal.score_candidates(cands, mode_used, total, model=model, n_terms=len(terms))

@@ -73,7 +73,7 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
         embedder = None
     if embedder is not None:
         all_docs = [d for ds in docs.values() for d in ds]
-        model_changed = db.get_meta("embed_model") != embedder.model
+        model_changed = vectors.model_changed(db, embedder.model, embedder.sha256)
         todo = [d for d in all_docs if model_changed or (existing.get(d.id) or {}).get("embed_hash")
                 != text_hash(embedder.model, d.embed_text)]
         if not todo:
@@ -92,7 +92,7 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
                          (started_at or ts, config_path, __version__))
         crawl_id = summary.crawl_id = int(cur.lastrowid)
         if embedder is not None:
-            if vectors.ensure_table(db, embedder.model, embedder.dim):
+            if vectors.ensure_table(db, embedder.model, embedder.dim, embedder.sha256):
                 db.execute("UPDATE tools SET embed_hash = NULL")
             vectors.remember_model(db, embedder)
         crawled = set()
@@ -238,13 +238,13 @@ def embed_missing(db: Database, embedder: Embedder,
     if not db.vec_available:
         warn_once("vec", f"{db.vec_error}: semantic search is off, keyword search works")
         return 0
-    model_changed = (db.get_meta("embed_model") != embedder.model
+    model_changed = (vectors.model_changed(db, embedder.model, embedder.sha256)
                      or db.get_meta("embed_dim") != str(embedder.dim))
     rows = db.query("SELECT rowid, id, embed_text, embed_hash FROM tools")
     todo = [r for r in rows if model_changed or r["embed_hash"] != text_hash(embedder.model, r["embed_text"])]
     blobs = _embed(embedder, [r["embed_text"] for r in todo], progress)
     with db.transaction():
-        vectors.ensure_table(db, embedder.model, embedder.dim)
+        vectors.ensure_table(db, embedder.model, embedder.dim, embedder.sha256)
         vectors.remember_model(db, embedder)
         for r, blob in zip(todo, blobs):
             vectors.put(db, r["rowid"], blob)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.metadata
 from typing import Any
 
+from ..core.embedding import text_hash
 from . import vectors
 from .db import APPLICATION_ID, Database, load_vec, sqlite_module
 from .migrations import MIGRATIONS
@@ -51,7 +52,11 @@ def index_facts(db: Database) -> dict[str, Any]:
         with_vectors = int(db.scalar(f"SELECT count(*) FROM {vectors.TABLE}")) if has_vectors else 0
         meta = {k: db.get_meta(k) for k in ("embed_model", "embed_dim", "embed_model_path", "config_path",
                                             "last_crawl_id")}
+        model = meta["embed_model"]
+        # a vector made from a text the tool no longer has (embed_hash is of model + text)
+        outdated = sum(r["embed_hash"] != text_hash(model, r["embed_text"]) for r in db.query(
+            "SELECT embed_text, embed_hash FROM tools WHERE embed_hash IS NOT NULL")) if has_vectors and model else 0
     return {"schema_version": user_version, "schema_expected": len(MIGRATIONS),
             "is_toolidx": app_id == APPLICATION_ID, "integrity": problems,
             "tools": tools, "stale_tools": stale, "servers": servers,
-            "vectors": with_vectors if has_vectors else None, **meta}
+            "vectors": with_vectors if has_vectors else None, "outdated_vectors": outdated, **meta}

@@ -3,9 +3,12 @@ dimension is known. Cosine distance; vectors are float32 blobs."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .db import Database
+
+if TYPE_CHECKING:
+    from ..core.embedding import Embedder
 
 TABLE = "tool_vectors"
 
@@ -14,17 +17,26 @@ def has_table(db: Database) -> bool:
     return db.scalar("SELECT 1 FROM sqlite_master WHERE name = ?", (TABLE,)) is not None
 
 
-def remember_model(db: Database, embedder: object) -> None:
-    """Where the model came from (a local folder), so searches on this machine find it unasked."""
+def remember_model(db: Database, embedder: Embedder) -> None:
+    """Where the model came from (a local folder), so searches on this machine find it unasked, and
+    the hash of its file where known, so a changed file under the same name is a new model."""
     path = getattr(embedder, "path", None)
     if path:
         db.set_meta("embed_model_path", path)
+    db.set_meta("embed_model_sha256", embedder.sha256 or "")
 
 
-def ensure_table(db: Database, model: str, dim: int) -> bool:
+def model_changed(db: Database, model: str, sha256: str | None) -> bool:
+    """Whether the index's vectors come from another model than (model, sha256): another name, or
+    the same name with another file where both hashes are known."""
+    stored = db.get_meta("embed_model_sha256")
+    return db.get_meta("embed_model") != model or bool(sha256 and stored and stored != sha256)
+
+
+def ensure_table(db: Database, model: str, dim: int, sha256: str | None = None) -> bool:
     """Make the table fit (model, dim). Returns True when existing vectors were dropped (a new
     model or dimension), so every tool must be embedded again. Call inside a transaction."""
-    same = db.get_meta("embed_model") == model and db.get_meta("embed_dim") == str(dim)
+    same = not model_changed(db, model, sha256) and db.get_meta("embed_dim") == str(dim)
     exists = has_table(db)
     if exists and same:
         return False

@@ -1,0 +1,159 @@
+"""all-MiniLM-L6-v2 and toolidx's own model side by side, from one run: every bench set and style,
+hybrid (each model with its own fitted constants) and plain cosine, beside BM25, with paired sign
+tests of the two models, the "no good match" gate, the score of a right first answer, and the
+query embedding's latency.
+
+    python benchmarks/models.py [--json OUT.json]
+
+ETOM's levels 1-2 queries that toolidx's model was trained on (its model.json) are left out for
+both models: the rest of ETOM is a held-out catalog half for it, and the LiveMCPBench catalog
+(livemcp, livemcp-natural) was never trained on. Exits 1 when toolidx's model is significantly
+worse (sign test p < 0.05) than MiniLM on any set at R@1 or R@5 in hybrid mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+from bench_index import BENCH, MODEL, PACKAGED, build, embedder, trained_queries
+
+MODELS = {"MiniLM": MODEL, "toolidx": PACKAGED}
+STYLES = ("plain", "terse", "typo", "long", "name")
+
+
+def _jsonl(path) -> list[dict]:
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+
+def sets() -> dict[str, tuple[str, list[dict], str]]:
+    """set -> (catalog, queries, labels)"""
+    trained = set().union(*(trained_queries("etom/queries.jsonl", m) for m in MODELS.values()))
+    etom = [q for q in _jsonl(BENCH / "etom" / "queries.jsonl") if q["id"] not in trained]
+    nat = _jsonl(BENCH / "livemcp-natural" / "queries.jsonl")
+    nat_x = _jsonl(BENCH / "livemcp-natural" / "queries_infeasible.jsonl")
+    out = {"etom L1": ("etom", [q for q in etom if q.get("level") == 1], "any"),
+           "etom L2": ("etom", [q for q in etom if q.get("level") == 2], "any"),
+           "livemcp": ("livemcp", _jsonl(BENCH / "livemcp" / "queries.jsonl"), "any")}
+    for st in STYLES:
+        out[f"natural {st}"] = ("livemcp", [q for q in nat if q["style"] == st], "any")
+    out["etom L3 (all)"] = ("etom", _jsonl(BENCH / "etom" / "queries_multi.jsonl"), "all")
+    out["etom L4 (steps)"] = ("etom", _jsonl(BENCH / "etom" / "queries_level4.jsonl"), "steps")
+    out["livemcp relaxed"] = ("livemcp", _jsonl(BENCH / "livemcp" / "queries_relaxed.jsonl"), "steps")
+    out["etom infeasible"] = ("etom", _jsonl(BENCH / "etom" / "queries_infeasible.jsonl"), "none")
+    out["natural far"] = ("livemcp", [q for q in nat_x if q["kind"] == "far"], "none")
+    out["natural near"] = ("livemcp", [q for q in nat_x if q["kind"] == "near"], "none")
+    return out
+
+
+def run_set(db, queries, labels, mode, emb) -> list[dict]:
+    from toolidx.search.eval import ranking_metrics
+    from toolidx.search.hybrid import search
+
+    rows = []
+    for q in queries:
+        res = search(db, q["query"], mode=mode, limit=10, min_score=0.0, embedder=emb)
+        ids = [h.id for h in res.hits]
+        top = res.hits[0].score if res.hits else 0.0
+        row = {"answered": bool(res.hits) and top >= res.gate, "top": top}
+        if labels != "none":
+            gold = q["steps"] if labels == "steps" else q["relevant"]
+            m = ranking_metrics(ids, gold, labels, (1, 5))
+            row |= {"R@1": m["R@1"], "R@5": m["R@5"], "right_top": bool(ids) and ids[0] in set(q["relevant"])}
+        rows.append(row)
+    return rows
+
+
+def counts(a: list[dict], b: list[dict], k: str) -> tuple[int, int, float]:
+    """(a better, a worse, two-sided sign test p) over paired queries"""
+    from toolidx.search.eval import sign_test
+
+    better = sum(x[k] > y[k] for x, y in zip(a, b))
+    worse = sum(x[k] < y[k] for x, y in zip(a, b))
+    return better, worse, sign_test(better, worse)
+
+
+def sign(a: list[dict], b: list[dict], k: str) -> str:
+    better, worse, p = counts(a, b, k)
+    return f"+{better}/-{worse} p={p:.2g}"
+
+
+def worse_than(a: list[dict], b: list[dict], k: str) -> bool:
+    better, worse, p = counts(a, b, k)
+    return worse > better and p < 0.05
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", help="also write every row here")
+    args = ap.parse_args()
+    from toolidx.core.embedding import QUERY_THREADS
+
+    t0 = time.time()
+    spec = sets()
+    res: dict = {}  # (model or "bm25", mode, set) -> rows
+    latency = {}
+    for label, path in MODELS.items():
+        dbs = {c: build(c, model=path) for c in ("etom", "livemcp")}
+        emb = embedder(threads=QUERY_THREADS, model=path)
+        nat = [q["query"] for q in _jsonl(BENCH / "livemcp-natural" / "queries.jsonl")]
+        emb.embed_query("warm up")
+        lat = []
+        for q in nat:
+            s = time.perf_counter()
+            emb.embed_query(q)
+            lat.append((time.perf_counter() - s) * 1000)
+        latency[label] = statistics.median(lat)
+        modes = ("hybrid", "semantic", "keyword") if label == "MiniLM" else ("hybrid", "semantic")
+        for mode in modes:
+            for name, (cat, qs, labels) in spec.items():
+                res[("bm25" if mode == "keyword" else label, mode, name)] = run_set(dbs[cat], qs, labels, mode, emb)
+        print(f"{label}: measured ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+
+    def mean(rows, k):
+        return sum(r[k] for r in rows) / len(rows) if rows else 0.0
+
+    feasible = [s for s, (_, _, lab) in spec.items() if lab != "none"]
+    print(f"{'set':17s} {'n':>4s}  {'bm25':>11s}  {'MiniLM cos':>11s}  {'toolidx cos':>11s}  "
+          f"{'MiniLM hyb':>11s}  {'toolidx hyb':>11s}   toolidx vs MiniLM, hybrid (R@1; R@5)")
+    failures = []
+    for s in feasible:
+        cells = []
+        for key in (("bm25", "keyword"), ("MiniLM", "semantic"), ("toolidx", "semantic"),
+                    ("MiniLM", "hybrid"), ("toolidx", "hybrid")):
+            rows = res[(*key, s)]
+            cells.append(f"{mean(rows, 'R@1'):.3f}/{mean(rows, 'R@5'):.3f}")
+        a, b = res[("toolidx", "hybrid", s)], res[("MiniLM", "hybrid", s)]
+        failures += [f"{s} {k}" for k in ("R@1", "R@5") if worse_than(a, b, k)]
+        print(f"{s:17s} {len(a):4d}  " + "  ".join(f"{c:>11s}" for c in cells)
+              + f"   {sign(a, b, 'R@1')}; {sign(a, b, 'R@5')}")
+    nat_sets = [f"natural {st}" for st in STYLES]
+    print("\nhybrid, each model at its own gate:")
+    for label in MODELS:
+        def loss(names, label=label):
+            rows = [r for n in names for r in res[(label, "hybrid", n)]]
+            return mean(rows, "R@5") - sum(r["R@5"] * r["answered"] for r in rows) / len(rows)
+
+        ab = {s: 1 - mean(res[(label, "hybrid", s)], "answered")
+              for s in ("etom infeasible", "natural far", "natural near")}
+        right = [r["top"] for n in nat_sets for r in res[(label, "hybrid", n)] if r["right_top"]]
+        print(f"  {label:8s} turned away: etom {ab['etom infeasible']:.3f}, natural far {ab['natural far']:.3f}, "
+              f"near {ab['natural near']:.3f}; feasible R@5 lost: etom {loss(['etom L1', 'etom L2']):.3f}, "
+              f"natural {loss(nat_sets):.3f}, livemcp {loss(['livemcp']):.3f}; median score of a right "
+              f"first answer (natural) {statistics.median(right) if right else 0:.3f}")
+    print("\nquery embedding p50 (ms, natural queries, "
+          + ", ".join(f"{k} {v:.2f}" for k, v in latency.items()) + f"); total {time.time() - t0:.0f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"|".join(k): v for k, v in res.items()} | {"latency_ms": latency}, f)
+    if failures:
+        print("WORSE: " + ", ".join(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""Rebuild toolidx's model end to end: data -> fine-tune -> ONNX -> int8 -> model.json and the
+model card, into toolidx/models/tool-minilm-l6/.
+
+    python training/build.py [--steps 360] [--skip-train]
+
+Every step is seeded; the log (build/train/) records pairs/second and minutes. After it, refit
+search's constants for the model (benchmarks/fit_fusion.py --write with TOOLIDX_MODEL_PATH set to
+the folder) and compare it with MiniLM (benchmarks/models.py): training/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE))
+
+NAME = "toolidx/tool-minilm-l6-v1"
+VERSION = "1"
+OUT = REPO / "toolidx" / "models" / "tool-minilm-l6"
+WORK = REPO / "build" / "train"
+
+
+def run(*cmd: str) -> None:
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run([sys.executable, *cmd], check=True, cwd=REPO)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=360)
+    ap.add_argument("--skip-train", action="store_true", help="export the checkpoint already in build/train")
+    args = ap.parse_args()
+    from data import trained_on
+    from export import export
+
+    t0 = time.time()
+    ckpt = WORK / "checkpoint"
+    if not args.skip_train:
+        run(str(HERE / "train.py"), "--out", str(ckpt), "--steps", str(args.steps))
+    digest = export(ckpt, OUT)
+    log = json.loads((ckpt / "train_log.json").read_text())
+    card = {"name": NAME, "version": VERSION, "architecture": "sentence-transformers/all-MiniLM-L6-v2",
+            "sha256": digest, "dim": 384, "pooling": "mean, normalised",
+            "base": "sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0)",
+            "training": {k: log[k] for k in ("examples", "epochs", "minutes", "pairs_per_s", "torch")}
+            | {"steps": log["args"]["steps"], "batch": log["args"]["batch"], "lr": log["args"]["lr"],
+               "seed": log["args"]["seed"], "query_len": log["args"]["query_len"], "doc_len": log["args"]["doc_len"]},
+            "trained_on": trained_on()}
+    (OUT / "model.json").write_text(json.dumps(card, indent=1) + "\n")
+    run(str(HERE / "evaluate.py"), str(OUT), "--json", str(WORK / "eval.json"))
+    from card import write_card
+
+    write_card(OUT, card, json.loads((WORK / "eval.json").read_text()))
+    print(f"built {NAME} in {(time.time() - t0) / 60:.1f} min -> {OUT}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
