@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any, List, Optional
 
-import click
 import typer
 from typer.core import TyperCommand
 
@@ -30,7 +29,7 @@ class _Command(TyperCommand):
             if p.param_type_name == "argument" and p.metavar is None:
                 p.metavar = (p.name or "").upper()  # the help's "Arguments:" list
 
-    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:  # typer's click, vendored or not
         pieces = [self.options_metavar] if self.options_metavar else []
         for p in self.get_params(ctx):
             if p.param_type_name == "argument":
@@ -110,7 +109,9 @@ def crawl(
     only = list(server) or None
     cfg.enabled_servers(only)  # unknown --server names fail before the index is touched
     database = _open(db, create=True)
-    choice = resolve_model(model, str(model_path) if model_path else None, cfg.settings)
+    choice = resolve_model(model, str(model_path) if model_path else None, cfg.settings,
+                           indexed=database.get_meta("embed_model"),
+                           remembered_path=database.get_meta("embed_model_path"))
     # loaded only if some tool's text needs embedding: an unchanged re-crawl never pays for it
     embedder = LazyEmbedder(choice, allow_download=True) if choice.name else None
     from .progress import crawl_progress
@@ -136,10 +137,13 @@ def embed(
     from ..store.crawls import embed_missing
 
     database = _open(db)
-    embedder = load_embedder(resolve_model(model, str(model_path) if model_path else None), allow_download=True)
+    choice = resolve_model(model, str(model_path) if model_path else None, indexed=database.get_meta("embed_model"),
+                           remembered_path=database.get_meta("embed_model_path"))
+    embedder = load_embedder(choice, allow_download=True)
     if embedder is None:
-        raise ModelError("no embedding model available",
-                         fix="pass --model-path DIR or set TOOLIDX_MODEL_PATH to a local model folder")
+        raise ModelError(f"the embedding model {choice.name!r} cannot be loaded here",
+                         fix="pass --model-path DIR (or set TOOLIDX_MODEL_PATH) to a local copy of it, or leave "
+                             "--model unset for toolidx's own model")
     render.embed_result(embed_missing(database, embedder), embedder.model, as_json)
 
 
