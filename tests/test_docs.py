@@ -141,22 +141,22 @@ def test_help_names_arguments_in_capitals():
     import re
 
     import typer.main
-    from click.testing import CliRunner
+    from typer.testing import CliRunner
 
     from toolidx.cli.main import app
 
     group = typer.main.get_command(app)
     runner = CliRunner()
     usages = {}
-    for name in group.list_commands(None):
-        out = runner.invoke(group, [name, "--help"], terminal_width=200).output
+    for name in group.commands:
+        out = runner.invoke(app, [name, "--help"], terminal_width=200).output
         usage = out.splitlines()[0]
         assert usage.startswith(f"Usage: toolidx {name} [OPTIONS]"), usage
         assert not re.search(r"[{}]|\b[a-z_]+\b(?:\]|\.\.\.|$)", usage.removeprefix(f"Usage: toolidx {name}")), usage
         usages[name] = usage.removeprefix(f"Usage: toolidx {name} [OPTIONS]").strip()
     assert usages["search"] == "QUERY" and usages["describe"] == "TOOL" and usages["merge"] == "INPUTS..."
     assert usages["diff"] == "[FILES]..." and usages["approve"] == "[TOOLS]..." and usages["list"] == ""
-    assert "\n  QUERY  " in runner.invoke(group, ["search", "--help"], terminal_width=200).output
+    assert "\n  QUERY  " in runner.invoke(app, ["search", "--help"], terminal_width=200).output
 
 
 def test_json_help_says_what_json_replaces():
