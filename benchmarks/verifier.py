@@ -35,39 +35,34 @@ import time
 import numpy as np
 from bench_index import BENCH, MODEL
 from fit_fusion import CATALOGS, R5_LOSS_MAX, logistic
-from fusion_data import FEASIBLE, INFEASIBLE, load
+from fusion_data import FEASIBLE, INFEASIBLE, load, specs
 
 from toolidx.core.tokens import STOP_WORDS, query_terms
 from toolidx.core.tooldoc import split_name
 from toolidx.search import calibration as cal
 
-# canonical action -> its synonyms. Only actions with an effect are checked (CHECKED): a request to
-# read, find, analyse or compare is served by read tools and the agent's own work, so its verb says
-# nothing a retriever's top 5 can contradict; "download the JSON" is a fetch, "save as" a write.
+# canonical action -> its synonyms. Only actions with an effect are checked: a request to read, find,
+# download, analyse or compare is served by read tools and the agent's own work, so its verb says
+# nothing a retriever's top 5 can contradict ("download the JSON" is a fetch, "save as" a write).
 LEXICON = {
     "create": "add new make generate build insert write compose draft produce save",
     "delete": "remove drop erase clear purge destroy uninstall cancel unsubscribe",
-    "read": "get show fetch view open display retrieve load see inspect describe",
-    "list": "enumerate browse",
-    "search": "find look lookup query locate discover",
+    "read": "get show fetch view open display retrieve load see inspect describe list enumerate browse "
+            "search find look lookup query locate discover download export",
     "update": "edit modify rename set change replace move fix adjust patch reopen toggle enable disable turn",
     "send": "post message email mail notify publish share tweet reply comment submit announce",
     "book": "reserve schedule register",
     "buy": "order purchase pay checkout sell trade",
     "vote": "upvote downvote star favorite favourite",
-    "translate": "",
-    "convert": "transform",
-    "download": "export",
-    "upload": "push import attach",
+    "translate": "", "convert": "transform", "upload": "push import attach",
     "run": "execute start launch invoke trigger play",
     "stop": "pause kill halt terminate mute",
     "analyze": "analyse summarize compare calculate compute evaluate scan detect",
 }
-FAMILY = {"list": "read", "search": "read", "download": "read"}
+CHECKED = frozenset(LEXICON) - {"read", "analyze"}
 # the coarse variant: making, changing, running and converting as one action ("start a fresh Word
 # file", "turn A1:F50 into a table", "add textures" served by set_texture)
 COARSE = {"update": "create", "run": "create", "convert": "create"}
-CHECKED = frozenset(LEXICON) - {"read", "list", "search", "download", "analyze"}
 NO_STEM = frozenset({"news", "status", "series", "analysis", "canvas", "alias", "process", "address",
                      "access", "class", "https", "always", "this", "its"})
 
@@ -84,7 +79,7 @@ def stem(w: str) -> str:
     return w[:-1] if w.endswith("e") and len(w) > 3 else w
 
 
-ACTION = {stem(w): FAMILY.get(a, a) for a, ws in LEXICON.items() for w in (a, *ws.split())}
+ACTION = {stem(w): a for a, ws in LEXICON.items() for w in (a, *ws.split())}
 _WORD = re.compile(r"\w+")
 _SENTENCE = re.compile(r"(?<=[.!?。])\s|\n")
 
@@ -135,22 +130,18 @@ def jsonl(path) -> list[dict]:
 
 def records(model: str | None) -> dict[str, list[dict]]:
     tools = {c: {t["id"]: t for t in jsonl(BENCH / c / "tools.jsonl")} for c in ("etom", "livemcp")}
-    files = {"etom": ["etom/queries.jsonl", "etom/queries_infeasible.jsonl"], "livemcp": [
-        "livemcp/queries.jsonl", "livemcp-natural/queries.jsonl", "livemcp-natural/queries_infeasible.jsonl"]}
-    texts = {c: {q["id"]: q["query"] for f in fs for q in jsonl(BENCH / f)} for c, fs in files.items()}
     out: dict[str, list[dict]] = {}
     spent = 0.0
-    for s, rows in load().items():
-        cat = "etom" if s.startswith("etom") else "livemcp"
+    for (s, rows), (cat, qs) in zip(load().items(), specs().values()):  # load() follows specs()' order
         out[s] = []
-        for q, ev in rows:
+        for (q, ev), asked in zip(rows, qs, strict=True):
+            assert q["id"] == asked["id"], "fusion data out of step with its specs: refresh the cache"
             cands = {i: e for i, (_, e) in enumerate(ev)}
             z = cal.ranking_values(cands, "hybrid", q["n_tools"], q["n_terms"], model)
             sc = cal.score_candidates(cands, "hybrid", q["n_tools"], model, q["n_terms"])
-            order = sorted(z, key=lambda i: (-round(z[i], 6), ev[i][0]))[:5]
-            top5 = [ev[i][0] for i in order]
+            top5 = [ev[i][0] for i in sorted(z, key=lambda i: (-round(z[i], 6), ev[i][0]))[:5]]
             t0 = time.perf_counter()
-            sig = verify(texts[cat][q["id"]], [tools[cat][t] for t in top5])
+            sig = verify(asked["query"], [tools[cat][t] for t in top5])
             spent += time.perf_counter() - t0
             out[s].append({"top": max(sc.values(), default=0.0), "exempt": q["n_terms"] < cal.GATE_MIN_TERMS,
                            "hit5": bool(set(q["relevant"]) & set(top5)), **sig})
@@ -202,7 +193,8 @@ def main() -> int:
     def show(name: str, t: float, c: list[float], note: str = "") -> None:
         print(f"  {name:44s} {t:7.4f} " + " ".join(f"{x:{w}.3f}" for x, w in zip(c, (9, 8, 9, 9, 5, 5))) + note)
 
-    grid = [0.0, *(round(x, 4) for x in np.arange(0.002, 0.05, 0.001))]  # fit_fusion's thresholds
+    # fit_fusion's thresholds; a model without a fit is scored on MiniLM's scale: a wider grid
+    grid = [0.0, *(np.arange(0.002, 0.05, 0.001).round(4) if fit_model else np.geomspace(1e-4, 0.5, 120))]
     print(f"\nrules at the budget (<= {R5_LOSS_MAX:.0%} R@5 lost on etom and on natural, pooled; abstain on 3+ terms)")
     print(f"  {'rule':44s} {'thresh':>7s} {'etom lost':>9s} {'nat lost':>8s} {'lmcp lost':>9s} "
           f"{'etom abst':>9s} {'far':>5s} {'near':>5s}")
