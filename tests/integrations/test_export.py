@@ -216,6 +216,18 @@ def test_wrapper_names_stay_with_their_tools_when_look_alikes_arrive(tmp_path, f
                                                         "s/del-ete"}
 
 
+@pytest.mark.parametrize("fmt", ["anthropic", "openai", "openapi"])
+def test_api_names_stay_with_their_tools_when_look_alikes_arrive(tmp_path, fmt):
+    """The API-safe names (anthropic and openai tool names, OpenAPI operationIds) follow the
+    wrappers' rule with `-` allowed: a look-alike added later never takes over a name."""
+    everything = ["del_ete", "del-ete", "del.ete", "del ete", "DEL_ETE"]
+    after = export_names(tmp_path, fmt, everything)
+    assert len(after) == len(everything)
+    for before in LOOK_ALIKES:
+        names = export_names(tmp_path, fmt, before)
+        assert {n: after.get(n) for n in names} == names, before
+
+
 # --- openapi ----------------------------------------------------------------------------------------
 def _openapi_valid(doc: dict) -> None:
     if importlib.util.find_spec("openapi_spec_validator") is None:
@@ -278,10 +290,11 @@ def test_openapi_lifts_refs_and_keeps_the_scope(hostile_db, notes_db):
     doc = json.loads(_export(hostile_db, "openapi"))
     _openapi_valid(doc)
     schemas = doc["components"]["schemas"]
-    assert "evil__evil___tool.input.Item" in schemas and "evil__evil_tool.input.X" in schemas
-    props = schemas["evil__evil___tool.input"]["properties"]
-    assert props["1st"]["items"]["$ref"] == "#/components/schemas/evil__evil___tool.input.Item"
-    assert props["tree"]["$ref"] == "#/components/schemas/evil__evil___tool.input"
+    evil = "evil__evil___tool_" + hashlib.sha256(b'evil/evil"""tool').hexdigest()[:6]  # `"` is not API-safe
+    assert f"{evil}.input.Item" in schemas and "evil__evil_tool.input.X" in schemas
+    props = schemas[f"{evil}.input"]["properties"]
+    assert props["1st"]["items"]["$ref"] == f"#/components/schemas/{evil}.input.Item"
+    assert props["tree"]["$ref"] == f"#/components/schemas/{evil}.input"
     assert "/tools/evil/evil%22%22%22tool" in doc["paths"]
     # refs are rewritten by schema position: properties named like value keywords are schemas
     refs = schemas["evil__refs.input"]["properties"]

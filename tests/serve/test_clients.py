@@ -8,6 +8,7 @@ Real index files crawled by the real CLI from tools_file servers (no network, no
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 
@@ -16,6 +17,7 @@ import pytest
 from conftest import REPO, list_changed_recorder, run_cli
 
 from toolidx.core.filters import Filters
+from toolidx.serve.discovery import api_names
 from toolidx.serve.metatools import ALWAYS_LOAD_KEY, CUT_MARKER, DESCRIPTION_MAX_BYTES, META_TOOLS
 
 LONG = "Reads one record by id and returns it with every field. " + "More detail. " * 400
@@ -105,22 +107,24 @@ def test_expose_tools_is_a_plain_aggregator(agg_index):
     tools, _ = session(build(agg_index, expose_tools=True), listing)
     by_name = {t["name"]: t for t in tools}
     weather = json.loads((REPO / "examples" / "weather-tools.json").read_text())["tools"]
-    assert {n for n in by_name if "__" in n} == {"big__delete_record", "big__read_record"} | {
+    delete = api_names(["big/delete.record"])["big/delete.record"]  # `.` is not API-safe: the id's hash
+    assert delete == "big__delete_record_" + hashlib.sha256(b"big/delete.record").hexdigest()[:6]
+    assert {n for n in by_name if "__" in n} == {delete, "big__read_record"} | {
         f"weather__{t['name']}" for t in weather}
     read = by_name["big__read_record"]
     assert read["annotations"] == {"readOnlyHint": True, "openWorldHint": False}
     assert read["_meta"]["vendor.example/owner"] == "team-a" and read["_meta"]["toolidx/id"] == "big/read_record"
     assert read["description"].endswith(CUT_MARKER) and read["description"].startswith("Reads one record")
     assert read["inputSchema"]["required"] == ["id"] and read["title"] == "Read a record"
-    assert by_name["big__delete_record"]["annotations"] == {"destructiveHint": True}
-    assert by_name["big__delete_record"]["_meta"]["toolidx/id"] == "big/delete.record"
+    assert by_name[delete]["annotations"] == {"destructiveHint": True}
+    assert by_name[delete]["_meta"]["toolidx/id"] == "big/delete.record"
     # stable: a second server over the same index publishes the same names
     again, _ = session(build(agg_index, expose_tools=True), listing)
     assert [t["name"] for t in again] == [t["name"] for t in tools]
     # scope applies
     scoped, _ = session(build(agg_index, expose_tools=True, scope=Filters(read_only=True)), listing)
     assert "big__read_record" in {t["name"] for t in scoped}
-    assert "big__delete_record" not in {t["name"] for t in scoped}
+    assert delete not in {t["name"] for t in scoped}
 
 
 def test_expose_tools_announces_a_recrawl(agg_index, tmp_path):

@@ -3,12 +3,15 @@ run time, the index's own record when the config file is gone."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 
 import pytest
+from conftest import crawl, write_config
 
 from toolidx.serve.backends import BackendUnavailable, SpecSource, spec_from_index
-from toolidx.serve.discovery import exposed_name
+from toolidx.serve.discovery import Discovery, api_names
 
 
 def test_spec_from_the_index_takes_secrets_from_the_environment():
@@ -44,13 +47,38 @@ def test_spec_source_prefers_config_then_index(tmp_path):
 
 
 def test_exposed_names_fit_client_rules():
-    assert exposed_name("time/get_current_time", set()) == "time__get_current_time"
-    assert exposed_name("my.server/tool:x", set()) == "my_server__tool_x"
-    long = exposed_name("s/" + "a" * 80, set())
-    assert len(long) == 64 and long.startswith("s__aaa")
-    taken = {"a__b"}
-    other = exposed_name("a/b", taken)
-    assert other != "a__b" and len(other) <= 64
+    names = api_names(["time/get_current_time", "my.server/tool:x", "s/" + "a" * 80, "brave-search/web-search",
+                       "a__b/c", "a/b__c", "s/"])
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", n) for n in names.values()) and len(set(names.values())) == 7
+    assert names["time/get_current_time"] == "time__get_current_time"
+    assert names["brave-search/web-search"] == "brave-search__web-search"  # `-` is allowed: kept
+    assert names["my.server/tool:x"] == "my_server__tool_x_" + hashlib.sha256(b"my.server/tool:x").hexdigest()[:6]
+    assert len(names["s/" + "a" * 80]) == 64 and names["s/" + "a" * 80].startswith("s__aaa")
+    # the first `__` ends the server part: a tool `b__c` of server `a` is not tool `c` of `a__b`
+    assert names["a/b__c"] == "a__b__c" and names["a__b/c"] == "a_b__c"
+
+
+def _exposed(tmp_path, tools: list[str]) -> dict[str, str]:
+    """serve --expose-tools' {exposed name: id} over a fresh index of server `s` holding these tools."""
+    d = tmp_path / str(len(list(tmp_path.iterdir())))
+    d.mkdir()
+    (d / "tools.json").write_text(json.dumps({"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in tools]}))
+    assert crawl(write_config(d / "c.json", {"s": {"tools_file": str(d / "tools.json")}}), d / "t.db").code == 0
+    disc = Discovery(str(d / "t.db"), expose_tools=True, pins=[f"s/{tools[0]}"])  # pinned and listed: one name
+    assert all(disc.resolve(n)["id"] == i for n, i in disc.exposed().items())
+    return disc.exposed()
+
+
+def test_a_look_alike_added_later_never_takes_an_exposed_name(tmp_path):
+    """serve's exposed names (and the integrations', the same function) depend on the tool's own
+    id: `del.ete` arriving beside `del_ete` (or before it) never changes a name agents call."""
+    everything = ["del_ete", "del-ete", "del.ete", "del ete", "DEL_ETE", "del_ete_" + "0" * 6]
+    after = _exposed(tmp_path, everything)
+    assert len(after) == len(everything) and after["s__del_ete"] == "s/del_ete"
+    for before in [["del_ete"], ["del.ete"], ["del ete"], ["del_ete", "del.ete"], ["del.ete", "del ete"],
+                   ["DEL_ETE", "del-ete"]]:
+        names = _exposed(tmp_path, before)
+        assert {n: after.get(n) for n in names} == names, before
 
 
 def test_launch_lines_only_the_index_vouches_for_are_not_run(tmp_path):

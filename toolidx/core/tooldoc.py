@@ -9,6 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +44,55 @@ def compact_json(value: Any) -> str:
 
 def definition_hash(definition: dict) -> str:
     return hashlib.sha256(canonical_json(definition).encode()).hexdigest()
+
+
+# --- names made of a restricted alphabet (API tool names, function names) -----------------------------
+def name_hash(text: str) -> str:
+    """6 hex of `text`'s SHA-256: what a name that had to change carries, so it stays its tool's."""
+    return hashlib.sha256(text.encode()).hexdigest()[:6]
+
+
+def server_name_parts(servers: Iterable[str], keep: str = "") -> dict[str, str]:
+    """{server: its part of `server__tool` names}: each run of characters outside
+    [A-Za-z0-9{keep}] as one `_`, none at the ends, so the first `__` of a name always ends its
+    server part (a tool named `b__c` on server `a` never reads as tool `c` of a server `a__b`); a
+    part two servers would share carries each one's hash (which servers exist is the user's config)."""
+    base = {}
+    for s in servers:
+        b = re.sub(rf"[^0-9A-Za-z{keep}]+", "_", unicodedata.normalize("NFKD", s)).strip("_") or "server"
+        base[s] = b
+    shared = Counter(base.values())
+    return {s: b if shared[b] == 1 else f"{b}_{name_hash(s)}" for s, b in base.items()}
+
+
+def tool_name_part(tool_id: str, keep: str = "_") -> str:
+    """A tool's part of its names, from its own id only: its name when made of [A-Za-z0-9{keep}]
+    only (`del_ete`), else that name with each other character as `_` and a hash of the id
+    (`del-ete` -> `del_ete_4f1c2a` where `-` is not kept), so a look-alike a server adds later never
+    gets, nor takes over, the plain name a caller already uses."""
+    name = tool_id.partition("/")[2]
+    clean = re.sub(rf"[^0-9A-Za-z{keep}]", "_", unicodedata.normalize("NFKD", name))
+    return name if name and clean == name else f"{clean}_{name_hash(tool_id)}"
+
+
+def safe_names(ids: Iterable[str], parts: dict[str, str], keep: str = "_", max_len: int | None = None
+               ) -> dict[str, str]:
+    """{tool id: `server part__tool part`} (`server_name_parts`, `tool_name_part`), cut to
+    `max_len` with the id's hash where longer. Two ids share a name only when one was crafted to
+    equal another's hashed form (or cut): the first in id order keeps it, the other gets `_2`."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for i in sorted(set(ids)):
+        name = f"{parts[i.partition('/')[0]]}__{tool_name_part(i, keep)}"
+        if max_len is not None and len(name) > max_len:
+            name = f"{name[:max_len - 7]}_{name_hash(i)}"
+        base, n = name, 2
+        while name in taken:
+            suffix = f"_{n}"
+            name, n = (base if max_len is None else base[:max_len - len(suffix)]) + suffix, n + 1
+        taken.add(name)
+        out[i] = name
+    return out
 
 
 MAX_DEPTH = 200  # JSON nesting a tool may have (real schemas stay under 40; diff compares up to 200)

@@ -14,7 +14,6 @@ generated code as escaped string literals or escaped comment text, never as code
 
 from __future__ import annotations
 
-import hashlib
 import json
 import keyword
 import re
@@ -25,6 +24,7 @@ from typing import Any
 
 from ..core.filters import Filters
 from ..core.schemas import deref, merge_all_of
+from ..core.tooldoc import name_hash, safe_names, server_name_parts
 from ..store.tools import list_servers
 from .common import ToolCatalog
 
@@ -47,42 +47,17 @@ _TS_RESERVED = {"break", "case", "catch", "class", "const", "continue", "debugge
 
 
 # --- the names of the wrappers -----------------------------------------------------------------------
-def _hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:6]
-
-
-def _server_parts(servers: list[str]) -> dict[str, str]:
-    """{server: its part of the wrapper names}: each run of characters outside [A-Za-z0-9] as one
-    `_`, none at the ends, so the first `__` of a wrapper name always ends its server part; a part
-    two servers would share carries each one's hash (which servers exist is the user's config)."""
-    base = {}
-    for s in servers:
-        b = re.sub(r"[^0-9A-Za-z]+", "_", unicodedata.normalize("NFKD", s)).strip("_") or "server"
-        base[s] = "_" + b if b[0].isdigit() else b
-    shared = Counter(base.values())
-    return {s: b if shared[b] == 1 else f"{b}_{_hash(s)}" for s, b in base.items()}
-
-
 def wrapper_names(catalog: ToolCatalog) -> dict[str, str]:
     """{tool id: its function's name}, the same in Python and TypeScript: `server__tool`.
 
     A tool's name depends on its own id (and the index's server names), never on which other tools
-    exist, so a tool a server adds later cannot take over a name that code already calls: the tool
-    part is the tool's name when it is made of [A-Za-z0-9_] only (`del_ete`), else that name with
-    each other character as `_` and a 6-hex hash of the id (`del-ete` -> `del_ete_4f1c2a`), so a
-    look-alike never gets the plain name. (API names such as `ToolCatalog.names` go to the first
-    tool in id order instead.)"""
-    ids = sorted(catalog.names)
-    servers = {r["name"] for r in list_servers(catalog.db)} | {i.partition("/")[0] for i in ids}
-    parts = _server_parts(sorted(servers))
-    taken: set[str] = set()
-    out = {}
-    for i in ids:
-        server, _, name = i.partition("/")
-        clean = re.sub(r"[^0-9A-Za-z_]", "_", unicodedata.normalize("NFKD", name))
-        tool = name if name and clean == name else f"{clean}_{_hash(i)}"
-        out[i] = _unique(f"{parts[server]}__{tool}", taken)  # a clash only between names crafted to clash
-    return out
+    exist, so a tool a server adds later cannot take over a name that code already calls: the rule
+    of every API-safe name (`core.tooldoc.safe_names`), here with [A-Za-z0-9_] for the tool part
+    (`del-ete` -> `del_ete_4f1c2a`) and [A-Za-z0-9] for the server part, behind `_` where it would
+    start with a digit."""
+    servers = {r["name"] for r in list_servers(catalog.db)} | {i.partition("/")[0] for i in catalog.names}
+    parts = {s: "_" + p if p[0].isdigit() else p for s, p in server_name_parts(sorted(servers)).items()}
+    return safe_names(catalog.names, parts, keep="_")
 
 
 def _type_stems(names: dict[str, str]) -> dict[str, str]:
@@ -90,7 +65,7 @@ def _type_stems(names: dict[str, str]) -> dict[str, str]:
     tools would share carries each one's hash, so no tool's type name passes to another."""
     stem = {i: _pascal(fn) for i, fn in names.items()}
     shared = Counter(stem.values())
-    return {i: s if shared[s] == 1 else f"{s}{_hash(i)}" for i, s in stem.items()}
+    return {i: s if shared[s] == 1 else f"{s}{name_hash(i)}" for i, s in stem.items()}
 
 
 # --- parameters of a tool ---------------------------------------------------------------------------

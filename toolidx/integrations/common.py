@@ -18,7 +18,7 @@ from typing import Any
 from ..core.errors import UsageError
 from ..core.filters import Filters
 from ..serve.backends import BackendPool, SpecSource
-from ..serve.discovery import Discovery, exposed_name
+from ..serve.discovery import Discovery
 from ..serve.execute import execute
 from ..serve.usage import Usage
 from ..store.tools import get_server
@@ -69,13 +69,8 @@ class ToolCatalog:
         if len(tool_ids) > max_tools:
             raise UsageError(f"{len(tool_ids)} tools in scope: the model APIs take at most {max_tools} in one "
                              "request", fix="narrow the scope (servers, tags, categories, read-only)")
-        self.names: dict[str, str] = {}
-        self.ids: dict[str, str] = {}
-        taken: set[str] = set()
-        for i in tool_ids:
-            n = exposed_name(i, taken)
-            taken.add(n)
-            self.names[i], self.ids[n] = n, i
+        self.names: dict[str, str] = self.discovery.api_names(tool_ids)
+        self.ids: dict[str, str] = {n: i for i, n in self.names.items()}
         self._embedder = embedder
         self._usage_db, self._record_usage = usage_db, record_usage
         self._usage: Usage | None = None

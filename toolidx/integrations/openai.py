@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from ..core.counts import plural
+from ..core.tooldoc import tool_name_part
 from .common import DEFAULT_TIMEOUT_S, ToolCatalog, field, result_text
 
 MAX_PER_NAMESPACE = 9  # "fewer than 10 functions per namespace"
@@ -104,7 +105,7 @@ class OpenAIToolSearch:
                 self.namespace_description[ns] = description
                 taken_fn: set[str] = set()
                 for i in gids:
-                    fn = _safe(self.catalog.tool(i)["name"], taken_fn, i)
+                    fn = _safe(tool_name_part(i, keep="_-"), taken_fn, i)  # a look-alike never takes a name
                     taken_fn.add(fn)
                     self.place[i], self.by_place[(ns, fn)] = (ns, fn), i
 

@@ -7,12 +7,10 @@ serve.py wires this to MCP; tests and benchmarks can call it directly.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +19,7 @@ from ..core.counts import plural
 from ..core.errors import ToolidxError, UsageError
 from ..core.filters import Filters
 from ..core.schemas import compile_validator, schema_errors
-from ..core.tooldoc import compact_json
+from ..core.tooldoc import compact_json, safe_names, server_name_parts
 from ..store.db import Database, open_db
 from ..store.tools import all_ids, filtered_rowids, get_tool, get_tools_by_rowid, list_servers
 from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS, cut_text, instructions
@@ -32,7 +30,6 @@ log = logging.getLogger("toolidx")
 DEFAULT_MAX_TOKENS = 4000
 MODEL_WAIT_S = 20.0  # how long a semantic or hybrid search waits for the model serve is loading
 EXPOSED_NAME_MAX = 64  # Claude and most clients: ^[a-zA-Z0-9_-]{1,64}$
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 HIT_KEYS = ("id", "title", "description", "score", "matched")
 
 
@@ -70,15 +67,15 @@ def error_answer(code: str, message: str, fix: str | None = None, **extra: Any) 
     return Answer(payload, f"Error: {message}" + (f"\nFix: {fix}" if fix else ""), is_error=True)
 
 
-def exposed_name(tool_id: str, taken: set[str]) -> str:
-    """`server__tool`, made safe for clients' tool-name rules (letters, digits, _ and -, <= 64);
-    a name that had to be shortened or collides gets a short hash of the id."""
-    server, _, name = tool_id.partition("/")
-    base = _UNSAFE.sub("_", f"{server}__{name}")
-    if len(base) <= EXPOSED_NAME_MAX and base not in taken:
-        return base
-    h = hashlib.sha256(tool_id.encode()).hexdigest()[:6]
-    return base[:EXPOSED_NAME_MAX - 7] + "_" + h
+def api_names(ids: Iterable[str], servers: Iterable[str] = ()) -> dict[str, str]:
+    """{tool id: its API-safe name}, `server__tool` within clients' tool-name rules
+    (`^[A-Za-z0-9_-]{1,64}$`): serve's exposed tools and the integrations' names. A name depends on
+    the tool's own id and the index's server names (`servers`) only, never on which other tools
+    exist: a look-alike a server adds later (`del.ete` beside `del_ete`) gets a hashed name and
+    never takes over the one agents already call (`core.tooldoc.safe_names`, as export's wrappers)."""
+    ids = list(ids)
+    every = sorted({*servers, *(i.partition("/")[0] for i in ids)})
+    return safe_names(ids, server_name_parts(every, keep="-"), keep="_-", max_len=EXPOSED_NAME_MAX)
 
 
 @dataclass
@@ -275,14 +272,13 @@ class Discovery:
             for p in self.pin_names:
                 if p not in self.scope_ids():
                     log.warning(f"pinned tool {p!r} is no longer in the index")
-            out: dict[str, str] = {}
-            taken = {t["name"] for t in META_TOOLS}
-            for i in dict.fromkeys([*pinned, *ids]):
-                n = exposed_name(i, taken)
-                taken.add(n)
-                out[n] = i
-            c.exposed = out
+            named = self.api_names([*pinned, *ids])
+            c.exposed = {named[i]: i for i in dict.fromkeys([*pinned, *ids])}
         return c.exposed
+
+    def api_names(self, ids: Iterable[str]) -> dict[str, str]:
+        """`api_names` with this index's servers."""
+        return api_names(ids, (r["name"] for r in list_servers(self.db)))
 
     def exposed_definitions(self) -> list[dict]:
         out = []
