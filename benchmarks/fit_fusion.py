@@ -153,9 +153,9 @@ def hybrid() -> dict:
         print(f"  {s:16s} {str(k):28s} {m[0]:6.3f} {m[1]:6.3f}   {b[0]:.3f} / {b[1]:.3f}   "
               f"{c[0]:.3f} / {c[1]:.3f}   {w[0]:.3f} / {w[1]:.3f}", flush=True)
     final = pick(fit_sets)
-    held = current()
+    known = current()
     print(f"  all sets -> {final} (calibration.json holds "
-          f"{(held.cos, held.coverage, held.name, held.ramp) if held else None})")
+          f"{(known.cos, known.coverage, known.name, known.ramp) if known else None})")
     for s in fit_sets:
         m = perf[final][s].mean(0)
         d = perf[final][s] - before[s]
@@ -212,14 +212,14 @@ def hybrid() -> dict:
         print(f"  {s:16s} Platt ({slope:7.3f}, {bias:7.3f}) held-out ECE {ece(s, slope, bias):.3f}")
     slope, bias = platt(everything)
     print(f"  all sets -> Platt ({slope:.3f}, {bias:.3f}) (calibration.json holds "
-          f"{held.platt['hybrid'] if held else None})")
+          f"{known.platt['hybrid'] if known else None})")
     print("  threshold: the highest whose feasible R@5 loss is <= 1 point on each catalog (pooled), "
           "held out by catalog")
     for held, other in (("etom", "natural"), ("natural", "etom")):
         t = pick_threshold([other], slope, bias)
         print(f"    picked on {other}: {t:.3f}; on {held}: R@5 loss {pooled_loss(catalogs[held], slope, bias, t):.3f}")
     t = pick_threshold(list(catalogs), slope, bias)
-    print(f"  both catalogs -> threshold {t} (calibration.json holds {held.threshold['hybrid'] if held else None})")
+    print(f"  both catalogs -> threshold {t} (calibration.json holds {known.threshold['hybrid'] if known else None})")
     print(f"  {'threshold':>9s} {'etom loss':>9s} {'natural loss':>12s} {'livemcp loss':>12s} "
           f"{'etom abst':>9s} {'far abst':>8s} {'near abst':>9s}")
     for tt in sorted({0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, t}):

@@ -2,8 +2,8 @@
 # One command from a fresh clone: install toolidx into .venv, crawl the bundled example (a real
 # stdio MCP server, examples/notes_server.py, and two saved tool lists), search it.
 #   bash scripts/setup.sh
-# Uses ../shared/models/all-MiniLM-L6-v2-onnx-int8 (or TOOLIDX_MODEL_PATH) when present, so the
-# example gets vectors offline; without a model the crawl is keyword-only and says so.
+# The example is embedded with toolidx's own model, shipped inside the package (offline, no
+# download), as every later crawl of yours is unless you name another (TOOLIDX_MODEL_PATH, --model).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -14,9 +14,6 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q -e ".[test]" 2>&1 | grep -v "WARNING: Location" || true
 .venv/bin/python -c "import toolidx, sqlean, sqlite_vec, fastembed, mcp" \
   || { echo "setup: install failed (see above)" >&2; exit 1; }
-if [ -z "${TOOLIDX_MODEL_PATH:-}" ] && [ -f ../shared/models/all-MiniLM-L6-v2-onnx-int8/model.onnx ]; then
-  TOOLIDX_MODEL_PATH=$(cd ../shared/models/all-MiniLM-L6-v2-onnx-int8 && pwd); export TOOLIDX_MODEL_PATH
-fi
 rm -f example.db example.db-wal example.db-shm
 # the notes server runs under toolidx's own Python, the venv's (live.yaml says ${TOOLIDX_PYTHON})
 .venv/bin/toolidx crawl --config examples/live.yaml --db example.db

@@ -42,24 +42,37 @@ def scores(embedder, cat) -> dict[str, float]:
 def load(path: Path):
     from toolidx.core.embedding import load_embedder, resolve_model
 
-    e = load_embedder(resolve_model(name="sentence-transformers/all-MiniLM-L6-v2", path=str(path)))
+    e = load_embedder(resolve_model(path=str(path)))  # a folder names its model (model.json), or is MiniLM
     if e is None:
         sys.exit(f"cannot load {path}")
     return e
 
 
-def overlap() -> dict[str, int]:
-    """Tools of the test catalog whose text also stands in a training catalog (none expected: the
-    test catalog is another set of servers, but the same public server can appear in two sets)."""
-    from data import etom, metatool, test_catalogs
+def training_names() -> set[str]:
+    from data import etom
 
-    seen = {d for d in metatool(train=True)[0].values()}
-    seen |= {f"{r['name']}\n{r.get('description')}" for r in etom(train=True)[0].values()}
-    names = {r["name"] for r in etom(train=True)[0].values()}
+    return {r["name"] for r in etom(train=True)[0].values()}
+
+
+def overlap() -> dict[str, int]:
+    """Tools of the test catalog whose text, or name, also stands in a training catalog (the same
+    public server, or a common tool name like read_file, can appear in two sets)."""
+    from data import etom, metatool, test_catalogs, tool_text
+
+    seen = set(metatool(train=True)[0].values()) | {tool_text(r) for r in etom(train=True)[0].values()}
     cat = test_catalogs()[0]
-    same_name = sum(tid.split("/", 1)[1] in names for tid in cat.docs)
+    same_name = sum(tid.split("/", 1)[1] in training_names() for tid in cat.docs)
     return {"test tools": len(cat.docs), "same name in ETOM training half": same_name,
             "same text": sum(t in seen for t in cat.docs.values())}
+
+
+def without_overlap(cat):
+    """The catalog's queries none of whose relevant tools shares a name with a training tool."""
+    from data import Catalog
+
+    names = training_names()
+    return Catalog(f"{cat.name} (no name overlap)", cat.docs,
+                   [(q, rel) for q, rel in cat.queries if not any(t.split("/", 1)[1] in names for t in rel)])
 
 
 def main() -> int:
@@ -72,7 +85,8 @@ def main() -> int:
 
     models = {"MiniLM": load(args.base), "tuned": load(args.model)}
     report: dict = {"validation": {}, "test": {}, "overlap": overlap()}
-    for kind, cats in (("validation", validation_catalogs()), ("test", test_catalogs())):
+    tests = test_catalogs()
+    for kind, cats in (("validation", validation_catalogs()), ("test", tests + [without_overlap(c) for c in tests])):
         for cat in cats:
             row = {name: scores(m, cat) for name, m in models.items()}
             report[kind][cat.name] = row

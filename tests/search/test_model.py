@@ -1,0 +1,136 @@
+"""toolidx's own embedding model (toolidx/models/tool-minilm-l6): shipped in the package, the
+default, recorded in the index by name and file hash, loaded offline from an installed wheel, and
+one resolution order (flag, environment, the index's model, the default) for every command."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from contextlib import closing
+
+import pytest
+from conftest import REPO, run_cli, write_config
+
+from toolidx.core import embedding as emb_mod
+from toolidx.core.errors import ModelError
+from toolidx.store.db import open_db
+
+CATALOG = REPO / "tests" / "data" / "search_catalog.jsonl"
+CHECK = REPO / "tests" / "data" / "model_check.jsonl"
+
+
+def packaged() -> emb_mod.ModelCard:
+    card = emb_mod.packaged_models().get(emb_mod.DEFAULT_MODEL)
+    assert card is not None, f"{emb_mod.DEFAULT_MODEL} is not in {emb_mod.PACKAGED_DIR}"
+    return card
+
+
+def test_the_default_model_ships_in_the_package_with_its_card():
+    card = packaged()
+    onnx = card.folder / "model.onnx"
+    assert hashlib.sha256(onnx.read_bytes()).hexdigest() == card.sha256
+    assert onnx.stat().st_size < 25_000_000 and card.dim == 384
+    text = (card.folder / "MODEL_CARD.md").read_text()
+    for must in ("Apache-2.0", "MIT", "MetaTool", "ETOM", "livemcp-natural", "never trained on"):
+        assert must in text, must
+    trained = json.loads((card.folder / "model.json").read_text())["trained_on"]
+    assert trained["etom/queries.jsonl"], "the card lists the bench queries it was trained on"
+
+
+def test_resolution_order_flag_environment_index_default(monkeypatch, tmp_path, model_path):
+    monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
+    monkeypatch.delenv("TOOLIDX_MODEL", raising=False)
+    assert emb_mod.resolve_model().name == emb_mod.DEFAULT_MODEL  # nothing set: toolidx's own
+    assert emb_mod.resolve_model(indexed=emb_mod.MINILM, remembered_path=model_path).path == model_path  # the index's
+    monkeypatch.setenv("TOOLIDX_MODEL_PATH", model_path)  # a bare folder: MiniLM's layout
+    env = emb_mod.resolve_model(indexed=emb_mod.DEFAULT_MODEL)
+    assert (env.name, env.path) == (emb_mod.MINILM, model_path)  # the environment beats the index
+    flag = emb_mod.resolve_model(name=emb_mod.DEFAULT_MODEL, indexed=emb_mod.MINILM)
+    assert flag.path == str(packaged().folder)  # a packaged name always loads the packaged files
+    assert emb_mod.resolve_model(name="none").name is None
+    # a folder that names its model refuses to be read as another one
+    with pytest.raises(ModelError, match="holds model"):
+        emb_mod.resolve_model(name=emb_mod.MINILM, path=str(packaged().folder))
+
+
+def test_a_crawl_keeps_the_index_model_and_reembeds_when_it_changes(monkeypatch, tmp_path, model_path):
+    cfg = write_config(tmp_path / "c.json", {"cat": {"tools_file": str(CATALOG)}})
+    db = tmp_path / "i.db"
+
+    def meta():
+        with closing(open_db(db, readonly=True)) as d:
+            return d.get_meta("embed_model"), d.get_meta("embed_model_sha256"), \
+                {r["id"]: r["embed_hash"] for r in d.query("SELECT id, embed_hash FROM tools")}
+
+    monkeypatch.setenv("TOOLIDX_MODEL_PATH", model_path)
+    assert run_cli("crawl", "--config", cfg, "--db", db).code == 0
+    name, _, hashes = meta()
+    assert name == emb_mod.MINILM
+    monkeypatch.delenv("TOOLIDX_MODEL_PATH")
+    assert run_cli("crawl", "--config", cfg, "--db", db).code == 0  # nothing set: the index's model stays
+    assert meta()[0] == emb_mod.MINILM and meta()[2] == hashes
+    r = run_cli("crawl", "--config", cfg, "--db", db, "--model", emb_mod.DEFAULT_MODEL)
+    assert r.code == 0, r.stderr
+    name, sha, new = meta()
+    assert (name, sha) == (emb_mod.DEFAULT_MODEL, packaged().sha256)
+    assert all(new[t] != hashes[t] for t in hashes), "every tool is embedded again by the new model"
+    r = run_cli("search", "what will the weather be tomorrow in Paris", "--db", db, "--json")
+    assert r.code == 0 and r.json["hits"][0]["id"] == "weather/get_forecast"
+    assert not any("uncalibrated" in n for n in r.json["notes"]), r.json["notes"]
+
+
+@pytest.mark.model
+def test_the_shipped_model_finds_tools_on_a_fixed_set(tmp_path):
+    """Not a benchmark: a broken export (wrong pooling, a drifted quantisation) fails it."""
+    from toolidx.crawl.config import build_config
+    from toolidx.crawl.run import run_crawl
+    from toolidx.search.eval import evaluate
+
+    emb = emb_mod.load_embedder(emb_mod.resolve_model(name=emb_mod.DEFAULT_MODEL))
+    assert emb is not None and emb.model == emb_mod.DEFAULT_MODEL
+    db = open_db(tmp_path / "m.db", create=True)
+    run_crawl(build_config({"mcpServers": {"cat": {"tools_file": str(CATALOG)}}}, None), db, embedder=emb)
+    rep = evaluate(db, CHECK, modes=("semantic", "hybrid"), embedder=emb)
+    for mode in ("semantic", "hybrid"):
+        m = rep["modes"][mode]["metrics"]
+        assert m["R@1"] >= 0.85 and m["R@5"] == 1.0, (mode, m, rep["modes"][mode]["misses"])
+
+
+@pytest.mark.slow
+def test_the_shipped_model_loads_from_an_installed_wheel_offline(tmp_path):
+    """Build the wheel, unpack it, and crawl + search from it with no network, no ../shared and no
+    model setting: the model inside the wheel is found, embedded with and recorded."""
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                    "-w", str(wheels), str(REPO)], check=True, capture_output=True, timeout=300)
+    wheel = next(wheels.glob("toolidx-*.whl"))
+    assert wheel.stat().st_size < 30_000_000, f"wheel is {wheel.stat().st_size} bytes"
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        assert "toolidx/models/tool-minilm-l6/model.onnx" in names and "toolidx/search/calibration.json" in names
+        z.extractall(site)
+    cfg = write_config(tmp_path / "c.json", {"cat": {"tools_file": str(CATALOG)}})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLIDX_MODEL")}
+    env |= {"HF_HUB_OFFLINE": "1", "TOOLIDX_CACHE_DIR": str(tmp_path / "nocache"), "PYTHONPATH": ""}
+
+    def toolidx(*args: str) -> str:
+        code = (f"import sys; sys.path.insert(0, {str(site)!r}); import toolidx; "
+                f"assert toolidx.__file__.startswith({str(site)!r}), toolidx.__file__; "
+                f"from toolidx.cli.main import main; main({list(args)!r})")
+        r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    toolidx("crawl", "--config", str(cfg), "--db", "w.db", "--json")
+    out = json.loads(toolidx("search", "merge pdf files", "--db", "w.db", "--json", "--mode", "semantic"))
+    assert out["mode_used"] == "semantic" and out["hits"][0]["id"] == "pdf/merge_pdfs"
+    with closing(open_db(tmp_path / "w.db", readonly=True)) as d:
+        assert d.get_meta("embed_model") == emb_mod.DEFAULT_MODEL
+        assert d.get_meta("embed_model_sha256") == packaged().sha256
+        assert not d.get_meta("embed_model_path"), "a packaged model is found by name, not by where it was"
