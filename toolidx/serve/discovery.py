@@ -181,11 +181,13 @@ class Discovery:
         except Exception as e:  # a broken model must not take the server down
             log.warning(f"embedding model unavailable, keyword search only: {e}")
             emb = None
-        self.embedder = emb
         try:  # the first searches then pay for nothing but themselves
             warm(self.db, emb)
         except Exception as e:
             log.warning(f"could not preload the search caches: {e}")
+        # the embedder, the state and the event change together: a search that sees the model
+        # sees it ready (a search waiting meanwhile waits for the warm caches too)
+        self.embedder = emb
         self.model_state = "ready" if emb is not None else "unavailable"
         self.model_done.set()
 
