@@ -134,7 +134,7 @@ def test_text_output_and_replacing_an_existing_index(shards, tmp_path):
     r = run_cli("merge", d / "b.db", d / "a.db", "-o", out)
     assert r.code == 0, r.stderr
     assert "b.db" in r.stdout and "a.db" in r.stdout
-    assert "merged 2 indexes" in r.stderr and "13 vectors copied" in r.stderr and "0 conflict(s)" in r.stderr
+    assert "merged 2 indexes" in r.stderr and "13 vectors copied" in r.stderr and "0 conflicts" in r.stderr
     db = open_db(out)
     assert db.scalar("SELECT count(*) FROM crawls") == 2 and db.scalar("SELECT count(*) FROM tools") == 13
     db.close()

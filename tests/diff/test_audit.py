@@ -111,5 +111,5 @@ def test_audit_command_flags_the_planted_tools(tmp_path, cli):
     md = cli("audit", "--db", db, "--format", "markdown")
     assert md.code == 1 and "| `shop/get_order` | hidden-tag |" in md.stdout
     clean = cli("audit", "--db", db, "--server", "weather")
-    assert clean.code == 0 and "0 finding(s) in 0 of 1 tools" in clean.stderr
+    assert clean.code == 0 and "0 findings in 0 of 1 tools" in clean.stderr
     assert cli("audit", "--db", db, "--server", "nope").code == 2

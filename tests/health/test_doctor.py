@@ -122,7 +122,7 @@ def test_the_usage_file_is_read_without_writing_and_a_broken_one_only_warns(tmp_
     r = run_cli("doctor", "--db", db, "--model", "none", "--json")
     c = _by_name(r.json)["usage/usage file"]
     assert r.code == 0 and c["status"] == "ok"
-    assert "2 call(s) of 1 tool(s)" in c["detail"] and "1 tool(s) with recorded examples" in c["detail"]
+    assert "2 calls of 1 tool," in c["detail"] and "1 tool with recorded examples" in c["detail"]
     assert usage.read_bytes() == before
 
     usage.unlink()

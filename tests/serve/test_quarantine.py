@@ -339,6 +339,6 @@ def test_merge_drops_approvals_and_says_so(tmp_path):
     assert r.code == 0, r.stderr
     assert _rows(out) == {} and r.json["approvals_dropped"] == 5
     text = run_cli("merge", *dbs, "-o", tmp_path / "m2.db")
-    assert "5 approval(s) in the inputs not carried over" in text.stderr and "toolidx approve" in text.stderr
+    assert "5 approvals in the inputs not carried over" in text.stderr and "toolidx approve" in text.stderr
     d = run_cli("diff", "--approved", "--db", out, "--json").json
     assert len({t["id"] for s in d["servers"] for t in s["tools"]}) == 7  # everything awaits approval

@@ -85,7 +85,7 @@ def test_meta_tool_arguments_are_validated(serve_index):
     for r, sc, text in results:
         assert r.is_error and sc["error"] in ("invalid_arguments", "UsageError"), text
     assert "limit" in results[0][2] and "colour" in results[1][2] and "tool_name" in results[2][2]
-    assert "regex" in results[3][2]
+    assert "invalid filters.name_pattern regex" in results[3][2] and "--" not in results[3][2]  # as the agent wrote it
 
 
 # --- search / list / describe / categories / similar -----------------------------------------------
@@ -335,6 +335,26 @@ def test_a_backend_that_crashes_mid_session_is_reported_then_restarted(serve_ind
     assert int(pid1) != int(pid2)  # a new process
     assert rc.is_error and crash["error"] == "backend_unavailable"
     assert "exit code 7" in crash_text and "crashing on request" in crash_text  # exit code + stderr
+
+
+def test_a_backend_that_does_not_start_says_why_in_its_own_words(tmp_path):
+    """"did not start (server closed the connection)" said nothing a user could act on; the
+    server's last stderr lines come with it, in execute_tool's answer and in `toolidx check`."""
+    from conftest import crawl, raw, write_config
+
+    cfg = write_config(tmp_path / "r.json", {"s": raw("ok")})
+    assert crawl(cfg, tmp_path / "r.db").code == 0
+    write_config(cfg, {"s": raw("crash-start")})  # writes its reason to stderr, exits 3
+
+    async def body(c):
+        return await call(c, "execute_tool", {"tool_name": "s/tool_0", "arguments": {"path": "x"}})
+
+    r, answer, text = session(build(tmp_path / "r.db", config_path=str(cfg)), body)
+    said = "last stderr: fatal: cannot open configuration /nonexistent/config.toml"
+    assert r.is_error and "did not start" in answer["message"] and said in answer["message"], text
+    assert "\n" not in answer["message"]  # still one line
+    checked = run_cli("check", "-r", "s/tool_0", "--db", tmp_path / "r.db", "--config", cfg, "--json")
+    assert checked.code != 0 and said in json.dumps(checked.json), checked.stdout
 
 
 def test_execute_tools_fix_matches_what_happened(tmp_path):

@@ -487,7 +487,8 @@ def test_v1_search_answers_the_json_of_search_json(http_server, serve_index):
     assert body["no_match"] is True and body["hits"] == []  # the calibrated "no good match"
     assert any("(min_score=0 shows it anyway)" in n for n in body["notes"]) and "--" not in json.dumps(body)
     for bad in ({}, {"q": "x", "k": 0}, {"q": "x", "k": "many"}, {"q": "x", "mode": "magic"},
-                {"q": "x", "read_only": "perhaps"}, {"q": "x", "min_score": 2}, {"q": "x" * 4001}):
+                {"q": "x", "read_only": "perhaps"}, {"q": "x", "min_score": 2}, {"q": "x" * 4001},
+                {"q": "x", "name_pattern": "(a)\\1"}, {"q": "x", "name_pattern": "a" * 501}):
         status, body, _ = get(base, "/v1/search", ADMIN, **bad)
         assert status == 400 and body["command"] == "error" and body["message"], bad
         assert "--" not in body["message"], body  # its own parameter names (min_score), not the CLI's

@@ -154,10 +154,10 @@ def merge_result(res: Any, as_json: bool) -> None:
                              for x in c["launches"])
             note(f"launch line differs: server {c['server']!r} starts differently by input ({says})")
     if d.get("approvals_dropped"):
-        note(f"{d['approvals_dropped']} approval(s) in the inputs not carried over: approvals come only from "
+        note(f"{plural(d['approvals_dropped'], 'approval')} in the inputs not carried over: approvals come only from "
              f"`toolidx approve --db {d['output']}` on the merged index, after review (`toolidx diff --approved`)")
     if d.get("untrusted"):
-        note(f"{len(d['untrusted'])} server(s) with launch lines no crawl on this machine wrote "
+        note(f"{plural(len(d['untrusted']), 'server')} with launch lines no crawl on this machine wrote "
              f"({', '.join(d['untrusted'][:10])}{', …' if len(d['untrusted']) > 10 else ''}): serve and check "
              "start them only with --config naming their config, or --trust-index")
     vecs = (f"{d['vectors']} vectors copied ({d['embed_model']})" if d["embed_model"]
@@ -166,7 +166,7 @@ def merge_result(res: Any, as_json: bool) -> None:
         vecs += f"; {plural(d['missing_vectors'], 'tool')} without one: run `toolidx embed --db {d['output']}`"
     note(f"merged {plural(len(d['inputs']), 'index', 'indexes')} into {d['output']}: "
          f"{plural(d['servers'], 'server')}, {plural(d['tools'], 'tool')}, "
-         f"{d['crawls']} crawls; {vecs}; {len(d['conflicts'])} conflict(s)")
+         f"{d['crawls']} crawls; {vecs}; {plural(len(d['conflicts']), 'conflict')}")
 
 
 # Sections below are per command group; keep each group's renderers together.
@@ -326,7 +326,7 @@ def similar_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None
             for h in res["similar"]]
     table(["id", "score", "duplicate", "why"], rows, title=f"like {res['tool']} ({res['method']})")
     note(f"{len(res['similar'])} similar to {res['tool']} by {res['method']} similarity; "
-         f"{res['duplicates']} likely duplicate(s)")
+         f"{plural(res['duplicates'], 'likely duplicate')}")
     _truncation_note(res)
 
 
@@ -413,13 +413,13 @@ def approve_result(res: dict, as_json: bool) -> None:
     if res["action"] == "revoke":
         for t in res["tools"]:
             write(f"{t['id']}\t{'revoked' if t['revoked'] else 'was not approved'}\n")
-        note(f"revoked {res['count']} approval(s) in {res['db']}")
+        note(f"revoked {plural(res['count'], 'approval')} in {res['db']}")
         return
     was = {"unapproved": "approved (new)", "changed": "approved (changed since the last approval)",
            "approved": "already approved (unchanged)"}
     for t in res["tools"]:
         write(f"{t['id']}\t{was[t['was']]}\n")
-    note(f"approved {res['count']} tool(s) as {res['by']} at {res['at']} in {res['db']}")
+    note(f"approved {plural(res['count'], 'tool')} as {res['by']} at {res['at']} in {res['db']}")
 
 
 def diff_result(result: Any, fmt: str, fail_on: list[str], show_compatible: bool = True) -> None:
@@ -462,7 +462,7 @@ def audit_result(report: Any, fmt: str) -> None:
         return
     if payload["findings"]:
         table(diffview.AUDIT_COLUMNS, diffview.audit_rows(payload))
-    note(f"audit: {payload['findings']} finding(s) in {payload['flagged_tools']} of {payload['scanned']} tools"
+    note(f"audit: {plural(payload['findings'], 'finding')} in {payload['flagged_tools']} of {payload['scanned']} tools"
          + (f" ({', '.join(f'{k} {v}' for k, v in payload['by_rule'].items())})" if payload["by_rule"] else ""))
 
 

@@ -20,13 +20,15 @@ _RE2_MAX_MEM = 1 << 20
 
 
 @lru_cache(maxsize=64)
-def compile_pattern(pattern: str) -> Any:
+def compile_pattern(pattern: str, option: str = "--name-pattern") -> Any:
     """`pattern` compiled by RE2, case-insensitive, or a one-line UsageError: too long, not RE2
-    syntax (no look-around or back-references), or too large to compile within bounds."""
+    syntax (no look-around or back-references), or too large to compile within bounds. `option`:
+    the pattern's name as the caller wrote it (`--name-pattern`, search's `spelling`: an agent's
+    `filters.name_pattern`, an HTTP client's `name_pattern`)."""
     import re2
 
     if len(pattern) > MAX_PATTERN_CHARS:
-        raise UsageError(f"invalid --name-pattern regex: longer than {MAX_PATTERN_CHARS} characters",
+        raise UsageError(f"invalid {option} regex: longer than {MAX_PATTERN_CHARS} characters",
                          fix="use a shorter regular expression, e.g. '^git_' or 'pdf|docx'")
     options = re2.Options()
     # log_errors off: RE2 would print each bad pattern to stderr besides raising
@@ -36,7 +38,7 @@ def compile_pattern(pattern: str) -> Any:
         return re2.compile(pattern, options)
     except re2.error as e:
         why = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
-        raise UsageError(f"invalid --name-pattern regex {pattern[:200]!r}: {why}",
+        raise UsageError(f"invalid {option} regex {pattern[:200]!r}: {why}",
                          fix="use an RE2 regular expression (no look-around or back-references), "
                              "e.g. '^git_' or 'pdf|docx'") from None
 

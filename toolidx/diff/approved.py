@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.counts import plural
 from ..core.errors import NotFoundError
 from ..core.tooldoc import definition_hash
 from ..store import approvals as store
@@ -69,7 +70,7 @@ def awaiting_approval(db: Database, servers: list[str] | None = None) -> DiffRes
                     diffs[tid].changes.extend(text)
         if s.state == "added":  # a server none of whose tools was approved
             s.state = "ok"
-    result.notes.append(f"{len(store.approvals(db))} tool(s) approved; approve with `toolidx approve ID…`")
+    result.notes.append(f"{plural(len(store.approvals(db)), 'tool')} approved; approve with `toolidx approve ID…`")
     return result
 
 

@@ -202,7 +202,7 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
         said = stderr_lines(s["stderr_tail"])  # masked when stored
         report.add("index", f"server {s['name']}", WARN,
                    f"failed at the last crawl: {(s['error'] or 'no reason recorded').splitlines()[0][:200]}"
-                   + (f"; {facts['stale_tools']} stale tool(s) kept" if facts["stale_tools"] else "")
+                   + (f"; {plural(facts['stale_tools'], 'stale tool')} kept" if facts["stale_tools"] else "")
                    + (f"; last stderr: {' | '.join(said)}" if said else ""),
                    f"fix the server, then: toolidx crawl --server {s['name']}")
     if not failed:
@@ -240,8 +240,9 @@ def check_usage(report: DoctorReport, db_path: str, usage_db: str | None = None)
         report.add("usage", "usage file", WARN, f"{path}: {e.what}; serve records no usage and the "
                    "usage sorts and metrics are empty", e.fix)
         return
-    report.add("usage", "usage file", OK, f"{path}: {facts['calls']} call(s) of {facts['tools_called']} "
-               f"tool(s), last {facts['last_call'] or 'never'}; {facts['tools_with_examples']} tool(s) "
+    report.add("usage", "usage file", OK, f"{path}: {plural(facts['calls'], 'call')} of "
+               f"{plural(facts['tools_called'], 'tool')}, last {facts['last_call'] or 'never'}; "
+               f"{plural(facts['tools_with_examples'], 'tool')} "
                "with recorded examples" + ("" if facts["current"] else
                                            f" (schema v{facts['schema_version']}, upgraded by serve)"))
     if not facts["writable"]:

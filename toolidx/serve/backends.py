@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 
 from ..core.errors import BaseExceptionGroup, ToolidxError
-from ..core.servers import ServerSpec, launch_hash
+from ..core.servers import ServerSpec, launch_hash, stderr_lines
 from ..crawl.config import build_config, load_config
 
 log = logging.getLogger("toolidx")
@@ -162,12 +162,13 @@ class _Backend:
     ready: anyio.Event = field(default_factory=anyio.Event)
     stop: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
+    tails: list[str] = field(default_factory=list)  # the server's stderr, once its session is over
 
     async def run(self) -> None:
         from ..crawl.connect import open_session
 
         try:
-            async with open_session(self.spec) as conn:
+            async with open_session(self.spec, tail_out=self.tails) as conn:
                 self.conn = conn
                 self.ready.set()
                 await self.stop.wait()
@@ -259,8 +260,10 @@ class BackendPool:
             if b.conn is None:
                 b.stop.set()
                 self._backends.pop(server, None)
+                said = stderr_lines(b.tails[-1] if b.tails else None, spec.mask)  # why it died, in its words
                 raise BackendUnavailable(spec.mask(f"server {server!r} did not start "
-                                                   f"({b.error or 'timed out'}; spec from {where})"),
+                                                   f"({b.error or 'timed out'}; spec from {where})"
+                                                   + (f"; last stderr: {' | '.join(said)}" if said else "")),
                                          fix=FIX_NOT_STARTED)
             self._starts[server] = self._starts.get(server, 0) + 1
             if restarting:

@@ -17,7 +17,7 @@ from typing import Any
 from ..core.budget import fit_budget
 from ..core.counts import plural
 from ..core.errors import ToolidxError, UsageError
-from ..core.filters import Filters
+from ..core.filters import Filters, compile_pattern
 from ..core.schemas import compile_validator, schema_errors
 from ..core.tooldoc import compact_json, safe_names, server_name_parts
 from ..store.db import Database, open_db
@@ -397,7 +397,7 @@ class Discovery:
                 it["input_schema"] = t.get("input_schema")
 
     def _search_tools(self, args: dict) -> Answer:
-        from ..search.hybrid import Spelling, search
+        from ..search.hybrid import search
 
         query, limit = args["query"], args.get("limit", 5)
         mode = args.get("search_type", "hybrid")
@@ -405,7 +405,7 @@ class Discovery:
         filters = self._filters(args)
         embedder, without_model = self.query_embedder(mode)
         res = search(self.db, query, mode=mode, limit=limit, filters=filters, min_score=min_score,
-                     embedder=embedder, spelling=Spelling((("min_score", "filters.min_score"),), ": "))
+                     embedder=embedder, spelling=_spelling())
         full = res.to_json()
         hits = [{k: h[k] for k in HIT_KEYS if h.get(k) not in (None, "", [])} for h in full.get("hits", [])]
         for h in hits:
@@ -450,14 +450,14 @@ class Discovery:
         tool = self.resolve(args["tool_name"])
         detail = args.get("detail", "schema")
         described: dict[str, Any] = dict(describe(self.db, tool["id"], detail))
-        if detail == "schema":  # what a caller needs, without the full dump's server details
-            schema = tool.get("input_schema") or {"type": "object"}
-            described.update(input_schema=schema, annotations=tool.get("annotations"),
-                             example_arguments=example_arguments(schema))
         if self.scope.approved_only:  # serve --quarantine: the server's text only as approved
             from .quarantine import hide_server_text
 
             hide_server_text(self.db, tool, described)
+        if detail == "schema":  # what a caller needs, without the full dump's server details
+            schema = tool.get("input_schema") or {"type": "object"}
+            described.update(input_schema=schema, annotations=tool.get("annotations"),
+                             example_arguments=example_arguments(schema))
         payload = {k: v for k, v in described.items() if v not in (None, [], {}, "")}
         if args.get("include_metrics"):
             from ..catalog.usage import NEVER_CALLED, tool_usage

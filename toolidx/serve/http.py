@@ -28,8 +28,9 @@ from typing import Any
 import anyio
 
 from .. import __version__
+from ..core.counts import plural
 from ..core.errors import ToolidxError, UsageError
-from ..core.filters import Filters
+from ..core.filters import Filters, compile_pattern
 from .access import ANONYMOUS, Grant, HostPolicy, Tokens, check_allowed, is_loopback
 from .discovery import Discovery
 
@@ -225,6 +226,9 @@ def search_payload(disc: Discovery, params: Any) -> dict:
     if mode not in MODES:
         raise UsageError(f"mode: unknown {mode!r}", fix=f"use one of: {', '.join(MODES)}")
     min_score = _number(params, "min_score", float, None)
+    spelling = Spelling((("limit", "k"),), "=")
+    if pattern := params.get("name_pattern"):  # checked before Filters does, to name it as the client wrote it
+        compile_pattern(pattern, spelling.name("name_pattern"))
     filters = Filters(servers=params.getlist("server"), tags=params.getlist("tag"),
                       exclude_tags=params.getlist("exclude_tag"), categories=params.getlist("category"),
                       name_pattern=params.get("name_pattern") or None,
@@ -233,7 +237,7 @@ def search_payload(disc: Discovery, params: Any) -> dict:
     filters = filters.narrowed_by(disc.scope)
     embedder, without_model = disc.query_embedder(mode)  # search_tools' policy: waits for a loading model
     res = search(disc.db, q, mode=mode, limit=k, filters=None if filters.is_empty() else filters,
-                 min_score=min_score, embedder=embedder, spelling=Spelling((("limit", "k"),), "="))
+                 min_score=min_score, embedder=embedder, spelling=spelling)
     out = res.to_json()
     if without_model:
         out["notes"] = [n for n in out.get("notes") or [] if "needs embeddings" not in n] + [without_model]
@@ -445,7 +449,7 @@ def serve_http(db_path: str, address: tuple[str, int], tokens: Tokens, tls: tupl
     base = f"{'https' if tls else 'http'}://{shown}:{bound}"
     policy = HostPolicy(host, bound, "https" if tls else "http", allow_hosts, allow_origins)
     app = build_app(server, tokens, policy, base)
-    auth = f"{len(tokens)} token(s) required" if len(tokens) else "no token (loopback only)"
+    auth = f"{plural(len(tokens), 'token')} required" if len(tokens) else "no token (loopback only)"
     sys.stderr.write(f"toolidx serve: MCP at {base}/mcp, search API at {base}/v1/search ({auth}); Ctrl-C to stop\n")
     sys.stderr.flush()
     from .limits import BACKLOG, connection_cap, guarded_protocol, quiet_loop_errors

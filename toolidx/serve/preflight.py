@@ -14,6 +14,7 @@ import anyio
 
 from ..core.errors import UsageError
 from ..core.filters import Filters
+from ..core.servers import stderr_lines
 from ..core.tooldoc import definition_hash
 from .backends import BackendUnavailable, SpecSource
 
@@ -167,7 +168,9 @@ def check(db_path: str, required: list[str], *, scope: Filters | None = None,
                                          "server: its tools cannot be run")
             res = await list_server_tools(spec)
             if not res.ok:
-                raise BackendUnavailable(f"server {server!r} did not start ({res.error}; spec from {where})")
+                said = stderr_lines(res.stderr_tail, spec.mask)
+                raise BackendUnavailable(f"server {server!r} did not start ({res.error}; spec from {where})"
+                                         + (f"; last stderr: {' | '.join(said)}" if said else ""))
             return res.tools
 
         anyio.run(lambda: check_live(checks, lister, quarantine=scope.approved_only))
