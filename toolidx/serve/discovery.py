@@ -367,6 +367,8 @@ class Discovery:
     def _filters(self, args: dict) -> Filters:
         f = dict(args.get("filters") or {})
         f.pop("min_score", None)
+        if f.get("name_pattern"):  # checked before Filters does, to name it as the agent wrote it
+            compile_pattern(f["name_pattern"], _spelling().name("name_pattern"))
         if f.get("has_examples"):
             from ..catalog.examples import example_tool_ids
 
@@ -575,6 +577,13 @@ def _validator(schema: dict) -> Any:
 
 
 _META_VALIDATORS: dict[str, Any] = {}  # compiled on first use: jsonschema is slow to import
+
+
+def _spelling() -> Any:
+    """search's `Spelling` for agents: its options as search_tools' arguments name them."""
+    from ..search.hybrid import Spelling
+
+    return Spelling((("min_score", "filters.min_score"), ("name_pattern", "filters.name_pattern")), ": ")
 
 
 def check_arguments(name: str, args: Any) -> Answer | None:
