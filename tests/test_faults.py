@@ -650,7 +650,6 @@ def test_20_recorded_examples_stay_in_their_scope_and_keep_no_secrets(tmp_path, 
     assert leaked == 0 and cross == 0
 
 
-
 # --- 14-16: serve --http: Host/Origin, hostile regexes, floods ---------------------------------------
 @contextlib.contextmanager
 def _http_serve(db: Path, tmp_path: Path, *flags: str, address: str = "127.0.0.1:0", nofile: int | None = None,
@@ -732,6 +731,7 @@ def test_14_dns_rebinding_is_refused_on_any_loopback_bind(tmp_path, figure):
            f"{len(answered)} of {len(routes) * len(hostile)}")
     assert answered == [] and genuine == [200, 200, 200, 200]
 
+
 # --- 17: an index file from elsewhere does not choose what runs ------------------------------------
 def test_17_launch_lines_from_a_shared_index_never_run_unless_trusted(tmp_path, monkeypatch, figure):
     """A shard crawled elsewhere says how to start its servers (and which env secrets they read).
@@ -776,7 +776,6 @@ def test_17_launch_lines_from_a_shared_index_never_run_unless_trusted(tmp_path, 
     figure("launch lines of a merged or downloaded index run without --config / --trust-index",
            f"{int(ran_before)} ({refused} refused)")
     assert not ran_before and mark.exists()  # the explicit flag runs it
-
 
 
 def test_15_a_hostile_name_pattern_stalls_no_one(tmp_path, figure):
@@ -931,7 +930,6 @@ def test_18_a_forged_or_carried_approval_runs_nothing_under_quarantine(tmp_path,
     versions = dict(con.execute("SELECT hash, definition FROM tool_versions"))
     con.close()
     assert stored == definition_hash(d) and all(definition_hash(json.loads(v)) == h for h, v in versions.items())
-
 
 
 def test_16_floods_of_connections_and_sessions_leave_room_for_others(tmp_path, figure):
