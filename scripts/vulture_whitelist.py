@@ -27,3 +27,7 @@ missing_vectors  # unused variable (toolidx/crawl/merge.py:31)
 embed_model  # unused variable (toolidx/crawl/merge.py:32)
 embed_dim  # unused variable (toolidx/crawl/merge.py:33)
 requested  # unused variable (toolidx/serve/preflight.py:26): a JSON key of toolidx check
+launch_differs  # unused variable (toolidx/crawl/merge.py): a JSON key of toolidx merge
+approvals_dropped  # unused variable (toolidx/crawl/merge.py): a JSON key of toolidx merge
+do_GET  # unused method (tests/conftest.py): http.server calls its handler's methods by name
+log_message  # unused method (tests/conftest.py): http.server's logging hook, silenced

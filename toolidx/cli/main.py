@@ -56,7 +56,8 @@ app = _Typer(
 DbOpt = typer.Option(None, "--db", envvar="TOOLIDX_DB", show_envvar=True,
                      help="Index file (default: ~/.local/share/toolidx/tools.db).")
 JsonOpt = typer.Option(False, "--json", help="Print versioned JSON instead of a table.")
-ModelOpt = typer.Option(None, "--model", help="Embedding model name (default: the index's model, else toolidx's own; 'none' disables).")
+ModelOpt = typer.Option(None, "--model", help="Embedding model name (default: the index's model, else "
+                                               "toolidx's own; 'none' disables).")
 ModelPathOpt = typer.Option(None, "--model-path", help="Local model directory (air-gapped; env TOOLIDX_MODEL_PATH).")
 
 
