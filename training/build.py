@@ -37,15 +37,18 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=360)
     ap.add_argument("--skip-train", action="store_true", help="export the checkpoint already in build/train")
+    ap.add_argument("--out", type=Path, default=OUT, help="the model folder (default: the package's)")
+    ap.add_argument("--work", type=Path, default=WORK, help="checkpoint and logs")
     args = ap.parse_args()
+    out, work = args.out, args.work
     from data import trained_on
     from export import export
 
     t0 = time.time()
-    ckpt = WORK / "checkpoint"
+    ckpt = work / "checkpoint"
     if not args.skip_train:
         run(str(HERE / "train.py"), "--out", str(ckpt), "--steps", str(args.steps))
-    digest = export(ckpt, OUT)
+    digest = export(ckpt, out)
     log = json.loads((ckpt / "train_log.json").read_text())
     card = {"name": NAME, "version": VERSION, "architecture": "sentence-transformers/all-MiniLM-L6-v2",
             "sha256": digest, "dim": 384, "pooling": "mean, normalised",
@@ -54,12 +57,12 @@ def main() -> int:
             | {"steps": log["args"]["steps"], "batch": log["args"]["batch"], "lr": log["args"]["lr"],
                "seed": log["args"]["seed"], "query_len": log["args"]["query_len"], "doc_len": log["args"]["doc_len"]},
             "trained_on": trained_on()}
-    (OUT / "model.json").write_text(json.dumps(card, indent=1) + "\n")
-    run(str(HERE / "evaluate.py"), str(OUT), "--json", str(WORK / "eval.json"))
+    (out / "model.json").write_text(json.dumps(card, indent=1) + "\n")
+    run(str(HERE / "evaluate.py"), str(out), "--json", str(work / "eval.json"))
     from card import write_card
 
-    write_card(OUT, card, json.loads((WORK / "eval.json").read_text()))
-    print(f"built {NAME} in {(time.time() - t0) / 60:.1f} min -> {OUT}", flush=True)
+    write_card(out, card, json.loads((work / "eval.json").read_text()))
+    print(f"built {NAME} in {(time.time() - t0) / 60:.1f} min -> {out}", flush=True)
     return 0
 
 
