@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+from pathlib import Path
 
 import anyio
 import pytest
@@ -164,7 +166,9 @@ def test_each_printed_entry_parses_back_in_its_own_format(agg_index, client, mon
         entry = json.loads(r.stdout)["servers" if client == "vscode" else "mcpServers"]["toolidx"]
     args = entry["args"]
     assert args[args.index("--db") + 1] == str(agg_index.resolve()) and ("--server", "big") in zip(args, args[1:])
-    assert entry["command"] and entry["env"] == {"TOOLIDX_MODEL_PATH": str(tmp_path)}
+    # the model folder, and where the launch lines this user's crawls vouch for are (conftest sets it)
+    assert entry["command"] and entry["env"] == {"TOOLIDX_MODEL_PATH": str(tmp_path),
+                                                 "TOOLIDX_STATE_DIR": str(Path(os.environ["TOOLIDX_STATE_DIR"]).resolve())}
     assert (entry.get("type") == "stdio") == (client in ("vscode", "claude-code"))
     assert (entry.get("alwaysLoad") is True) == (client == "claude-code")
     j = run_cli("serve", "--db", agg_index, "--print-config", "--client", client, "--server", "big", "--json").json

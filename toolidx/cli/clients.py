@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.errors import UsageError
+from ..store import trust
 
 CLIENTS = {
     "claude": {"key": "mcpServers", "where": [
@@ -100,6 +101,10 @@ def client_config(client: str, db_path: str, *, name: str = "toolidx", index_con
     model_path = os.environ.get("TOOLIDX_MODEL_PATH")
     if model_path:  # clients start servers with a bare environment
         env["TOOLIDX_MODEL_PATH"] = str(Path(model_path).expanduser().resolve())
+    if os.environ.get(trust.STATE_ENV) or os.environ.get("XDG_STATE_HOME"):
+        # serve runs only launch lines this user's crawls vouch for: it must read them where they
+        # were written, not in the default folder a bare environment points at
+        env[trust.STATE_ENV] = str(trust.state_dir().expanduser().resolve())
     needed = env_references(serve_options.get("config_path") or index_config_path)
     for var in needed:
         env.setdefault(var, f"<value of {var}>")
