@@ -33,6 +33,8 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # user's, and shared by session fixtures and tests alike (a session-scoped crawl runs before any
 # test's own environment is set)
 os.environ["TOOLIDX_STATE_DIR"] = tempfile.mkdtemp(prefix="toolidx-test-state-")
+# what `serve --print-config` adds to a client's entry for that folder (cli/clients.py)
+STATE_ENV = {"TOOLIDX_STATE_DIR": str(Path(os.environ["TOOLIDX_STATE_DIR"]).resolve())}
 
 
 # fixtures that need the model / the real servers, directly or through another fixture
@@ -133,6 +135,28 @@ def run_cli(*args: str) -> CliResult:
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def raw_request(base: str, method: str, path: str, headers: dict, body: bytes | None = None,
+                timeout: float = 30) -> tuple[int, bytes]:
+    """One HTTP request with exactly these headers (Host included): (status, body)."""
+    import http.client
+    import urllib.parse
+
+    u = urllib.parse.urlsplit(base)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers)
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+# an MCP initialize request over Streamable HTTP, as a raw client sends it
+MCP_INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
 def alive(pid: int) -> bool:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import alive, crawl, raw, run_cli, write_config
+from conftest import MCP_HEADERS, MCP_INIT, alive, crawl, raw, raw_request, run_cli, write_config
 
 from toolidx.store.db import open_db
 
@@ -693,26 +693,6 @@ def _http_serve(db: Path, tmp_path: Path, *flags: str, address: str = "127.0.0.1
             p.wait(5)
 
 
-def _ask(base: str, method: str, path: str, headers: dict, body: bytes | None = None,
-         timeout: float = 60) -> tuple[int, bytes]:
-    import http.client
-    import urllib.parse
-
-    u = urllib.parse.urlsplit(base)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
-    try:
-        conn.request(method, path, body=body, headers=headers)
-        r = conn.getresponse()
-        return r.status, r.read()
-    finally:
-        conn.close()
-
-
-_INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
-_MCP = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-
-
 def test_14_dns_rebinding_is_refused_on_any_loopback_bind(tmp_path, figure):
     """A token-free bind on 127.0.0.2: a page whose name was re-pointed at it sends its own name as
     Host (or its own Origin); every route refuses it, MCP (the way to execute_tool) included."""
@@ -720,12 +700,12 @@ def test_14_dns_rebinding_is_refused_on_any_loopback_bind(tmp_path, figure):
     with _http_serve(db, tmp_path, address="127.0.0.2:0") as (base, _):
         port = base.rsplit(":", 1)[1]
         routes = [("GET", "/healthz", {}, None), ("GET", "/openapi.json", {}, None),
-                  ("GET", "/v1/search?q=tool", {}, None), ("POST", "/mcp", _MCP, _INIT)]
+                  ("GET", "/v1/search?q=tool", {}, None), ("POST", "/mcp", MCP_HEADERS, MCP_INIT)]
         hostile = [{"Host": f"rebind.attacker.example:{port}"},
                    {"Host": f"127.0.0.2:{port}", "Origin": f"http://rebind.attacker.example:{port}"}]
         answered = [(path, h) for method, path, headers, body in routes for h in hostile
-                    if _ask(base, method, path, {**headers, **h}, body)[0] < 400]
-        genuine = [_ask(base, method, path, {**headers, "Host": f"127.0.0.2:{port}"}, body)[0]
+                    if raw_request(base, method, path, {**headers, **h}, body)[0] < 400]
+        genuine = [raw_request(base, method, path, {**headers, "Host": f"127.0.0.2:{port}"}, body)[0]
                    for method, path, headers, body in routes]
     figure("rebinding requests answered on a 127.0.0.2 bind (4 routes x Host/Origin)",
            f"{len(answered)} of {len(routes) * len(hostile)}")
@@ -799,7 +779,7 @@ def test_15_a_hostile_name_pattern_stalls_no_one(tmp_path, figure):
         def flood() -> None:
             while not stop.is_set():
                 t0 = time.perf_counter()
-                answers.append(_ask(base, "GET", hostile, host, timeout=120)[0])
+                answers.append(raw_request(base, "GET", hostile, host, timeout=120)[0])
                 took.append(time.perf_counter() - t0)
 
         worker = threading.Thread(target=flood)
@@ -809,13 +789,13 @@ def test_15_a_hostile_name_pattern_stalls_no_one(tmp_path, figure):
             deadline = time.monotonic() + 3
             while time.monotonic() < deadline:
                 t0 = time.perf_counter()
-                assert _ask(base, "GET", "/healthz", host, timeout=30)[0] == 200
+                assert raw_request(base, "GET", "/healthz", host, timeout=30)[0] == 200
                 probes.append(time.perf_counter() - t0)
                 time.sleep(0.1)
         finally:
             stop.set()
             worker.join(150)
-        refused = _ask(base, "GET", "/v1/search?" + urllib.parse.urlencode({"q": "x", "name_pattern": "(a)\\1"}),
+        refused = raw_request(base, "GET", "/v1/search?" + urllib.parse.urlencode({"q": "x", "name_pattern": "(a)\\1"}),
                        host)
     figure("hostile name_pattern (a+)+$ over 40 names of 62 chars: slowest answer (s) / answers in 3 s",
            f"{max(took):.3f} / {len(took)}")
@@ -956,7 +936,7 @@ def test_16_floods_of_connections_and_sessions_leave_room_for_others(tmp_path, f
                       b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"" % (port, a_token.encode()))
             slow.append(s)
         t0 = time.perf_counter()
-        fresh = _ask(base, "GET", "/healthz", host, timeout=10)[0]
+        fresh = raw_request(base, "GET", "/healthz", host, timeout=10)[0]
         fresh_s = time.perf_counter() - t0
         time.sleep(3)  # past both deadlines
         closed = 0
@@ -971,13 +951,13 @@ def test_16_floods_of_connections_and_sessions_leave_room_for_others(tmp_path, f
             except OSError:
                 closed += 1  # reset
             s.close()
-        after = _ask(base, "GET", "/healthz", host, timeout=10)[0]
+        after = raw_request(base, "GET", "/healthz", host, timeout=10)[0]
 
         def open_session(token: str) -> tuple[int, str | None]:
             import http.client
 
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            conn.request("POST", "/mcp", body=_INIT, headers={**_MCP, **host, "Authorization": f"Bearer {token}"})
+            conn.request("POST", "/mcp", body=MCP_INIT, headers={**MCP_HEADERS, **host, "Authorization": f"Bearer {token}"})
             r = conn.getresponse()
             r.read()
             conn.close()
@@ -986,7 +966,7 @@ def test_16_floods_of_connections_and_sessions_leave_room_for_others(tmp_path, f
         a_opened = [open_session(a_token) for _ in range(101)]
         b_status = open_session(b_token)[0]
         sid = a_opened[0][1]
-        gone = _ask(base, "DELETE", "/mcp", {**host, "Authorization": f"Bearer {a_token}", "mcp-session-id": sid,
+        gone = raw_request(base, "DELETE", "/mcp", {**host, "Authorization": f"Bearer {a_token}", "mcp-session-id": sid,
                                              "MCP-Protocol-Version": "2025-06-18"})[0]
         a_again = open_session(a_token)[0]
         log = err.read_text()

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-from pathlib import Path
 
 import anyio
 import pytest
-from conftest import REPO, list_changed_recorder, run_cli
+from conftest import REPO, STATE_ENV, list_changed_recorder, run_cli
 
 from toolidx.core.filters import Filters
 from toolidx.serve.discovery import api_names
@@ -167,8 +165,7 @@ def test_each_printed_entry_parses_back_in_its_own_format(agg_index, client, mon
     args = entry["args"]
     assert args[args.index("--db") + 1] == str(agg_index.resolve()) and ("--server", "big") in zip(args, args[1:])
     # the model folder, and where the launch lines this user's crawls vouch for are (conftest sets it)
-    assert entry["command"] and entry["env"] == {"TOOLIDX_MODEL_PATH": str(tmp_path),
-                                                 "TOOLIDX_STATE_DIR": str(Path(os.environ["TOOLIDX_STATE_DIR"]).resolve())}
+    assert entry["command"] and entry["env"] == {"TOOLIDX_MODEL_PATH": str(tmp_path), **STATE_ENV}
     assert (entry.get("type") == "stdio") == (client in ("vscode", "claude-code"))
     assert (entry.get("alwaysLoad") is True) == (client == "claude-code")
     j = run_cli("serve", "--db", agg_index, "--print-config", "--client", client, "--server", "big", "--json").json

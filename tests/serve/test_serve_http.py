@@ -21,7 +21,7 @@ import urllib.request
 
 import anyio
 import pytest
-from conftest import run_cli
+from conftest import MCP_HEADERS, MCP_INIT, raw_request, run_cli
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
 
@@ -370,28 +370,11 @@ def test_a_session_answers_only_the_token_that_opened_it(http_server):
 
 
 # --- Host and Origin (DNS rebinding) ----------------------------------------------------------------
-def raw_request(base, method, path, headers, body=None):
-    """One request with exactly these headers (Host included): (status, body)."""
-    u = urllib.parse.urlsplit(base)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
-    try:
-        conn.request(method, path, body=body, headers=headers)
-        r = conn.getresponse()
-        return r.status, r.read()
-    finally:
-        conn.close()
-
-
-INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
-MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-
-
 def rebinding_answers(base, host_ok):
     """Every route as a DNS-rebinding page would ask it (its own name as Host, or a foreign
     Origin), and as the real client would: the statuses, by route."""
     routes = [("GET", "/healthz", {}, None), ("GET", "/openapi.json", {}, None),
-              ("GET", "/v1/search?q=echo", {}, None), ("POST", "/mcp", MCP_HEADERS, INIT)]
+              ("GET", "/v1/search?q=echo", {}, None), ("POST", "/mcp", MCP_HEADERS, MCP_INIT)]
     port = urllib.parse.urlsplit(base).port
     out = {}
     for method, path, headers, body in routes:

@@ -6,6 +6,7 @@ import json
 import os
 
 import pytest
+from conftest import STATE_ENV
 
 from toolidx.core.budget import estimate_tokens
 from toolidx.serve.metatools import meta_tools
@@ -70,7 +71,7 @@ def test_print_config_gives_a_working_entry_for_each_client(example_db, cli, cli
     pairs = list(zip(args, args[1:]))
     assert ("--tag", "example") in pairs and ("--pin", "weather/get_forecast") in pairs
     assert "--read-only" in args and args[0] in ("serve", "-m")
-    assert entry["env"] == {"TOOLIDX_MODEL_PATH": str(tmp_path)}
+    assert entry["env"] == {"TOOLIDX_MODEL_PATH": str(tmp_path), **STATE_ENV}
     assert (entry.get("type") == "stdio") == (client == "vscode")
     assert "Merge this into" in r.stderr
 
@@ -87,7 +88,7 @@ def test_print_config_names_the_variables_the_servers_need(tmp_path, cli, monkey
     r = cli("serve", "--db", db, "--print-config", "--json")
     res = r.json
     assert res["env_needed"] == ["GITHUB_TOKEN"]
-    assert res["config"]["mcpServers"]["toolidx"]["env"] == {"GITHUB_TOKEN": "<value of GITHUB_TOKEN>"}
+    assert res["config"]["mcpServers"]["toolidx"]["env"] == {"GITHUB_TOKEN": "<value of GITHUB_TOKEN>", **STATE_ENV}
     bad = cli("serve", "--db", db, "--print-config", "--client", "emacs")
     assert bad.code == 2 and "unknown client" in bad.stderr
 
