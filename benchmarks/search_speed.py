@@ -59,7 +59,7 @@ def _catalog(n: int, emb) -> Path:
         """Embeds each distinct text once; copies share the vector."""
 
         def __init__(self, inner):
-            self.model, self.dim, self.inner, self.memo = inner.model, inner.dim, inner, {}
+            self.model, self.dim, self.sha256, self.inner, self.memo = inner.model, inner.dim, inner.sha256, inner, {}
 
         def embed_documents(self, texts):
             todo = [t for t in dict.fromkeys(texts) if t not in self.memo]
