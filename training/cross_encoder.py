@@ -24,7 +24,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-BASE = HERE.parents[1] / "shared" / "models" / "all-MiniLM-L6-v2-fp32"
 LOG_EVERY, SAVE_EVERY, WARM = 25, 150, 20
 
 
@@ -39,15 +38,12 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
 
-    import numpy as np
     import torch
     from data import training_examples
+    from train import BASE, seed_everything
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
+    seed_everything(args.seed, args.threads)
 
     examples = training_examples(seed=args.seed)
     tools = sorted({e.positive for e in examples})
@@ -61,7 +57,7 @@ def main() -> int:
         return min((s + 1) / WARM, max(0.05, (plan["steps"] - s) / max(1, plan["steps"] - WARM)))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
     hh, mm = map(int, args.until.split(":"))
-    now = dt.datetime.now(dt.UTC)
+    now = dt.datetime.now(dt.timezone.utc)
     end = now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
 
     out = Path(args.out)

@@ -33,6 +33,18 @@ def mean_pool(hidden, mask):
     return torch.nn.functional.normalize(v, dim=-1)
 
 
+def seed_everything(seed: int, threads: int) -> None:
+    """Every random source a run reads, and torch's thread count (the sums, and so the bytes of
+    the model, depend on it): the same seed and threads give the same model."""
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -49,15 +61,11 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
 
-    import numpy as np
     import torch
     from data import training_examples
     from transformers import AutoModel, AutoTokenizer
 
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
+    seed_everything(args.seed, args.threads)
 
     examples = training_examples(seed=args.seed)
     tok = AutoTokenizer.from_pretrained(args.base)
