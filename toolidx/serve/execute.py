@@ -7,6 +7,7 @@ with a timeout, say what happened, and queue it for the usage file.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from .backends import BackendPool, BackendUnavailable
@@ -16,32 +17,42 @@ from .usage import Usage
 UNAVAILABLE_FIX = "try again"  # when nothing more specific is known (backends.BackendUnavailable.fix)
 
 
+@dataclass(frozen=True)
+class CallOutcome:
+    """What one execute_tool call came to: the answer for the caller and what the usage file keeps."""
+
+    result: dict  # the MCP CallToolResult JSON: the real server's, or toolidx's refusal (isError)
+    tool_id: str  # the resolved id; the name as asked when it resolved to nothing
+    server: str  # "" when the name resolved to nothing
+    outcome: str  # ok | tool_error | invalid_arguments | timeout | backend_failed | refused
+
+
 async def call_tool(disc: Discovery, pool: BackendPool, tool_name: str, arguments: Any, timeout: float,
-                    alternative: str | None = None) -> tuple[dict, str, str, str]:
-    """(MCP CallToolResult JSON, tool id, server, outcome: ok | tool_error | invalid_arguments |
-    timeout | backend_failed | refused). A refusal or a dead server is an answer with isError,
-    never an exception; its fix says what to do about what happened, then `alternative`."""
+                    alternative: str | None = None) -> CallOutcome:
+    """One call, start to end. A refusal or a dead server is an answer with isError, never an
+    exception; its fix says what to do about what happened, then `alternative`."""
     tool, refusal = disc.prepare_call(tool_name, arguments)
     if tool is None:
         assert refusal is not None  # prepare_call gives one or the other
         known = refusal.payload.get("tool")  # resolved, then refused (quarantine) or invalid
         tid = str(known or tool_name)
         outcome = "invalid_arguments" if refusal.payload.get("error") == "invalid_arguments" else "refused"
-        return refusal.to_result(), tid, tid.partition("/")[0] if known else "", outcome
+        return CallOutcome(refusal.to_result(), tid, tid.partition("/")[0] if known else "", outcome)
     try:
         result = await pool.call(tool["server"], tool["name"], arguments, timeout)
     except BackendUnavailable as e:
         fix = (e.fix or UNAVAILABLE_FIX) + (f", or {alternative}" if alternative else "")
-        return (error_answer("backend_unavailable", str(e), fix, tool=tool["id"]).to_result(),
-                tool["id"], tool["server"], "timeout" if e.timed_out else "backend_failed")
-    return result, tool["id"], tool["server"], "tool_error" if result.get("isError") else "ok"
+        return CallOutcome(error_answer("backend_unavailable", str(e), fix, tool=tool["id"]).to_result(),
+                           tool["id"], tool["server"], "timeout" if e.timed_out else "backend_failed")
+    return CallOutcome(result, tool["id"], tool["server"], "tool_error" if result.get("isError") else "ok")
 
 
 async def execute(disc: Discovery, pool: BackendPool, tool_name: str, arguments: Any, timeout: float, *,
                   usage: Usage | None, alternative: str | None = None) -> dict:
     """call_tool, and its outcome queued in the usage file (never delays the answer)."""
     started = time.perf_counter()
-    result, tool_id, server, outcome = await call_tool(disc, pool, tool_name, arguments, timeout, alternative)
+    done = await call_tool(disc, pool, tool_name, arguments, timeout, alternative)
     if usage is not None:
-        usage.record(tool_id, server, outcome, (time.perf_counter() - started) * 1000, arguments, disc.scope)
-    return result
+        usage.record(done.tool_id, done.server, done.outcome, (time.perf_counter() - started) * 1000, arguments,
+                     disc.scope)
+    return done.result
