@@ -260,7 +260,7 @@ def test_unknown_mode_and_bad_limit(run):
 def test_keyword_mode_loads_no_model(db):
     from toolidx.search.hybrid import search
 
-    res = search(db, "convert pdf", mode="keyword")  # embedder="auto": keyword never loads it
+    res = search(db, "convert pdf", mode="keyword")  # embedder=INDEX_MODEL: keyword never loads it
     assert res.mode_used == "keyword" and res.hits
     assert all("signals" in h.to_json() and h.signals.cosine is None for h in res.hits)
 

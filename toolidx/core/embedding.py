@@ -29,6 +29,7 @@ import os
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -80,6 +81,16 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> list[bytes]: ...
 
     def embed_query(self, text: str) -> bytes: ...
+
+
+class _IndexModel(Enum):
+    INDEX_MODEL = "the index's model"
+
+
+# `embedder=INDEX_MODEL`: the query embedder of the model the index was embedded with, loaded when a
+# search needs it (search.hybrid.get_query_embedder); None searches without a model.
+INDEX_MODEL = _IndexModel.INDEX_MODEL
+QueryEmbedder = Embedder | _IndexModel | None
 
 
 @dataclass

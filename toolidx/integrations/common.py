@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.embedding import INDEX_MODEL, Embedder, QueryEmbedder
 from ..core.errors import UsageError
 from ..core.filters import Filters
 from ..serve.backends import BackendPool, SpecSource
@@ -58,7 +59,7 @@ class ToolCatalog:
     from, and whether the index's own launch lines run though no crawl on this machine wrote them."""
 
     def __init__(self, db_path: str | Path, *, scope: Filters | None = None, config_path: str | None = None,
-                 embedder: Any = "auto", max_tools: int = MAX_TOOLS, usage_db: str | None = None,
+                 embedder: QueryEmbedder = INDEX_MODEL, max_tools: int = MAX_TOOLS, usage_db: str | None = None,
                  record_usage: bool = True, trust_index: bool = False):
         self.discovery = Discovery(str(db_path), scope=scope, config_path=config_path)
         self.db = self.discovery.db
@@ -100,8 +101,8 @@ class ToolCatalog:
         raise UsageError(f"no tool named {name!r} in this catalog")
 
     @property
-    def embedder(self) -> Any:
-        if self._embedder == "auto":
+    def embedder(self) -> Embedder | None:
+        if self._embedder is INDEX_MODEL:
             from ..search.hybrid import get_query_embedder
 
             self._embedder = get_query_embedder(self.db)

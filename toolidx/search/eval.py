@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core.embedding import INDEX_MODEL, QueryEmbedder
 from ..core.errors import UsageError
 from ..core.filters import Filters
 
@@ -213,7 +214,7 @@ def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
 
 def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...] = ("hybrid", "keyword", "semantic"),
              k: tuple[int, ...] = KS, labels: str = "any", infeasible: str | Path | None = None,
-             by: str | None = None, filters: Filters | None = None, embedder: Any = "auto",
+             by: str | None = None, filters: Filters | None = None, embedder: QueryEmbedder = INDEX_MODEL,
              min_score: float | None = None) -> dict:
     """Run every query in every mode and report the metrics (see the module doc)."""
     from ..store.tools import all_ids
@@ -234,7 +235,7 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
     if not known:
         raise UsageError("the index has no tools", where=db.path,
                          fix="crawl first: toolidx crawl --config FILE")
-    if embedder == "auto":
+    if embedder is INDEX_MODEL:
         embedder = get_query_embedder(db) if any(md != "keyword" for md in modes) else None
     warm(db, embedder)  # the reported latencies are a warm process's, as `toolidx serve` runs
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.embedding import INDEX_MODEL, Embedder, QueryEmbedder
 from ..core.errors import UsageError
 from ..core.filters import Filters
 from ..core.notices import warn_once
@@ -117,7 +118,7 @@ _NO_EMBEDDER = object()
 _embedders: dict[str, Any] = {}
 
 
-def get_query_embedder(db) -> Any:
+def get_query_embedder(db) -> Embedder | None:
     """The embedder for the model named in the index (loaded once per process), or None with a
     one-time warning when the index has no vectors or the model cannot be loaded offline."""
     from ..store import vectors
@@ -176,14 +177,14 @@ def _embed_in_background(embedder: Any, text: str) -> Any:
     return _worker.submit(_embed_query, embedder, text)
 
 
-def warm(db, embedder: Any = "auto") -> None:
+def warm(db, embedder: QueryEmbedder = INDEX_MODEL) -> None:
     """Load now what the first searches would load: every word's keyword postings, the vector
     matrix, the tool names (and their words' stems) and the model (a long-lived process: `toolidx
     serve`, benchmarks)."""
     bm25.preload(db)
     _all_names(db)
     _name_stems_for(db, None)
-    if embedder == "auto":
+    if embedder is INDEX_MODEL:
         embedder = get_query_embedder(db)
     if embedder is not None:
         from . import vecmatrix
@@ -235,7 +236,7 @@ def _prepare(query: str) -> str:
     return " ".join((query or "").split())
 
 
-def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Any,
+def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Embedder | None,
            pool: int = POOL) -> tuple[dict[int, dict], list[str], str]:
     """Candidates with their evidence: {rowid: {"bm25", "cos", "fuzzy", "kw_rank", "vec_rank"}},
     the keyword terms, and the mode that actually ran."""
@@ -328,9 +329,10 @@ def _name_words(db, terms: list[str], rowids: list[int]) -> dict[int, int]:
 
 
 def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Filters | None = None,
-           min_score: float | None = None, embedder: Any = "auto", spelling: Spelling = CLI) -> SearchResult:
+           min_score: float | None = None, embedder: QueryEmbedder = INDEX_MODEL,
+           spelling: Spelling = CLI) -> SearchResult:
     """Find the tools that serve `query`. `min_score` overrides the calibrated "no good match"
-    threshold (0 returns the best tools whatever their score). `embedder="auto"` loads the
+    threshold (0 returns the best tools whatever their score). `embedder=INDEX_MODEL` loads the
     index's model (see get_query_embedder); None searches without one. `spelling`: how the caller
     names the options in hints and errors (the CLI's flags by default)."""
     if mode not in MODES:
@@ -343,7 +345,7 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
         raise UsageError("the query is empty: nothing to search for",
                          fix='say what the tool should do, e.g. "convert a pdf to text"')
     notes: list[str] = []
-    if embedder == "auto":
+    if embedder is INDEX_MODEL:
         embedder = get_query_embedder(db) if mode != "keyword" else None
     with db.snapshot():
         cands, terms, mode_used = gather(db, query, mode=mode, filters=filters, embedder=embedder,
