@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Static checks, as CI runs them before the tests: lint (ruff), types (mypy), layers (import-linter),
-# dead code (vulture).
+# dead code (vulture), and formatting (ruff format) once the tree is formatted.
 #   bash scripts/check.sh
 # Installs the checkers into .venv on first use (the `dev` extra).
 set -euo pipefail
@@ -17,3 +17,7 @@ echo "check: import layers" >&2
 .venv/bin/lint-imports --no-cache
 echo "check: dead code" >&2
 .venv/bin/vulture
+# Formatting, last: [tool.ruff.format] in pyproject.toml. Off until the one-time reformat of the
+# tree lands (137 of 164 files, ~12,100 lines, at line length 120): then uncomment these two lines.
+# echo "check: format" >&2
+# .venv/bin/ruff format --check toolidx tests benchmarks scripts training

@@ -5,8 +5,10 @@ Where the model or the servers are missing: locally the tests that need them ski
 (CI=true) they fail, so a broken CI set-up can never pass by skipping.
 
 Tiers: a test that uses the model or the real servers, through any fixture, is marked `model` or
-`servers` here, whatever its file says; `slow` is marked by hand. The fast tier,
+`servers` here, whatever its file says; `slow` is marked by hand, and so are tests that wait on
+subprocesses, signals or the clock (serve's shutdown, floods, timing comparisons). The fast tier,
 `pytest -m "not slow and not model and not servers"`, needs neither and runs in seconds.
+pytest runs with --strict-markers: a marker must be registered in pyproject.toml.
 """
 
 from __future__ import annotations

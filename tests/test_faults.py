@@ -206,6 +206,7 @@ def test_04_server_error_codes_are_the_servers_own(tmp_path, figure):
 
 
 # --- 5: serve's shutdown ----------------------------------------------------------------------------
+@pytest.mark.slow  # a serve process per case, each waiting out a stubborn backend (~9 s)
 @pytest.mark.parametrize("how", ["stdin-eof", "sigterm", "sighup"])
 def test_05_serve_stops_its_backends_on_eof_and_signals(tmp_path, how, figure):
     """A backend that ignores stdin EOF and SIGTERM, with a child of its own: serve must stop both
@@ -492,6 +493,7 @@ def test_11_config_errors_exit_2_with_one_line(tmp_path, name, figure):
     assert not (tmp_path / "c.db").exists()
 
 
+@pytest.mark.slow  # a timing comparison: on a loaded machine it measures the load, not the code
 def test_11_large_yaml_config_loads_with_libyaml(tmp_path, figure):
     """Against libyaml's own load of the same file, timed in the same run (absolute times mean
     little on a shared machine); benchmarks/faults.py runs it at 50 MB."""
@@ -512,7 +514,7 @@ def test_11_large_yaml_config_loads_with_libyaml(tmp_path, figure):
     pure = 0.0
     if yaml.__with_libyaml__:
         t0 = time.perf_counter()
-        yaml.load((tmp_path / "big.yaml").read_text(), Loader=yaml.SafeLoader)  # noqa: S506
+        yaml.load((tmp_path / "big.yaml").read_text(), Loader=yaml.SafeLoader)
         pure = time.perf_counter() - t0
     figure("YAML config load: toolidx / libyaml alone / pure-Python loader (s)",
            f"{secs:.2f} / {base:.2f} / {pure:.2f}")
@@ -758,6 +760,7 @@ def test_17_launch_lines_from_a_shared_index_never_run_unless_trusted(tmp_path, 
     assert not ran_before and mark.exists()  # the explicit flag runs it
 
 
+@pytest.mark.slow  # serve --http probed for 3 s by the clock
 def test_15_a_hostile_name_pattern_stalls_no_one(tmp_path, figure):
     """`(a+)+$` against long tool names backtracked for minutes inside SQLite's REGEXP with the GIL
     held, and every client of serve --http waited, /healthz included. RE2 answers in linear time;
@@ -912,6 +915,7 @@ def test_18_a_forged_or_carried_approval_runs_nothing_under_quarantine(tmp_path,
     assert stored == definition_hash(d) and all(definition_hash(json.loads(v)) == h for h, v in versions.items())
 
 
+@pytest.mark.slow  # serve --http waiting out its 2 s deadlines on 300 connections
 def test_16_floods_of_connections_and_sessions_leave_room_for_others(tmp_path, figure):
     """300 slow, half-open connections against an open-files limit of 512 (uvicorn alone kept them
     all open for ever; 1,000 under a limit of 256 took every descriptor, no fresh client was

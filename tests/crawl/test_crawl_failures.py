@@ -184,7 +184,7 @@ def test_readers_see_the_old_or_the_new_index_never_a_mix(tmp_path):
                     "(SELECT max(id) FROM crawls), "
                     "(SELECT count(*) FROM crawl_tools WHERE crawl_id = (SELECT max(id) FROM crawls))"
                 ).fetchone()))
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:  # reported below
             errors.append(e)
         finally:
             reader.close()
@@ -232,7 +232,10 @@ class _Counter:
         pass
 
 
-@pytest.mark.parametrize("concurrency, expected_peak", [(None, 4), (2, 2), (1, 1)])
+@pytest.mark.parametrize("concurrency, expected_peak", [
+    (None, 4), (2, 2),
+    pytest.param(1, 1, marks=pytest.mark.slow),  # six 0.3 s starts one after another
+])
 def test_concurrency_cap(tmp_path, concurrency, expected_peak):
     from toolidx.crawl.config import load_config
     from toolidx.crawl.run import run_crawl
@@ -398,6 +401,7 @@ def test_only_named_servers_are_recrawled(tmp_path):
     assert unknown.code == 2 and "zzz" in unknown.stderr
 
 
+@pytest.mark.slow  # waits out a 0.5 s call timeout and a dying server, over three sessions
 def test_live_connection_api_for_serve():
     """open_session/Connection as serve's execute_tool uses it: one connection, several calls."""
     import anyio
