@@ -71,12 +71,12 @@ def test_files_that_are_not_usage_files_are_refused_untouched(tmp_path):
 def test_examples_are_kept_per_scope_and_old_ones_belong_to_no_serve_scope(tmp_path):
     """Examples recorded before scopes were kept (schema v1) ran in an unknown scope: after the
     migration no serve scope sees them, the file's owner (scope None, the CLI) still does."""
-    from toolidx.store.db import _statements, sqlite_module
+    from toolidx.store.sqlitefile import sqlite_module, statements
     from toolidx.store.usage import OLD_SCOPE, USAGE_APP_ID, USAGE_MIGRATIONS
 
     p = tmp_path / "v1.db"
     conn = sqlite_module().connect(str(p), isolation_level=None)
-    for stmt in _statements(USAGE_MIGRATIONS[0]):
+    for stmt in statements(USAGE_MIGRATIONS[0]):
         conn.execute(stmt)
     conn.execute("PRAGMA user_version = 1")
     conn.execute(f"PRAGMA application_id = {USAGE_APP_ID}")

@@ -8,8 +8,9 @@ from typing import Any
 
 from ..core.embedding import text_hash
 from . import vectors
-from .db import APPLICATION_ID, Database, load_vec, sqlite_module
+from .db import APPLICATION_ID, Database, load_vec
 from .migrations import MIGRATIONS
+from .sqlitefile import sqlite_module
 
 
 def engine() -> dict[str, Any]:

@@ -18,22 +18,29 @@ from pathlib import Path
 from typing import Any
 
 from ..core.clock import now_iso
+from ..core.errors import DatabaseError
 from ..core.notices import warn_once
-from .db import sqlite_module
+from .sqlitefile import FileKind, open_file, write_transaction
 
 STATE_ENV = "TOOLIDX_STATE_DIR"
 FILE = "trusted.db"
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS launch_lines (
-    hash    TEXT PRIMARY KEY,   -- launch_hash(servers.connect) a crawl wrote
-    server  TEXT NOT NULL,      -- the server it was written for (for people reading the file)
-    at      TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS configs (
-    path    TEXT PRIMARY KEY,   -- a config file a crawl read (absolute, resolved)
-    at      TEXT NOT NULL
-);
-"""
+# No application id and no WAL, as trusted.db has always been written. `IF NOT EXISTS`: files from
+# before migrations were counted hold these tables at user_version 0. Errors read as SQLite's own:
+# they only ever show inside record()'s warning.
+TRUST_FILE = FileKind(
+    application_id=None, wal=False, timeout_s=30, cannot_open="{e}", corrupt="{e}",
+    migrations=["""
+    CREATE TABLE IF NOT EXISTS launch_lines (
+        hash    TEXT PRIMARY KEY,   -- launch_hash(servers.connect) a crawl wrote
+        server  TEXT NOT NULL,      -- the server it was written for (for people reading the file)
+        at      TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS configs (
+        path    TEXT PRIMARY KEY,   -- a config file a crawl read (absolute, resolved)
+        at      TEXT NOT NULL
+    );
+    """],
+)
 
 
 def state_dir() -> Path:
@@ -64,10 +71,8 @@ def _connect(write: bool) -> Iterator[Any]:
         return
     if write:
         path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite_module().connect(str(path), timeout=30, isolation_level=None)
+    _, conn = open_file(TRUST_FILE, path, readonly=not write)
     try:
-        if write:
-            conn.executescript(_SCHEMA)
         yield conn
     finally:
         conn.close()
@@ -78,19 +83,14 @@ def record(launch: Iterable[tuple[str, str]], config_path: str | None) -> None:
     state folder that cannot be written costs only a warning: serve then needs --config."""
     rows = [(h, name, now_iso()) for name, h in launch]
     try:
-        with _connect(write=True) as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany("INSERT OR IGNORE INTO launch_lines(hash, server, at) VALUES (?, ?, ?)", rows)
-                if config_path:
-                    conn.execute("INSERT OR IGNORE INTO configs(path, at) VALUES (?, ?)",
-                                 (config_key(config_path), now_iso()))
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        with _connect(write=True) as conn, write_transaction(conn):
+            conn.executemany("INSERT OR IGNORE INTO launch_lines(hash, server, at) VALUES (?, ?, ?)", rows)
+            if config_path:
+                conn.execute("INSERT OR IGNORE INTO configs(path, at) VALUES (?, ?)",
+                             (config_key(config_path), now_iso()))
     except Exception as e:  # the crawl itself succeeded; only serve-without---config is lost
-        warn_once("trust-file", f"cannot record this crawl's launch lines in {trust_path()} ({e}): "
+        why = e.what if isinstance(e, DatabaseError) else e
+        warn_once("trust-file", f"cannot record this crawl's launch lines in {trust_path()} ({why}): "
                                 "serve and check will need --config for this index")
 
 

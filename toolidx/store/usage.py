@@ -15,14 +15,15 @@ import hashlib
 import json
 import os
 import stat
-import threading
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..core.clock import now_iso
 from ..core.errors import DatabaseError, UsageError
 from ..core.files import not_regular
+from .sqlitefile import FileKind, SqliteFile, check_header, open_file
 
 USAGE_ENV = "TOOLIDX_USAGE_DB"
 USAGE_APP_ID = 0x54495553  # "TIUS"
@@ -70,6 +71,20 @@ USAGE_MIGRATIONS: list[str] = [
     """,
 ]
 OLD_SCOPE = "?"  # examples recorded before scopes were kept (see the migration above)
+
+_FOREIGN = "not a toolidx usage file (left untouched)"
+USAGE_FILE = FileKind(
+    application_id=USAGE_APP_ID, migrations=USAGE_MIGRATIONS, timeout_s=2,
+    # WAL (on by default): no fsync per call row; a crash loses at most the last few
+    pragmas=("PRAGMA busy_timeout = 2000", "PRAGMA synchronous = NORMAL"),
+    probe="SELECT count(*) FROM calls",  # a damaged table shows up here
+    cannot_open="cannot open the usage file: {e}",
+    foreign_id=_FOREIGN, foreign_tables=_FOREIGN, foreign_fix=f"choose another file with --usage-db / {USAGE_ENV}",
+    newer="usage file schema v{found} is newer than this toolidx",
+    corrupt="corrupt or unreadable usage file ({e}); left untouched", corrupt_fix=_FIX,
+)
+# what doctor reads: an existing file only (an empty one is not a usage file), never written to
+_USAGE_FILE_READ = replace(USAGE_FILE, fresh_ok=False, corrupt="corrupt or unreadable usage file ({e})")
 
 
 def _state_home() -> Path:
@@ -128,13 +143,13 @@ def _percentile(sorted_values: list[float], q: float) -> float | None:
     return round(sorted_values[k], 1)
 
 
-class UsageStore:
+class UsageStore(SqliteFile):
     """One usage file. Thread-safe (one connection behind a lock); every write is one short
     transaction of its own."""
 
-    def __init__(self, conn: Any, path: Path):
-        self.conn, self.path = conn, path
-        self.lock = threading.RLock()
+    def __init__(self, conn: Any, path: Path, module: Any = None):
+        super().__init__(conn, module)
+        self.path = path
 
     # --- writes -------------------------------------------------------------------------------
     def record_call(self, tool_id: str, server: str, outcome: str, duration_ms: float, scope: str = "",
@@ -146,41 +161,25 @@ class UsageStore:
         for c in calls:
             if c[2] not in OUTCOMES:
                 raise ValueError(f"unknown outcome {c[2]!r}")
-        with self.lock:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                self.conn.executemany("INSERT INTO calls(tool_id, server, outcome, duration_ms, scope, at) "
-                                      "VALUES (?, ?, ?, ?, ?, ?)",
-                                      [(t, sv, o, round(d, 1), sc, at) for t, sv, o, d, sc, at in calls])
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            self.conn.execute("COMMIT")
+        with self.transaction() as conn:
+            conn.executemany("INSERT INTO calls(tool_id, server, outcome, duration_ms, scope, at) "
+                             "VALUES (?, ?, ?, ?, ?, ?)",
+                             [(t, sv, o, round(d, 1), sc, at) for t, sv, o, d, sc, at in calls])
 
     def add_example(self, tool_id: str, arguments: dict, scope: str = "") -> None:
         """Keep `arguments` (already redacted) as an example of `tool_id` seen in `scope` (the
         call's whole scope label): distinct ones only, the newest MAX_EXAMPLES_PER_TOOL per scope."""
         text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         h = hashlib.sha256(text.encode()).hexdigest()
-        with self.lock:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                self.conn.execute("INSERT INTO examples(tool_id, scope, arguments, hash, at) VALUES (?, ?, ?, ?, ?) "
-                                  "ON CONFLICT(tool_id, scope, hash) DO UPDATE SET at = excluded.at",
-                                  (tool_id, scope, text, h, now_iso()))
-                self.conn.execute("DELETE FROM examples WHERE tool_id = ? AND scope = ? AND hash NOT IN (SELECT hash "
-                                  "FROM examples WHERE tool_id = ? AND scope = ? ORDER BY at DESC, rowid DESC LIMIT ?)",
-                                  (tool_id, scope, tool_id, scope, MAX_EXAMPLES_PER_TOOL))
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            self.conn.execute("COMMIT")
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO examples(tool_id, scope, arguments, hash, at) VALUES (?, ?, ?, ?, ?) "
+                         "ON CONFLICT(tool_id, scope, hash) DO UPDATE SET at = excluded.at",
+                         (tool_id, scope, text, h, now_iso()))
+            conn.execute("DELETE FROM examples WHERE tool_id = ? AND scope = ? AND hash NOT IN (SELECT hash "
+                         "FROM examples WHERE tool_id = ? AND scope = ? ORDER BY at DESC, rowid DESC LIMIT ?)",
+                         (tool_id, scope, tool_id, scope, MAX_EXAMPLES_PER_TOOL))
 
     # --- reads --------------------------------------------------------------------------------
-    def _rows(self, sql: str, params: Any = ()) -> list[tuple]:
-        with self.lock:
-            return list(self.conn.execute(sql, params).fetchall())
-
     def tool_metrics(self, tool_ids: Iterable[str] | None = None) -> dict[str, dict]:
         """tool id -> {"calls", "ok", "success_rate", "p50_ms", "p95_ms", "last_used", "outcomes"}
         for tools that were called (all of them, or those in `tool_ids`). A refused call that named
@@ -194,13 +193,13 @@ class UsageStore:
     def unresolved_calls(self) -> int:
         """Refused calls that named no tool in scope (unknown, ambiguous, out of scope): recorded
         with no server, so counted neither per tool nor per server."""
-        return int(self._rows("SELECT count(*) FROM calls WHERE server = ''")[0][0])
+        return int(self.rows("SELECT count(*) FROM calls WHERE server = ''")[0][0])
 
     def _metrics(self, key: str, only: Iterable[str] | None) -> dict[str, dict]:
         wanted = set(only) if only is not None else None
         out: dict[str, dict] = {}
         durations: dict[str, list[float]] = {}
-        rows = self._rows(f"SELECT {key}, outcome, count(*), max(at) FROM calls WHERE server != '' "
+        rows = self.rows(f"SELECT {key}, outcome, count(*), max(at) FROM calls WHERE server != '' "
                           f"GROUP BY {key}, outcome")
         for k, outcome, n, last in rows:
             if wanted is not None and k not in wanted:
@@ -214,7 +213,7 @@ class UsageStore:
             if m["last_used"] is None or last > m["last_used"]:
                 m["last_used"] = last
         # durations of calls that reached a server (a refusal's time says nothing of the tool)
-        for k, d in self._rows(f"SELECT {key}, duration_ms FROM calls WHERE server != '' AND outcome NOT IN "
+        for k, d in self.rows(f"SELECT {key}, duration_ms FROM calls WHERE server != '' AND outcome NOT IN "
                                f"('refused', 'invalid_arguments') ORDER BY {key}, duration_ms"):
             if k in out:
                 durations.setdefault(k, []).append(d)
@@ -230,54 +229,29 @@ class UsageStore:
         (the file's owner, through the CLI)."""
         where, params = ("tool_id = ?", (tool_id,)) if scope is None else \
             ("tool_id = ? AND scope = ?", (tool_id, scope))
-        return [{"arguments": json.loads(a), "at": at, "scope": sc} for a, at, sc in self._rows(
+        return [{"arguments": json.loads(a), "at": at, "scope": sc} for a, at, sc in self.rows(
             f"SELECT arguments, at, scope FROM examples WHERE {where} ORDER BY at DESC, rowid DESC", params)]
 
     def tools_with_examples(self, scope: str | None = None) -> set[str]:
         """Tools with recorded examples (in exactly `scope`; None: in any)."""
         if scope is None:
-            return {r[0] for r in self._rows("SELECT DISTINCT tool_id FROM examples")}
-        return {r[0] for r in self._rows("SELECT DISTINCT tool_id FROM examples WHERE scope = ?", (scope,))}
-
-    def close(self) -> None:
-        with self.lock:
-            self.conn.close()
-
-
-def _identify(conn: Any, p: Path, *, new_ok: bool) -> int:
-    """The usage file's schema version; DatabaseError for another application's SQLite file or a
-    newer schema. `new_ok`: an empty file (no application id, no tables) is one to start."""
-    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-    fresh = new_ok and app_id == 0 and not conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-    if app_id != USAGE_APP_ID and not fresh:
-        raise DatabaseError("not a toolidx usage file (left untouched)", where=str(p),
-                            fix=f"choose another file with --usage-db / {USAGE_ENV}")
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if version > len(USAGE_MIGRATIONS):
-        raise DatabaseError(f"usage file schema v{version} is newer than this toolidx", where=str(p),
-                            fix="upgrade toolidx")
-    return version
+            return {r[0] for r in self.rows("SELECT DISTINCT tool_id FROM examples")}
+        return {r[0] for r in self.rows("SELECT DISTINCT tool_id FROM examples WHERE scope = ?", (scope,))}
 
 
 def usage_facts(path: str | os.PathLike) -> dict[str, Any]:
     """What `toolidx doctor` says of an existing usage file, read without writing (no migration):
     {"schema_version", "current", "calls", "tools_called", "tools_with_examples", "last_call",
     "writable"}. Raises DatabaseError for a file that is not a usage file, or is corrupt."""
-    from .db import check_header, connect_readonly, sqlite_module
-
     p = Path(path)
     check_header(p, label="the usage file", subject="usage file is ", fix=_FIX)
-    mod = sqlite_module()
+    mod, conn = open_file(_USAGE_FILE_READ, p, readonly=True)  # no -wal / -shm left beside it
     try:
-        conn = connect_readonly(p, timeout=2)  # no -wal / -shm left beside it
-    except mod.Error as e:
-        raise DatabaseError(f"cannot open the usage file: {e}", where=str(p)) from None
-    try:
-        version = _identify(conn, p, new_ok=False)
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         calls, tools, last = conn.execute("SELECT count(*), count(DISTINCT tool_id), max(at) FROM calls").fetchone()
         examples = conn.execute("SELECT count(DISTINCT tool_id) FROM examples").fetchone()[0]
     except mod.DatabaseError as e:
-        raise DatabaseError(f"corrupt or unreadable usage file ({e})", where=str(p), fix=_FIX) from None
+        raise DatabaseError(_USAGE_FILE_READ.corrupt.format(e=e), where=str(p), fix=_FIX) from None
     finally:
         conn.close()
     return {"schema_version": version, "current": version == len(USAGE_MIGRATIONS), "calls": calls,
@@ -289,8 +263,6 @@ def open_usage(path: str | os.PathLike, *, create: bool = True) -> UsageStore | 
     """Open (with `create`, make) the usage file at `path`; None when it does not exist and
     `create` is false (nothing was recorded yet). Raises DatabaseError for a file that is not a
     usage file or is corrupt (left untouched)."""
-    from .db import check_header, sqlite_module
-
     p = Path(path)
     if p.is_dir():
         raise DatabaseError("usage file is a directory", where=str(p))
@@ -303,37 +275,5 @@ def open_usage(path: str | os.PathLike, *, create: bool = True) -> UsageStore | 
             raise DatabaseError(f"cannot create the usage file's folder: {e.strerror}", where=str(p)) from None
     else:
         check_header(p, label="the usage file", subject="usage file is ", fix=_FIX)
-    mod = sqlite_module()
-    try:
-        conn = mod.connect(str(p), isolation_level=None, check_same_thread=False, timeout=2)
-    except mod.Error as e:
-        raise DatabaseError(f"cannot open the usage file: {e}", where=str(p)) from None
-    try:
-        conn.execute("PRAGMA busy_timeout = 2000")
-        conn.execute("PRAGMA synchronous = NORMAL")  # WAL: no fsync per call row; a crash loses at most the last few
-        version = _identify(conn, p, new_ok=True)
-        if version < len(USAGE_MIGRATIONS):
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for i in range(version, len(USAGE_MIGRATIONS)):
-                    from .db import _statements
-
-                    for stmt in _statements(USAGE_MIGRATIONS[i]):
-                        conn.execute(stmt)
-                    conn.execute(f"PRAGMA user_version = {i + 1}")
-                conn.execute(f"PRAGMA application_id = {USAGE_APP_ID}")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        conn.execute("SELECT count(*) FROM calls").fetchone()  # a damaged table shows up here
-    except mod.DatabaseError as e:
-        conn.close()
-        raise DatabaseError(f"corrupt or unreadable usage file ({e}); left untouched", where=str(p),
-                            fix=_FIX) from None
-    except DatabaseError:
-        conn.close()
-        raise
-    return UsageStore(conn, p)
+    mod, conn = open_file(USAGE_FILE, p)
+    return UsageStore(conn, p, mod)

@@ -1,0 +1,288 @@
+"""The SQLite-file layer under every file toolidx keeps (the index, the usage file, trusted.db): which
+SQLite to use, opening a file, telling ours from another application's (PRAGMA application_id),
+migrating it (PRAGMA user_version counts the migrations applied) and write transactions. Each kind
+of file is one `FileKind`: its application id, migrations, pragmas and the words of its errors.
+
+Why sqlean-py: sqlite-vec is a loadable extension, and many Pythons (this project's CI image,
+macOS's system Python, some distro builds) compile `sqlite3` without `enable_load_extension`.
+sqlean-py ships wheels for Linux, macOS and Windows with a current SQLite (FTS5 included) that can
+load extensions, so every platform runs the same SQLite. The stdlib module is the fallback, and
+`TOOLIDX_SQLITE=stdlib|sqlean|pysqlite3` forces a choice (for debugging).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import DatabaseError
+from ..core.files import NotRegularFile, open_regular
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def sqlite_module() -> Any:
+    choice = os.environ.get("TOOLIDX_SQLITE", "").strip().lower()
+    order = [choice] if choice else ["sqlean", "stdlib"]
+    for name in order:
+        try:
+            if name == "sqlean":
+                import sqlean
+
+                return sqlean
+            if name == "pysqlite3":
+                from pysqlite3 import dbapi2
+
+                return dbapi2
+            if name == "stdlib":
+                import sqlite3
+
+                return sqlite3
+        except ImportError:
+            continue
+    raise DatabaseError(f"no usable SQLite module ({choice or 'sqlean, stdlib'})",
+                        fix="pip install sqlean-py, or unset TOOLIDX_SQLITE")
+
+
+@dataclass(frozen=True)
+class FileKind:
+    """One kind of SQLite file: what marks it as ours, its schema, how it is opened, and what its
+    errors say. Messages are `str.format` templates: `{e}` is SQLite's error, `{found}` and
+    `{ours}` schema versions, `{app_id}` and `{tables}` what a foreign file holds."""
+
+    application_id: int | None  # None: files of this kind are not marked (nor checked)
+    migrations: Sequence[str]  # append only; a released migration never changes
+    additive: frozenset[int] = frozenset()  # migrations (from 1) that only add tables, see check_readable
+    timeout_s: float = 30
+    pragmas: tuple[str, ...] = ()  # run on every open, after the file is identified
+    wal: bool = True  # switch a file opened for writing to WAL
+    probe: str | None = None  # a read run last: a damaged table shows up here, not at the first call
+    on_migrated: Callable[[Any, int], None] | None = None  # (connection, version), inside the migration
+    fresh_ok: bool = True  # an empty file (no application id, no tables) is one to start
+    cannot_open: str = "cannot open: {e}"
+    foreign_id: str = "not ours (application_id {app_id:#x}); left untouched"
+    foreign_tables: str = "not ours (has tables {tables}); left untouched"
+    foreign_fix: str | None = None
+    newer: str = "schema v{found} is newer than this toolidx (v{ours})"
+    newer_fix: str | None = "upgrade toolidx"
+    corrupt: str = "corrupt or unreadable file ({e}); left untouched"
+    corrupt_fix: str | None = None
+    # a file opened read-only at a version it cannot be read at; None: older versions are read as
+    # they are (their readers cope) and only a newer one is refused, with `newer`
+    readonly_stale: str | None = None
+    readonly_stale_fix: str | None = None
+
+    @property
+    def version(self) -> int:
+        return len(self.migrations)
+
+
+def check_header(path: Path, *, label: str, subject: str = "", fix: str | None) -> None:
+    """Refuse, before SQLite touches it, a file that is not a SQLite database (never written to),
+    and anything that is not a regular file (a FIFO would block the open forever, a device never
+    ends). `label` names the file in a read error; `subject` starts the not-a-database message."""
+    try:
+        with open_regular(path) as f:
+            head = f.read(16)
+    except NotRegularFile as e:
+        raise DatabaseError(f"{label} {e.strerror} (left untouched)", where=str(path), fix=fix) from None
+    except OSError as e:
+        raise DatabaseError(f"cannot read {label}: {e.strerror}", where=str(path)) from None
+    if head and head != SQLITE_HEADER:
+        raise DatabaseError(f"{subject}not a SQLite database (left untouched)", where=str(path), fix=fix)
+
+
+def readonly_uri(p: Path, *, wal: bool = True) -> str:
+    """The URI that reads `p` without writing anything, beside it included. A read-only connection
+    to a WAL file creates `-wal` and `-shm` when they are missing and, being read-only, cannot
+    remove them at close: left behind, they make a published index look busy (`db._frozen`) and
+    `doctor` or `merge` write what they promise not to. So when no writer has the file open (no
+    `-wal`, no `-shm`: every connection closed, the WAL folded in) it is opened immutable;
+    otherwise read-only on the writer's own files, which SQLite needs to see its commits. A file
+    not in WAL (`wal` false) is read with SQLite's locks: immutable, a write would tear the read."""
+    quiet = wal and not (Path(f"{p}-wal").exists() or Path(f"{p}-shm").exists())
+    return p.resolve().as_uri() + "?mode=ro" + ("&immutable=1" if quiet else "")
+
+
+def open_file(kind: FileKind, path: str | os.PathLike, *, readonly: bool = False,
+              setup: Callable[[Any], None] | None = None) -> tuple[Any, Any]:
+    """(module, connection) to the file at `path` (`:memory:` too), identified as `kind`, its pragmas
+    set and, unless `readonly`, switched to WAL and migrated; read-only, a file at a version it
+    cannot be read at is refused. `setup(connection)` runs first (functions, extensions). The
+    caller has checked the path (check_header). Raises DatabaseError; the file is then untouched."""
+    spath = str(path)
+    memory = spath == ":memory:"
+    mod = sqlite_module()
+    target, uri = spath, False
+    if readonly and not memory:
+        target, uri = readonly_uri(Path(spath), wal=kind.wal), True
+    try:
+        conn = mod.connect(target, isolation_level=None, check_same_thread=False, timeout=kind.timeout_s,
+                           uri=uri)
+    except mod.Error as e:
+        raise DatabaseError(kind.cannot_open.format(e=e), where=spath) from None
+    try:
+        if setup is not None:
+            setup(conn)
+        version = identify(kind, conn, spath)
+        for pragma in kind.pragmas:
+            conn.execute(pragma)
+        if readonly:
+            check_readable(kind, version, spath)
+        else:
+            if kind.wal and not memory and conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            migrate(kind, conn, spath)
+        if kind.probe:
+            conn.execute(kind.probe).fetchone()
+    except mod.DatabaseError as e:
+        conn.close()
+        raise DatabaseError(kind.corrupt.format(e=e), where=spath, fix=kind.corrupt_fix) from None
+    except BaseException:
+        conn.close()
+        raise
+    return mod, conn
+
+
+def identify(kind: FileKind, conn: Any, where: str) -> int:
+    """The file's schema version; DatabaseError when another application's file (its application
+    id, or tables in a file that has none) or, for a kind with no application id, nothing."""
+    if kind.application_id is not None:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        if app_id != kind.application_id:
+            if app_id != 0 or not kind.fresh_ok:
+                raise DatabaseError(kind.foreign_id.format(app_id=app_id), where=where, fix=kind.foreign_fix)
+            tables = [r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') LIMIT 5")]
+            if tables:
+                raise DatabaseError(kind.foreign_tables.format(tables=", ".join(tables)), where=where,
+                                    fix=kind.foreign_fix)
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def check_readable(kind: FileKind, version: int, where: str) -> None:
+    """Refuse a file opened read-only at a version this toolidx cannot read. A file that only lacks
+    additive migrations (new tables, e.g. approvals) is read as it is: readers treat the missing
+    tables as empty."""
+    ours = kind.version
+    if version == ours:
+        return
+    if 0 < version < ours and all(i + 1 in kind.additive for i in range(version, ours)):
+        return
+    if kind.readonly_stale is not None:
+        raise DatabaseError(kind.readonly_stale.format(found=version, ours=ours), where=where,
+                            fix=kind.readonly_stale_fix)
+    if version > ours:
+        raise DatabaseError(kind.newer.format(found=version, ours=ours), where=where, fix=kind.newer_fix)
+
+
+def migrate(kind: FileKind, conn: Any, where: str) -> None:
+    """Apply the migrations the file lacks, in one write transaction; DatabaseError for a file from
+    a newer toolidx."""
+    ours = kind.version
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > ours:
+        raise DatabaseError(kind.newer.format(found=version, ours=ours), where=where, fix=kind.newer_fix)
+    if version == ours:
+        return
+    with write_transaction(conn):
+        # re-read inside the lock: another process may have migrated meanwhile
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        for i in range(version, ours):
+            for stmt in statements(kind.migrations[i]):
+                conn.execute(stmt)
+            conn.execute(f"PRAGMA user_version = {i + 1}")
+        if kind.application_id is not None:
+            conn.execute(f"PRAGMA application_id = {kind.application_id}")
+        if kind.on_migrated is not None:
+            kind.on_migrated(conn, ours)
+
+
+@contextmanager
+def write_transaction(conn: Any) -> Iterator[Any]:
+    """One write transaction (BEGIN IMMEDIATE) on `conn`: readers see all of it or none of it."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def statements(script: str) -> list[str]:
+    """Split a migration on `;` at line ends (executescript would commit on its own)."""
+    out, buf = [], []
+    for line in script.splitlines():
+        if line.strip().startswith("--"):
+            continue
+        buf.append(line)
+        if line.rstrip().endswith(";"):
+            stmt = "\n".join(buf).strip()
+            if stmt.strip(";").strip():
+                out.append(stmt)
+            buf = []
+    tail = "\n".join(buf).strip()
+    if tail:
+        out.append(tail)
+    return out
+
+
+class SqliteFile:
+    """One open file: a connection shared by serve's worker threads behind a lock."""
+
+    def __init__(self, conn: Any, module: Any):
+        self.conn = conn
+        self.module = module
+        self.lock = threading.RLock()
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        with self.lock:
+            return self.conn.execute(sql, params)
+
+    def query(self, sql: str, params: Any = ()) -> list[dict]:
+        with self.lock:
+            cur = self.conn.execute(sql, params)
+            cols = [d[0] for d in cur.description or ()]
+            return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+    def one(self, sql: str, params: Any = ()) -> dict | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: Any = ()) -> Any:
+        with self.lock:
+            row = self.conn.execute(sql, params).fetchone()
+        return row[0] if row else None
+
+    def rows(self, sql: str, params: Any = ()) -> list[tuple]:
+        with self.lock:
+            return list(self.conn.execute(sql, params).fetchall())
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One write transaction (BEGIN IMMEDIATE): readers see all of it or none of it."""
+        with self.lock, write_transaction(self.conn) as conn:
+            yield conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Any]:
+        """A read transaction: several queries see the same committed file."""
+        with self.lock:
+            if self.conn.in_transaction:
+                yield self.conn
+                return
+            self.conn.execute("BEGIN")
+            try:
+                yield self.conn
+            finally:
+                self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
