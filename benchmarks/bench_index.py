@@ -4,23 +4,16 @@ Indexes live in $TOOLIDX_BENCH_CACHE (default /tmp/toolidx-bench), keyed by a fi
 the code that decides what is indexed (tooldoc, migrations, sources) and of the model, so a stale
 index is never reused after the FTS schema, the embedded text or the model changes.
 
-The model: TOOLIDX_MODEL_PATH, default ../shared/models/all-MiniLM-L6-v2-onnx-int8 (the model the
-first constants were fitted on); toolidx's own is `toolidx/models/tool-minilm-l6` (PACKAGED).
+The model: _common.MODEL (TOOLIDX_MODEL_PATH); toolidx's own is _common.PACKAGED.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-BENCH = Path(os.environ.get("TOOLIDX_BENCH_DIR", REPO.parent / "shared" / "bench"))
-MODEL = os.environ.get("TOOLIDX_MODEL_PATH") or str(REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8")
-PACKAGED = str(REPO / "toolidx" / "models" / "tool-minilm-l6")
-CACHE = Path(os.environ.get("TOOLIDX_BENCH_CACHE", "/tmp/toolidx-bench"))
-sys.path.insert(0, str(REPO))
+from _common import BENCH, CACHE, MODEL, REPO
 
 
 def fingerprint() -> str:

@@ -8,9 +8,8 @@
 3. Re-crawl with nothing changed: tools embedded (target 0) and wall time vs. the first crawl.
 4. Index bytes per tool (after a WAL checkpoint), for the real servers and a bench catalog.
 
-The model comes from TOOLIDX_MODEL_PATH (default ../shared/models/all-MiniLM-L6-v2-onnx-int8).
-The real servers are those ../shared/servers/setup.sh DIR installed, in $TOOLIDX_TEST_SERVERS
-(default ~/.cache/toolidx/test-servers, where scripts/test.sh installs them).
+The model and the real servers (installed by ../shared/servers/setup.sh DIR) are found as
+benchmarks/_common.py says: TOOLIDX_MODEL_PATH, TOOLIDX_TEST_SERVERS.
 """
 
 from __future__ import annotations
@@ -25,14 +24,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from _common import BENCH, MODEL, servers_dir
 
-from toolidx.core.embedding import load_embedder, resolve_model  # noqa: E402
-from toolidx.crawl.config import build_config, load_config  # noqa: E402
-from toolidx.crawl.run import QuietProgress, gather_results, run_crawl  # noqa: E402
-from toolidx.store.crawls import _embed, docs_for  # noqa: E402
-from toolidx.store.db import open_db  # noqa: E402
+from toolidx.core.embedding import load_embedder, resolve_model
+from toolidx.crawl.config import build_config, load_config
+from toolidx.crawl.run import QuietProgress, gather_results, run_crawl
+from toolidx.store.crawls import _embed, docs_for
+from toolidx.store.db import open_db
 
 
 def crawl_wall(specs, concurrency: int) -> tuple[float, list]:
@@ -135,8 +133,7 @@ def bench_catalog_size(embedder, catalog: Path, tmp: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # where scripts/test.sh installs the real servers
-    servers = (os.environ.get("TOOLIDX_TEST_SERVERS")
-               or str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolidx" / "test-servers"))
+    servers = servers_dir()
     ap.add_argument("--servers", default=servers if servers.endswith(".json") else f"{servers}/servers.json",
                     help="servers.json of the real servers (default: %(default)s)")
     ap.add_argument("--texts", type=int, default=1000, help="texts for the embedding benchmark")
@@ -146,13 +143,12 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 
-    model_path = (os.environ.get("TOOLIDX_MODEL_PATH")
-                  or str(REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"))
+    model_path = MODEL
     embedder = load_embedder(resolve_model(path=model_path))
     if embedder is None:
         sys.exit(f"no model at {model_path}")
     cfg = load_config(a.servers)
-    bench = REPO.parent / "shared" / "bench" / "etom" / "tools.jsonl"
+    bench = BENCH / "etom" / "tools.jsonl"
     report: dict = {"cpus": os.cpu_count(), "servers_config": a.servers}
 
     parts = set(a.only or ["concurrency", "recrawl", "embedding", "catalog"])

@@ -19,7 +19,7 @@ import sys
 import time
 
 import numpy as np
-from bench_index import BENCH, REPO
+from _common import BENCH, REPO
 from fit_fusion import CATALOGS, R5_LOSS_MAX
 from fusion_data import FEASIBLE, INFEASIBLE, load, specs
 from verifier import auroc, col, jsonl, model_name

@@ -28,9 +28,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-BENCH = REPO.parent / "shared" / "bench"
-sys.path.insert(0, str(REPO))
+from _common import BENCH, REPO, cli
 
 
 def base_tools() -> list[dict]:
@@ -98,10 +96,9 @@ def build(db: Path, tools: list[dict], work: Path, label: str) -> float:
     cfg = work / f"{label}.json"
     cfg.write_text(json.dumps({"mcpServers": {"catalog": {"tools_file": str(cat)}}}))
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "toolidx", "crawl", "--config", str(cfg), "--db", str(db),
-                        "--model", "none", "--json"], capture_output=True, text=True, cwd=REPO)
-    if r.returncode != 0:
-        sys.exit(f"crawl failed: {r.stderr[-2000:]}")
+    code, _, err = cli("crawl", "--config", cfg, "--db", db, "--model", "none", "--json")
+    if code != 0:
+        sys.exit(f"crawl failed: {err[-2000:]}")
     return time.perf_counter() - t0
 
 
@@ -170,13 +167,13 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    cli = subprocess.run([sys.executable, "-m", "toolidx", "diff", str(old_db), str(new_db), "--format", "json",
-                          "--fail-on", "breaking"], capture_output=True, text=True, cwd=REPO, env=env)
+    proc = subprocess.run([sys.executable, "-m", "toolidx", "diff", str(old_db), str(new_db), "--format", "json",
+                           "--fail-on", "breaking"], capture_output=True, text=True, cwd=REPO, env=env)
     t_cli = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     c_cli = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     child_rss = after.ru_maxrss / 1024
-    payload = json.loads(cli.stdout)
+    payload = json.loads(proc.stdout)
 
     s = result.counts()
     print(f"tools: old {len(old)}, new {len(new)}; ids/hashes that differ: {differing}")
@@ -188,7 +185,7 @@ def main() -> None:
     print(f"{'toolidx diff, library (best of 3)':52}{t_diff * 1000:9.0f}{c_diff * 1000:9.0f}"
           f"   cpu = {c_diff / c_hash:.1f}x (a), {c_diff / c_full:.2f}x (b)")
     print(f"{'toolidx diff OLD NEW --format json (new process)':52}{t_cli * 1000:9.0f}{c_cli * 1000:9.0f}"
-          f"   exit {cli.returncode}, {len(cli.stdout) / 2**20:.1f} MiB JSON")
+          f"   exit {proc.returncode}, {len(proc.stdout) / 2**20:.1f} MiB JSON")
     print(f"peak memory: diff {peak / 2**20:.1f} MiB of Python objects (tracemalloc); "
           f"CLI process max RSS {child_rss:.0f} MiB")
     print(f"target < 2 s (CLI, CPU time): {'met' if c_cli < 2 else 'MISSED'}; "

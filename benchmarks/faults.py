@@ -20,8 +20,6 @@ Exit 0 when every case passes, 1 otherwise.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -32,23 +30,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from _common import REPO, cli
+
 RAW = REPO / "tests" / "servers" / "rawmcp.py"
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
-
-
-def cli(*args: object) -> tuple[int, str, str]:
-    from toolidx.cli.main import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return code, out.getvalue(), err.getvalue()
 
 
 def raw(mode: str, **extra: object) -> dict:

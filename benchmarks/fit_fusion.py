@@ -40,7 +40,7 @@ import math
 import sys
 
 import numpy as np
-from bench_index import MODEL
+from _common import MODEL
 from fusion_data import FEASIBLE, INFEASIBLE, held_specs, load
 
 from toolidx.search import calibration as cal

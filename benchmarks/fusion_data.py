@@ -17,7 +17,8 @@ import hashlib
 import json
 import pickle
 
-from bench_index import BENCH, CACHE, REPO, build, embedder, fingerprint, model_tag, trained_queries
+from _common import BENCH, CACHE, REPO
+from bench_index import build, embedder, fingerprint, model_tag, trained_queries
 
 FEASIBLE = ("etom L1", "etom L2", "livemcp", "natural plain", "natural terse", "natural typo",
             "natural long", "natural name")

@@ -19,7 +19,8 @@ import statistics
 import sys
 import time
 
-from bench_index import BENCH, MODEL, PACKAGED, build, embedder, trained_queries
+from _common import BENCH, MODEL, PACKAGED
+from bench_index import build, embedder, trained_queries
 
 MODELS = {"MiniLM": MODEL, "toolidx": PACKAGED}
 STYLES = ("plain", "terse", "typo", "long", "name")

@@ -42,9 +42,7 @@ import argparse
 import hashlib
 import json
 import math
-import os
 import re
-import subprocess
 import sys
 import time
 import unicodedata
@@ -53,10 +51,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-BENCH = Path(os.environ.get("TOOLIDX_BENCH_DIR", REPO.parent / "shared" / "bench"))
-MODEL = os.environ.get("TOOLIDX_MODEL_PATH") or str(REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8")
-CACHE = Path(os.environ.get("TOOLIDX_BENCH_CACHE", "/tmp/toolidx-bench"))
+from _common import BENCH, CACHE, MODEL, REPO, cli
+
 SETS = ("etom", "livemcp", "livemcp-natural")
 KS = (1, 5)
 
@@ -260,18 +256,15 @@ def build_index(set_name: str) -> Path:
     tmp = db.with_suffix(".tmp.db")
     tmp.unlink(missing_ok=True)
     print(f"indexing {tools} ...", file=sys.stderr, flush=True)
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    r = subprocess.run([sys.executable, "-m", "toolidx", "crawl", "--config", str(cfg), "--db", str(tmp),
-                        "--model-path", MODEL, "--json"], capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        sys.exit(f"crawl of {set_name} failed: {r.stderr.strip()[-500:]}")
+    code, _, err = cli("crawl", "--config", cfg, "--db", tmp, "--model-path", MODEL, "--json")
+    if code != 0:
+        sys.exit(f"crawl of {set_name} failed: {err.strip()[-500:]}")
     tmp.rename(db)
     return db
 
 
 class ToolidxHybrid:
     def __init__(self, db_path: Path):
-        sys.path.insert(0, str(REPO))
         from toolidx.core.embedding import QUERY_THREADS, load_embedder, resolve_model
         from toolidx.search.hybrid import warm
         from toolidx.store.db import open_db

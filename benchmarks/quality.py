@@ -25,7 +25,8 @@ import json
 import sys
 import time
 
-from bench_index import BENCH, build, embedder
+from _common import BENCH
+from bench_index import build, embedder
 
 MODES = ("hybrid", "keyword", "semantic")
 LABEL = {"hybrid": "hybrid", "keyword": "bm25", "semantic": "cosine"}

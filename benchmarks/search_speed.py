@@ -24,7 +24,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bench_index import BENCH, CACHE, MODEL, embedder, fingerprint, model_tag
+from _common import BENCH, CACHE, MODEL
+from bench_index import embedder, fingerprint, model_tag
 
 
 def _catalog(n: int, emb) -> Path:

@@ -34,9 +34,7 @@ import time
 from pathlib import Path
 
 import anyio
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from _common import MODEL, REPO, cli, servers_dir
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -56,8 +54,7 @@ def toolidx_params(db: Path, *extra: str, env: dict | None = None):
 
 
 def model_env() -> dict:
-    p = os.environ.get("TOOLIDX_MODEL_PATH") or str(REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8")
-    return {"TOOLIDX_MODEL_PATH": p}
+    return {"TOOLIDX_MODEL_PATH": MODEL}
 
 
 async def timed_calls(call, n: int) -> list[float]:
@@ -252,9 +249,10 @@ async def http_load(db: Path, base: str, token: str, clients: int, searches: int
 
 def crawl_all(servers_json: Path, tmp: Path) -> Path:
     db = tmp / "all.db"
-    r = subprocess.run([sys.executable, "-m", "toolidx", "crawl", "--config", str(servers_json), "--db", str(db),
-                        "--json"], capture_output=True, text=True, cwd=REPO, env={**os.environ, **model_env()})
-    summary = json.loads(r.stdout)
+    code, out, err = cli("crawl", "--config", servers_json, "--db", db, "--model-path", MODEL, "--json")
+    if not out.strip():
+        sys.exit(f"crawl failed (exit {code}): {err.strip()[-500:]}")
+    summary = json.loads(out)
     print(f"crawled {summary['servers_ok']} servers ok, {summary['servers_failed']} failed, {summary['tools']} tools")
     return db
 
@@ -262,9 +260,7 @@ def crawl_all(servers_json: Path, tmp: Path) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser()
     # where scripts/test.sh installs the real servers
-    servers = (os.environ.get("TOOLIDX_TEST_SERVERS")
-               or str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolidx" / "test-servers"))
-    ap.add_argument("--servers", default=servers,
+    ap.add_argument("--servers", default=servers_dir(),
                     help="folder of the real servers, with servers.json (default: %(default)s)")
     ap.add_argument("--db")
     ap.add_argument("--calls", type=int, default=300)

@@ -33,7 +33,7 @@ import sys
 import time
 
 import numpy as np
-from bench_index import BENCH, MODEL
+from _common import BENCH, MODEL
 from fit_fusion import CATALOGS, R5_LOSS_MAX, logistic
 from fusion_data import FEASIBLE, INFEASIBLE, load, specs
 

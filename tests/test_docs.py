@@ -77,10 +77,11 @@ def test_architecture_page_matches_the_package():
 
 
 def test_tests_follow_the_package_layout():
-    """Each tests/<folder>/ is named for a folder of the package (data and servers aside)."""
+    """Each tests/<folder>/ is named for a folder of the package (data and servers aside, and
+    benchmarks/, whose scripts are tested there)."""
     pkg = {p.name for p in (REPO / "toolidx").iterdir() if (p / "__init__.py").is_file()}
-    rooms = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and p.name not in ("data", "servers")
-             and not p.name.startswith((".", "__"))}
+    rooms = {p.name for p in (REPO / "tests").iterdir() if p.is_dir()
+             and p.name not in ("data", "servers", "benchmarks") and not p.name.startswith((".", "__"))}
     assert rooms <= pkg, f"tests/ folders with no package folder: {sorted(rooms - pkg)}"
     loose = sorted(p.name for p in (REPO / "tests").glob("test_*.py"))
     assert loose == ["test_docs.py", "test_faults.py", "test_one_way.py"], \
@@ -101,22 +102,6 @@ def test_docs_name_no_machine_specific_folder():
              for n, line in enumerate(f.read_text().splitlines(), 1)
              for m in machine.finditer(quoted.sub("", line) if f.suffix == ".md" else line)]
     assert not found, found
-
-
-@pytest.mark.parametrize("bench", ["crawl_bench.py", "serve_bench.py"])
-def test_benchmarks_find_the_real_servers_where_the_tests_do(bench, tmp_path):
-    """Without --servers, a benchmark reads the servers scripts/test.sh installs and conftest uses:
-    $TOOLIDX_TEST_SERVERS, else $XDG_CACHE_HOME/toolidx/test-servers."""
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k != "TOOLIDX_TEST_SERVERS"}
-    env["XDG_CACHE_HOME"] = str(tmp_path)
-    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / bench), "--help"], env=env,
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert f"{tmp_path}/toolidx/test-servers" in " ".join(out.stdout.split()).replace("- ", "-")
 
 
 def test_readme_names_the_layers_architecture_names():

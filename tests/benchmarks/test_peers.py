@@ -1,15 +1,17 @@
 """benchmarks/peers.py: the reproductions of Codex's tool_search BM25 and Claude Code's keyword
-tool search behave as their sources describe (fields, tokenizer, query forms)."""
+tool search behave as their sources describe (fields, tokenizer, query forms).
+
+peers.py is imported, never skipped: it needs only the standard library, so an import that fails
+(a renamed helper in benchmarks/) is a failure here, in CI and locally alike."""
 
 from __future__ import annotations
 
 import sys
 
-import pytest
 from conftest import REPO
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-peers = pytest.importorskip("peers")
+sys.path.insert(0, str(REPO / "benchmarks"))  # a benchmark imports its neighbours (_common) by name
+import peers
 
 TOOLS = [
     {"id": "github/create_pull_request", "server": "github", "name": "create_pull_request",
