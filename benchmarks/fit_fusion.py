@@ -26,7 +26,7 @@ long / name; impossible requests: etom infeasible, natural far, natural near.
 
     python benchmarks/fit_fusion.py [--only hybrid|keyword|semantic] [--write]
 
-The model is bench_index's (TOOLIDX_MODEL_PATH; toolidx's own: toolidx/models/tool-minilm-l6).
+The model is _common.MODEL (TOOLIDX_MODEL_PATH; toolidx's own: toolidx/models/tool-minilm-l6).
 Queries the model was trained on (its model.json) are left out of every set (fusion_data).
 `--write` (with no --only) stores hybrid's and semantic's all-sets fit for that model in
 calibration.json; keyword's constants belong to no model and stay in calibration.py.

@@ -1,6 +1,6 @@
 """Action/object matching as a verifier for hybrid's "no good match" gate (issue #22 item 5 (b)).
 
-    python benchmarks/verifier.py        # the model: bench_index's (TOOLIDX_MODEL_PATH)
+    python benchmarks/verifier.py        # the model: _common.MODEL (TOOLIDX_MODEL_PATH)
 
 A request says what to do to what ("upvote the top story on Hacker News"); if no top-5 tool does
 that action (Hacker News' tools only read) or names that object, abstain. Data: fusion_data's hybrid

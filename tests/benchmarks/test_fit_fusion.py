@@ -1,0 +1,83 @@
+"""benchmarks/fit_fusion.py --write stores each model's fit in toolidx/search/calibration.json, the
+file toolidx.search.calibration loads: the shipped file is well-formed for every model id, is read
+whole, and what --write writes is what the loader reads back."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+
+from conftest import REPO
+
+from toolidx.search import calibration as cal
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import fit_fusion
+
+SHIPPED = REPO / "toolidx" / "search" / "calibration.json"
+FIELDS = {f.name for f in dataclasses.fields(cal.ModelFit)}
+
+
+def _well_formed(model: str, f: dict) -> list[str]:
+    bad = [] if set(f) == FIELDS else [f"{model}: fields {sorted(set(f) ^ FIELDS)}"]
+    for k in ("cos", "coverage", "name"):
+        if not (isinstance(f.get(k), (int, float)) and 0 <= f[k] <= 1):
+            bad.append(f"{model}: {k} = {f.get(k)!r}, want a weight in [0, 1]")
+    ramp = f.get("ramp")
+    if ramp is not None and not (isinstance(ramp, list) and len(ramp) == 2
+                                 and all(isinstance(x, int) for x in ramp) and 0 <= ramp[0] < ramp[1]):
+        bad.append(f"{model}: ramp = {ramp!r}, want [lo, hi] terms with lo < hi")
+    for mode in ("hybrid", "semantic"):  # keyword's constants belong to no model (calibration.py)
+        platt = f.get("platt", {}).get(mode)
+        if not (isinstance(platt, list) and len(platt) == 2 and all(map(math.isfinite, platt)) and platt[0] > 0):
+            bad.append(f"{model}: platt.{mode} = {platt!r}, want [slope > 0, bias]")
+        t = f.get("threshold", {}).get(mode)
+        if not (isinstance(t, float) and 0 < t < 1):
+            bad.append(f"{model}: threshold.{mode} = {t!r}, want a score in (0, 1)")
+    if set(f.get("platt", {})) != {"hybrid", "semantic"} or set(f.get("threshold", {})) != {"hybrid", "semantic"}:
+        bad.append(f"{model}: platt/threshold modes {sorted(f.get('platt', {}))} / {sorted(f.get('threshold', {}))}")
+    if not (isinstance(f.get("fitted"), str) and f["fitted"]):
+        bad.append(f"{model}: no `fitted` (on what, by what)")
+    return bad
+
+
+def test_the_shipped_file_is_the_one_the_loader_reads_and_is_well_formed():
+    assert cal.FITS_FILE.resolve() == SHIPPED.resolve()
+    doc = json.loads(SHIPPED.read_text())
+    bad = [b for model, f in doc["models"].items() for b in _well_formed(model, f)]
+    assert not bad, bad
+    # every model id is read, and read whole (a field the loader dropped would differ here)
+    assert set(cal.FITS) == set(doc["models"])
+    for model, f in doc["models"].items():
+        got = dataclasses.asdict(cal.FITS[model])
+        got["ramp"] = list(got["ramp"]) if got["ramp"] else None
+        got["platt"] = {k: list(v) for k, v in got["platt"].items()}
+        assert got == f, model
+
+
+def test_every_model_toolidx_ships_or_defaults_to_is_calibrated():
+    """The reference model (keyword-only and model-less scores) and toolidx's own model, by the
+    name its model.json gives (the index's embed_model), each have a fit."""
+    packaged = json.loads((REPO / "toolidx" / "models" / "tool-minilm-l6" / "model.json").read_text())["name"]
+    assert {cal.REFERENCE_MODEL, packaged} <= set(cal.FITS)
+    assert all(cal.is_calibrated(m) for m in (cal.REFERENCE_MODEL, packaged))
+
+
+def test_what_write_stores_is_what_the_loader_reads(tmp_path, monkeypatch):
+    """fit_fusion.write into a copy of the file, then the loader over that copy: the new model's
+    fit comes back as written, and the models already there are kept."""
+    copy = tmp_path / "calibration.json"
+    copy.write_text(SHIPPED.read_text())
+    monkeypatch.setattr(cal, "FITS_FILE", copy)
+    hyb = {"cos": 0.8, "coverage": 0.1, "name": 0.05, "ramp": [5, 15], "platt": [9.5, -7.25], "threshold": 0.004}
+    fit_fusion.write("test/new-model", hyb, ([10.5, -7.0], 0.00612))
+    fits = cal._read_fits()
+    assert set(fits) == set(cal.FITS) | {"test/new-model"}
+    assert all(fits[m] == cal.FITS[m] for m in cal.FITS)
+    new = fits["test/new-model"]
+    assert (new.cos, new.coverage, new.name, new.ramp) == (0.8, 0.1, 0.05, (5, 15))
+    assert new.platt == {"hybrid": (9.5, -7.25), "semantic": (10.5, -7.0)}
+    assert new.threshold == {"hybrid": 0.004, "semantic": 0.0061}
+    assert not _well_formed("test/new-model", json.loads(copy.read_text())["models"]["test/new-model"])
