@@ -107,3 +107,44 @@ def test_index_cache_is_per_version_and_bounded_by_names(tmp_path):
     db.cache.get("x", build, size=len)
     assert len(builds) == 2 and db.cache.stats()["resets"] == 1
     assert other.cache.peek("x") is None  # each opened index has its own
+
+
+def test_filter_sql_keeps_what_each_filter_says(tmp_path):
+    """store.tools.where: every Filters field as SQL over real rows, REGEXP (RE2) included."""
+    from toolidx.core.filters import Filters
+    from toolidx.store.tools import filtered_rowids
+
+    db = open_db(tmp_path / "f.db", create=True)
+    with db.transaction() as c:
+        for s in ("git", "docs"):
+            c.execute("INSERT INTO servers(name, transport, status, crawled_at) VALUES (?, 'stdio', 'ok', 'x')", (s,))
+        rows = [  # rowid, server, name, description, tags, category, read_only, destructive, stale
+            (1, "git", "git_log", "Show the commit log", '["vcs"]', "dev", 1, 0, 0),
+            (2, "git", "git_push", "Push commits", '["vcs", "write"]', "dev", 0, 1, 0),
+            (3, "docs", "read_pdf", "Read a PDF file", '["files"]', "docs", 1, None, 1),
+        ]
+        for rowid, server, name, desc, tags, cat, ro, de, stale in rows:
+            c.execute("INSERT INTO tools(rowid, id, server, name, description, tags, category, read_only, "
+                      "destructive, stale, definition, hash, embed_text, first_seen, updated_at) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', 'h', '', 'x', 'x')",
+                      (rowid, f"{server}/{name}", server, name, desc, tags, cat, ro, de, stale))
+        c.execute("INSERT INTO approvals VALUES ('docs/read_pdf', 'h', 'me', 'x')")
+    cases = [
+        (Filters(), None),
+        (Filters(servers=["docs"]), {3}),
+        (Filters(tags=["write", "files"]), {2, 3}),
+        (Filters(exclude_tags=["write"]), {1, 3}),
+        (Filters(categories=["dev"]), {1, 2}),
+        (Filters(name_pattern="^GIT_"), {1, 2}),  # case-insensitive
+        (Filters(description_contains="pdf"), {3}),
+        (Filters(read_only=True), {1, 3}),
+        (Filters(no_destructive=True), {1, 3}),
+        (Filters(include_stale=False), {1, 2}),
+        (Filters(approved_only=True), {3}),
+        (Filters(has_examples=True, example_ids=["git/git_push"]), {2}),
+        (Filters(has_examples=True), set()),
+        (Filters(servers=["git"], read_only=True, approved_only=True), set()),
+    ]
+    for f, want in cases:
+        assert filtered_rowids(db, f) == want, f
+    db.close()

@@ -1,9 +1,8 @@
-"""Tool filters shared by search, list, categories and serve's scope. One dataclass, one SQL
-builder, so every command filters the same way."""
+"""Tool filters shared by search, list, categories and serve's scope: one dataclass, so every
+command filters the same way. Its SQL is the store's (`store.tools.where`)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from typing import Any
@@ -41,11 +40,6 @@ def compile_pattern(pattern: str, option: str = "--name-pattern") -> Any:
         raise UsageError(f"invalid {option} regex {pattern[:200]!r}: {why}",
                          fix="use an RE2 regular expression (no look-around or back-references), "
                              "e.g. '^git_' or 'pdf|docx'") from None
-
-
-def regexp(pattern: str, value: str | None) -> int:
-    """SQLite REGEXP(pattern, value), registered on every connection by store.db."""
-    return int(value is not None and compile_pattern(pattern).search(value) is not None)
 
 
 @dataclass
@@ -101,43 +95,19 @@ class Filters:
             example_ids=self.example_ids or scope.example_ids,
         )
 
-    def where(self, alias: str = "t") -> tuple[str, list]:
-        """A SQL condition over the `tools` table (as `alias`) and its parameters. `approved_only`
-        needs another table: the store adds it (`store.tools.where`)."""
-        a = alias
-        conds: list[str] = []
-        params: list = []
-        if self.servers:
-            conds.append(f"{a}.server IN ({', '.join('?' * len(self.servers))})")
-            params += self.servers
-        if self.categories:
-            conds.append(f"{a}.category IN ({', '.join('?' * len(self.categories))})")
-            params += self.categories
-        if self.tags:
-            conds.append(f"EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value IN "
-                         f"({', '.join('?' * len(self.tags))}))")
-            params += self.tags
-        if self.exclude_tags:
-            conds.append(f"NOT EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value IN "
-                         f"({', '.join('?' * len(self.exclude_tags))}))")
-            params += self.exclude_tags
-        if self.name_pattern:
-            conds.append(f"{a}.name REGEXP ?")
-            params.append(self.name_pattern)
-        if self.description_contains:
-            conds.append(f"instr(lower({a}.description), lower(?)) > 0")
-            params.append(self.description_contains)
-        if self.read_only:
-            conds.append(f"{a}.read_only = 1")
-        if self.no_destructive:
-            conds.append(f"coalesce({a}.destructive, 0) = 0")
-        if not self.include_stale:
-            conds.append(f"{a}.stale = 0")
-        if self.has_examples:  # one parameter however many ids
-            conds.append(f"{a}.id IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(self.example_ids))
-        return (" AND ".join(conds) or "1"), params
-
-    def to_json(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "example_ids"
-                and (getattr(self, f.name) not in (None, [], False) or f.name == "include_stale")}
+    def to_json(self, *, complete: bool = False) -> dict:
+        """The filters that are set, as JSON, in field order: what answers and reports show
+        (`include_stale` always, `example_ids` never: ids derived from `has_examples`). `complete`:
+        every field that differs from its default, `example_ids` included, so that `Filters(**d)`
+        gives these filters back (a generated module's scope)."""
+        default = Filters()
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if complete:
+                keep = v != getattr(default, f.name)
+            else:
+                keep = f.name != "example_ids" and (v != getattr(default, f.name) or f.name == "include_stale")
+            if keep:
+                out[f.name] = v
+        return out

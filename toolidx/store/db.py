@@ -121,7 +121,7 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
 
     def setup(conn: Any) -> None:
         vec.append(load_vec(conn))
-        from ..core.filters import regexp
+        from .tools import regexp  # tools imports this module
 
         conn.create_function("regexp", 2, regexp, deterministic=True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import overload
 
-from ..core.filters import Filters
+from ..core.filters import Filters, compile_pattern
 from .db import Database, in_chunks
 
 JSON_COLUMNS = ("input_schema", "output_schema", "annotations", "icons", "meta", "definition",
@@ -34,12 +34,51 @@ def decode(row: dict | None, columns: tuple[str, ...] = JSON_COLUMNS) -> dict | 
 
 
 def where(filters: Filters, alias: str = "t") -> tuple[str, list]:
-    """`filters.where(alias)` plus the one filter over another table: `approved_only` (a person
-    approved the tool, at any definition: one changed since stays visible, serve refuses to run it)."""
-    sql, params = filters.where(alias)
-    if filters.approved_only:
-        sql = f"({sql}) AND EXISTS (SELECT 1 FROM approvals ap WHERE ap.tool_id = {alias}.id)"
+    """A SQL condition over the `tools` table (as `alias`) that keeps what `filters` keeps, and its
+    parameters. `approved_only`: a person approved the tool, at any definition (one changed since
+    stays visible, serve refuses to run it)."""
+    f, a = filters, alias
+    conds: list[str] = []
+    params: list = []
+    if f.servers:
+        conds.append(f"{a}.server IN ({', '.join('?' * len(f.servers))})")
+        params += f.servers
+    if f.categories:
+        conds.append(f"{a}.category IN ({', '.join('?' * len(f.categories))})")
+        params += f.categories
+    if f.tags:
+        conds.append(f"EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value IN "
+                     f"({', '.join('?' * len(f.tags))}))")
+        params += f.tags
+    if f.exclude_tags:
+        conds.append(f"NOT EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value IN "
+                     f"({', '.join('?' * len(f.exclude_tags))}))")
+        params += f.exclude_tags
+    if f.name_pattern:
+        conds.append(f"{a}.name REGEXP ?")  # regexp() below, registered on every connection by store.db
+        params.append(f.name_pattern)
+    if f.description_contains:
+        conds.append(f"instr(lower({a}.description), lower(?)) > 0")
+        params.append(f.description_contains)
+    if f.read_only:
+        conds.append(f"{a}.read_only = 1")
+    if f.no_destructive:
+        conds.append(f"coalesce({a}.destructive, 0) = 0")
+    if not f.include_stale:
+        conds.append(f"{a}.stale = 0")
+    if f.has_examples:  # one parameter however many ids
+        conds.append(f"{a}.id IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(f.example_ids))
+    sql = " AND ".join(conds) or "1"
+    if f.approved_only:
+        sql = f"({sql}) AND EXISTS (SELECT 1 FROM approvals ap WHERE ap.tool_id = {a}.id)"
     return sql, params
+
+
+def regexp(pattern: str, value: str | None) -> int:
+    """SQLite REGEXP(pattern, value), registered on every connection by store.db: RE2, linear in
+    the name, whatever an agent sends (core.filters.compile_pattern)."""
+    return int(value is not None and compile_pattern(pattern).search(value) is not None)
 
 
 def get_tool(db: Database, tool_id: str) -> dict | None:
