@@ -53,8 +53,33 @@ app = _Typer(
     rich_markup_mode=None,
 )
 
-DbOpt = typer.Option(None, "--db", envvar="TOOLIDX_DB", show_envvar=True,
-                     help="Index file (default: ~/.local/share/toolidx/tools.db).")
+_PathBase: Any = type(Path())
+
+
+class _DbUrl(_PathBase):
+    """A postgresql:// --db through options typed Path: typer turns every other value into a
+    Path, which folds the URL's `//`; str() and os.fspath() give the URL as written."""
+
+    url = ""
+
+    def __str__(self) -> str:
+        return self.url
+
+    def __fspath__(self) -> str:
+        return self.url
+
+
+def _db_target(value: str) -> Path:
+    if not value.startswith(("postgresql://", "postgres://")):  # the catalog in PostgreSQL (store/pg.py)
+        return Path(value)
+    target = _DbUrl(".")
+    target.url = value
+    return target
+
+
+DbOpt = typer.Option(None, "--db", envvar="TOOLIDX_DB", show_envvar=True, parser=_db_target,
+                     help="Index file (default: ~/.local/share/toolidx/tools.db), or a "
+                          "postgresql:// URL (docs/deploy.md).")
 JsonOpt = typer.Option(False, "--json", help="Print versioned JSON instead of a table.")
 ModelOpt = typer.Option(None, "--model", help="Embedding model name (default: the index's model, else "
                                                "toolidx's own; 'none' disables).")

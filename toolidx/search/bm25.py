@@ -213,6 +213,8 @@ def preload(db) -> bool:
     """Cache every word's postings now (a long-lived process, before its first queries). Chunk by
     chunk, each in its own read snapshot, so searches in other threads go on meanwhile; a crawl
     committing in between starts a new index version, and this one is dropped."""
+    if retrieval.in_database(db):  # PostgreSQL scores in SQL: nothing to hold
+        return False
     start: str | None = ""
     index: _Index | None = None
     while start is not None:
@@ -250,6 +252,11 @@ def candidates(db, terms: list[str], limit: int, filters=None,
     (quoted values: toolidx.search.quoted); a query with a phrase (FTS5 path) keeps plain BM25."""
     if not terms:
         return []
+    if retrieval.in_database(db):
+        toks = stems(db, terms) or {}
+        tw = term_weights or {}
+        return retrieval.keyword_candidates(db, [(t, tw.get(w, 1.0)) for w in terms for t in toks.get(w, ())],
+                                            limit, filters, weights, idf_power)
     with _lock:
         got = _get(db, weights)
         if got is None:
@@ -306,6 +313,10 @@ def matched_terms(db, terms: list[str], rowids: list[int], *, many: bool = False
     one vectorised search per word instead of a bisect per tool and word (~1 ms a query at 10k)."""
     if not terms or not rowids:
         return {r: [] for r in rowids}
+    if retrieval.in_database(db):  # a word matches when the tool has all its tokens (FTS5's phrase, unordered)
+        toks = stems(db, terms) or {}
+        has = retrieval.matched_tokens(db, [t for w in terms for t in toks.get(w, ())], rowids)
+        return {r: [w for w in terms if toks.get(w) and has[r].issuperset(toks[w])] for r in rowids}
     with _lock:
         got = _get(db)
         if got is None:

@@ -182,8 +182,9 @@ def warm(db, embedder: QueryEmbedder = INDEX_MODEL) -> None:
     matrix, the tool names (and their words' stems) and the model (a long-lived process: `toolidx
     serve`, benchmarks)."""
     bm25.preload(db)
-    _all_names(db)
-    _name_stems_for(db, None)
+    if not retrieval.in_database(db):  # PostgreSQL: a replica holds no catalog (store/pg.py)
+        _all_names(db)
+        _name_stems_for(db, None)
     if embedder is INDEX_MODEL:
         embedder = get_query_embedder(db)
     if embedder is not None:

@@ -36,7 +36,8 @@ def _matrix(db):
 
 
 def preload(db) -> None:
-    _matrix(db)
+    if not retrieval.in_database(db):  # PostgreSQL answers KNN itself (store/retrieval.py)
+        _matrix(db)
 
 
 def _query(blob: bytes, dim: int):
@@ -51,6 +52,8 @@ def _query(blob: bytes, dim: int):
 
 def knn(db, query: bytes, k: int, filters=None) -> list[tuple[int, float]]:
     """(rowid, cosine similarity) of the k nearest tools that pass the filters."""
+    if retrieval.in_database(db):
+        return retrieval.vector_knn(db, query, k, filters)
     import numpy as np
 
     ids, m, _ = _matrix(db)
@@ -72,6 +75,8 @@ def knn(db, query: bytes, k: int, filters=None) -> list[tuple[int, float]]:
 
 def cosine_for(db, query: bytes, rowids: list[int]) -> dict[int, float]:
     """Cosine similarity of the query to each given tool that has a vector."""
+    if retrieval.in_database(db):
+        return retrieval.vector_cosines(db, query, rowids)
     ids, m, pos = _matrix(db)
     if not rowids or not len(ids):
         return {}

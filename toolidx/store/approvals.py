@@ -24,7 +24,9 @@ SERVER_TABLE = "server_approvals"
 
 
 def has_table(db: Database, table: str = TABLE) -> bool:
-    return db.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)) is not None
+    from .pg import table_exists
+
+    return table_exists(db, table)
 
 
 def text_hash(title: str | None, instructions: str | None) -> str:

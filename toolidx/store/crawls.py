@@ -17,8 +17,8 @@ from ..core.embedding import Embedder, LazyEmbedder, text_hash
 from ..core.notices import warn_once
 from ..core.servers import ServerResult, launch_hash, stderr_lines
 from ..core.tooldoc import ToolDoc, build_tooldoc, canonical_json, server_words
-from . import trust, vectors
-from .db import Database
+from . import keywords, trust, vectors
+from .db import Database, in_chunks
 
 
 @dataclass
@@ -65,7 +65,7 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
     for r in results:
         r.mask_secrets()  # idempotent; crawl has done it already, other writers may not have
     docs = {r.spec.name: docs_for(r) for r in results if r.ok}
-    existing = {row["id"]: row for row in db.query("SELECT rowid, id, hash, embed_hash FROM tools")}
+    existing = {row["id"]: row for row in db.query("SELECT rowid, id, server, hash, embed_hash FROM tools")}
 
     vecs: dict[str, bytes] = {}
     if embedder is not None and not db.vec_available:
@@ -88,6 +88,13 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
     summary = CrawlSummary(crawl_id=0)
     ts = now_iso()
     with db.transaction():
+        # another crawler may have written these servers since `existing` was read (writers take
+        # turns, readers do not wait): what is in the index now decides what this crawl changes
+        names = {r.spec.name for r in results}
+        existing = {k: v for k, v in existing.items() if v["server"] not in names}
+        for marks, chunk in in_chunks(sorted(names)):
+            existing.update({row["id"]: row for row in db.query(
+                f"SELECT rowid, id, server, hash, embed_hash FROM tools WHERE server IN ({marks})", chunk)})
         cur = db.execute("INSERT INTO crawls(started_at, config_path, toolidx_version) VALUES (?, ?, ?)",
                          (started_at or ts, config_path, __version__))
         crawl_id = summary.crawl_id = int(cur.lastrowid)
@@ -98,6 +105,16 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
         crawled = set()
         for r in results:
             crawled.add(r.spec.name)
+            newer = _newer_crawl(db, r, ts)
+            if newer is not None:  # the latest crawl of a server wins, whichever commits last
+                warn_once(f"superseded:{r.spec.name}",
+                          f"{r.spec.name}: the index holds a later crawl of it (at {newer}); this crawl's "
+                          f"result, from {r.started_at or ts}, was not written")
+                summary.servers.append({"server": r.spec.name, "status": r.status, "error": r.error,
+                                        "stderr": [], "tools": len(r.tools) if r.ok else None,
+                                        "invalid_tools": r.invalid_tools, "duration_ms": r.duration_ms,
+                                        "superseded_by": newer})
+                continue
             _write_server(db, r, crawl_id, ts)
             if r.ok:
                 _write_tools(db, r.spec.name, docs[r.spec.name], existing, vecs, embedder, ts, summary)
@@ -133,6 +150,13 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
     # them from the index's record with no --config (store/trust.py says why outside the index)
     trust.record([(r.spec.name, launch_hash(r.spec.public())) for r in results], config_path)
     return summary
+
+
+def _newer_crawl(db: Database, r: ServerResult, ts: str) -> str | None:
+    """When the index holds a crawl of `r`'s server that started after `r` did (a crawler that
+    ran at the same time and committed first), that crawl's time; else None."""
+    at = db.scalar("SELECT crawled_at FROM servers WHERE name = ?", (r.spec.name,))
+    return at if at is not None and at > (r.started_at or ts) else None
 
 
 def _embed(embedder: Embedder, texts: list[str],
@@ -180,6 +204,7 @@ def _write_tools(db: Database, server: str, docs: list[ToolDoc], existing: dict[
     for row in gone:
         _delete_tool(db, row["rowid"])
     summary.removed += len(gone)
+    fts_rows: list[tuple[int, dict[str, str]]] = []
     for d in docs:
         old = existing.get(d.id)
         values = dict(server=d.server, name=d.name, title=d.title, description=d.description,
@@ -207,19 +232,17 @@ def _write_tools(db: Database, server: str, docs: list[ToolDoc], existing: dict[
                 summary.changed += 1
             db.execute(f"UPDATE tools SET {', '.join(f'{c} = ?' for c in values)} WHERE rowid = ?",
                        [*values.values(), rowid])
-            db.execute("DELETE FROM tools_fts WHERE rowid = ?", (rowid,))
-        fts = d.fts_row()
-        db.execute(f"INSERT INTO tools_fts(rowid, {', '.join(fts)}) VALUES (?, {', '.join('?' * len(fts))})",
-                   [rowid, *fts.values()])
+        fts_rows.append((rowid, d.fts_row()))
         if embedder is not None and d.id in vecs:
             vectors.put(db, rowid, vecs[d.id])
             db.execute("UPDATE tools SET embed_hash = ? WHERE rowid = ?",
                        (text_hash(embedder.model, d.embed_text), rowid))
             summary.embedded += 1
+    keywords.put_many(db, fts_rows)
 
 
 def _delete_tool(db: Database, rowid: int) -> None:
-    db.execute("DELETE FROM tools_fts WHERE rowid = ?", (rowid,))
+    keywords.delete(db, [rowid])
     vectors.delete(db, [rowid])
     db.execute("DELETE FROM tools WHERE rowid = ?", (rowid,))
 

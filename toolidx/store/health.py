@@ -42,13 +42,20 @@ def index_facts(db: Database) -> dict[str, Any]:
     """The index's schema version against this toolidx's, SQLite's quick integrity check, what
     was crawled and what is missing: servers that failed their last crawl, tools without a vector."""
     with db.snapshot():
-        user_version = int(db.scalar("PRAGMA user_version"))
-        app_id = int(db.scalar("PRAGMA application_id"))
-        problems = [r[0] for r in db.execute("PRAGMA quick_check(5)").fetchall()]
+        if getattr(db, "dialect", "sqlite") == "postgres":  # store/pg.py: meta holds what PRAGMAs hold
+            from .pg import pg_integrity
+
+            user_version = int(db.get_meta("schema_version") or 0)
+            app_id = APPLICATION_ID if db.get_meta("application") == "toolidx" else 0
+            problems = pg_integrity(db)
+        else:
+            user_version = int(db.scalar("PRAGMA user_version"))
+            app_id = int(db.scalar("PRAGMA application_id"))
+            problems = [r[0] for r in db.execute("PRAGMA quick_check(5)").fetchall()]
         tools = int(db.scalar("SELECT count(*) FROM tools"))
         servers = db.query("SELECT name, status, error, stderr_tail, tool_count, last_ok_at FROM servers "
                            "ORDER BY name")
-        stale = int(db.scalar("SELECT count(*) FROM tools WHERE stale"))
+        stale = int(db.scalar("SELECT count(*) FROM tools WHERE stale = 1"))
         has_vectors = db.vec_available and vectors.has_table(db)
         with_vectors = int(db.scalar(f"SELECT count(*) FROM {vectors.TABLE}")) if has_vectors else 0
         meta = {k: db.get_meta(k) for k in ("embed_model", "embed_dim", "embed_model_path", "config_path",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..core.filters import Filters
 from ..core.tokens import fts_query
-from . import vectors
+from . import keywords, vectors
 from .db import Database, in_chunks
 from .tools import where as filter_sql
 
@@ -93,6 +93,8 @@ FTS_VOCAB = "tools_fts_vinst"  # a temp fts5vocab table: one row per word occurr
 
 def fts_schema(db: Database) -> str | None:
     """The CREATE statement of tools_fts: the tokenizer query words must be stemmed with."""
+    if in_database(db):  # PostgreSQL's postings are cut by that tokenizer (store/keywords.py)
+        return keywords.fts_create_sql()
     return db.scalar("SELECT sql FROM sqlite_master WHERE name = 'tools_fts'")
 
 
@@ -103,6 +105,8 @@ def ensure_fts_vocab(db: Database) -> None:
 
 def fts_totals(db: Database) -> bytes | None:
     """FTS5's averages record (varints: row count, then tokens per column), which bm25() reads."""
+    if in_database(db):
+        return None
     return db.scalar("SELECT block FROM tools_fts_data WHERE id = 1")
 
 
@@ -146,3 +150,102 @@ def scratch_tokens(conn, words: list[str]) -> list[tuple[int, str]]:
     conn.execute("DELETE FROM words")
     conn.executemany("INSERT INTO words(rowid, name) VALUES (?, ?)", list(enumerate(words)))
     return conn.execute("SELECT doc, term FROM words_inst ORDER BY doc, offset").fetchall()
+
+
+# --- search in the database (PostgreSQL): candidates from SQL, nothing held per replica --------------
+K1, B = 1.2, 0.75  # FTS5's bm25() constants (fts5_aux.c), as search.bm25 uses them
+
+
+def in_database(db: Database) -> bool:
+    """Whether search asks the database for candidates (PostgreSQL) instead of scoring from
+    postings and a vector matrix held in memory (a SQLite file: search.bm25, search.vecmatrix)."""
+    return getattr(db, "dialect", "sqlite") == "postgres"
+
+
+def _pg_filter(filters: Filters | None, column: str) -> tuple[str, list]:
+    if filters is None or filters.is_empty():
+        return "", []
+    where, params = filter_sql(filters, "t")
+    return f" AND {column} IN (SELECT t.rowid FROM tools t WHERE {where})", params
+
+
+def _keyword_totals(db: Database) -> tuple[int, float]:
+    """(tools, mean tokens a tool) of the keyword index, once per catalog version."""
+    def build() -> tuple[int, float]:
+        n, avg = db.query("SELECT count(*) AS n, avg(len) AS avg FROM tool_docsize")[0].values()
+        return int(n or 0), float(avg or 1.0)
+
+    return db.cache.get("keyword_totals", build)
+
+
+def keyword_candidates(db: Database, tokens: list[tuple[str, float]], limit: int, filters: Filters | None,
+                       weights: tuple[float, ...] = FTS_WEIGHTS, idf_power: float = 1.0) -> list[tuple[int, float]]:
+    """(rowid, score) of the best `limit` tools for tokens (as FTS5's tokenizer cut the query's
+    words) with their multipliers: FTS5's bm25() with column weights, each token's term weighed
+    by idf**idf_power * multiplier (search.bm25.candidates on a file), computed by PostgreSQL."""
+    if not tokens:
+        return []
+    nrow, avgdl = _keyword_totals(db)
+    fsql, fparams = _pg_filter(filters, "s.rowid")
+    sql = (
+        "WITH q AS (SELECT * FROM unnest(?::text[], ?::float8[]) AS q(term, mult)), "
+        "w AS (SELECT (o - 1)::smallint AS col, x AS weight FROM unnest(?::float8[]) WITH ORDINALITY AS u(x, o)), "
+        "tf AS (SELECT tt.term, tt.rowid, sum(tt.n * w.weight) AS f FROM tool_terms tt JOIN w ON w.col = tt.col "
+        "WHERE tt.term = ANY(?::text[]) GROUP BY tt.term, tt.rowid), "
+        "df AS (SELECT term, count(*) AS df FROM tf GROUP BY term), "
+        "s AS (SELECT tf.rowid, "
+        "sum(q.mult * power(greatest(ln((?::float8 - df.df + 0.5) / (df.df + 0.5)), 1e-6), ?::float8) "
+        f"* (tf.f * {K1 + 1.0}) / (tf.f + {K1 * (1 - B)} + {K1 * B}::float8 * ds.len / ?::float8)) AS score "
+        "FROM tf JOIN df ON df.term = tf.term JOIN q ON q.term = tf.term JOIN tool_docsize ds ON ds.rowid = tf.rowid "
+        "GROUP BY tf.rowid) "
+        f"SELECT s.rowid, s.score FROM s WHERE TRUE{fsql} ORDER BY s.score DESC, s.rowid LIMIT ?")
+    terms = [t for t, _ in tokens]
+    params = [terms, [m for _, m in tokens], list(weights), list(dict.fromkeys(terms)), float(nrow),
+              float(idf_power), avgdl, *fparams, limit]
+    return [(int(r), float(v)) for r, v in db.execute(sql, params).fetchall()]
+
+
+def matched_tokens(db: Database, tokens: list[str], rowids: list[int]) -> dict[int, set[str]]:
+    """rowid -> which of `tokens` (as the tokenizer cut them) each tool has."""
+    out: dict[int, set[str]] = {r: set() for r in rowids}
+    if not tokens or not rowids:
+        return out
+    for r, t in db.execute("SELECT DISTINCT rowid, term FROM tool_terms WHERE term = ANY(?::text[]) "
+                           "AND rowid = ANY(?::bigint[])", (list(set(tokens)), list(rowids))).fetchall():
+        out[int(r)].add(t)
+    return out
+
+
+def vector_knn(db: Database, query: bytes, k: int, filters: Filters | None = None) -> list[tuple[int, float]]:
+    """(rowid, cosine similarity) of the k nearest tools that pass the filters: pgvector's HNSW
+    index, or an exact scan of real[] vectors without pgvector."""
+    if not vectors.has_table(db):
+        return []
+    cast, value = vectors.pg_value(db, query)
+    fsql, fparams = _pg_filter(filters, "v.rowid")
+    if cast == "::vector":
+        sql = (f"SELECT v.rowid, 1 - (v.embedding <=> ?{cast}) AS s FROM {vectors.TABLE} v WHERE TRUE{fsql} "
+               f"ORDER BY v.embedding <=> ?{cast}, v.rowid LIMIT ?")
+        params = [value, *fparams, value, k]
+    else:
+        sql = (f"SELECT v.rowid, {_array_cosine('v.embedding')} AS s FROM {vectors.TABLE} v WHERE TRUE{fsql} "
+               "ORDER BY s DESC, v.rowid LIMIT ?")
+        params = [value, *fparams, k]
+    return [(int(r), float(s)) for r, s in db.execute(sql, params).fetchall()]
+
+
+def _array_cosine(column: str) -> str:
+    """Cosine of a real[] column with the parameter, in SQL (no pgvector)."""
+    return (f"(SELECT sum(a * b) / nullif(sqrt(sum(a * a)) * sqrt(sum(b * b)), 0) "
+            f"FROM unnest({column}, ?::real[]) AS x(a, b))")
+
+
+def vector_cosines(db: Database, query: bytes, rowids: list[int]) -> dict[int, float]:
+    """Cosine similarity of the query to each given tool that has a vector."""
+    if not rowids or not vectors.has_table(db):
+        return {}
+    cast, value = vectors.pg_value(db, query)
+    expr = f"1 - (v.embedding <=> ?{cast})" if cast == "::vector" else _array_cosine("v.embedding")
+    rows = db.execute(f"SELECT v.rowid, {expr} FROM {vectors.TABLE} v WHERE v.rowid = ANY(?::bigint[])",
+                      (value, list(rowids))).fetchall()
+    return {int(r): float(s) for r, s in rows if s is not None}

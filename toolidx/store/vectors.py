@@ -1,8 +1,10 @@
-"""The sqlite-vec table of tool embeddings (rowid = tools.rowid), created once the model's
-dimension is known. Cosine distance; vectors are float32 blobs."""
+"""The table of tool embeddings (rowid = tools.rowid), created once the model's dimension is
+known: sqlite-vec's vec0 in a file; in PostgreSQL pgvector's vector(dim) with an HNSW index, or
+real[] where pgvector is missing (store/pg.py). Cosine distance; vectors are float32 blobs here."""
 
 from __future__ import annotations
 
+from array import array
 from typing import TYPE_CHECKING, Any
 
 from .db import Database
@@ -13,8 +15,23 @@ if TYPE_CHECKING:
 TABLE = "tool_vectors"
 
 
+def _pg(db: Database) -> bool:
+    return getattr(db, "dialect", "sqlite") == "postgres"
+
+
 def has_table(db: Database) -> bool:
-    return db.scalar("SELECT 1 FROM sqlite_master WHERE name = ?", (TABLE,)) is not None
+    from .pg import table_exists
+
+    return table_exists(db, TABLE)
+
+
+def pg_value(db: Database, blob: bytes) -> tuple[str, Any]:
+    """(the SQL cast, the parameter) of a float32 blob in PostgreSQL: pgvector's text form, or a
+    real[] where pgvector is missing."""
+    values = array("f", blob).tolist()
+    if getattr(db, "vec_kind", None) == "vector":
+        return "::vector", "[" + ",".join(map(repr, values)) + "]"
+    return "::real[]", values
 
 
 def remember_model(db: Database, embedder: Embedder) -> None:
@@ -43,13 +60,26 @@ def ensure_table(db: Database, model: str, dim: int, sha256: str | None = None) 
     if exists:
         db.execute(f"DROP TABLE {TABLE}")
         db.execute("UPDATE tools SET embed_hash = NULL")
-    db.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(embedding float[{dim}] distance_metric=cosine)")
+    if not _pg(db):
+        db.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(embedding float[{dim}] distance_metric=cosine)")
+    elif getattr(db, "vec_kind", None) == "vector":
+        db.execute(f"CREATE TABLE {TABLE} (rowid BIGINT PRIMARY KEY REFERENCES tools(rowid) ON DELETE CASCADE, "
+                   f"embedding vector({int(dim)}) NOT NULL)")
+        db.execute(f"CREATE INDEX {TABLE}_hnsw ON {TABLE} USING hnsw (embedding vector_cosine_ops)")
+    else:
+        db.execute(f"CREATE TABLE {TABLE} (rowid BIGINT PRIMARY KEY REFERENCES tools(rowid) ON DELETE CASCADE, "
+                   "embedding real[] NOT NULL)")
     db.set_meta("embed_model", model)
     db.set_meta("embed_dim", str(dim))
     return exists
 
 
 def put(db: Database, rowid: int, blob: bytes) -> None:
+    if _pg(db):
+        cast, value = pg_value(db, blob)
+        db.execute(f"INSERT INTO {TABLE}(rowid, embedding) VALUES (?, ?{cast}) "
+                   "ON CONFLICT (rowid) DO UPDATE SET embedding = excluded.embedding", (rowid, value))
+        return
     # vec0 has no UPSERT
     db.execute(f"DELETE FROM {TABLE} WHERE rowid = ?", (rowid,))
     db.execute(f"INSERT INTO {TABLE}(rowid, embedding) VALUES (?, ?)", (rowid, blob))
@@ -65,6 +95,10 @@ def knn(db: Database, query: bytes, k: int) -> list[tuple[int, float]]:
     """(rowid, cosine distance) of the k nearest tools."""
     if not has_table(db):
         return []
+    if _pg(db):
+        from .retrieval import vector_knn
+
+        return [(r, 1.0 - s) for r, s in vector_knn(db, query, k)]
     rows = db.execute(f"SELECT rowid, distance FROM {TABLE} WHERE embedding MATCH ? AND k = ? "
                       "ORDER BY distance", (query, k)).fetchall()
     return [(int(r[0]), float(r[1])) for r in rows]
@@ -73,4 +107,7 @@ def knn(db: Database, query: bytes, k: int) -> list[tuple[int, float]]:
 def get(db: Database, rowid: int) -> Any:
     if not has_table(db):
         return None
+    if _pg(db):
+        values = db.scalar(f"SELECT embedding::real[] FROM {TABLE} WHERE rowid = ?", (rowid,))
+        return None if values is None else array("f", values).tobytes()
     return db.scalar(f"SELECT embedding FROM {TABLE} WHERE rowid = ?", (rowid,))
