@@ -12,13 +12,12 @@ from typing import Any, TypedDict
 from ..core.errors import UsageError
 from ..core.schemas import example_arguments, parameter_table, required_params, validate
 from ..core.tooldoc import annotation_tags
+from ..core.vocabulary import DETAIL_LEVELS as DETAILS
 from ..store.db import Database
 from ..store.tools import get_server, get_tool
 from .resolve import UnknownToolError, resolve_tool_id
 
 __all__ = ["describe", "example_arguments", "parameter_table", "DETAILS"]
-
-DETAILS = ("summary", "schema", "full")
 
 
 class _Summary(TypedDict):

@@ -737,9 +737,10 @@ def eval_cmd(
 ) -> None:
     """Measure retrieval quality on your catalog: R@k, MRR@10, nDCG@10, abstention, per mode; with
     several modes, a paired sign test of the first against the others; the missed queries."""
+    from ..core.vocabulary import SEARCH_MODES
     from ..search.eval import evaluate
 
-    modes = ["hybrid", "keyword", "semantic"] if mode == "all" else [mode]
+    modes = list(SEARCH_MODES) if mode == "all" else [mode]
     render.eval_report(evaluate(_open(db), queries, modes=modes, k=tuple(k), labels=labels,
                                 infeasible=infeasible, by=by), as_json, misses)
 

@@ -18,8 +18,7 @@ from typing import Any
 from ..core.counts import plural
 from ..core.safetext import visible
 from ..core.tooldoc import compact_json, first_line
-
-JSON_VERSION = 1
+from ..core.vocabulary import JSON_VERSION
 
 _out = None
 _err = None

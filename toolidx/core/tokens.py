@@ -13,7 +13,7 @@ import re
 from .tooldoc import split_name
 
 MAX_TERMS = 48  # a pasted page must not become a 2,000-term OR query
-MAX_QUERY_CHARS = 4000  # the model reads ~256 tokens; the rest only costs time
+MAX_QUERY_CHARS = 4000  # the longest query read, and accepted by serve and HTTP (the model reads ~256 tokens)
 
 _WORD = re.compile(r"\w+")
 

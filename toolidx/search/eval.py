@@ -43,6 +43,7 @@ from typing import Any
 from ..core.embedding import INDEX_MODEL, QueryEmbedder
 from ..core.errors import UsageError
 from ..core.filters import Filters
+from ..core.vocabulary import SEARCH_MODES
 
 KS = (1, 5, 10)
 LABELS = ("any", "all", "steps")
@@ -212,7 +213,7 @@ def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
     return {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in rows[0]}
 
 
-def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...] = ("hybrid", "keyword", "semantic"),
+def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...] = SEARCH_MODES,
              k: tuple[int, ...] = KS, labels: str = "any", infeasible: str | Path | None = None,
              by: str | None = None, filters: Filters | None = None, embedder: QueryEmbedder = INDEX_MODEL,
              min_score: float | None = None) -> dict:

@@ -21,12 +21,12 @@ from ..core.filters import Filters
 from ..core.notices import warn_once
 from ..core.tokens import STOP_WORDS, query_terms
 from ..core.tooldoc import first_line, split_name
+from ..core.vocabulary import SEARCH_MODES as MODES
 from ..store import retrieval
 from ..store.tools import filtered_rowids
 from . import bm25, quoted
 from . import calibration as cal
 
-MODES = ("hybrid", "keyword", "semantic")
 POOL = 50  # candidates taken from each retriever before fusion
 FUZZY_MAX_TERMS = 4  # fuzzy name matching is for short, name-like queries ("git_stauts")
 FUZZY_CUTOFF = 75.0

@@ -31,17 +31,17 @@ from .. import __version__
 from ..core.counts import plural
 from ..core.errors import ToolidxError, UsageError
 from ..core.filters import Filters, compile_pattern
+from ..core.tokens import MAX_QUERY_CHARS
+from ..core.vocabulary import JSON_VERSION
+from ..core.vocabulary import SEARCH_MODES as MODES
 from .access import ANONYMOUS, Grant, HostPolicy, Tokens, check_allowed, is_loopback
 from .discovery import Discovery
 
 log = logging.getLogger("toolidx")
 
-JSON_VERSION = 1  # the CLI's versioned JSON envelope (cli/render.py), which /v1/search answers with
 OPEN_PATHS = ("/healthz", "/openapi.json")
 TOKEN_PATHS = ("/mcp", "/v1/search")  # every other path is 404, with no token asked for
-MAX_QUERY_CHARS = 4000
 MAX_K = 100
-MODES = ("hybrid", "keyword", "semantic")
 MAX_SESSIONS = 1000  # open MCP sessions, all tokens together
 SESSIONS_PER_TOKEN = 100  # open MCP sessions one token may hold
 

@@ -19,6 +19,8 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from ..core.vocabulary import JSON_VERSION
+
 HEAD_TIMEOUT_S = 10.0  # from connect (or the previous answer) to a complete request head
 BODY_TIMEOUT_S = 30.0  # from the head to the whole body (bodies are at most 4 MiB)
 MAX_CONNECTIONS = 1000
@@ -29,7 +31,7 @@ BACKLOG = 128
 
 
 def _raw(status: str, error: str) -> bytes:
-    body = json.dumps({"toolidx": 1, "command": "error", "error": error, "message": status}).encode()
+    body = json.dumps({"toolidx": JSON_VERSION, "command": "error", "error": error, "message": status}).encode()
     return (f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
             "connection: close\r\n\r\n").encode() + body
 

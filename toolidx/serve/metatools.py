@@ -11,9 +11,11 @@ import copy
 from typing import Any
 
 from ..core.counts import plural
+from ..core.tokens import MAX_QUERY_CHARS
+from ..core.vocabulary import DETAIL_LEVELS, SEARCH_MODES
 
-SEARCH_TYPES = ["hybrid", "semantic", "keyword"]
-DETAILS = ["summary", "schema", "full"]
+SEARCH_TYPES = [SEARCH_MODES[0], SEARCH_MODES[2], SEARCH_MODES[1]]  # the description's order: semantic, keyword
+DETAILS = list(DETAIL_LEVELS)
 SORT_BY = ["name", "server", "category", "execution_count", "success_rate", "recent"]
 USAGE_SORTS = {"execution_count": "calls", "success_rate": "success", "recent": "recent"}
 DEFAULT_TIMEOUT_MS = 30_000
@@ -21,7 +23,6 @@ DEFAULT_TIMEOUT_MS = 30_000
 # Request limits (docs/reliability.md): a meta-tool argument past one is refused with an
 # invalid_arguments error that quotes at most 200 characters of it.
 MAX_NAME_CHARS = 1_000  # tool_name, filter values, name_pattern, description_contains
-MAX_QUERY_CHARS = 4_000
 MAX_LIST_ITEMS = 100  # values in one filter list
 MAX_PAGE = 100_000
 
