@@ -618,9 +618,11 @@ def test_20_recorded_examples_stay_in_their_scope_and_keep_no_secrets(tmp_path, 
     secrets = [pw, tok, str(pin)]
 
     def scoped_answers(srv, view_scope):
+        from toolidx.serve.answers import answer
+
         d = srv.discovery.scoped(view_scope) if view_scope else srv.discovery
-        described = d.answer("describe_tool", {"tool_name": "r/tool_0", "include_examples": True})
-        listed = d.answer("list_tools", {"filters": {"has_examples": True}})
+        described = answer(d, "describe_tool", {"tool_name": "r/tool_0", "include_examples": True})
+        listed = answer(d, "list_tools", {"filters": {"has_examples": True}})
         return described.payload, sorted(t["id"] for t in listed.payload["items"])
 
     async def team(c, srv):

@@ -28,7 +28,7 @@ def build(db, embedder=None, **kw):
 
     srv = build_server(db, load_model=False, **kw)
     if embedder is not None:
-        srv.discovery.embedder, srv.discovery.model_state = embedder, "ready"
+        srv.discovery.model.embedder, srv.discovery.model.state = embedder, "ready"
     return srv
 
 
@@ -117,7 +117,7 @@ def test_a_model_that_loads_too_long_gives_keyword_results_with_a_notice(serve_i
         return await call(c, "search_tools", {"query": "current time"}), time.perf_counter() - t0
 
     srv = build(serve_index)
-    srv.discovery.model_state, srv.discovery.model_wait_s = "loading", 0.5  # it never finishes
+    srv.discovery.model.state, srv.discovery.model.wait_s = "loading", 0.5  # it never finishes
     (r, sc, _), waited = session(srv, body)
     assert waited >= 0.5  # it waited for the model (bounded), then fell back
     assert not r.is_error and sc["mode_used"] == "keyword"
@@ -132,12 +132,12 @@ def test_a_search_by_meaning_waits_for_the_loading_model(serve_index, embedder, 
     import threading
 
     srv = build(serve_index)
-    disc = srv.discovery
-    disc.model_state = "loading"
+    model = srv.discovery.model
+    model.state = "loading"
 
     def finish_loading():
-        disc.embedder, disc.model_state = embedder, "ready"
-        disc.model_done.set()
+        model.embedder, model.state = embedder, "ready"
+        model.done.set()
 
     async def body(c):
         threading.Timer(0.3, finish_loading).start()
@@ -164,7 +164,7 @@ def test_the_first_search_of_a_fresh_server_is_semantic(serve_index, model_path,
         return await call(c, "search_tools", {"query": "current time in a timezone", "search_type": "semantic"})
 
     r, sc, _ = session(srv, body)
-    assert srv.discovery.model_state == "ready"
+    assert srv.discovery.model.state == "ready"
     assert not r.is_error and sc["mode_used"] == "semantic" and sc["hits"][0]["id"].startswith("time/")
     assert not any("loading" in n for n in sc.get("notes", []))
 

@@ -1,8 +1,8 @@
-"""What the discovery server knows and answers, without MCP: the index it serves (reloaded when a
-crawl changes it), the scope it may see, tool-name resolution, argument validation, and the
-meta-tools' answers (a structured payload within the token budget plus a compact text block).
-
-serve.py wires this to MCP; tests and benchmarks can call it directly.
+"""What the discovery server knows, without MCP: the index it serves (reloaded when a crawl
+changes it), the model it loads in the background, the scope it may see, tool-name resolution and
+argument validation, and the shape of every answer (`Answer`). The meta-tools' answers are in
+`answers`, their text in `texts`; `server` wires them to MCP. Tests and benchmarks can call them
+directly.
 """
 
 from __future__ import annotations
@@ -10,27 +10,25 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.budget import fit_budget
-from ..core.counts import plural
 from ..core.errors import ToolidxError, UsageError
-from ..core.filters import Filters, compile_pattern
+from ..core.filters import Filters
 from ..core.schemas import compile_validator, schema_errors
-from ..core.tooldoc import compact_json, safe_names, server_name_parts
+from ..core.tooldoc import safe_names, server_name_parts
 from ..store.db import Database, open_db
 from ..store.tools import all_ids, filtered_rowids, get_tool, get_tools_by_rowid, list_servers
-from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS, cut_text, instructions
-from .usage import scope_label
+from .metatools import cut_text, instructions
+from .texts import invalid_arguments_text
 
 log = logging.getLogger("toolidx")
 
 DEFAULT_MAX_TOKENS = 4000
 MODEL_WAIT_S = 20.0  # how long a semantic or hybrid search waits for the model serve is loading
 EXPOSED_NAME_MAX = 64  # Claude and most clients: ^[a-zA-Z0-9_-]{1,64}$
-HIT_KEYS = ("id", "title", "description", "score", "matched")
 
 
 @dataclass
@@ -89,48 +87,74 @@ class _Cache:
     summary: tuple[int, list[tuple[str, int]], list[str]] | None = None  # catalog_summary()
 
 
-class Discovery:
-    """The served index. Thread-safe: answers run in worker threads, reloads on the event loop."""
+class Model:
+    """The query embedder serve loads in the background, shared by a server and its scoped views,
+    and the one model policy of every front (search_tools over stdio and HTTP, /v1/search)."""
 
-    def __init__(self, db_path: str, *, scope: Filters | None = None, expose_tools: bool = False,
-                 pins: list[str] | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-                 config_path: str | None = None):
-        self.db_path = str(db_path)
-        self.scope = scope or Filters()
+    def __init__(self) -> None:
+        self.embedder: Any = None
+        self.state = "not loaded"  # loading | ready | unavailable
+        self.done = threading.Event()
+        self.wait_s = MODEL_WAIT_S
+
+    def load(self, db: Database) -> None:
+        """Load the query embedder for `db` (slow: run it in a background thread). Until it is
+        ready, searches wait for it (`query_embedder`)."""
+        from ..search.hybrid import get_query_embedder, warm
+
+        self.state = "loading"
+        try:
+            emb = get_query_embedder(db)
+        except Exception as e:  # a broken model must not take the server down
+            log.warning(f"embedding model unavailable, keyword search only: {e}")
+            emb = None
+        try:  # the first searches then pay for nothing but themselves
+            warm(db, emb)
+        except Exception as e:
+            log.warning(f"could not preload the search caches: {e}")
+        # the embedder, the state and the event change together: a search that sees the model
+        # sees it ready (a search waiting meanwhile waits for the warm caches too)
+        self.embedder = emb
+        self.state = "ready" if emb is not None else "unavailable"
+        self.done.set()
+
+    def query_embedder(self, mode: str) -> tuple[Any, str | None]:
+        """(the embedder a search in `mode` uses, a note when it answers without one). A semantic
+        or hybrid search waits for a model that is loading (at most `wait_s`): answering by
+        keywords would give a one-shot client, and every agent's first question, another ranking
+        than the one it asked for. Past the wait, keyword results and a note that says so."""
+        if mode == "keyword":
+            return None, None
+        if self.embedder is None and self.state == "loading":
+            self.done.wait(self.wait_s)
+        if self.embedder is not None:
+            return self.embedder, None
+        if self.state == "loading":
+            return None, (f"semantic model still loading after {self.wait_s:g} s: keyword results "
+                          "(ask again shortly for results by meaning)")
+        return None, f"semantic model {'not loaded' if self.state == 'not loaded' else 'unavailable'}: " \
+                     "keyword results"
+
+
+class _Served:
+    """What a server and its scoped views share: the index file (reopened when a crawl replaces
+    it, `generation` counting the reloads), the model, the usage file and the server's options."""
+
+    def __init__(self, db_path: str, *, expose_tools: bool, max_tokens: int, config_path: str | None):
+        self.db_path = db_path
+        self.db: Database = open_db(db_path)
+        self.file_id = self.stat()
+        self.data_version = self.db.data_version()
+        self.generation = 0  # bumped on each reload: every view drops its caches on a change
+        self.lock = threading.Lock()
+        self.model = Model()
+        self.usage: Any = None  # serve.usage.Usage, set by build_server
         self.expose_tools = expose_tools
-        self.pin_names = list(pins or [])
+        self.pin_names: list[str] = []
         self.max_tokens = max_tokens
         self.config_path = config_path
-        self.db: Database = open_db(self.db_path)
-        self._file_id = self._stat()
-        self._data_version = self.db.data_version()
-        self._cache = _Cache()
-        self._generation = 0  # bumped on each reload; scoped views drop their caches on a change
-        self._lock = threading.Lock()
-        self.embedder: Any = None
-        self.usage: Any = None  # serve.usage.Usage, set by build_server
-        self.model_state = "not loaded"  # loading | ready | unavailable
-        self.model_done = threading.Event()
-        self.model_wait_s = MODEL_WAIT_S
-        known = {s["name"] for s in list_servers(self.db)}
-        unknown = [s for s in self.scope.servers if s not in known]
-        if unknown:
-            raise UsageError(f"--server {', '.join(unknown)}: not in the index {self.db_path}",
-                             fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"))
-        resolved, asked, self.pin_names = [], self.pin_names, []
-        for pin in asked:  # a pin that cannot work is a start-up error, not a silent no-op
-            try:
-                resolved.append(self.resolve(pin)["id"])
-            except LookupProblem as e:
-                raise UsageError(f"--pin {pin}: {e.message}",
-                                 fix="pin SERVER/TOOL ids that `toolidx search` shows"
-                                     + (f" (closest: {', '.join(e.suggestions[:3])})" if e.suggestions else "")
-                                 ) from None
-        self.pin_names = resolved
-        self._cache = _Cache()
 
-    # --- the index and its changes ------------------------------------------------------------
-    def _stat(self) -> tuple[int, int] | None:
+    def stat(self) -> tuple[int, int] | None:
         try:
             st = os.stat(self.db_path)
         except OSError:
@@ -139,75 +163,128 @@ class Discovery:
 
     def refresh(self) -> bool:
         """Reload when a crawl changed the index (or replaced the file). True if it changed."""
-        with self._lock:
-            fid = self._stat()
-            if fid is not None and fid != self._file_id:
+        with self.lock:
+            fid = self.stat()
+            if fid is not None and fid != self.file_id:
                 try:
                     new = open_db(self.db_path)
                 except ToolidxError as e:
                     log.warning(f"index changed but cannot be reopened: {e}")
                     return False
-                old, self.db, self._file_id = self.db, new, fid
-                self._data_version = new.data_version()
+                old, self.db, self.file_id = self.db, new, fid
+                self.data_version = new.data_version()
                 old.close()
             else:
                 v = self.db.data_version()
-                if v == self._data_version:
+                if v == self.data_version:
                     return False
-                self._data_version = v
-            self._cache = _Cache()
-            self._generation += 1
+                self.data_version = v
+            self.generation += 1
         return True
 
+
+class Discovery:
+    """The served index inside one scope: the server's own, or (`scoped`) an HTTP token's.
+    Thread-safe: answers run in worker threads, reloads on the event loop."""
+
+    def __init__(self, db_path: str, *, scope: Filters | None = None, expose_tools: bool = False,
+                 pins: list[str] | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
+                 config_path: str | None = None):
+        self._attach(_Served(str(db_path), expose_tools=expose_tools, max_tokens=max_tokens,
+                             config_path=config_path), scope or Filters())
+        known = {s["name"] for s in list_servers(self.db)}
+        unknown = [s for s in self.scope.servers if s not in known]
+        if unknown:
+            raise UsageError(f"--server {', '.join(unknown)}: not in the index {self.db_path}",
+                             fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"))
+        resolved = []
+        for pin in pins or []:  # a pin that cannot work is a start-up error, not a silent no-op
+            try:
+                resolved.append(self.resolve(pin)["id"])
+            except LookupProblem as e:
+                raise UsageError(f"--pin {pin}: {e.message}",
+                                 fix="pin SERVER/TOOL ids that `toolidx search` shows"
+                                     + (f" (closest: {', '.join(e.suggestions[:3])})" if e.suggestions else "")
+                                 ) from None
+        self._served.pin_names = resolved
+        self._own = _Cache()  # the names exposed while resolving knew no pins yet
+
+    def _attach(self, served: _Served, scope: Filters) -> None:
+        self._served = served
+        self.scope = scope
+        self._own = _Cache()
+        self._seen = served.generation
+
+    # --- what a server and its views share ----------------------------------------------------
+    @property
+    def db(self) -> Database:
+        return self._served.db
+
+    @property
+    def db_path(self) -> str:
+        return self._served.db_path
+
+    @property
+    def model(self) -> Model:
+        return self._served.model
+
+    @property
+    def usage(self) -> Any:
+        return self._served.usage
+
+    @usage.setter
+    def usage(self, value: Any) -> None:
+        self._served.usage = value
+
+    @property
+    def max_tokens(self) -> int:
+        return self._served.max_tokens
+
+    @property
+    def config_path(self) -> str | None:
+        return self._served.config_path
+
+    @property
+    def _cache(self) -> _Cache:
+        """What this view derived from the index version it last saw; dropped on a reload."""
+        if self._seen != self._served.generation:
+            self._own, self._seen = _Cache(), self._served.generation
+        return self._own
+
+    # --- the index and its changes ------------------------------------------------------------
+    def refresh(self) -> bool:
+        """Reload when a crawl changed the index (or replaced the file). True if it changed."""
+        return self._served.refresh()
+
     def scoped(self, scope: Filters) -> Discovery:
-        """This index seen inside `scope` narrowed by this server's own scope (an HTTP token's
-        scope: never wider than the server's). Shares the database, the model and reloads.
+        """This index seen inside `scope` narrowed by this one's scope (an HTTP token's scope:
+        never wider than the server's). Shares the index, the model, the usage file and reloads.
         Raises UsageError for a server the index does not have."""
         known = {s["name"] for s in list_servers(self.db)}
         unknown = [s for s in scope.servers if s not in known]
         if unknown:
             raise UsageError(f"token scope servers={','.join(unknown)}: not in the index {self.db_path}",
                              fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"))
-        return _ScopedView(self, scope.narrowed_by(self.scope))
+        return _ScopedView(self._served, scope.narrowed_by(self.scope))
 
     def load_model(self) -> None:
-        """Load the query embedder (slow: run it in a background thread). Until it is ready,
-        search answers with keywords."""
-        from ..search.hybrid import get_query_embedder, warm
+        """Load the query embedder in the background (`Model.load`), for every view."""
+        self.model.load(self.db)
 
-        self.model_state = "loading"
+    def usage_store(self) -> Any:
+        """The usage file's store, or None when metrics are off."""
+        return self.usage.store if self.usage is not None else None
+
+    def usage_read(self, read: Any, default: Any) -> Any:
+        """`read(store)`, or `default` when the usage file cannot be read (logged, never fatal)."""
+        store = self.usage_store()
+        if store is None:
+            return default
         try:
-            emb = get_query_embedder(self.db)
-        except Exception as e:  # a broken model must not take the server down
-            log.warning(f"embedding model unavailable, keyword search only: {e}")
-            emb = None
-        try:  # the first searches then pay for nothing but themselves
-            warm(self.db, emb)
+            return read(store)
         except Exception as e:
-            log.warning(f"could not preload the search caches: {e}")
-        # the embedder, the state and the event change together: a search that sees the model
-        # sees it ready (a search waiting meanwhile waits for the warm caches too)
-        self.embedder = emb
-        self.model_state = "ready" if emb is not None else "unavailable"
-        self.model_done.set()
-
-    def query_embedder(self, mode: str) -> tuple[Any, str | None]:
-        """(the embedder a search in `mode` uses, a note when it answers without one): the one
-        model policy of every front (search_tools over stdio and HTTP, /v1/search). A semantic or
-        hybrid search waits for a model that is loading (at most `model_wait_s`): answering by
-        keywords would give a one-shot client, and every agent's first question, another ranking
-        than the one it asked for. Past the wait, keyword results and a note that says so."""
-        if mode == "keyword":
-            return None, None
-        if self.embedder is None and self.model_state == "loading":
-            self.model_done.wait(self.model_wait_s)
-        if self.embedder is not None:
-            return self.embedder, None
-        if self.model_state == "loading":
-            return None, (f"semantic model still loading after {self.model_wait_s:g} s: keyword results "
-                          "(ask again shortly for results by meaning)")
-        return None, f"semantic model {'not loaded' if self.model_state == 'not loaded' else 'unavailable'}: " \
-                     "keyword results"
+            log.warning(f"usage file unreadable, answering without it: {type(e).__name__}: {e}")
+            return default
 
     # --- scope and names ----------------------------------------------------------------------
     def scope_ids(self) -> set[str]:
@@ -269,9 +346,9 @@ class Discovery:
         """Tools listed directly (with --expose-tools, or pinned): exposed name -> id."""
         c = self._cache
         if c.exposed is None:
-            ids = sorted(self.scope_ids()) if self.expose_tools else []
-            pinned = [p for p in self.pin_names if p in self.scope_ids()]
-            for p in self.pin_names:
+            ids = sorted(self.scope_ids()) if self._served.expose_tools else []
+            pinned = [p for p in self._served.pin_names if p in self.scope_ids()]
+            for p in self._served.pin_names:
                 if p not in self.scope_ids():
                     log.warning(f"pinned tool {p!r} is no longer in the index")
             named = self.api_names([*pinned, *ids])
@@ -341,182 +418,7 @@ class Discovery:
         payload = {"error": "invalid_arguments", "tool": tool["id"], "errors": errors,
                    "input_schema": schema, "example_arguments": example_arguments(schema)}
         payload = fit_budget(payload, None, self.max_tokens)
-        lines = [f"Not run: the arguments do not fit the input schema of {tool['id']}:"]
-        lines += [f"- {e['path']}: {e['message']}" for e in errors]
-        if "example_arguments" in payload:
-            lines.append(f"Example arguments: {compact_json(payload['example_arguments'])}")
-        if "input_schema" in payload:
-            lines.append(f"Input schema: {compact_json(payload['input_schema'])}")
-        return Answer(payload, "\n".join(lines), is_error=True)
-
-    # --- meta-tools ---------------------------------------------------------------------------
-    def answer(self, name: str, args: dict) -> Answer:
-        """Run one meta-tool (not execute_tool, which needs a backend: see `prepare_call`)."""
-        problem = check_arguments(name, args)
-        if problem:
-            return problem
-        try:
-            return getattr(self, "_" + name)(args)
-        except LookupProblem as e:
-            return e.answer()
-        except ToolidxError as e:
-            suggestions = getattr(e, "suggestions", None)
-            extra = {"suggestions": suggestions} if suggestions else {}
-            return error_answer(type(e).__name__, e.what, e.fix, **extra)
-
-    def _filters(self, args: dict) -> Filters:
-        f = dict(args.get("filters") or {})
-        f.pop("min_score", None)
-        if f.get("name_pattern"):  # checked before Filters does, to name it as the agent wrote it
-            compile_pattern(f["name_pattern"], _spelling().name("name_pattern"))
-        if f.get("has_examples"):
-            from ..catalog.examples import example_tool_ids
-
-            label = scope_label(self.scope)  # recorded examples of this very scope only
-            ids = self._usage_read(lambda u: example_tool_ids(self.db, u, label), None)
-            f["example_ids"] = ids if ids is not None else example_tool_ids(self.db)
-        return Filters(**f).narrowed_by(self.scope)
-
-    def usage_store(self) -> Any:
-        """The usage file's store, or None when metrics are off."""
-        return self.usage.store if self.usage is not None else None
-
-    def _usage_read(self, read: Any, default: Any) -> Any:
-        """`read(store)`, or `default` when the usage file cannot be read (logged, never fatal)."""
-        store = self.usage_store()
-        if store is None:
-            return default
-        try:
-            return read(store)
-        except Exception as e:
-            log.warning(f"usage file unreadable, answering without it: {type(e).__name__}: {e}")
-            return default
-
-    def _schemas_for(self, items: list[dict], key: str = "id") -> None:
-        for it in items:
-            t = self.tool(it[key])
-            if t is not None:
-                it["input_schema"] = t.get("input_schema")
-
-    def _search_tools(self, args: dict) -> Answer:
-        from ..search.hybrid import search
-
-        query, limit = args["query"], args.get("limit", 5)
-        mode = args.get("search_type", "hybrid")
-        min_score = (args.get("filters") or {}).get("min_score")
-        filters = self._filters(args)
-        embedder, without_model = self.query_embedder(mode)
-        res = search(self.db, query, mode=mode, limit=limit, filters=filters, min_score=min_score,
-                     embedder=embedder, spelling=_spelling())
-        full = res.to_json()
-        hits = [{k: h[k] for k in HIT_KEYS if h.get(k) not in (None, "", [])} for h in full.get("hits", [])]
-        for h in hits:
-            if isinstance(h.get("score"), float):
-                h["score"] = round(h["score"], 3)
-        if args.get("include_schemas"):
-            self._schemas_for(hits)
-        notes = list(full.get("notes") or [])
-        if without_model:
-            notes = [n for n in notes if "needs embeddings" not in n]
-            notes.append(without_model)
-        payload: dict[str, Any] = {"query": query, "mode_used": full.get("mode_used"),
-                                   "no_match": bool(full.get("no_match")), "hits": hits}
-        if payload["no_match"]:
-            payload["message"] = ("No good match: no indexed tool fits this request well. Rephrase it, "
-                                  "or tell the user that no available tool does this.")
-        if notes:
-            payload["notes"] = notes
-        payload = fit_budget(payload, "hits", self.max_tokens)
-        return Answer(payload, _search_text(payload))
-
-    def _list_tools(self, args: dict) -> Answer:
-        from ..catalog.listing import list_tools
-        from .metatools import USAGE_SORTS
-
-        sort_by = args.get("sort_by", "name")
-        res = list_tools(self.db, page=args.get("page", 1), page_size=args.get("page_size", 20),
-                         sort=USAGE_SORTS.get(sort_by, sort_by), order=args.get("sort_order"),
-                         filters=self._filters(args), usage=self.usage_store())
-        items = [_compact_tool(t) for t in res.get("items", [])]
-        if args.get("include_schemas"):
-            self._schemas_for(items)
-        payload = {"total": res.get("total"), "page": res.get("page"), "pages": res.get("pages"),
-                   "page_size": res.get("page_size"), "next_page": res.get("next_page"), "items": items}
-        payload = fit_budget(payload, "items", self.max_tokens)
-        return Answer(payload, _list_text(payload, sort_by, str(res.get("order"))))
-
-    def _describe_tool(self, args: dict) -> Answer:
-        from ..catalog.describe import describe
-        from ..core.schemas import example_arguments
-
-        tool = self.resolve(args["tool_name"])
-        detail = args.get("detail", "schema")
-        described: dict[str, Any] = dict(describe(self.db, tool["id"], detail))
-        if self.scope.approved_only:  # serve --quarantine: the server's text only as approved
-            from .quarantine import hide_server_text
-
-            hide_server_text(self.db, tool, described)
-        if detail == "schema":  # what a caller needs, without the full dump's server details
-            schema = tool.get("input_schema") or {"type": "object"}
-            described.update(input_schema=schema, annotations=tool.get("annotations"),
-                             example_arguments=example_arguments(schema))
-        payload = {k: v for k, v in described.items() if v not in (None, [], {}, "")}
-        if args.get("include_metrics"):
-            from ..catalog.usage import NEVER_CALLED, tool_usage
-
-            payload["metrics"] = self._usage_read(lambda u: tool_usage(u, tool["id"]), dict(NEVER_CALLED))
-            if self.usage_store() is None:
-                payload["metrics_note"] = "usage metrics are off on this server (see its log)"
-        if args.get("include_examples"):
-            from ..catalog.examples import tool_examples
-
-            label = scope_label(self.scope)  # only the examples callers of this very scope sent
-            payload["examples"] = self._usage_read(lambda u: tool_examples(tool, u, label), None) \
-                or tool_examples(tool, None)
-        payload = fit_budget(payload, None, self.max_tokens)
-        answer = Answer(payload, _describe_text(payload))
-        if self.scope.approved_only:  # serve --quarantine: say whether execute_tool will run it
-            from .quarantine import annotate
-
-            annotate(self.db, tool, answer)
-        return answer
-
-    def _get_tool_categories(self, args: dict) -> Answer:
-        from ..catalog.listing import categories
-
-        res = categories(self.db, filters=self.scope if not self.scope.is_empty() else None)
-        payload: dict[str, Any] = {"categories": res.get("categories", [])}
-        if args.get("include_tags", True):
-            payload["tags"] = res.get("tags", [])
-        if args.get("include_servers", True):
-            servers = res.get("servers", [])
-            if self.scope.servers:
-                servers = [s for s in servers if s.get("name") in self.scope.servers]
-            payload["servers"] = [{k: s.get(k) for k in ("name", "count", "status") if k in s}
-                                  for s in servers if s.get("count")]
-        payload["total_tools"] = len(self.scope_ids())
-        payload = fit_budget(payload, "tags" if "tags" in payload else None, self.max_tokens)
-        return Answer(payload, _categories_text(payload))
-
-    def _get_similar_tools(self, args: dict) -> Answer:
-        from ..catalog.similar import similar
-
-        tool = self.resolve(args["tool_name"])
-        limit = args.get("limit", 5)
-        res = similar(self.db, tool["id"], limit=limit * 3 + 5, embedder=self.embedder)
-        ids = self.scope_ids()
-        alts: list[dict[str, Any]] = []
-        for s in res["similar"]:
-            if s["id"] not in ids or len(alts) == limit:
-                continue
-            alt = {k: v for k, v in s.items() if k not in ("server", "name", "title")}
-            if not s["likely_duplicate"]:
-                alt.pop("reason", None)  # says no more than the score
-            alt["score"] = round(s["score"], 3)
-            alts.append(alt)
-        payload = {"tool": tool["id"], "method": res["method"], "similar": alts}
-        payload = fit_budget(payload, "similar", self.max_tokens)
-        return Answer(payload, _similar_text(payload))
+        return Answer(payload, invalid_arguments_text(tool["id"], errors, payload), is_error=True)
 
     # --- execute_tool, the part before the backend --------------------------------------------
     def prepare_call(self, tool_name: str, arguments: Any) -> tuple[dict | None, Answer | None]:
@@ -538,33 +440,11 @@ class Discovery:
 
 
 class _ScopedView(Discovery):
-    """A Discovery inside a narrower scope. Everything but the scope and its caches is the
-    parent's (read through `__getattr__`), so a reload or the model loading shows in every view."""
+    """A Discovery inside a narrower scope, on its server's shared state: a reload or the model
+    loading shows in every view; only the scope and what is derived from it are its own."""
 
-    def __init__(self, parent: Discovery, scope: Filters):  # no super().__init__(): the parent opened the index
-        self._parent = parent
-        self.scope = scope
-        self._own = _Cache()
-        self._seen = parent._generation
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.__dict__["_parent"], name)
-
-    @property
-    def _cache(self) -> _Cache:
-        if self._seen != self._parent._generation:
-            self._own, self._seen = _Cache(), self._parent._generation
-        return self._own
-
-    @_cache.setter
-    def _cache(self, value: _Cache) -> None:
-        self._own = value
-
-    def refresh(self) -> bool:
-        return self._parent.refresh()
-
-    def scoped(self, scope: Filters) -> Discovery:
-        return self._parent.scoped(scope.narrowed_by(self.scope))
+    def __init__(self, served: _Served, scope: Filters):  # no Discovery.__init__: the index is open
+        self._attach(served, scope)
 
 
 def _validator(schema: dict) -> Any:
@@ -574,159 +454,3 @@ def _validator(schema: dict) -> Any:
         log.warning("input schema not usable for validation; passing arguments through")
         return False
     return v
-
-
-_META_VALIDATORS: dict[str, Any] = {}  # compiled on first use: jsonschema is slow to import
-
-
-def _spelling() -> Any:
-    """search's `Spelling` for agents: its options as search_tools' arguments name them."""
-    from ..search.hybrid import Spelling
-
-    return Spelling((("min_score", "filters.min_score"), ("name_pattern", "filters.name_pattern")), ": ")
-
-
-def check_arguments(name: str, args: Any) -> Answer | None:
-    """A meta-tool's own arguments against its published schema (the low-level server does not)."""
-    v = _META_VALIDATORS.get(name)
-    if v is None:
-        schema = next(t["inputSchema"] for t in META_TOOLS if t["name"] == name)
-        v = _META_VALIDATORS[name] = compile_validator(schema)
-        assert v is not None, f"the published schema of {name} is broken"
-    errs = sorted(v.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path])
-    if not errs:
-        return None
-    lines = [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message[:200]}" for e in errs[:5]]
-    return Answer({"error": "invalid_arguments", "tool": name, "errors": lines},
-                  f"Error: invalid arguments for {name}:\n- " + "\n- ".join(lines), is_error=True)
-
-
-def call_timeout(args: dict) -> float:
-    return float(args.get("timeout_ms") or DEFAULT_TIMEOUT_MS) / 1000.0
-
-
-# --- compact text blocks ----------------------------------------------------------------------------
-def _compact_tool(t: Mapping[str, Any]) -> dict:
-    keep = ("id", "title", "description", "params", "read_only", "destructive", "stale", "usage")
-    return {k: t[k] for k in keep if t.get(k) not in (None, "", False)}
-
-
-def _trunc_note(payload: dict) -> str:
-    t = payload.get("truncated")
-    if not t:
-        return ""
-    parts = []
-    if t.get("items_dropped"):
-        parts.append(f"{t['items_dropped']} items dropped")
-    if t.get("schemas_dropped"):
-        parts.append("schemas dropped")
-    if t.get("details_dropped"):
-        parts.append("match details dropped")
-    if t.get("descriptions_shortened"):
-        parts.append("descriptions shortened")
-    return f"\n(Shortened to fit {t.get('max_tokens')} tokens: {', '.join(parts)}.)"
-
-
-def _search_text(p: dict) -> str:
-    if p["no_match"]:
-        lines = [f"No good match for {p['query']!r}. {p.get('message', '')}"]
-        if p["hits"]:
-            lines.append("Weak candidates: " + ", ".join(f"{h['id']} ({h.get('score')})" for h in p["hits"][:3]))
-    else:
-        lines = [f"{len(p['hits'])} match(es) for {p['query']!r} ({p.get('mode_used')}):"]
-        for n, h in enumerate(p["hits"], 1):
-            lines.append(f"{n}. {h['id']} ({h.get('score')}) — {h.get('description', '')}")
-            if "input_schema" in h:
-                lines.append(f"   input schema: {compact_json(h['input_schema'])}")
-        lines.append("Next: describe_tool for the arguments, then execute_tool.")
-    for n in p.get("notes", []):
-        lines.append(f"Note: {n}")
-    return "\n".join(lines) + _trunc_note(p)
-
-
-def _list_text(p: dict, sort: str, order: str) -> str:
-    items = p["items"]
-    first = ((p.get("page") or 1) - 1) * (p.get("page_size") or len(items)) + 1
-    head = (f"Tools {first}-{first + len(items) - 1} of {p['total']} (page {p['page']}/{p['pages']}, "
-            f"by {sort} {order}); next_page: {p['next_page']}") if items \
-        else f"No tools on page {p.get('page')} (total {p['total']})."
-    lines = [head]
-    for t in items:
-        flags = "".join(f" [{f}]" for f in ("read_only", "destructive", "stale") if t.get(f))
-        u = t.get("usage")
-        rate = f", {u['success_rate']:.0%} ok" if u and u.get("success_rate") is not None else ""
-        used = f" ({plural(u['calls'], 'call')}{rate})" if u else ""
-        lines.append(f"- {t['id']}{flags}{used} — {t.get('description', '')}")
-        if "input_schema" in t:
-            lines.append(f"  input schema: {compact_json(t['input_schema'])}")
-    return "\n".join(lines) + _trunc_note(p)
-
-
-def _describe_text(p: dict) -> str:
-    lines = []
-    head = p.get("id") or p.get("tool") or ""
-    title = p.get("title")
-    lines.append(f"{head}" + (f" — {title}" if title else ""))
-    if p.get("description"):
-        lines.append(str(p["description"]))
-    ann = p.get("annotations")
-    if ann:
-        lines.append(f"Annotations: {compact_json(ann)}")
-    params = p.get("parameters")
-    if isinstance(params, list) and params:
-        lines.append("Parameters:")
-        for r in params:
-            bits = [str(r.get("type") or "any"), "required" if r.get("required") else "optional"]
-            if r.get("default") is not None:
-                bits.append(f"default {compact_json(r['default'])}")
-            if r.get("enum"):
-                bits.append("one of " + compact_json(r["enum"]))
-            desc = f": {r['description']}" if r.get("description") else ""
-            lines.append(f"- {r.get('name')} ({', '.join(bits)}){desc}")
-    elif isinstance(params, list):
-        lines.append("Parameters: none")
-    elif p.get("params"):
-        req = set(p.get("required") or [])
-        lines.append("Parameters: " + ", ".join(f"{n}{' (required)' if n in req else ''}" for n in p["params"])
-                     + " (describe_tool with detail \"schema\" for types)")
-    if p.get("hints"):
-        lines.append("Hints: " + ", ".join(p["hints"]))
-    if "example_arguments" in p:
-        lines.append(f"Example arguments: {compact_json(p['example_arguments'])}")
-    if "input_schema" in p:
-        lines.append(f"Input schema: {compact_json(p['input_schema'])}")
-    for e in p.get("examples") or []:
-        lines.append(f"Example ({e.get('source')}): {compact_json(e.get('arguments'))}")
-    m = p.get("metrics")
-    if m:
-        rate = "n/a" if m.get("success_rate") is None else f"{m['success_rate']:.0%}"
-        lines.append(f"Usage: {plural(m.get('calls', 0), 'call')}, {rate} ok, p50 {m.get('p50_ms')} ms, "
-                     f"p95 {m.get('p95_ms')} ms, last used {m.get('last_used') or 'never'}")
-    if p.get("output_schema"):
-        lines.append(f"Output schema: {compact_json(p['output_schema'])}")
-    return "\n".join(lines) + _trunc_note(p)
-
-
-def _categories_text(p: dict) -> str:
-    def fmt(rows: list[dict], status: bool = False) -> str:
-        return ", ".join(f"{r.get('name') or '(none)'} ({r.get('count')}"
-                         + (f", {r['status']}" if status and r.get("status") not in (None, "ok") else "") + ")"
-                         for r in rows) or "none"
-
-    lines = [f"{plural(p['total_tools'], 'tool')}.", f"Categories: {fmt(p['categories'])}"]
-    if "tags" in p:
-        lines.append(f"Tags: {fmt(p['tags'])}")
-    if "servers" in p:
-        lines.append(f"Servers: {fmt(p['servers'], status=True)}")
-    return "\n".join(lines) + _trunc_note(p)
-
-
-def _similar_text(p: dict) -> str:
-    if not p["similar"]:
-        return f"No similar tools to {p['tool']} here."
-    lines = [f"Similar to {p['tool']} ({p.get('method')}):"]
-    for n, s in enumerate(p["similar"], 1):
-        dup = ", likely duplicate" if s.get("likely_duplicate") else ""
-        why = f" — {s['reason']}" if s.get("reason") else ""
-        lines.append(f"{n}. {s['id']} ({s.get('score')}{dup}){why}")
-    return "\n".join(lines) + _trunc_note(p)

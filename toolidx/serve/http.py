@@ -235,7 +235,7 @@ def search_payload(disc: Discovery, params: Any) -> dict:
                       description_contains=params.get("description_contains") or None,
                       read_only=_flag(params, "read_only"), no_destructive=_flag(params, "no_destructive"))
     filters = filters.narrowed_by(disc.scope)
-    embedder, without_model = disc.query_embedder(mode)  # search_tools' policy: waits for a loading model
+    embedder, without_model = disc.model.query_embedder(mode)  # search_tools' policy: waits for a loading model
     res = search(disc.db, q, mode=mode, limit=k, filters=None if filters.is_empty() else filters,
                  min_score=min_score, embedder=embedder, spelling=spelling)
     out = res.to_json()
@@ -359,7 +359,7 @@ def build_app(server: Any, tokens: Tokens, policy: HostPolicy, base_url: str | N
         return JSONResponse(openapi_document(base_url))
 
     async def healthz(_request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "version": __version__, "model": disc.model_state})
+        return JSONResponse({"status": "ok", "version": __version__, "model": disc.model.state})
 
     routes = [Route("/v1/search", v1_search, methods=["GET"]), Route("/openapi.json", openapi, methods=["GET"]),
               Route("/healthz", healthz, methods=["GET"])]

@@ -2,8 +2,9 @@
 tool; `execute_tool` runs the real one on its real server.
 
 Built on the SDK's low-level `Server` so the published JSON schemas are exactly ours
-(`metatools.py`). The answers themselves live in `discovery.py` (no MCP there); this module only
-wires them to MCP: list/call handlers, the backend pool, reload + `tools/list_changed`, and the
+(`metatools.py`). The answers themselves live in `answers.py`, over the state in `discovery.py`
+(no MCP in either); this module only wires them to MCP: list/call handlers, the backend pool,
+reload + `tools/list_changed`, and the
 stdio entry point. Stdout carries protocol only (the SDK moves fd 1 to stderr while it serves);
 logs go to stderr.
 """
@@ -26,8 +27,9 @@ import anyio.abc
 from .. import __version__
 from ..core.filters import Filters
 from ..store.tools import get_server
+from .answers import answer, call_timeout, check_arguments
 from .backends import BackendPool, SpecSource
-from .discovery import DEFAULT_MAX_TOKENS, Discovery, call_timeout, check_arguments, error_answer
+from .discovery import DEFAULT_MAX_TOKENS, Discovery, error_answer
 from .execute import execute
 from .metatools import DEFAULT_TIMEOUT_MS, META_NAMES, meta_tools
 from .usage import Usage
@@ -95,11 +97,11 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
 
     def start_model() -> None:
         # At start-up, in the background: a semantic or hybrid search waits for it
-        # (Discovery.query_embedder), so the sooner it loads the less the first one waits. It
+        # (Model.query_embedder), so the sooner it loads the less the first one waits. It
         # costs the handshake some GIL time (importing fastembed), not the first answer.
         if load_model and not model_started.is_set():
             model_started.set()
-            disc.model_state = "loading"
+            disc.model.state = "loading"
             threading.Thread(target=disc.load_model, name="toolidx-model", daemon=True).start()
 
     @asynccontextmanager
@@ -146,12 +148,12 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
                 return await _execute(ctx, d, args["tool_name"], args.get("arguments", {}),
                                       call_timeout(args))
             if name in META_NAMES:
-                answer = await anyio.to_thread.run_sync(d.answer, name, args)
-                if name == "describe_tool" and args.get("check") and not answer.is_error:
+                answered = await anyio.to_thread.run_sync(answer, d, name, args)
+                if name == "describe_tool" and args.get("check") and not answered.is_error:
                     from .preflight import add_check
 
-                    await add_check(answer, d, ctx.lifespan_context["pool"])
-                return answer.to_result()
+                    await add_check(answered, d, ctx.lifespan_context["pool"])
+                return answered.to_result()
             exposed = d.exposed()
             if name in exposed:
                 return await _execute(ctx, d, exposed[name], args, DEFAULT_TIMEOUT_MS / 1000)

@@ -1,0 +1,225 @@
+"""The meta-tools' answers, one function per meta-tool (execute_tool aside: it needs a backend,
+see `execute`): a structured payload within the server's token budget plus the compact text
+(`texts`). Each reads the index through a `Discovery`, inside its scope; no MCP here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..core.budget import fit_budget
+from ..core.errors import ToolidxError
+from ..core.filters import Filters, compile_pattern
+from ..core.schemas import compile_validator
+from .discovery import Answer, Discovery, LookupProblem, error_answer
+from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS
+from .texts import categories_text, describe_text, list_text, search_text, similar_text
+from .usage import scope_label
+
+HIT_KEYS = ("id", "title", "description", "score", "matched")
+
+
+def answer(d: Discovery, name: str, args: dict) -> Answer:
+    """Run one meta-tool (not execute_tool, which needs a backend: see `Discovery.prepare_call`)."""
+    problem = check_arguments(name, args)
+    if problem:
+        return problem
+    try:
+        return ANSWERS[name](d, args)
+    except LookupProblem as e:
+        return e.answer()
+    except ToolidxError as e:
+        suggestions = getattr(e, "suggestions", None)
+        extra = {"suggestions": suggestions} if suggestions else {}
+        return error_answer(type(e).__name__, e.what, e.fix, **extra)
+
+
+_META_VALIDATORS: dict[str, Any] = {}  # compiled on first use: jsonschema is slow to import
+
+
+def check_arguments(name: str, args: Any) -> Answer | None:
+    """A meta-tool's own arguments against its published schema (the low-level server does not)."""
+    v = _META_VALIDATORS.get(name)
+    if v is None:
+        schema = next(t["inputSchema"] for t in META_TOOLS if t["name"] == name)
+        v = _META_VALIDATORS[name] = compile_validator(schema)
+        assert v is not None, f"the published schema of {name} is broken"
+    errs = sorted(v.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path])
+    if not errs:
+        return None
+    lines = [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message[:200]}" for e in errs[:5]]
+    return Answer({"error": "invalid_arguments", "tool": name, "errors": lines},
+                  f"Error: invalid arguments for {name}:\n- " + "\n- ".join(lines), is_error=True)
+
+
+def call_timeout(args: dict) -> float:
+    return float(args.get("timeout_ms") or DEFAULT_TIMEOUT_MS) / 1000.0
+
+
+def _spelling() -> Any:
+    """search's `Spelling` for agents: its options as search_tools' arguments name them."""
+    from ..search.hybrid import Spelling
+
+    return Spelling((("min_score", "filters.min_score"), ("name_pattern", "filters.name_pattern")), ": ")
+
+
+def _filters(d: Discovery, args: dict) -> Filters:
+    f = dict(args.get("filters") or {})
+    f.pop("min_score", None)
+    if f.get("name_pattern"):  # checked before Filters does, to name it as the agent wrote it
+        compile_pattern(f["name_pattern"], _spelling().name("name_pattern"))
+    if f.get("has_examples"):
+        from ..catalog.examples import example_tool_ids
+
+        label = scope_label(d.scope)  # recorded examples of this very scope only
+        ids = d.usage_read(lambda u: example_tool_ids(d.db, u, label), None)
+        f["example_ids"] = ids if ids is not None else example_tool_ids(d.db)
+    return Filters(**f).narrowed_by(d.scope)
+
+
+def _schemas_for(d: Discovery, items: list[dict], key: str = "id") -> None:
+    for it in items:
+        t = d.tool(it[key])
+        if t is not None:
+            it["input_schema"] = t.get("input_schema")
+
+
+def _compact_tool(t: Mapping[str, Any]) -> dict:
+    keep = ("id", "title", "description", "params", "read_only", "destructive", "stale", "usage")
+    return {k: t[k] for k in keep if t.get(k) not in (None, "", False)}
+
+
+def search_tools(d: Discovery, args: dict) -> Answer:
+    from ..search.hybrid import search
+
+    query, limit = args["query"], args.get("limit", 5)
+    mode = args.get("search_type", "hybrid")
+    min_score = (args.get("filters") or {}).get("min_score")
+    filters = _filters(d, args)
+    embedder, without_model = d.model.query_embedder(mode)
+    res = search(d.db, query, mode=mode, limit=limit, filters=filters, min_score=min_score,
+                 embedder=embedder, spelling=_spelling())
+    full = res.to_json()
+    hits = [{k: h[k] for k in HIT_KEYS if h.get(k) not in (None, "", [])} for h in full.get("hits", [])]
+    for h in hits:
+        if isinstance(h.get("score"), float):
+            h["score"] = round(h["score"], 3)
+    if args.get("include_schemas"):
+        _schemas_for(d, hits)
+    notes = list(full.get("notes") or [])
+    if without_model:
+        notes = [n for n in notes if "needs embeddings" not in n]
+        notes.append(without_model)
+    payload: dict[str, Any] = {"query": query, "mode_used": full.get("mode_used"),
+                               "no_match": bool(full.get("no_match")), "hits": hits}
+    if payload["no_match"]:
+        payload["message"] = ("No good match: no indexed tool fits this request well. Rephrase it, "
+                              "or tell the user that no available tool does this.")
+    if notes:
+        payload["notes"] = notes
+    payload = fit_budget(payload, "hits", d.max_tokens)
+    return Answer(payload, search_text(payload))
+
+
+def list_tools(d: Discovery, args: dict) -> Answer:
+    from ..catalog.listing import list_tools as listing
+    from .metatools import USAGE_SORTS
+
+    sort_by = args.get("sort_by", "name")
+    res = listing(d.db, page=args.get("page", 1), page_size=args.get("page_size", 20),
+                  sort=USAGE_SORTS.get(sort_by, sort_by), order=args.get("sort_order"),
+                  filters=_filters(d, args), usage=d.usage_store())
+    items = [_compact_tool(t) for t in res.get("items", [])]
+    if args.get("include_schemas"):
+        _schemas_for(d, items)
+    payload = {"total": res.get("total"), "page": res.get("page"), "pages": res.get("pages"),
+               "page_size": res.get("page_size"), "next_page": res.get("next_page"), "items": items}
+    payload = fit_budget(payload, "items", d.max_tokens)
+    return Answer(payload, list_text(payload, sort_by, str(res.get("order"))))
+
+
+def describe_tool(d: Discovery, args: dict) -> Answer:
+    from ..catalog.describe import describe
+    from ..core.schemas import example_arguments
+
+    tool = d.resolve(args["tool_name"])
+    detail = args.get("detail", "schema")
+    described: dict[str, Any] = dict(describe(d.db, tool["id"], detail))
+    if d.scope.approved_only:  # serve --quarantine: the server's text only as approved
+        from .quarantine import hide_server_text
+
+        hide_server_text(d.db, tool, described)
+    if detail == "schema":  # what a caller needs, without the full dump's server details
+        schema = tool.get("input_schema") or {"type": "object"}
+        described.update(input_schema=schema, annotations=tool.get("annotations"),
+                         example_arguments=example_arguments(schema))
+    payload = {k: v for k, v in described.items() if v not in (None, [], {}, "")}
+    if args.get("include_metrics"):
+        from ..catalog.usage import NEVER_CALLED, tool_usage
+
+        payload["metrics"] = d.usage_read(lambda u: tool_usage(u, tool["id"]), dict(NEVER_CALLED))
+        if d.usage_store() is None:
+            payload["metrics_note"] = "usage metrics are off on this server (see its log)"
+    if args.get("include_examples"):
+        from ..catalog.examples import tool_examples
+
+        label = scope_label(d.scope)  # only the examples callers of this very scope sent
+        payload["examples"] = d.usage_read(lambda u: tool_examples(tool, u, label), None) \
+            or tool_examples(tool, None)
+    payload = fit_budget(payload, None, d.max_tokens)
+    described_answer = Answer(payload, describe_text(payload))
+    if d.scope.approved_only:  # serve --quarantine: say whether execute_tool will run it
+        from .quarantine import annotate
+
+        annotate(d.db, tool, described_answer)
+    return described_answer
+
+
+def get_tool_categories(d: Discovery, args: dict) -> Answer:
+    from ..catalog.listing import categories
+
+    res = categories(d.db, filters=d.scope if not d.scope.is_empty() else None)
+    payload: dict[str, Any] = {"categories": res.get("categories", [])}
+    if args.get("include_tags", True):
+        payload["tags"] = res.get("tags", [])
+    if args.get("include_servers", True):
+        servers = res.get("servers", [])
+        if d.scope.servers:
+            servers = [s for s in servers if s.get("name") in d.scope.servers]
+        payload["servers"] = [{k: s.get(k) for k in ("name", "count", "status") if k in s}
+                              for s in servers if s.get("count")]
+    payload["total_tools"] = len(d.scope_ids())
+    payload = fit_budget(payload, "tags" if "tags" in payload else None, d.max_tokens)
+    return Answer(payload, categories_text(payload))
+
+
+def get_similar_tools(d: Discovery, args: dict) -> Answer:
+    from ..catalog.similar import similar
+
+    tool = d.resolve(args["tool_name"])
+    limit = args.get("limit", 5)
+    res = similar(d.db, tool["id"], limit=limit * 3 + 5, embedder=d.model.embedder)
+    ids = d.scope_ids()
+    alts: list[dict[str, Any]] = []
+    for s in res["similar"]:
+        if s["id"] not in ids or len(alts) == limit:
+            continue
+        alt = {k: v for k, v in s.items() if k not in ("server", "name", "title")}
+        if not s["likely_duplicate"]:
+            alt.pop("reason", None)  # says no more than the score
+        alt["score"] = round(s["score"], 3)
+        alts.append(alt)
+    payload = {"tool": tool["id"], "method": res["method"], "similar": alts}
+    payload = fit_budget(payload, "similar", d.max_tokens)
+    return Answer(payload, similar_text(payload))
+
+
+# meta-tool name -> its answer; execute_tool is not here (server.call_tool runs it on a backend)
+ANSWERS: dict[str, Callable[[Discovery, dict], Answer]] = {
+    "search_tools": search_tools,
+    "list_tools": list_tools,
+    "describe_tool": describe_tool,
+    "get_tool_categories": get_tool_categories,
+    "get_similar_tools": get_similar_tools,
+}
