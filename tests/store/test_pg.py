@@ -1,0 +1,291 @@
+"""The catalog in PostgreSQL (toolidx/store/pg.py) on a real server with pgvector: the same tables
+and guarantees as the SQLite file, the same answers from every command, concurrent crawlers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import CATALOG_DATA, raw, run_cli, write_config
+
+from toolidx.core.errors import DatabaseError
+from toolidx.store.db import open_db
+from toolidx.store.migrations import MIGRATIONS
+from toolidx.store.pg import PG_MIGRATIONS, public_url, translate
+
+# --- SQL translation (no server) --------------------------------------------------------------------
+
+
+def test_translate_turns_sqlite_spellings_into_postgresql():
+    assert translate("SELECT id FROM tools WHERE id = ? AND name LIKE '50%?'") == \
+        "SELECT id FROM tools WHERE id = %s AND name LIKE '50%%?'"  # a literal's ? is no placeholder
+    assert translate("INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)") == \
+        "INSERT INTO tool_versions(hash, definition) VALUES (%s, %s) ON CONFLICT DO NOTHING"
+    assert translate("INSERT OR REPLACE INTO server_approvals(server, hash, title) VALUES (?, ?, ?)").endswith(
+        "ON CONFLICT (server) DO UPDATE SET hash = excluded.hash, title = excluded.title")
+    assert translate("INSERT INTO crawls(started_at) VALUES (?)").endswith(" RETURNING id")
+    assert translate("SELECT 1 FROM tools t WHERE EXISTS (SELECT 1 FROM json_each(t.tags) WHERE value IN (?))") == \
+        ("SELECT 1 FROM tools t WHERE EXISTS (SELECT 1 FROM jsonb_array_elements_text((t.tags)::jsonb) "
+         "AS je(value) WHERE value IN (%s))")
+    assert translate("SELECT j.value FROM tools t, json_each(t.tags) j WHERE 1 GROUP BY j.value") == \
+        "SELECT j.value FROM tools t, jsonb_array_elements_text((t.tags)::jsonb) AS j(value) WHERE TRUE GROUP BY j.value"
+    assert translate("SELECT 1 FROM tools t WHERE t.name REGEXP ? AND instr(lower(t.description), lower(?)) > 0") == \
+        "SELECT 1 FROM tools t WHERE t.name ~ %s AND strpos(lower(t.description), lower(%s)) > 0"
+
+
+def test_the_url_shown_never_holds_the_password():
+    assert public_url("postgresql://app:s3cret@db.example:5432/tools") == "postgresql://app:***@db.example:5432/tools"
+    assert public_url("postgresql://app@db/tools") == "postgresql://app@db/tools"
+
+
+def test_both_engines_have_every_migration():
+    assert len(PG_MIGRATIONS) == len(MIGRATIONS)
+
+
+# --- the catalog's contract ---------------------------------------------------------------------------
+
+
+def _columns_sqlite(path: str) -> dict[str, list[str]]:
+    db = open_db(path, create=True)
+    names = [r["name"] for r in db.query("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                         "AND name NOT LIKE 'tools_fts%' AND name NOT LIKE 'sqlite_%'")]
+    out = {n: [r["name"] for r in db.query(f"PRAGMA table_info({n})")] for n in names}
+    db.close()
+    return out
+
+
+def test_postgresql_has_the_file_tables_and_columns(pg_url, tmp_path):
+    db = open_db(pg_url, create=True)
+    rows = db.query("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = ? "
+                    "ORDER BY table_name, ordinal_position", (db.schema,))
+    db.close()
+    pg: dict[str, list[str]] = {}
+    for r in rows:
+        pg.setdefault(r["table_name"], []).append(r["column_name"])
+    # the keyword index is FTS5's tools_fts in a file, postings of the same tokens here
+    assert set(pg) - set(_columns_sqlite(str(tmp_path / "f.db"))) == {"tool_terms", "tool_docsize"}
+    for table, cols in _columns_sqlite(str(tmp_path / "f.db")).items():
+        assert pg[table] == cols, table
+
+
+def test_concurrent_first_connects_migrate_once(pg_url):
+    errors: list[BaseException] = []
+    opened = []
+
+    def connect():
+        try:
+            opened.append(open_db(pg_url, create=True))
+        except BaseException as e:  # reported below, with the others
+            errors.append(e)
+
+    threads = [threading.Thread(target=connect) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert {d.get_meta("schema_version") for d in opened} == {str(len(MIGRATIONS))}
+    assert opened[0].scalar("SELECT count(*) FROM meta WHERE key = 'application'") == 1
+    for d in opened:
+        d.close()
+
+
+def test_readers_do_not_create_a_catalog(pg_url, pg_server):
+    with pytest.raises(DatabaseError, match="no index here"):
+        open_db(pg_url)
+    with pytest.raises(DatabaseError, match="read-only"):
+        open_db(pg_url, readonly=True)
+    import psycopg
+
+    with psycopg.connect(pg_server) as conn:
+        schema = pg_url.rpartition("schema=")[2]
+        assert conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() is None
+
+
+def test_a_foreign_schema_is_refused_and_left_untouched(pg_url, pg_server):
+    import psycopg
+
+    schema = pg_url.rpartition("schema=")[2]
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.customers (id int)")
+    with pytest.raises(DatabaseError, match="not a toolidx index"):
+        open_db(pg_url, create=True)
+    with psycopg.connect(pg_server) as conn:
+        tables = conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                              (schema,)).fetchall()
+    assert tables == [("customers",)]
+
+
+def test_a_newer_schema_is_refused(pg_url):
+    db = open_db(pg_url, create=True)
+    db.set_meta("schema_version", str(len(MIGRATIONS) + 3))
+    db.close()
+    with pytest.raises(DatabaseError, match="newer"):
+        open_db(pg_url)
+
+
+def test_a_commit_elsewhere_moves_data_version_and_drops_the_cache(pg_url):
+    """What serve's reload and every replica's caches rely on (store/cache.py)."""
+    db = open_db(pg_url, create=True)
+    other = open_db(pg_url)
+    before = db.data_version()
+    db.cache.get("x", lambda: [1], size=len)
+    with other.transaction():
+        other.set_meta("touched", "yes")
+    assert db.data_version() == before + 1
+    assert db.cache.peek("x") is None
+    db.close()
+    other.close()
+
+
+# --- every command, on both engines -------------------------------------------------------------------
+
+
+def _norm(text: str, *targets: str) -> str:
+    import re
+
+    for t in targets:
+        text = text.replace(t, "<db>")
+    return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?", "<time>", text)
+
+
+CATALOG_COMMANDS = [
+    ("search", "commit changes", "--mode", "keyword"),
+    ("search", "convert a document to pdf", "--mode", "keyword", "--min-score", "0"),
+    ("search", "git", "--mode", "keyword", "--tag", "community", "--min-score", "0"),
+    ("search", "repository", "--mode", "keyword", "--server", "git", "--name-pattern", "^git_(l|s)"),
+    ("describe", "git/git_commit"),
+    ("list",),
+    ("list", "--tag", "vcs", "--exclude-tag", "community", "--sort", "server"),
+    ("list", "--description-contains", "REPOSITORY", "--category", "dev"),
+    ("categories",),
+    ("similar", "git/git_commit"),
+    ("history",),
+    ("audit",),
+    ("export", "--format", "openai"),
+]
+
+
+def _crawl_both(tmp_path, pg_url, *extra: str) -> str:
+    f = str(tmp_path / "file.db")
+    for target in (f, pg_url):
+        r = run_cli("crawl", "--config", CATALOG_DATA / "servers.yaml", "--db", target, *extra)
+        assert r.code == 0, r.stderr
+    return f
+
+
+def test_every_reader_answers_the_same_on_both_engines(tmp_path, pg_url):
+    f = _crawl_both(tmp_path, pg_url, "--model", "none")
+    for args in CATALOG_COMMANDS:
+        on_file = run_cli(*args, "--db", f, "--json")
+        on_pg = run_cli(*args, "--db", pg_url, "--json")
+        assert on_pg.code == on_file.code == 0, (args, on_pg.stderr)
+        assert _norm(on_pg.stdout, pg_url) == _norm(on_file.stdout, f), args
+
+
+def test_approvals_diff_and_quarantine_facts_match(tmp_path, pg_url):
+    f = _crawl_both(tmp_path, pg_url, "--model", "none")
+    from toolidx.core.filters import Filters
+    from toolidx.store.catalog import count_tools
+
+    steps = [("approve", "git/git_commit"), ("approve", "--server", "docs"),
+             ("approve", "--revoke", "git/git_commit")]
+    approved = []
+    for args in steps:
+        a, b = run_cli(*args, "--db", f, "--json"), run_cli(*args, "--db", pg_url, "--json")
+        assert a.code == b.code == 0, (args, b.stderr)
+        assert _norm(b.stdout, pg_url) == _norm(a.stdout, f), args
+        counts = []
+        for target in (f, pg_url):  # what serve --quarantine lets through
+            db = open_db(target)
+            counts.append(count_tools(db, Filters(approved_only=True)))
+            db.close()
+        approved.append(counts)
+    assert approved == [[1, 1], [5, 5], [4, 4]]
+    for target in (f, pg_url):  # a second crawl: diff compares two crawls of the catalog
+        assert run_cli("crawl", "--config", CATALOG_DATA / "servers.yaml", "--db", target, "--model", "none").code == 0
+    for args in [("diff",), ("diff", "--approved")]:
+        a, b = run_cli(*args, "--db", f, "--json"), run_cli(*args, "--db", pg_url, "--json")
+        assert a.code == b.code, (args, b.stderr)
+        assert _norm(b.stdout, pg_url) == _norm(a.stdout, f), args
+
+
+def test_hybrid_search_and_similar_match_on_both_engines(tmp_path, pg_url, model_path):
+    """pgvector's HNSW answers KNN and PostgreSQL scores BM25: the same hits and scores as the file."""
+    f = _crawl_both(tmp_path, pg_url, "--model-path", model_path)
+    for args in [("search", "record my staged changes"), ("search", "turn a pdf into markdown", "--limit", "3"),
+                 ("search", "undo", "--mode", "semantic"), ("similar", "git/git_commit"),
+                 ("search", "show what changed", "--tag", "vcs", "--min-score", "0")]:
+        on_file = run_cli(*args, "--db", f, "--json")
+        on_pg = run_cli(*args, "--db", pg_url, "--json")
+        assert on_pg.code == on_file.code == 0, (args, on_pg.stderr)
+        assert _norm(on_pg.stdout, pg_url) == _norm(on_file.stdout, f), args
+
+
+def test_a_replica_holds_no_catalog(tmp_path, pg_url, model_path):
+    """search.warm on PostgreSQL loads the model only: no postings, no vector matrix, no names."""
+    from toolidx.search.hybrid import search, warm
+
+    _crawl_both(tmp_path, pg_url, "--model-path", model_path)
+    db = open_db(pg_url)
+    warm(db)
+    held = {n for n, size in db.cache.stats()["entries"].items() if size}
+    assert held == {"keyword_totals"} or not held, held  # two numbers: tools and their mean length
+    assert search(db, "record my staged changes").hits[0].id == "git/git_commit"
+    db.close()
+
+
+# --- concurrent writers (real processes) ------------------------------------------------------------------
+
+
+def _crawler(cfg: Path, target: str, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "toolidx", "crawl", "--config", str(cfg), "--db", target,
+                             "--model", "none", "--json", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+
+
+@pytest.mark.slow
+def test_concurrent_crawls_of_different_servers_all_land(tmp_path, db_target):
+    names = [f"s{i}" for i in range(4)]
+    cfg = write_config(tmp_path / "servers.json",
+                       {n: raw("ok", "--prefix", f"{n}_", "--init-delay", "0.5") for n in names})
+    assert run_cli("crawl", "--config", cfg, "--db", db_target, "--model", "none", "--server", "s0").code == 0
+    procs = [_crawler(cfg, db_target, "--server", n) for n in names[1:]]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [e for _, e in outs]
+    db = open_db(db_target)
+    assert sorted(r["name"] for r in db.query("SELECT name FROM servers")) == names
+    last = int(db.scalar("SELECT max(id) FROM crawls"))
+    # the last crawl's snapshot holds every server's tools: no crawl missed another's commit
+    assert sorted({r["server"] for r in db.query("SELECT DISTINCT server FROM crawl_tools WHERE crawl_id = ?",
+                                                 (last,))}) == names
+    assert db.scalar("SELECT count(*) FROM crawls") == 4
+    db.close()
+
+
+@pytest.mark.slow
+def test_two_crawls_of_one_server_keep_the_later_one(tmp_path, db_target):
+    """The crawl that started first but commits last is not written over the later one, and says so."""
+    old = write_config(tmp_path / "old.json", {"s": raw("ok", "--desc-suffix", " OLD", "--init-delay", "2.5")})
+    new = write_config(tmp_path / "new.json", {"s": raw("ok", "--desc-suffix", " NEW")})
+    assert run_cli("crawl", "--config", new, "--db", db_target, "--model", "none").code == 0  # the catalog exists
+    slow = _crawler(old, db_target)
+    time.sleep(1.0)  # the slow crawl has started its server; this one starts later and commits first
+    fast = _crawler(new, db_target)
+    fast_out, fast_err = fast.communicate(timeout=60)
+    slow_out, slow_err = slow.communicate(timeout=60)
+    assert fast.returncode == 0 and slow.returncode == 0, (fast_err, slow_err)
+    slow_doc = json.loads(slow_out)
+    (entry,) = slow_doc["servers"]
+    assert entry["superseded_by"] and "later crawl" in slow_err
+    db = open_db(db_target)
+    descriptions = " ".join(r["description"] for r in db.query("SELECT description FROM tools"))
+    assert "NEW" in descriptions and "OLD" not in descriptions
+    db.close()
