@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from toolidx.core.schemas import compile_validator, example_arguments, resolve_ref, schema_errors, validate
+from toolidx.core.schemas import (
+    compile_validator,
+    example_arguments,
+    required_params,
+    resolve,
+    resolve_ref,
+    schema_errors,
+    validate,
+)
 
 D7 = "http://json-schema.org/draft-07/schema#"
 
@@ -77,3 +85,28 @@ def test_resolve_ref_follows_json_pointers_only():
     assert resolve_ref(root, "#") is root
     assert resolve_ref(root, "#foo") is None  # an anchor, not the key `foo`
     assert resolve_ref(root, "file:///etc/passwd") is None and resolve_ref(root, "other.json#/foo") is None
+
+
+def test_resolve_follows_the_ref_chain_and_folds_all_of_in_the_schemas_order():
+    root = {"$defs": {"Base": {"properties": {"z": {"type": "string"}, "a": {}}, "required": ["z", "a"]},
+                      "Alias": {"$ref": "#/$defs/Base", "description": "an alias"}},
+            "properties": {"q": {}}, "required": ["q"],
+            "allOf": [{"$ref": "#/$defs/Alias"}, {"properties": {"m": {}}, "required": ["m", "a", {"x": 1}]}]}
+    r = resolve(root, root)
+    assert r.schema["required"] == ["q", "z", "a", "m"]  # the schema's own order, first occurrence wins
+    assert list(r.schema["properties"]) == ["q", "z", "a", "m"] and r.schema["description"] == "an alias"
+    assert r.via == ("#/$defs/Alias", "#/$defs/Base") and r.unresolved is None
+    assert required_params(root) == ["q", "z", "a", "m"]
+    # keywords beside a $ref override its target
+    assert resolve({"$ref": "#/$defs/Base", "required": []}, root).schema["required"] == []
+
+
+def test_resolve_drops_what_it_cannot_follow_and_names_it():
+    loop = {"$defs": {"A": {"allOf": [{"$ref": "#/$defs/A"}], "properties": {"x": {}}},
+                      "B": {"$ref": "#/$defs/B", "type": "string"}}}
+    r = resolve({"$ref": "#/$defs/A"}, loop)
+    assert r.schema == {"properties": {"x": {}}} and r.via == ("#/$defs/A",) and r.seen == {"#/$defs/A"}
+    assert resolve({"$ref": "#/$defs/B"}, loop).unresolved == "#/$defs/B"  # a cycle
+    out = resolve({"$ref": "https://example.com/s.json", "type": "integer"}, loop)
+    assert (out.schema, out.unresolved, out.via) == ({"type": "integer"}, "https://example.com/s.json", ())
+    assert resolve(True, loop).obj == {} and resolve(False, loop).schema is False

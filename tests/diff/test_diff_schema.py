@@ -105,6 +105,37 @@ def test_recursive_schema_terminates():
     assert paths == ["root.v"]
 
 
+def test_diff_reads_an_all_of_schema_as_core_does():
+    """One $ref/allOf resolver (core.schemas.resolve) for core, diff and export: diff used to keep
+    its own, which sorted the merged `required` where core keeps the schema's order."""
+    from toolidx.core.schemas import required_params
+    from toolidx.diff.schema import _Walker
+
+    s = {"$defs": {"Base": {"properties": {"z": {}, "a": {}}, "required": ["z", "a"]}},
+         "properties": {"q": {}}, "required": ["q"],
+         "allOf": [{"$ref": "#/$defs/Base"}, {"properties": {"m": {}}, "required": ["m", "a"]}]}
+    walked, via, _ = _Walker(s, s, "inputSchema", False).resolve(s, 0, [])
+    assert walked["required"] == required_params(s) == ["q", "z", "a", "m"]
+    assert via == ["#/$defs/Base"]
+
+
+def test_all_of_that_refers_to_itself_terminates():
+    """A schema whose allOf names the schema itself (a server may send one): diff recursed until
+    RecursionError; the cycle is now dropped as core drops it."""
+    a = {"$defs": {"A": {"allOf": [{"$ref": "#/$defs/A"}, obj({"y": {"type": "integer"}}, ["y"])],
+                         "properties": {"x": {"type": "string"}}}}, "$ref": "#/$defs/A"}
+    b = copy.deepcopy(a)
+    b["$defs"]["A"]["allOf"][1]["properties"]["y"]["type"] = "string"
+    assert kinds(diff_schema(a, b)) == [("y", "type_changed", "breaking")]
+
+
+def test_required_names_that_are_not_strings_name_nothing():
+    """`required` holds names; a number or an object in it used to stop the diff with a TypeError."""
+    a = obj({"a": {}}, ["a", 1, {"x": 1}], allOf=[{"required": ["b", 2]}])
+    b = obj({"a": {}}, ["a"], allOf=[{"required": [{"y": 2}]}])
+    assert kinds(diff_schema(a, b)) == [("b", "property_optional", "compatible")]
+
+
 def test_any_of_variants_pair_by_type_and_nested_objects_compare():
     a = obj({"target": {"anyOf": [{"type": "string"},
                                   {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},

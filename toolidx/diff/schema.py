@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field  # `field` is also a Change attribute
 from typing import Any
 
-from ..core.schemas import json_type, resolve_ref
+from ..core.schemas import json_type, resolve, resolve_ref
 from ..core.tooldoc import canonical_json as _canon
 
 BREAKING, RISKY, COMPATIBLE = "breaking", "risky", "compatible"
@@ -112,32 +112,11 @@ class _Walker:
         return node if isinstance(node, dict) else None
 
     def resolve(self, s: Any, side: int, via: list[str]) -> tuple[Any, list[str], str | None]:
-        """Follow `$ref`s (siblings override the target, as 2019-09 allows) and merge `allOf`.
-        Returns (schema, refs followed, an unresolvable ref or None)."""
-        seen: set[str] = set()
-        while isinstance(s, dict) and isinstance(s.get("$ref"), str):
-            ref = s["$ref"]
-            target = self.lookup(ref, side)
-            if target is None or ref in seen:
-                return s, via, ref
-            seen.add(ref)
-            via = [*via, ref]
-            s = {**target, **{k: v for k, v in s.items() if k != "$ref"}}
-        if isinstance(s, dict) and isinstance(s.get("allOf"), list):
-            merged = {k: v for k, v in s.items() if k != "allOf"}
-            for part in s["allOf"]:
-                part, via, _ = self.resolve(part, side, via)
-                if not isinstance(part, dict):
-                    continue
-                for k, v in part.items():
-                    if k == "properties" and isinstance(v, dict):
-                        merged["properties"] = {**(merged.get("properties") or {}), **v}
-                    elif k == "required" and isinstance(v, list):
-                        merged["required"] = sorted({*(merged.get("required") or []), *v})
-                    else:
-                        merged.setdefault(k, v)
-            s = merged
-        return s, via, None
+        """`s` through the one resolver (`core.schemas.resolve`), each time from an empty cycle
+        guard: a recursive schema is compared once per ref pair (`_active`), not cut short.
+        Returns (schema, `via` and the refs followed, an unresolvable ref or None)."""
+        r = resolve(s, self.roots[side])
+        return r.schema, [*via, *r.via], r.unresolved
 
     def refs_stable(self, s: Any) -> bool:
         """Whether every $ref reachable from `s` points at the same schema on both sides (then
@@ -373,8 +352,7 @@ class _Walker:
     def object(self, old: dict, new: dict, path: str, via: list[str], depth: int) -> None:
         po: dict[str, Any] = old["properties"] if isinstance(old.get("properties"), dict) else {}
         pn: dict[str, Any] = new["properties"] if isinstance(new.get("properties"), dict) else {}
-        ro = set(old.get("required") or []) if isinstance(old.get("required"), list) else set()
-        rn = set(new.get("required") or []) if isinstance(new.get("required"), list) else set()
+        ro, rn = _required(old), _required(new)
         noun = self.noun()
         gone = [k for k in po if k not in pn]
         came = [k for k in pn if k not in po]
@@ -464,6 +442,12 @@ def _refs_in(s: Any) -> Iterator[str]:
     elif isinstance(s, list):
         for v in s:
             yield from _refs_in(v)
+
+
+def _required(s: dict) -> set[str]:
+    """The names in `required`; anything else in the list (a number, an object) names no property."""
+    names = s.get("required")
+    return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
 
 
 def _order(kinds: set[str]) -> list[str]:

@@ -24,7 +24,7 @@ from importlib import resources
 from typing import Any
 
 from ..core.filters import Filters
-from ..core.schemas import deref, merge_all_of
+from ..core.schemas import resolve
 from ..core.tooldoc import name_hash, safe_names, server_name_parts
 from ..store.tools import list_servers
 from .common import ToolCatalog
@@ -82,10 +82,7 @@ class Param:
 def _object_schema(schema: Any) -> tuple[dict, dict]:
     """(the input schema as one object schema, its root for $refs)."""
     root = schema if isinstance(schema, dict) else {}
-    s, seen = deref(root, root)
-    if isinstance(s, dict) and isinstance(s.get("allOf"), list):
-        s = merge_all_of(s, root, seen)
-    return (s if isinstance(s, dict) else {}), root
+    return resolve(root, root).obj, root
 
 
 def _unique(base: str, taken: set[str]) -> str:
@@ -130,8 +127,7 @@ def params_of(schema: Any, ident: Any, order: list[str] | None = None) -> tuple[
     out = []
     for k in required + optional:
         sub = props[k] if isinstance(props[k], dict) else {}
-        d, _ = deref(sub, root)
-        desc = (d.get("description") if isinstance(d, dict) else None) or ""
+        desc = resolve(sub, root).obj.get("description") or ""
         out.append(Param(str(k), ident(str(k), taken) if ident else str(k), sub, k in req, str(desc)))
     return out, root
 
@@ -208,11 +204,8 @@ class _TypeMapper:
             return self.ANY
         if not isinstance(schema, dict) or depth > MAX_TYPE_DEPTH:
             return self.ANY
-        s, seen = deref(schema, root, seen)
-        if not isinstance(s, dict):
-            return self.ANY
-        if isinstance(s.get("allOf"), list):
-            s = merge_all_of(s, root, seen)
+        r = resolve(schema, root, seen)
+        s, seen = r.obj, r.seen
         if "const" in s or (isinstance(s.get("enum"), list) and s["enum"]):
             return self.literal_type([s["const"]] if "const" in s else s["enum"])
         for key in ("anyOf", "oneOf"):
