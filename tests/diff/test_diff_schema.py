@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from toolidx.core.errors import UsageError
-from toolidx.diff.schema import diff_schema, word_diff
+from toolidx.diff.schema import diff_schema
 from toolidx.diff.snapshot import (
     Snapshot,
     compare_tools,
@@ -15,6 +15,7 @@ from toolidx.diff.snapshot import (
     expand_fail_on,
     find_renames,
 )
+from toolidx.diff.text import word_diff
 
 
 def obj(props: dict, required: list[str] | None = None, **extra) -> dict:

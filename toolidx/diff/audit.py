@@ -192,7 +192,7 @@ def scan_text(text: str, where: str = "description") -> list[Finding]:
 
 def texts_of(definition: dict) -> Iterable[tuple[str, str]]:
     """Every piece of text a model reads in a tool definition, with where it sits."""
-    from .schema import iter_texts
+    from .text import iter_texts
 
     for k in ("description", "title"):
         if isinstance(definition.get(k), str):

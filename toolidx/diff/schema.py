@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.schemas import json_type, resolve, resolve_ref
 from ..core.tooldoc import canonical_json as _canon
+from .text import word_diff
 
 BREAKING, RISKY, COMPATIBLE = "breaking", "risky", "compatible"
 SEVERITIES = (BREAKING, RISKY, COMPATIBLE)
@@ -563,28 +564,6 @@ def diff_schema(old: dict | None, new: dict | None, *, field: str = "inputSchema
     return w.changes
 
 
-def iter_texts(schema: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    """Every description/title string in a schema, with where it sits (for the audit). Iterative
-    (in document order): a schema of any depth cannot exhaust the stack."""
-    stack: list[tuple[Any, str]] = [(schema, path)]
-    while stack:
-        node, at = stack.pop()
-        later: list[tuple[Any, str]] = []
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if k in ("description", "title", "markdownDescription") and isinstance(v, str):
-                    yield (f"{at}.{k}" if at else k), v
-                elif k in ("enum", "examples", "default", "const"):
-                    for i, item in enumerate(v if isinstance(v, list) else [v]):
-                        if isinstance(item, str) and len(item) > 20:
-                            yield f"{at}.{k}[{i}]" if at else f"{k}[{i}]", item
-                elif isinstance(v, (dict, list)):
-                    later.append((v, f"{at}.{k}" if at else k))
-        elif isinstance(node, list):
-            later = [(v, f"{at}[{i}]") for i, v in enumerate(node)]
-        stack.extend(reversed(later))
-
-
 def deep_equal(a: Any, b: Any) -> bool:
     """JSON equality (1 and true differ, key order does not), iterative: any depth."""
     stack = [(a, b)]
@@ -603,47 +582,6 @@ def deep_equal(a: Any, b: Any) -> bool:
                 or x != y:
             return False
     return True
-
-
-def word_diff(old: str, new: str) -> list[dict]:
-    """Word-level edit script: [{"op": "equal"|"delete"|"insert", "text": ...}]. Whitespace stays
-    attached to words so joining the "equal"+"delete" parts gives `old` back."""
-    import difflib
-    import re
-
-    tok = re.compile(r"\s+|[\w'’-]+|[^\w\s]")
-    a, b = tok.findall(old or ""), tok.findall(new or "")
-    # most edits touch one spot: match the common head and tail first (linear), diff the middle
-    head = 0
-    while head < len(a) and head < len(b) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < len(a) - head and tail < len(b) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
-    out: list[dict] = []
-    if head:
-        out.append({"op": "equal", "text": "".join(a[:head])})
-    mid_a, mid_b = a[head:len(a) - tail], b[head:len(b) - tail]
-    tail_tokens = a[len(a) - tail:]
-    sm = difflib.SequenceMatcher(None, mid_a, mid_b, autojunk=False)
-    a, b = mid_a, mid_b
-    for op, i1, i2, j1, j2 in sm.get_opcodes():
-        if op == "equal":
-            out.append({"op": "equal", "text": "".join(a[i1:i2])})
-            continue
-        if op in ("delete", "replace"):
-            out.append({"op": "delete", "text": "".join(a[i1:i2])})
-        if op in ("insert", "replace"):
-            out.append({"op": "insert", "text": "".join(b[j1:j2])})
-    if tail:
-        out.append({"op": "equal", "text": "".join(tail_tokens)})
-    merged: list[dict] = []
-    for w in out:  # neighbouring "equal" runs (head + middle + tail) read as one
-        if merged and merged[-1]["op"] == w["op"] == "equal":
-            merged[-1] = {"op": "equal", "text": merged[-1]["text"] + w["text"]}
-        elif w["text"]:
-            merged.append(w)
-    return merged
 
 
 def _tuple_items(schema: dict, items: Any) -> list | None:

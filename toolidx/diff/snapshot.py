@@ -23,7 +23,8 @@ from typing import Any
 from ..core.tooldoc import canonical_json as _canon
 from ..core.tooldoc import split_name
 from .audit import new_findings
-from .schema import BREAKING, COMPATIBLE, RISKY, SEVERITIES, Change, diff_schema, word_diff
+from .schema import BREAKING, COMPATIBLE, RISKY, SEVERITIES, Change, diff_schema
+from .text import word_diff
 
 DIFF_FORMAT = 1  # the `diff` JSON payload version; bumped only on an incompatible change
 RANK = {BREAKING: 0, RISKY: 1, COMPATIBLE: 2}
