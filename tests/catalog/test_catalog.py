@@ -42,8 +42,8 @@ def test_pages_cover_everything_once(cli, catalog_db):
 
 
 def test_item_shape(catalog_db):
-    item = next(i for i in list_tools(open_db(catalog_db))["items"] if i["id"] == "gitplus/git_push")
-    assert item == {"id": "gitplus/git_push", "server": "gitplus", "name": "git_push", "title": None,
+    item = next(i for i in list_tools(open_db(catalog_db)).items if i.id == "gitplus/git_push")
+    assert item.to_json() == {"id": "gitplus/git_push", "server": "gitplus", "name": "git_push", "title": None,
                     "description": "Push local commits to a remote git repository.",
                     "tags": ["vcs", "community", "destructive", "open-world"], "category": "dev",
                     "params": ["path", "remote", "force"], "read_only": None, "destructive": True,
@@ -54,7 +54,7 @@ def test_item_shape(catalog_db):
                                         ("name", "desc")])
 def test_sorts_are_total_and_stable(catalog_db, sort, order):
     db = open_db(catalog_db)
-    items = list_tools(db, sort=sort, order=order)["items"]
+    items = list_tools(db, sort=sort, order=order).to_json()["items"]
     keys = {"server": lambda t: (t["server"], t["name"].lower()),
             "category": lambda t: (t["category"], t["server"], t["name"].lower()),
             "name": lambda t: (t["name"].lower(), t["name"])}[sort]
@@ -62,11 +62,11 @@ def test_sorts_are_total_and_stable(catalog_db, sort, order):
     assert got == sorted(got, reverse=order == "desc")
     assert len(items) == 13
     # the same call twice gives the same order (ties broken by id)
-    assert _ids(list_tools(db, sort=sort, order=order)) == [t["id"] for t in items]
+    assert [t.id for t in list_tools(db, sort=sort, order=order).items] == [t["id"] for t in items]
 
 
 def test_filters_match_a_python_reading_of_the_rows(cli, catalog_db):
-    rows = {t["id"]: t for t in list_tools(open_db(catalog_db), page_size=100)["items"]}
+    rows = {t["id"]: t for t in list_tools(open_db(catalog_db), page_size=100).to_json()["items"]}
 
     def expect(pred):
         return sorted(i for i, t in rows.items() if pred(t))
@@ -106,8 +106,8 @@ def test_bad_input_is_one_line_exit_2(cli, catalog_db):
 
 def test_page_past_the_end(catalog_db):
     d = list_tools(open_db(catalog_db), page=9, page_size=5)
-    assert d["items"] == [] and d["total"] == 13 and d["next_page"] is None
-    assert "past the last page" in d["notes"][0]
+    assert d.items == [] and d.total == 13 and d.next_page is None
+    assert "past the last page" in d.notes[0] and "past the last page" in d.to_json()["notes"][0]
 
 
 def test_text_list_is_tsv_in_a_pipe(cli, catalog_db):
@@ -145,9 +145,9 @@ def test_categories_counts(cli, catalog_db):
         ("docs", 4, 0, "ok"), ("git", 5, 0, "ok"), ("gitplus", 4, 0, "ok")]
     assert d["total"] == 13
     # the same filters as list
-    d = categories(open_db(catalog_db), Filters(read_only=True))
-    assert d["total"] == 5 and {s["name"] for s in d["servers"]} == {"git", "docs"}
-    assert [(c["name"], c["count"]) for c in d["categories"]] == [("dev", 3), ("documents", 2)]
+    c = categories(open_db(catalog_db), Filters(read_only=True))
+    assert c.total == 5 and {s.name for s in c.servers} == {"git", "docs"}
+    assert [(row.name, row.count) for row in c.categories] == [("dev", 3), ("documents", 2)]
 
 
 def test_failed_server_shows_status_and_stale_tools(cli, tmp_path, model_path):
@@ -179,10 +179,10 @@ def test_list_pages_through_etom(cli, bench_dir, tmp_path):
     page = 1
     while page:
         d = list_tools(idx, page=page, page_size=1000, sort="server")
-        ids += _ids(d)
-        page = d["next_page"]
+        ids += [t.id for t in d.items]
+        page = d.next_page
     expected = sorted((json.loads(line)["id"] for line in (bench_dir / "etom" / "tools.jsonl").read_text().splitlines()),
                       key=lambda i: (i.split("/")[0], i.split("/", 1)[1].lower(), i))
     assert ids == expected
     cats = categories(idx)
-    assert len(cats["servers"]) == 491 and sum(s["count"] for s in cats["servers"]) == 2375
+    assert len(cats.servers) == 491 and sum(s.count for s in cats.servers) == 2375

@@ -82,14 +82,15 @@ def test_nested_schema_table_and_example(cli, catalog_db):
 @pytest.mark.parametrize("spelling", ["docs/word_count", "docs.word_count", "docs:word_count",
                                       "mcp__docs__word_count", "word_count", " docs/word_count "])
 def test_id_spellings(catalog_db, spelling):
-    assert describe(open_db(catalog_db), spelling)["id"] == "docs/word_count"
+    assert describe(open_db(catalog_db), spelling).id == "docs/word_count"
 
 
 def test_unknown_id_suggests_closest(cli, catalog_db):
     r = cli("describe", "git/git_stats", "--db", catalog_db, "--json")
     assert r.code == 2 and "Traceback" not in r.stderr
     err = json.loads(r.stdout)
-    assert err["error"] == "NotFoundError"
+    assert err["error"] == "NotFoundError"  # as before the codes; `code` is the vocabulary serve's answers use
+    assert err["code"] == "unknown_tool"
     assert err["suggestions"][0] in ("git/git_status", "gitplus/git_status")
     assert "git/git_status" in err["suggestions"][:2]
     assert r.stderr.count("\n") == 1 and "did you mean" in r.stderr
@@ -109,6 +110,8 @@ def test_ambiguous_bare_name_lists_both(catalog_db):
 def test_bad_detail_is_a_usage_error(cli, catalog_db):
     r = cli("describe", "git/git_log", "--detail", "everything", "--db", catalog_db)
     assert r.code == 2 and "summary, schema, full" in r.stderr
+    r = cli("describe", "git/git_log", "--detail", "everything", "--db", catalog_db, "--json")
+    assert (r.json["error"], r.json["code"]) == ("UsageError", "usage_error")
     with pytest.raises(UsageError):
         describe(open_db(catalog_db), "", "summary")
 
@@ -205,7 +208,7 @@ def test_every_real_tool_gets_a_valid_example(catalog_real_db, cli):
     ids = [r["id"] for r in db.query("SELECT id FROM tools ORDER BY id")]
     assert len(ids) >= 70  # 76 tools on 5 servers
     for tid in ids:
-        d = describe(db, tid, "full")
+        d = describe(db, tid, "full").to_json()
         assert d["example_valid"], (tid, d.get("example_problem"))
         assert _check(d["example_arguments"], d["input_schema"]) == [], tid
         names = {r["name"] for r in d["parameters"]}

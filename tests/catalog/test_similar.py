@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from conftest import CATALOG_DATA
 
-from toolidx.catalog.similar import duplicate_reason, similar
+from toolidx.catalog.similar import SimilarTools, duplicate_reason, similar
 from toolidx.core.errors import NotFoundError
 from toolidx.store.db import open_db
 
 
-def _by_id(res: dict) -> dict:
-    return {h["id"]: h for h in res["similar"]}
+def _by_id(res: SimilarTools) -> dict:
+    return {h.id: h.to_json() for h in res.similar}
 
 
 def test_semantic_neighbours_and_duplicates(cli, catalog_db):
@@ -40,8 +40,8 @@ def test_name_spellings_count_as_the_same_name(catalog_db):
 
 def test_unrelated_tools_score_low_and_are_never_duplicates(catalog_db):
     d = similar(open_db(catalog_db), "docs/word_count", 12)
-    assert len(d["similar"]) == 12 and d["duplicates"] == 0
-    assert max(h["score"] for h in d["similar"] if h["server"] != "docs") < 0.5
+    assert len(d.similar) == 12 and d.duplicates == 0
+    assert max(h.score for h in d.similar if h.server != "docs") < 0.5
 
 
 def test_lexical_fallback_without_vectors(cli, tmp_path):

@@ -5,6 +5,7 @@ anything is written."""
 from __future__ import annotations
 
 import getpass
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import NotFoundError, UsageError
@@ -41,20 +42,36 @@ def _targets(db: Database, ids: list[str], servers: list[str], everything: bool,
     return list(dict.fromkeys(out))
 
 
+@dataclass
+class Approval:
+    """What `approve` did (`to_json()`: the `approve --json` document's body). `tools`: per tool,
+    its id and, approving, its hash and what it was before ("unapproved", "approved": unchanged,
+    "changed"); revoking, whether it had an approval."""
+
+    action: str  # approve | revoke
+    db: str
+    by: str
+    at: str
+    tools: list[dict[str, Any]]
+    count: int  # approved, or approvals revoked
+
+    def to_json(self) -> dict[str, Any]:
+        return {"action": self.action, "db": self.db, "by": self.by, "at": self.at, "tools": self.tools,
+                "count": self.count}
+
+
 def approve(db: Database, ids: list[str], *, servers: list[str] | None = None, everything: bool = False,
-            revoke: bool = False, by: str | None = None) -> dict[str, Any]:
-    """Approve (or with `revoke`, un-approve) tools; the JSON payload of `toolidx approve`."""
+            revoke: bool = False, by: str | None = None) -> Approval:
+    """Approve (or with `revoke`, un-approve) tools."""
     from ..core.clock import now_iso
 
     targets = _targets(db, list(ids), list(servers or []), everything, revoke)
     who, at = by or approver(), now_iso()
     if revoke:
         had = set(store.revoke(db, targets))
-        tools = [{"id": t, "revoked": t in had} for t in targets]
-        return {"action": "revoke", "db": db.path, "by": who, "at": at, "tools": tools,
-                "count": len(had)}
+        return Approval("revoke", db.path, who, at, [{"id": t, "revoked": t in had} for t in targets], len(had))
     rows = store.record(db, targets, who, at)
     tools = [{"id": r["id"], "hash": r["hash"],
               "was": "unapproved" if r["previous_hash"] is None
               else "approved" if r["previous_hash"] == r["hash"] else "changed"} for r in rows]
-    return {"action": "approve", "db": db.path, "by": who, "at": at, "tools": tools, "count": len(tools)}
+    return Approval("approve", db.path, who, at, tools, len(tools))

@@ -7,57 +7,85 @@ Tool ids are forgiving (see `resolve`): `server/tool`, `server.tool`, `server:to
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from ..core.errors import UsageError
 from ..core.schemas import example_arguments, parameter_table, required_params, validate
+from ..core.toolcard import ToolSummary
 from ..core.tooldoc import annotation_tags
 from ..core.vocabulary import DETAIL_LEVELS as DETAILS
 from ..store.db import Database
 from ..store.tools import get_server, get_tool
+from ..store.usage import UsageStore
+from .examples import tool_examples
 from .resolve import UnknownToolError, resolve_tool_id
+from .usage import Metrics, tool_usage
 
-__all__ = ["describe", "example_arguments", "parameter_table", "DETAILS"]
+__all__ = ["describe", "example_arguments", "parameter_table", "DETAILS", "Description", "FullDetail"]
 
-
-class _Summary(TypedDict):
-    id: str
-    server: str
-    name: str
-    title: str | None
-    description: str
-    tags: list[str]
-    category: str | None
-    hints: list[str]
-    read_only: bool | None
-    destructive: bool | None
-    required: list[str]
-    params: list[str]
-    stale: bool
-    stale_reason: str | None
-    detail: str
+log = logging.getLogger("toolidx")
+_T = TypeVar("_T")
 
 
-# `parameters` from detail "schema"; the raw schemas, server info and a validated example at
-# "full"
-class _Detailed(TypedDict, total=False):
-    parameters: list[dict[str, Any]]
+@dataclass
+class FullDetail:
+    """What detail "full" adds: the raw schemas, server info and an example that was validated."""
+
     input_schema: dict[str, Any] | None
     output_schema: dict[str, Any] | None
     annotations: dict[str, Any] | None
     icons: list[Any] | None
-    _meta: dict[str, Any] | None
+    meta: dict[str, Any] | None  # the definition's `_meta`
     server_info: dict[str, Any] | None
     example_arguments: Any
-    example_valid: bool
-    example_problem: str
+    example_problem: str | None  # why the generated example does not validate; None when it does
     hash: str | None
     first_seen: str | None
     updated_at: str | None
 
+    def to_json(self) -> dict[str, Any]:
+        out = {"input_schema": self.input_schema, "output_schema": self.output_schema,
+               "annotations": self.annotations, "icons": self.icons, "_meta": self.meta,
+               "server_info": self.server_info, "example_arguments": self.example_arguments,
+               "example_valid": self.example_problem is None, "hash": self.hash,
+               "first_seen": self.first_seen, "updated_at": self.updated_at}
+        if self.example_problem:
+            out["example_problem"] = self.example_problem
+        return out
 
-class Description(_Summary, _Detailed):
-    """What `describe` returns (the `describe --json` document's body)."""
+
+@dataclass
+class Description(ToolSummary):
+    """What `describe` returns (`to_json()`: the `describe --json` document's body). Its
+    `description` is the whole text, not the first line."""
+
+    hints: list[str] = field(default_factory=list)
+    required: list[str] = field(default_factory=list)
+    stale_reason: str | None = None
+    detail: str = "summary"
+    parameters: list[dict[str, Any]] | None = None  # detail "schema" and "full": the parameter table
+    full: FullDetail | None = None  # detail "full"
+    metrics: Metrics | None = None  # asked for: the usage file's figures
+    examples: list[dict[str, Any]] | None = None  # asked for: catalog.examples
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id, "server": self.server, "name": self.name, "title": self.title,
+            "description": self.description, "tags": self.tags, "category": self.category, "hints": self.hints,
+            "read_only": self.read_only, "destructive": self.destructive, "required": self.required,
+            "params": self.params, "stale": self.stale, "stale_reason": self.stale_reason, "detail": self.detail}
+        if self.parameters is not None:
+            out["parameters"] = self.parameters
+        if self.full is not None:
+            out.update(self.full.to_json())
+        if self.metrics is not None:
+            out["metrics"] = self.metrics.to_json()
+        if self.examples is not None:
+            out["examples"] = self.examples
+        return out
 
 
 def _server_info(db: Database, name: str) -> dict | None:
@@ -70,8 +98,24 @@ def _server_info(db: Database, name: str) -> dict | None:
     return {k: s.get(k) for k in keys}
 
 
-def describe(db: Database, tool_id: str, detail: str = "summary") -> Description:
-    """A JSON-able description of one tool at `detail` (summary | schema | full)."""
+def _read(usage: UsageStore | None, read: Callable[[UsageStore | None], _T]) -> _T:
+    """`read(usage)`; when the usage file cannot be read, `read(None)` (what the index alone says),
+    with a warning: a describe never fails for the usage file."""
+    try:
+        return read(usage)
+    except Exception as e:
+        if usage is None:
+            raise
+        log.warning(f"usage file unreadable, answering without it: {type(e).__name__}: {e}")
+        return read(None)
+
+
+def describe(db: Database, tool_id: str, detail: str = "summary", *, usage: UsageStore | None = None,
+             metrics: bool = False, examples: bool = False, scope: str | None = None) -> Description:
+    """One tool at `detail` (summary | schema | full); with `metrics`, its usage figures from
+    `usage` (zeros when nothing is recorded); with `examples`, its usage examples (catalog.examples:
+    recorded ones from `usage`, of the `scope` label only when given). The one describe of the
+    CLI and of serve's describe_tool."""
     if detail not in DETAILS:
         raise UsageError(f"unknown detail level {detail!r}", fix="use one of: " + ", ".join(DETAILS))
     tid = resolve_tool_id(db, tool_id)
@@ -79,26 +123,24 @@ def describe(db: Database, tool_id: str, detail: str = "summary") -> Description
     if t is None:  # removed between the look-up and the read (a crawl committed meanwhile)
         raise UnknownToolError(f"no tool {tool_id!r} in the index", [], where=db.path)
     schema = t.get("input_schema") or {}
-    out: Description = {
-        "id": t["id"], "server": t["server"], "name": t["name"], "title": t.get("title"),
-        "description": t.get("description") or "", "tags": t.get("tags") or [],
-        "category": t.get("category"), "hints": annotation_tags(t.get("annotations")),
-        "read_only": t.get("read_only"), "destructive": t.get("destructive"),
-        "required": required_params(schema), "params": t.get("param_names") or [],
-        "stale": bool(t.get("stale")), "stale_reason": t.get("stale_reason"), "detail": detail,
-    }
+    out = Description.from_row(t)
+    out.description = t.get("description") or ""
+    out.hints = annotation_tags(t.get("annotations"))
+    out.required = required_params(schema)
+    out.stale_reason = t.get("stale_reason")
+    out.detail = detail
     if detail in ("schema", "full"):
-        out["parameters"] = parameter_table(schema, t.get("param_names"))
+        out.parameters = parameter_table(schema, t.get("param_names"))
     if detail == "full":
         example = example_arguments(schema)
-        problem = validate(example, schema)
-        out.update({
-            "input_schema": t.get("input_schema"), "output_schema": t.get("output_schema"),
-            "annotations": t.get("annotations"), "icons": t.get("icons"), "_meta": t.get("meta"),
-            "server_info": _server_info(db, t["server"]),
-            "example_arguments": example, "example_valid": problem is None,
-            "hash": t.get("hash"), "first_seen": t.get("first_seen"), "updated_at": t.get("updated_at"),
-        })
-        if problem:
-            out["example_problem"] = problem
+        out.full = FullDetail(
+            input_schema=t.get("input_schema"), output_schema=t.get("output_schema"),
+            annotations=t.get("annotations"), icons=t.get("icons"), meta=t.get("meta"),
+            server_info=_server_info(db, t["server"]), example_arguments=example,
+            example_problem=validate(example, schema), hash=t.get("hash"), first_seen=t.get("first_seen"),
+            updated_at=t.get("updated_at"))
+    if metrics:
+        out.metrics = _read(usage, lambda u: tool_usage(u, t["id"]))
+    if examples:
+        out.examples = _read(usage, lambda u: tool_examples(t, u, scope))
     return out

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any, TypedDict
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.errors import UsageError
 from ..core.filters import Filters
 from ..core.servers import stderr_lines
 from ..core.taxonomy import definition
-from ..core.tooldoc import first_line
+from ..core.toolcard import ToolSummary
 from ..store import catalog as q
 from ..store.db import Database
 from ..store.usage import UsageStore
@@ -20,32 +21,36 @@ ORDERS = ("asc", "desc")
 MAX_PAGE_SIZE = 1000
 
 
-class ToolSummary(TypedDict):
-    """A tool as list and search show it."""
-
-    id: str
-    server: str
-    name: str
-    title: str | None
-    description: str
-    tags: list[str]
-    category: str | None
-    params: list[str]
-    read_only: bool | None
-    destructive: bool | None
-    stale: bool
-
-
-class ToolUsage(TypedDict):
+@dataclass
+class ToolUsage:
     """A listed tool's usage (with the usage sorts)."""
 
     calls: int
     success_rate: float | None
     last_used: str | None
 
+    def to_json(self) -> dict[str, Any]:
+        return {"calls": self.calls, "success_rate": self.success_rate, "last_used": self.last_used}
 
-class _ToolPageBase(TypedDict):
-    items: list[ToolSummary]
+
+@dataclass
+class ListedTool(ToolSummary):
+    """A tool on a page of `list_tools`: its summary, and its usage with the usage sorts."""
+
+    usage: ToolUsage | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        if self.usage is not None:
+            out["usage"] = self.usage.to_json()
+        return out
+
+
+@dataclass
+class ToolPage:
+    """What `list_tools` returns (`to_json()`: the `list --json` document's body)."""
+
+    items: list[ListedTool]
     total: int
     page: int
     page_size: int
@@ -54,23 +59,35 @@ class _ToolPageBase(TypedDict):
     sort: str
     order: str
     filters: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"items": [t.to_json() for t in self.items], "total": self.total, "page": self.page,
+                               "page_size": self.page_size, "pages": self.pages, "next_page": self.next_page,
+                               "sort": self.sort, "order": self.order, "filters": self.filters}
+        if self.notes:
+            out["notes"] = self.notes
+        return out
 
 
-class ToolPage(_ToolPageBase, total=False):
-    """What `list_tools` returns (the `list --json` document's body)."""
-
-    notes: list[str]
-
-
-class CountRow(TypedDict):
+@dataclass
+class CountRow:
     name: str
     count: int
 
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "count": self.count}
 
+
+@dataclass
 class CategoryRow(CountRow):
     definition: str | None  # the taxonomy's one line; None for a category a config named
 
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "definition": self.definition}
 
+
+@dataclass
 class ServerCountRow(CountRow):
     stale: int
     status: str | None
@@ -79,9 +96,14 @@ class ServerCountRow(CountRow):
     crawled_at: str | None
     stderr: list[str]  # a failed server's last stderr lines (core.servers.stderr_lines); [] when ok
 
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "stale": self.stale, "status": self.status, "error": self.error,
+                "transport": self.transport, "crawled_at": self.crawled_at, "stderr": self.stderr}
 
-class Categories(TypedDict):
-    """What `categories` returns (the `categories --json` document's body)."""
+
+@dataclass
+class Categories:
+    """What `categories` returns (`to_json()`: the `categories --json` document's body)."""
 
     categories: list[CategoryRow]
     tags: list[CountRow]
@@ -89,21 +111,15 @@ class Categories(TypedDict):
     total: int
     filters: dict[str, Any]
 
-
-def compact_tool(row: dict) -> ToolSummary:
-    """A tool as list and search show it: enough to choose, not to call (see describe)."""
-    return {"id": row["id"], "server": row["server"], "name": row["name"], "title": row.get("title"),
-            "description": first_line(row.get("description")), "tags": row.get("tags") or [],
-            "category": row.get("category"), "params": row.get("param_names") or [],
-            "read_only": row.get("read_only"), "destructive": row.get("destructive"),
-            "stale": bool(row.get("stale"))}
+    def to_json(self) -> dict[str, Any]:
+        return {"categories": [c.to_json() for c in self.categories], "tags": [t.to_json() for t in self.tags],
+                "servers": [s.to_json() for s in self.servers], "total": self.total, "filters": self.filters}
 
 
 def list_tools(db: Database, *, page: int = 1, page_size: int = 50, sort: str = "name",
                order: str | None = None, filters: Filters | None = None,
                usage: UsageStore | None = None) -> ToolPage:
-    """One page of tools: {"items", "total", "page", "page_size", "pages", "next_page", "sort",
-    "order", "filters"}. Order is stable: the sort key, then the id. A token budget, applied
+    """One page of tools (see ToolPage). Order is stable: the sort key, then the id. A token budget, applied
     where the page is shown (core.budget), may cut it; `next_page` follows on from the full page.
 
     The usage sorts (calls, success, recent) rank by what `usage` recorded (most first unless
@@ -125,18 +141,16 @@ def list_tools(db: Database, *, page: int = 1, page_size: int = 50, sort: str = 
             total = q.count_tools(db, filters)
             rows = q.page_tools(db, sort=sort, descending=order == "desc", limit=page_size,
                                 offset=(page - 1) * page_size, filters=filters)
-        items = [compact_tool(r) for r in rows]
+        items = [ListedTool.from_row(r) for r in rows]
     pages = math.ceil(total / page_size)
-    out: ToolPage = {"items": items, "total": total, "page": page,
-           "page_size": page_size, "pages": pages, "next_page": page + 1 if page < pages else None,
-           "sort": sort, "order": order, "filters": filters.to_json() if filters else {}}
-    if page > pages and total:
-        out["notes"] = [f"page {page} is past the last page ({pages})"]
-    return out
+    return ToolPage(items=items, total=total, page=page, page_size=page_size, pages=pages,
+                    next_page=page + 1 if page < pages else None, sort=sort, order=order,
+                    filters=filters.to_json() if filters else {},
+                    notes=[f"page {page} is past the last page ({pages})"] if page > pages and total else [])
 
 
 def _by_usage(db: Database, sort: str, order: str, page: int, page_size: int, filters: Filters | None,
-              usage: UsageStore | None) -> tuple[int, list[Any]]:
+              usage: UsageStore | None) -> tuple[int, list[ListedTool]]:
     """Every matching tool ranked by its usage, then one page of it (usage lives in another file,
     so the ranking is done here rather than in SQL)."""
     rows = q.page_tools(db, sort="name", descending=False, limit=-1, offset=0, filters=filters)
@@ -148,35 +162,33 @@ def _by_usage(db: Database, sort: str, order: str, page: int, page_size: int, fi
     used.sort(key=lambda r: key_of(metrics[r["id"]]), reverse=order == "desc")
     ranked = used + [r for r in rows if r["id"] not in metrics]
     chunk = ranked[(page - 1) * page_size: page * page_size]
-    items: list[Any] = []
+    items = []
     for r in chunk:
         m = metrics.get(r["id"])
-        item: dict[str, Any] = dict(compact_tool(r))
-        item["usage"] = ToolUsage(calls=m["calls"] if m else 0, success_rate=m["success_rate"] if m else None,
-                                  last_used=m["last_used"] if m else None)
+        item = ListedTool.from_row(r)
+        item.usage = ToolUsage(calls=m["calls"] if m else 0, success_rate=m["success_rate"] if m else None,
+                               last_used=m["last_used"] if m else None)
         items.append(item)
     return len(rows), items
 
 
 def categories(db: Database, filters: Filters | None = None) -> Categories:
-    """{"categories": [{"name","count"}], "tags": [{"name","count"}], "servers": [{"name",
-    "count", "stale", "status", "error", "stderr"}], "total"}; counts are of tools passing `filters`.
-    With filters, servers with no matching tool are left out."""
+    """The categories, tags and servers with their tool counts (see Categories); counts are of
+    tools passing `filters`. With filters, servers with no matching tool are left out."""
     with db.snapshot():
         cats = q.category_counts(db, filters)
         tags = q.tag_counts(db, filters)
         servers = q.server_counts(db, filters)
         total = q.count_tools(db, filters)
     filtered = filters is not None and not filters.is_empty()
-    return {
-        "categories": [{"name": c["name"], "count": c["count"], "definition": definition(c["name"])}
-                       for c in cats],
-        "tags": [{"name": t["name"], "count": t["count"]} for t in tags],
-        "servers": [{"name": s["name"], "count": s["count"], "stale": s["stale"], "status": s["status"],
-                     "error": s["error"], "transport": s["transport"], "crawled_at": s["crawled_at"],
-                     # masked when stored (crawl had the spec); only a failure's is worth showing
-                     "stderr": stderr_lines(s["stderr_tail"]) if s["status"] != "ok" else []}
-                    for s in servers if not filtered or s["count"]],
-        "total": total,
-        "filters": filters.to_json() if filters else {},
-    }
+    return Categories(
+        categories=[CategoryRow(c["name"], c["count"], definition(c["name"])) for c in cats],
+        tags=[CountRow(t["name"], t["count"]) for t in tags],
+        servers=[ServerCountRow(s["name"], s["count"], stale=s["stale"], status=s["status"], error=s["error"],
+                                transport=s["transport"], crawled_at=s["crawled_at"],
+                                # masked when stored (crawl had the spec); only a failure's is worth showing
+                                stderr=stderr_lines(s["stderr_tail"]) if s["status"] != "ok" else [])
+                 for s in servers if not filtered or s["count"]],
+        total=total,
+        filters=filters.to_json() if filters else {},
+    )

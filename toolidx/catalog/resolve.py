@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..core.errors import NotFoundError, UsageError
+from ..core.errors import AMBIGUOUS_TOOL, OUT_OF_SCOPE, UNKNOWN_TOOL, NotFoundError, UsageError
 from ..store import catalog as q
 from ..store.db import Database
 
@@ -24,7 +24,7 @@ MAX_SUGGESTIONS = 5
 class UnknownToolError(NotFoundError):
     """No such tool; `suggestions` holds the closest ids (also in the JSON error)."""
 
-    kind = "unknown_tool"
+    code = UNKNOWN_TOOL
 
     def __init__(self, what: str, suggestions: list[str], *, where: str | None = None,
                  fix: str | None = None):
@@ -38,14 +38,14 @@ class UnknownToolError(NotFoundError):
 class AmbiguousToolError(UnknownToolError):
     """A bare tool name that several servers have; `suggestions` are their ids."""
 
-    kind = "ambiguous_tool"
+    code = AMBIGUOUS_TOOL
 
 
 class OutOfScopeError(UnknownToolError):
     """The tool exists, but outside the caller's scope; `suggestions` are in scope, `tool_id` is
     the tool that was found."""
 
-    kind = "out_of_scope"
+    code = OUT_OF_SCOPE
     tool_id = ""
 
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TypedDict
+from dataclasses import dataclass
+from typing import Any
 
+from ..core.toolcard import ToolCard
 from ..core.tooldoc import first_line, split_name
 from ..store import catalog as q
 from ..store import vectors
@@ -114,29 +116,37 @@ def _lexical(db: Database, rowid: int, tool: dict, limit: int) -> list[tuple[int
     return scored[:limit]
 
 
-class SimilarTool(TypedDict):
-    id: str
-    server: str
-    name: str
-    title: str | None
-    description: str
+@dataclass
+class SimilarTool(ToolCard):
     score: float
     likely_duplicate: bool
     reason: str
 
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "score": self.score, "likely_duplicate": self.likely_duplicate,
+                "reason": self.reason}
 
-class SimilarTools(TypedDict):
-    """What `similar` returns (the `similar --json` document's body)."""
+
+@dataclass
+class SimilarTools:
+    """What `similar` returns (`to_json()`: the `similar --json` document's body)."""
 
     tool: str
     method: str  # semantic | lexical
     similar: list[SimilarTool]
-    duplicates: int
+
+    @property
+    def duplicates(self) -> int:
+        return sum(1 for h in self.similar if h.likely_duplicate)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "method": self.method, "similar": [h.to_json() for h in self.similar],
+                "duplicates": self.duplicates}
 
 
 def similar(db: Database, tool_id: str, limit: int = 10, embedder=None) -> SimilarTools:
-    """{"tool", "method": "semantic"|"lexical", "similar": [{"id", "server", "name", "title",
-    "description", "score", "likely_duplicate", "reason"}]}, best first (score, then id)."""
+    """The tools most like `tool_id`, best first (score, then id), by stored embedding
+    ("semantic") or by words ("lexical") without vectors."""
     limit = max(1, int(limit))
     tid = resolve_tool_id(db, tool_id)
     with db.snapshot():
@@ -156,11 +166,9 @@ def similar(db: Database, tool_id: str, limit: int = 10, embedder=None) -> Simil
         if other is None:
             continue
         reason = duplicate_reason(tool, other, score, method)
-        items.append({"id": other["id"], "server": other["server"], "name": other["name"],
-                      "title": other.get("title"), "description": first_line(other.get("description")),
-                      "score": round(score, 4), "likely_duplicate": reason is not None,
-                      "reason": reason or f"{method} similarity {score:.2f}"})
-    items.sort(key=lambda h: (-h["score"], h["id"]))
-    out: SimilarTools = {"tool": tid, "method": method, "similar": items,
-           "duplicates": sum(1 for h in items if h["likely_duplicate"])}
-    return out
+        items.append(SimilarTool(id=other["id"], server=other["server"], name=other["name"],
+                                 title=other.get("title"), description=first_line(other.get("description")),
+                                 score=round(score, 4), likely_duplicate=reason is not None,
+                                 reason=reason or f"{method} similarity {score:.2f}"))
+    items.sort(key=lambda h: (-h.score, h.id))
+    return SimilarTools(tool=tid, method=method, similar=items)

@@ -4,7 +4,8 @@ per-server report of `toolidx stats --usage`. The figures come from the usage fi
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.counts import plural
 from ..core.filters import Filters
@@ -13,37 +14,45 @@ from ..store.db import Database
 from ..store.usage import UsageStore
 
 
-class Metrics(TypedDict):
-    calls: int
-    ok: int
-    success_rate: float | None
-    p50_ms: float | None
-    p95_ms: float | None
-    last_used: str | None
-    outcomes: dict[str, int]
+@dataclass
+class Metrics:
+    """One tool's (or server's) calls as the usage file holds them (zeros: never called)."""
+
+    calls: int = 0
+    ok: int = 0
+    success_rate: float | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    last_used: str | None = None
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"calls": self.calls, "ok": self.ok, "success_rate": self.success_rate, "p50_ms": self.p50_ms,
+                "p95_ms": self.p95_ms, "last_used": self.last_used, "outcomes": self.outcomes}
 
 
-class UsageReport(TypedDict):
-    """What `usage_report` returns (`stats --usage --json`'s `usage`)."""
+@dataclass
+class UsageReport:
+    """What `usage_report` returns (`to_json()`: `stats --usage --json`'s `usage`)."""
 
     usage_file: str | None
     calls: int
     unresolved: int  # refused calls that named no tool in scope: in neither list
-    tools: list[dict[str, Any]]
-    servers: list[dict[str, Any]]
+    tools: list[tuple[str, Metrics, bool]]  # (id, its metrics, removed from the index since)
+    servers: list[tuple[str, Metrics]]
     notes: list[str]
 
-
-NEVER_CALLED: Metrics = {"calls": 0, "ok": 0, "success_rate": None, "p50_ms": None, "p95_ms": None,
-                         "last_used": None, "outcomes": {}}
+    def to_json(self) -> dict[str, Any]:
+        return {"usage_file": self.usage_file, "calls": self.calls, "unresolved": self.unresolved,
+                "tools": [{"id": tid, **m.to_json(), **({"removed": True} if removed else {})}
+                          for tid, m, removed in self.tools],
+                "servers": [{"server": s, **m.to_json()} for s, m in self.servers], "notes": self.notes}
 
 
 def tool_usage(usage: UsageStore | None, tool_id: str) -> Metrics:
     """`tool_id`'s metrics (zeros when it was never called or nothing is recorded)."""
-    if usage is None:
-        return dict(NEVER_CALLED)  # type: ignore[return-value]
-    m = usage.tool_metrics([tool_id]).get(tool_id)
-    return m if m is not None else dict(NEVER_CALLED)  # type: ignore[return-value]
+    m = usage.tool_metrics([tool_id]).get(tool_id) if usage is not None else None
+    return Metrics(**m) if m is not None else Metrics()
 
 
 def usage_report(db: Database, usage: UsageStore | None, filters: Filters | None = None,
@@ -53,23 +62,18 @@ def usage_report(db: Database, usage: UsageStore | None, filters: Filters | None
     notes: list[str] = []
     if usage is None:
         notes.append("no calls recorded yet (toolidx serve records every execute_tool)")
-        return {"usage_file": usage_file, "calls": 0, "unresolved": 0, "tools": [], "servers": [], "notes": notes}
+        return UsageReport(usage_file, 0, 0, [], [], notes)
     rows = page_tools(db, sort="name", descending=False, limit=-1, offset=0, filters=filters)
     indexed = {r["id"] for r in rows}
     filtered = filters is not None and not filters.is_empty()
-    metrics = usage.tool_metrics()
-    tools = []
-    for tid, m in metrics.items():
-        if filtered and tid not in indexed:
-            continue
-        tools.append({"id": tid, **m, **({} if tid in indexed else {"removed": True})})
-    tools.sort(key=lambda t: (-t["calls"], t["id"]))
+    tools = [(tid, Metrics(**m), tid not in indexed) for tid, m in usage.tool_metrics().items()
+             if not filtered or tid in indexed]
+    tools.sort(key=lambda t: (-t[1].calls, t[0]))
     servers_seen = {r["server"] for r in rows} if filtered else None
-    servers = [{"server": s, **m} for s, m in sorted(usage.server_metrics().items())
+    servers = [(s, Metrics(**m)) for s, m in sorted(usage.server_metrics().items())
                if servers_seen is None or s in servers_seen]
     unresolved = 0 if filtered else usage.unresolved_calls()
     if unresolved:
         notes.append(f"{plural(unresolved, 'refused call')} named no tool in scope (unknown, ambiguous or "
                      "out of scope): counted neither per tool nor per server")
-    return {"usage_file": usage_file, "calls": sum(t["calls"] for t in tools), "unresolved": unresolved,
-            "tools": tools, "servers": servers, "notes": notes}
+    return UsageReport(usage_file, sum(m.calls for _, m, _ in tools), unresolved, tools, servers, notes)

@@ -259,20 +259,10 @@ def describe(
     from ..catalog.describe import describe as describe_tool
 
     database = _open(db)
-    d: dict = dict(describe_tool(database, tool, detail))
-    if metrics or examples or detail == "full":
-        store = _usage(database, usage_db)
-        if metrics:
-            from ..catalog.usage import tool_usage
-
-            d["metrics"] = tool_usage(store, d["id"])
-        if examples or detail == "full":
-            from ..catalog.examples import tool_examples
-            from ..store.tools import get_tool
-
-            row = get_tool(database, d["id"])
-            d["examples"] = tool_examples(row, store) if row is not None else []
-    render.describe_result(d, as_json, max_tokens)
+    examples = examples or detail == "full"
+    store = _usage(database, usage_db) if metrics or examples else None
+    render.describe_result(describe_tool(database, tool, detail, usage=store, metrics=metrics, examples=examples),
+                           as_json, max_tokens)
 
 
 @app.command("list")
@@ -464,7 +454,7 @@ def serve(
             raise UsageError("--token-env / --token-file / --tls-cert / --tls-key / --allow-host / --allow-origin "
                              "need --http",
                              fix="add --http [HOST:]PORT, or drop them")
-        from ..serve.server import serve_stdio
+        from ..serve.stdio import serve_stdio
 
         serve_stdio(str(db or default_db_path()), **options)
         return
@@ -534,7 +524,7 @@ def stats(
         from ..store.usage import usage_path
 
         s["usage"] = usage_report(database, _usage(database, usage_db), filters,
-                                  str(usage_path(database.path, usage_db)))
+                                  str(usage_path(database.path, usage_db))).to_json()
     render.stats_result(s, as_json)
 
 

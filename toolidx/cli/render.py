@@ -13,12 +13,24 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.counts import plural
 from ..core.safetext import visible
 from ..core.tooldoc import compact_json, first_line
 from ..core.vocabulary import JSON_VERSION
+
+if TYPE_CHECKING:  # the result types only: render is imported on every start, they are not
+    from ..catalog.approvals import Approval
+    from ..catalog.describe import Description
+    from ..catalog.listing import Categories, ToolPage
+    from ..catalog.similar import SimilarTools
+    from ..crawl.merge import MergeResult
+    from ..diff.audit import AuditReport
+    from ..diff.snapshot import DiffResult
+    from ..health.doctor import DoctorReport
+    from ..search.hybrid import SearchResult
+    from ..store.crawls import CrawlSummary
 
 _out = None
 _err = None
@@ -100,7 +112,7 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -
 
 
 # --- crawl / embed -----------------------------------------------------------------------------
-def crawl_summary(summary: Any, as_json: bool) -> None:
+def crawl_summary(summary: CrawlSummary, as_json: bool) -> None:
     from dataclasses import asdict
 
     d = asdict(summary)
@@ -136,7 +148,7 @@ def _one(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def merge_result(res: Any, as_json: bool) -> None:
+def merge_result(res: MergeResult, as_json: bool) -> None:
     d = res.to_json()
     if as_json:
         emit_json("merge", d)
@@ -194,8 +206,8 @@ def _fit(payload: Mapping[str, Any], list_key: str | None, max_tokens: int | Non
     return fit_budget(payload, list_key, max_tokens)
 
 
-def describe_result(d: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
-    d = _fit(d, None, max_tokens)
+def describe_result(res: Description, as_json: bool, max_tokens: int | None = None) -> None:
+    d = _fit(res.to_json(), None, max_tokens)
     if as_json:
         emit_json("describe", d)
         return
@@ -278,8 +290,8 @@ def _ms(v: Any) -> str:
     return "-" if v is None else f"{v:g} ms"
 
 
-def list_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
-    res = _fit(res, "items", max_tokens)
+def list_result(page: ToolPage, as_json: bool, max_tokens: int | None = None) -> None:
+    res = _fit(page.to_json(), "items", max_tokens)
     if as_json:
         emit_json("list", res)
         return
@@ -302,7 +314,8 @@ def list_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = 
     _truncation_note(res)
 
 
-def categories_result(res: Mapping[str, Any], as_json: bool) -> None:
+def categories_result(cats: Categories, as_json: bool) -> None:
+    res = cats.to_json()
     if as_json:
         emit_json("categories", res)
         return
@@ -316,8 +329,8 @@ def categories_result(res: Mapping[str, Any], as_json: bool) -> None:
     note(plural(res["total"], "tool"))
 
 
-def similar_result(res: Mapping[str, Any], as_json: bool, max_tokens: int | None = None) -> None:
-    res = _fit(res, "similar", max_tokens)
+def similar_result(found: SimilarTools, as_json: bool, max_tokens: int | None = None) -> None:
+    res = _fit(found.to_json(), "similar", max_tokens)
     if as_json:
         emit_json("similar", res)
         return
@@ -405,7 +418,8 @@ def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
 
 
 # --- diff / history / audit --------------------------------------------------------------------
-def approve_result(res: dict, as_json: bool) -> None:
+def approve_result(approval: Approval, as_json: bool) -> None:
+    res = approval.to_json()
     if as_json:
         emit_json("approve", res)
         return
@@ -421,7 +435,7 @@ def approve_result(res: dict, as_json: bool) -> None:
     note(f"approved {plural(res['count'], 'tool')} as {res['by']} at {res['at']} in {res['db']}")
 
 
-def diff_result(result: Any, fmt: str, fail_on: list[str], show_compatible: bool = True) -> None:
+def diff_result(result: DiffResult, fmt: str, fail_on: list[str], show_compatible: bool = True) -> None:
     """`fmt`: text (rich on a terminal), json, markdown (a pull-request comment)."""
     from . import diffview
 
@@ -449,7 +463,7 @@ def history_result(res: dict, as_json: bool) -> None:
         note("no crawls yet: run `toolidx crawl --config FILE`")
 
 
-def audit_result(report: Any, fmt: str) -> None:
+def audit_result(report: AuditReport, fmt: str) -> None:
     from . import diffview
 
     payload = report.to_json()
@@ -466,7 +480,7 @@ def audit_result(report: Any, fmt: str) -> None:
 
 
 # --- search / eval -----------------------------------------------------------------------------
-def doctor_result(report: Any, as_json: bool) -> None:
+def doctor_result(report: DoctorReport, as_json: bool) -> None:
     if as_json:
         emit_json("doctor", report.to_json())
         return
@@ -479,7 +493,7 @@ def doctor_result(report: Any, as_json: bool) -> None:
          + ("" if report.ok else " (exit 1)"))
 
 
-def search_result(result: Any, as_json: bool, max_tokens: int | None = None) -> None:
+def search_result(result: SearchResult, as_json: bool, max_tokens: int | None = None) -> None:
     payload = _fit(result.to_json(), "hits", max_tokens)
     if as_json:
         emit_json("search", payload)

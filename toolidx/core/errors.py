@@ -16,10 +16,30 @@ EXIT_FAILURE = 1  # the command ran but found a failure (a server failed, a gate
 EXIT_USAGE = 2  # bad arguments, bad config, unusable database: nothing was changed
 
 
+# The error codes an agent or a script reads: serve's error answers carry one as "error" and
+# "code", the CLI's and /v1/search's JSON errors as "code" (their "error" keeps the exception's
+# class name, as before the codes). One vocabulary, defined here only.
+USAGE_ERROR = "usage_error"  # bad arguments: fix the call
+CONFIG_ERROR = "config_error"
+INDEX_ERROR = "index_error"  # the index file is missing, foreign, corrupt or newer
+NOT_FOUND = "not_found"  # a server or crawl named by the caller does not exist
+MODEL_ERROR = "model_error"
+UNKNOWN_TOOL = "unknown_tool"
+AMBIGUOUS_TOOL = "ambiguous_tool"  # a bare name several servers have
+OUT_OF_SCOPE = "out_of_scope"  # the tool exists, outside what the caller may use
+NOT_APPROVED = "not_approved"  # serve --quarantine: no one approved the tool
+CHANGED_SINCE_APPROVAL = "changed_since_approval"  # serve --quarantine: the definition changed
+INVALID_ARGUMENTS = "invalid_arguments"  # arguments that do not fit the input schema
+BACKEND_UNAVAILABLE = "backend_unavailable"  # the tool's server could not be started or reached
+INTERNAL_ERROR = "internal_error"  # a bug: the message says where
+
+
 class ToolidxError(Exception):
-    """A problem with a clear cause and a fix. `str()` is the one line shown to the user."""
+    """A problem with a clear cause and a fix. `str()` is the one line shown to the user; `code`
+    names the kind of problem for programs (the vocabulary above)."""
 
     exit_code = EXIT_USAGE
+    code = USAGE_ERROR
 
     def __init__(self, what: str, *, where: str | None = None, fix: str | None = None):
         self.what, self.where, self.fix = what, where, fix
@@ -32,19 +52,26 @@ class ToolidxError(Exception):
         return " — ".join(parts)
 
     def to_json(self) -> dict:
-        return {"error": type(self).__name__, "message": self.what, "where": self.where, "fix": self.fix}
+        return {"error": type(self).__name__, "code": self.code, "message": self.what, "where": self.where,
+                "fix": self.fix}
 
 
 class ConfigError(ToolidxError):
     """The config file cannot be used (syntax, unknown key value, missing command/url, duplicates)."""
 
+    code = CONFIG_ERROR
+
 
 class DatabaseError(ToolidxError):
     """The index file is missing, foreign, corrupt, or from a newer toolidx."""
 
+    code = INDEX_ERROR
+
 
 class NotFoundError(ToolidxError):
     """A tool, server or crawl named by the user does not exist (message carries suggestions)."""
+
+    code = NOT_FOUND
 
 
 class UsageError(ToolidxError):
@@ -53,3 +80,5 @@ class UsageError(ToolidxError):
 
 class ModelError(ToolidxError):
     """The embedding model was asked for explicitly and cannot be loaded."""
+
+    code = MODEL_ERROR

@@ -20,6 +20,7 @@ from ..core.errors import UsageError
 from ..core.filters import Filters
 from ..core.notices import warn_once
 from ..core.tokens import STOP_WORDS, query_terms
+from ..core.toolcard import ToolCard
 from ..core.tooldoc import first_line, split_name
 from ..core.vocabulary import SEARCH_MODES as MODES
 from ..store import retrieval
@@ -76,21 +77,17 @@ class Signals:
 
 
 @dataclass
-class Hit:
-    id: str
-    server: str
-    name: str
-    title: str | None
-    description: str  # first line / sentence
+class Hit(ToolCard):
+    """A tool as search shows it (`description`: the first line)."""
+
     score: float  # calibrated estimate of P(relevant), in [0, 1]
     matched: list[str] = field(default_factory=list)  # query terms found in the tool's text
     why: str = ""
     signals: Signals = field(default_factory=Signals)  # the evidence behind the score
 
     def to_json(self) -> dict:
-        return {"id": self.id, "server": self.server, "name": self.name, "title": self.title,
-                "description": self.description, "score": self.score, "matched": self.matched,
-                "why": self.why, "signals": self.signals.to_json()}
+        return {**super().to_json(), "score": self.score, "matched": self.matched, "why": self.why,
+                "signals": self.signals.to_json()}
 
 
 @dataclass

@@ -5,13 +5,14 @@ see `execute`): a structured payload within the server's token budget plus the c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from ..core.budget import fit_budget
-from ..core.errors import ToolidxError
+from ..core.errors import INVALID_ARGUMENTS, ToolidxError
 from ..core.filters import Filters, compile_pattern
 from ..core.schemas import compile_validator
+from ..core.toolcard import compact
 from .discovery import Answer, Discovery, LookupProblem, error_answer
 from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS
 from .texts import categories_text, describe_text, list_text, search_text, similar_text
@@ -32,7 +33,7 @@ def answer(d: Discovery, name: str, args: dict) -> Answer:
     except ToolidxError as e:
         suggestions = getattr(e, "suggestions", None)
         extra = {"suggestions": suggestions} if suggestions else {}
-        return error_answer(type(e).__name__, e.what, e.fix, **extra)
+        return error_answer(type(e).__name__, e.what, e.fix, code=e.code, **extra)
 
 
 _META_VALIDATORS: dict[str, Any] = {}  # compiled on first use: jsonschema is slow to import
@@ -49,7 +50,7 @@ def check_arguments(name: str, args: Any) -> Answer | None:
     if not errs:
         return None
     lines = [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message[:200]}" for e in errs[:5]]
-    return Answer({"error": "invalid_arguments", "tool": name, "errors": lines},
+    return Answer({"error": INVALID_ARGUMENTS, "code": INVALID_ARGUMENTS, "tool": name, "errors": lines},
                   f"Error: invalid arguments for {name}:\n- " + "\n- ".join(lines), is_error=True)
 
 
@@ -83,11 +84,6 @@ def _schemas_for(d: Discovery, items: list[dict], key: str = "id") -> None:
         t = d.tool(it[key])
         if t is not None:
             it["input_schema"] = t.get("input_schema")
-
-
-def _compact_tool(t: Mapping[str, Any]) -> dict:
-    keep = ("id", "title", "description", "params", "read_only", "destructive", "stale", "usage")
-    return {k: t[k] for k in keep if t.get(k) not in (None, "", False)}
 
 
 def search_tools(d: Discovery, args: dict) -> Answer:
@@ -130,13 +126,13 @@ def list_tools(d: Discovery, args: dict) -> Answer:
     res = listing(d.db, page=args.get("page", 1), page_size=args.get("page_size", 20),
                   sort=USAGE_SORTS.get(sort_by, sort_by), order=args.get("sort_order"),
                   filters=_filters(d, args), usage=d.usage_store())
-    items = [_compact_tool(t) for t in res.get("items", [])]
+    items = [compact(t.to_json()) for t in res.items]
     if args.get("include_schemas"):
         _schemas_for(d, items)
-    payload = {"total": res.get("total"), "page": res.get("page"), "pages": res.get("pages"),
-               "page_size": res.get("page_size"), "next_page": res.get("next_page"), "items": items}
+    payload = {"total": res.total, "page": res.page, "pages": res.pages, "page_size": res.page_size,
+               "next_page": res.next_page, "items": items}
     payload = fit_budget(payload, "items", d.max_tokens)
-    return Answer(payload, list_text(payload, sort_by, str(res.get("order"))))
+    return Answer(payload, list_text(payload, sort_by, res.order))
 
 
 def describe_tool(d: Discovery, args: dict) -> Answer:
@@ -145,7 +141,11 @@ def describe_tool(d: Discovery, args: dict) -> Answer:
 
     tool = d.resolve(args["tool_name"])
     detail = args.get("detail", "schema")
-    described: dict[str, Any] = dict(describe(d.db, tool["id"], detail))
+    # the usage figures and examples come after the tool's own fields, whatever is empty there
+    described = describe(d.db, tool["id"], detail, usage=d.usage_store(), metrics=bool(args.get("include_metrics")),
+                         examples=bool(args.get("include_examples")),
+                         scope=scope_label(d.scope)).to_json()  # only the examples callers of this very scope sent
+    used = {k: described.pop(k) for k in ("metrics", "examples") if k in described}
     if d.scope.approved_only:  # serve --quarantine: the server's text only as approved
         from .quarantine import hide_server_text
 
@@ -155,18 +155,12 @@ def describe_tool(d: Discovery, args: dict) -> Answer:
         described.update(input_schema=schema, annotations=tool.get("annotations"),
                          example_arguments=example_arguments(schema))
     payload = {k: v for k, v in described.items() if v not in (None, [], {}, "")}
-    if args.get("include_metrics"):
-        from ..catalog.usage import NEVER_CALLED, tool_usage
-
-        payload["metrics"] = d.usage_read(lambda u: tool_usage(u, tool["id"]), dict(NEVER_CALLED))
+    if "metrics" in used:
+        payload["metrics"] = used["metrics"]
         if d.usage_store() is None:
             payload["metrics_note"] = "usage metrics are off on this server (see its log)"
-    if args.get("include_examples"):
-        from ..catalog.examples import tool_examples
-
-        label = scope_label(d.scope)  # only the examples callers of this very scope sent
-        payload["examples"] = d.usage_read(lambda u: tool_examples(tool, u, label), None) \
-            or tool_examples(tool, None)
+    if "examples" in used:
+        payload["examples"] = used["examples"]
     payload = fit_budget(payload, None, d.max_tokens)
     described_answer = Answer(payload, describe_text(payload))
     if d.scope.approved_only:  # serve --quarantine: say whether execute_tool will run it
@@ -179,7 +173,7 @@ def describe_tool(d: Discovery, args: dict) -> Answer:
 def get_tool_categories(d: Discovery, args: dict) -> Answer:
     from ..catalog.listing import categories
 
-    res = categories(d.db, filters=d.scope if not d.scope.is_empty() else None)
+    res = categories(d.db, filters=d.scope if not d.scope.is_empty() else None).to_json()
     payload: dict[str, Any] = {"categories": res.get("categories", [])}
     if args.get("include_tags", True):
         payload["tags"] = res.get("tags", [])
@@ -199,7 +193,7 @@ def get_similar_tools(d: Discovery, args: dict) -> Answer:
 
     tool = d.resolve(args["tool_name"])
     limit = args.get("limit", 5)
-    res = similar(d.db, tool["id"], limit=limit * 3 + 5, embedder=d.model.embedder)
+    res = similar(d.db, tool["id"], limit=limit * 3 + 5, embedder=d.model.embedder).to_json()
     ids = d.scope_ids()
     alts: list[dict[str, Any]] = []
     for s in res["similar"]:

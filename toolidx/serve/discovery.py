@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.budget import fit_budget
-from ..core.errors import ToolidxError, UsageError
+from ..core.errors import INVALID_ARGUMENTS, NOT_APPROVED, UNKNOWN_TOOL, ToolidxError, UsageError
 from ..core.filters import Filters
 from ..core.schemas import compile_validator, schema_errors
 from ..core.tooldoc import safe_names, server_name_parts
@@ -52,7 +52,7 @@ class LookupProblem(Exception):
         self.code, self.message, self.suggestions = code, message, suggestions or []
 
     def answer(self) -> Answer:
-        payload: dict[str, Any] = {"error": self.code, "message": self.message}
+        payload: dict[str, Any] = {"error": self.code, "code": self.code, "message": self.message}
         text = f"Error: {self.message}"
         if self.suggestions:
             payload["suggestions"] = self.suggestions
@@ -60,8 +60,11 @@ class LookupProblem(Exception):
         return Answer(payload, text, is_error=True)
 
 
-def error_answer(code: str, message: str, fix: str | None = None, **extra: Any) -> Answer:
-    payload = {"error": code, "message": message, **({"fix": fix} if fix else {}), **extra}
+def error_answer(error: str, message: str, fix: str | None = None, *, code: str | None = None,
+                 **extra: Any) -> Answer:
+    """An error result: `error` and `code` are one of core.errors' codes (`code` differs only where
+    `error` keeps an older value: a ToolidxError's class name)."""
+    payload = {"error": error, "code": code or error, "message": message, **({"fix": fix} if fix else {}), **extra}
     return Answer(payload, f"Error: {message}" + (f"\nFix: {fix}" if fix else ""), is_error=True)
 
 
@@ -316,7 +319,7 @@ class Discovery:
         try:
             tool_id = resolve_tool_id(self.db, name, within=self.scope_ids(), aliases=self.exposed())
         except AmbiguousToolError as e:
-            raise LookupProblem(e.kind, f"{name!r} is a tool of several servers: "
+            raise LookupProblem(e.code, f"{name!r} is a tool of several servers: "
                                 f"use its full id, one of {', '.join(e.suggestions)}", e.suggestions) from None
         except OutOfScopeError as e:
             if self.scope.approved_only:
@@ -324,17 +327,17 @@ class Discovery:
 
                 hidden = e.tool_id
                 if not_approved(self.db, hidden):
-                    raise LookupProblem("not_approved", f"tool {hidden!r} is quarantined: no one approved it "
+                    raise LookupProblem(NOT_APPROVED, f"tool {hidden!r} is quarantined: no one approved it "
                                         f"(fix: {FIX.format(id=hidden)})", e.suggestions) from None
-            raise LookupProblem(e.kind, f"tool {name!r} is outside what this server may "
+            raise LookupProblem(e.code, f"tool {name!r} is outside what this server may "
                                 f"use ({self.scope_text()})", e.suggestions) from None
         except UnknownToolError as e:
-            raise LookupProblem(e.kind, f"no tool {name!r} in the index", e.suggestions) from None
+            raise LookupProblem(e.code, f"no tool {name!r} in the index", e.suggestions) from None
         except UsageError:
-            raise LookupProblem("unknown_tool", "no tool name given", []) from None
+            raise LookupProblem(UNKNOWN_TOOL, "no tool name given", []) from None
         tool = self.tool(tool_id)
         if tool is None:  # a crawl removed it between the look-up and the read
-            raise LookupProblem("unknown_tool", f"tool {name!r} was removed from the index", [])
+            raise LookupProblem(UNKNOWN_TOOL, f"tool {name!r} was removed from the index", [])
         return tool
 
     def scope_text(self) -> str:
@@ -384,9 +387,9 @@ class Discovery:
             from ..catalog.listing import categories
 
             res = categories(self.db, filters=self.scope if not self.scope.is_empty() else None)
-            servers = [(s["name"], s["count"]) for s in res.get("servers", [])
-                       if s.get("count") and (not self.scope.servers or s.get("name") in self.scope.servers)]
-            cats = [x["name"] for x in res.get("categories", []) if x.get("name")]
+            servers = [(s.name, s.count) for s in res.servers
+                       if s.count and (not self.scope.servers or s.name in self.scope.servers)]
+            cats = [x.name for x in res.categories if x.name]
             c.summary = (len(self.scope_ids()), servers, cats)
         return c.summary
 
@@ -415,7 +418,7 @@ class Discovery:
         from ..core.schemas import example_arguments
 
         schema = tool.get("input_schema") or {}
-        payload = {"error": "invalid_arguments", "tool": tool["id"], "errors": errors,
+        payload = {"error": INVALID_ARGUMENTS, "code": INVALID_ARGUMENTS, "tool": tool["id"], "errors": errors,
                    "input_schema": schema, "example_arguments": example_arguments(schema)}
         payload = fit_budget(payload, None, self.max_tokens)
         return Answer(payload, invalid_arguments_text(tool["id"], errors, payload), is_error=True)

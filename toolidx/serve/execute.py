@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.errors import BACKEND_UNAVAILABLE, INVALID_ARGUMENTS
 from .backends import BackendPool, BackendUnavailable
 from .discovery import Discovery, error_answer
 from .usage import Usage
@@ -36,13 +37,13 @@ async def call_tool(disc: Discovery, pool: BackendPool, tool_name: str, argument
         assert refusal is not None  # prepare_call gives one or the other
         known = refusal.payload.get("tool")  # resolved, then refused (quarantine) or invalid
         tid = str(known or tool_name)
-        outcome = "invalid_arguments" if refusal.payload.get("error") == "invalid_arguments" else "refused"
+        outcome = "invalid_arguments" if refusal.payload.get("code") == INVALID_ARGUMENTS else "refused"
         return CallOutcome(refusal.to_result(), tid, tid.partition("/")[0] if known else "", outcome)
     try:
         result = await pool.call(tool["server"], tool["name"], arguments, timeout)
     except BackendUnavailable as e:
         fix = (e.fix or UNAVAILABLE_FIX) + (f", or {alternative}" if alternative else "")
-        return CallOutcome(error_answer("backend_unavailable", str(e), fix, tool=tool["id"]).to_result(),
+        return CallOutcome(error_answer(BACKEND_UNAVAILABLE, str(e), fix, tool=tool["id"]).to_result(),
                            tool["id"], tool["server"], "timeout" if e.timed_out else "backend_failed")
     return CallOutcome(result, tool["id"], tool["server"], "tool_error" if result.get("isError") else "ok")
 

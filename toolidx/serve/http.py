@@ -291,7 +291,8 @@ def openapi_document(base_url: str | None = None) -> dict:
         "hits": {"type": "array", "items": {"$ref": "#/components/schemas/Hit"}}}}
     error = {"type": "object", "required": ["error", "message"], "properties": {
         "toolidx": {"type": "integer"}, "command": {"type": "string", "const": "error"},
-        "error": {"type": "string"}, "message": {"type": "string"}, "fix": {"type": ["string", "null"]}}}
+        "error": {"type": "string"}, "code": {"type": "string", "description": "the error's kind (core.errors)"},
+        "message": {"type": "string"}, "fix": {"type": ["string", "null"]}}}
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": "toolidx search API", "version": __version__,

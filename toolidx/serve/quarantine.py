@@ -8,6 +8,7 @@ refused the same way, and describe_tool does not show the new text (`hide_server
 from __future__ import annotations
 
 from ..core.budget import fit_budget
+from ..core.errors import CHANGED_SINCE_APPROVAL, NOT_APPROVED
 from ..diff.approved import approval_json, approval_state, changes_since_approval, current_hash, server_changes
 from ..store.approvals import approvals
 from ..store.db import Database
@@ -32,7 +33,7 @@ def refusal(db: Database, tool: dict, max_tokens: int) -> Answer | None:
     if state == "approved":
         return None
     if approval is None:  # approved_only keeps these out of reach; a revoke can race a call
-        payload = {"error": "not_approved", "tool": tool["id"],
+        payload = {"error": NOT_APPROVED, "code": NOT_APPROVED, "tool": tool["id"],
                    "message": f"{tool['id']} is quarantined: no one approved it", "fix": FIX.format(id=tool["id"])}
         return Answer(payload, f"Error: {payload['message']}\nFix: {payload['fix']}", is_error=True)
     changes = [c.to_json() for c in changes_since_approval(db, tool, approval)] if current_hash(tool) != \
@@ -44,7 +45,7 @@ def refusal(db: Database, tool: dict, max_tokens: int) -> Answer | None:
     a = approval_json(approval) or {}
     message = (f"not run: {tool['id']} changed since it was approved by {a['by']} at {a['at']} "
                f"({len(changes)} field change{'s' if len(changes) != 1 else ''})")
-    payload = {"error": "changed_since_approval", "tool": tool["id"], "message": message,
+    payload = {"error": CHANGED_SINCE_APPROVAL, "code": CHANGED_SINCE_APPROVAL, "tool": tool["id"], "message": message,
                "fix": FIX.format(id=tool["id"]), "approved": a, "hash": current_hash(tool), "changes": changes}
     payload = fit_budget(payload, "changes", max_tokens)
     lines = [f"Error: {message}. What changed:"]

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.abc
 
 from .. import __version__
+from ..core.errors import INTERNAL_ERROR, UNKNOWN_TOOL
 from ..core.filters import Filters
 from ..store.tools import get_server
 from .answers import answer, call_timeout, check_arguments
@@ -157,11 +157,11 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
             exposed = d.exposed()
             if name in exposed:
                 return await _execute(ctx, d, exposed[name], args, DEFAULT_TIMEOUT_MS / 1000)
-            return error_answer("unknown_tool", f"no tool named {name!r} on this server",
+            return error_answer(UNKNOWN_TOOL, f"no tool named {name!r} on this server",
                                 "find tools with search_tools and run them with execute_tool").to_result()
         except Exception as e:  # a bug must come back as an error result, not kill the session
             log.warning(f"{name} failed: {type(e).__name__}: {e}")
-            return error_answer("internal_error", f"{name} failed: {type(e).__name__}: {e}").to_result()
+            return error_answer(INTERNAL_ERROR, f"{name} failed: {type(e).__name__}: {e}").to_result()
 
     server = DiscoveryServer(disc, pools, version=__version__, title="toolidx: every MCP tool, one search away",
                              instructions=disc.instructions(), lifespan=lifespan,

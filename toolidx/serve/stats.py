@@ -47,7 +47,7 @@ def catalog_of(db: Database, rows: list[ServerTokens], filters: Filters | None) 
     """The catalog summary serve puts in search_tools' description, for these rows."""
     from ..catalog.listing import categories
 
-    cats = [c["name"] for c in categories(db, filters)["categories"] if c["name"]]
+    cats = [c.name for c in categories(db, filters).categories if c.name]
     return sum(r["tools"] for r in rows), [(r["server"], r["tools"]) for r in rows], cats
 
 
