@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from .. import __version__
 from ..core.errors import INTERNAL_ERROR, UNKNOWN_TOOL
