@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.counts import plural
@@ -21,6 +21,8 @@ from ..core.tooldoc import compact_json, first_line
 from ..core.vocabulary import JSON_VERSION
 
 if TYPE_CHECKING:  # the result types only: render is imported on every start, they are not
+    from pathlib import Path
+
     from ..catalog.approvals import Approval
     from ..catalog.describe import Description
     from ..catalog.listing import Categories, ToolPage
@@ -129,7 +131,7 @@ def crawl_summary(summary: CrawlSummary, as_json: bool) -> None:
          f"{d['embedded']} embedded" + ("" if d["semantic"] else " (keyword-only: no model)"))
 
 
-def _stderr_notes(servers: Any) -> None:
+def _stderr_notes(servers: Iterable[tuple[str, list[str] | None]]) -> None:
     """Under a table of servers: what each failed one last printed on stderr (`core.servers.stderr_lines`)."""
     for name, lines in servers:
         if lines:
@@ -355,7 +357,7 @@ def serve_config(res: dict, as_json: bool) -> None:
         note(line)
 
 
-def export_result(res: dict, as_json: bool, output: Any = None) -> None:
+def export_result(res: dict, as_json: bool, output: Path | None = None) -> None:
     """The bare tool list, document or module (or, with --json, the envelope) on stdout or into
     `output`."""
     if as_json:
