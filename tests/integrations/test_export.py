@@ -351,6 +351,24 @@ def _tsc(exe: Path, d: Path, *files: str, emit: bool = False) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+@pytest.mark.slow  # builds a wheel: 5 s
+def test_the_typescript_runtime_ships_in_the_wheel(tmp_path):
+    """Every TypeScript module carries integrations/runtime.ts, read as package data: a wheel
+    without it would export nothing."""
+    import zipfile
+
+    # built from a copy: a checkout's build/ keeps files an earlier build copied, which the wheel would carry
+    src = tmp_path / "src"
+    shutil.copytree(REPO / "toolidx", src / "toolidx", ignore=shutil.ignore_patterns("__pycache__", "models"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                    "-w", str(tmp_path), str(src)], check=True, capture_output=True, timeout=300)
+    with zipfile.ZipFile(next(tmp_path.glob("toolidx-*.whl"))) as z:
+        shipped = z.read("toolidx/integrations/runtime.ts")
+    assert shipped == (REPO / "toolidx" / "integrations" / "runtime.ts").read_bytes()
+
+
 @pytest.mark.slow  # runs mypy, tsc or a real server: 5-10 s
 def test_typescript_wrappers_compile_strict_and_escape_hostile_text(hostile_db, tsc, tmp_path):
     code = _export(hostile_db, "typescript")
