@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import jsonschema
 import pytest
@@ -256,3 +257,47 @@ def test_only_examples_that_validate_are_shown_and_counted(tmp_path, cli):
         "url": "https://example.com", "user_email": "user@example.com", "query": "example query", "id": "abc123"}}]
     r = cli("describe", "x/weak", "--db", db, "--examples")
     assert "does not validate" not in r.stdout
+
+
+# --- usage: the one describe of the CLI and serve ---------------------------------------------------
+def test_usage_metrics_and_examples_come_from_the_one_describe(tmp_path):
+    """`describe(..., usage=, metrics=, examples=, scope=)` is what both `describe --metrics
+    --examples` and serve's describe_tool send: the recorded figures, the recorded examples of one
+    scope label only when asked, and the index's own answer (zeros, documented examples) when the
+    usage file cannot be read."""
+    from conftest import REPO, crawl
+
+    from toolidx.store.usage import open_usage, usage_path
+
+    db = tmp_path / "c.db"
+    assert crawl(REPO / "tests" / "data" / "catalog" / "servers.yaml", db).code == 0
+    store = open_usage(usage_path(db), create=True)
+    store.record_call("git/git_status", "git", "ok", 12.0)
+    store.record_call("git/git_status", "git", "tool_error", 30.0)
+    store.add_example("git/git_status", {"repo_path": "/mine"}, scope="servers=git")
+    store.add_example("git/git_status", {"repo_path": "/theirs"}, scope="")
+    index = open_db(db)
+
+    d = describe(index, "git/git_status", usage=store, metrics=True, examples=True)
+    assert (d.metrics.calls, d.metrics.ok, d.metrics.success_rate) == (2, 1, 0.5)
+    recorded = [e["arguments"] for e in d.examples if e["source"] == "recorded"]
+    assert sorted(r["repo_path"] for r in recorded) == ["/mine", "/theirs"]
+    scoped = describe(index, "git/git_status", usage=store, examples=True, scope="servers=git")
+    assert [e["arguments"] for e in scoped.examples if e["source"] == "recorded"] == [{"repo_path": "/mine"}]
+    assert scoped.metrics is None and "metrics" not in scoped.to_json()
+    # the JSON keeps describe's order: the tool's fields, then the figures, then the examples
+    assert list(d.to_json())[-2:] == ["metrics", "examples"]
+    assert describe(index, "git/git_status").to_json().keys() == d.to_json().keys() - {"metrics", "examples"}
+
+    store.close()  # a closed connection reads like a broken file: the index alone answers, with a warning
+    warned: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: warned.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("toolidx").addHandler(handler)
+    try:
+        broken = describe(index, "git/git_status", usage=store, metrics=True, examples=True)
+    finally:
+        logging.getLogger("toolidx").removeHandler(handler)
+    assert broken.metrics.calls == 0 and broken.examples
+    assert all(e["source"] != "recorded" for e in broken.examples)
+    assert len(warned) == 2 and all("usage file unreadable" in w for w in warned)
