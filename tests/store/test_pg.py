@@ -289,3 +289,90 @@ def test_two_crawls_of_one_server_keep_the_later_one(tmp_path, db_target):
     descriptions = " ".join(r["description"] for r in db.query("SELECT description FROM tools"))
     assert "NEW" in descriptions and "OLD" not in descriptions
     db.close()
+
+
+# --- serve replicas on one catalog ------------------------------------------------------------------------
+
+
+def _get(base: str, path: str, **params) -> dict:
+    import urllib.parse
+    import urllib.request
+
+    with urllib.request.urlopen(f"{base}{path}?{urllib.parse.urlencode(params)}", timeout=30) as r:
+        return json.loads(r.read())
+
+
+def _replica(url: str, err: Path, *flags: str) -> tuple[subprocess.Popen, str]:
+    """`toolidx serve --http` on the catalog: the process and its base URL once it listens."""
+    import re
+
+    with open(err, "w") as errf:
+        proc = subprocess.Popen([sys.executable, "-m", "toolidx", "serve", "--db", url, "--http", "127.0.0.1:0",
+                                 *flags], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        m = re.search(r"MCP at (http://\S+:\d+)/mcp", err.read_text())
+        if m:
+            return proc, m.group(1)
+        assert proc.poll() is None, err.read_text()
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(err.read_text())
+
+
+def _until(check, seconds: float = 10.0):
+    deadline = time.monotonic() + seconds
+    while True:
+        got = check()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_replicas_see_every_crawl_and_approval(tmp_path, pg_url):
+    """Two serve --http replicas (one quarantined) on one catalog: a crawl from a third process
+    reaches both within seconds; an approval lets the tool through quarantine on that replica."""
+    cfg = write_config(tmp_path / "a.json", {"a": raw("ok", "--prefix", "alpha_")})
+    assert run_cli("crawl", "--config", cfg, "--db", pg_url, "--model", "none").code == 0
+    procs = []
+    try:
+        (p1, open_base), (p2, quarantined) = (_replica(pg_url, tmp_path / "r1.err"),
+                                              _replica(pg_url, tmp_path / "r2.err", "--quarantine"))
+        procs = [p1, p2]
+
+        def ids(base: str, q: str) -> list[str]:
+            return [h["id"] for h in _get(base, "/v1/search", q=q, mode="keyword", min_score=0)["hits"]]
+
+        assert any(i.startswith("a/alpha_") for i in ids(open_base, "file"))
+        assert ids(quarantined, "file") == []  # nothing approved yet
+        cfg_b = write_config(tmp_path / "b.json", {"b": raw("ok", "--prefix", "beta_")})
+        assert run_cli("crawl", "--config", cfg_b, "--db", pg_url, "--model", "none").code == 0
+        assert _until(lambda: any(i.startswith("b/beta_") for i in ids(open_base, "file"))), "crawl not seen"
+        first = next(i for i in ids(open_base, "file") if i.startswith("b/beta_"))
+        assert run_cli("approve", first, "--db", pg_url).code == 0
+        assert _until(lambda: ids(quarantined, "file") == [first]), ids(quarantined, "file")
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(timeout=20)
+
+
+# --- moving between the engines ---------------------------------------------------------------------------
+
+
+def test_merge_moves_a_catalog_into_postgresql_and_back(tmp_path, pg_url):
+    f = str(tmp_path / "file.db")
+    assert run_cli("crawl", "--config", CATALOG_DATA / "servers.yaml", "--db", f, "--model", "none").code == 0
+    assert run_cli("approve", "git/git_commit", "--db", f).code == 0
+    for _ in range(2):  # into a new catalog, then over it: replaced whole, in one transaction
+        r = run_cli("merge", f, "-o", pg_url, "--json")
+        assert r.code == 0, r.stderr
+        doc = json.loads(r.stdout)
+        assert (doc["tools"], doc["servers"], doc["approvals_dropped"]) == (13, 3, 1)
+    back = str(tmp_path / "back.db")
+    assert run_cli("merge", pg_url, "-o", back).code == 0
+    for args in [("search", "commit changes", "--mode", "keyword"), ("list",), ("history",), ("categories",)]:
+        outs = [_norm(run_cli(*args, "--db", t, "--json").stdout, t) for t in (f, pg_url, back)]
+        assert outs[0] == outs[1] == outs[2], args
+    assert run_cli("merge", pg_url, "-o", pg_url).code == 2  # never over an input

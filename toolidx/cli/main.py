@@ -175,9 +175,12 @@ def embed(
 
 @app.command()
 def merge(
-    inputs: List[Path] = typer.Argument(..., help="Index files to merge (e.g. shards of a config crawled apart)."),
-    output: Path = typer.Option(..., "--output", "-o", help="The merged index (a new file, or an index "
-                                                            "it replaces whole; never an input)."),
+    inputs: List[Path] = typer.Argument(..., parser=_db_target,
+                                        help="Index files to merge (e.g. shards of a config crawled apart), "
+                                             "or postgresql:// URLs."),
+    output: Path = typer.Option(..., "--output", "-o", parser=_db_target,
+                                help="The merged index (a new file, or an index it replaces whole; never an "
+                                     "input), or a postgresql:// URL."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Merge index files into one: tools, servers, crawl history and vectors (copied, when the models

@@ -2,7 +2,9 @@
 made into one index, as if one crawl had read every server.
 
 The output is built in a temporary file beside it and renamed over it only when it is whole, so
-OUT is never half-written; an input is never written to, nor overwritten. Vectors are copied when
+OUT is never half-written; an input is never written to, nor overwritten. A postgresql:// input
+or output is a catalog in PostgreSQL (store/pg.py): an output there is replaced in one
+transaction, so a team moves from a file to PostgreSQL, and a CI job publishes a file from it. Vectors are copied when
 every input that has them used the same model (`meta.embed_model`, `embed_dim`); otherwise nothing
 is written and the error says which inputs differ. The SQL is in `store/merge.py`.
 """
@@ -18,6 +20,7 @@ from typing import Any
 from ..core.errors import DatabaseError, UsageError
 from ..store import merge as store
 from ..store.db import Database, open_db
+from ..store.pg import is_url, public_url
 from ..store.trust import trusted_launch
 
 
@@ -52,15 +55,32 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _check_paths(inputs: list[Path], output: Path) -> None:
+Target = Path | str  # an index file, or a postgresql:// URL
+
+
+def _target(p: str | os.PathLike) -> Target:
+    text = os.fspath(p)
+    return text if is_url(text) else Path(text).expanduser()
+
+
+def _same(a: Target, b: Target) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and public_url(a) == public_url(b)
+    return _same_file(a, b)
+
+
+def _check_paths(inputs: list[Target], output: Target) -> None:
     if not inputs:
         raise UsageError("nothing to merge", fix="toolidx merge A.db B.db -o OUT.db")
     for i, p in enumerate(inputs):
-        if any(_same_file(p, q) for q in inputs[:i]):
+        if any(_same(p, q) for q in inputs[:i]):
             raise UsageError("the same index is given twice", where=str(p), fix="name each input once")
-        if _same_file(p, output):
-            raise UsageError("refusing to overwrite an input with the merged index", where=str(output),
+        if _same(p, output):
+            raise UsageError("refusing to overwrite an input with the merged index",
+                             where=public_url(output) if isinstance(output, str) else str(output),
                              fix="write the merged index to a new file: -o MERGED.db")
+    if isinstance(output, str):
+        return
     if output.is_dir():
         raise UsageError("is a directory, not an index file", where=str(output))
     if output.exists():  # replaced only if it is an index (never someone's other file)
@@ -96,26 +116,36 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def merge_indexes(inputs: list[Path], output: Path) -> MergeResult:
-    """Merge `inputs` (toolidx index files) into a new index at `output` (replaced if it is an
-    index already). Raises UsageError/DatabaseError (nothing written) on unusable inputs, an
-    output that is an input, or vectors from different models."""
-    inputs, output = [Path(p).expanduser() for p in inputs], Path(output).expanduser()
-    _check_paths(inputs, output)
+def _read(inputs: list[Target], opened: list[Database]) -> tuple[list[store.Source], tuple[str, int] | None,
+                                                                 dict[str, store.Source], list[dict], str | None]:
+    """Open and read every input: (sources, model, owner of each server, conflicts, model path)."""
+    for p in inputs:
+        opened.append(open_db(p, readonly=True))
+        bad = store.malformed_row(opened[-1])
+        if bad:  # a hand-edited or damaged input: one line, before anything is written
+            raise DatabaseError(f"malformed row, {bad}; nothing was merged", where=opened[-1].path,
+                                fix="crawl that input again (or restore it), then merge")
+    sources = [store.read_source(db, i) for i, db in enumerate(opened)]
+    model = _model(sources)
+    owner, conflicts = store.owners(sources)
+    model_path = next((s.db.get_meta("embed_model_path") for s in sources
+                       if s.model == model and s.db.get_meta("embed_model_path")), None)
+    return sources, model, owner, conflicts, model_path
+
+
+def merge_indexes(inputs: list[str | os.PathLike], output: str | os.PathLike) -> MergeResult:
+    """Merge `inputs` (toolidx index files or postgresql:// catalogs) into a new index at `output`
+    (replaced if it is an index already). Raises UsageError/DatabaseError (nothing written) on
+    unusable inputs, an output that is an input, or vectors from different models."""
+    targets, out_target = [_target(p) for p in inputs], _target(output)
+    _check_paths(targets, out_target)
+    if isinstance(out_target, str):
+        return _merge_into_catalog(targets, out_target)
+    output = out_target
     opened: list[Database] = []
     tmp = _temp_path(output)
     try:
-        for p in inputs:
-            opened.append(open_db(p, readonly=True))
-            bad = store.malformed_row(opened[-1])
-            if bad:  # a hand-edited or damaged input: one line, before anything is written
-                raise DatabaseError(f"malformed row, {bad}; nothing was merged", where=str(p),
-                                    fix="crawl that input again (or restore it), then merge")
-        sources = [store.read_source(db, i) for i, db in enumerate(opened)]
-        model = _model(sources)
-        owner, conflicts = store.owners(sources)
-        model_path = next((s.db.get_meta("embed_model_path") for s in sources
-                           if s.model == model and s.db.get_meta("embed_model_path")), None)
+        sources, model, owner, conflicts, model_path = _read(targets, opened)
         output.parent.mkdir(parents=True, exist_ok=True)
         _remove(tmp)
         untrusted = sorted(name for name, s in owner.items() if not trusted_launch(s.launch(name)["hash"]))
@@ -143,8 +173,34 @@ def merge_indexes(inputs: list[Path], output: Path) -> MergeResult:
     finally:
         for db in opened:
             db.close()
+    return _result(str(output), sources, counts, model, conflicts, untrusted)
+
+
+def _merge_into_catalog(inputs: list[Target], url: str) -> MergeResult:
+    """Merge into a PostgreSQL catalog: made if new, else emptied and filled in one transaction."""
+    opened: list[Database] = []
+    try:
+        sources, model, owner, conflicts, model_path = _read(inputs, opened)
+        untrusted = sorted(name for name, s in owner.items() if not trusted_launch(s.launch(name)["hash"]))
+        out = open_db(url, create=True)
+        try:
+            counts = store.write_merged(out, sources, owner, model, model_path, replace=True)
+            configs = {s.db.get_meta("config_path") for s in sources}
+            if len(configs) == 1 and None not in configs:
+                out.set_meta("config_path", configs.pop())
+            shown = out.path
+        finally:
+            out.close()
+    finally:
+        for db in opened:
+            db.close()
+    return _result(shown, sources, counts, model, conflicts, untrusted)
+
+
+def _result(output: str, sources: list[store.Source], counts: dict[str, int], model: tuple[str, int] | None,
+            conflicts: list[dict], untrusted: list[str]) -> MergeResult:
     return MergeResult(
-        output=str(output),
+        output=output,
         inputs=[{"path": s.db.path, "servers": len(s.servers), "crawls": len(s.crawls),
                  "tools": s.tool_count,
                  "embed_model": s.model[0] if s.model else None} for s in sources],

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.servers import launch_hash
 from ..core.tooldoc import build_tooldoc, server_words
-from . import approvals, vectors
+from . import approvals, keywords, vectors
 from .approvals import stored_hash
 from .db import Database
 
@@ -67,18 +67,25 @@ def _connect(row: dict) -> dict:
     return c if isinstance(c, dict) else {}
 
 
+def _pg(db: Database) -> bool:
+    return getattr(db, "dialect", "sqlite") == "postgres"
+
+
 def read_source(db: Database, position: int) -> Source:
     model = None
     if vectors.has_table(db) and db.get_meta("embed_model") and db.get_meta("embed_dim"):
         model = (str(db.get_meta("embed_model")), int(str(db.get_meta("embed_dim"))))
+    # a file's rows in the order they were written; PostgreSQL's tables have no rowid but these
+    order = {"servers": "name", "crawl_servers": "crawl_id, server", "crawl_tools": "crawl_id, tool_id"} \
+        if _pg(db) else {"servers": "rowid", "crawl_servers": "crawl_id, rowid", "crawl_tools": "crawl_id, rowid"}
     src = Source(db, position, model,
-                 {r["name"]: r for r in db.query("SELECT * FROM servers ORDER BY rowid")},
+                 {r["name"]: r for r in db.query(f"SELECT * FROM servers ORDER BY {order['servers']}")},
                  db.query("SELECT * FROM crawls ORDER BY id"), int(db.scalar("SELECT count(*) FROM tools")))
-    for r in db.query("SELECT * FROM crawl_servers ORDER BY crawl_id, rowid"):
+    for r in db.query(f"SELECT * FROM crawl_servers ORDER BY {order['crawl_servers']}"):
         src.crawled.setdefault(int(r["crawl_id"]), []).append(r)
     with db.lock:
         rows = db.conn.execute("SELECT crawl_id, tool_id, server, name, hash, stale FROM crawl_tools "
-                               "ORDER BY crawl_id, rowid").fetchall()
+                               f"ORDER BY {order['crawl_tools']}").fetchall()
     for crawl_id, *row in rows:
         src.snapshot.setdefault(int(crawl_id), {}).setdefault(row[1], []).append(tuple(row))
     src.approvals = len(approvals.approvals(db))
@@ -109,14 +116,19 @@ def owners(sources: list[Source]) -> tuple[dict[str, Source], list[dict]]:
 
 
 def _columns(db: Database, table: str) -> list[str]:
+    if _pg(db):
+        return [r["column_name"] for r in db.query(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
+            "ORDER BY ordinal_position", (db.schema, table))]  # type: ignore[attr-defined]
     return [r["name"] for r in db.query(f"PRAGMA table_info({table})")]
 
 
 def _insert(db: Database, table: str, row: dict[str, Any], columns: list[str]) -> int:
+    """Insert one row; the new row's id (tools' rowid, crawls' id; 0 for tables without one in PostgreSQL)."""
     cols = [c for c in columns if c in row]
     cur = db.execute(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                      [row[c] for c in cols])
-    return int(cur.lastrowid)
+    return int(cur.lastrowid or 0)
 
 
 def _history(out: Database, sources: list[Source]) -> dict[tuple[int, int], int]:
@@ -160,12 +172,31 @@ def _rehash(src: Source, row: tuple) -> tuple:
     return (*row[:3], src.versions.get(row[3], row[3]), *row[4:])
 
 
+_CLEARED = ("tool_terms", "tool_docsize", "crawl_tools", "crawl_servers", "crawls", "tools", "servers",
+            "tool_versions", "approvals", "server_approvals")
+_KEPT_META = ("application", "schema_version", "data_version")  # what makes a PostgreSQL catalog ours
+
+
+def _clear(out: Database) -> None:
+    """Empty a PostgreSQL catalog inside the merge's transaction: readers see the old catalog or
+    the merged one. (A file output is a new file renamed over the old one.)"""
+    out.execute(f"DROP TABLE IF EXISTS {vectors.TABLE}")
+    for table in _CLEARED:
+        out.execute(f"DELETE FROM {table}")
+    for table, column in (("crawls", "id"), ("tools", "rowid")):  # ids from 1, as in a new file
+        out.execute(f"ALTER TABLE {table} ALTER COLUMN {column} RESTART WITH 1")
+    out.execute(f"DELETE FROM meta WHERE key NOT IN ({', '.join('?' * len(_KEPT_META))})", _KEPT_META)
+
+
 def write_merged(out: Database, sources: list[Source], owner: dict[str, Source],
-                 model: tuple[str, int] | None, model_path: str | None) -> dict[str, int]:
-    """Fill the empty index `out` (one transaction). Returns counts: servers, tools, crawls,
-    vectors (copied) and missing_vectors (tools that need `toolidx embed`)."""
+                 model: tuple[str, int] | None, model_path: str | None, *, replace: bool = False) -> dict[str, int]:
+    """Fill the empty index `out` (one transaction; `replace`: empty a PostgreSQL catalog first,
+    in the same transaction). Returns counts: servers, tools, crawls, vectors (copied) and
+    missing_vectors (tools that need `toolidx embed`)."""
     counts = {"servers": 0, "tools": 0, "crawls": 0, "vectors": 0, "missing_vectors": 0}
     with out.transaction():
+        if replace:
+            _clear(out)
         if model is not None:
             vectors.ensure_table(out, *model)
             if model_path:
@@ -198,6 +229,7 @@ def write_merged(out: Database, sources: list[Source], owner: dict[str, Source],
 def _copy_tools(out: Database, src: Source, server: dict, columns: list[str], with_vectors: bool,
                 counts: dict[str, int]) -> None:
     label = server_words(server["name"], server.get("server_name"), server.get("server_title"))
+    fts_rows: list[tuple[int, dict[str, str]]] = []
     for row in src.db.query("SELECT rowid AS _rowid, * FROM tools WHERE server = ? ORDER BY rowid",
                             (server["name"],)):
         old = row.pop("_rowid")
@@ -216,10 +248,9 @@ def _copy_tools(out: Database, src: Source, server: dict, columns: list[str], wi
         doc = build_tooldoc(json.loads(row["definition"]), server["name"], category=row.get("category"),
                             server_label=label)
         doc.tags = json.loads(row["tags"] or "[]")
-        fts = doc.fts_row()
-        out.execute(f"INSERT INTO tools_fts(rowid, {', '.join(fts)}) VALUES (?, {', '.join('?' * len(fts))})",
-                    [rowid, *fts.values()])
+        fts_rows.append((rowid, doc.fts_row()))
         counts["tools"] += 1
+    keywords.put_many(out, fts_rows)
 
 
 
@@ -255,7 +286,10 @@ FROM servers WHERE why IS NOT NULL ORDER BY rowid LIMIT 1
 
 def malformed_row(db: Database) -> str | None:
     """The first row of `db` whose JSON columns cannot be parsed ("tool s/t: its tags are not
-    JSON"), or None. Read-only: an input is checked whole before anything is written."""
+    JSON"), or None. Read-only: an input is checked whole before anything is written. (A
+    PostgreSQL input is not checked: its rows were written by toolidx's crawls.)"""
+    if _pg(db):
+        return None
     server = db.one(_MALFORMED_SERVER)
     if server is not None:
         return f"server {server['name']!r}: {server['why']}"
