@@ -315,8 +315,8 @@ def matched_terms(db, terms: list[str], rowids: list[int], *, many: bool = False
         return {r: [] for r in rowids}
     if retrieval.in_database(db):  # a word matches when the tool has all its tokens (FTS5's phrase, unordered)
         toks = stems(db, terms) or {}
-        has = retrieval.matched_tokens(db, [t for w in terms for t in toks.get(w, ())], rowids)
-        return {r: [w for w in terms if toks.get(w) and has[r].issuperset(toks[w])] for r in rowids}
+        found = retrieval.matched_tokens(db, [t for w in terms for t in toks.get(w, ())], rowids)
+        return {r: [w for w in terms if toks.get(w) and found[r].issuperset(toks[w])] for r in rowids}
     with _lock:
         got = _get(db)
         if got is None:

@@ -313,7 +313,7 @@ class PgDatabase(Database):
     dialect = "postgres"
 
     def __init__(self, conn: PgConnection, path: str, schema: str, vec_kind: str | None, vec_error: str | None):
-        self.conn = conn  # type: ignore[assignment]
+        self.conn = conn
         self.path = path
         self.schema = schema
         from .db import sqlite_module
