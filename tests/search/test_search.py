@@ -281,12 +281,14 @@ def test_without_a_model_hybrid_falls_back_to_keyword(keyword_db_path):
 
 
 def test_model_named_by_the_index_is_loaded_from_model_path(db, model_path, monkeypatch):
+    from toolidx.core import embedding
     from toolidx.search import hybrid as search_mod
 
     monkeypatch.setenv("TOOLIDX_MODEL_PATH", model_path)
-    monkeypatch.setattr(search_mod, "_embedders", {})
+    monkeypatch.setattr(embedding, "_cache", {})  # a real load, not one an earlier test left
     e = search_mod.get_query_embedder(db)
     assert e is not None and e.dim == 384
+    assert search_mod.get_query_embedder(db) is e and list(embedding._cache.values()) == [e]  # one cache
     assert search_mod.search(db, "weather forecast").mode_used == "hybrid"
 
 

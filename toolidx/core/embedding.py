@@ -222,6 +222,8 @@ def _hub_reachable(timeout: float = 2.0) -> bool:
         return False
 
 
+# The loaded embedders of this process, by (model, folder, threads): the only embedder cache (a
+# query embedder, serve's included, comes from here through search.hybrid.get_query_embedder).
 _cache: dict[tuple, Any] = {}
 
 
@@ -241,6 +243,8 @@ def load_embedder(choice: ModelChoice, *, allow_download: bool = False,
         return None
     key = (choice.name, choice.path, threads)
     if key in _cache:
+        if isinstance(_cache[key], ModelError):  # a folder that did not load is not loaded again
+            raise _cache[key].with_traceback(None)
         return _cache[key]
     try:
         from loguru import logger
@@ -275,10 +279,11 @@ def load_embedder(choice: ModelChoice, *, allow_download: bool = False,
         raise
     except Exception as e:
         if choice.path:
-            raise ModelError(f"cannot load model {choice.name!r} from {choice.path}: "
-                             f"{str(e).splitlines()[0][:200]}",
-                             fix="check the directory has model.onnx and tokenizer files, and that "
-                                 "--model names the model it holds") from None
+            _cache[key] = ModelError(f"cannot load model {choice.name!r} from {choice.path}: "
+                                     f"{str(e).splitlines()[0][:200]}",
+                                     fix="check the directory has model.onnx and tokenizer files, and that "
+                                         "--model names the model it holds")
+            raise _cache[key] from None
         warn_once("model", f"embedding model {choice.name!r} is not available offline: no vectors are "
                            "made and search is keyword-only; point --model-path (or TOOLIDX_MODEL_PATH) "
                            "at a local copy of it, or leave --model unset for toolidx's own model")

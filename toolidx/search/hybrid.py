@@ -111,13 +111,10 @@ class SearchResult:
 
 
 # --- query embedding ----------------------------------------------------------------------------
-_NO_EMBEDDER = object()
-_embedders: dict[str, Any] = {}
-
-
 def get_query_embedder(db) -> Embedder | None:
-    """The embedder for the model named in the index (loaded once per process), or None with a
-    one-time warning when the index has no vectors or the model cannot be loaded offline."""
+    """The embedder for the model named in the index, or None with a one-time warning when the
+    index has no vectors or the model cannot be loaded offline. Loaded once per process: by
+    `load_embedder`, whose cache is the only one."""
     from ..store import vectors
 
     model = db.get_meta("embed_model")
@@ -128,9 +125,6 @@ def get_query_embedder(db) -> Embedder | None:
             warn_once("no-vectors", "the index has no embeddings: search is keyword-only "
                                     "(run `toolidx embed` with a model to add them)")
         return None
-    if model in _embedders:
-        e = _embedders[model]
-        return None if e is _NO_EMBEDDER else e
     from ..core.embedding import QUERY_THREADS, load_embedder, resolve_model
     from ..core.errors import ModelError
 
@@ -144,7 +138,6 @@ def get_query_embedder(db) -> Embedder | None:
         warn_once("model-dim", f"the model loaded for {model!r} has {emb.dim} dimensions, the index "
                                f"{db.get_meta('embed_dim')}: search is keyword-only")
         emb = None
-    _embedders[model] = _NO_EMBEDDER if emb is None else emb
     return emb
 
 
