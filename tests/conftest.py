@@ -5,8 +5,9 @@ Where the model or the servers are missing: locally the tests that need them ski
 (CI=true) they fail, so a broken CI set-up can never pass by skipping.
 
 Tiers: a test that uses the model or the real servers, through any fixture, is marked `model` or
-`servers` here, whatever its file says; `slow` is marked by hand, and so are tests that wait on
-subprocesses, signals or the clock (serve's shutdown, floods, timing comparisons). The fast tier,
+`servers` here, whatever its file says; one that uses PostgreSQL (a server started per test
+process, ~6 s) is marked `slow` here too. `slow` is marked by hand otherwise, and so are tests that
+wait on subprocesses, signals or the clock (serve's shutdown, floods, timing comparisons). The fast tier,
 `pytest -m "not slow and not model and not servers"`, needs neither and runs in seconds.
 pytest runs with --strict-markers: a marker must be registered in pyproject.toml.
 """
@@ -42,6 +43,7 @@ STATE_ENV = {"TOOLIDX_STATE_DIR": str(Path(os.environ["TOOLIDX_STATE_DIR"]).reso
 # fixtures that need the model / the real servers, directly or through another fixture
 _MODEL_FIXTURES = {"model_path", "embedder"}
 _SERVER_FIXTURES = {"servers_dir", "servers_config"}
+_PG_FIXTURES = {"pg_server", "pg_url"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -51,6 +53,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.model)
         if used & _SERVER_FIXTURES:
             item.add_marker(pytest.mark.servers)
+        callspec = getattr(item, "callspec", None)
+        if used & _PG_FIXTURES or (callspec is not None and callspec.params.get("db_target") == "postgres"):
+            item.add_marker(pytest.mark.slow)  # db_target asks for pg_url only when it runs
 
 
 def _need(what: str, fix: str) -> None:
