@@ -36,7 +36,7 @@ def test_translate_turns_sqlite_spellings_into_postgresql():
     assert translate("SELECT j.value FROM tools t, json_each(t.tags) j WHERE 1 GROUP BY j.value") == \
         "SELECT j.value FROM tools t, jsonb_array_elements_text((t.tags)::jsonb) AS j(value) WHERE TRUE GROUP BY j.value"
     assert translate("SELECT 1 FROM tools t WHERE t.name REGEXP ? AND instr(lower(t.description), lower(?)) > 0") == \
-        "SELECT 1 FROM tools t WHERE t.name ~ %s AND strpos(lower(t.description), lower(%s)) > 0"
+        "SELECT 1 FROM tools t WHERE t.name ~* %s AND strpos(lower(t.description), lower(%s)) > 0"
 
 
 def test_the_url_shown_never_holds_the_password():

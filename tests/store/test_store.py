@@ -86,10 +86,10 @@ def test_readonly_open_refuses_an_index_that_needs_migrating(tmp_path):
         open_db(p, readonly=True)
 
 
-def test_index_cache_is_per_version_and_bounded_by_names(tmp_path):
+def test_index_cache_is_per_version_and_bounded_by_names(db_target):
     """One cache per opened index: an entry is built once per version of the index, dropped when
-    another connection commits, and its size shows in stats."""
-    path = tmp_path / "c.db"
+    another connection commits, and its size shows in stats (a file or PostgreSQL: db_target)."""
+    path = db_target
     db = open_db(path, create=True)
     builds = []
 
@@ -109,12 +109,13 @@ def test_index_cache_is_per_version_and_bounded_by_names(tmp_path):
     assert other.cache.peek("x") is None  # each opened index has its own
 
 
-def test_filter_sql_keeps_what_each_filter_says(tmp_path):
-    """store.tools.where: every Filters field as SQL over real rows, REGEXP (RE2) included."""
+def test_filter_sql_keeps_what_each_filter_says(db_target):
+    """store.tools.where: every Filters field as SQL over real rows, REGEXP (RE2; PostgreSQL's ~*)
+    included, on a file and on PostgreSQL (db_target)."""
     from toolidx.core.filters import Filters
     from toolidx.store.tools import filtered_rowids
 
-    db = open_db(tmp_path / "f.db", create=True)
+    db = open_db(db_target, create=True)
     with db.transaction() as c:
         for s in ("git", "docs"):
             c.execute("INSERT INTO servers(name, transport, status, crawled_at) VALUES (?, 'stdio', 'ok', 'x')", (s,))

@@ -227,7 +227,7 @@ def translate(sql: str) -> str:
             out.append(part.replace("%", "%%"))
             continue
         p = part.replace("%", "%%").replace("?", "%s")
-        p = re.sub(r"\bREGEXP\b", "~", p)
+        p = re.sub(r"\bREGEXP\b", "~*", p)  # RE2 is used case-insensitive (core.filters.compile_pattern)
         p = re.sub(r"\binstr\(", "strpos(", p)
         p = _JSON_EACH.sub(lambda m: f"jsonb_array_elements_text(({m.group(1)})::jsonb) "
                                      f"AS {m.group(3) or 'je'}(value)", p)
