@@ -589,9 +589,11 @@ def test_sigterm_stops_the_shared_backends(serve_index, tmp_path):
         raise AssertionError(f"backend {pid} still running after serve stopped")
 
 
-def test_the_first_semantic_search_waits_for_the_model(serve_index, model_path, tmp_path):
-    """/v1/search as the first request, while the model is still loading: it waits for it (as
-    search_tools does) and ranks by meaning, instead of answering by keywords."""
+@pytest.mark.parametrize("front", ["v1", "mcp"])
+def test_the_first_semantic_search_waits_for_the_model(serve_index, model_path, tmp_path, front):
+    """/v1/search, or search_tools over MCP, as the first request while the model is still
+    loading: it waits for it (one policy, serve/discovery.Model, as over stdio) and ranks by
+    meaning, instead of answering by keywords."""
     err = tmp_path / "serve.err"
     with open(err, "w") as errf:
         proc = subprocess.Popen([*TOOLIDX, "serve", "--db", str(serve_index), "--http", "127.0.0.1:0"],
@@ -607,10 +609,17 @@ def test_the_first_semantic_search_waits_for_the_model(serve_index, model_path, 
                 assert proc.poll() is None, err.read_text()
                 time.sleep(0.05)
         assert base, err.read_text()
-        status, body, _ = get(base, "/v1/search", q="current time in a timezone", mode="semantic", k=3)
-        assert status == 200 and body["mode_used"] == "semantic", body
+        if front == "mcp":
+            async def first(c):
+                return await call(c, "search_tools", {"query": "current time in a timezone", "search_type": "semantic"})
+
+            body, failed = anyio.run(with_client, base, None, first)
+            assert not failed and body["mode_used"] == "semantic", body
+        else:
+            status, body, _ = get(base, "/v1/search", q="current time in a timezone", mode="semantic", k=3)
+            assert status == 200 and body["mode_used"] == "semantic", body
+            assert all(h["signals"]["cosine"] is not None for h in body["hits"])
         assert body["hits"][0]["id"].startswith("time/")
-        assert all(h["signals"]["cosine"] is not None for h in body["hits"])
         assert not any("loading" in n for n in body.get("notes", []))
     finally:
         proc.terminate()

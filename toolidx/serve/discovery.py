@@ -92,13 +92,24 @@ class _Cache:
 
 class Model:
     """The query embedder serve loads in the background, shared by a server and its scoped views,
-    and the one model policy of every front (search_tools over stdio and HTTP, /v1/search)."""
+    and the one model policy of every front (search_tools over stdio and HTTP, /v1/search): the
+    model starts loading when the server is built (`start`), whatever the transport, and a search
+    by meaning waits for it (`query_embedder`)."""
 
     def __init__(self) -> None:
         self.embedder: Any = None
         self.state = "not loaded"  # loading | ready | unavailable
         self.done = threading.Event()
         self.wait_s = MODEL_WAIT_S
+
+    def start(self, db: Database) -> None:
+        """Load in a background thread, once: the sooner it loads, the less the first search by
+        meaning waits. It costs the handshake some GIL time (importing fastembed), not the first
+        answer."""
+        if self.state != "not loaded":
+            return
+        self.state = "loading"
+        threading.Thread(target=self.load, args=(db,), name="toolidx-model", daemon=True).start()
 
     def load(self, db: Database) -> None:
         """Load the query embedder for `db` (slow: run it in a background thread). Until it is
@@ -269,10 +280,6 @@ class Discovery:
             raise UsageError(f"token scope servers={','.join(unknown)}: not in the index {self.db_path}",
                              fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"))
         return _ScopedView(self._served, scope.narrowed_by(self.scope))
-
-    def load_model(self) -> None:
-        """Load the query embedder in the background (`Model.load`), for every view."""
-        self.model.load(self.db)
 
     def usage_store(self) -> Any:
         """The usage file's store, or None when metrics are off."""

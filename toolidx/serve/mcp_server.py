@@ -4,7 +4,6 @@ is built: importing `mcp` costs about a second."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -18,7 +17,6 @@ class DiscoveryServer(Server[dict[str, Any]]):
         super().__init__("toolidx", **kwargs)
         self.discovery = discovery
         self.backend_pools = backend_pools  # one per live connection; tests and stats look at them
-        self.start_model: Callable[[], None] = lambda: None  # set by build_server
         self.views: dict[str, Discovery] = {}  # serve --http: token label -> its scoped Discovery
 
     def create_initialization_options(self, notification_options: NotificationOptions | None = None,

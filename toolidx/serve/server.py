@@ -11,7 +11,6 @@ are `stdio.py` and `http.py`.
 from __future__ import annotations
 
 import logging
-import threading
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -85,21 +84,11 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
     source = SpecSource(server_row=lambda name: get_server(disc.db, name), config_path=config_path,
                         index_config_path=lambda: disc.db.get_meta("config_path"), db_path=disc.db_path,
                         trust_index=trust_index)
-    model_started = threading.Event()
     pools: list[BackendPool] = []  # one per stdio connection; one for the process over HTTP
 
     def view(ctx: Any) -> Discovery:
         """The Discovery this request may see: its token's scope over HTTP, the server's otherwise."""
         return views.get(grant_label(ctx) or "", disc)
-
-    def start_model() -> None:
-        # At start-up, in the background: a semantic or hybrid search waits for it
-        # (Model.query_embedder), so the sooner it loads the less the first one waits. It
-        # costs the handshake some GIL time (importing fastembed), not the first answer.
-        if load_model and not model_started.is_set():
-            model_started.set()
-            disc.model.state = "loading"
-            threading.Thread(target=disc.load_model, name="toolidx-model", daemon=True).start()
 
     @asynccontextmanager
     async def lifespan(_server: Any) -> AsyncIterator[dict]:
@@ -172,8 +161,8 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
 
     server.middleware.append(remember_session)
     server.views = views
-    server.start_model = start_model
-    start_model()  # stdio and HTTP alike: one model policy
+    if load_model:  # stdio and HTTP alike: the one model policy (discovery.Model)
+        disc.model.start(disc.db)
     return server
 
 
