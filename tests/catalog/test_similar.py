@@ -98,4 +98,4 @@ def test_real_git_servers_are_flagged_as_duplicates(catalog_real_db):
         assert [i for i, h in hits.items() if h["likely_duplicate"]] == [f"cyanheads-git/{name}"]
     assert _by_id(similar(db, "git/git_diff", 1))["cyanheads-git/git_diff"]["score"] > 0.8
     d = similar(db, "memory/read_graph", 10)
-    assert d["duplicates"] == 0
+    assert d.duplicates == 0

@@ -279,7 +279,7 @@ def test_two_crawls_of_one_server_keep_the_later_one(tmp_path, db_target):
     slow = _crawler(old, db_target)
     time.sleep(1.0)  # the slow crawl has started its server; this one starts later and commits first
     fast = _crawler(new, db_target)
-    fast_out, fast_err = fast.communicate(timeout=60)
+    _, fast_err = fast.communicate(timeout=60)
     slow_out, slow_err = slow.communicate(timeout=60)
     assert fast.returncode == 0 and slow.returncode == 0, (fast_err, slow_err)
     slow_doc = json.loads(slow_out)
