@@ -32,8 +32,9 @@ if str(REPO) not in sys.path:
 
 def servers_dir() -> str:
     """The folder of the real servers (with servers.json), as scripts/test.sh and the tests find it."""
-    return (os.environ.get("TOOLIDX_TEST_SERVERS")
-            or str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolidx" / "test-servers"))
+    return os.environ.get("TOOLIDX_TEST_SERVERS") or str(
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolidx" / "test-servers"
+    )
 
 
 def cli(*args: object) -> tuple[int, str, str]:

@@ -18,8 +18,12 @@ from _common import BENCH, CACHE, MODEL, REPO
 
 def fingerprint() -> str:
     h = hashlib.sha256()
-    for f in ("toolidx/core/tooldoc.py", "toolidx/store/migrations.py", "toolidx/crawl/sources.py",
-              "toolidx/store/crawls.py"):
+    for f in (
+        "toolidx/core/tooldoc.py",
+        "toolidx/store/migrations.py",
+        "toolidx/crawl/sources.py",
+        "toolidx/store/crawls.py",
+    ):
         h.update((REPO / f).read_bytes())
     return h.hexdigest()[:12]
 

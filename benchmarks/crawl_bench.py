@@ -51,9 +51,15 @@ def bench_concurrency(cfg, repeat: int) -> dict:
         conc.append(w)
         assert all(r.ok for r in rs), [(r.spec.name, r.error) for r in rs if not r.ok]
     s, c = statistics.median(seq), statistics.median(conc)
-    return {"servers": len(specs), "tools": sum(len(r.tools) for r in rs),
-            "sequential_s": round(s, 2), "concurrent_s": round(c, 2), "ratio": round(c / s, 3),
-            "target": "<= 0.6", "runs": repeat}
+    return {
+        "servers": len(specs),
+        "tools": sum(len(r.tools) for r in rs),
+        "sequential_s": round(s, 2),
+        "concurrent_s": round(c, 2),
+        "ratio": round(c / s, 3),
+        "target": "<= 0.6",
+        "runs": repeat,
+    }
 
 
 def bench_embedding(embedder, model_path: str, texts: list[str], repeat: int) -> dict:
@@ -74,6 +80,7 @@ def bench_embedding(embedder, model_path: str, texts: list[str], repeat: int) ->
             self.id, self.embed_text = str(i), t
 
     docs = [_Doc(i, t) for i, t in enumerate(texts)]
+
     def run_raw() -> float:
         t0 = time.perf_counter()
         list(raw.embed(texts, batch_size=BATCH_SIZE))
@@ -93,8 +100,14 @@ def bench_embedding(embedder, model_path: str, texts: list[str], repeat: int) ->
         ours.append(run_ours())
         theirs.append(run_raw())
     o, r = sum(ours) / len(ours), sum(theirs) / len(theirs)
-    return {"texts": len(texts), "ours_per_s": round(len(texts) / o, 1), "raw_per_s": round(len(texts) / r, 1),
-            "ratio": round(r / o, 3), "target": ">= 0.9", "runs": 2 * repeat}
+    return {
+        "texts": len(texts),
+        "ours_per_s": round(len(texts) / o, 1),
+        "raw_per_s": round(len(texts) / r, 1),
+        "ratio": round(r / o, 3),
+        "target": ">= 0.9",
+        "runs": 2 * repeat,
+    }
 
 
 def db_bytes(path: Path) -> int:
@@ -114,10 +127,13 @@ def bench_recrawl(cfg, embedder, tmp: Path) -> dict:
     t2 = time.perf_counter()
     db.close()
     size = db_bytes(path)
-    return {"first": {"tools": first.tools, "embedded": first.embedded, "wall_s": round(t1 - t0, 2)},
-            "recrawl": {"embedded": second.embedded, "unchanged": second.unchanged, "wall_s": round(t2 - t1, 2)},
-            "recrawl_ratio": round((t2 - t1) / (t1 - t0), 3),
-            "index_bytes": size, "bytes_per_tool": round(size / max(1, first.tools))}
+    return {
+        "first": {"tools": first.tools, "embedded": first.embedded, "wall_s": round(t1 - t0, 2)},
+        "recrawl": {"embedded": second.embedded, "unchanged": second.unchanged, "wall_s": round(t2 - t1, 2)},
+        "recrawl_ratio": round((t2 - t1) / (t1 - t0), 3),
+        "index_bytes": size,
+        "bytes_per_tool": round(size / max(1, first.tools)),
+    }
 
 
 def bench_catalog_size(embedder, catalog: Path, tmp: Path) -> dict:
@@ -134,12 +150,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # where scripts/test.sh installs the real servers
     servers = servers_dir()
-    ap.add_argument("--servers", default=servers if servers.endswith(".json") else f"{servers}/servers.json",
-                    help="servers.json of the real servers (default: %(default)s)")
+    ap.add_argument(
+        "--servers",
+        default=servers if servers.endswith(".json") else f"{servers}/servers.json",
+        help="servers.json of the real servers (default: %(default)s)",
+    )
     ap.add_argument("--texts", type=int, default=1000, help="texts for the embedding benchmark")
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--only", action="append", choices=["concurrency", "recrawl", "embedding", "catalog"],
-                    help="run only these parts (repeatable)")
+    ap.add_argument(
+        "--only",
+        action="append",
+        choices=["concurrency", "recrawl", "embedding", "catalog"],
+        help="run only these parts (repeatable)",
+    )
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 

@@ -43,8 +43,14 @@ def base_tools() -> list[dict]:
             schema = r.get("input_schema") if isinstance(r.get("input_schema"), dict) else {}
             if schema.get("type") != "object":
                 schema = {"type": "object", "properties": schema.get("properties") or {}}
-            out.append({"server": r["server"], "name": r["name"], "description": r.get("description") or "",
-                        "inputSchema": schema})
+            out.append(
+                {
+                    "server": r["server"],
+                    "name": r["name"],
+                    "description": r.get("description") or "",
+                    "inputSchema": schema,
+                }
+            )
     return out
 
 
@@ -84,8 +90,9 @@ def catalogs(n: int, frac: float, seed: int = 5) -> tuple[list[dict], list[dict]
         elif kind == "renamed":
             t["name"] = t["name"] + "_v2"
         else:  # added: a new tool next to this one
-            new.append({**copy.deepcopy(t), "name": t["name"] + "_extra",
-                        "description": "Bulk variant: " + t["description"]})
+            new.append(
+                {**copy.deepcopy(t), "name": t["name"] + "_extra", "description": "Bulk variant: " + t["description"]}
+            )
     new = [t for i, t in enumerate(new) if i not in drop]
     return old, new, counts
 
@@ -134,8 +141,7 @@ def main() -> None:
     if not (old_db.exists() and new_db.exists()):
         t_old = build(old_db, old, work, "old")
         t_new = build(new_db, new, work, "new")
-        print(f"built: old {len(old)} tools in {t_old:.1f}s, new {len(new)} tools in {t_new:.1f}s "
-              f"(edits: {counts})")
+        print(f"built: old {len(old)} tools in {t_old:.1f}s, new {len(new)} tools in {t_new:.1f}s (edits: {counts})")
 
     # baselines
     def ids_and_hashes():
@@ -167,8 +173,24 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "toolidx", "diff", str(old_db), str(new_db), "--format", "json",
-                           "--fail-on", "breaking"], capture_output=True, text=True, cwd=REPO, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolidx",
+            "diff",
+            str(old_db),
+            str(new_db),
+            "--format",
+            "json",
+            "--fail-on",
+            "breaking",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+    )
     t_cli = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     c_cli = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
@@ -182,14 +204,22 @@ def main() -> None:
     print(f"{'':52}{'wall ms':>9}{'cpu ms':>9}")
     print(f"{'baseline (a) compare the (id, hash) lists only':52}{t_hash * 1000:9.0f}{c_hash * 1000:9.0f}")
     print(f"{'baseline (b) read both snapshots (crawl_snapshot)':52}{t_full * 1000:9.0f}{c_full * 1000:9.0f}")
-    print(f"{'toolidx diff, library (best of 3)':52}{t_diff * 1000:9.0f}{c_diff * 1000:9.0f}"
-          f"   cpu = {c_diff / c_hash:.1f}x (a), {c_diff / c_full:.2f}x (b)")
-    print(f"{'toolidx diff OLD NEW --format json (new process)':52}{t_cli * 1000:9.0f}{c_cli * 1000:9.0f}"
-          f"   exit {proc.returncode}, {len(proc.stdout) / 2**20:.1f} MiB JSON")
-    print(f"peak memory: diff {peak / 2**20:.1f} MiB of Python objects (tracemalloc); "
-          f"CLI process max RSS {child_rss:.0f} MiB")
-    print(f"target < 2 s (CLI, CPU time): {'met' if c_cli < 2 else 'MISSED'}; "
-          f"wall {'met' if t_cli < 2 else 'missed (machine busy?)'} (gate_failed={payload['gate_failed']})")
+    print(
+        f"{'toolidx diff, library (best of 3)':52}{t_diff * 1000:9.0f}{c_diff * 1000:9.0f}"
+        f"   cpu = {c_diff / c_hash:.1f}x (a), {c_diff / c_full:.2f}x (b)"
+    )
+    print(
+        f"{'toolidx diff OLD NEW --format json (new process)':52}{t_cli * 1000:9.0f}{c_cli * 1000:9.0f}"
+        f"   exit {proc.returncode}, {len(proc.stdout) / 2**20:.1f} MiB JSON"
+    )
+    print(
+        f"peak memory: diff {peak / 2**20:.1f} MiB of Python objects (tracemalloc); "
+        f"CLI process max RSS {child_rss:.0f} MiB"
+    )
+    print(
+        f"target < 2 s (CLI, CPU time): {'met' if c_cli < 2 else 'MISSED'}; "
+        f"wall {'met' if t_cli < 2 else 'missed (machine busy?)'} (gate_failed={payload['gate_failed']})"
+    )
     if not a.keep:
         import shutil
 

@@ -64,8 +64,10 @@ def yaml_50mb(d: Path) -> tuple[str, bool]:
 
     from toolidx.crawl.config import load_config
 
-    per = "  s{i}:\n    command: srv\n    args: [--port, '{i}', --verbose, --name, server-number-{i}]\n" \
-          "    env: {{TOKEN: '${{TOKEN:-none}}'}}\n    tags: [alpha, beta, gamma]\n"
+    per = (
+        "  s{i}:\n    command: srv\n    args: [--port, '{i}', --verbose, --name, server-number-{i}]\n"
+        "    env: {{TOKEN: '${{TOKEN:-none}}'}}\n    tags: [alpha, beta, gamma]\n"
+    )
     n = YAML_MB * 1_000_000 // len(per.format(i=100000))
     (d / "big.yaml").write_text("mcpServers:\n" + "".join(per.format(i=i) for i in range(n)))
     t0 = time.perf_counter()
@@ -75,13 +77,17 @@ def yaml_50mb(d: Path) -> tuple[str, bool]:
     yaml.load((d / "big.yaml").read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
     base = time.perf_counter() - t0
     size = (d / "big.yaml").stat().st_size / 1e6
-    return (f"{size:.0f} MB, {len(cfg.servers):,} servers loaded in {secs:.1f} s "
-            f"(libyaml alone: {base:.1f} s, {secs / base:.2f}x)"), len(cfg.servers) == n and secs <= 2 * base
+    return (
+        f"{size:.0f} MB, {len(cfg.servers):,} servers loaded in {secs:.1f} s "
+        f"(libyaml alone: {base:.1f} s, {secs / base:.2f}x)"
+    ), len(cfg.servers) == n and secs <= 2 * base
 
 
 def tools_20k(d: Path) -> tuple[str, bool]:
-    rows = [json.dumps({"name": f"tool_{i:05d}", "description": f"Tool {i} handles record {i}.",
-                        "inputSchema": SCHEMA}) for i in range(20_000)]
+    rows = [
+        json.dumps({"name": f"tool_{i:05d}", "description": f"Tool {i} handles record {i}.", "inputSchema": SCHEMA})
+        for i in range(20_000)
+    ]
     (d / "t.jsonl").write_text("\n".join(rows))
     code, out, secs = crawl(d, {"cat": {"tools_file": str(d / "t.jsonl")}})
     t0 = time.perf_counter()
@@ -108,15 +114,23 @@ def desc_5mb(d: Path) -> tuple[str, bool]:
 def deep_live(d: Path) -> tuple[str, bool]:
     code, out, secs = crawl(d, {"odd": raw("bad-strings", timeout=30)})
     s = (out.get("servers") or [{}])[0]
-    return (f"{s.get('tools')} tools kept, {len(s.get('invalid_tools') or [])} rejected, {secs:.1f} s",
-            s.get("status") == "ok" and s.get("tools") == 3 and secs < 25)
+    return (
+        f"{s.get('tools')} tools kept, {len(s.get('invalid_tools') or [])} rejected, {secs:.1f} s",
+        s.get("status") == "ok" and s.get("tools") == 3 and secs < 25,
+    )
 
 
 def serve_64mib(d: Path) -> tuple[str, bool]:
     crawl(d, {"s": raw("ok")})
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    p = subprocess.Popen([sys.executable, "-m", "toolidx", "serve", "--db", str(d / "i.db")], cwd=d, env=env,
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "toolidx", "serve", "--db", str(d / "i.db")],
+        cwd=d,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     assert p.stdin is not None and p.stdout is not None
 
     def ask(line: bytes) -> tuple[dict, float]:
@@ -126,18 +140,30 @@ def serve_64mib(d: Path) -> tuple[str, bool]:
         return json.loads(p.stdout.readline()), time.perf_counter() - t0  # type: ignore[union-attr]
 
     def call(rid: int, name: str, args: dict) -> bytes:
-        return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                           "params": {"name": name, "arguments": args}}).encode()
+        return json.dumps(
+            {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": args}}
+        ).encode()
 
     try:
-        ask(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "f", "version": "1"}}}).encode())
+        ask(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "f", "version": "1"},
+                    },
+                }
+            ).encode()
+        )
         p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         big, t_big = ask(call(1, "search_tools", {"query": "x" * (65 << 20)}))
         name, t_name = ask(call(2, "execute_tool", {"tool_name": "t" * 10_000_000}))
         after, _ = ask(call(3, "list_tools", {}))
-        ok = ("error" in big and name["result"]["isError"] and not after["result"].get("isError"))
+        ok = "error" in big and name["result"]["isError"] and not after["result"].get("isError")
         return f"65 MiB line refused in {t_big:.1f} s, 10 MB tool_name in {t_name:.2f} s, session alive", ok
     finally:
         p.stdin.close()
@@ -145,8 +171,9 @@ def serve_64mib(d: Path) -> tuple[str, bool]:
 
 
 def race(d: Path) -> tuple[str, bool]:
-    rows = [json.dumps({"name": f"t{i}", "description": f"Reads file {i}.", "inputSchema": SCHEMA})
-            for i in range(2000)]
+    rows = [
+        json.dumps({"name": f"t{i}", "description": f"Reads file {i}.", "inputSchema": SCHEMA}) for i in range(2000)
+    ]
     (d / "r.jsonl").write_text("\n".join(rows))
     crawl(d, {"r": {"tools_file": str(d / "r.jsonl")}})
     stop, answers, failures = threading.Event(), [0], [0]
@@ -155,9 +182,24 @@ def race(d: Path) -> tuple[str, bool]:
 
     def searcher() -> None:  # another process, as a user's shell or an agent's serve would be
         while not stop.is_set():
-            r = subprocess.run([sys.executable, "-m", "toolidx", "search", "reads file", "--db",
-                                str(d / "i.db"), "--mode", "keyword", "--json"],
-                               capture_output=True, text=True, env=env, cwd=d)
+            r = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "toolidx",
+                    "search",
+                    "reads file",
+                    "--db",
+                    str(d / "i.db"),
+                    "--mode",
+                    "keyword",
+                    "--json",
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=d,
+            )
             answers[0] += 1
             try:
                 ok = r.returncode == 0 and bool(json.loads(r.stdout)["hits"])
@@ -174,8 +216,13 @@ def race(d: Path) -> tuple[str, bool]:
 
 
 CASES: dict[str, Callable[[Path], tuple[str, bool]]] = {
-    "yaml-50mb": yaml_50mb, "tools-20k": tools_20k, "live-5000": live_5000, "desc-5mb": desc_5mb,
-    "deep-live": deep_live, "serve-64mib": serve_64mib, "race": race,
+    "yaml-50mb": yaml_50mb,
+    "tools-20k": tools_20k,
+    "live-5000": live_5000,
+    "desc-5mb": desc_5mb,
+    "deep-live": deep_live,
+    "serve-64mib": serve_64mib,
+    "race": race,
 }
 
 

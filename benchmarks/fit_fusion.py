@@ -68,9 +68,16 @@ def weights(cfg: tuple, n_terms: int) -> tuple[float, float, float]:
 def z_values(ev: list, cfg: tuple, n_terms: int) -> np.ndarray:
     a, c, n = weights(cfg, n_terms)
     best = max((e["bm25"] for _, e in ev), default=0.0) or 1.0
-    return np.array([a * e["cos"] + (1 - a) * e["bm25"] / best + c * e.get("coverage", 0.0)
-                     + n * (e.get("name_words", 0) >= cal.NAME_MIN_WORDS)
-                     + cal.FUZZY_WEIGHT * cal.fuzzy_strength(e.get("fuzzy", 0.0)) for _, e in ev])
+    return np.array(
+        [
+            a * e["cos"]
+            + (1 - a) * e["bm25"] / best
+            + c * e.get("coverage", 0.0)
+            + n * (e.get("name_words", 0) >= cal.NAME_MIN_WORDS)
+            + cal.FUZZY_WEIGHT * cal.fuzzy_strength(e.get("fuzzy", 0.0))
+            for _, e in ev
+        ]
+    )
 
 
 def ranked(ev: list, z: np.ndarray) -> list[str]:
@@ -132,8 +139,7 @@ def hybrid() -> dict:
     bm_only = {s: per_query(data[s], lambda ev, n: np.array([e["bm25"] for _, e in ev]), lab[s]) for s in fit_sets}
     grid = [(a, c, n, r) for a, c, n in itertools.product(GRID_COS, GRID_COV, GRID_NAME) for r in GRID_RAMP]
     grid.append((*BEFORE, None))
-    perf = {k: {s: per_query(data[s], lambda ev, nt, k=k: z_values(ev, k, nt), lab[s]) for s in fit_sets}
-         for k in grid}
+    perf = {k: {s: per_query(data[s], lambda ev, nt, k=k: z_values(ev, k, nt), lab[s]) for s in fit_sets} for k in grid}
     before = perf[(*BEFORE, None)]
 
     def admissible(k, sets):
@@ -143,28 +149,40 @@ def hybrid() -> dict:
         ok = [k for k in grid if admissible(k, sets)] or grid
         return max(ok, key=lambda k: objective(perf[k], sets, size))
 
-    print("1. fusion (a = cosine weight, c = coverage, n = name words, ramp to the old weights by query length), "
-          "leave-one-set-out")
-    print(f"  {'held out':16s} {'picked':28s} {'R@1':>6s} {'R@5':>6s}   {'before':>13s}   "
-          f"{'cosine':>13s}   {'bm25':>13s}")
+    print(
+        "1. fusion (a = cosine weight, c = coverage, n = name words, ramp to the old weights by query length), "
+        "leave-one-set-out"
+    )
+    print(
+        f"  {'held out':16s} {'picked':28s} {'R@1':>6s} {'R@5':>6s}   {'before':>13s}   {'cosine':>13s}   {'bm25':>13s}"
+    )
     for s in fit_sets:
         k = pick([t for t in fit_sets if t != s])
         m, b, c, w = (x[s].mean(0) for x in (perf[k], before, cos_only, bm_only))
-        print(f"  {s:16s} {str(k):28s} {m[0]:6.3f} {m[1]:6.3f}   {b[0]:.3f} / {b[1]:.3f}   "
-              f"{c[0]:.3f} / {c[1]:.3f}   {w[0]:.3f} / {w[1]:.3f}", flush=True)
+        print(
+            f"  {s:16s} {str(k):28s} {m[0]:6.3f} {m[1]:6.3f}   {b[0]:.3f} / {b[1]:.3f}   "
+            f"{c[0]:.3f} / {c[1]:.3f}   {w[0]:.3f} / {w[1]:.3f}",
+            flush=True,
+        )
     final = pick(fit_sets)
     known = current()
-    print(f"  all sets -> {final} (calibration.json holds "
-          f"{(known.cos, known.coverage, known.name, known.ramp) if known else None})")
+    print(
+        f"  all sets -> {final} (calibration.json holds "
+        f"{(known.cos, known.coverage, known.name, known.ramp) if known else None})"
+    )
     for s in fit_sets:
         m = perf[final][s].mean(0)
         d = perf[final][s] - before[s]
-        print(f"    {s:16s} {m[0]:.3f} / {m[1]:.3f}  vs before R@1 +{(d[:, 0] > 0).sum()}/-{(d[:, 0] < 0).sum()}"
-              f" R@5 +{(d[:, 1] > 0).sum()}/-{(d[:, 1] < 0).sum()}")
+        print(
+            f"    {s:16s} {m[0]:.3f} / {m[1]:.3f}  vs before R@1 +{(d[:, 0] > 0).sum()}/-{(d[:, 0] < 0).sum()}"
+            f" R@5 +{(d[:, 1] > 0).sum()}/-{(d[:, 1] < 0).sum()}"
+        )
 
     # 2. calibration and threshold on the chosen z
-    zs = {s: [(q, ev, z_values(ev, final, q["n_terms"]) if ev else np.zeros(0)) for q, ev in rows]
-         for s, rows in data.items()}
+    zs = {
+        s: [(q, ev, z_values(ev, final, q["n_terms"]) if ev else np.zeros(0)) for q, ev in rows]
+        for s, rows in data.items()
+    }
 
     def platt(sets):
         xs, ys, ws = [], [], []
@@ -211,30 +229,43 @@ def hybrid() -> dict:
         slope, bias = platt([t for t in everything if t != s])
         print(f"  {s:16s} Platt ({slope:7.3f}, {bias:7.3f}) held-out ECE {ece(s, slope, bias):.3f}")
     slope, bias = platt(everything)
-    print(f"  all sets -> Platt ({slope:.3f}, {bias:.3f}) (calibration.json holds "
-          f"{known.platt['hybrid'] if known else None})")
-    print("  threshold: the highest whose feasible R@5 loss is <= 1 point on each catalog (pooled), "
-          "held out by catalog")
+    print(
+        f"  all sets -> Platt ({slope:.3f}, {bias:.3f}) (calibration.json holds "
+        f"{known.platt['hybrid'] if known else None})"
+    )
+    print(
+        "  threshold: the highest whose feasible R@5 loss is <= 1 point on each catalog (pooled), held out by catalog"
+    )
     for held, other in (("etom", "natural"), ("natural", "etom")):
         t = pick_threshold([other], slope, bias)
         print(f"    picked on {other}: {t:.3f}; on {held}: R@5 loss {pooled_loss(catalogs[held], slope, bias, t):.3f}")
     t = pick_threshold(list(catalogs), slope, bias)
     print(f"  both catalogs -> threshold {t} (calibration.json holds {known.threshold['hybrid'] if known else None})")
-    print(f"  {'threshold':>9s} {'etom loss':>9s} {'natural loss':>12s} {'livemcp loss':>12s} "
-          f"{'etom abst':>9s} {'far abst':>8s} {'near abst':>9s}")
+    print(
+        f"  {'threshold':>9s} {'etom loss':>9s} {'natural loss':>12s} {'livemcp loss':>12s} "
+        f"{'etom abst':>9s} {'far abst':>8s} {'near abst':>9s}"
+    )
     for tt in sorted({0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, t}):
-        print(f"  {tt:9.4f} {pooled_loss(catalogs['etom'], slope, bias, tt):9.3f} "
-              f"{pooled_loss(catalogs['natural'], slope, bias, tt):12.3f} "
-              f"{pooled_loss(['livemcp'], slope, bias, tt):12.3f} "
-              f"{abstains('etom infeasible', slope, bias, tt):9.3f} {abstains('natural far', slope, bias, tt):8.3f} "
-              f"{abstains('natural near', slope, bias, tt):9.3f}" + ("  <-" if tt == t else ""))
+        print(
+            f"  {tt:9.4f} {pooled_loss(catalogs['etom'], slope, bias, tt):9.3f} "
+            f"{pooled_loss(catalogs['natural'], slope, bias, tt):12.3f} "
+            f"{pooled_loss(['livemcp'], slope, bias, tt):12.3f} "
+            f"{abstains('etom infeasible', slope, bias, tt):9.3f} {abstains('natural far', slope, bias, tt):8.3f} "
+            f"{abstains('natural near', slope, bias, tt):9.3f}" + ("  <-" if tt == t else "")
+        )
 
     print("\n3. reliability of the all-sets fit: ECE over every candidate (10 equal-width bins)")
     for s in everything:
         print(f"  {s:16s} ECE {ece(s, slope, bias):.3f}")
     a, c, n, ramp = final
-    return {"cos": a, "coverage": c, "name": n, "ramp": list(ramp) if ramp else None,
-            "platt": [round(slope, 3), round(bias, 3)], "threshold": t}
+    return {
+        "cos": a,
+        "coverage": c,
+        "name": n,
+        "ramp": list(ramp) if ramp else None,
+        "platt": [round(slope, 3), round(bias, 3)],
+        "threshold": t,
+    }
 
 
 CATALOGS = {"etom": ["etom L1", "etom L2"], "natural": [s for s in FEASIBLE if s.startswith("natural")]}
@@ -276,8 +307,12 @@ def single_mode(mode: str) -> tuple[list[float], float]:
             else:
                 if e["bm25"] <= 0 and fz <= 0:
                     continue
-                logit = (w[0] * math.log1p(e["bm25"] * cal.size_factor(q["n_tools"])) + w[1] * e["bm25"] / best
-                         + w[2] + cal.KW_FUZZY * fz)
+                logit = (
+                    w[0] * math.log1p(e["bm25"] * cal.size_factor(q["n_tools"]))
+                    + w[1] * e["bm25"] / best
+                    + w[2]
+                    + cal.KW_FUZZY * fz
+                )
             out.append((t, 1 / (1 + math.exp(-max(-40.0, min(40.0, logit))))))
         return sorted(out, key=lambda x: (-round(x[1], 4), -x[1], x[0]))
 
@@ -286,8 +321,13 @@ def single_mode(mode: str) -> tuple[list[float], float]:
         rows = []
         for q, ev in data[s]:
             sc = scored(q, ev, w)
-            rows.append((sc[0][1] if sc else 0.0, bool(set(q["relevant"]) & {t for t, _ in sc[:5]}),
-                         q["n_terms"] < cal.GATE_MIN_TERMS))
+            rows.append(
+                (
+                    sc[0][1] if sc else 0.0,
+                    bool(set(q["relevant"]) & {t for t, _ in sc[:5]}),
+                    q["n_terms"] < cal.GATE_MIN_TERMS,
+                )
+            )
         return rows
 
     def loss(rows, t):
@@ -321,15 +361,24 @@ def single_mode(mode: str) -> tuple[list[float], float]:
     print(f"  both catalogs -> threshold {t:.4f} (calibration holds {held_t})")
     tables = {c: [r for s in CATALOGS[c] for r in per_set(s, w)] for c in CATALOGS}
     tables["livemcp"] = per_set("livemcp", w)
-    print(f"  {'threshold':>9s} {'etom loss':>9s} {'natural loss':>12s} {'livemcp loss':>12s} "
-          f"{'etom abst':>9s} {'far abst':>8s} {'near abst':>9s}")
+    print(
+        f"  {'threshold':>9s} {'etom loss':>9s} {'natural loss':>12s} {'livemcp loss':>12s} "
+        f"{'etom abst':>9s} {'far abst':>8s} {'near abst':>9s}"
+    )
     inf = {s: per_set(s, w) for s in INFEASIBLE}
-    for tt in sorted({t, *([] if held_t is None else [held_t]), *np.quantile([r[0] for r in inf["etom infeasible"]],
-                                                           [0.25, 0.5, 0.75, 0.85]).round(4)}):
-        print(f"  {tt:9.4f} {loss(tables['etom'], tt):9.3f} {loss(tables['natural'], tt):12.3f} "
-              f"{loss(tables['livemcp'], tt):12.3f} {abstains(inf['etom infeasible'], tt):9.3f} "
-              f"{abstains(inf['natural far'], tt):8.3f} {abstains(inf['natural near'], tt):9.3f}"
-              + ("  <-" if tt == t else ""))
+    for tt in sorted(
+        {
+            t,
+            *([] if held_t is None else [held_t]),
+            *np.quantile([r[0] for r in inf["etom infeasible"]], [0.25, 0.5, 0.75, 0.85]).round(4),
+        }
+    ):
+        print(
+            f"  {tt:9.4f} {loss(tables['etom'], tt):9.3f} {loss(tables['natural'], tt):12.3f} "
+            f"{loss(tables['livemcp'], tt):12.3f} {abstains(inf['etom infeasible'], tt):9.3f} "
+            f"{abstains(inf['natural far'], tt):8.3f} {abstains(inf['natural near'], tt):9.3f}"
+            + ("  <-" if tt == t else "")
+        )
     print("  reliability of the all-sets fit (ECE over every candidate):")
     for s in everything:
         print(f"    {s:16s} ECE {ece(s, w):.3f}")
@@ -340,12 +389,14 @@ def write(model: str, hyb: dict, sem: tuple[list[float], float]) -> None:
     import json
 
     doc = json.loads(cal.FITS_FILE.read_text())
-    doc["models"][model] = {**{k: hyb[k] for k in ("cos", "coverage", "name", "ramp")},
-                            "platt": {"hybrid": hyb["platt"], "semantic": sem[0]},
-                            "threshold": {"hybrid": hyb["threshold"], "semantic": round(sem[1], 4)},
-                            "fitted": "benchmarks/fit_fusion.py on every bench set (ETOM L1-L4, LiveMCPBench, "
-                                      "livemcp-natural) less the queries the model was trained on, "
-                                      "leave-one-set-out"}
+    doc["models"][model] = {
+        **{k: hyb[k] for k in ("cos", "coverage", "name", "ramp")},
+        "platt": {"hybrid": hyb["platt"], "semantic": sem[0]},
+        "threshold": {"hybrid": hyb["threshold"], "semantic": round(sem[1], 4)},
+        "fitted": "benchmarks/fit_fusion.py on every bench set (ETOM L1-L4, LiveMCPBench, "
+        "livemcp-natural) less the queries the model was trained on, "
+        "leave-one-set-out",
+    }
     cal.FITS_FILE.write_text(json.dumps(doc, indent=2) + "\n")
     print(f"\nwrote {model}'s fit to {cal.FITS_FILE}")
 

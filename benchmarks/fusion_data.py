@@ -20,15 +20,28 @@ import pickle
 from _common import BENCH, CACHE, REPO
 from bench_index import build, embedder, fingerprint, model_tag, trained_queries
 
-FEASIBLE = ("etom L1", "etom L2", "livemcp", "natural plain", "natural terse", "natural typo",
-            "natural long", "natural name")
+FEASIBLE = (
+    "etom L1",
+    "etom L2",
+    "livemcp",
+    "natural plain",
+    "natural terse",
+    "natural typo",
+    "natural long",
+    "natural name",
+)
 INFEASIBLE = ("etom infeasible", "natural far", "natural near")
 
 
 def _key() -> str:
     h = hashlib.sha256((fingerprint() + model_tag()).encode())
-    for f in ("toolidx/search/hybrid.py", "toolidx/search/bm25.py", "toolidx/core/tokens.py",
-              "toolidx/search/quoted.py", "benchmarks/fusion_data.py"):
+    for f in (
+        "toolidx/search/hybrid.py",
+        "toolidx/search/bm25.py",
+        "toolidx/core/tokens.py",
+        "toolidx/search/quoted.py",
+        "benchmarks/fusion_data.py",
+    ):
         h.update((REPO / f).read_bytes())
     return h.hexdigest()[:12]
 
@@ -59,6 +72,7 @@ def specs():
 def held_specs():
     """The multi-tool sets quality.py reports as held out: "all" labels (every tool needed) as
     `relevant`, steps (any alternative meets a step) as `steps`."""
+
     def steps(path):
         return [q | {"relevant": [i for s in q["steps"] for i in s]} for q in _queries(path)]
 
@@ -91,10 +105,23 @@ def load(refresh: bool = False, held: bool = False, mode: str = "hybrid") -> dic
         rows = []
         for q in qs:
             cands, terms, _ = hybrid.gather(db, q["query"], mode=mode, filters=None, embedder=emb)
-            ev = [(ids[r][0], {k: v for k, v in c.items() if k != "matched"}
-                   | {"n_matched": len(c.get("matched", ()))}) for r, c in cands.items()]
-            rows.append(({"id": q["id"], "relevant": q["relevant"], "steps": q.get("steps"),
-                          "n_terms": len(terms), "terms": terms, "n_tools": len(ids)}, ev))
+            ev = [
+                (ids[r][0], {k: v for k, v in c.items() if k != "matched"} | {"n_matched": len(c.get("matched", ()))})
+                for r, c in cands.items()
+            ]
+            rows.append(
+                (
+                    {
+                        "id": q["id"],
+                        "relevant": q["relevant"],
+                        "steps": q.get("steps"),
+                        "n_terms": len(terms),
+                        "terms": terms,
+                        "n_tools": len(ids),
+                    },
+                    ev,
+                )
+            )
         out[set_name] = rows
     CACHE.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:

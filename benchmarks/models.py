@@ -36,9 +36,11 @@ def sets() -> dict[str, tuple[str, list[dict], str]]:
     etom = [q for q in _jsonl(BENCH / "etom" / "queries.jsonl") if q["id"] not in trained]
     nat = _jsonl(BENCH / "livemcp-natural" / "queries.jsonl")
     nat_x = _jsonl(BENCH / "livemcp-natural" / "queries_infeasible.jsonl")
-    out = {"etom L1": ("etom", [q for q in etom if q.get("level") == 1], "any"),
-           "etom L2": ("etom", [q for q in etom if q.get("level") == 2], "any"),
-           "livemcp": ("livemcp", _jsonl(BENCH / "livemcp" / "queries.jsonl"), "any")}
+    out = {
+        "etom L1": ("etom", [q for q in etom if q.get("level") == 1], "any"),
+        "etom L2": ("etom", [q for q in etom if q.get("level") == 2], "any"),
+        "livemcp": ("livemcp", _jsonl(BENCH / "livemcp" / "queries.jsonl"), "any"),
+    }
     for st in STYLES:
         out[f"natural {st}"] = ("livemcp", [q for q in nat if q["style"] == st], "any")
     out["etom L3 (all)"] = ("etom", _jsonl(BENCH / "etom" / "queries_multi.jsonl"), "all")
@@ -118,35 +120,53 @@ def main() -> int:
         return sum(r[k] for r in rows) / len(rows) if rows else 0.0
 
     feasible = [s for s, (_, _, lab) in spec.items() if lab != "none"]
-    print(f"{'set':17s} {'n':>4s}  {'bm25':>11s}  {'MiniLM cos':>11s}  {'toolidx cos':>11s}  "
-          f"{'MiniLM hyb':>11s}  {'toolidx hyb':>11s}   toolidx vs MiniLM, hybrid (R@1; R@5)")
+    print(
+        f"{'set':17s} {'n':>4s}  {'bm25':>11s}  {'MiniLM cos':>11s}  {'toolidx cos':>11s}  "
+        f"{'MiniLM hyb':>11s}  {'toolidx hyb':>11s}   toolidx vs MiniLM, hybrid (R@1; R@5)"
+    )
     failures = []
     for s in feasible:
         cells = []
-        for key in (("bm25", "keyword"), ("MiniLM", "semantic"), ("toolidx", "semantic"),
-                    ("MiniLM", "hybrid"), ("toolidx", "hybrid")):
+        for key in (
+            ("bm25", "keyword"),
+            ("MiniLM", "semantic"),
+            ("toolidx", "semantic"),
+            ("MiniLM", "hybrid"),
+            ("toolidx", "hybrid"),
+        ):
             rows = res[(*key, s)]
             cells.append(f"{mean(rows, 'R@1'):.3f}/{mean(rows, 'R@5'):.3f}")
         a, b = res[("toolidx", "hybrid", s)], res[("MiniLM", "hybrid", s)]
         failures += [f"{s} {k}" for k in ("R@1", "R@5") if worse_than(a, b, k)]
-        print(f"{s:17s} {len(a):4d}  " + "  ".join(f"{c:>11s}" for c in cells)
-              + f"   {sign(a, b, 'R@1')}; {sign(a, b, 'R@5')}")
+        print(
+            f"{s:17s} {len(a):4d}  "
+            + "  ".join(f"{c:>11s}" for c in cells)
+            + f"   {sign(a, b, 'R@1')}; {sign(a, b, 'R@5')}"
+        )
     nat_sets = [f"natural {st}" for st in STYLES]
     print("\nhybrid, each model at its own gate:")
     for label in MODELS:
+
         def loss(names, label=label):
             rows = [r for n in names for r in res[(label, "hybrid", n)]]
             return mean(rows, "R@5") - sum(r["R@5"] * r["answered"] for r in rows) / len(rows)
 
-        ab = {s: 1 - mean(res[(label, "hybrid", s)], "answered")
-              for s in ("etom infeasible", "natural far", "natural near")}
+        ab = {
+            s: 1 - mean(res[(label, "hybrid", s)], "answered")
+            for s in ("etom infeasible", "natural far", "natural near")
+        }
         right = [r["top"] for n in nat_sets for r in res[(label, "hybrid", n)] if r["right_top"]]
-        print(f"  {label:8s} turned away: etom {ab['etom infeasible']:.3f}, natural far {ab['natural far']:.3f}, "
-              f"near {ab['natural near']:.3f}; feasible R@5 lost: etom {loss(['etom L1', 'etom L2']):.3f}, "
-              f"natural {loss(nat_sets):.3f}, livemcp {loss(['livemcp']):.3f}; median score of a right "
-              f"first answer (natural) {statistics.median(right) if right else 0:.3f}")
-    print("\nquery embedding p50 (ms, natural queries, "
-          + ", ".join(f"{k} {v:.2f}" for k, v in latency.items()) + f"); total {time.time() - t0:.0f} s")
+        print(
+            f"  {label:8s} turned away: etom {ab['etom infeasible']:.3f}, natural far {ab['natural far']:.3f}, "
+            f"near {ab['natural near']:.3f}; feasible R@5 lost: etom {loss(['etom L1', 'etom L2']):.3f}, "
+            f"natural {loss(nat_sets):.3f}, livemcp {loss(['livemcp']):.3f}; median score of a right "
+            f"first answer (natural) {statistics.median(right) if right else 0:.3f}"
+        )
+    print(
+        "\nquery embedding p50 (ms, natural queries, "
+        + ", ".join(f"{k} {v:.2f}" for k, v in latency.items())
+        + f"); total {time.time() - t0:.0f} s"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"|".join(k): v for k, v in res.items()} | {"latency_ms": latency}, f)

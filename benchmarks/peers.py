@@ -58,22 +58,189 @@ KS = (1, 5)
 
 # --- Codex: search_tool_bm25 ---------------------------------------------------------------------
 # The NLTK English list (the `stop-words` crate's "nltk" feature, which the bm25 crate enables).
-NLTK_STOP_WORDS = frozenset({
-    "i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "you're", "you've", "you'll", "you'd",
-    "your", "yours", "yourself", "yourselves", "he", "him", "his", "himself", "she", "she's", "her", "hers",
-    "herself", "it", "it's", "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which",
-    "who", "whom", "this", "that", "that'll", "these", "those", "am", "is", "are", "was", "were", "be", "been",
-    "being", "have", "has", "had", "having", "do", "does", "did", "doing", "a", "an", "the", "and", "but", "if",
-    "or", "because", "as", "until", "while", "of", "at", "by", "for", "with", "about", "against", "between",
-    "into", "through", "during", "before", "after", "above", "below", "to", "from", "up", "down", "in", "out",
-    "on", "off", "over", "under", "again", "further", "then", "once", "here", "there", "when", "where", "why",
-    "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "nor", "not",
-    "only", "own", "same", "so", "than", "too", "very", "s", "t", "can", "will", "just", "don", "don't",
-    "should", "should've", "now", "d", "ll", "m", "o", "re", "ve", "y", "ain", "aren", "aren't", "couldn",
-    "couldn't", "didn", "didn't", "doesn", "doesn't", "hadn", "hadn't", "hasn", "hasn't", "haven", "haven't",
-    "isn", "isn't", "ma", "mightn", "mightn't", "mustn", "mustn't", "needn", "needn't", "shan", "shan't",
-    "shouldn", "shouldn't", "wasn", "wasn't", "weren", "weren't", "won", "won't", "wouldn", "wouldn't",
-})
+NLTK_STOP_WORDS = frozenset(
+    {
+        "i",
+        "me",
+        "my",
+        "myself",
+        "we",
+        "our",
+        "ours",
+        "ourselves",
+        "you",
+        "you're",
+        "you've",
+        "you'll",
+        "you'd",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "he",
+        "him",
+        "his",
+        "himself",
+        "she",
+        "she's",
+        "her",
+        "hers",
+        "herself",
+        "it",
+        "it's",
+        "its",
+        "itself",
+        "they",
+        "them",
+        "their",
+        "theirs",
+        "themselves",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "this",
+        "that",
+        "that'll",
+        "these",
+        "those",
+        "am",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "have",
+        "has",
+        "had",
+        "having",
+        "do",
+        "does",
+        "did",
+        "doing",
+        "a",
+        "an",
+        "the",
+        "and",
+        "but",
+        "if",
+        "or",
+        "because",
+        "as",
+        "until",
+        "while",
+        "of",
+        "at",
+        "by",
+        "for",
+        "with",
+        "about",
+        "against",
+        "between",
+        "into",
+        "through",
+        "during",
+        "before",
+        "after",
+        "above",
+        "below",
+        "to",
+        "from",
+        "up",
+        "down",
+        "in",
+        "out",
+        "on",
+        "off",
+        "over",
+        "under",
+        "again",
+        "further",
+        "then",
+        "once",
+        "here",
+        "there",
+        "when",
+        "where",
+        "why",
+        "how",
+        "all",
+        "any",
+        "both",
+        "each",
+        "few",
+        "more",
+        "most",
+        "other",
+        "some",
+        "such",
+        "no",
+        "nor",
+        "not",
+        "only",
+        "own",
+        "same",
+        "so",
+        "than",
+        "too",
+        "very",
+        "s",
+        "t",
+        "can",
+        "will",
+        "just",
+        "don",
+        "don't",
+        "should",
+        "should've",
+        "now",
+        "d",
+        "ll",
+        "m",
+        "o",
+        "re",
+        "ve",
+        "y",
+        "ain",
+        "aren",
+        "aren't",
+        "couldn",
+        "couldn't",
+        "didn",
+        "didn't",
+        "doesn",
+        "doesn't",
+        "hadn",
+        "hadn't",
+        "hasn",
+        "hasn't",
+        "haven",
+        "haven't",
+        "isn",
+        "isn't",
+        "ma",
+        "mightn",
+        "mightn't",
+        "mustn",
+        "mustn't",
+        "needn",
+        "needn't",
+        "shan",
+        "shan't",
+        "shouldn",
+        "shouldn't",
+        "wasn",
+        "wasn't",
+        "weren",
+        "weren't",
+        "won",
+        "won't",
+        "wouldn",
+        "wouldn't",
+    }
+)
 
 # UAX #29 word segmentation, as far as English text needs it: letters, digits and the connector
 # `_` (ExtendNumLet) make one word, kept together across a single `'`, `.`, `:` or `’` between
@@ -176,8 +343,15 @@ class ClaudeCodeKeyword:
         for t in tools:
             name = f"mcp__{t['server']}__{t['name']}"
             desc = (t.get("description") or "").lower()
-            self.tools.append({"id": t["id"], "name": name, "lname": name.lower(), "parts": name_parts(name),
-                               "words": set(re.findall(r"[a-z0-9]+", desc))})
+            self.tools.append(
+                {
+                    "id": t["id"],
+                    "name": name,
+                    "lname": name.lower(),
+                    "parts": name_parts(name),
+                    "words": set(re.findall(r"[a-z0-9]+", desc)),
+                }
+            )
         self.by_lname = {t["lname"]: t for t in self.tools}
         self._points: dict[str, dict[int, int]] = {}
 
@@ -222,8 +396,7 @@ class ClaudeCodeKeyword:
         for w in terms:
             scores.update(self._term_points(w))
         if required:
-            scores = Counter({n: s for n, s in scores.items()
-                              if all(r in self.tools[n]["lname"] for r in required)})
+            scores = Counter({n: s for n, s in scores.items() if all(r in self.tools[n]["lname"] for r in required)})
         order = sorted(scores, key=lambda n: (-scores[n], n))
         return [self.tools[n]["id"] for n in order[:k]]
 
@@ -242,8 +415,12 @@ def build_index(set_name: str) -> Path:
     the tools and the code that decides what is indexed."""
     tools = BENCH / set_name / "tools.jsonl"
     h = hashlib.sha256(tools.read_bytes())
-    for f in ("toolidx/core/tooldoc.py", "toolidx/store/migrations.py", "toolidx/crawl/sources.py",
-              "toolidx/store/crawls.py"):
+    for f in (
+        "toolidx/core/tooldoc.py",
+        "toolidx/store/migrations.py",
+        "toolidx/crawl/sources.py",
+        "toolidx/store/crawls.py",
+    ):
         p = REPO / f
         if p.is_file():
             h.update(p.read_bytes())
@@ -290,7 +467,7 @@ def sign_test(better: int, worse: int) -> float:
     if n == 0:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(better, worse) + 1))
-    return min(1.0, 2 * tail / 2 ** n)
+    return min(1.0, 2 * tail / 2**n)
 
 
 def hits_at(ranked: list[str], relevant: set[str]) -> dict[int, int]:
@@ -356,8 +533,11 @@ def main() -> int:
                         behind.append(f"{r['set']} {peer} R@{k}")
             print(f"{label:28s} " + "; ".join(cells))
     for r in results:
-        print(f"{r['set']}: seconds per ranker over {r['queries']} queries: "
-              + ", ".join(f"{n} {s:.1f}" for n, s in r["seconds"].items()), file=sys.stderr)
+        print(
+            f"{r['set']}: seconds per ranker over {r['queries']} queries: "
+            + ", ".join(f"{n} {s:.1f}" for n, s in r["seconds"].items()),
+            file=sys.stderr,
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     if behind:

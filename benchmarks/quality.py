@@ -44,12 +44,24 @@ def main() -> int:
     etom, lmb = build("etom"), build("livemcp")
     nat = BENCH / "livemcp-natural"
     reports = {
-        "etom L1+L2": evaluate(etom, BENCH / "etom" / "queries.jsonl", modes=MODES, by="level",
-                               infeasible=BENCH / "etom" / "queries_infeasible.jsonl", embedder=emb),
+        "etom L1+L2": evaluate(
+            etom,
+            BENCH / "etom" / "queries.jsonl",
+            modes=MODES,
+            by="level",
+            infeasible=BENCH / "etom" / "queries_infeasible.jsonl",
+            embedder=emb,
+        ),
         "livemcp": evaluate(lmb, BENCH / "livemcp" / "queries.jsonl", modes=MODES, embedder=emb),
         # same 527 tools (tools.jsonl is byte-identical to livemcp's)
-        "natural": evaluate(lmb, nat / "queries.jsonl", modes=MODES, by="style",
-                            infeasible=nat / "queries_infeasible.jsonl", embedder=emb),
+        "natural": evaluate(
+            lmb,
+            nat / "queries.jsonl",
+            modes=MODES,
+            by="style",
+            infeasible=nat / "queries_infeasible.jsonl",
+            embedder=emb,
+        ),
     }
     held = {  # set: (index, file, labels)
         "etom L3 (all)": (etom, BENCH / "etom" / "queries_multi.jsonl", "all"),
@@ -88,8 +100,10 @@ def main() -> int:
         for mode in MODES:
             m = rows[(s, mode)]
             n = m.get("n", "")
-            print(f"{s:18s} {LABEL[mode]:7s} {n!s:>5s} {m['R@1']:6.3f} {m['R@5']:6.3f} {m['R@10']:6.3f} "
-                  f"{m['MRR@10']:7.3f} {m['R@5@threshold']:8.3f}")
+            print(
+                f"{s:18s} {LABEL[mode]:7s} {n!s:>5s} {m['R@1']:6.3f} {m['R@5']:6.3f} {m['R@10']:6.3f} "
+                f"{m['MRR@10']:7.3f} {m['R@5@threshold']:8.3f}"
+            )
 
     failures = []
     print("\nper query, hybrid better / worse than each single mode (exact two-sided sign test):")
@@ -109,12 +123,16 @@ def main() -> int:
             ab = e["abstention"]
             kinds = "".join(f", {k} {v['rate']:.3f} (n={v['n']})" for k, v in ab["by_kind"].items())
             m = e["metrics"]
-            print(f"  {name:8s} {LABEL[mode]:7s} threshold {e['threshold']}: abstains {ab['rate']:.3f} "
-                  f"(n={ab['n']}){kinds}; feasible R@5 {m['R@5']:.3f} -> {m['R@5@threshold']:.3f} "
-                  f"(lost {m['R@5'] - m['R@5@threshold']:.3f})")
+            print(
+                f"  {name:8s} {LABEL[mode]:7s} threshold {e['threshold']}: abstains {ab['rate']:.3f} "
+                f"(n={ab['n']}){kinds}; feasible R@5 {m['R@5']:.3f} -> {m['R@5@threshold']:.3f} "
+                f"(lost {m['R@5'] - m['R@5@threshold']:.3f})"
+            )
     lm = reports["livemcp"]["modes"]["hybrid"]["metrics"]
-    print(f"  livemcp  hybrid: R@5 {lm['R@5']:.3f} -> {lm['R@5@threshold']:.3f} with the gate "
-          f"(answered {lm['answered']:.3f})")
+    print(
+        f"  livemcp  hybrid: R@5 {lm['R@5']:.3f} -> {lm['R@5@threshold']:.3f} with the gate "
+        f"(answered {lm['answered']:.3f})"
+    )
 
     print("\nreliability of hybrid's score (every shown hit of the top 10, impossible requests included):")
     for name in ("etom L1+L2", "livemcp", "natural", *held):
@@ -123,8 +141,10 @@ def main() -> int:
         print(f"  {name:16s} ECE {r['ece']:.3f}  mean score:share relevant(count) {bins}")
 
     e = reports["etom L1+L2"]["modes"]["hybrid"]
-    print(f"\nlatency p50 (hybrid, etom, incl. query embedding): {e['latency_ms']['p50']} ms; "
-          f"total {time.time() - t0:.0f} s")
+    print(
+        f"\nlatency p50 (hybrid, etom, incl. query embedding): {e['latency_ms']['p50']} ms; "
+        f"total {time.time() - t0:.0f} s"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(reports, f, indent=2)

@@ -40,8 +40,7 @@ def _catalog(n: int, emb) -> Path:
     CACHE.mkdir(parents=True, exist_ok=True)
     base = []
     for s in ("etom", "livemcp"):
-        base += load_tools_file(ServerSpec(name=s, transport="tools_file",
-                                           tools_file=str(BENCH / s / "tools.jsonl")))
+        base += load_tools_file(ServerSpec(name=s, transport="tools_file", tools_file=str(BENCH / s / "tools.jsonl")))
     results, count, copy, used = [], 0, 0, set()
     while count < n:
         for r in base:
@@ -84,8 +83,12 @@ def _catalog(n: int, emb) -> Path:
 
 
 def _queries(k: int) -> list[str]:
-    qs = [json.loads(line)["query"] for f in ("etom/queries.jsonl", "livemcp/queries.jsonl")
-          for line in (BENCH / f).read_text().splitlines() if line.strip()]
+    qs = [
+        json.loads(line)["query"]
+        for f in ("etom/queries.jsonl", "livemcp/queries.jsonl")
+        for line in (BENCH / f).read_text().splitlines()
+        if line.strip()
+    ]
     random.Random(7).shuffle(qs)
     return qs[:k]
 
@@ -109,8 +112,11 @@ def _time(fn, queries) -> dict:
         cpu.append((time.process_time() - c0) * 1000)
     # CPU time is shown too: on a shared, loaded machine wall time mostly measures waiting for a
     # core (it sums the model's threads, so for hybrid it over-counts on several cores)
-    return {"p50": round(statistics.median(lat), 2), "p95": round(_pct(lat, 0.95), 2),
-            "cpu_p50": round(statistics.median(cpu), 2)}
+    return {
+        "p50": round(statistics.median(lat), 2),
+        "p95": round(_pct(lat, 0.95), 2),
+        "cpu_p50": round(statistics.median(cpu), 2),
+    }
 
 
 def _cold(cmd: list[str], runs: int, env: dict) -> float:
@@ -158,10 +164,14 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     # the query embedding alone, to show what the model costs on this machine
     embed_only = _time(lambda q: qemb.embed_query(" ".join(q.split())), queries)
-    print(f"query embedding alone: p50 {embed_only['p50']} ms, p95 {embed_only['p95']} ms, cpu p50 "
-          f"{embed_only['cpu_p50']} ms ({os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f})")
-    print("keyword (lazy): a fresh process whose caches fill as queries come (5 warm-up queries); "
-          "warm: after search.warm() (what `toolidx serve` does at start)")
+    print(
+        f"query embedding alone: p50 {embed_only['p50']} ms, p95 {embed_only['p95']} ms, cpu p50 "
+        f"{embed_only['cpu_p50']} ms ({os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f})"
+    )
+    print(
+        "keyword (lazy): a fresh process whose caches fill as queries come (5 warm-up queries); "
+        "warm: after search.warm() (what `toolidx serve` does at start)"
+    )
     print(f"{'tools':>7s} {'mode':15s} {'p50 ms':>8s} {'p95 ms':>8s} {'cpu p50':>8s}")
     results = {}
     env = {**os.environ, "TOOLIDX_MODEL_PATH": MODEL}
@@ -173,8 +183,10 @@ def main() -> int:
         print(f"{n:7d} {'keyword (lazy)':15s} {r['p50']:8.2f} {r['p95']:8.2f} {r['cpu_p50']:8.2f}")
         t0 = time.perf_counter()
         warm(db, qemb)
-        print(f"{n:7d} {'search.warm()':15s} {(time.perf_counter() - t0) * 1000:8.0f} ms once; a warm "
-              f"serve process holding this index: RSS {_serve_rss_mb(path, env)} MB")
+        print(
+            f"{n:7d} {'search.warm()':15s} {(time.perf_counter() - t0) * 1000:8.0f} ms once; a warm "
+            f"serve process holding this index: RSS {_serve_rss_mb(path, env)} MB"
+        )
         for mode in ("keyword", "semantic", "hybrid"):
             r = _time(lambda q, db=db, mode=mode: search(db, q, mode=mode, embedder=qemb, limit=10), queries)
             results[(n, mode)] = r
@@ -186,11 +198,16 @@ def main() -> int:
     base = _cold([py, "-c", "import sqlite3"], args.cold_runs, env)
     toolidx = str(Path(py).parent / "toolidx")
     cli = [toolidx] if os.path.exists(toolidx) else [py, "-m", "toolidx"]
-    cold = _cold([*cli, "search", "convert a pdf to markdown", "--mode", "keyword", "--db", str(db10),
-                  "--json"], args.cold_runs, env)
+    cold = _cold(
+        [*cli, "search", "convert a pdf to markdown", "--mode", "keyword", "--db", str(db10), "--json"],
+        args.cold_runs,
+        env,
+    )
     budget = 2 * base + 150
-    print(f"cold `toolidx search --mode keyword`: {cold:.0f} ms; python -c 'import sqlite3': {base:.0f} ms; "
-          f"ratio {cold / base:.2f}x; budget 2x+150 = {budget:.0f} ms {'ok' if cold <= budget else 'MISSED'}")
+    print(
+        f"cold `toolidx search --mode keyword`: {cold:.0f} ms; python -c 'import sqlite3': {base:.0f} ms; "
+        f"ratio {cold / base:.2f}x; budget 2x+150 = {budget:.0f} ms {'ok' if cold <= budget else 'MISSED'}"
+    )
     missed = []
     h = results.get((10000, "hybrid"))
     k = results.get((10000, "keyword"))

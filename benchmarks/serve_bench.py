@@ -49,8 +49,9 @@ def ms(x: float) -> str:
 def toolidx_params(db: Path, *extra: str, env: dict | None = None):
     from mcp import StdioServerParameters
 
-    return StdioServerParameters(command=sys.executable, args=["-m", "toolidx", "serve", "--db", str(db), *extra],
-                                 env=env or {}, cwd=str(REPO))
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "toolidx", "serve", "--db", str(db), *extra], env=env or {}, cwd=str(REPO)
+    )
 
 
 def model_env() -> dict:
@@ -87,9 +88,13 @@ async def overhead(db: Path, servers_json: Path, server: str, tool: str, args: d
     spec = next(s for s in load_config(servers_json).servers if s.name == server)
     direct_params = StdioServerParameters(command=spec.command, args=spec.args, env=child_env(spec), cwd=spec.cwd)
     with open(os.devnull, "w") as devnull:
-        async with Client(stdio_client(direct_params, errlog=devnull), mode="legacy") as dc, \
-                Client(stdio_client(toolidx_params(db, "--server", server, env=model_env()), errlog=devnull),
-                       mode="legacy") as pc:
+        async with (
+            Client(stdio_client(direct_params, errlog=devnull), mode="legacy") as dc,
+            Client(
+                stdio_client(toolidx_params(db, "--server", server, env=model_env()), errlog=devnull), mode="legacy"
+            ) as pc,
+        ):
+
             async def direct():
                 r = await dc.call_tool(tool, args)
                 assert not r.is_error, r
@@ -106,11 +111,17 @@ async def overhead(db: Path, servers_json: Path, server: str, tool: str, args: d
                 d += await timed_calls(direct, 1)
                 p += await timed_calls(proxied, 1)
     diffs = [b - a for a, b in zip(d, p)]
-    return {"tool": f"{server}/{tool}", "calls": n,
-            "direct_p50": pct(d, 50), "direct_p90": pct(d, 90),
-            "serve_p50": pct(p, 50), "serve_p90": pct(p, 90),
-            "added_p50": pct(p, 50) - pct(d, 50), "added_p90": pct(p, 90) - pct(d, 90),
-            "paired_added_p50": pct(diffs, 50)}
+    return {
+        "tool": f"{server}/{tool}",
+        "calls": n,
+        "direct_p50": pct(d, 50),
+        "direct_p90": pct(d, 90),
+        "serve_p50": pct(p, 50),
+        "serve_p90": pct(p, 90),
+        "added_p50": pct(p, 50) - pct(d, 50),
+        "added_p90": pct(p, 90) - pct(d, 90),
+        "paired_added_p50": pct(diffs, 50),
+    }
 
 
 async def startup(db: Path, servers_json: Path, runs: int) -> dict:
@@ -139,14 +150,26 @@ async def startup(db: Path, servers_json: Path, runs: int) -> dict:
             async with Client(stdio_client(params, errlog=devnull), mode="legacy") as c:
                 await c.list_tools()
                 base.append(time.perf_counter() - t0)
-    return {"runs": runs, "first_search_p50": statistics.median(first),
-            "first_semantic_p50": statistics.median(semantic),
-            "baseline_first_list_p50": statistics.median(base)}
+    return {
+        "runs": runs,
+        "first_search_p50": statistics.median(first),
+        "first_semantic_p50": statistics.median(semantic),
+        "baseline_first_list_p50": statistics.median(base),
+    }
 
 
-QUERIES = ["what time is it in Tokyo", "read a file", "create a git branch", "store a memory entity",
-           "list a directory", "echo a message", "convert time between zones", "search notes",
-           "write a file to disk", "show the git log"]
+QUERIES = [
+    "what time is it in Tokyo",
+    "read a file",
+    "create a git branch",
+    "store a memory entity",
+    "list a directory",
+    "echo a message",
+    "convert time between zones",
+    "search notes",
+    "write a file to disk",
+    "show the git log",
+]
 
 
 def load_stats(lat: list[float], wall: float) -> dict:
@@ -179,9 +202,25 @@ def start_http(db: Path, token: str) -> tuple[subprocess.Popen, str]:
 
     err = Path(tempfile.mkdtemp()) / "serve-http.err"
     with open(err, "w") as errf:
-        proc = subprocess.Popen([sys.executable, "-m", "toolidx", "serve", "--db", str(db), "--http", "127.0.0.1:0",
-                                 "--token-env", "BENCH_TOKEN"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=errf, cwd=REPO, env={**os.environ, **model_env(), "BENCH_TOKEN": token})
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "toolidx",
+                "serve",
+                "--db",
+                str(db),
+                "--http",
+                "127.0.0.1:0",
+                "--token-env",
+                "BENCH_TOKEN",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errf,
+            cwd=REPO,
+            env={**os.environ, **model_env(), "BENCH_TOKEN": token},
+        )
     deadline = time.monotonic() + 90
     base = None
     while time.monotonic() < deadline:
@@ -225,8 +264,11 @@ async def http_load(db: Path, base: str, token: str, clients: int, searches: int
         sessions = []
         for _ in range(clients):
             http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
-            sessions.append(await stack.enter_async_context(
-                Client(streamable_http_client(base + "/mcp", http_client=http), mode="legacy")))
+            sessions.append(
+                await stack.enter_async_context(
+                    Client(streamable_http_client(base + "/mcp", http_client=http), mode="legacy")
+                )
+            )
 
         async def mcp_search(k: int, i: int) -> None:
             await sessions[k].call_tool("search_tools", {"query": QUERIES[(k + i) % len(QUERIES)]})
@@ -235,8 +277,10 @@ async def http_load(db: Path, base: str, token: str, clients: int, searches: int
         out["http search_tools"] = await _clients_load(clients, searches, mcp_search)
 
     async with AsyncExitStack() as stack:
-        webs = [await stack.enter_async_context(httpx2.AsyncClient(base_url=base, headers=headers, timeout=60))
-                for _ in range(clients)]
+        webs = [
+            await stack.enter_async_context(httpx2.AsyncClient(base_url=base, headers=headers, timeout=60))
+            for _ in range(clients)
+        ]
 
         async def api_search(k: int, i: int) -> None:
             r = await webs[k].get("/v1/search", params={"q": QUERIES[(k + i) % len(QUERIES)], "k": 5})
@@ -260,13 +304,18 @@ def crawl_all(servers_json: Path, tmp: Path) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser()
     # where scripts/test.sh installs the real servers
-    ap.add_argument("--servers", default=servers_dir(),
-                    help="folder of the real servers, with servers.json (default: %(default)s)")
+    ap.add_argument(
+        "--servers", default=servers_dir(), help="folder of the real servers, with servers.json (default: %(default)s)"
+    )
     ap.add_argument("--db")
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--startup-runs", type=int, default=5)
-    ap.add_argument("--only", action="append", choices=["tokens", "overhead", "startup", "http"],
-                    help="run only these sections (repeatable; default: all)")
+    ap.add_argument(
+        "--only",
+        action="append",
+        choices=["tokens", "overhead", "startup", "http"],
+        help="run only these sections (repeatable; default: all)",
+    )
     ap.add_argument("--clients", type=int, default=8, help="HTTP load: concurrent clients")
     ap.add_argument("--searches", type=int, default=50, help="HTTP load: searches per client")
     a = ap.parse_args()
@@ -294,28 +343,35 @@ def tokens_section(db: Path) -> None:
     s = index_stats(open_db(db))
     for row in s["servers"]:
         print(f"  {row['server']:<22} {row['tools']:>4} tools {row['tokens']:>7,} tokens")
-    print(f"  all definitions: {s['tool_tokens']:,} tokens for {s['tools']} tools; meta-tools: {s['meta_tokens']:,}"
-          f" -> saved {s['saved_tokens']:,} ({s['saving_pct']}%), {s['ratio']}x smaller")
+    print(
+        f"  all definitions: {s['tool_tokens']:,} tokens for {s['tools']} tools; meta-tools: {s['meta_tokens']:,}"
+        f" -> saved {s['saved_tokens']:,} ({s['saving_pct']}%), {s['ratio']}x smaller"
+    )
 
 
 def overhead_section(db: Path, servers_json: Path, calls: int) -> None:
     print("\n== execute_tool overhead vs a direct call on a warm connection")
-    for server, tool, args in [("everything", "echo", {"message": "hello"}),
-                               ("time", "get_current_time", {"timezone": "Asia/Tokyo"})]:
+    for server, tool, args in [
+        ("everything", "echo", {"message": "hello"}),
+        ("time", "get_current_time", {"timezone": "Asia/Tokyo"}),
+    ]:
         o = anyio.run(overhead, db, servers_json, server, tool, args, calls)
         ok = "OK" if o["added_p50"] <= 0.005 else "OVER TARGET"
-        print(f"  {o['tool']:<24} direct p50 {ms(o['direct_p50'])} p90 {ms(o['direct_p90'])} | via serve "
-              f"p50 {ms(o['serve_p50'])} p90 {ms(o['serve_p90'])} | added p50 {ms(o['added_p50'])} "
-              f"p90 {ms(o['added_p90'])}, paired p50 {ms(o['paired_added_p50'])} "
-              f"({o['serve_p50'] / o['direct_p50']:.2f}x) [{ok}: target <= 5 ms]")
-
+        print(
+            f"  {o['tool']:<24} direct p50 {ms(o['direct_p50'])} p90 {ms(o['direct_p90'])} | via serve "
+            f"p50 {ms(o['serve_p50'])} p90 {ms(o['serve_p90'])} | added p50 {ms(o['added_p50'])} "
+            f"p90 {ms(o['added_p90'])}, paired p50 {ms(o['paired_added_p50'])} "
+            f"({o['serve_p50'] / o['direct_p50']:.2f}x) [{ok}: target <= 5 ms]"
+        )
 
 
 def startup_section(db: Path, servers_json: Path, runs: int) -> None:
     print("\n== start-up (spawn over stdio)")
     st = anyio.run(startup, db, servers_json, runs)
-    print(f"  spawn -> first search_tools answer: p50 {st['first_search_p50']:.2f} s "
-          f"({st['first_search_p50'] / st['baseline_first_list_p50']:.2f}x the baseline)")
+    print(
+        f"  spawn -> first search_tools answer: p50 {st['first_search_p50']:.2f} s "
+        f"({st['first_search_p50'] / st['baseline_first_list_p50']:.2f}x the baseline)"
+    )
     print(f"  spawn -> first semantic (hybrid) answer: p50 {st['first_semantic_p50']:.2f} s")
     print(f"  baseline, spawn -> first tools/list of mcp-server-time: p50 {st['baseline_first_list_p50']:.2f} s")
 
@@ -323,8 +379,10 @@ def startup_section(db: Path, servers_json: Path, runs: int) -> None:
 def http_section(db: Path, clients: int, searches: int) -> None:
     import secrets
 
-    print(f"\n== HTTP under load: {clients} concurrent clients x {searches} searches, loopback "
-          f"(load average {os.getloadavg()[0]:.1f})")
+    print(
+        f"\n== HTTP under load: {clients} concurrent clients x {searches} searches, loopback "
+        f"(load average {os.getloadavg()[0]:.1f})"
+    )
     token = secrets.token_urlsafe(24)
     proc, base = start_http(db, token)
     try:
@@ -337,8 +395,11 @@ def http_section(db: Path, clients: int, searches: int) -> None:
             proc.kill()
     ref = res["stdio search_tools"]
     for name, r in res.items():
-        vs = "" if r is ref else (f" | {r['rps'] / ref['rps']:.2f}x the stdio throughput, "
-                                  f"p95 {r['p95'] / ref['p95']:.2f}x stdio's")
+        vs = (
+            ""
+            if r is ref
+            else (f" | {r['rps'] / ref['rps']:.2f}x the stdio throughput, p95 {r['p95'] / ref['p95']:.2f}x stdio's")
+        )
         print(f"  {name:<20} {r['n']:>5} searches {r['rps']:>7.1f} /s  p50 {ms(r['p50'])}  p95 {ms(r['p95'])}{vs}")
 
 

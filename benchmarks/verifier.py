@@ -48,13 +48,15 @@ LEXICON = {
     "create": "add new make generate build insert write compose draft produce save",
     "delete": "remove drop erase clear purge destroy uninstall cancel unsubscribe",
     "read": "get show fetch view open display retrieve load see inspect describe list enumerate browse "
-            "search find look lookup query locate discover download export",
+    "search find look lookup query locate discover download export",
     "update": "edit modify rename set change replace move fix adjust patch reopen toggle enable disable turn",
     "send": "post message email mail notify publish share tweet reply comment submit announce",
     "book": "reserve schedule register",
     "buy": "order purchase pay checkout sell trade",
     "vote": "upvote downvote star favorite favourite",
-    "translate": "", "convert": "transform", "upload": "push import attach",
+    "translate": "",
+    "convert": "transform",
+    "upload": "push import attach",
     "run": "execute start launch invoke trigger play",
     "stop": "pause kill halt terminate mute",
     "analyze": "analyse summarize compare calculate compute evaluate scan detect",
@@ -63,8 +65,24 @@ CHECKED = frozenset(LEXICON) - {"read", "analyze"}
 # the coarse variant: making, changing, running and converting as one action ("start a fresh Word
 # file", "turn A1:F50 into a table", "add textures" served by set_texture)
 COARSE = {"update": "create", "run": "create", "convert": "create"}
-NO_STEM = frozenset({"news", "status", "series", "analysis", "canvas", "alias", "process", "address",
-                     "access", "class", "https", "always", "this", "its"})
+NO_STEM = frozenset(
+    {
+        "news",
+        "status",
+        "series",
+        "analysis",
+        "canvas",
+        "alias",
+        "process",
+        "address",
+        "access",
+        "class",
+        "https",
+        "always",
+        "this",
+        "its",
+    }
+)
 
 
 def stem(w: str) -> str:
@@ -111,10 +129,15 @@ def verify(query: str, top: list[dict]) -> dict[str, float]:
 
     def coarse(acts: set) -> set:
         return {COARSE.get(a, a) for a in acts}
-    return {"action mismatch": miss(acts, has), "action mismatch, lead verb": miss(lead_act, has),
-            "action mismatch, lead verb, coarse": miss(coarse(lead_act), coarse(has)),
-            "action mismatch, top-1": miss(acts, tools[0][0]),
-            "object mismatch": float(overlap == 0.0), "object overlap (1 - share)": 1.0 - overlap}
+
+    return {
+        "action mismatch": miss(acts, has),
+        "action mismatch, lead verb": miss(lead_act, has),
+        "action mismatch, lead verb, coarse": miss(coarse(lead_act), coarse(has)),
+        "action mismatch, top-1": miss(acts, tools[0][0]),
+        "object mismatch": float(overlap == 0.0),
+        "object overlap (1 - share)": 1.0 - overlap,
+    }
 
 
 def model_name() -> str:
@@ -143,8 +166,14 @@ def records(model: str | None) -> dict[str, list[dict]]:
             t0 = time.perf_counter()
             sig = verify(asked["query"], [tools[cat][t] for t in top5])
             spent += time.perf_counter() - t0
-            out[s].append({"top": max(sc.values(), default=0.0), "exempt": q["n_terms"] < cal.GATE_MIN_TERMS,
-                           "hit5": bool(set(q["relevant"]) & set(top5)), **sig})
+            out[s].append(
+                {
+                    "top": max(sc.values(), default=0.0),
+                    "exempt": q["n_terms"] < cal.GATE_MIN_TERMS,
+                    "hit5": bool(set(q["relevant"]) & set(top5)),
+                    **sig,
+                }
+            )
     n = sum(map(len, out.values()))
     print(f"verifier: {1000 * spent / n:.3f} ms per query (top 5 tools' text read and matched each time), {n} queries")
     return out
@@ -176,10 +205,16 @@ def main() -> int:
         v["logit"] = np.log(np.clip(v["top"], 1e-9, 1) / np.clip(1 - v["top"], 1e-9, 1))
     ok5 = {s: (v["hit5"] > 0) & ~v["exempt"] for s, v in a.items()}  # served, gated: what a cut can cost
     pairs = (("etom infeasible", "etom"), ("natural far", "natural"), ("natural near", "natural"))
-    print(f"\nAUROC, served feasible (3+ terms; etom {sum(ok5[s].sum() for s in CATALOGS['etom'])}, natural "
-          f"{sum(ok5[s].sum() for s in CATALOGS['natural'])}) vs impossible (3+ terms); share of each set flagged")
-    print(f"  {'signal':36s} " + " ".join(f"{s:>15s}" for s, _ in pairs) + "  flagged: " + " ".join(
-        f"{s.split()[-1][:6]:>6s}" for s in (*FEASIBLE, *INFEASIBLE)))
+    print(
+        f"\nAUROC, served feasible (3+ terms; etom {sum(ok5[s].sum() for s in CATALOGS['etom'])}, natural "
+        f"{sum(ok5[s].sum() for s in CATALOGS['natural'])}) vs impossible (3+ terms); share of each set flagged"
+    )
+    print(
+        f"  {'signal':36s} "
+        + " ".join(f"{s:>15s}" for s, _ in pairs)
+        + "  flagged: "
+        + " ".join(f"{s.split()[-1][:6]:>6s}" for s in (*FEASIBLE, *INFEASIBLE))
+    )
     for k in ("-best score (gate)", *sigs):
         au = [auroc(a[s][k][~a[s]["exempt"]], np.concatenate([a[f][k][ok5[f]] for f in CATALOGS[c]])) for s, c in pairs]
         fl = " ".join(f"{a[s][k].mean():6.2f}" for s in (*FEASIBLE, *INFEASIBLE)) if "mismatch" in k else ""
@@ -187,8 +222,10 @@ def main() -> int:
 
     def costs(abstain: dict[str, np.ndarray]) -> list[float]:
         """pooled R@5 loss on etom, natural, livemcp; abstention on etom infeasible, far, near"""
-        return [float(np.mean(np.concatenate([a[s]["hit5"] * abstain[s] for s in ss])))
-                for ss in (*CATALOGS.values(), ["livemcp"])] + [float(abstain[s].mean()) for s in INFEASIBLE]
+        return [
+            float(np.mean(np.concatenate([a[s]["hit5"] * abstain[s] for s in ss])))
+            for ss in (*CATALOGS.values(), ["livemcp"])
+        ] + [float(abstain[s].mean()) for s in INFEASIBLE]
 
     def show(name: str, t: float, c: list[float], note: str = "") -> None:
         print(f"  {name:44s} {t:7.4f} " + " ".join(f"{x:{w}.3f}" for x, w in zip(c, (9, 8, 9, 9, 5, 5))) + note)
@@ -196,11 +233,15 @@ def main() -> int:
     # fit_fusion's thresholds; a model without a fit is scored on MiniLM's scale: a wider grid
     grid = [0.0, *(np.arange(0.002, 0.05, 0.001).round(4) if fit_model else np.geomspace(1e-4, 0.5, 120))]
     print(f"\nrules at the budget (<= {R5_LOSS_MAX:.0%} R@5 lost on etom and on natural, pooled; abstain on 3+ terms)")
-    print(f"  {'rule':44s} {'thresh':>7s} {'etom lost':>9s} {'nat lost':>8s} {'lmcp lost':>9s} "
-          f"{'etom abst':>9s} {'far':>5s} {'near':>5s}")
+    print(
+        f"  {'rule':44s} {'thresh':>7s} {'etom lost':>9s} {'nat lost':>8s} {'lmcp lost':>9s} "
+        f"{'etom abst':>9s} {'far':>5s} {'near':>5s}"
+    )
     for flag in (None, *(k for k in sigs if "mismatch" in k)):
+
         def rule(t: float, flag: str | None = flag) -> list[float]:
             return costs({s: ~v["exempt"] & ((v["top"] < t) | (v[flag] > 0 if flag else False)) for s, v in a.items()})
+
         ok = [t for t in grid if max(rule(t)[:2]) <= R5_LOSS_MAX + 1e-9]
         t = max(ok) if ok else 0.0
         show("gate" + (" OR " + flag if flag else " alone"), t, rule(t), "" if ok else "  over budget")
@@ -212,9 +253,11 @@ def main() -> int:
 
         def fit(train: list[str]) -> np.ndarray:
             keep = {s: ~a[s]["exempt"] & ((s in INFEASIBLE) | (a[s]["hit5"] > 0)) for s in train}
-            return logistic(np.vstack([x[s][keep[s]] for s in train]),
-                            np.concatenate([np.full(keep[s].sum(), s not in INFEASIBLE, float) for s in train]),
-                            np.concatenate([np.full(keep[s].sum(), 1000 / max(keep[s].sum(), 1)) for s in train]))
+            return logistic(
+                np.vstack([x[s][keep[s]] for s in train]),
+                np.concatenate([np.full(keep[s].sum(), s not in INFEASIBLE, float) for s in train]),
+                np.concatenate([np.full(keep[s].sum(), 1000 / max(keep[s].sum(), 1)) for s in train]),
+            )
 
         def p(w: np.ndarray, s: str) -> np.ndarray:
             return 1 / (1 + np.exp(-np.clip(x[s] @ w[:-1] + w[-1], -30, 30)))
@@ -226,8 +269,13 @@ def main() -> int:
             lo, hi = 0, len(cuts) - 1  # cuts[lo] is within budget
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                ok = all(np.mean(np.concatenate([a[s]["hit5"] * (ps[s] < cuts[mid]) * ~a[s]["exempt"] for s in ss
-                                                 if s in train])) <= R5_LOSS_MAX + 1e-9 for ss in CATALOGS.values())
+                ok = all(
+                    np.mean(
+                        np.concatenate([a[s]["hit5"] * (ps[s] < cuts[mid]) * ~a[s]["exempt"] for s in ss if s in train])
+                    )
+                    <= R5_LOSS_MAX + 1e-9
+                    for ss in CATALOGS.values()
+                )
                 lo, hi = (mid, hi) if ok else (lo, mid - 1)
             return cuts[lo]
 
@@ -238,8 +286,12 @@ def main() -> int:
         w = fit(sets)
         cut = threshold(w, sets)
         show(f"logistic, {flag.split(', ', 1)[-1] if ',' in flag else 'all words'}, held out", math.nan, costs(held))
-        show("  same, all sets (in-sample)", cut, costs({s: (p(w, s) < cut) & ~a[s]["exempt"] for s in a}),
-             f"  w {np.round(w, 2).tolist()}")
+        show(
+            "  same, all sets (in-sample)",
+            cut,
+            costs({s: (p(w, s) < cut) & ~a[s]["exempt"] for s in a}),
+            f"  w {np.round(w, 2).tolist()}",
+        )
     return 0
 
 

@@ -1,5 +1,5 @@
 """Regenerate man/toolidx.1 and completions/ from the CLI itself, so they never drift:
-    .venv/bin/python scripts/gen_docs.py          (tests/test_docs.py checks they are current)
+.venv/bin/python scripts/gen_docs.py          (tests/test_docs.py checks they are current)
 """
 
 from __future__ import annotations
@@ -40,28 +40,52 @@ def _opts(cmd) -> list[str]:
 def man_page() -> str:
     group = typer.main.get_command(app)
     ctx = group.make_context("toolidx", ["--help"], resilient_parsing=True)
-    out = [f'.TH TOOLIDX 1 "" "toolidx {__version__}" "User Commands"',
-           ".SH NAME", "toolidx \\- " + _esc(group.help or ""),
-           ".SH SYNOPSIS", "\\fBtoolidx\\fR \\fICOMMAND\\fR [\\fIOPTIONS\\fR]",
-           ".SH DESCRIPTION",
-           _esc("toolidx crawls MCP servers into one SQLite file (FTS5 + sqlite-vec) and finds, "
-                "describes, diffs and serves their tools. Every command takes --json."),
-           ".SH COMMANDS"]
+    out = [
+        f'.TH TOOLIDX 1 "" "toolidx {__version__}" "User Commands"',
+        ".SH NAME",
+        "toolidx \\- " + _esc(group.help or ""),
+        ".SH SYNOPSIS",
+        "\\fBtoolidx\\fR \\fICOMMAND\\fR [\\fIOPTIONS\\fR]",
+        ".SH DESCRIPTION",
+        _esc(
+            "toolidx crawls MCP servers into one SQLite file (FTS5 + sqlite-vec) and finds, "
+            "describes, diffs and serves their tools. Every command takes --json."
+        ),
+        ".SH COMMANDS",
+    ]
     for name in group.list_commands(ctx):
         cmd = group.get_command(ctx, name)
         if cmd is None or cmd.hidden:
             continue
         out += [".SS " + _esc(f"toolidx {name}"), _esc((cmd.help or "").strip().split("\n\n")[0])]
         out += _opts(cmd)
-    out += [".SH EXIT STATUS", ".TP", "0", "success", ".TP", "1",
-            _esc("a failure was found (a server failed during crawl, diff/audit matched)"),
-            ".TP", "2", _esc("usage error: bad arguments, config or index file; nothing changed"),
-            ".SH ENVIRONMENT",
-            ".TP", "TOOLIDX_DB", "index file (default ~/.local/share/toolidx/tools.db)",
-            ".TP", "TOOLIDX_CONFIG", "crawl config",
-            ".TP", "TOOLIDX_MODEL, TOOLIDX_MODEL_PATH", "embedding model name and local directory",
-            ".TP", "TOOLIDX_CACHE_DIR", "model cache (default ~/.cache/toolidx/models)",
-            ".SH SEE ALSO", "README.md in the source distribution."]
+    out += [
+        ".SH EXIT STATUS",
+        ".TP",
+        "0",
+        "success",
+        ".TP",
+        "1",
+        _esc("a failure was found (a server failed during crawl, diff/audit matched)"),
+        ".TP",
+        "2",
+        _esc("usage error: bad arguments, config or index file; nothing changed"),
+        ".SH ENVIRONMENT",
+        ".TP",
+        "TOOLIDX_DB",
+        "index file (default ~/.local/share/toolidx/tools.db)",
+        ".TP",
+        "TOOLIDX_CONFIG",
+        "crawl config",
+        ".TP",
+        "TOOLIDX_MODEL, TOOLIDX_MODEL_PATH",
+        "embedding model name and local directory",
+        ".TP",
+        "TOOLIDX_CACHE_DIR",
+        "model cache (default ~/.cache/toolidx/models)",
+        ".SH SEE ALSO",
+        "README.md in the source distribution.",
+    ]
     return "\n".join(out) + "\n"
 
 

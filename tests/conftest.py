@@ -84,10 +84,14 @@ def embedder(model_path):
 @pytest.fixture(scope="session")
 def servers_dir() -> Path:
     """Where setup.sh installed the real servers (TOOLIDX_TEST_SERVERS); has servers.json."""
-    p = Path(os.environ.get("TOOLIDX_TEST_SERVERS")  # else where scripts/test.sh installs them
-             or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolidx" / "test-servers")
+    p = Path(
+        os.environ.get("TOOLIDX_TEST_SERVERS")  # else where scripts/test.sh installs them
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolidx" / "test-servers"
+    )
     if not (p / "servers.json").is_file():
-        _need("real MCP servers", f"run ../shared/servers/setup.sh DIR and set TOOLIDX_TEST_SERVERS=DIR (looked in {p})")
+        _need(
+            "real MCP servers", f"run ../shared/servers/setup.sh DIR and set TOOLIDX_TEST_SERVERS=DIR (looked in {p})"
+        )
     return p
 
 
@@ -144,8 +148,9 @@ def run_cli(*args: str) -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
-def raw_request(base: str, method: str, path: str, headers: dict, body: bytes | None = None,
-                timeout: float = 30) -> tuple[int, bytes]:
+def raw_request(
+    base: str, method: str, path: str, headers: dict, body: bytes | None = None, timeout: float = 30
+) -> tuple[int, bytes]:
     """One HTTP request with exactly these headers (Host included): (status, body)."""
     import http.client
     import urllib.parse
@@ -161,8 +166,14 @@ def raw_request(base: str, method: str, path: str, headers: dict, body: bytes | 
 
 
 # an MCP initialize request over Streamable HTTP, as a raw client sends it
-MCP_INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+MCP_INIT = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+).encode()
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
@@ -240,11 +251,15 @@ def serve_index(servers_config, model_path, tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("serve")
     src = servers_config["mcpServers"]
     cfg = {"mcpServers": {n: src[n] for n in SERVE_SERVERS}}
-    cfg["mcpServers"]["crashy"] = {"command": sys.executable,
-                                   "args": [str(REPO / "tests" / "servers" / "serve_crashy.py")],
-                                   "tags": ["test"]}
-    cfg["mcpServers"]["weather"] = {"tools_file": str(REPO / "examples" / "weather-tools.json"),
-                                    "enabled": False}  # switched on by the re-crawl tests
+    cfg["mcpServers"]["crashy"] = {
+        "command": sys.executable,
+        "args": [str(REPO / "tests" / "servers" / "serve_crashy.py")],
+        "tags": ["test"],
+    }
+    cfg["mcpServers"]["weather"] = {
+        "tools_file": str(REPO / "examples" / "weather-tools.json"),
+        "enabled": False,
+    }  # switched on by the re-crawl tests
     (d / "servers.json").write_text(json.dumps(cfg, indent=1))
     db = d / "serve.db"
     r = run_cli("crawl", "--config", d / "servers.json", "--db", db, "--model-path", model_path)
@@ -386,8 +401,11 @@ _AUDITED: list[RefTargets] = []  # audit hooks cannot be removed: one hook, fed 
 
 def _audit(event: str, args: tuple) -> None:
     for t in _AUDITED:
-        opened = event == "open" and isinstance(args[0], (str, bytes, os.PathLike)) \
+        opened = (
+            event == "open"
+            and isinstance(args[0], (str, bytes, os.PathLike))
             and Path(os.fsdecode(args[0])).resolve().is_relative_to(t.dir)
+        )
         t.reads += opened or event == "urllib.Request"
 
 

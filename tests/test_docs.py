@@ -18,14 +18,27 @@ def _gen():
 
 
 def test_man_page_is_current():
-    assert (REPO / "man" / "toolidx.1").read_text() == _gen().man_page(), \
-        "run: .venv/bin/python scripts/gen_docs.py"
+    assert (REPO / "man" / "toolidx.1").read_text() == _gen().man_page(), "run: .venv/bin/python scripts/gen_docs.py"
 
 
 def test_man_page_names_every_command():
     page = (REPO / "man" / "toolidx.1").read_text()
-    for cmd in ("crawl", "embed", "search", "describe", "list", "categories", "similar", "eval",
-                "diff", "history", "audit", "serve", "stats", "doctor"):
+    for cmd in (
+        "crawl",
+        "embed",
+        "search",
+        "describe",
+        "list",
+        "categories",
+        "similar",
+        "eval",
+        "diff",
+        "history",
+        "audit",
+        "serve",
+        "stats",
+        "doctor",
+    ):
         assert f".SS toolidx {cmd}" in page
 
 
@@ -43,10 +56,13 @@ def test_bash_completion_answers():
     import subprocess
     import sys
 
-    env = {"_TOOLIDX_COMPLETE": "complete_bash", "COMP_WORDS": "toolidx dif", "COMP_CWORD": "1",
-           "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-m", "toolidx"], env=env, capture_output=True, text=True,
-                         timeout=60)
+    env = {
+        "_TOOLIDX_COMPLETE": "complete_bash",
+        "COMP_WORDS": "toolidx dif",
+        "COMP_CWORD": "1",
+        "PATH": "/usr/bin:/bin",
+    }
+    out = subprocess.run([sys.executable, "-m", "toolidx"], env=env, capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["diff"]
 
 
@@ -80,12 +96,16 @@ def test_tests_follow_the_package_layout():
     """Each tests/<folder>/ is named for a folder of the package (data and servers aside, and
     benchmarks/, whose scripts are tested there)."""
     pkg = {p.name for p in (REPO / "toolidx").iterdir() if (p / "__init__.py").is_file()}
-    rooms = {p.name for p in (REPO / "tests").iterdir() if p.is_dir()
-             and p.name not in ("data", "servers", "benchmarks") and not p.name.startswith((".", "__"))}
+    rooms = {
+        p.name
+        for p in (REPO / "tests").iterdir()
+        if p.is_dir() and p.name not in ("data", "servers", "benchmarks") and not p.name.startswith((".", "__"))
+    }
     assert rooms <= pkg, f"tests/ folders with no package folder: {sorted(rooms - pkg)}"
     loose = sorted(p.name for p in (REPO / "tests").glob("test_*.py"))
-    assert loose == ["test_docs.py", "test_faults.py", "test_one_way.py"], \
+    assert loose == ["test_docs.py", "test_faults.py", "test_one_way.py"], (
         f"put tests of one folder in tests/<folder>/: {loose}"
+    )
 
 
 def test_docs_name_no_machine_specific_folder():
@@ -95,12 +115,20 @@ def test_docs_name_no_machine_specific_folder():
     import re
 
     machine = re.compile(r"(?<![\w.~$-])/(?:work|root|srv|mnt|home/(?!me/))[\w./-]*|/tmp/[\w./-]*servers")
-    files = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "benchmarks").glob("*.py")),
-             *sorted((REPO / "scripts").glob("*"))]
+    files = [
+        REPO / "README.md",
+        *sorted((REPO / "docs").glob("*.md")),
+        *sorted((REPO / "benchmarks").glob("*.py")),
+        *sorted((REPO / "scripts").glob("*")),
+    ]
     quoted = re.compile(r'"[^"`]*"')  # a query quoted in a page ("repository details in /root/git")
-    found = [f"{f.relative_to(REPO)}:{n}: {m.group()}" for f in files if f.is_file()
-             for n, line in enumerate(f.read_text().splitlines(), 1)
-             for m in machine.finditer(quoted.sub("", line) if f.suffix == ".md" else line)]
+    found = [
+        f"{f.relative_to(REPO)}:{n}: {m.group()}"
+        for f in files
+        if f.is_file()
+        for n, line in enumerate(f.read_text().splitlines(), 1)
+        for m in machine.finditer(quoted.sub("", line) if f.suffix == ".md" else line)
+    ]
     assert not found, found
 
 
@@ -111,7 +139,7 @@ def test_readme_names_the_layers_architecture_names():
 
     def chain(text: str) -> list[str]:
         line = next(x for x in text.splitlines() if re.search(r"cli\s+→", x))
-        return re.findall(r"\w+", line[line.index("cli"):line.index("core") + 4])
+        return re.findall(r"\w+", line[line.index("cli") : line.index("core") + 4])
 
     readme, page = (REPO / "README.md").read_text(), (REPO / "docs" / "architecture.md").read_text()
     assert chain(readme) == chain(page)
@@ -168,8 +196,11 @@ def test_what_the_tests_need_is_what_setup_installs():
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     test_extra = {re.split(r"[<>=\[ ;]", d)[0].lower() for d in extras["test"]}
     assert '".[test]"' in (REPO / "scripts" / "setup.sh").read_text()
-    needs = [m for f in (REPO / "tests").rglob("*.py")
-             for m in re.findall(r'_need\("([^"]+)",\s*"pip install -e \.\[(\w+)\]"\)', f.read_text())]
+    needs = [
+        m
+        for f in (REPO / "tests").rglob("*.py")
+        for m in re.findall(r'_need\("([^"]+)",\s*"pip install -e \.\[(\w+)\]"\)', f.read_text())
+    ]
     assert ("mypy", "test") in needs
     for what, extra in needs:
         assert extra == "test" and what.lower() in test_extra, (what, extra)
@@ -208,9 +239,20 @@ def test_search_page_is_for_users_and_the_record_is_whole():
     user = (REPO / "docs" / "search.md").read_text()
     record = (REPO / "docs" / "search-research.md").read_text()
     assert len(user.splitlines()) < 250 and "search-research.md" in user
-    for section in ("## Modes", "## What the score means", '## "No good match"', "## `toolidx eval",
-                    "## Choosing a model", "### Model"):
+    for section in (
+        "## Modes",
+        "## What the score means",
+        '## "No good match"',
+        "## `toolidx eval",
+        "## Choosing a model",
+        "### Model",
+    ):
         assert section in user, section
-    for section in ("## How it ranks", "## Threshold trade-off", "## Quality (benchmarks/quality.py",
-                    "## Beside the searches", "## Speed (benchmarks/search_speed.py)"):
+    for section in (
+        "## How it ranks",
+        "## Threshold trade-off",
+        "## Quality (benchmarks/quality.py",
+        "## Beside the searches",
+        "## Speed (benchmarks/search_speed.py)",
+    ):
         assert section in record and section not in user, section

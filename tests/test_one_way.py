@@ -49,8 +49,17 @@ def _serve_id(disc: Discovery, name: str) -> tuple[str, list[str]]:
         return "error", e.suggestions
 
 
-SPELLINGS = ["docs/word_count", "docs.word_count", "docs:word_count", "docs__word_count",
-             "mcp__docs__word_count", "word_count", "  docs/word_count ", "git_log", "gitplus__git_push"]
+SPELLINGS = [
+    "docs/word_count",
+    "docs.word_count",
+    "docs:word_count",
+    "docs__word_count",
+    "mcp__docs__word_count",
+    "word_count",
+    "  docs/word_count ",
+    "git_log",
+    "gitplus__git_push",
+]
 
 
 @pytest.mark.parametrize("name", SPELLINGS)
@@ -91,12 +100,14 @@ def test_exposed_names_resolve(lexical_catalog):
 SCHEMAS = [
     {"type": "object", "properties": {"mail": {"type": "string", "format": "email"}}, "required": ["mail"]},
     {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}},
-    {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
-     "properties": {"x": {"type": "number", "maximum": 5, "exclusiveMaximum": True}}},
+    {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "type": "object",
+        "properties": {"x": {"type": "number", "maximum": 5, "exclusiveMaximum": True}},
+    },
     {"type": "object", "properties": {"a": {"type": "nonsense"}}},  # broken: nothing can be checked
 ]
-VALUES = [{}, {"mail": "a@b.example"}, {"mail": "not an address"}, {"n": 0}, {"n": 3}, {"x": 5}, {"x": 4.5},
-          {"a": 1}]
+VALUES = [{}, {"mail": "a@b.example"}, {"mail": "not an address"}, {"n": 0}, {"n": 3}, {"x": 5}, {"x": 4.5}, {"a": 1}]
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)

@@ -50,13 +50,25 @@ def main() -> int:
         run(str(HERE / "train.py"), "--out", str(ckpt), "--steps", str(args.steps))
     digest = export(ckpt, out)
     log = json.loads((ckpt / "train_log.json").read_text())
-    card = {"name": NAME, "version": VERSION, "architecture": "sentence-transformers/all-MiniLM-L6-v2",
-            "sha256": digest, "dim": 384, "pooling": "mean, normalised",
-            "base": "sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0)",
-            "training": {k: log[k] for k in ("examples", "epochs", "minutes", "pairs_per_s", "torch")}
-            | {"steps": log["args"]["steps"], "batch": log["args"]["batch"], "lr": log["args"]["lr"],
-               "seed": log["args"]["seed"], "query_len": log["args"]["query_len"], "doc_len": log["args"]["doc_len"]},
-            "trained_on": trained_on()}
+    card = {
+        "name": NAME,
+        "version": VERSION,
+        "architecture": "sentence-transformers/all-MiniLM-L6-v2",
+        "sha256": digest,
+        "dim": 384,
+        "pooling": "mean, normalised",
+        "base": "sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0)",
+        "training": {k: log[k] for k in ("examples", "epochs", "minutes", "pairs_per_s", "torch")}
+        | {
+            "steps": log["args"]["steps"],
+            "batch": log["args"]["batch"],
+            "lr": log["args"]["lr"],
+            "seed": log["args"]["seed"],
+            "query_len": log["args"]["query_len"],
+            "doc_len": log["args"]["doc_len"],
+        },
+        "trained_on": trained_on(),
+    }
     (out / "model.json").write_text(json.dumps(card, indent=1) + "\n")
     run(str(HERE / "evaluate.py"), str(out), "--json", str(work / "eval.json"))
     from card import write_card

@@ -17,12 +17,16 @@ SOURCES = """\
 
 
 def _table(rows: dict) -> str:
-    out = ["| set | queries | MiniLM R@1 | tuned R@1 | MiniLM R@5 | tuned R@5 | MiniLM MRR@10 | tuned MRR@10 |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        "| set | queries | MiniLM R@1 | tuned R@1 | MiniLM R@5 | tuned R@5 | MiniLM MRR@10 | tuned MRR@10 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, r in rows.items():
         b, t = r["MiniLM"], r["tuned"]
-        out.append(f"| {name} | {b['queries']} | {b['R@1']:.3f} | {t['R@1']:.3f} | {b['R@5']:.3f} | {t['R@5']:.3f} "
-                   f"| {b['MRR@10']:.3f} | {t['MRR@10']:.3f} |")
+        out.append(
+            f"| {name} | {b['queries']} | {b['R@1']:.3f} | {t['R@1']:.3f} | {b['R@5']:.3f} | {t['R@5']:.3f} "
+            f"| {b['MRR@10']:.3f} | {t['MRR@10']:.3f} |"
+        )
     return "\n".join(out)
 
 

@@ -55,6 +55,7 @@ def main() -> int:
 
     def lr_factor(s: int) -> float:
         return min((s + 1) / WARM, max(0.05, (plan["steps"] - s) / max(1, plan["steps"] - WARM)))
+
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
     hh, mm = map(int, args.until.split(":"))
     now = dt.datetime.now(dt.timezone.utc)
@@ -66,9 +67,20 @@ def main() -> int:
     def save(step: int) -> None:
         model.save_pretrained(out / "checkpoint")
         tok.save_pretrained(out / "checkpoint")
-        (out / "checkpoint" / "train_log.json").write_text(json.dumps({
-            "args": vars(args), "examples": len(examples), "step": step, "planned_steps": plan["steps"],
-            "epochs": round(step * args.triples / len(examples), 3), "log": log, "torch": torch.__version__}, indent=1))
+        (out / "checkpoint" / "train_log.json").write_text(
+            json.dumps(
+                {
+                    "args": vars(args),
+                    "examples": len(examples),
+                    "step": step,
+                    "planned_steps": plan["steps"],
+                    "epochs": round(step * args.triples / len(examples), 3),
+                    "log": log,
+                    "torch": torch.__version__,
+                },
+                indent=1,
+            )
+        )
 
     rng = random.Random(args.seed)
     order = list(range(len(examples)))
@@ -80,7 +92,7 @@ def main() -> int:
         if pos + args.triples > len(order):
             rng.shuffle(order)
             pos = 0
-        batch = [examples[i] for i in order[pos:pos + args.triples]]
+        batch = [examples[i] for i in order[pos : pos + args.triples]]
         pos += args.triples
         qs, ds, ys = [], [], []
         for e in batch:
@@ -98,15 +110,20 @@ def main() -> int:
         sched.step()
         opt.zero_grad()
         seen += len(ys)
-        recent = [*recent[-(LOG_EVERY - 1):], loss.item()]
+        recent = [*recent[-(LOG_EVERY - 1) :], loss.item()]
         step += 1
         el = time.time() - t0
         if step == WARM:
             plan["steps"] = WARM + int((end - time.time()) * step / el * 0.97)
             print(json.dumps({"warm_pairs_per_s": round(seen / el, 1), "planned_steps": plan["steps"]}), flush=True)
         if step % LOG_EVERY == 0 or step == plan["steps"]:
-            row = {"step": step, "loss": round(sum(recent) / len(recent), 4), "pairs_per_s": round(seen / el, 1),
-                   "minutes": round(el / 60, 2), "lr": f"{sched.get_last_lr()[0]:.2e}"}
+            row = {
+                "step": step,
+                "loss": round(sum(recent) / len(recent), 4),
+                "pairs_per_s": round(seen / el, 1),
+                "minutes": round(el / 60, 2),
+                "lr": f"{sched.get_last_lr()[0]:.2e}",
+            }
             log.append(row)
             print(json.dumps(row), flush=True)
         if step % SAVE_EVERY == 0:

@@ -67,7 +67,7 @@ def typo(text: str, rng: random.Random) -> str:
     candidates = [i for i, w in enumerate(words) if len(w) > 3 and w.isalpha()]
     for i in rng.sample(candidates, min(len(candidates), rng.choice((1, 2)))):
         w, j = words[i], rng.randrange(1, len(words[i]) - 1)
-        words[i] = rng.choice((w[:j] + w[j + 1:], w[:j - 1] + w[j] + w[j - 1] + w[j + 1:], w[:j] + w[j] + w[j:]))
+        words[i] = rng.choice((w[:j] + w[j + 1 :], w[: j - 1] + w[j] + w[j - 1] + w[j + 1 :], w[:j] + w[j] + w[j:]))
     return " ".join(words)
 
 
@@ -96,8 +96,11 @@ def etom(train: bool) -> tuple[dict[str, dict], dict[str, tuple[str, set[str]]]]
     of the servers."""
     root = SHARED / "bench" / "etom"
     tools = {r["id"]: r for r in _jsonl(root / "tools.jsonl") if in_train("etom:" + r["server"], 0.5) == train}
-    qs = {q["id"]: (q["query"], set(q["relevant"])) for q in _jsonl(root / "queries.jsonl")
-          if q["relevant"] and set(q["relevant"]) <= tools.keys()}
+    qs = {
+        q["id"]: (q["query"], set(q["relevant"]))
+        for q in _jsonl(root / "queries.jsonl")
+        if q["relevant"] and set(q["relevant"]) <= tools.keys()
+    }
     return tools, qs
 
 
@@ -150,8 +153,7 @@ def training_examples(seed: int = 13) -> list[Example]:
         if len(words) >= 2:
             neg = rng.choice(siblings) if siblings else _other(rng, ids, tid)
             out.append(Example(" ".join(words), tool_text(tools[tid]), tool_text(tools[neg])))
-    out.extend(Example(typo(e.query, rng), e.positive, e.negative)
-               for e in rng.sample(out, int(len(out) * TYPO_SHARE)))
+    out.extend(Example(typo(e.query, rng), e.positive, e.negative) for e in rng.sample(out, int(len(out) * TYPO_SHARE)))
     rng.shuffle(out)
     return out
 
@@ -170,8 +172,10 @@ def test_catalogs() -> list[Catalog]:
     root = SHARED / "bench"
     tools = {r["id"]: tool_text(r) for r in _jsonl(root / "livemcp" / "tools.jsonl")}
     out = []
-    for name, path in (("livemcp", root / "livemcp" / "queries.jsonl"),
-                       ("livemcp-natural", root / "livemcp-natural" / "queries.jsonl")):
+    for name, path in (
+        ("livemcp", root / "livemcp" / "queries.jsonl"),
+        ("livemcp-natural", root / "livemcp-natural" / "queries.jsonl"),
+    ):
         out.append(Catalog(name, tools, [(q["query"], set(q["relevant"])) for q in _jsonl(path) if q["relevant"]]))
     return out
 

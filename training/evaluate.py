@@ -62,8 +62,11 @@ def overlap() -> dict[str, int]:
     seen = set(metatool(train=True)[0].values()) | {tool_text(r) for r in etom(train=True)[0].values()}
     cat = test_catalogs()[0]
     same_name = sum(tid.split("/", 1)[1] in training_names() for tid in cat.docs)
-    return {"test tools": len(cat.docs), "same name in ETOM training half": same_name,
-            "same text": sum(t in seen for t in cat.docs.values())}
+    return {
+        "test tools": len(cat.docs),
+        "same name in ETOM training half": same_name,
+        "same text": sum(t in seen for t in cat.docs.values()),
+    }
 
 
 def without_overlap(cat):
@@ -71,8 +74,11 @@ def without_overlap(cat):
     from data import Catalog
 
     names = training_names()
-    return Catalog(f"{cat.name} (no name overlap)", cat.docs,
-                   [(q, rel) for q, rel in cat.queries if not any(t.split("/", 1)[1] in names for t in rel)])
+    return Catalog(
+        f"{cat.name} (no name overlap)",
+        cat.docs,
+        [(q, rel) for q, rel in cat.queries if not any(t.split("/", 1)[1] in names for t in rel)],
+    )
 
 
 def main() -> int:
@@ -91,8 +97,11 @@ def main() -> int:
             row = {name: scores(m, cat) for name, m in models.items()}
             report[kind][cat.name] = row
             b, t = row["MiniLM"], row["tuned"]
-            print(f"{kind:<10} {cat.name:<28} n={b['queries']:<5} R@1 {b['R@1']:.3f} -> {t['R@1']:.3f}   "
-                  f"R@5 {b['R@5']:.3f} -> {t['R@5']:.3f}   MRR@10 {b['MRR@10']:.3f} -> {t['MRR@10']:.3f}", flush=True)
+            print(
+                f"{kind:<10} {cat.name:<28} n={b['queries']:<5} R@1 {b['R@1']:.3f} -> {t['R@1']:.3f}   "
+                f"R@5 {b['R@5']:.3f} -> {t['R@5']:.3f}   MRR@10 {b['MRR@10']:.3f} -> {t['MRR@10']:.3f}",
+                flush=True,
+            )
     print("overlap:", report["overlap"])
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))

@@ -21,8 +21,12 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 # int8 vs the fp32 checkpoint on PROBES, measured on the base model: per channel .990-.996, per
 # tensor .965-.977 (the same 23 MB)
 MIN_AGREEMENT = 0.985
-PROBES = ["convert a pdf to text", "what time is it in Tokyo right now", "git stauts",
-          "Read File. Read the complete contents of a file from the file system. Parameters: path"]
+PROBES = [
+    "convert a pdf to text",
+    "what time is it in Tokyo right now",
+    "git stauts",
+    "Read File. Read the complete contents of a file from the file system. Parameters: path",
+]
 
 
 def sha256(path: Path) -> str:
@@ -40,8 +44,9 @@ def _hidden_module(model):
             self.model = model
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+            return self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
 
     return Hidden()
 
@@ -61,11 +66,16 @@ def export(checkpoint: Path, out: Path) -> str:
         fp32 = Path(tmp) / "fp32.onnx"
         axes = {0: "batch", 1: "sequence"}
         inputs = (enc["input_ids"], enc["attention_mask"], enc["token_type_ids"])
-        torch.onnx.export(_hidden_module(model), inputs, str(fp32),
-                          input_names=["input_ids", "attention_mask", "token_type_ids"],
-                          output_names=["last_hidden_state"], opset_version=17, dynamo=False,
-                          dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes,
-                                        "last_hidden_state": axes})
+        torch.onnx.export(
+            _hidden_module(model),
+            inputs,
+            str(fp32),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["last_hidden_state"],
+            opset_version=17,
+            dynamo=False,
+            dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes, "last_hidden_state": axes},
+        )
         quantize_dynamic(str(fp32), str(out / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True)
     from train import BASE
 
@@ -77,8 +87,10 @@ def export(checkpoint: Path, out: Path) -> str:
         sys.exit(f"int8 export drifted from the checkpoint: cosine {agreement:.4f} < {MIN_AGREEMENT}")
     digest = sha256(out / "model.onnx")
     size = (out / "model.onnx").stat().st_size / 1e6
-    print(f"exported {out / 'model.onnx'} ({size:.1f} MB, sha256 {digest[:16]}..., "
-          f"int8 vs fp32 cosine >= {agreement:.4f})")
+    print(
+        f"exported {out / 'model.onnx'} ({size:.1f} MB, sha256 {digest[:16]}..., "
+        f"int8 vs fp32 cosine >= {agreement:.4f})"
+    )
     return digest
 
 

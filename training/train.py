@@ -74,7 +74,8 @@ def main() -> int:
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     warmup = max(1, args.steps // 10)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warmup, max(0.0, (args.steps - s) / max(1, args.steps - warmup))))
+        opt, lambda s: min((s + 1) / warmup, max(0.0, (args.steps - s) / max(1, args.steps - warmup)))
+    )
 
     def encode(texts: list[str], max_len: int):
         enc = tok(texts, padding=True, truncation=True, max_length=max_len, return_tensors="pt")
@@ -91,7 +92,7 @@ def main() -> int:
         if pos + args.batch > len(order):
             rng.shuffle(order)
             pos = 0
-        batch = [examples[i] for i in order[pos:pos + args.batch]]
+        batch = [examples[i] for i in order[pos : pos + args.batch]]
         pos += args.batch
         texts = [e.positive for e in batch] + [e.negative for e in batch]
         q = encode([e.query for e in batch], args.query_len)
@@ -111,8 +112,13 @@ def main() -> int:
         seen += len(batch)
         if (step + 1) % LOG_EVERY == 0 or step + 1 == args.steps:
             el = time.time() - t0
-            row = {"step": step + 1, "loss": round(loss.item(), 4), "pairs_per_s": round(seen / el, 1),
-                   "minutes": round(el / 60, 2), "lr": f"{sched.get_last_lr()[0]:.2e}"}
+            row = {
+                "step": step + 1,
+                "loss": round(loss.item(), 4),
+                "pairs_per_s": round(seen / el, 1),
+                "minutes": round(el / 60, 2),
+                "lr": f"{sched.get_last_lr()[0]:.2e}",
+            }
             log.append(row)
             print(json.dumps(row), flush=True)
     out = Path(args.out)
@@ -120,10 +126,20 @@ def main() -> int:
     model.save_pretrained(out)
     tok.save_pretrained(out)
     minutes = (time.time() - t0) / 60
-    (out / "train_log.json").write_text(json.dumps({
-        "args": vars(args), "examples": len(examples), "epochs": round(args.steps * args.batch / len(examples), 2),
-        "minutes": round(minutes, 1), "pairs_per_s": round(seen / (minutes * 60), 1), "log": log,
-        "torch": torch.__version__}, indent=1))
+    (out / "train_log.json").write_text(
+        json.dumps(
+            {
+                "args": vars(args),
+                "examples": len(examples),
+                "epochs": round(args.steps * args.batch / len(examples), 2),
+                "minutes": round(minutes, 1),
+                "pairs_per_s": round(seen / (minutes * 60), 1),
+                "log": log,
+                "torch": torch.__version__,
+            },
+            indent=1,
+        )
+    )
     print(f"trained {args.steps} steps x {args.batch} in {minutes:.1f} min -> {out}", flush=True)
     return 0
 

@@ -16,9 +16,11 @@ BENCHMARKS = sorted(p for p in (REPO / "benchmarks").glob("*.py") if p.name != "
 def test_paths_and_the_model_are_named_in_one_place():
     """Six benchmarks once put the repository on sys.path and four spelled the model's default
     path: a new location (../shared moved, another default model) had to be found in each."""
-    copies = [f"{p.name}: {m.group()}" for p in BENCHMARKS
-              for m in re.finditer(r"sys\.path\.insert|all-MiniLM-L6-v2-onnx-int8|\"shared\"|parents\[1\]",
-                                   p.read_text())]
+    copies = [
+        f"{p.name}: {m.group()}"
+        for p in BENCHMARKS
+        for m in re.finditer(r"sys\.path\.insert|all-MiniLM-L6-v2-onnx-int8|\"shared\"|parents\[1\]", p.read_text())
+    ]
     assert not copies, f"use benchmarks/_common.py instead: {copies}"
 
 
@@ -42,8 +44,13 @@ def test_benchmarks_find_the_real_servers_where_the_tests_do(bench, tmp_path):
     $TOOLIDX_TEST_SERVERS, else $XDG_CACHE_HOME/toolidx/test-servers."""
     env = {k: v for k, v in os.environ.items() if k != "TOOLIDX_TEST_SERVERS"}
     env["XDG_CACHE_HOME"] = str(tmp_path)
-    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / bench), "--help"], env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / bench), "--help"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert f"{tmp_path}/toolidx/test-servers" in " ".join(out.stdout.split()).replace("- ", "-")
 
@@ -51,6 +58,7 @@ def test_benchmarks_find_the_real_servers_where_the_tests_do(bench, tmp_path):
 @pytest.mark.parametrize("bench", [p.name for p in BENCHMARKS if "argparse" in p.read_text()])
 def test_every_benchmark_starts(bench):
     """`--help` of each benchmark: its imports (of _common, of each other, of toolidx) resolve."""
-    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / bench), "--help"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / bench), "--help"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0 and out.stdout.startswith("usage:"), out.stderr[-2000:]

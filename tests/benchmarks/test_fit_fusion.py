@@ -26,8 +26,9 @@ def _well_formed(model: str, f: dict) -> list[str]:
         if not (isinstance(f.get(k), (int, float)) and 0 <= f[k] <= 1):
             bad.append(f"{model}: {k} = {f.get(k)!r}, want a weight in [0, 1]")
     ramp = f.get("ramp")
-    if ramp is not None and not (isinstance(ramp, list) and len(ramp) == 2
-                                 and all(isinstance(x, int) for x in ramp) and 0 <= ramp[0] < ramp[1]):
+    if ramp is not None and not (
+        isinstance(ramp, list) and len(ramp) == 2 and all(isinstance(x, int) for x in ramp) and 0 <= ramp[0] < ramp[1]
+    ):
         bad.append(f"{model}: ramp = {ramp!r}, want [lo, hi] terms with lo < hi")
     for mode in ("hybrid", "semantic"):  # keyword's constants belong to no model (calibration.py)
         platt = f.get("platt", {}).get(mode)

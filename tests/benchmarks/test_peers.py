@@ -14,20 +14,39 @@ sys.path.insert(0, str(REPO / "benchmarks"))  # a benchmark imports its neighbou
 import peers
 
 TOOLS = [
-    {"id": "github/create_pull_request", "server": "github", "name": "create_pull_request",
-     "description": "Open a new pull request from a branch.", "input_schema": {"properties": {"base": {}, "head": {}}}},
-    {"id": "github/list_issues", "server": "github", "name": "list_issues",
-     "description": "List the issues of a repository.", "input_schema": {"properties": {"repo": {}}}},
-    {"id": "slack/send_message", "server": "slack", "name": "send_message",
-     "description": "Send a message to a channel.", "input_schema": {"properties": {"channel": {}}}},
-    {"id": "time/get_current_time", "server": "time", "name": "get_current_time",
-     "description": "The current time in a time zone.", "input_schema": {"properties": {"timezone": {}}}},
+    {
+        "id": "github/create_pull_request",
+        "server": "github",
+        "name": "create_pull_request",
+        "description": "Open a new pull request from a branch.",
+        "input_schema": {"properties": {"base": {}, "head": {}}},
+    },
+    {
+        "id": "github/list_issues",
+        "server": "github",
+        "name": "list_issues",
+        "description": "List the issues of a repository.",
+        "input_schema": {"properties": {"repo": {}}},
+    },
+    {
+        "id": "slack/send_message",
+        "server": "slack",
+        "name": "send_message",
+        "description": "Send a message to a channel.",
+        "input_schema": {"properties": {"channel": {}}},
+    },
+    {
+        "id": "time/get_current_time",
+        "server": "time",
+        "name": "get_current_time",
+        "description": "The current time in a time zone.",
+        "input_schema": {"properties": {"timezone": {}}},
+    },
 ]
 
 
 def test_codex_tokenizer_keeps_snake_case_names_whole_and_stems_words():
-    assert peers.codex_tokens("Get the current time: get_current_time") == ["get", "current", "time",
-                                                                            "get_current_tim"]
+    assert peers.codex_tokens("Get the current time: get_current_time") == ["get", "current", "time", "get_current_tim"]
     doc = peers.codex_document(TOOLS[0])
     assert doc.startswith("mcp__github__create_pull_request create_pull_request github Open")
     assert doc.endswith("base head")  # input-schema property names
@@ -44,7 +63,9 @@ def test_codex_bm25_ranks_by_shared_tokens_only():
 def test_claude_code_keyword_query_forms():
     k = peers.ClaudeCodeKeyword(TOOLS)
     assert k.rank("select:mcp__slack__send_message,mcp__time__get_current_time") == [
-        "slack/send_message", "time/get_current_time"]
+        "slack/send_message",
+        "time/get_current_time",
+    ]
     assert k.rank("mcp__github__list_issues") == ["github/list_issues"]  # exact name
     assert k.rank("mcp__github") == ["github/create_pull_request", "github/list_issues"]  # prefix
     assert k.rank("+slack message") == ["slack/send_message"]  # required term in the name

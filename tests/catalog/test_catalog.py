@@ -14,9 +14,21 @@ from toolidx.core.filters import Filters
 from toolidx.core.taxonomy import definition
 from toolidx.store.db import open_db
 
-ALL = ["docs/convert_pdf", "docs/merge_pdfs", "docs/render_report", "docs/word_count",
-       "git/git_commit", "git/git_diff", "git/git_log", "git/git_reset", "git/git_status",
-       "gitplus/gitDiff", "gitplus/git_clone", "gitplus/git_push", "gitplus/git_status"]
+ALL = [
+    "docs/convert_pdf",
+    "docs/merge_pdfs",
+    "docs/render_report",
+    "docs/word_count",
+    "git/git_commit",
+    "git/git_diff",
+    "git/git_log",
+    "git/git_reset",
+    "git/git_status",
+    "gitplus/gitDiff",
+    "gitplus/git_clone",
+    "gitplus/git_push",
+    "gitplus/git_status",
+]
 
 
 def _ids(res: dict) -> list[str]:
@@ -43,21 +55,30 @@ def test_pages_cover_everything_once(cli, catalog_db):
 
 def test_item_shape(catalog_db):
     item = next(i for i in list_tools(open_db(catalog_db)).items if i.id == "gitplus/git_push")
-    assert item.to_json() == {"id": "gitplus/git_push", "server": "gitplus", "name": "git_push", "title": None,
-                    "description": "Push local commits to a remote git repository.",
-                    "tags": ["vcs", "community", "destructive", "open-world"], "category": "dev",
-                    "params": ["path", "remote", "force"], "read_only": None, "destructive": True,
-                    "stale": False}
+    assert item.to_json() == {
+        "id": "gitplus/git_push",
+        "server": "gitplus",
+        "name": "git_push",
+        "title": None,
+        "description": "Push local commits to a remote git repository.",
+        "tags": ["vcs", "community", "destructive", "open-world"],
+        "category": "dev",
+        "params": ["path", "remote", "force"],
+        "read_only": None,
+        "destructive": True,
+        "stale": False,
+    }
 
 
-@pytest.mark.parametrize("sort,order", [("server", "asc"), ("server", "desc"), ("category", "asc"),
-                                        ("name", "desc")])
+@pytest.mark.parametrize("sort,order", [("server", "asc"), ("server", "desc"), ("category", "asc"), ("name", "desc")])
 def test_sorts_are_total_and_stable(catalog_db, sort, order):
     db = open_db(catalog_db)
     items = list_tools(db, sort=sort, order=order).to_json()["items"]
-    keys = {"server": lambda t: (t["server"], t["name"].lower()),
-            "category": lambda t: (t["category"], t["server"], t["name"].lower()),
-            "name": lambda t: (t["name"].lower(), t["name"])}[sort]
+    keys = {
+        "server": lambda t: (t["server"], t["name"].lower()),
+        "category": lambda t: (t["category"], t["server"], t["name"].lower()),
+        "name": lambda t: (t["name"].lower(), t["name"]),
+    }[sort]
     got = [keys(t) for t in items]
     assert got == sorted(got, reverse=order == "desc")
     assert len(items) == 13
@@ -82,8 +103,10 @@ def test_filters_match_a_python_reading_of_the_rows(cli, catalog_db):
         (["--description-contains", "REPOSITORY"], lambda t: "repository" in t["description"].lower()),
         (["--read-only"], lambda t: t["read_only"] is True),
         (["--no-destructive"], lambda t: t["destructive"] is not True),
-        (["--server", "gitplus", "--no-destructive", "--tag", "vcs"],
-         lambda t: t["server"] == "gitplus" and t["destructive"] is not True),
+        (
+            ["--server", "gitplus", "--no-destructive", "--tag", "vcs"],
+            lambda t: t["server"] == "gitplus" and t["destructive"] is not True,
+        ),
     ]
     for args, pred in cases:
         r = cli("list", "--db", catalog_db, "--json", "--page-size", 100, *args)
@@ -136,13 +159,18 @@ def test_categories_counts(cli, catalog_db):
     assert r.code == 0, r.stderr
     d = r.json
     # the config's categories win over the taxonomy; a taxonomy name carries its definition
-    assert d["categories"] == [{"name": "dev", "count": 9, "definition": None},
-                               {"name": "documents", "count": 4, "definition": definition("documents")}]
+    assert d["categories"] == [
+        {"name": "dev", "count": 9, "definition": None},
+        {"name": "documents", "count": 4, "definition": definition("documents")},
+    ]
     tags = {t["name"]: t["count"] for t in d["tags"]}
     assert tags["vcs"] == 9 and tags["community"] == 4 and tags["office"] == 4
     assert tags["read-only"] == 5 and tags["destructive"] == 2
     assert [(s["name"], s["count"], s["stale"], s["status"]) for s in d["servers"]] == [
-        ("docs", 4, 0, "ok"), ("git", 5, 0, "ok"), ("gitplus", 4, 0, "ok")]
+        ("docs", 4, 0, "ok"),
+        ("git", 5, 0, "ok"),
+        ("gitplus", 4, 0, "ok"),
+    ]
     assert d["total"] == 13
     # the same filters as list
     c = categories(open_db(catalog_db), Filters(read_only=True))
@@ -181,8 +209,10 @@ def test_list_pages_through_etom(cli, bench_dir, tmp_path):
         d = list_tools(idx, page=page, page_size=1000, sort="server")
         ids += [t.id for t in d.items]
         page = d.next_page
-    expected = sorted((json.loads(line)["id"] for line in (bench_dir / "etom" / "tools.jsonl").read_text().splitlines()),
-                      key=lambda i: (i.split("/")[0], i.split("/", 1)[1].lower(), i))
+    expected = sorted(
+        (json.loads(line)["id"] for line in (bench_dir / "etom" / "tools.jsonl").read_text().splitlines()),
+        key=lambda i: (i.split("/")[0], i.split("/", 1)[1].lower(), i),
+    )
     assert ids == expected
     cats = categories(idx)
     assert len(cats.servers) == 491 and sum(s.count for s in cats.servers) == 2375

@@ -34,10 +34,25 @@ def test_summary_schema_full(cli, catalog_db):
 
     d = cli("describe", "git/git_log", "--detail", "schema", "--db", catalog_db, "--json").json
     assert d["parameters"] == [
-        {"name": "repo_path", "type": "string", "required": True, "default": None, "enum": None,
-         "description": None, "constraints": None},
-        {"name": "max_count", "type": "integer", "required": False, "default": 10, "enum": None,
-         "description": None, "constraints": ">= 1"}]
+        {
+            "name": "repo_path",
+            "type": "string",
+            "required": True,
+            "default": None,
+            "enum": None,
+            "description": None,
+            "constraints": None,
+        },
+        {
+            "name": "max_count",
+            "type": "integer",
+            "required": False,
+            "default": 10,
+            "enum": None,
+            "description": None,
+            "constraints": ">= 1",
+        },
+    ]
     assert "input_schema" not in d
 
     d = cli("describe", "gitplus/git_clone", "--detail", "full", "--db", catalog_db, "--json").json
@@ -80,8 +95,17 @@ def test_nested_schema_table_and_example(cli, catalog_db):
 
 
 # --- ids ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("spelling", ["docs/word_count", "docs.word_count", "docs:word_count",
-                                      "mcp__docs__word_count", "word_count", " docs/word_count "])
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "docs/word_count",
+        "docs.word_count",
+        "docs:word_count",
+        "mcp__docs__word_count",
+        "word_count",
+        " docs/word_count ",
+    ],
+)
 def test_id_spellings(catalog_db, spelling):
     assert describe(open_db(catalog_db), spelling).id == "docs/word_count"
 
@@ -119,45 +143,100 @@ def test_bad_detail_is_a_usage_error(cli, catalog_db):
 
 # --- example arguments ----------------------------------------------------------------------------
 TRICKY = [
-    {"type": "object", "properties": {"when": {"type": "string", "format": "date-time"},
-                                      "day": {"type": "string", "format": "date"},
-                                      "mail": {"type": "string", "format": "email"},
-                                      "id": {"type": "string", "format": "uuid"},
-                                      "ip": {"type": "string", "format": "ipv4"}},
-     "required": ["when", "day", "mail", "id", "ip"]},
-    {"type": "object", "properties": {"code": {"type": "string", "pattern": r"^[A-Z]{3}\d{2}(-[a-z]+)?$"},
-                                      "short": {"type": "string", "minLength": 12, "maxLength": 12}},
-     "required": ["code", "short"]},
-    {"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 9, "multipleOf": 3},
-                                      "x": {"type": "number", "exclusiveMinimum": 2.5},
-                                      "old": {"type": "integer", "minimum": 0, "exclusiveMinimum": True},
-                                      "neg": {"type": "integer", "maximum": -4}},
-     "required": ["n", "x", "old", "neg"], "$schema": "http://json-schema.org/draft-04/schema#"},
-    {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b", "c"]},
-                                               "minItems": 3, "uniqueItems": True},
-                                      "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
-                                               "minItems": 2}},
-     "required": ["tags", "pair"]},
-    {"type": "object", "properties": {"kind": {"enum": ["file", "url"]}, "path": {"type": "string"},
-                                      "url": {"type": "string"}},
-     "required": ["kind"],
-     "if": {"properties": {"kind": {"const": "file"}}}, "then": {"required": ["path"]},
-     "else": {"required": ["url"]}},
-    {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
-     "dependencies": {"a": ["b"]}, "required": ["a"]},
-    {"type": "object", "$defs": {"node": {"type": "object", "properties": {
-        "value": {"type": "integer"}, "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}},
-        "required": ["value", "next"]}},
-     "properties": {"head": {"$ref": "#/$defs/node"}}, "required": ["head"]},
-    {"type": "object", "properties": {"meta": {"type": "object", "additionalProperties": {"type": "integer"},
-                                               "minProperties": 2}},
-     "required": ["meta"], "additionalProperties": False},
-    {"type": "object", "properties": {"q": {"type": "string", "examples": ["weather in Lisbon"]},
-                                      "unit": {"type": ["string", "null"], "default": "metric"}},
-     "required": ["q", "unit"]},
+    {
+        "type": "object",
+        "properties": {
+            "when": {"type": "string", "format": "date-time"},
+            "day": {"type": "string", "format": "date"},
+            "mail": {"type": "string", "format": "email"},
+            "id": {"type": "string", "format": "uuid"},
+            "ip": {"type": "string", "format": "ipv4"},
+        },
+        "required": ["when", "day", "mail", "id", "ip"],
+    },
+    {
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "pattern": r"^[A-Z]{3}\d{2}(-[a-z]+)?$"},
+            "short": {"type": "string", "minLength": 12, "maxLength": 12},
+        },
+        "required": ["code", "short"],
+    },
+    {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "minimum": 5, "maximum": 9, "multipleOf": 3},
+            "x": {"type": "number", "exclusiveMinimum": 2.5},
+            "old": {"type": "integer", "minimum": 0, "exclusiveMinimum": True},
+            "neg": {"type": "integer", "maximum": -4},
+        },
+        "required": ["n", "x", "old", "neg"],
+        "$schema": "http://json-schema.org/draft-04/schema#",
+    },
+    {
+        "type": "object",
+        "properties": {
+            "tags": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["a", "b", "c"]},
+                "minItems": 3,
+                "uniqueItems": True,
+            },
+            "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "minItems": 2},
+        },
+        "required": ["tags", "pair"],
+    },
+    {
+        "type": "object",
+        "properties": {"kind": {"enum": ["file", "url"]}, "path": {"type": "string"}, "url": {"type": "string"}},
+        "required": ["kind"],
+        "if": {"properties": {"kind": {"const": "file"}}},
+        "then": {"required": ["path"]},
+        "else": {"required": ["url"]},
+    },
+    {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "dependencies": {"a": ["b"]},
+        "required": ["a"],
+    },
+    {
+        "type": "object",
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {
+                    "value": {"type": "integer"},
+                    "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]},
+                },
+                "required": ["value", "next"],
+            }
+        },
+        "properties": {"head": {"$ref": "#/$defs/node"}},
+        "required": ["head"],
+    },
+    {
+        "type": "object",
+        "properties": {"meta": {"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 2}},
+        "required": ["meta"],
+        "additionalProperties": False,
+    },
+    {
+        "type": "object",
+        "properties": {
+            "q": {"type": "string", "examples": ["weather in Lisbon"]},
+            "unit": {"type": ["string", "null"], "default": "metric"},
+        },
+        "required": ["q", "unit"],
+    },
     {"type": "object", "properties": {"opt": {"type": "string"}}},  # nothing required
-    {"type": "object", "allOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]},
-                                 {"properties": {"b": {"const": "x"}}, "required": ["b"]}]},
+    {
+        "type": "object",
+        "allOf": [
+            {"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+            {"properties": {"b": {"const": "x"}}, "required": ["b"]},
+        ],
+    },
 ]
 
 
@@ -224,19 +303,48 @@ def test_only_examples_that_validate_are_shown_and_counted(tmp_path, cli):
     neither shown by describe --examples nor counted by --has-examples; generated values follow
     the parameter's name."""
     tools = [
-        {"name": "good", "description": "Convert money.", "inputSchema": {
-            "type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$", "examples": ["EUR"]}},
-            "required": ["code"]}},
-        {"name": "bad_default", "description": "Convert money.", "inputSchema": {
-            "type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$", "default": "usd"}},
-            "required": ["code"]}},
-        {"name": "stale_saved", "description": "Weather alerts.", "examples": [{"arguments": {"region": 5}}],
-         "inputSchema": {"type": "object", "properties": {"region": {"type": "string"}}, "required": ["region"]}},
-        {"name": "weak", "description": "Look things up.", "inputSchema": {"type": "object", "properties": {
-            "timezone": {"type": "string"}, "repo": {"type": "string"}, "repo_path": {"type": "string"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 100}, "url": {"type": "string"},
-            "user_email": {"type": "string"}, "query": {"type": "string"}, "id": {"type": "string"}},
-            "required": ["timezone", "repo", "repo_path", "limit", "url", "user_email", "query", "id"]}},
+        {
+            "name": "good",
+            "description": "Convert money.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$", "examples": ["EUR"]}},
+                "required": ["code"],
+            },
+        },
+        {
+            "name": "bad_default",
+            "description": "Convert money.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$", "default": "usd"}},
+                "required": ["code"],
+            },
+        },
+        {
+            "name": "stale_saved",
+            "description": "Weather alerts.",
+            "examples": [{"arguments": {"region": 5}}],
+            "inputSchema": {"type": "object", "properties": {"region": {"type": "string"}}, "required": ["region"]},
+        },
+        {
+            "name": "weak",
+            "description": "Look things up.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "timezone": {"type": "string"},
+                    "repo": {"type": "string"},
+                    "repo_path": {"type": "string"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                    "url": {"type": "string"},
+                    "user_email": {"type": "string"},
+                    "query": {"type": "string"},
+                    "id": {"type": "string"},
+                },
+                "required": ["timezone", "repo", "repo_path", "limit", "url", "user_email", "query", "id"],
+            },
+        },
     ]
     (tmp_path / "t.json").write_text(json.dumps(tools))
     (tmp_path / "c.json").write_text(json.dumps({"mcpServers": {"x": {"tools_file": str(tmp_path / "t.json")}}}))
@@ -252,9 +360,22 @@ def test_only_examples_that_validate_are_shown_and_counted(tmp_path, cli):
         assert {e["arguments"].get("code") for e in r.json["examples"]} & {"usd"} == set()
         assert {"region": 5} not in [e["arguments"] for e in r.json["examples"]]
     r = cli("describe", "x/weak", "--db", db, "--examples", "--json")
-    assert r.json["examples"] == [{"source": "generated", "valid": True, "arguments": {
-        "timezone": "Europe/Paris", "repo": "owner/repo", "repo_path": "/tmp/example", "limit": 10,
-        "url": "https://example.com", "user_email": "user@example.com", "query": "example query", "id": "abc123"}}]
+    assert r.json["examples"] == [
+        {
+            "source": "generated",
+            "valid": True,
+            "arguments": {
+                "timezone": "Europe/Paris",
+                "repo": "owner/repo",
+                "repo_path": "/tmp/example",
+                "limit": 10,
+                "url": "https://example.com",
+                "user_email": "user@example.com",
+                "query": "example query",
+                "id": "abc123",
+            },
+        }
+    ]
     r = cli("describe", "x/weak", "--db", db, "--examples")
     assert "does not validate" not in r.stdout
 

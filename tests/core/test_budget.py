@@ -13,11 +13,20 @@ LONG = ("Convert a document between formats. " + "It keeps headings, tables and 
 
 
 def _payload(n: int = 8) -> dict:
-    return {"query": "x", "hits": [
-        {"id": f"s/t{i}", "description": f"Tool {i}. " + LONG,
-         "input_schema": {"type": "object", "properties": {f"p{j}": {"type": "string", "description": "d" * 40}
-                                                           for j in range(6)}}}
-        for i in range(n)]}
+    return {
+        "query": "x",
+        "hits": [
+            {
+                "id": f"s/t{i}",
+                "description": f"Tool {i}. " + LONG,
+                "input_schema": {
+                    "type": "object",
+                    "properties": {f"p{j}": {"type": "string", "description": "d" * 40} for j in range(6)},
+                },
+            }
+            for i in range(n)
+        ],
+    }
 
 
 def test_estimate_is_chars_over_four_of_compact_json():
@@ -65,10 +74,16 @@ def test_cuts_descriptions_first_then_schemas_then_items():
 
 
 def test_hits_lose_their_evidence_details_before_any_hit_is_dropped():
-    hits = [{"id": f"s/t{i}", "description": "Merge PDF files.", "why": "terms: merge, pdf; semantic (0.71)",
-             "matched": ["merge", "pdf", "files"],
-             "signals": {"bm25": 12.345, "fuzzy": 0.0, "cosine": 0.7123, "coverage": 0.5, "name_words": 2}}
-            for i in range(5)]
+    hits = [
+        {
+            "id": f"s/t{i}",
+            "description": "Merge PDF files.",
+            "why": "terms: merge, pdf; semantic (0.71)",
+            "matched": ["merge", "pdf", "files"],
+            "signals": {"bm25": 12.345, "fuzzy": 0.0, "cosine": 0.7123, "coverage": 0.5, "name_words": 2},
+        }
+        for i in range(5)
+    ]
     p = {"query": "merge pdfs", "hits": hits}
     lean = {"query": "merge pdfs", "hits": [{k: h[k] for k in ("id", "description", "why")} for h in hits]}
     r = fit_budget(p, "hits", estimate_tokens(lean) + 60)  # room for the record, not for details
@@ -81,8 +96,12 @@ def test_hits_lose_their_evidence_details_before_any_hit_is_dropped():
 
 
 def test_single_item_payload_is_shortened_never_dropped():
-    p = {"id": "s/t", "description": LONG, "parameters": [{"name": "x", "description": LONG}],
-         "input_schema": {"type": "object"}}
+    p = {
+        "id": "s/t",
+        "description": LONG,
+        "parameters": [{"name": "x", "description": LONG}],
+        "input_schema": {"type": "object"},
+    }
     r = fit_budget(p, None, 30)
     assert r["id"] == "s/t" and "parameters" not in r and "input_schema" not in r
     assert r["truncated"]["items_dropped"] == 0
@@ -100,8 +119,9 @@ def test_estimate_against_minilm_wordpiece(model_path, bench_dir):
         for line in list(f)[:400]:
             t = json.loads(line)
             est += estimate_tokens(t)
-            real += len(tok.encode(json.dumps(t, ensure_ascii=False, separators=(",", ":")),
-                                   add_special_tokens=False).ids)
+            real += len(
+                tok.encode(json.dumps(t, ensure_ascii=False, separators=(",", ":")), add_special_tokens=False).ids
+            )
     assert 0.55 <= est / real <= 0.80  # docs/catalog.md: ~0.66 on ETOM
 
 
@@ -112,13 +132,14 @@ def test_list_and_describe_honour_max_tokens(cli, catalog_db):
     cut = r.json
     t = cut["truncated"]
     assert t["items_dropped"] > 0 and t["items_kept"] == len(cut["items"])
-    assert [i["id"] for i in cut["items"]] == [i["id"] for i in full["items"]][:len(cut["items"])]
+    assert [i["id"] for i in cut["items"]] == [i["id"] for i in full["items"]][: len(cut["items"])]
     del cut["toolidx"], cut["command"]
     assert estimate_tokens(cut) <= 300
     assert "shortened to fit" in r.stderr or r.stderr == ""  # the note goes to stderr, never stdout
 
-    d = cli("describe", "docs/render_report", "--detail", "full", "--db", catalog_db, "--json",
-            "--max-tokens", "250").json
+    d = cli(
+        "describe", "docs/render_report", "--detail", "full", "--db", catalog_db, "--json", "--max-tokens", "250"
+    ).json
     assert d["id"] == "docs/render_report"
     assert "input_schema" not in d and "example_arguments" not in d and d["truncated"]["schemas_dropped"] == 1
     whole = cli("describe", "docs/render_report", "--detail", "full", "--db", catalog_db, "--json").json

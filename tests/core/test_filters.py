@@ -18,8 +18,11 @@ def test_to_json_says_what_is_set_and_always_whether_stale_tools_count():
 
 def test_complete_json_gives_the_same_filters_back():
     assert Filters().to_json(complete=True) == {}
-    for f in (Filters(), Filters(servers=["a"], exclude_tags=["x"], name_pattern="^git", include_stale=False),
-              Filters(has_examples=True, example_ids=["a/x", "b/y"], approved_only=True, description_contains="")):
+    for f in (
+        Filters(),
+        Filters(servers=["a"], exclude_tags=["x"], name_pattern="^git", include_stale=False),
+        Filters(has_examples=True, example_ids=["a/x", "b/y"], approved_only=True, description_contains=""),
+    ):
         assert Filters(**f.to_json(complete=True)) == f
     assert "include_stale" not in Filters(servers=["a"]).to_json(complete=True)
 

@@ -40,8 +40,9 @@ def hostile(t) -> list[dict]:
 
 def test_refs_out_of_the_schema_read_no_file_and_fetch_no_url(ref_targets):
     before = [validate("x", s) for s in hostile(ref_targets)]
-    examples = [example_arguments({"type": "object", "properties": {"n": s}, "required": ["n"]})
-                for s in hostile(ref_targets)]
+    examples = [
+        example_arguments({"type": "object", "properties": {"n": s}, "required": ["n"]}) for s in hostile(ref_targets)
+    ]
     validators = [compile_validator(s) for s in hostile(ref_targets)]
     results = [schema_errors(v, {"x": "y"}) for v in validators if v is not None]
     # what the ref names is `{"type": "integer"}`: had it been read, "x" would be refused
@@ -51,8 +52,7 @@ def test_refs_out_of_the_schema_read_no_file_and_fetch_no_url(ref_targets):
 
 
 def test_the_rest_of_the_schema_is_still_checked(ref_targets):
-    s = {"type": "object", "properties": {"n": {"$ref": ref_targets.url}, "m": {"type": "integer"}},
-         "required": ["m"]}
+    s = {"type": "object", "properties": {"n": {"$ref": ref_targets.url}, "m": {"type": "integer"}}, "required": ["m"]}
     assert validate({"n": "any"}, s) == "'m' is a required property"
     assert validate({"n": "any", "m": "one"}, s) == "'one' is not of type 'integer'"
     assert validate({"n": "any", "m": 1}, s) is None
@@ -61,13 +61,23 @@ def test_the_rest_of_the_schema_is_still_checked(ref_targets):
     assert (ref_targets.reads, ref_targets.requests) == (0, 0)
 
 
-@pytest.mark.parametrize("schema", [
-    {"$defs": {"i": {"type": "integer"}}, "$ref": "#/$defs/i"},
-    {"$schema": D7, "definitions": {"i": {"type": "integer"}}, "$ref": "#/definitions/i"},
-    {"$defs": {"i": {"$id": "https://example.com/i.json", "type": "integer"}}, "$ref": "https://example.com/i.json"},
-    {"$id": "https://example.com/root.json", "$defs": {"i": {"$id": "i.json", "type": "integer"}}, "$ref": "i.json"},
-    {"properties": {"n": {"$ref": "#/$defs/i"}}, "$defs": {"i": {"type": "integer"}}, "type": "integer"},
-])
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$defs": {"i": {"type": "integer"}}, "$ref": "#/$defs/i"},
+        {"$schema": D7, "definitions": {"i": {"type": "integer"}}, "$ref": "#/definitions/i"},
+        {
+            "$defs": {"i": {"$id": "https://example.com/i.json", "type": "integer"}},
+            "$ref": "https://example.com/i.json",
+        },
+        {
+            "$id": "https://example.com/root.json",
+            "$defs": {"i": {"$id": "i.json", "type": "integer"}},
+            "$ref": "i.json",
+        },
+        {"properties": {"n": {"$ref": "#/$defs/i"}}, "$defs": {"i": {"type": "integer"}}, "type": "integer"},
+    ],
+)
 def test_refs_inside_the_schema_still_resolve(schema):
     assert validate("x", schema) == "'x' is not of type 'integer'"
     assert validate(3, schema) is None
@@ -88,10 +98,15 @@ def test_resolve_ref_follows_json_pointers_only():
 
 
 def test_resolve_follows_the_ref_chain_and_folds_all_of_in_the_schemas_order():
-    root = {"$defs": {"Base": {"properties": {"z": {"type": "string"}, "a": {}}, "required": ["z", "a"]},
-                      "Alias": {"$ref": "#/$defs/Base", "description": "an alias"}},
-            "properties": {"q": {}}, "required": ["q"],
-            "allOf": [{"$ref": "#/$defs/Alias"}, {"properties": {"m": {}}, "required": ["m", "a", {"x": 1}]}]}
+    root = {
+        "$defs": {
+            "Base": {"properties": {"z": {"type": "string"}, "a": {}}, "required": ["z", "a"]},
+            "Alias": {"$ref": "#/$defs/Base", "description": "an alias"},
+        },
+        "properties": {"q": {}},
+        "required": ["q"],
+        "allOf": [{"$ref": "#/$defs/Alias"}, {"properties": {"m": {}}, "required": ["m", "a", {"x": 1}]}],
+    }
     r = resolve(root, root)
     assert r.schema["required"] == ["q", "z", "a", "m"]  # the schema's own order, first occurrence wins
     assert list(r.schema["properties"]) == ["q", "z", "a", "m"] and r.schema["description"] == "an alias"
@@ -102,8 +117,12 @@ def test_resolve_follows_the_ref_chain_and_folds_all_of_in_the_schemas_order():
 
 
 def test_resolve_drops_what_it_cannot_follow_and_names_it():
-    loop = {"$defs": {"A": {"allOf": [{"$ref": "#/$defs/A"}], "properties": {"x": {}}},
-                      "B": {"$ref": "#/$defs/B", "type": "string"}}}
+    loop = {
+        "$defs": {
+            "A": {"allOf": [{"$ref": "#/$defs/A"}], "properties": {"x": {}}},
+            "B": {"$ref": "#/$defs/B", "type": "string"},
+        }
+    }
     r = resolve({"$ref": "#/$defs/A"}, loop)
     assert r.schema == {"properties": {"x": {}}} and r.via == ("#/$defs/A",) and r.seen == {"#/$defs/A"}
     assert resolve({"$ref": "#/$defs/B"}, loop).unresolved == "#/$defs/B"  # a cycle

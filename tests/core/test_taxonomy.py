@@ -122,26 +122,44 @@ def _crawl(tmp_path: Path, servers: dict) -> Path:
 
 def test_config_category_wins_and_a_tool_can_be_set_alone(tmp_path, cli):
     examples = REPO / "examples"
-    db = _crawl(tmp_path, {
-        "weather": {"tools_file": str(examples / "weather-tools.json")},
-        "files": {"tools_file": str(examples / "files-tools.json"), "category": "local",
-                  "tool_categories": {"pdf_to_text": "documents"}},
-    })
+    db = _crawl(
+        tmp_path,
+        {
+            "weather": {"tools_file": str(examples / "weather-tools.json")},
+            "files": {
+                "tools_file": str(examples / "files-tools.json"),
+                "category": "local",
+                "tool_categories": {"pdf_to_text": "documents"},
+            },
+        },
+    )
     idx = open_db(db)
     got = {r["id"]: r["category"] for r in idx.query("SELECT id, category FROM tools")}
-    assert got == {"weather/get_forecast": "weather", "weather/get_alerts": "weather",
-                   "weather/convertTemperature": "weather",
-                   "files/read_file": "local", "files/write_file": "local", "files/search_files": "local",
-                   "files/pdf_to_text": "documents"}
+    assert got == {
+        "weather/get_forecast": "weather",
+        "weather/get_alerts": "weather",
+        "weather/convertTemperature": "weather",
+        "files/read_file": "local",
+        "files/write_file": "local",
+        "files/search_files": "local",
+        "files/pdf_to_text": "documents",
+    }
     assert idx.scalar("SELECT category FROM servers WHERE name = 'files'") == "local"
     idx.close()
     # categories, --category and list use the stored category
     d = cli("categories", "--db", db, "--json").json
     assert [(c["name"], c["count"], c["definition"]) for c in d["categories"]] == [
-        ("local", 3, None), ("weather", 3, definition("weather")), ("documents", 1, definition("documents"))]
+        ("local", 3, None),
+        ("weather", 3, definition("weather")),
+        ("documents", 1, definition("documents")),
+    ]
     r = cli("list", "--db", db, "--category", "weather", "--category", "documents", "--json").json
-    assert sorted(t["id"] for t in r["items"]) == ["files/pdf_to_text", "weather/convertTemperature",
-                                                   "weather/get_alerts", "weather/get_forecast"]
+    assert sorted(t["id"] for t in r["items"]) == [
+        "files/pdf_to_text",
+        "weather/convertTemperature",
+        "weather/get_alerts",
+        "weather/get_forecast",
+    ]
     r = cli("search", "convert", "--db", db, "--category", "documents", "--mode", "keyword", "--json").json
     assert [h["id"] for h in r["hits"]] == ["files/pdf_to_text"]
     text = cli("categories", "--db", db)

@@ -20,13 +20,24 @@ ENV = {"HOME": "/home/u", "TOKEN": "t0k3n-abc", "PORT": "8123", "EMPTY": ""}
 
 def test_claude_desktop_config_as_is(tmp_path):
     p = tmp_path / "claude_desktop_config.json"
-    p.write_text(json.dumps({
-        "globalShortcut": "Ctrl+Space",  # other keys of the app's file are ignored
-        "mcpServers": {
-            "filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${HOME}/Desktop"]},
-            "github": {"command": "docker", "args": ["run", "-i", "ghcr.io/github/github-mcp-server"],
-                       "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${TOKEN}"}},
-        }}))
+    p.write_text(
+        json.dumps(
+            {
+                "globalShortcut": "Ctrl+Space",  # other keys of the app's file are ignored
+                "mcpServers": {
+                    "filesystem": {
+                        "command": "npx",
+                        "args": ["-y", "@modelcontextprotocol/server-filesystem", "${HOME}/Desktop"],
+                    },
+                    "github": {
+                        "command": "docker",
+                        "args": ["run", "-i", "ghcr.io/github/github-mcp-server"],
+                        "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${TOKEN}"},
+                    },
+                },
+            }
+        )
+    )
     cfg = load_config(p, environ=ENV)
     fs, gh = cfg.servers
     assert (fs.name, fs.transport, fs.command) == ("filesystem", "stdio", "npx")
@@ -38,16 +49,29 @@ def test_claude_desktop_config_as_is(tmp_path):
 
 def test_cursor_config_with_remote_servers(tmp_path):
     p = tmp_path / "mcp.json"
-    p.write_text(json.dumps({"mcpServers": {
-        "remote": {"url": "https://api.example.com:${PORT}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
-        "legacy": {"url": "https://old.example.com/sse"},
-        "local": {"command": "python", "args": ["server.py"], "cwd": "srv"},
-    }}))
+    p.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "remote": {
+                        "url": "https://api.example.com:${PORT}/mcp",
+                        "headers": {"Authorization": "Bearer ${TOKEN}"},
+                    },
+                    "legacy": {"url": "https://old.example.com/sse"},
+                    "local": {"command": "python", "args": ["server.py"], "cwd": "srv"},
+                }
+            }
+        )
+    )
     remote, legacy, local = load_config(p, environ=ENV).servers
     assert remote.transport == "http" and remote.url == "https://api.example.com:8123/mcp"
     assert remote.headers == {"Authorization": "Bearer t0k3n-abc"}
-    assert remote.public() == {"transport": "http", "url": "https://api.example.com:${PORT}/mcp",
-                               "header_keys": ["Authorization"], "timeout": 30.0}
+    assert remote.public() == {
+        "transport": "http",
+        "url": "https://api.example.com:${PORT}/mcp",
+        "header_keys": ["Authorization"],
+        "timeout": 30.0,
+    }
     assert legacy.transport == "sse"  # a URL ending in /sse
     assert local.cwd == str(tmp_path / "srv")
 
@@ -57,15 +81,25 @@ def test_vscode_config_with_servers_and_type(tmp_path):
     vs.mkdir()
     (vs / "dev.env").write_text("# comment\nFROM_FILE=yes\nexport QUOTED=\"a b\"\nOVERRIDDEN=file\n")
     p = vs / "mcp.json"
-    p.write_text(json.dumps({
-        "inputs": [{"type": "promptString", "id": "api-key", "password": True}],
-        "servers": {
-            "py": {"type": "stdio", "command": "python", "args": ["${workspaceFolder}/server.py"],
-                   "env": {"KEY": "${env:TOKEN}", "OVERRIDDEN": "env"}, "envFile": "dev.env"},
-            "web": {"type": "http", "url": "http://localhost:${PORT}/mcp"},
-            "events": {"type": "sse", "url": "http://localhost:9000/events"},
-            "asks": {"type": "stdio", "command": "x", "env": {"K": "${input:api-key}"}},
-        }}))
+    p.write_text(
+        json.dumps(
+            {
+                "inputs": [{"type": "promptString", "id": "api-key", "password": True}],
+                "servers": {
+                    "py": {
+                        "type": "stdio",
+                        "command": "python",
+                        "args": ["${workspaceFolder}/server.py"],
+                        "env": {"KEY": "${env:TOKEN}", "OVERRIDDEN": "env"},
+                        "envFile": "dev.env",
+                    },
+                    "web": {"type": "http", "url": "http://localhost:${PORT}/mcp"},
+                    "events": {"type": "sse", "url": "http://localhost:9000/events"},
+                    "asks": {"type": "stdio", "command": "x", "env": {"K": "${input:api-key}"}},
+                },
+            }
+        )
+    )
     py, web, events, asks = load_config(p, environ=ENV).servers
     assert py.args == [f"{tmp_path}/server.py"]
     assert py.env == {"FROM_FILE": "yes", "QUOTED": "a b", "OVERRIDDEN": "env", "KEY": "t0k3n-abc"}
@@ -108,15 +142,18 @@ mcpServers:
     assert cfg.settings["concurrency"] == 2
 
 
-@pytest.mark.parametrize("text, out, missing", [
-    ("${TOKEN}", "t0k3n-abc", []),
-    ("x-${NOPE:-dflt}-y", "x-dflt-y", []),
-    ("${EMPTY:-used}", "used", []),  # :- also covers set-but-empty, as in the shell
-    ("${EMPTY}", "", []),
-    ("${env:HOME}/a", "/home/u/a", []),
-    ("${NOPE}", "", ["NOPE"]),
-    ("$HOME and ${HOME", "$HOME and ${HOME", []),  # only ${...} is a reference
-])
+@pytest.mark.parametrize(
+    "text, out, missing",
+    [
+        ("${TOKEN}", "t0k3n-abc", []),
+        ("x-${NOPE:-dflt}-y", "x-dflt-y", []),
+        ("${EMPTY:-used}", "used", []),  # :- also covers set-but-empty, as in the shell
+        ("${EMPTY}", "", []),
+        ("${env:HOME}/a", "/home/u/a", []),
+        ("${NOPE}", "", ["NOPE"]),
+        ("$HOME and ${HOME", "$HOME and ${HOME", []),  # only ${...} is a reference
+    ],
+)
 def test_expand(text, out, missing):
     assert expand(text, ENV) == (out, missing)
 
@@ -149,8 +186,10 @@ mcpServers:
 BAD = {
     "syntax.yaml": ("mcpServers:\n  a:\n    command: x\n   args: [1]\n", ["invalid YAML", ":4:"]),
     "syntax.json": ('{"mcpServers": {"a": {"command": "x",}}}', ["invalid JSON", ":1:"]),
-    "transport.yaml": ("mcpServers:\n  a:\n    type: websocket\n    url: ws://x\n",
-                       ["server 'a'", "key 'type'", "unknown transport 'websocket'"]),
+    "transport.yaml": (
+        "mcpServers:\n  a:\n    type: websocket\n    url: ws://x\n",
+        ["server 'a'", "key 'type'", "unknown transport 'websocket'"],
+    ),
     "nocommand.yaml": ("mcpServers:\n  a:\n    args: [x]\n", ["server 'a'", "key 'command'", "no `command`, `url`"]),
     "stdio-url.json": ('{"servers": {"a": {"type": "stdio", "url": "http://x"}}}', ["server 'a'", "key 'command'"]),
     "http-nourl.yaml": ("mcpServers:\n  a:\n    type: http\n", ["server 'a'", "key 'url'"]),
@@ -207,8 +246,9 @@ def test_build_config_errors_are_config_errors():
 
 
 def test_bundled_example_crawls(tmp_path):
-    r = run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", tmp_path / "e.db",
-                "--model", "none", "--json")
+    r = run_cli(
+        "crawl", "--config", REPO / "examples" / "servers.yaml", "--db", tmp_path / "e.db", "--model", "none", "--json"
+    )
     assert r.code == 0 and r.json["servers_ok"] >= 2 and r.json["tools"] > 0
 
 
@@ -238,15 +278,18 @@ def test_live_example_with_a_real_stdio_server(tmp_path, monkeypatch):
     """examples/live.yaml starts its server with toolidx's own Python, so crawl and check work
     where the Python on PATH has no `mcp` (before: `${PYTHON:-python3}` was that Python)."""
     _python_without_mcp(tmp_path, monkeypatch)
-    r = run_cli("crawl", "--config", REPO / "examples" / "live.yaml", "--db", tmp_path / "l.db",
-                "--model", "none", "--json")
+    r = run_cli(
+        "crawl", "--config", REPO / "examples" / "live.yaml", "--db", tmp_path / "l.db", "--model", "none", "--json"
+    )
     assert r.code == 0, r.stderr
     from toolidx.store.db import open_db
 
     assert r.json["servers_ok"] == 3 and r.json["tools"] == 3 + 3 + 4  # notes, weather, files
     db = open_db(tmp_path / "l.db")
     assert db.one("SELECT server_name, tool_count FROM servers WHERE name = 'notes'") == {
-        "server_name": "notes", "tool_count": 3}
+        "server_name": "notes",
+        "tool_count": 3,
+    }
     assert db.scalar("SELECT destructive FROM tools WHERE id = 'notes/delete_note'") == 1
     db.close()
     # serve's way of starting it (what execute_tool does), from the index's record of the config

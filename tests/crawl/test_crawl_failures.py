@@ -20,18 +20,21 @@ from toolidx.store.db import open_db
 def bad_crawl(tmp_path_factory):
     """One crawl of every kind of misbehaviour, side by side with a healthy server."""
     d = tmp_path_factory.mktemp("bad")
-    cfg = write_config(d / "bad.json", {
-        "healthy": raw("ok"),
-        "hangs": raw("hang", timeout=2),
-        "crash-start": raw("crash-start"),
-        "crash-mid-list": raw("crash-mid-list"),
-        "invalid-tool": raw("invalid-tool"),
-        "junk": raw("junk"),
-        "many": raw("many"),
-        "big": raw("big"),
-        "slow-list": raw("slow-list", timeout=2),
-        "no-such-exe": {"command": "/nonexistent/bin/mcp-server"},
-    })
+    cfg = write_config(
+        d / "bad.json",
+        {
+            "healthy": raw("ok"),
+            "hangs": raw("hang", timeout=2),
+            "crash-start": raw("crash-start"),
+            "crash-mid-list": raw("crash-mid-list"),
+            "invalid-tool": raw("invalid-tool"),
+            "junk": raw("junk"),
+            "many": raw("many"),
+            "big": raw("big"),
+            "slow-list": raw("slow-list", timeout=2),
+            "no-such-exe": {"command": "/nonexistent/bin/mcp-server"},
+        },
+    )
     t0 = time.perf_counter()
     r = crawl(cfg, d / "bad.db")
     wall = time.perf_counter() - t0
@@ -90,8 +93,7 @@ def test_invalid_tool_is_reported_and_valid_ones_kept(bad_crawl):
     assert names == ["good_one", "good_two"]
     row = _server(db, "invalid-tool")
     assert row["status"] == "ok" and row["tool_count"] == 2
-    assert json.loads(row["invalid_tools"]) == [{"name": "bad_schema",
-                                                 "reason": '`inputSchema.type` is not "object"'}]
+    assert json.loads(row["invalid_tools"]) == [{"name": "bad_schema", "reason": '`inputSchema.type` is not "object"'}]
 
 
 @pytest.mark.slow
@@ -179,11 +181,15 @@ def test_readers_see_the_old_or_the_new_index_never_a_mix(tmp_path):
         try:
             while not stop.is_set():
                 # one statement = one snapshot
-                seen.add(tuple(reader.conn.execute(
-                    "SELECT (SELECT count(*) FROM tools), (SELECT count(*) FROM tools_fts), "
-                    "(SELECT max(id) FROM crawls), "
-                    "(SELECT count(*) FROM crawl_tools WHERE crawl_id = (SELECT max(id) FROM crawls))"
-                ).fetchone()))
+                seen.add(
+                    tuple(
+                        reader.conn.execute(
+                            "SELECT (SELECT count(*) FROM tools), (SELECT count(*) FROM tools_fts), "
+                            "(SELECT max(id) FROM crawls), "
+                            "(SELECT count(*) FROM crawl_tools WHERE crawl_id = (SELECT max(id) FROM crawls))"
+                        ).fetchone()
+                    )
+                )
         except BaseException as e:  # reported below
             errors.append(e)
         finally:
@@ -232,16 +238,19 @@ class _Counter:
         pass
 
 
-@pytest.mark.parametrize("concurrency, expected_peak", [
-    (None, 4), (2, 2),
-    pytest.param(1, 1, marks=pytest.mark.slow),  # six 0.3 s starts one after another
-])
+@pytest.mark.parametrize(
+    "concurrency, expected_peak",
+    [
+        (None, 4),
+        (2, 2),
+        pytest.param(1, 1, marks=pytest.mark.slow),  # six 0.3 s starts one after another
+    ],
+)
 def test_concurrency_cap(tmp_path, concurrency, expected_peak):
     from toolidx.crawl.config import load_config
     from toolidx.crawl.run import run_crawl
 
-    cfg = load_config(write_config(tmp_path / "c.json",
-                                   {f"s{i}": raw("ok", "--init-delay", "0.3") for i in range(6)}))
+    cfg = load_config(write_config(tmp_path / "c.json", {f"s{i}": raw("ok", "--init-delay", "0.3") for i in range(6)}))
     counter = _Counter()
     db = open_db(tmp_path / "c.db", create=True)
     summary = run_crawl(cfg, db, concurrency=concurrency, progress=counter)
@@ -250,8 +259,7 @@ def test_concurrency_cap(tmp_path, concurrency, expected_peak):
 
 
 def test_concurrency_flag_and_setting(tmp_path):
-    cfg = write_config(tmp_path / "c.json", {"a": raw("ok"), "b": raw("ok", "--prefix", "b_")},
-                       concurrency=1)
+    cfg = write_config(tmp_path / "c.json", {"a": raw("ok"), "b": raw("ok", "--prefix", "b_")}, concurrency=1)
     r = crawl(cfg, tmp_path / "c.db", "--concurrency", "2")
     assert r.code == 0 and r.json["servers_ok"] == 2
     bad = run_cli("crawl", "--config", cfg, "--db", tmp_path / "d.db", "--concurrency", "0")
@@ -263,14 +271,20 @@ def test_secrets_never_reach_the_index(tmp_path, monkeypatch):
     secret, header_secret, url_secret = "sk-PLANTED-7f3a9c1e5b", "Bearer HDR-PLANTED-42aa", "URLTOKEN-PLANTED-99"
     monkeypatch.setenv("MY_TOKEN", secret)
     monkeypatch.setenv("URL_TOKEN", url_secret)
-    cfg = write_config(tmp_path / "s.json", {
-        # a careless server that prints its token on stderr, which we keep a tail of
-        "leaky": raw("ok", env={"API_TOKEN": "${MY_TOKEN}", "RAWMCP_ECHO_ENV": "API_TOKEN"}),
-        # a failing one whose error would name the command line
-        "leaky-fail": raw("crash-start", env={"API_TOKEN": "${MY_TOKEN}"}),
-        "remote": {"url": "http://127.0.0.1:1/mcp?key=${URL_TOKEN}",
-                   "headers": {"Authorization": header_secret}, "timeout": 3},
-    })
+    cfg = write_config(
+        tmp_path / "s.json",
+        {
+            # a careless server that prints its token on stderr, which we keep a tail of
+            "leaky": raw("ok", env={"API_TOKEN": "${MY_TOKEN}", "RAWMCP_ECHO_ENV": "API_TOKEN"}),
+            # a failing one whose error would name the command line
+            "leaky-fail": raw("crash-start", env={"API_TOKEN": "${MY_TOKEN}"}),
+            "remote": {
+                "url": "http://127.0.0.1:1/mcp?key=${URL_TOKEN}",
+                "headers": {"Authorization": header_secret},
+                "timeout": 3,
+            },
+        },
+    )
     db_path = tmp_path / "s.db"
     r = crawl(cfg, db_path)
     assert r.code == 1
@@ -289,9 +303,23 @@ def test_secrets_never_reach_the_index(tmp_path, monkeypatch):
 def test_server_environment_is_minimal_plus_configured(tmp_path, monkeypatch):
     monkeypatch.setenv("PARENT_ONLY_SECRET", "should-not-pass")
     monkeypatch.setenv("GREETING", "hey")  # short values: longer ones are secrets, masked in the index
-    cfg = write_config(tmp_path / "e.json", {"envy": raw(
-        "ok", "--say-env", "PATH", "--say-env", "PARENT_ONLY_SECRET", "--say-env", "CONFIGURED",
-        "--say-env", "DEFAULTED", env={"CONFIGURED": "${GREETING}!", "DEFAULTED": "${NOPE_UNSET:-fb}"})})
+    cfg = write_config(
+        tmp_path / "e.json",
+        {
+            "envy": raw(
+                "ok",
+                "--say-env",
+                "PATH",
+                "--say-env",
+                "PARENT_ONLY_SECRET",
+                "--say-env",
+                "CONFIGURED",
+                "--say-env",
+                "DEFAULTED",
+                env={"CONFIGURED": "${GREETING}!", "DEFAULTED": "${NOPE_UNSET:-fb}"},
+            )
+        },
+    )
     assert crawl(cfg, tmp_path / "e.db").code == 0
     db = open_db(tmp_path / "e.db")
     said = db.scalar("SELECT instructions FROM servers WHERE name = 'envy'")
@@ -311,8 +339,14 @@ def test_failed_servers_show_their_last_stderr_lines(tmp_path, monkeypatch):
         "py-missing": {"command": sys.executable, "args": [str(tmp_path / "gone" / "server.py")]},
         "crashes": raw("crash-start"),
         # prints its token and an escape sequence that would clear the screen, then exits 1
-        "leaky": {"command": sys.executable, "env": {"API_TOKEN": "${MY_TOKEN}"}, "args": [
-            "-c", "import os, sys; sys.stderr.write('bad token ' + os.environ['API_TOKEN'] + '\x1b[2J\\n'); sys.exit(1)"]},
+        "leaky": {
+            "command": sys.executable,
+            "env": {"API_TOKEN": "${MY_TOKEN}"},
+            "args": [
+                "-c",
+                "import os, sys; sys.stderr.write('bad token ' + os.environ['API_TOKEN'] + '\x1b[2J\\n'); sys.exit(1)",
+            ],
+        },
         "healthy": raw("ok"),
     }
     node = shutil.which("node")
@@ -354,12 +388,15 @@ def test_failed_servers_show_their_last_stderr_lines(tmp_path, monkeypatch):
 def test_doctor_warns_of_a_stdio_script_that_does_not_exist(tmp_path):
     (tmp_path / "srv").mkdir()
     (tmp_path / "srv" / "here.py").write_text("")
-    cfg = write_config(tmp_path / "d.json", {
-        "gone": {"command": sys.executable, "args": [str(tmp_path / "dist" / "index.py")]},
-        "relative": {"command": sys.executable, "args": ["srv/here.py"]},  # runs where toolidx runs
-        "fine": {"command": sys.executable, "args": ["srv/here.py"], "cwd": "."},
-        "package": {"command": sys.executable, "args": ["-m", "pkg.main", "--config=x.py", "@scope/a.js"]},
-    })
+    cfg = write_config(
+        tmp_path / "d.json",
+        {
+            "gone": {"command": sys.executable, "args": [str(tmp_path / "dist" / "index.py")]},
+            "relative": {"command": sys.executable, "args": ["srv/here.py"]},  # runs where toolidx runs
+            "fine": {"command": sys.executable, "args": ["srv/here.py"], "cwd": "."},
+            "package": {"command": sys.executable, "args": ["-m", "pkg.main", "--config=x.py", "@scope/a.js"]},
+        },
+    )
     doc = run_cli("doctor", "--db", tmp_path / "none.db", "--config", cfg, "--model", "none", "--json")
     checks = {c["name"]: c for c in doc.json["checks"] if c["area"] == "config"}
     gone = checks["server gone"]
@@ -418,8 +455,10 @@ def test_live_connection_api_for_serve():
             tools, invalid = await conn.list_tools_raw()
             assert [t["name"] for t in tools] == ["tool_0", "tool_1", "tool_2"] and invalid == []
             r1 = await conn.call_tool("tool_1", {"path": "/x"}, timeout=5)
-            assert r1 == {"content": [{"type": "text", "text": 'called tool_1 with {"path": "/x"}'}],
-                          "structuredContent": {"ok": True}}
+            assert r1 == {
+                "content": [{"type": "text", "text": 'called tool_1 with {"path": "/x"}'}],
+                "structuredContent": {"ok": True},
+            }
             assert conn.alive
             with pytest.raises(RemoteError, match="Unknown tool: nope") as e:
                 await conn.call_tool("nope", {}, timeout=5)
@@ -433,7 +472,9 @@ def test_live_connection_api_for_serve():
         async with open_session(spec) as conn:
             with pytest.raises(BackendError, match="timed out after 0.5 s"):
                 await conn.call_tool("tool_0", {"sleep": 3}, timeout=0.5)
-            with pytest.raises(BackendError, match=r"server closed the connection during tools/call tool_0 \(exit code 5\)"):
+            with pytest.raises(
+                BackendError, match=r"server closed the connection during tools/call tool_0 \(exit code 5\)"
+            ):
                 await conn.call_tool("tool_0", {"die": True}, timeout=5)
             assert not conn.alive
 
@@ -472,6 +513,8 @@ def test_relative_command_is_found_where_toolidx_runs(tmp_path, monkeypatch):
     rel = os.path.relpath(sys.executable)
     assert os.sep in rel and not os.path.isabs(rel)
     (tmp_path / "elsewhere").mkdir()
-    cfg = write_config(tmp_path / "r.json", {"s": {"command": rel, "args": [str(RAW)], "cwd": str(tmp_path / "elsewhere")}})
+    cfg = write_config(
+        tmp_path / "r.json", {"s": {"command": rel, "args": [str(RAW)], "cwd": str(tmp_path / "elsewhere")}}
+    )
     r = crawl(cfg, tmp_path / "r.db")
     assert r.code == 0, r.json["servers"][0]["error"]

@@ -18,9 +18,16 @@ RAW = Path(__file__).parents[1] / "servers" / "rawmcp.py"
 
 def _config(tmp_path: Path) -> Path:
     p = tmp_path / "c.json"
-    p.write_text(json.dumps({"mcpServers": {
-        "good": {"command": sys.executable, "args": [str(RAW)]},
-        "bad": {"command": sys.executable, "args": [str(RAW), "--mode", "crash-start"]}}}))
+    p.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "good": {"command": sys.executable, "args": [str(RAW)]},
+                    "bad": {"command": sys.executable, "args": [str(RAW), "--mode", "crash-start"]},
+                }
+            }
+        )
+    )
     return p
 
 
@@ -61,13 +68,13 @@ def test_live_display_renders_each_server():
 
     buf = io.StringIO()
     live = LiveProgress(Console(file=buf, force_terminal=True, width=120, color_system=None))
-    specs = build_config({"mcpServers": {"alpha": {"command": "a"}, "beta": {"url": "http://x/mcp"},
-                                         "gamma": {"command": "c"}}}, "t").servers
+    specs = build_config(
+        {"mcpServers": {"alpha": {"command": "a"}, "beta": {"url": "http://x/mcp"}, "gamma": {"command": "c"}}}, "t"
+    ).servers
     live.begin(specs)
     live.server_started(specs[0])
     live.server_started(specs[1])
-    live.server_finished(ServerResult(specs[0], "ok", "now", duration_ms=1200,
-                                      tools=[{"name": "t"}] * 7))
+    live.server_finished(ServerResult(specs[0], "ok", "now", duration_ms=1200, tools=[{"name": "t"}] * 7))
     live.server_finished(ServerResult(specs[1], "failed", "now", duration_ms=300, error="timed out after 2 s"))
     live.step("embed", 3, 7)
     live.live.refresh()

@@ -20,8 +20,17 @@ from toolidx.store.db import open_db
 pytestmark = [pytest.mark.servers]
 
 # Tool counts of the pinned server versions setup.sh installs.
-EXPECTED_TOOLS = {"time": 2, "fetch": 1, "git": 12, "sqlite": 6, "everything": 13, "filesystem": 14,
-                  "memory": 9, "sequential-thinking": 1, "github": 26}
+EXPECTED_TOOLS = {
+    "time": 2,
+    "fetch": 1,
+    "git": 12,
+    "sqlite": 6,
+    "everything": 13,
+    "filesystem": 14,
+    "memory": 9,
+    "sequential-thinking": 1,
+    "github": 26,
+}
 
 
 @pytest.fixture(scope="session")
@@ -92,8 +101,10 @@ def test_tools_are_stored_as_sent(real_db):
     assert json.loads(ro["annotations"])["readOnlyHint"] is True
     assert ro["read_only"] == 1 and "read-only" in json.loads(ro["tags"])
     # split names are searchable
-    hits = real_db.query("SELECT t.id FROM tools_fts f JOIN tools t ON t.rowid = f.rowid "
-                         "WHERE tools_fts MATCH 'name:current AND name:time'")
+    hits = real_db.query(
+        "SELECT t.id FROM tools_fts f JOIN tools t ON t.rowid = f.rowid "
+        "WHERE tools_fts MATCH 'name:current AND name:time'"
+    )
     assert "time/get_current_time" in [h["id"] for h in hits]
 
 
@@ -125,8 +136,9 @@ def http_server(servers_dir, request):
     mode = request.param
     script = SHARED / "servers" / "start-http.sh"
     port = _free_port()
-    out = subprocess.run(["bash", str(script), str(servers_dir), str(port), mode],
-                         capture_output=True, text=True, timeout=30, check=True).stdout.split()
+    out = subprocess.run(
+        ["bash", str(script), str(servers_dir), str(port), mode], capture_output=True, text=True, timeout=30, check=True
+    ).stdout.split()
     url, pid = out[0], int(out[1])
     try:
         yield url, port
@@ -137,17 +149,27 @@ def http_server(servers_dir, request):
         log.unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("http_server, transport", [("streamableHttp", "http"), ("sse", "sse")],
-                         indirect=["http_server"])
+@pytest.mark.parametrize(
+    "http_server, transport", [("streamableHttp", "http"), ("sse", "sse")], indirect=["http_server"]
+)
 def test_crawl_over_http(http_server, transport, tmp_path, monkeypatch):
     url, port = http_server
     monkeypatch.setenv("EVERYTHING_PORT", str(port))
     cfg = tmp_path / "remote.json"
     path = "/sse" if transport == "sse" else "/mcp"
-    cfg.write_text(json.dumps({"mcpServers": {"everything": {
-        "type": "sse" if transport == "sse" else "http",
-        "url": "http://127.0.0.1:${EVERYTHING_PORT}" + path,
-        "headers": {"X-Trace": "toolidx-test"}}}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "everything": {
+                        "type": "sse" if transport == "sse" else "http",
+                        "url": "http://127.0.0.1:${EVERYTHING_PORT}" + path,
+                        "headers": {"X-Trace": "toolidx-test"},
+                    }
+                }
+            }
+        )
+    )
     db = tmp_path / "h.db"
     r = run_cli("crawl", "--config", cfg, "--db", db, "--model", "none", "--json")
     assert r.code == 0, r.stderr

@@ -10,8 +10,11 @@ from conftest import run_cli
 
 from toolidx.store.db import open_db
 
-TOOL = {"name": "get_forecast", "description": "Weather forecast for a city.",
-        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+TOOL = {
+    "name": "get_forecast",
+    "description": "Weather forecast for a city.",
+    "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
 
 
 def crawl_file(tmp_path: Path, name: str, content: str, **entry):
@@ -23,12 +26,15 @@ def crawl_file(tmp_path: Path, name: str, content: str, **entry):
     return r, open_db(tmp_path / "t.db")
 
 
-@pytest.mark.parametrize("name, content", [
-    ("list.json", json.dumps({"tools": [TOOL]})),
-    ("rpc.json", json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": [TOOL]}})),
-    ("array.json", json.dumps([TOOL])),
-    ("wire.jsonl", json.dumps(TOOL) + "\n"),
-])
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("list.json", json.dumps({"tools": [TOOL]})),
+        ("rpc.json", json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": [TOOL]}})),
+        ("array.json", json.dumps([TOOL])),
+        ("wire.jsonl", json.dumps(TOOL) + "\n"),
+    ],
+)
 def test_tools_file_shapes(tmp_path, name, content):
     r, db = crawl_file(tmp_path, name, content, tags=["saved"], category="weather")
     assert r.code == 0, r.stderr
@@ -42,10 +48,21 @@ def test_tools_file_shapes(tmp_path, name, content):
 
 def test_bench_shaped_catalog_files_tools_under_their_servers(tmp_path):
     rows = [
-        {"id": "wx/forecast", "server": "wx", "server_title": "Weather", "name": "forecast",
-         "description": "Forecast.", "input_schema": {"type": "object", "properties": {}}},
-        {"id": "git/log", "server": "git", "name": "log", "description": "Git log.",
-         "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+        {
+            "id": "wx/forecast",
+            "server": "wx",
+            "server_title": "Weather",
+            "name": "forecast",
+            "description": "Forecast.",
+            "input_schema": {"type": "object", "properties": {}},
+        },
+        {
+            "id": "git/log",
+            "server": "git",
+            "name": "log",
+            "description": "Git log.",
+            "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+        },
         {"id": "git/bad", "server": "git", "name": "bad", "input_schema": {"type": "array"}},
     ]
     r, db = crawl_file(tmp_path, "catalog.jsonl", "\n".join(json.dumps(x) for x in rows))
@@ -58,17 +75,19 @@ def test_bench_shaped_catalog_files_tools_under_their_servers(tmp_path):
     db.close()
 
 
-@pytest.mark.parametrize("name, content, reason", [
-    ("missing.json", None, "tools_file not found"),
-    ("broken.jsonl", '{"name": "a"}\n{oops\n', "line 2: invalid JSON"),
-    ("notools.json", '{"items": []}', "no `tools` list"),
-])
+@pytest.mark.parametrize(
+    "name, content, reason",
+    [
+        ("missing.json", None, "tools_file not found"),
+        ("broken.jsonl", '{"name": "a"}\n{oops\n', "line 2: invalid JSON"),
+        ("notools.json", '{"items": []}', "no `tools` list"),
+    ],
+)
 def test_unusable_tools_file_fails_that_server(tmp_path, name, content, reason):
     cfg = tmp_path / "c.json"
     if content is not None:
         (tmp_path / name).write_text(content)
-    cfg.write_text(json.dumps({"mcpServers": {"saved": {"tools_file": name},
-                                              "ok": {"tools_file": "ok.json"}}}))
+    cfg.write_text(json.dumps({"mcpServers": {"saved": {"tools_file": name}, "ok": {"tools_file": "ok.json"}}}))
     (tmp_path / "ok.json").write_text(json.dumps({"tools": [TOOL]}))
     r = run_cli("crawl", "--config", cfg, "--db", tmp_path / "t.db", "--model", "none", "--json")
     assert r.code == 1
@@ -84,8 +103,16 @@ def test_a_variable_in_the_tools_file_path_is_stored_as_written(tmp_path, monkey
     (hidden / "cat.json").write_text(json.dumps([TOOL]))
     monkeypatch.setenv("CATALOG_DIR", str(hidden))
     cfg = tmp_path / "c.json"
-    cfg.write_text(json.dumps({"mcpServers": {"saved": {"tools_file": "${CATALOG_DIR}/cat.json"},
-                                              "plain": {"tools_file": "private-mount-4471/cat.json"}}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "saved": {"tools_file": "${CATALOG_DIR}/cat.json"},
+                    "plain": {"tools_file": "private-mount-4471/cat.json"},
+                }
+            }
+        )
+    )
     r = run_cli("crawl", "--config", cfg, "--db", tmp_path / "t.db", "--model", "none", "--json")
     assert r.code == 0, r.stderr
     db = open_db(tmp_path / "t.db")

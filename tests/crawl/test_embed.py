@@ -18,10 +18,16 @@ RAW = Path(__file__).parents[1] / "servers" / "rawmcp.py"
 
 
 def config(path: Path, *args: str, tools: int = 4) -> Path:
-    path.write_text(json.dumps({"mcpServers": {
-        "svc": {"command": sys.executable, "args": [str(RAW), "--tools", str(tools), *args]},
-        "files": {"tools_file": str(Path(__file__).parents[2] / "examples" / "files-tools.json")},
-    }}))
+    path.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "svc": {"command": sys.executable, "args": [str(RAW), "--tools", str(tools), *args]},
+                    "files": {"tools_file": str(Path(__file__).parents[2] / "examples" / "files-tools.json")},
+                }
+            }
+        )
+    )
     return path
 
 
@@ -45,8 +51,16 @@ def test_recrawl_embeds_only_what_changed(tmp_path, model_path):
     again = run_cli("crawl", "--config", cfg, "--db", db, "--model-path", model_path, "--json")
     assert again.code == 0 and again.json["embedded"] == 0 and again.json["unchanged"] == total
     # one description changed: exactly that tool is embedded again
-    changed = run_cli("crawl", "--config", config(tmp_path / "c2.json", "--desc-suffix", " Now with globs."),
-                      "--db", db, "--model-path", model_path, "--json")
+    changed = run_cli(
+        "crawl",
+        "--config",
+        config(tmp_path / "c2.json", "--desc-suffix", " Now with globs."),
+        "--db",
+        db,
+        "--model-path",
+        model_path,
+        "--json",
+    )
     assert changed.json["embedded"] == 1 and changed.json["changed"] == 1
     d = open_db(db)
     assert d.get_meta("embed_model") == "sentence-transformers/all-MiniLM-L6-v2" and d.get_meta("embed_dim") == "384"
@@ -56,7 +70,9 @@ def test_recrawl_embeds_only_what_changed(tmp_path, model_path):
     d.close()
     # the versions of each crawl are kept for diff: crawl 3 saw a new hash for svc/tool_0
     d = open_db(db)
-    h = {r["crawl_id"]: r["hash"] for r in d.query("SELECT crawl_id, hash FROM crawl_tools WHERE tool_id = 'svc/tool_0'")}
+    h = {
+        r["crawl_id"]: r["hash"] for r in d.query("SELECT crawl_id, hash FROM crawl_tools WHERE tool_id = 'svc/tool_0'")
+    }
     assert h[1] == h[2] != h[3]
     assert d.scalar("SELECT count(*) FROM tool_versions") == total + 1
     d.close()
@@ -93,20 +109,29 @@ def test_offline_first_run_is_lexical_then_embed_fills_in(tmp_path, model_path, 
 def test_bogus_model_name_warns_and_crawls(tmp_path, monkeypatch):
     monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    r = run_cli("crawl", "--config", config(tmp_path / "c.json"), "--db", tmp_path / "b.db",
-                "--model", "no-such/model-anywhere", "--json")
+    r = run_cli(
+        "crawl",
+        "--config",
+        config(tmp_path / "c.json"),
+        "--db",
+        tmp_path / "b.db",
+        "--model",
+        "no-such/model-anywhere",
+        "--json",
+    )
     assert r.code == 0 and not r.json["semantic"]
     assert r.stderr.count("no-such/model-anywhere") == 1
 
 
 def test_model_none_is_quietly_lexical(tmp_path):
-    r = run_cli("crawl", "--config", config(tmp_path / "c.json"), "--db", tmp_path / "n.db", "--model", "none", "--json")
+    r = run_cli(
+        "crawl", "--config", config(tmp_path / "c.json"), "--db", tmp_path / "n.db", "--model", "none", "--json"
+    )
     assert r.code == 0 and not r.json["semantic"] and "warning" not in r.stderr
 
 
 def test_model_path_that_is_not_a_model_is_an_error(tmp_path):
-    r = run_cli("crawl", "--config", config(tmp_path / "c.json"), "--db", tmp_path / "m.db",
-                "--model-path", tmp_path)
+    r = run_cli("crawl", "--config", config(tmp_path / "c.json"), "--db", tmp_path / "m.db", "--model-path", tmp_path)
     assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1
 
 
@@ -135,13 +160,17 @@ def test_index_remembers_its_local_model_folder(tmp_path, model_path):
     import subprocess
 
     db = tmp_path / "r.db"
-    assert run_cli("crawl", "--config", config(tmp_path / "c.json"), "--db", db,
-                   "--model-path", model_path).code == 0
+    assert run_cli("crawl", "--config", config(tmp_path / "c.json"), "--db", db, "--model-path", model_path).code == 0
     idx = open_db(db)
     assert idx.get_meta("embed_model_path") == str(Path(model_path).resolve())
     idx.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLIDX_MODEL")}
-    out = subprocess.run([sys.executable, "-m", "toolidx", "search", "read a text file", "--db", str(db),
-                          "--json"], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "toolidx", "search", "read a text file", "--db", str(db), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["mode_used"] == "hybrid" and "warning" not in out.stderr

@@ -14,8 +14,15 @@ from conftest import CATALOG_DATA, run_cli
 
 from toolidx.store.db import open_db
 
-QUERIES = ["commit my staged changes", "convert a pdf into markdown", "show the history of a repository",
-           "count the words in a text", "push to the remote", "git status", "merge documents"]
+QUERIES = [
+    "commit my staged changes",
+    "convert a pdf into markdown",
+    "show the history of a repository",
+    "count the words in a text",
+    "push to the remote",
+    "git status",
+    "merge documents",
+]
 SHARDS = {"a": ["git", "gitplus"], "b": ["docs"]}
 
 
@@ -56,8 +63,7 @@ def shards(tmp_path_factory, model_path):
     d = tmp_path_factory.mktemp("merge")
     for name, servers in SHARDS.items():
         _crawl(_shard(d, name, servers), d / f"{name}.db", "--model-path", model_path)
-    _crawl(_shard(d, "whole", [s for ss in SHARDS.values() for s in ss]), d / "single.db",
-           "--model-path", model_path)
+    _crawl(_shard(d, "whole", [s for ss in SHARDS.values() for s in ss]), d / "single.db", "--model-path", model_path)
     r = run_cli("merge", d / "a.db", d / "b.db", "-o", d / "merged.db", "--json")
     assert r.code == 0, r.stderr
     return d, r.json
@@ -106,17 +112,24 @@ def test_merged_rows_vectors_copied_history_whole(shards, tmp_path):
         assert va == vm
     # the same tool rows as the shard, apart from the rowid
     cols = "id, server, name, definition, tags, category, hash, embed_text, embed_hash, first_seen, updated_at"
-    assert m.query(f"SELECT {cols} FROM tools WHERE server != 'docs' ORDER BY id") == \
-        a.query(f"SELECT {cols} FROM tools ORDER BY id")
+    assert m.query(f"SELECT {cols} FROM tools WHERE server != 'docs' ORDER BY id") == a.query(
+        f"SELECT {cols} FROM tools ORDER BY id"
+    )
     # history: one crawl per shard crawl in time order; each a whole snapshot of the merged index
     crawls = m.query("SELECT id, tool_count, servers_ok FROM crawls ORDER BY id")
     assert crawls == [{"id": 1, "tool_count": 9, "servers_ok": 2}, {"id": 2, "tool_count": 4 + 9, "servers_ok": 1}]
     assert m.scalar("SELECT count(*) FROM crawl_tools WHERE crawl_id = 2") == 13
     assert {r["server"]: r["crawl_id"] for r in m.query("SELECT server, crawl_id FROM crawl_servers")} == {
-        "git": 1, "gitplus": 1, "docs": 2}
+        "git": 1,
+        "gitplus": 1,
+        "docs": 2,
+    }
     assert m.get_meta("last_crawl_id") == "2"
     assert {r["name"]: r["last_crawl_id"] for r in m.query("SELECT name, last_crawl_id FROM servers")} == {
-        "git": 1, "gitplus": 1, "docs": 2}
+        "git": 1,
+        "gitplus": 1,
+        "docs": 2,
+    }
     assert m.scalar("SELECT count(*) FROM tool_versions") == 13
     assert m.scalar("PRAGMA integrity_check") == "ok"
     h = run_cli("history", "--db", d / "merged.db", "--json").json["crawls"]
@@ -144,8 +157,7 @@ def test_text_output_and_replacing_an_existing_index(shards, tmp_path):
 def test_conflict_goes_to_the_newer_crawl_whatever_the_order(tmp_path, cli):
     # the same server in two shards: first crawled with docs' tools, later with git's under its name
     old = _shard(tmp_path, "old", ["git", "docs"])
-    newer = _shard(tmp_path, "new", ["gitplus"],
-                   gitplus={"tools_file": str(CATALOG_DATA / "gitplus-tools.json")})
+    newer = _shard(tmp_path, "new", ["gitplus"], gitplus={"tools_file": str(CATALOG_DATA / "gitplus-tools.json")})
     _crawl(old, tmp_path / "old.db", "--model", "none")
     # rename docs -> the same key in the newer shard: 'docs' served from another tools file
     import yaml
@@ -164,11 +176,15 @@ def test_conflict_goes_to_the_newer_crawl_whatever_the_order(tmp_path, cli):
         assert c["kept_crawled_at"] > c["dropped"][0]["crawled_at"]
         db = open_db(out)
         assert sorted(db.query("SELECT name FROM tools WHERE server = 'docs'"), key=str) == sorted(
-            [{"name": n} for n in ("git_commit", "git_diff", "git_log", "git_reset", "git_status")], key=str)
+            [{"name": n} for n in ("git_commit", "git_diff", "git_log", "git_reset", "git_status")], key=str
+        )
         # the latest crawl's snapshot is the index as it is
         last = db.get_meta("last_crawl_id")
-        assert db.scalar("SELECT count(*) FROM crawl_tools WHERE crawl_id = ?", (last,)) == \
-            db.scalar("SELECT count(*) FROM tools") == 5 + 5 + 4
+        assert (
+            db.scalar("SELECT count(*) FROM crawl_tools WHERE crawl_id = ?", (last,))
+            == db.scalar("SELECT count(*) FROM tools")
+            == 5 + 5 + 4
+        )
         assert db.scalar("SELECT count(*) FROM tools_fts") == 14
         db.close()
         text = cli("merge", *order, "-o", out)
@@ -182,8 +198,9 @@ def test_conflict_goes_to_the_newer_crawl_whatever_the_order(tmp_path, cli):
 
 def _files(d: Path) -> dict[str, bytes]:
     """The files in `d` (a reader's -wal/-shm companions aside: SQLite makes them to read a WAL index)."""
-    return {p.name: p.read_bytes() for p in sorted(d.iterdir())
-            if p.is_file() and not p.name.endswith(("-wal", "-shm"))}
+    return {
+        p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file() and not p.name.endswith(("-wal", "-shm"))
+    }
 
 
 def test_different_models_are_refused_and_nothing_is_written(shards, tmp_path, cli):
@@ -284,11 +301,18 @@ def test_a_merged_index_starts_servers_with_the_environment_their_config_wrote(t
     sandbox = tmp_path / "sandbox"
     sandbox.mkdir()
     seen = sandbox / "memory.jsonl"  # the server writes the HOME it got into its MEMORY_FILE_PATH
-    memory = {"command": sys.executable, "args": ["-c", (
-        "import os, pathlib, runpy, sys; "
-        "pathlib.Path(os.environ['MEMORY_FILE_PATH']).write_text(os.environ['HOME'] + ' ' + os.environ['DNT']); "
-        f"sys.argv = [{str(RAW)!r}, '--mode', 'ok']; runpy.run_path(sys.argv[0], run_name='__main__')")],
-        "env": {"HOME": str(sandbox), "MEMORY_FILE_PATH": str(seen), "DNT": "1"}}
+    memory = {
+        "command": sys.executable,
+        "args": [
+            "-c",
+            (
+                "import os, pathlib, runpy, sys; "
+                "pathlib.Path(os.environ['MEMORY_FILE_PATH']).write_text(os.environ['HOME'] + ' ' + os.environ['DNT']); "
+                f"sys.argv = [{str(RAW)!r}, '--mode', 'ok']; runpy.run_path(sys.argv[0], run_name='__main__')"
+            ),
+        ],
+        "env": {"HOME": str(sandbox), "MEMORY_FILE_PATH": str(seen), "DNT": "1"},
+    }
     secret = "sk-live-0123456789abcdef"
     shards = {"a": {"memory": memory}, "b": {"keyed": raw("ok", "--prefix", "k_", env={"API_KEY": secret})}}
     for name, servers in shards.items():

@@ -72,16 +72,19 @@ def test_every_change_kind_is_classified(one_diff):
     nested = [c for c in t["shop/create_order"]["changes"] if c["path"] == "shipping.country"][0]
     assert nested["via"] == ["#/$defs/Address"] and nested["old"] == ["MX"]
     assert _kinds(t["shop/update_stock"]) == {("annotations.readOnlyHint", "annotation_changed", "risky")}
-    assert _kinds(t["shop/get_price"]) == {("currency", "property_removed", "breaking"),
-                                           ("amount", "type_widened", "breaking")}
+    assert _kinds(t["shop/get_price"]) == {
+        ("currency", "property_removed", "breaking"),
+        ("amount", "type_widened", "breaking"),
+    }
     assert all(c["field"] == "outputSchema" for c in t["shop/get_price"]["changes"])
     assert t["shop/ping"]["severities"] == ["compatible"]
     assert t["shop/format_text"]["severities"] == ["compatible"]
     # the planted injection: a risky description change plus what the audit recognised
     go = t["shop/get_order"]
     assert go["severities"] == ["risky"]
-    assert {c["message"].rsplit("(", 1)[-1].rstrip(")") for c in go["changes"]
-            if c["kind"] == "injection_appeared"} == {"hidden-tag", "secret-access", "conceal-from-user"}
+    assert {
+        c["message"].rsplit("(", 1)[-1].rstrip(")") for c in go["changes"] if c["kind"] == "injection_appeared"
+    } == {"hidden-tag", "secret-access", "conceal-from-user"}
     words = [c for c in go["changes"] if c["kind"] == "description_changed"][0]["words"]
     assert words[0] == {"op": "equal", "text": "Get an order by its id."}
     assert words[1]["op"] == "insert" and "<IMPORTANT>" in words[1]["text"]
@@ -107,7 +110,9 @@ def test_two_files_failed_server_is_unknown_not_removed(diff_dbs):
     [s] = r.json["servers"]
     assert s["state"] == "failed" and s["new_tools"] == 0
     assert sorted((t["name"], t["change"], t["severity"]) for t in s["tools"]) == [
-        ("add_note", "unknown", None), ("list_notes", "unknown", None)]
+        ("add_note", "unknown", None),
+        ("list_notes", "unknown", None),
+    ]
     assert r.json["summary"]["tools"]["removed"] == 0
 
 
@@ -117,19 +122,22 @@ def test_one_file_is_compared_with_db(diff_dbs):
     assert r.json["summary"]["tools"]["renamed"] == 2
 
 
-@pytest.mark.parametrize("args, code", [
-    (["--fail-on", "breaking"], 1),
-    (["--fail-on", "risky", "--server", "shop", "--server", "notes"], 1),
-    (["--fail-on", "breaking,risky", "--server", "weather"], 0),
-    (["--fail-on", "any", "--server", "weather"], 1),
-    (["--fail-on", "compatible", "--server", "notes"], 0),
-    (["--fail-on", "none"], 0),
-    (["--fail-on", "brekaing"], 2),
-    (["--from", "99"], 2),
-    (["--from", "banana"], 2),
-    (["--server", "nope"], 2),
-    (["--format", "yaml"], 2),
-])
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (["--fail-on", "breaking"], 1),
+        (["--fail-on", "risky", "--server", "shop", "--server", "notes"], 1),
+        (["--fail-on", "breaking,risky", "--server", "weather"], 0),
+        (["--fail-on", "any", "--server", "weather"], 1),
+        (["--fail-on", "compatible", "--server", "notes"], 0),
+        (["--fail-on", "none"], 0),
+        (["--fail-on", "brekaing"], 2),
+        (["--from", "99"], 2),
+        (["--from", "banana"], 2),
+        (["--server", "nope"], 2),
+        (["--format", "yaml"], 2),
+    ],
+)
 def test_exit_codes(diff_dbs, args, code):
     r = run_cli("diff", "--db", diff_dbs["one"], *args)
     assert r.code == code, (r.stdout[-500:], r.stderr)

@@ -49,8 +49,10 @@ def _edited_catalog(db_path) -> list[dict]:
     """The first (good) crawl's real definitions, edited."""
     db = open_db(db_path)
     try:
-        rows = db.query("SELECT ct.server, tv.definition FROM crawl_tools ct JOIN tool_versions tv "
-                        "ON tv.hash = ct.hash WHERE ct.crawl_id = 1 ORDER BY ct.tool_id")
+        rows = db.query(
+            "SELECT ct.server, tv.definition FROM crawl_tools ct JOIN tool_versions tv "
+            "ON tv.hash = ct.hash WHERE ct.crawl_id = 1 ORDER BY ct.tool_id"
+        )
     finally:
         db.close()
     tools = [(r["server"], json.loads(r["definition"])) for r in rows]
@@ -88,21 +90,27 @@ def test_edited_real_definitions_file_against_file(real_pair):
     r = run_cli("diff", db, new, "--from", "1", "--json", "--fail-on", "breaking")
     assert r.code == 1
     tools = {t["id"]: t for s in r.json["servers"] for t in s["tools"]}
-    assert set(tools) == {"time/current_time", "time/convert_time", "git/git_reset", "git/git_log",
-                          "git/git_status"}
+    assert set(tools) == {"time/current_time", "time/convert_time", "git/git_reset", "git/git_log", "git/git_status"}
     ren = tools["time/current_time"]
     assert ren["change"] == "renamed" and ren["renamed_from"] == {
-        "id": "time/get_current_time", "name": "get_current_time", "score": 1.0, "certain": True,
-        "reason": "same description and schema under a new name"}
+        "id": "time/get_current_time",
+        "name": "get_current_time",
+        "score": 1.0,
+        "certain": True,
+        "reason": "same description and schema under a new name",
+    }
     assert tools["git/git_reset"]["change"] == "removed"
     ct = tools["time/convert_time"]["changes"]  # both fields refer to the one edited $def
     assert [(c["field"], c["path"], c["kind"], c["severity"], c["via"]) for c in ct] == [
         ("outputSchema", f"{side}.is_dst", "property_removed", "breaking", ["#/$defs/TimeResult"])
-        for side in ("source", "target")]
+        for side in ("source", "target")
+    ]
     log = {(c["path"] or c["field"], c["kind"], c["severity"]) for c in tools["git/git_log"]["changes"]}
-    assert log == {("start_timestamp", "type_narrowed", "breaking"),
-                   ("max_count", "default_changed", "risky"),
-                   ("annotations.readOnlyHint", "annotation_changed", "risky")}
+    assert log == {
+        ("start_timestamp", "type_narrowed", "breaking"),
+        ("max_count", "default_changed", "risky"),
+        ("annotations.readOnlyHint", "annotation_changed", "risky"),
+    }
     status = tools["git/git_status"]["changes"]
     assert {c["kind"] for c in status} == {"description_changed", "injection_appeared"}
     inj = [c for c in status if c["kind"] == "injection_appeared"][0]

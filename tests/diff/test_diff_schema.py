@@ -32,27 +32,34 @@ def kinds(changes) -> list[tuple[str, str, str]]:
 BASE = obj({"q": {"type": "string"}, "n": {"type": "integer", "minimum": 1, "maximum": 50}}, ["q"])
 
 
-@pytest.mark.parametrize("edit, expected", [
-    (lambda s: s["properties"].pop("n"), [("n", "property_removed", "breaking")]),
-    (lambda s: s["properties"].update(x={"type": "string"}), [("x", "property_added", "compatible")]),
-    (lambda s: (s["properties"].update(x={"type": "string"}), s["required"].append("x")),
-     [("x", "property_added", "breaking")]),
-    (lambda s: s["required"].append("n"), [("n", "property_required", "breaking")]),
-    (lambda s: s["required"].remove("q"), [("q", "property_optional", "compatible")]),
-    (lambda s: s["properties"]["n"].update(type="number"), [("n", "type_widened", "compatible")]),
-    (lambda s: s["properties"]["q"].update(type="integer"), [("q", "type_changed", "breaking")]),
-    (lambda s: s["properties"]["q"].update(type=["string", "null"]), [("q", "type_widened", "compatible")]),
-    (lambda s: s["properties"]["n"].update(maximum=10), [("n", "constraint_tightened", "breaking")]),
-    (lambda s: s["properties"]["n"].update(maximum=100), [("n", "constraint_loosened", "compatible")]),
-    (lambda s: s["properties"]["n"].pop("minimum"), [("n", "constraint_loosened", "compatible")]),
-    (lambda s: s["properties"]["q"].update(maxLength=20), [("q", "constraint_tightened", "breaking")]),
-    (lambda s: s["properties"]["q"].update(pattern="^a"), [("q", "constraint_tightened", "breaking")]),
-    (lambda s: s["properties"]["q"].update(enum=["a", "b"]), [("q", "enum_added", "breaking")]),
-    (lambda s: s["properties"]["q"].update(default="x"), [("q", "default_changed", "risky")]),
-    (lambda s: s["properties"]["q"].update(description="Search words."),
-     [("q", "property_description_changed", "risky")]),
-    (lambda s: s.update(additionalProperties=False), [("", "additional_properties_tightened", "breaking")]),
-])
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (lambda s: s["properties"].pop("n"), [("n", "property_removed", "breaking")]),
+        (lambda s: s["properties"].update(x={"type": "string"}), [("x", "property_added", "compatible")]),
+        (
+            lambda s: (s["properties"].update(x={"type": "string"}), s["required"].append("x")),
+            [("x", "property_added", "breaking")],
+        ),
+        (lambda s: s["required"].append("n"), [("n", "property_required", "breaking")]),
+        (lambda s: s["required"].remove("q"), [("q", "property_optional", "compatible")]),
+        (lambda s: s["properties"]["n"].update(type="number"), [("n", "type_widened", "compatible")]),
+        (lambda s: s["properties"]["q"].update(type="integer"), [("q", "type_changed", "breaking")]),
+        (lambda s: s["properties"]["q"].update(type=["string", "null"]), [("q", "type_widened", "compatible")]),
+        (lambda s: s["properties"]["n"].update(maximum=10), [("n", "constraint_tightened", "breaking")]),
+        (lambda s: s["properties"]["n"].update(maximum=100), [("n", "constraint_loosened", "compatible")]),
+        (lambda s: s["properties"]["n"].pop("minimum"), [("n", "constraint_loosened", "compatible")]),
+        (lambda s: s["properties"]["q"].update(maxLength=20), [("q", "constraint_tightened", "breaking")]),
+        (lambda s: s["properties"]["q"].update(pattern="^a"), [("q", "constraint_tightened", "breaking")]),
+        (lambda s: s["properties"]["q"].update(enum=["a", "b"]), [("q", "enum_added", "breaking")]),
+        (lambda s: s["properties"]["q"].update(default="x"), [("q", "default_changed", "risky")]),
+        (
+            lambda s: s["properties"]["q"].update(description="Search words."),
+            [("q", "property_description_changed", "risky")],
+        ),
+        (lambda s: s.update(additionalProperties=False), [("", "additional_properties_tightened", "breaking")]),
+    ],
+)
 def test_input_schema_change_kinds(edit, expected):
     new = copy.deepcopy(BASE)
     edit(new)
@@ -68,9 +75,14 @@ def test_enum_values_added_and_removed():
 
 
 def test_ref_nested_change_is_found_through_defs():
-    defs = {"Range": {"type": "object", "properties": {"start": {"type": "integer"}, "end": {"type": "integer"}},
-                      "required": ["start"]},
-            "Filter": {"type": "object", "properties": {"range": {"$ref": "#/$defs/Range"}}}}
+    defs = {
+        "Range": {
+            "type": "object",
+            "properties": {"start": {"type": "integer"}, "end": {"type": "integer"}},
+            "required": ["start"],
+        },
+        "Filter": {"type": "object", "properties": {"range": {"$ref": "#/$defs/Range"}}},
+    }
     a = obj({"filter": {"$ref": "#/$defs/Filter"}}, **{"$defs": defs})
     b = copy.deepcopy(a)
     b["$defs"]["Range"]["required"] = ["start", "end"]
@@ -80,8 +92,10 @@ def test_ref_nested_change_is_found_through_defs():
 
 
 def test_identical_text_with_a_changed_ref_target_is_not_skipped():
-    a = obj({"items": {"type": "array", "items": {"$ref": "#/definitions/I"}}},
-            definitions={"I": {"type": "object", "properties": {"k": {"type": "string"}}}})
+    a = obj(
+        {"items": {"type": "array", "items": {"$ref": "#/definitions/I"}}},
+        definitions={"I": {"type": "object", "properties": {"k": {"type": "string"}}}},
+    )
     b = copy.deepcopy(a)
     b["definitions"]["I"]["properties"]["k"]["type"] = "boolean"
     assert kinds(diff_schema(a, b)) == [("items[].k", "type_changed", "breaking")]
@@ -97,8 +111,10 @@ def test_unused_defs_change_is_not_a_parameter_change_but_is_reported():
 
 
 def test_recursive_schema_terminates():
-    node = {"type": "object", "properties": {"v": {"type": "string"},
-                                             "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}
+    node = {
+        "type": "object",
+        "properties": {"v": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+    }
     a = obj({"root": {"$ref": "#/$defs/Node"}}, **{"$defs": {"Node": node}})
     b = copy.deepcopy(a)
     b["$defs"]["Node"]["properties"]["v"]["type"] = "integer"
@@ -112,9 +128,12 @@ def test_diff_reads_an_all_of_schema_as_core_does():
     from toolidx.core.schemas import required_params
     from toolidx.diff.schema import _Walker
 
-    s = {"$defs": {"Base": {"properties": {"z": {}, "a": {}}, "required": ["z", "a"]}},
-         "properties": {"q": {}}, "required": ["q"],
-         "allOf": [{"$ref": "#/$defs/Base"}, {"properties": {"m": {}}, "required": ["m", "a"]}]}
+    s = {
+        "$defs": {"Base": {"properties": {"z": {}, "a": {}}, "required": ["z", "a"]}},
+        "properties": {"q": {}},
+        "required": ["q"],
+        "allOf": [{"$ref": "#/$defs/Base"}, {"properties": {"m": {}}, "required": ["m", "a"]}],
+    }
     walked, via, _ = _Walker(s, s, "inputSchema", False).resolve(s, 0, [])
     assert walked["required"] == required_params(s) == ["q", "z", "a", "m"]
     assert via == ["#/$defs/Base"]
@@ -123,8 +142,15 @@ def test_diff_reads_an_all_of_schema_as_core_does():
 def test_all_of_that_refers_to_itself_terminates():
     """A schema whose allOf names the schema itself (a server may send one): diff recursed until
     RecursionError; the cycle is now dropped as core drops it."""
-    a = {"$defs": {"A": {"allOf": [{"$ref": "#/$defs/A"}, obj({"y": {"type": "integer"}}, ["y"])],
-                         "properties": {"x": {"type": "string"}}}}, "$ref": "#/$defs/A"}
+    a = {
+        "$defs": {
+            "A": {
+                "allOf": [{"$ref": "#/$defs/A"}, obj({"y": {"type": "integer"}}, ["y"])],
+                "properties": {"x": {"type": "string"}},
+            }
+        },
+        "$ref": "#/$defs/A",
+    }
     b = copy.deepcopy(a)
     b["$defs"]["A"]["allOf"][1]["properties"]["y"]["type"] = "string"
     assert kinds(diff_schema(a, b)) == [("y", "type_changed", "breaking")]
@@ -138,14 +164,26 @@ def test_required_names_that_are_not_strings_name_nothing():
 
 
 def test_any_of_variants_pair_by_type_and_nested_objects_compare():
-    a = obj({"target": {"anyOf": [{"type": "string"},
-                                  {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
-                                  {"type": "null"}]}})
+    a = obj(
+        {
+            "target": {
+                "anyOf": [
+                    {"type": "string"},
+                    {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+                    {"type": "null"},
+                ]
+            }
+        }
+    )
     b = copy.deepcopy(a)
     b["properties"]["target"]["anyOf"] = [
-        {"type": "object", "properties": {"id": {"type": "string"}, "rev": {"type": "integer"}},
-         "required": ["id", "rev"]},
-        {"type": "null"}]
+        {
+            "type": "object",
+            "properties": {"id": {"type": "string"}, "rev": {"type": "integer"}},
+            "required": ["id", "rev"],
+        },
+        {"type": "null"},
+    ]
     got = kinds(diff_schema(a, b))
     assert ("target", "type_narrowed", "breaking") in got
     assert ("target.rev", "property_added", "breaking") in got
@@ -177,17 +215,25 @@ def test_output_schema_polarity_is_reversed():
     a = obj({"amount": {"type": "number"}, "currency": {"type": "string"}}, ["amount", "currency"])
     b = obj({"amount": {"type": ["number", "null"]}, "note": {"type": "string"}}, ["amount"])
     got = kinds(diff_schema(a, b, field="outputSchema"))
-    assert got == sorted([("currency", "property_removed", "breaking"),
-                          ("amount", "type_widened", "breaking"),
-                          ("note", "property_added", "compatible")])
+    assert got == sorted(
+        [
+            ("currency", "property_removed", "breaking"),
+            ("amount", "type_widened", "breaking"),
+            ("note", "property_added", "compatible"),
+        ]
+    )
     narrowed = obj({"amount": {"type": "integer"}, "currency": {"type": "string"}}, ["amount", "currency"])
     assert kinds(diff_schema(a, narrowed, field="outputSchema")) == [("amount", "type_narrowed", "compatible")]
     assert [c.kind for c in diff_schema(a, None, field="outputSchema")] == ["schema_removed"]
 
 
 def test_items_and_tuples():
-    a = obj({"tags": {"type": "array", "items": {"type": "string"}},
-             "pt": {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}]}})
+    a = obj(
+        {
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "pt": {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}]},
+        }
+    )
     b = copy.deepcopy(a)
     b["properties"]["tags"]["items"]["enum"] = ["x"]
     b["properties"]["tags"]["uniqueItems"] = True
@@ -204,25 +250,29 @@ def tool(name="t", desc="Does a thing.", **kw):
 
 def test_annotation_flips():
     def ann(a, b):
-        return {(c.field, c.severity, c.message) for c in
-                compare_tools(tool(annotations=a), tool(annotations=b))}
+        return {(c.field, c.severity, c.message) for c in compare_tools(tool(annotations=a), tool(annotations=b))}
 
     assert ann({"readOnlyHint": True}, {"readOnlyHint": False}) == {
-        ("annotations.readOnlyHint", "risky", "no longer read-only")}
+        ("annotations.readOnlyHint", "risky", "no longer read-only")
+    }
     assert ann({}, {"destructiveHint": True}) == {("annotations.destructiveHint", "risky", "now destructive")}
     assert ann({"destructiveHint": False}, {}) == {
-        ("annotations.destructiveHint", "risky", "no longer declared non-destructive")}
+        ("annotations.destructiveHint", "risky", "no longer declared non-destructive")
+    }
     assert ann({"destructiveHint": True}, {"readOnlyHint": True}) == {
         ("annotations.readOnlyHint", "compatible", "now read-only"),
-        ("annotations.destructiveHint", "compatible", "no longer declared destructive")}
+        ("annotations.destructiveHint", "compatible", "no longer declared destructive"),
+    }
     assert ("annotations.openWorldHint", "risky") in {(f, s) for f, s, _ in ann({}, {"openWorldHint": True})}
 
 
 def test_description_word_diff_and_whitespace_only():
     [c] = compare_tools(tool(desc="Get the weather for a city."), tool(desc="Get the forecast for a city."))
     assert (c.kind, c.severity) == ("description_changed", "risky")
-    assert [w for w in c.words if w["op"] != "equal"] == [{"op": "delete", "text": "weather"},
-                                                         {"op": "insert", "text": "forecast"}]
+    assert [w for w in c.words if w["op"] != "equal"] == [
+        {"op": "delete", "text": "weather"},
+        {"op": "insert", "text": "forecast"},
+    ]
     [c] = compare_tools(tool(desc="Get the weather."), tool(desc="Get  the\nweather. "))
     assert c.severity == "compatible"
 
@@ -251,8 +301,9 @@ def test_renames_certain_and_close_and_unrelated():
     c = tool("list_customers", "List customers, newest first.", schema=obj({"limit": {"type": "integer"}}))
     d = tool("list_clients", "List clients, newest first.", schema=obj({"limit": {"type": "integer"}}))
     e = tool("delete_all", "Erase the database.", schema=obj({"confirm": {"type": "boolean"}}))
-    pairs, skipped = find_renames({"search_products": a, "list_customers": c, "x": e},
-                                  {"find_products": b, "list_clients": d})
+    pairs, skipped = find_renames(
+        {"search_products": a, "list_customers": c, "x": e}, {"find_products": b, "list_clients": d}
+    )
     got = {(p[0], p[1]): (p[3], p[2]) for p in pairs}
     assert got[("search_products", "find_products")] == (True, 1.0)
     certain, score = got[("list_customers", "list_clients")]
@@ -264,8 +315,9 @@ def test_failed_server_is_not_removed_and_fail_on_parsing():
     t1 = tool("a")
     old = Snapshot.from_definitions([{"server": "s", "definition": t1}])
     # the store carries a failed server's tools over (stale); another index may not have them at all
-    new_carried = Snapshot.from_definitions([{"server": "s", "definition": t1, "stale": True}],
-                                            servers={"s": {"status": "failed", "error": "boom"}})
+    new_carried = Snapshot.from_definitions(
+        [{"server": "s", "definition": t1, "stale": True}], servers={"s": {"status": "failed", "error": "boom"}}
+    )
     new_empty = Snapshot.from_definitions([], servers={"s": {"status": "failed", "error": "boom"}})
     for new in (new_carried, new_empty):
         r = diff_snapshots(old, new)

@@ -22,8 +22,10 @@ def test_version():
 
 def test_healthy_example_passes(tmp_path, model_path):
     db = tmp_path / "ex.db"
-    assert run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db,
-                   "--model-path", model_path).code == 0
+    assert (
+        run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db, "--model-path", model_path).code
+        == 0
+    )
     before = db.stat().st_mtime_ns
     r = run_cli("doctor", "--db", db, "--model-path", model_path, "--json")
     assert r.code == 0, r.stdout
@@ -41,12 +43,18 @@ def test_healthy_example_passes(tmp_path, model_path):
 def test_every_broken_server_is_named_with_a_fix(tmp_path, monkeypatch):
     monkeypatch.delenv("TOOLIDX_DB_SECRET", raising=False)
     cfg = tmp_path / "c.json"
-    cfg.write_text(json.dumps({"mcpServers": {
-        "nocommand": {"command": "definitely-not-a-command-xyz"},
-        "nofile": {"tools_file": "missing-tools.json"},
-        "unset": {"command": "python3", "args": ["--token", "${TOOLIDX_DB_SECRET}"]},
-        "fine": {"tools_file": str(REPO / "examples" / "weather-tools.json")},
-    }}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "nocommand": {"command": "definitely-not-a-command-xyz"},
+                    "nofile": {"tools_file": "missing-tools.json"},
+                    "unset": {"command": "python3", "args": ["--token", "${TOOLIDX_DB_SECRET}"]},
+                    "fine": {"tools_file": str(REPO / "examples" / "weather-tools.json")},
+                }
+            }
+        )
+    )
     db = tmp_path / "k.db"
     run_cli("crawl", "--config", cfg, "--db", db, "--model", "none")  # some servers fail: exit 1
     r = run_cli("doctor", "--db", db, "--config", cfg, "--model", "none", "--json")
@@ -85,8 +93,10 @@ def test_foreign_file_fails_and_is_left_alone(tmp_path):
 
 def test_missing_model_folder_fails_when_the_index_has_vectors(tmp_path, model_path):
     db = tmp_path / "ex.db"
-    assert run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db,
-                   "--model-path", model_path).code == 0
+    assert (
+        run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db, "--model-path", model_path).code
+        == 0
+    )
     r = run_cli("doctor", "--db", db, "--model-path", tmp_path / "no-such-model", "--json")
     assert r.code == 1
     c = _by_name(r.json)["model/model"]
@@ -139,8 +149,10 @@ def test_an_index_of_a_model_search_was_not_fitted_on_is_a_warning(tmp_path, mod
     from toolidx.store.db import open_db
 
     db = tmp_path / "other.db"
-    assert run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db,
-                   "--model-path", model_path).code == 0
+    assert (
+        run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db, "--model-path", model_path).code
+        == 0
+    )
     d = open_db(db)
     d.set_meta("embed_model", "example/other-model")  # as `crawl --model example/other-model` records it
     d.close()

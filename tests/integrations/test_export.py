@@ -39,9 +39,14 @@ def hostile_db(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def notes_db(tmp_path_factory) -> Path:
     """examples/notes_server.py (a real stdio MCP server) and the weather tool list."""
-    cfg = {"notes": {"command": sys.executable, "args": [str(REPO / "examples" / "notes_server.py")],
-                     "category": "productivity"},
-           "weather": {"tools_file": str(REPO / "examples" / "weather-tools.json")}}
+    cfg = {
+        "notes": {
+            "command": sys.executable,
+            "args": [str(REPO / "examples" / "notes_server.py")],
+            "category": "productivity",
+        },
+        "weather": {"tools_file": str(REPO / "examples" / "weather-tools.json")},
+    }
     return _crawl(cfg, tmp_path_factory.mktemp("notes"))
 
 
@@ -64,11 +69,19 @@ def _mypy(path: Path, as_installed: bool = False) -> None:
     installed (no MYPYPATH / PYTHONPATH pointing into the clone)."""
     if importlib.util.find_spec("mypy") is None:
         _need("mypy", "pip install -e .[test]")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")} if as_installed else \
-        {**os.environ, "PYTHONPATH": str(REPO), "MYPYPATH": str(REPO)}
-    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-                        "--follow-imports=silent", str(path)],
-                       capture_output=True, text=True, env=env, cwd=path.parent, timeout=300)
+    env = (
+        {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")}
+        if as_installed
+        else {**os.environ, "PYTHONPATH": str(REPO), "MYPYPATH": str(REPO)}
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--follow-imports=silent", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=path.parent,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -96,11 +109,15 @@ def test_python_wrappers_pass_mypy_and_run_a_real_call(notes_db, tmp_path):
     assert ast.unparse(fns["notes__add_note"].returns) == "NotesAddNoteResult"
     assert "NotesAddNoteResult = TypedDict('NotesAddNoteResult', {\n    'result': str,\n})" in code
     assert ast.unparse(fns["weather__get_forecast"].returns) == "Any"
-    (tmp_path / "use_ok.py").write_text("from notes_tools import notes__search_notes\n\n\n"
-                                        "def found() -> list[str]:\n    return notes__search_notes('x')['result']\n")
+    (tmp_path / "use_ok.py").write_text(
+        "from notes_tools import notes__search_notes\n\n\n"
+        "def found() -> list[str]:\n    return notes__search_notes('x')['result']\n"
+    )
     _mypy(tmp_path / "use_ok.py")
-    (tmp_path / "use_bad.py").write_text("from notes_tools import notes__add_note\n\n\n"
-                                         "def saved() -> int:\n    return notes__add_note('a', 'b')['result']\n")
+    (tmp_path / "use_bad.py").write_text(
+        "from notes_tools import notes__add_note\n\n\n"
+        "def saved() -> int:\n    return notes__add_note('a', 'b')['result']\n"
+    )
     with pytest.raises(AssertionError, match="Incompatible return value type"):
         _mypy(tmp_path / "use_bad.py")
     try:
@@ -121,13 +138,16 @@ def test_python_wrappers_type_check_against_the_installed_toolidx(notes_db, tmp_
     setuptools' import hook, which mypy cannot see) and reads its types: the float below would be
     Any, an error under --strict, if it did not."""
     (tmp_path / "notes_tools.py").write_text(_export(notes_db, "python"))
-    (tmp_path / "use_runtime.py").write_text("from notes_tools import configure\n\n\n"
-                                             "def timeout() -> float:\n    return configure().timeout_s\n")
+    (tmp_path / "use_runtime.py").write_text(
+        "from notes_tools import configure\n\n\ndef timeout() -> float:\n    return configure().timeout_s\n"
+    )
     try:
         _mypy(tmp_path / "use_runtime.py", as_installed=True)
     except AssertionError as e:
-        raise AssertionError(f"{e}\nmypy cannot see the installed toolidx: an editable install older than "
-                             "pyproject's package-dir? run `pip install -e .` again") from e
+        raise AssertionError(
+            f"{e}\nmypy cannot see the installed toolidx: an editable install older than "
+            "pyproject's package-dir? run `pip install -e .` again"
+        ) from e
 
 
 def test_python_wrappers_keep_the_scope(notes_db, tmp_path):
@@ -150,8 +170,10 @@ def test_python_wrappers_escape_hostile_names_and_descriptions(hostile_db, tmp_p
     path = tmp_path / "evil_tools.py"
     path.write_text(code)
     tree = ast.parse(code)  # no break-out: the module is plain definitions
-    assert all(isinstance(n, (ast.ImportFrom, ast.Import, ast.FunctionDef, ast.Assign, ast.AnnAssign,
-                              ast.AugAssign, ast.Expr)) for n in tree.body)
+    assert all(
+        isinstance(n, (ast.ImportFrom, ast.Import, ast.FunctionDef, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr))
+        for n in tree.body
+    )
     assert not any(isinstance(n, ast.Import) for n in tree.body)
     assert all(isinstance(n.value, ast.Constant) for n in tree.body if isinstance(n, ast.Expr))
     _mypy(path)
@@ -194,8 +216,9 @@ def export_names(tmp_path: Path, fmt: str, tools: list[str]) -> dict[str, str]:
     """{function name: tool id} of a fresh index of server `s` holding these tool names."""
     d = tmp_path / f"{len(list(tmp_path.iterdir()))}"
     d.mkdir()
-    (d / "tools.json").write_text(json.dumps({"tools": [{"name": n, "inputSchema": {"type": "object"}}
-                                                        for n in tools]}))
+    (d / "tools.json").write_text(
+        json.dumps({"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in tools]})
+    )
     return json.loads(_export(_crawl({"s": {"tools_file": str(d / "tools.json")}}, d), fmt, "--json"))["names"]
 
 
@@ -212,8 +235,9 @@ def test_wrapper_names_stay_with_their_tools_when_look_alikes_arrive(tmp_path, f
     for before in LOOK_ALIKES:
         names = export_names(tmp_path, fmt, before)
         assert {n: after.get(n) for n in names} == names, before
-    assert export_names(tmp_path, fmt, ["del-ete"]) == {"s__del_ete_" + hashlib.sha256(b"s/del-ete").hexdigest()[:6]:
-                                                        "s/del-ete"}
+    assert export_names(tmp_path, fmt, ["del-ete"]) == {
+        "s__del_ete_" + hashlib.sha256(b"s/del-ete").hexdigest()[:6]: "s/del-ete"
+    }
 
 
 @pytest.mark.parametrize("fmt", ["anthropic", "openai", "openapi"])
@@ -281,8 +305,9 @@ def test_openapi_of_real_servers_is_valid_and_stable(catalog_real_db):
 
 def _all_refs(node: object) -> list[str]:
     if isinstance(node, dict):
-        return [v for k, v in node.items() if k == "$ref" and isinstance(v, str)] + \
-            [r for v in node.values() for r in _all_refs(v)]
+        return [v for k, v in node.items() if k == "$ref" and isinstance(v, str)] + [
+            r for v in node.values() for r in _all_refs(v)
+        ]
     return [r for v in node for r in _all_refs(v)] if isinstance(node, list) else []
 
 
@@ -309,8 +334,10 @@ def test_openapi_lifts_refs_and_keeps_the_scope(hostile_db, notes_db):
     _openapi_valid(notes)
     op = notes["paths"]["/tools/notes/search_notes"]["post"]
     assert op["x-mcp-annotations"] == {"readOnlyHint": True} and op["tags"] == ["notes", "productivity"]
-    assert op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"] == \
-        "#/components/schemas/notes__search_notes.output"
+    assert (
+        op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+        == "#/components/schemas/notes__search_notes.output"
+    )
     assert all(p.startswith("/tools/notes/") for p in notes["paths"])
 
 
@@ -334,8 +361,12 @@ def tsc() -> Path:
     if not exe.is_file() or not (TSC_DIR / "node_modules" / "@types" / "node").is_dir():
         if shutil.which("npm") is None or shutil.which("node") is None:
             _need("node and npm", "install node >= 18 (npm installs typescript into ~/.cache/toolidx/tsc)")
-        r = subprocess.run(["npm", "install", "--prefix", str(TSC_DIR), "--no-audit", "--no-fund",
-                            "typescript@5", "@types/node@20"], capture_output=True, text=True, timeout=600)
+        r = subprocess.run(
+            ["npm", "install", "--prefix", str(TSC_DIR), "--no-audit", "--no-fund", "typescript@5", "@types/node@20"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if r.returncode != 0 or not exe.is_file():
             _need("typescript", f"npm install --prefix {TSC_DIR} typescript @types/node failed: {r.stderr[-500:]}")
     return exe
@@ -345,8 +376,20 @@ def _tsc(exe: Path, d: Path, *files: str, emit: bool = False) -> None:
     link = d / "node_modules"
     if not link.exists():
         link.symlink_to(TSC_DIR / "node_modules")  # @types/node for the generated import of node:*
-    args = [str(exe), "--strict", "--target", "es2022", "--module", "nodenext", "--moduleResolution", "nodenext",
-            "--types", "node", *(["--outDir", "out"] if emit else ["--noEmit"]), *files]
+    args = [
+        str(exe),
+        "--strict",
+        "--target",
+        "es2022",
+        "--module",
+        "nodenext",
+        "--moduleResolution",
+        "nodenext",
+        "--types",
+        "node",
+        *(["--outDir", "out"] if emit else ["--noEmit"]),
+        *files,
+    ]
     r = subprocess.run(args, capture_output=True, text=True, cwd=d, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
 
@@ -362,8 +405,23 @@ def test_the_typescript_runtime_ships_in_the_wheel(tmp_path):
     shutil.copytree(REPO / "toolidx", src / "toolidx", ignore=shutil.ignore_patterns("__pycache__", "models"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "-w", str(tmp_path), str(src)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     with zipfile.ZipFile(next(tmp_path.glob("toolidx-*.whl"))) as z:
         shipped = z.read("toolidx/integrations/runtime.ts")
     assert shipped == (REPO / "toolidx" / "integrations" / "runtime.ts").read_bytes()
@@ -376,7 +434,7 @@ def test_typescript_wrappers_compile_strict_and_escape_hostile_text(hostile_db, 
     (tmp_path / "evil.ts").write_text(code)
     _tsc(tsc, tmp_path, "evil.ts")
     # the hostile description stays inside its comment: the only `*/` are the comments' own ends
-    for line in code[code.index("export const TOOLIDX_DB"):].splitlines():  # the generated part
+    for line in code[code.index("export const TOOLIDX_DB") :].splitlines():  # the generated part
         if "*/" in line:
             assert line.strip() == "*/" or line.strip().startswith("/**") or '"*/"' in line, line
     assert "*\\/ process.exit(1) /*" in code and '"q\\"x": "it\'s" | "a\\"b" | "*/" | null;' in code

@@ -33,15 +33,26 @@ def live_index(tmp_path_factory, model_path):
     """tests/servers/serve_crashy.py (a real stdio server), the weather tool list, and a 23-tool
     tools_file server with two categories (for namespace splitting), crawled with vectors."""
     tmp_path = tmp_path_factory.mktemp("live")
-    big = [{"name": f"records_op_{n:02d}", "description": f"Record operation number {n}: "
-            + ("read a record" if n % 2 else "archive a record") + ".",
-            "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}}} for n in range(23)]
+    big = [
+        {
+            "name": f"records_op_{n:02d}",
+            "description": f"Record operation number {n}: " + ("read a record" if n % 2 else "archive a record") + ".",
+            "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}},
+        }
+        for n in range(23)
+    ]
     (tmp_path / "big.json").write_text(json.dumps({"tools": big}))
-    cfg = {"mcpServers": {
-        "crashy": {"command": sys.executable, "args": [str(REPO / "tests" / "servers" / "serve_crashy.py")],
-                   "tags": ["test"]},
-        "weather": {"tools_file": str(REPO / "examples" / "weather-tools.json"), "category": "data"},
-        "records": {"tools_file": str(tmp_path / "big.json"), "category": "records"}}}
+    cfg = {
+        "mcpServers": {
+            "crashy": {
+                "command": sys.executable,
+                "args": [str(REPO / "tests" / "servers" / "serve_crashy.py")],
+                "tags": ["test"],
+            },
+            "weather": {"tools_file": str(REPO / "examples" / "weather-tools.json"), "category": "data"},
+            "records": {"tools_file": str(tmp_path / "big.json"), "category": "records"},
+        }
+    }
     (tmp_path / "servers.json").write_text(json.dumps(cfg))
     db = tmp_path / "live.db"
     r = run_cli("crawl", "--config", tmp_path / "servers.json", "--db", db, "--model-path", model_path)
@@ -78,8 +89,12 @@ def test_anthropic_tools_array_defers_every_tool_in_scope_with_safe_names(catalo
 def test_anthropic_search_answers_with_tool_references_the_api_accepts(catalog):
     a = AnthropicToolSearch(catalog)
     names = {t["name"] for t in a.tools()[1:]}
-    block = {"type": "tool_use", "id": "toolu_1", "name": "search_tools",
-             "input": {"query": "what will the weather be in Lisbon tomorrow", "limit": 2}}
+    block = {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "search_tools",
+        "input": {"query": "what will the weather be in Lisbon tomorrow", "limit": 2},
+    }
     assert a.is_search(block)
     res = a.handle_search(block)
     assert res["type"] == "tool_result" and res["tool_use_id"] == "toolu_1"
@@ -97,8 +112,14 @@ def test_anthropic_search_answers_with_tool_references_the_api_accepts(catalog):
 
 def test_anthropic_search_says_so_when_nothing_fits(catalog):
     a = AnthropicToolSearch(catalog)
-    res = a.handle_search({"type": "tool_use", "id": "t9", "name": "search_tools",
-                           "input": {"query": "book a table for two at an Italian restaurant"}})
+    res = a.handle_search(
+        {
+            "type": "tool_use",
+            "id": "t9",
+            "name": "search_tools",
+            "input": {"query": "book a table for two at an Italian restaurant"},
+        }
+    )
     assert [c["type"] for c in res["content"]] == ["text"]
     assert "No good match" in res["content"][0]["text"]
 
@@ -115,16 +136,18 @@ def test_anthropic_execute_runs_the_real_tool_with_validation_scope_and_timeout(
     assert ok == {"type": "tool_result", "tool_use_id": "u1", "content": [{"type": "text", "text": "hi there"}]}
     bad = a.execute_sync({"type": "tool_use", "id": "u2", "name": "crashy__echo", "input": {"txt": 1}})
     assert bad["is_error"] is True and "Not run: the arguments do not fit" in bad["content"][0]["text"]
-    slow = a.execute_sync({"type": "tool_use", "id": "u3", "name": "crashy__sleep", "input": {"seconds": 5}},
-                          timeout_s=0.5)
+    slow = a.execute_sync(
+        {"type": "tool_use", "id": "u3", "name": "crashy__sleep", "input": {"seconds": 5}}, timeout_s=0.5
+    )
     assert slow["is_error"] is True
     # a catalog scoped to weather cannot run crashy's tools, even by id
     scoped = ToolCatalog(live_index, embedder=None, scope=Filters(servers=["weather"]))
     refused = scoped.call_sync("crashy/echo", {"text": "x"})
     assert refused["isError"] and refused["structuredContent"]["error"] == "out_of_scope"
     with pytest.raises(UsageError):
-        AnthropicToolSearch(scoped).execute_sync({"type": "tool_use", "id": "u4", "name": "crashy__echo",
-                                                  "input": {"text": "x"}})
+        AnthropicToolSearch(scoped).execute_sync(
+            {"type": "tool_use", "id": "u4", "name": "crashy__echo", "input": {"text": "x"}}
+        )
 
 
 def test_calls_through_the_adapters_are_recorded_like_serve_s(live_index, tmp_path):
@@ -140,11 +163,15 @@ def test_calls_through_the_adapters_are_recorded_like_serve_s(live_index, tmp_pa
     rows = conn.execute("SELECT tool_id, server, outcome, scope FROM calls ORDER BY id").fetchall()
     conn.close()
     # as serve records them: an out-of-scope name is refused before it is resolved (no server)
-    assert rows == [("crashy/echo", "crashy", "ok", ""), ("crashy/echo", "crashy", "invalid_arguments", ""),
-                    ("crashy/echo", "", "refused", "servers=weather")]
+    assert rows == [
+        ("crashy/echo", "crashy", "ok", ""),
+        ("crashy/echo", "crashy", "invalid_arguments", ""),
+        ("crashy/echo", "", "refused", "servers=weather"),
+    ]
     off = tmp_path / "off.db"
-    ToolCatalog(live_index, embedder=None, usage_db=str(off), record_usage=False).call_sync("crashy/echo",
-                                                                                           {"text": "x"})
+    ToolCatalog(live_index, embedder=None, usage_db=str(off), record_usage=False).call_sync(
+        "crashy/echo", {"text": "x"}
+    )
     assert not off.exists()
 
 
@@ -193,12 +220,22 @@ def test_openai_namespaces_hold_fewer_than_10_full_functions(catalog):
 
 def test_openai_search_answers_with_a_tool_search_output(catalog):
     o = OpenAIToolSearch(catalog)
-    call = {"type": "tool_search_call", "id": "ts_1", "call_id": "call_42", "execution": "client",
-            "status": "completed", "arguments": {"query": "weather forecast for Porto", "limit": 3}}
+    call = {
+        "type": "tool_search_call",
+        "id": "ts_1",
+        "call_id": "call_42",
+        "execution": "client",
+        "status": "completed",
+        "arguments": {"query": "weather forecast for Porto", "limit": 3},
+    }
     assert o.is_search(call)
     out = o.handle_search(call)
     assert {k: out[k] for k in ("type", "call_id", "execution", "status")} == {
-        "type": "tool_search_output", "call_id": "call_42", "execution": "client", "status": "completed"}
+        "type": "tool_search_output",
+        "call_id": "call_42",
+        "execution": "client",
+        "status": "completed",
+    }
     loaded = [(ns["name"], f["name"]) for ns in out["tools"] for f in ns["tools"]]
     assert 1 <= len(loaded) <= 3 and loaded[0] == ("weather", "get_forecast")
     # arguments as a JSON string (as some SDK versions hand them over) work the same
@@ -209,11 +246,19 @@ def test_openai_search_answers_with_a_tool_search_output(catalog):
 
 def test_openai_execute_answers_the_function_call(live_index):
     o = OpenAIToolSearch(ToolCatalog(live_index, embedder=None))
-    out = o.execute_sync({"type": "function_call", "call_id": "c1", "namespace": "crashy", "name": "echo",
-                          "arguments": json.dumps({"text": "hello"})})
+    out = o.execute_sync(
+        {
+            "type": "function_call",
+            "call_id": "c1",
+            "namespace": "crashy",
+            "name": "echo",
+            "arguments": json.dumps({"text": "hello"}),
+        }
+    )
     assert out == {"type": "function_call_output", "call_id": "c1", "output": "hello"}
-    bad = o.execute_sync({"type": "function_call", "call_id": "c2", "namespace": "crashy", "name": "echo",
-                          "arguments": "{}"})
+    bad = o.execute_sync(
+        {"type": "function_call", "call_id": "c2", "namespace": "crashy", "name": "echo", "arguments": "{}"}
+    )
     assert bad["call_id"] == "c2" and bad["output"].startswith("Error")
 
 
@@ -237,14 +282,16 @@ def test_export_writes_both_formats_with_filters(live_index, tmp_path):
 
 # --- the examples, offline ---------------------------------------------------------------------------
 @pytest.mark.slow
-@pytest.mark.parametrize("script,called", [("anthropic_tool_search.py", "notes__add_note"),
-                                           ("openai_tool_search.py", "notes.add_note")])
+@pytest.mark.parametrize(
+    "script,called", [("anthropic_tool_search.py", "notes__add_note"), ("openai_tool_search.py", "notes.add_note")]
+)
 def test_the_examples_run_a_whole_round_offline(script, called, model_path):
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["TOOLIDX_MODEL_PATH"] = model_path
-    r = subprocess.run([sys.executable, str(REPO / "examples" / script)], capture_output=True, text=True,
-                       env=env, timeout=180)
+    r = subprocess.run(
+        [sys.executable, str(REPO / "examples" / script)], capture_output=True, text=True, env=env, timeout=180
+    )
     assert r.returncode == 0, r.stderr
     assert "recorded model turns" in r.stdout
     assert f"{called}(" in r.stdout and "saved 'groceries'" in r.stdout
@@ -265,8 +312,13 @@ def test_an_example_never_claims_success_after_a_failed_call(script, tmp_path):
     (examples / "notes_server.py").unlink()
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    r2 = subprocess.run([sys.executable, str(REPO / "examples" / script), "--db", str(tmp_path / "e.db")],
-                        capture_output=True, text=True, env=env, timeout=180)
+    r2 = subprocess.run(
+        [sys.executable, str(REPO / "examples" / script), "--db", str(tmp_path / "e.db")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
     assert r2.returncode == 1, r2.stdout + r2.stderr
     assert "Done" not in r2.stdout and "replay stopped" in r2.stderr
     assert "add_note(" in r2.stdout  # it got as far as the call

@@ -72,15 +72,21 @@ def test_sign_test_hand_computed():
     assert sign_test(1, 1) == 1.0 and sign_test(0, 0) == 1.0
     assert sign_test(10, 0) == pytest.approx(0.001953125)
     assert sign_test(3, 1) == pytest.approx(2 * (1 + 4) / 16)  # 0.625
-    assert sign_test(12, 3) == pytest.approx(2 * sum(math.comb(15, i) for i in range(4)) / 2 ** 15)
+    assert sign_test(12, 3) == pytest.approx(2 * sum(math.comb(15, i) for i in range(4)) / 2**15)
     assert 0 < sign_test(900, 700) < 1e-5  # big counts: exact integers, no overflow
 
 
 def test_paired_comparison_and_misses_by_hand():
-    a = [{"R@1": 1.0, "R@5": 1.0, "MRR@10": 1.0}, {"R@1": 0.0, "R@5": 1.0, "MRR@10": 0.5},
-         {"R@1": 1.0, "R@5": 1.0, "MRR@10": 1.0}]
-    b = [{"R@1": 0.0, "R@5": 1.0, "MRR@10": 0.5}, {"R@1": 0.0, "R@5": 0.0, "MRR@10": 0.0},
-         {"R@1": 1.0, "R@5": 1.0, "MRR@10": 1.0}]
+    a = [
+        {"R@1": 1.0, "R@5": 1.0, "MRR@10": 1.0},
+        {"R@1": 0.0, "R@5": 1.0, "MRR@10": 0.5},
+        {"R@1": 1.0, "R@5": 1.0, "MRR@10": 1.0},
+    ]
+    b = [
+        {"R@1": 0.0, "R@5": 1.0, "MRR@10": 0.5},
+        {"R@1": 0.0, "R@5": 0.0, "MRR@10": 0.0},
+        {"R@1": 1.0, "R@5": 1.0, "MRR@10": 1.0},
+    ]
     p = paired_comparison(a, b)
     assert p["R@1"] == {"better": 1, "worse": 0, "ties": 2, "p": 1.0}
     assert p["MRR@10"]["better"] == 2 and p["MRR@10"]["p"] == pytest.approx(0.5)
@@ -89,8 +95,14 @@ def test_paired_comparison_and_misses_by_hand():
     q = {"id": "q", "query": "w" * 300, "relevant": [f"r{i}" for i in range(7)]}
     assert miss_entry(q, ["r3", "x"]) is None  # ranked first: not a miss
     m = miss_entry(q, ["x", "y", "z", "r6"])
-    assert m == {"id": "q", "query": "w" * 200, "rank": 4, "top": ["x", "y", "z"], "found": "r6",
-                 "relevant": ["r0", "r1", "r2", "r3", "r4"]}  # found: the relevant tool at `rank`
+    assert m == {
+        "id": "q",
+        "query": "w" * 200,
+        "rank": 4,
+        "top": ["x", "y", "z"],
+        "found": "r6",
+        "relevant": ["r0", "r1", "r2", "r3", "r4"],
+    }  # found: the relevant tool at `rank`
     assert miss_entry(q, ["x", "y"])["found"] is None
 
 
@@ -106,8 +118,7 @@ def test_evaluate_small_catalog(small_db, embedder):
     from toolidx.store.db import open_db
 
     db = open_db(small_db)
-    r = evaluate(db, DATA / "search_queries.jsonl", modes=("hybrid", "keyword", "semantic"),
-                 embedder=embedder)
+    r = evaluate(db, DATA / "search_queries.jsonl", modes=("hybrid", "keyword", "semantic"), embedder=embedder)
     assert r["queries"] == 6 and r["evaluated"] == 4 and r["infeasible"] == 1
     assert r["unresolved"]["count"] == 1 and r["unresolved"]["queries"][0]["id"] == "q5"
     h = r["modes"]["hybrid"]
@@ -129,8 +140,10 @@ def test_evaluate_small_catalog(small_db, embedder):
         for m in misses:
             assert set(m) == {"id", "query", "rank", "top", "found", "relevant"} and m["rank"] != 1
     # paired: hybrid against each other mode over the same 4 queries; it is never worse on R@1
-    assert [(p["mode"], p["vs"], p["queries"]) for p in r["paired"]] == \
-        [("hybrid", "keyword", 4), ("hybrid", "semantic", 4)]
+    assert [(p["mode"], p["vs"], p["queries"]) for p in r["paired"]] == [
+        ("hybrid", "keyword", 4),
+        ("hybrid", "semantic", 4),
+    ]
     for p in r["paired"]:
         s = p["metrics"]["R@1"]
         assert set(p["metrics"]) == {"R@1", "R@5", "MRR@10"} and s["worse"] == 0
@@ -143,12 +156,18 @@ def test_evaluate_misses_ordered_and_single_mode_unpaired(small_db, tmp_path):
     from toolidx.store.db import open_db
 
     q = tmp_path / "q.jsonl"
-    q.write_text("\n".join(json.dumps(x) for x in [
-        # labelled with a tool the query does not describe: the slack tool comes first
-        {"id": "z", "query": "send a message to a slack channel", "relevant": ["calendar/create_event"]},
-        {"id": "b", "query": "merge pdf files into one document", "relevant": ["files/delete_file"]},
-        {"id": "a", "query": "send a slack message", "relevant": ["slack/send_message"]},
-    ]) + "\n")
+    q.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                # labelled with a tool the query does not describe: the slack tool comes first
+                {"id": "z", "query": "send a message to a slack channel", "relevant": ["calendar/create_event"]},
+                {"id": "b", "query": "merge pdf files into one document", "relevant": ["files/delete_file"]},
+                {"id": "a", "query": "send a slack message", "relevant": ["slack/send_message"]},
+            ]
+        )
+        + "\n"
+    )
     db = open_db(small_db)
     r = evaluate(db, q, modes=["keyword"])
     assert r["paired"] == [] and r["depth"] == 10
@@ -165,13 +184,22 @@ def test_evaluate_steps_labels(small_db, tmp_path):
     from toolidx.store.db import open_db
 
     q = tmp_path / "q.jsonl"
-    q.write_text("\n".join(json.dumps(x) for x in [
-        {"id": "s1", "query": "merge pdf files and send a slack message",
-         "steps": [["pdf/merge_pdfs", "gone/merge"], ["slack/send_message"]]},
-        {"id": "s2", "query": "send a slack message", "steps": [["slack/send_message"], ["gone/x"]]},
-        {"id": "s3", "query": "something", "steps": [["gone/y"], ["gone/z", "gone/w"]]},
-        {"id": "s4", "query": "walk my dog", "steps": []},
-    ]) + "\n")
+    q.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {
+                    "id": "s1",
+                    "query": "merge pdf files and send a slack message",
+                    "steps": [["pdf/merge_pdfs", "gone/merge"], ["slack/send_message"]],
+                },
+                {"id": "s2", "query": "send a slack message", "steps": [["slack/send_message"], ["gone/x"]]},
+                {"id": "s3", "query": "something", "steps": [["gone/y"], ["gone/z", "gone/w"]]},
+                {"id": "s4", "query": "walk my dog", "steps": []},
+            ]
+        )
+        + "\n"
+    )
     db = open_db(small_db)
     r = evaluate(db, q, modes=["keyword"], labels="steps")
     # a dropped alternative is harmless while its step has another; a step with none left is not
@@ -194,10 +222,16 @@ def test_evaluate_by_group_and_partly_missing(small_db, tmp_path, embedder):
     from toolidx.store.db import open_db
 
     q = tmp_path / "q.jsonl"
-    q.write_text("\n".join(json.dumps(x) for x in [
-        {"id": "a", "query": "merge pdf files", "relevant": ["pdf/merge_pdfs", "gone/x"], "level": 1},
-        {"id": "b", "query": "send a slack message", "relevant": ["slack/send_message"], "level": 2},
-    ]) + "\n")
+    q.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {"id": "a", "query": "merge pdf files", "relevant": ["pdf/merge_pdfs", "gone/x"], "level": 1},
+                {"id": "b", "query": "send a slack message", "relevant": ["slack/send_message"], "level": 2},
+            ]
+        )
+        + "\n"
+    )
     db = open_db(small_db)
     r = evaluate(db, q, modes=["keyword"], by="level", k=(1, 3))
     assert r["partly_unresolved"]["count"] == 1 and r["evaluated"] == 2
@@ -244,11 +278,17 @@ def test_cli_eval(cli, small_db, model_path, monkeypatch):
 
 def test_cli_eval_misses_and_steps(cli, small_db, tmp_path):
     q = tmp_path / "q.jsonl"
-    q.write_text("\n".join(json.dumps(x) for x in [
-        {"id": "z", "query": "send a message to a slack channel", "steps": [["calendar/create_event"]]},
-        {"id": "b", "query": "merge pdf files into one document", "steps": [["files/delete_file"]]},
-        {"id": "a", "query": "send a slack message", "steps": [["slack/send_message"]]},
-    ]) + "\n")
+    q.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {"id": "z", "query": "send a message to a slack channel", "steps": [["calendar/create_event"]]},
+                {"id": "b", "query": "merge pdf files into one document", "steps": [["files/delete_file"]]},
+                {"id": "a", "query": "send a slack message", "steps": [["slack/send_message"]]},
+            ]
+        )
+        + "\n"
+    )
     r = cli("eval", q, "--db", small_db, "--mode", "keyword", "--labels", "steps", "--misses", "1")
     assert r.code == 0, r.stderr
     head = r.stdout.splitlines()[0].split("\t")
@@ -293,8 +333,7 @@ def test_quality_floor_on_etom_sample(etom_sample, embedder, bench_dir):
     from toolidx.store.db import open_db
 
     db = open_db(etom_sample / "etom.db")
-    r = evaluate(db, etom_sample / "queries.jsonl", infeasible=etom_sample / "infeasible.jsonl",
-                 embedder=embedder)
+    r = evaluate(db, etom_sample / "queries.jsonl", infeasible=etom_sample / "infeasible.jsonl", embedder=embedder)
     h, k, s = (r["modes"][m]["metrics"] for m in ("hybrid", "keyword", "semantic"))
     # floors well under what the method measures (docs/search-research.md), above the plain baselines
     assert h["R@1"] >= 0.82 and h["R@5"] >= 0.94, h

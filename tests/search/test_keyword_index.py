@@ -31,8 +31,12 @@ def etom_kw(bench_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def queries(bench_dir):
-    qs = [json.loads(x)["query"] for f in ("etom/queries.jsonl", "livemcp/queries.jsonl")
-          for x in (bench_dir / f).read_text().splitlines() if x.strip()]
+    qs = [
+        json.loads(x)["query"]
+        for f in ("etom/queries.jsonl", "livemcp/queries.jsonl")
+        for x in (bench_dir / f).read_text().splitlines()
+        if x.strip()
+    ]
     random.Random(3).shuffle(qs)
     return qs[:150] + ["list files", "get file", "git status", "e-mail attachments", "x.y z"]
 
@@ -82,8 +86,10 @@ def test_preloaded_postings_give_the_same_answers(etom_kw, queries, monkeypatch)
     monkeypatch.setattr(bm25, "PRELOAD_CHUNK", 300)  # many steps; "get" alone needs a bigger one
     assert bm25.preload(db)
     index, _ = bm25._get(db)
-    vocab = db.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, tools_fts, row)") and \
-        db.execute("SELECT count(*), sum(doc) FROM temp.v").fetchone()
+    vocab = (
+        db.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, tools_fts, row)")
+        and db.execute("SELECT count(*), sum(doc) FROM temp.v").fetchone()
+    )
     assert index.complete and (len(index.cache), index.cached) == tuple(vocab)
     for q in queries[:60]:  # FTS5 scored the words one by one, preload scored them in Python
         got = bm25.candidates(db, query_terms(q), 50)
@@ -135,8 +141,18 @@ def test_cached_postings_follow_a_new_crawl(tmp_path, cli):
     assert bm25.preload(db)
     assert bm25.candidates(db, ["zeppelin"], 5) == []
     with open(tmp_path / "tools.jsonl", "a") as f:
-        f.write(json.dumps({"id": "air/book_zeppelin_ride", "server": "air", "name": "book_zeppelin_ride",
-                            "description": "Book a zeppelin ride.", "input_schema": {"type": "object"}}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "id": "air/book_zeppelin_ride",
+                    "server": "air",
+                    "name": "book_zeppelin_ride",
+                    "description": "Book a zeppelin ride.",
+                    "input_schema": {"type": "object"},
+                }
+            )
+            + "\n"
+        )
     assert cli("crawl", "--config", tmp_path / "servers.yaml", "--db", path, "--model", "none").code == 0
     hits = bm25.candidates(db, ["zeppelin"], 5)
     assert len(hits) == 1

@@ -63,8 +63,11 @@ def test_a_crawl_keeps_the_index_model_and_reembeds_when_it_changes(monkeypatch,
 
     def meta():
         with closing(open_db(db, readonly=True)) as d:
-            return d.get_meta("embed_model"), d.get_meta("embed_model_sha256"), \
-                {r["id"]: r["embed_hash"] for r in d.query("SELECT id, embed_hash FROM tools")}
+            return (
+                d.get_meta("embed_model"),
+                d.get_meta("embed_model_sha256"),
+                {r["id"]: r["embed_hash"] for r in d.query("SELECT id, embed_hash FROM tools")},
+            )
 
     monkeypatch.setenv("TOOLIDX_MODEL_PATH", model_path)
     assert run_cli("crawl", "--config", cfg, "--db", db).code == 0
@@ -105,8 +108,12 @@ def test_the_shipped_model_loads_from_an_installed_wheel_offline(tmp_path):
     """Build the wheel, unpack it, and crawl + search from it with no network, no ../shared and no
     model setting: the model inside the wheel is found, embedded with and recorded."""
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "-w", str(wheels), str(REPO)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(REPO)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     wheel = next(wheels.glob("toolidx-*.whl"))
     assert wheel.stat().st_size < 30_000_000, f"wheel is {wheel.stat().st_size} bytes"
     site = tmp_path / "site"
@@ -119,11 +126,14 @@ def test_the_shipped_model_loads_from_an_installed_wheel_offline(tmp_path):
     env |= {"HF_HUB_OFFLINE": "1", "TOOLIDX_CACHE_DIR": str(tmp_path / "nocache"), "PYTHONPATH": ""}
 
     def toolidx(*args: str) -> str:
-        code = (f"import sys; sys.path.insert(0, {str(site)!r}); import toolidx; "
-                f"assert toolidx.__file__.startswith({str(site)!r}), toolidx.__file__; "
-                f"from toolidx.cli.main import main; main({list(args)!r})")
-        r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                           timeout=300)
+        code = (
+            f"import sys; sys.path.insert(0, {str(site)!r}); import toolidx; "
+            f"assert toolidx.__file__.startswith({str(site)!r}), toolidx.__file__; "
+            f"from toolidx.cli.main import main; main({list(args)!r})"
+        )
+        r = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
         assert r.returncode == 0, r.stderr
         return r.stdout
 

@@ -61,11 +61,42 @@ def run(db, embedder):
     return go
 
 
-HOSTILE = ['"', '""', '"unterminated', "*", "a*", "NEAR(git status, 2)", "-git", "git -status",
-           "status:", "name:git", "(", ")", "((git) OR", "AND OR NOT", "^", "git + pdf", "{x}",
-           "'; DROP TABLE tools; --", "\x00", "\\", "", "   ", "\n\t", "x" * 10240,
-           "convert " * 2000, "Überprüfung übersetzen", "搜索文档", "検索 ファイル", "🔥📄",
-           "convert 📄 pdf 🚀", "git_status\u200b", "ǅ ß ẞ İ", "0" * 500, "-- /* */"]
+HOSTILE = [
+    '"',
+    '""',
+    '"unterminated',
+    "*",
+    "a*",
+    "NEAR(git status, 2)",
+    "-git",
+    "git -status",
+    "status:",
+    "name:git",
+    "(",
+    ")",
+    "((git) OR",
+    "AND OR NOT",
+    "^",
+    "git + pdf",
+    "{x}",
+    "'; DROP TABLE tools; --",
+    "\x00",
+    "\\",
+    "",
+    "   ",
+    "\n\t",
+    "x" * 10240,
+    "convert " * 2000,
+    "Überprüfung übersetzen",
+    "搜索文档",
+    "検索 ファイル",
+    "🔥📄",
+    "convert 📄 pdf 🚀",
+    "git_status\u200b",
+    "ǅ ß ẞ İ",
+    "0" * 500,
+    "-- /* */",
+]
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "keyword", "semantic"])
@@ -92,15 +123,21 @@ def test_hostile_query_terms_are_quoted():
     assert len(query_terms("word " * 5000 + " ".join(f"w{i}" for i in range(200)))) <= 48
 
 
-@pytest.mark.parametrize("name, words", [
-    ("getStoryWithComments", ["get", "story", "with", "comments"]),
-    ("get_current-time", ["get", "current", "time"]),
-    ("HTMLParser", ["html", "parser"]),
-    ("listAPIKeys", ["list", "api", "keys"]),
-    # an acronym's plural is one word, in names and in queries ("merge two PDFs", "user IDs")
-    ("PDFs", ["pdfs"]), ("getURLs", ["get", "urls"]), ("getIDsFor", ["get", "ids", "for"]),
-    ("MCPServers", ["mcp", "servers"]), ("NFTsByOwner", ["nfts", "by", "owner"]),
-])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("getStoryWithComments", ["get", "story", "with", "comments"]),
+        ("get_current-time", ["get", "current", "time"]),
+        ("HTMLParser", ["html", "parser"]),
+        ("listAPIKeys", ["list", "api", "keys"]),
+        # an acronym's plural is one word, in names and in queries ("merge two PDFs", "user IDs")
+        ("PDFs", ["pdfs"]),
+        ("getURLs", ["get", "urls"]),
+        ("getIDsFor", ["get", "ids", "for"]),
+        ("MCPServers", ["mcp", "servers"]),
+        ("NFTsByOwner", ["nfts", "by", "owner"]),
+    ],
+)
 def test_names_and_query_words_split_into_words(name, words):
     from toolidx.core.tooldoc import split_name
 
@@ -158,8 +195,10 @@ def test_scores_in_range_and_order_is_deterministic(run):
 def test_score_means_the_same_across_queries(run):
     """A clear match scores high whatever the query length; an unrelated query scores low."""
     short = run("merge pdf files").hits[0]
-    long = run("I have a few separate PDF files from the scanner and I would like to merge "
-               "them into one single PDF document to send it").hits[0]
+    long = run(
+        "I have a few separate PDF files from the scanner and I would like to merge "
+        "them into one single PDF document to send it"
+    ).hits[0]
     assert short.id == long.id == "pdf/merge_pdfs"
     assert short.score > 0.5 and long.score > 0.5
     junk = run("bake a chocolate cake with my grandmother", min_score=0.0)
@@ -210,8 +249,9 @@ def test_filters_apply_inside_candidate_generation(run):
     assert [h.server for h in r.hits] == ["calendar"]
     # keyword search only finds tools sharing a word with the query, filter or not
     assert run("send", mode="keyword", filters=Filters(servers=["calendar"]), min_score=0.0).hits == []
-    assert [h.id for h in run("create", mode="keyword", filters=Filters(servers=["calendar"])).hits] \
-        == ["calendar/create_event"]
+    assert [h.id for h in run("create", mode="keyword", filters=Filters(servers=["calendar"])).hits] == [
+        "calendar/create_event"
+    ]
 
 
 def test_filters_that_match_nothing(run):
@@ -240,8 +280,12 @@ def test_a_hostile_name_pattern_runs_in_linear_time_or_is_refused(tmp_path):
         assert conn.execute("SELECT ? REGEXP ?", ("a" * 255 + "!", pattern)).fetchone() == (0,), pattern
     assert time.perf_counter() - t0 < 1.0
     assert conn.execute("SELECT 'Git_Status' REGEXP '^git_'").fetchone() == (1,)  # still case-insensitive
-    for bad, why in (("(?=a)", "look-around"), ("(a)\\1", "back-references"), ("a" * 501, "longer than 500"),
-                     ("x{2,1000}" * 50, "too large")):
+    for bad, why in (
+        ("(?=a)", "look-around"),
+        ("(a)\\1", "back-references"),
+        ("a" * 501, "longer than 500"),
+        ("x{2,1000}" * 50, "too large"),
+    ):
         t0 = time.perf_counter()
         with pytest.raises(UsageError) as e:
             Filters(name_pattern=bad)
@@ -342,11 +386,25 @@ def test_cli_search_bad_input_exits_2(cli, search_db_path):
 
 
 def test_cli_search_max_tokens(cli, search_db_path):
-    full = cli("search", "file", "--db", search_db_path, "--mode", "keyword", "--json",
-               "--min-score", "0", "--limit", "10")
-    cut = cli("search", "file", "--db", search_db_path, "--mode", "keyword", "--json",
-              "--min-score", "0", "--limit", "10", "--max-tokens", "250")
+    full = cli(
+        "search", "file", "--db", search_db_path, "--mode", "keyword", "--json", "--min-score", "0", "--limit", "10"
+    )
+    cut = cli(
+        "search",
+        "file",
+        "--db",
+        search_db_path,
+        "--mode",
+        "keyword",
+        "--json",
+        "--min-score",
+        "0",
+        "--limit",
+        "10",
+        "--max-tokens",
+        "250",
+    )
     assert full.code == cut.code == 0
     assert len(cut.json["hits"]) < len(full.json["hits"])
     assert cut.json["truncated"]["items_dropped"] > 0
-    assert [h["id"] for h in cut.json["hits"]] == [h["id"] for h in full.json["hits"]][:len(cut.json["hits"])]
+    assert [h["id"] for h in cut.json["hits"]] == [h["id"] for h in full.json["hits"]][: len(cut.json["hits"])]

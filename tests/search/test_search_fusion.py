@@ -27,8 +27,16 @@ def numbered_db(tmp_path_factory, model_path) -> Path:
     tmp = tmp_path_factory.mktemp("numbered")
     with open(tmp / "tools.jsonl", "w") as f:
         for i in range(0, 20000, 100):
-            f.write(json.dumps({"name": f"tool_{i:05d}", "description": "A generated test tool.",
-                                "inputSchema": {"type": "object", "properties": {}}}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "name": f"tool_{i:05d}",
+                        "description": "A generated test tool.",
+                        "inputSchema": {"type": "object", "properties": {}},
+                    }
+                )
+                + "\n"
+            )
     (tmp / "servers.yaml").write_text("mcpServers:\n  gen:\n    tools_file: tools.jsonl\n")
     r = run_cli("crawl", "--config", tmp / "servers.yaml", "--db", tmp / "n.db", "--model-path", model_path)
     assert r.code == 0, r.stderr
@@ -54,9 +62,11 @@ def test_an_exact_name_with_digits_ranks_first(numbered_db, embedder, mode, quer
 
 def _cands():
     # rowid -> evidence as search.gather gives it
-    return {1: {"bm25": 9.0, "cos": 0.8, "fuzzy": 0.0, "coverage": 1.0, "kw_rank": 0, "vec_rank": 0},
-            2: {"bm25": 1.0, "cos": 0.2, "fuzzy": 0.0, "coverage": 0.2, "kw_rank": 1, "vec_rank": 3},
-            3: {"bm25": 0.0, "cos": 0.3, "fuzzy": 0.0, "vec_rank": 1}}
+    return {
+        1: {"bm25": 9.0, "cos": 0.8, "fuzzy": 0.0, "coverage": 1.0, "kw_rank": 0, "vec_rank": 0},
+        2: {"bm25": 1.0, "cos": 0.2, "fuzzy": 0.0, "coverage": 0.2, "kw_rank": 1, "vec_rank": 3},
+        3: {"bm25": 0.0, "cos": 0.3, "fuzzy": 0.0, "vec_rank": 1},
+    }
 
 
 def test_constants_apply_only_to_the_model_they_were_fitted_on():
@@ -71,8 +81,9 @@ def test_constants_apply_only_to_the_model_they_were_fitted_on():
     sem = cal.score_candidates(_cands(), "semantic", model="BAAI/bge-small-en-v1.5")
     assert sem[1] == pytest.approx(0.8)
     # keyword scores do not depend on the model
-    assert (cal.score_candidates(_cands(), "keyword", model="BAAI/bge-small-en-v1.5")
-            == cal.score_candidates(_cands(), "keyword"))
+    assert cal.score_candidates(_cands(), "keyword", model="BAAI/bge-small-en-v1.5") == cal.score_candidates(
+        _cands(), "keyword"
+    )
 
 
 def test_an_index_of_another_model_is_searched_uncalibrated_and_says_so(search_db_path, embedder, tmp_path):

@@ -18,8 +18,12 @@ from toolidx.store import retrieval
 from toolidx.store.db import open_db
 
 DATA = Path(__file__).parents[1] / "data"
-QUERIES = ["merge pdf files into one document", "git repository status and recent commits",
-           "send a message to the team channel about the release", "list files"]
+QUERIES = [
+    "merge pdf files into one document",
+    "git repository status and recent commits",
+    "send a message to the team channel about the release",
+    "list files",
+]
 
 
 @pytest.fixture(scope="module")

@@ -27,17 +27,29 @@ LONG = "Reads one record by id and returns it with every field. " + "More detail
 def agg_index(tmp_path):
     """Two tools_file servers: `big` with a 5 KB description, annotations and `_meta`; the
     bundled weather example."""
-    tools = [{"name": "read_record", "title": "Read a record", "description": LONG,
-              "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
-              "annotations": {"readOnlyHint": True, "openWorldHint": False},
-              "_meta": {"vendor.example/owner": "team-a"}},
-             {"name": "delete.record", "description": "Delete one record by id.",
-              "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}},
-              "annotations": {"destructiveHint": True}}]
+    tools = [
+        {
+            "name": "read_record",
+            "title": "Read a record",
+            "description": LONG,
+            "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+            "annotations": {"readOnlyHint": True, "openWorldHint": False},
+            "_meta": {"vendor.example/owner": "team-a"},
+        },
+        {
+            "name": "delete.record",
+            "description": "Delete one record by id.",
+            "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}},
+            "annotations": {"destructiveHint": True},
+        },
+    ]
     (tmp_path / "big.json").write_text(json.dumps({"tools": tools}))
-    cfg = {"mcpServers": {"big": {"tools_file": str(tmp_path / "big.json"), "category": "records"},
-                          "weather": {"tools_file": str(REPO / "examples" / "weather-tools.json"),
-                                      "category": "data"}}}
+    cfg = {
+        "mcpServers": {
+            "big": {"tools_file": str(tmp_path / "big.json"), "category": "records"},
+            "weather": {"tools_file": str(REPO / "examples" / "weather-tools.json"), "category": "data"},
+        }
+    }
     (tmp_path / "servers.json").write_text(json.dumps(cfg))
     db = tmp_path / "agg.db"
     r = run_cli("crawl", "--config", tmp_path / "servers.json", "--db", db, "--model", "none")
@@ -62,8 +74,9 @@ def session(srv, body, **client_kw):
 
 
 async def listing(c):
-    return [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in (await c.list_tools()).tools], \
-        c.instructions
+    return [
+        t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in (await c.list_tools()).tools
+    ], c.instructions
 
 
 def test_core_meta_tools_are_always_loaded_unless_turned_off(agg_index):
@@ -75,8 +88,7 @@ def test_core_meta_tools_are_always_loaded_unless_turned_off(agg_index):
     assert not any(ALWAYS_LOAD_KEY in (t.get("_meta") or {}) for t in tools)
     assert all(t["_meta"]["anthropic/searchHint"] for t in tools)
     # the CLI flag reaches the server and the printed client entries
-    r = run_cli("serve", "--db", agg_index, "--no-always-load", "--print-config", "--client", "claude-code",
-                "--json")
+    r = run_cli("serve", "--db", agg_index, "--no-always-load", "--print-config", "--client", "claude-code", "--json")
     entry = r.json["config"]["mcpServers"]["toolidx"]
     assert "--no-always-load" in entry["args"] and "alwaysLoad" not in entry
 
@@ -110,7 +122,8 @@ def test_expose_tools_is_a_plain_aggregator(agg_index):
     delete = api_names(["big/delete.record"])["big/delete.record"]  # `.` is not API-safe: the id's hash
     assert delete == "big__delete_record_" + hashlib.sha256(b"big/delete.record").hexdigest()[:6]
     assert {n for n in by_name if "__" in n} == {delete, "big__read_record"} | {
-        f"weather__{t['name']}" for t in weather}
+        f"weather__{t['name']}" for t in weather
+    }
     read = by_name["big__read_record"]
     assert read["annotations"] == {"readOnlyHint": True, "openWorldHint": False}
     assert read["_meta"]["vendor.example/owner"] == "team-a" and read["_meta"]["toolidx/id"] == "big/read_record"
@@ -136,11 +149,13 @@ def test_expose_tools_announces_a_recrawl(agg_index, tmp_path):
     async def body(c):
         before = {t.name for t in (await c.list_tools()).tools}
         tools = json.loads((agg_index.parent / "big.json").read_text())
-        tools["tools"].append({"name": "count_records", "description": "Count records.",
-                               "inputSchema": {"type": "object"}})
+        tools["tools"].append(
+            {"name": "count_records", "description": "Count records.", "inputSchema": {"type": "object"}}
+        )
         (agg_index.parent / "big.json").write_text(json.dumps(tools))
-        r = await anyio.to_thread.run_sync(lambda: run_cli(
-            "crawl", "--config", agg_index.parent / "servers.json", "--db", db, "--model", "none"))
+        r = await anyio.to_thread.run_sync(
+            lambda: run_cli("crawl", "--config", agg_index.parent / "servers.json", "--db", db, "--model", "none")
+        )
         assert r.code == 0, r.stderr
         with anyio.fail_after(10):
             while not seen:
@@ -181,15 +196,16 @@ def test_claude_code_add_json_gets_the_entry_itself(agg_index):
     for extra in ([], ["--http", "8765", "--token-env", "TEAM_TOKEN"]):
         res = run_cli("serve", "--db", agg_index, "--print-config", "--client", "claude-code", *extra, "--json").json
         line = next(w for w in res["where"] if "claude mcp add-json" in w)
-        argv = shlex.split(line[line.index("claude mcp"):])
+        argv = shlex.split(line[line.index("claude mcp") :])
         assert argv[:4] == ["claude", "mcp", "add-json", "toolidx"] and argv[5:] == ["--scope", "user"]
         assert json.loads(argv[4]) == res["config"]["mcpServers"]["toolidx"], extra
 
 
 @pytest.mark.parametrize("client", ["claude-code", "codex", "cursor", "vscode"])
 def test_print_config_with_http_prints_the_url_and_the_token_header(agg_index, client):
-    r = run_cli("serve", "--db", agg_index, "--print-config", "--client", client, "--http", "8765",
-                "--token-file", "tokens.txt")
+    r = run_cli(
+        "serve", "--db", agg_index, "--print-config", "--client", client, "--http", "8765", "--token-file", "tokens.txt"
+    )
     assert r.code == 0, r.stderr
     if client == "codex":
         tomllib = pytest.importorskip("tomllib")
@@ -202,14 +218,29 @@ def test_print_config_with_http_prints_the_url_and_the_token_header(agg_index, c
     assert entry["url"] == "http://127.0.0.1:8765/mcp" and "command" not in entry and "args" not in entry
     assert headers == {"Authorization": "Bearer <your token>"} and "Replace <your token>" in r.stderr
     # no token flag on loopback: no header; HTTPS with a certificate
-    j = run_cli("serve", "--db", agg_index, "--print-config", "--client", client, "--http", "[::1]:9000",
-                "--tls-cert", "c.pem", "--tls-key", "k.pem", "--json").json
+    j = run_cli(
+        "serve",
+        "--db",
+        agg_index,
+        "--print-config",
+        "--client",
+        client,
+        "--http",
+        "[::1]:9000",
+        "--tls-cert",
+        "c.pem",
+        "--tls-key",
+        "k.pem",
+        "--json",
+    ).json
     entry = next(iter(j["config"].values()))["toolidx"]
     assert entry["url"] == "https://[::1]:9000/mcp" and "headers" not in entry and "http_headers" not in entry
 
 
 def test_print_config_with_http_refuses_what_it_cannot_print(agg_index):
-    for args, want in ((["--client", "claude", "--http", "8765"], "Claude Desktop's config file starts stdio"),
-                       (["--client", "cursor", "--http", "0"], "port 0")):
+    for args, want in (
+        (["--client", "claude", "--http", "8765"], "Claude Desktop's config file starts stdio"),
+        (["--client", "cursor", "--http", "0"], "port 0"),
+    ):
         r = run_cli("serve", "--db", agg_index, "--print-config", *args)
         assert r.code == 2 and want in r.stderr and len(r.stderr.strip().splitlines()) == 1 and r.stdout == ""

@@ -21,16 +21,26 @@ def test_call_tool_names_tool_server_and_outcome(tmp_path):
 
     async def run() -> list[CallOutcome]:
         async with BackendPool(source) as pool:
-            return [await call_tool(disc, pool, name, args, 5.0, alternative="ask again")
-                    for name, args in (("nope", {}), ("git_status", {}), ("git.git_status", {}),
-                                        ("git/git_status", {"repo_path": "/r"}))]
+            return [
+                await call_tool(disc, pool, name, args, 5.0, alternative="ask again")
+                for name, args in (
+                    ("nope", {}),
+                    ("git_status", {}),
+                    ("git.git_status", {}),
+                    ("git/git_status", {"repo_path": "/r"}),
+                )
+            ]
 
     unknown, ambiguous, invalid, unavailable = anyio.run(run)
     assert (unknown.tool_id, unknown.server, unknown.outcome) == ("nope", "", "refused")
     assert unknown.result["isError"] and unknown.result["structuredContent"]["error"] == "unknown_tool"
     # one vocabulary of codes (core.errors): every refusal carries its code as `code` too
     assert [c.result["structuredContent"]["code"] for c in (unknown, ambiguous, invalid, unavailable)] == [
-        "unknown_tool", "ambiguous_tool", "invalid_arguments", "backend_unavailable"]
+        "unknown_tool",
+        "ambiguous_tool",
+        "invalid_arguments",
+        "backend_unavailable",
+    ]
     assert (ambiguous.tool_id, ambiguous.server, ambiguous.outcome) == ("git_status", "", "refused")
     assert (invalid.tool_id, invalid.server, invalid.outcome) == ("git/git_status", "git", "invalid_arguments")
     # a saved tool list has no server to run: the call fails as a backend failure, with the alternative

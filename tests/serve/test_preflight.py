@@ -27,11 +27,13 @@ def _config(serve_index, tmp_path, crashy_args=None, crashy_command=None):
 
 def _crashy_without_pid(tmp_path):
     v2 = tmp_path / "crashy_nopid.py"
-    v2.write_text("import sys\n"
-                  f"sys.path.insert(0, {str(REPO / 'tests' / 'servers')!r})\n"
-                  "import serve_crashy as s\n"
-                  "s.TOOLS[:] = [t for t in s.TOOLS if t['name'] != 'pid']\n"
-                  "s.main()\n")
+    v2.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(REPO / 'tests' / 'servers')!r})\n"
+        "import serve_crashy as s\n"
+        "s.TOOLS[:] = [t for t in s.TOOLS if t['name'] != 'pid']\n"
+        "s.main()\n"
+    )
     return v2
 
 
@@ -49,8 +51,9 @@ def test_check_says_per_tool_whether_it_is_callable(serve_index, tmp_path):
 
     # the server no longer lists one tool; an unknown id; a tool outside the scope
     nopid = _config(serve_index, tmp_path, crashy_args=[str(_crashy_without_pid(tmp_path))])
-    r = run_cli("check", "-r", "crashy/pid", "-r", "crashy/echo", "-r", "crashy/ech0", "--db", db,
-                "--config", nopid, "--json")
+    r = run_cli(
+        "check", "-r", "crashy/pid", "-r", "crashy/echo", "-r", "crashy/ech0", "--db", db, "--config", nopid, "--json"
+    )
     assert r.code == 1
     by = {t["requested"]: t for t in r.json["tools"]}
     assert by["crashy/pid"]["server_started"] and by["crashy/pid"]["listed"] is False
@@ -60,8 +63,9 @@ def test_check_says_per_tool_whether_it_is_callable(serve_index, tmp_path):
 
     # a server that cannot start
     broken = _config(serve_index, tmp_path, crashy_command=str(tmp_path / "missing-binary"))
-    r = run_cli("check", "--require", "crashy/echo", "--require", "time/get_current_time", "--db", db,
-                "--config", broken)
+    r = run_cli(
+        "check", "--require", "crashy/echo", "--require", "time/get_current_time", "--db", db, "--config", broken
+    )
     assert r.code == 1
     lines = {ln.split("\t")[0]: ln.split("\t") for ln in r.stdout.splitlines()[1:]}
     assert lines["crashy/echo"][4] == "no" and lines["crashy/echo"][7] == "no"
@@ -71,8 +75,19 @@ def test_check_says_per_tool_whether_it_is_callable(serve_index, tmp_path):
 
     # scope and quarantine, as serve applies them
     assert run_cli("approve", "crashy/echo", "--db", db).code == 0
-    r = run_cli("check", "-r", "crashy/echo,time/get_current_time", "--db", db, "--config", good,
-                "--quarantine", "--server", "crashy", "--json")
+    r = run_cli(
+        "check",
+        "-r",
+        "crashy/echo,time/get_current_time",
+        "--db",
+        db,
+        "--config",
+        good,
+        "--quarantine",
+        "--server",
+        "crashy",
+        "--json",
+    )
     assert r.code == 1
     by = {t["requested"]: t for t in r.json["tools"]}
     assert by["crashy/echo"]["approved"] == "approved" and by["crashy/echo"]["callable"]

@@ -19,8 +19,7 @@ from toolidx.serve.metatools import META_TOOLS
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
 
-META = ["search_tools", "list_tools", "describe_tool", "execute_tool", "get_tool_categories",
-        "get_similar_tools"]
+META = ["search_tools", "list_tools", "describe_tool", "execute_tool", "get_tool_categories", "get_similar_tools"]
 
 
 def build(db, embedder=None, **kw):
@@ -69,17 +68,27 @@ def test_lists_the_meta_tools_with_exact_schemas(serve_index):
     search = next(t for t in tools if t.name == "search_tools")
     props = search.input_schema["properties"]
     assert props["search_type"]["enum"] == ["hybrid", "semantic", "keyword"]
-    assert set(props["filters"]["properties"]) == {"servers", "tags", "exclude_tags", "categories",
-                                                   "name_pattern", "description_contains",
-                                                   "read_only", "has_examples", "min_score"}
+    assert set(props["filters"]["properties"]) == {
+        "servers",
+        "tags",
+        "exclude_tags",
+        "categories",
+        "name_pattern",
+        "description_contains",
+        "read_only",
+        "has_examples",
+        "min_score",
+    }
 
 
 def test_meta_tool_arguments_are_validated(serve_index):
     async def body(c):
-        return [await call(c, "search_tools", {"query": "x", "limit": 0}),
-                await call(c, "list_tools", {"sort_by": "colour"}),
-                await call(c, "describe_tool", {}),
-                await call(c, "search_tools", {"query": "time", "filters": {"name_pattern": "("}})]
+        return [
+            await call(c, "search_tools", {"query": "x", "limit": 0}),
+            await call(c, "list_tools", {"sort_by": "colour"}),
+            await call(c, "describe_tool", {}),
+            await call(c, "search_tools", {"query": "time", "filters": {"name_pattern": "("}}),
+        ]
 
     results = session(build(serve_index), body)
     for r, sc, text in results:
@@ -91,11 +100,14 @@ def test_meta_tool_arguments_are_validated(serve_index):
 # --- search / list / describe / categories / similar -----------------------------------------------
 def test_search_finds_a_real_tool_and_says_when_nothing_fits(serve_index, embedder):
     async def body(c):
-        return [await call(c, "search_tools", {"query": "what time is it in Tokyo", "limit": 5}),
-                await call(c, "search_tools", {"query": "current time", "filters": {"servers": ["filesystem"]}}),
-                await call(c, "search_tools", {"query": "current time", "filters": {"min_score": 1.0}}),
-                await call(c, "search_tools", {"query": "read file", "include_schemas": True, "limit": 2,
-                                               "search_type": "keyword"})]
+        return [
+            await call(c, "search_tools", {"query": "what time is it in Tokyo", "limit": 5}),
+            await call(c, "search_tools", {"query": "current time", "filters": {"servers": ["filesystem"]}}),
+            await call(c, "search_tools", {"query": "current time", "filters": {"min_score": 1.0}}),
+            await call(
+                c, "search_tools", {"query": "read file", "include_schemas": True, "limit": 2, "search_type": "keyword"}
+            ),
+        ]
 
     (r, sc, text), (_, scoped, _), (_, none, none_text), (_, kw, _) = session(build(serve_index, embedder), body)
     assert not r.is_error and sc["mode_used"] == "hybrid" and not sc["no_match"]
@@ -142,8 +154,10 @@ def test_a_search_by_meaning_waits_for_the_loading_model(serve_index, embedder, 
     async def body(c):
         threading.Timer(0.3, finish_loading).start()
         # keywords alone find these tools too: the answer still waits for the ranking asked for
-        return [await call(c, "search_tools", {"query": "current time", "search_type": mode}),
-                await call(c, "search_tools", {"query": "what o'clock is it over in Nippon", "search_type": mode})]
+        return [
+            await call(c, "search_tools", {"query": "current time", "search_type": mode}),
+            await call(c, "search_tools", {"query": "what o'clock is it over in Nippon", "search_type": mode}),
+        ]
 
     for r, sc, _ in session(srv, body):
         assert not r.is_error and not sc["no_match"] and sc["mode_used"] == mode
@@ -171,6 +185,7 @@ def test_the_first_search_of_a_fresh_server_is_semantic(serve_index, model_path,
 
 def test_search_hints_name_the_meta_tools_own_parameters(serve_index, embedder):
     """Before: "(--min-score 0 shows it anyway)", a CLI flag an agent cannot pass."""
+
     async def body(c):
         return await call(c, "search_tools", {"query": "bake a chocolate cake"})
 
@@ -200,10 +215,12 @@ def test_list_tools_pages_through_everything_once(serve_index):
 
 def test_describe_tool_gives_schema_example_and_closest_names(serve_index):
     async def body(c):
-        return [await call(c, "describe_tool", {"tool_name": "time/get_current_time"}),
-                await call(c, "describe_tool", {"tool_name": "get_current_time", "detail": "summary"}),
-                await call(c, "describe_tool", {"tool_name": "time/get_currnt_time"}),
-                await call(c, "describe_tool", {"tool_name": "echo"})]
+        return [
+            await call(c, "describe_tool", {"tool_name": "time/get_current_time"}),
+            await call(c, "describe_tool", {"tool_name": "get_current_time", "detail": "summary"}),
+            await call(c, "describe_tool", {"tool_name": "time/get_currnt_time"}),
+            await call(c, "describe_tool", {"tool_name": "echo"}),
+        ]
 
     (r, sc, text), (_, summary, _), (bad, unknown, _), (_, ambiguous, _) = session(build(serve_index), body)
     assert not r.is_error and sc["id"] == "time/get_current_time"
@@ -221,14 +238,21 @@ def test_describe_tool_gives_schema_example_and_closest_names(serve_index):
 
 def test_categories_and_similar(serve_index, embedder):
     async def body(c):
-        return [await call(c, "get_tool_categories", {}),
-                await call(c, "get_tool_categories", {"include_tags": False, "include_servers": False}),
-                await call(c, "get_similar_tools", {"tool_name": "filesystem/read_file", "limit": 3})]
+        return [
+            await call(c, "get_tool_categories", {}),
+            await call(c, "get_tool_categories", {"include_tags": False, "include_servers": False}),
+            await call(c, "get_similar_tools", {"tool_name": "filesystem/read_file", "limit": 3}),
+        ]
 
     (_, cats, text), (_, bare, _), (_, sim, sim_text) = session(build(serve_index, embedder), body)
     assert cats["total_tools"] == 42
     assert {s["name"]: s["count"] for s in cats["servers"]} == {
-        "crashy": 4, "everything": 13, "filesystem": 14, "memory": 9, "time": 2}
+        "crashy": 4,
+        "everything": 13,
+        "filesystem": 14,
+        "memory": 9,
+        "time": 2,
+    }
     assert any(t["name"] == "read-only" for t in cats["tags"]) and "Servers:" in text
     # the taxonomy's categories across servers, each with its definition
     by_name = {c["name"]: c for c in cats["categories"]}
@@ -243,8 +267,9 @@ def test_categories_and_similar(serve_index, embedder):
 # --- execute_tool ------------------------------------------------------------------------------------
 def test_execute_runs_the_real_tool_and_returns_its_result_unchanged(serve_index):
     async def body(c):
-        r, sc, text = await call(c, "execute_tool", {"tool_name": "time/get_current_time",
-                                                     "arguments": {"timezone": "Asia/Tokyo"}})
+        r, sc, text = await call(
+            c, "execute_tool", {"tool_name": "time/get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
+        )
         direct = await _direct_time_call(serve_index)
         return r, sc, text, direct
 
@@ -272,11 +297,12 @@ async def _direct_time_call(index) -> dict:
 
 def test_invalid_arguments_are_refused_without_calling_the_server(serve_index):
     async def body(c):
-        return [await call(c, "execute_tool", {"tool_name": "time/get_current_time", "arguments": {}}),
-                await call(c, "execute_tool", {"tool_name": "time/get_current_time",
-                                               "arguments": {"timezone": 9}}),
-                await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "", "x": 1}}),
-                pool_status(srv)]
+        return [
+            await call(c, "execute_tool", {"tool_name": "time/get_current_time", "arguments": {}}),
+            await call(c, "execute_tool", {"tool_name": "time/get_current_time", "arguments": {"timezone": 9}}),
+            await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "", "x": 1}}),
+            pool_status(srv),
+        ]
 
     srv = build(serve_index)
     (r, sc, text), (_, typed, _), (_, echo, _), backends = session(srv, body)
@@ -291,18 +317,18 @@ def test_invalid_arguments_are_refused_without_calling_the_server(serve_index):
 
 def test_scope_refuses_tools_outside_it_even_when_guessed(serve_index):
     async def body(c):
-        return [await call(c, "execute_tool", {"tool_name": "filesystem/list_allowed_directories"}),
-                await call(c, "execute_tool", {"tool_name": "filesystem/no_such_tool"}),
-                await call(c, "describe_tool", {"tool_name": "filesystem/read_file"}),
-                await call(c, "search_tools", {"query": "list directory files", "filters": {"min_score": 0}}),
-                await call(c, "list_tools", {"filters": {"servers": ["filesystem"]}}),
-                await call(c, "execute_tool", {"tool_name": "time/get_current_time",
-                                               "arguments": {"timezone": "UTC"}}),
-                pool_status(srv)]
+        return [
+            await call(c, "execute_tool", {"tool_name": "filesystem/list_allowed_directories"}),
+            await call(c, "execute_tool", {"tool_name": "filesystem/no_such_tool"}),
+            await call(c, "describe_tool", {"tool_name": "filesystem/read_file"}),
+            await call(c, "search_tools", {"query": "list directory files", "filters": {"min_score": 0}}),
+            await call(c, "list_tools", {"filters": {"servers": ["filesystem"]}}),
+            await call(c, "execute_tool", {"tool_name": "time/get_current_time", "arguments": {"timezone": "UTC"}}),
+            pool_status(srv),
+        ]
 
     srv = build(serve_index, scope=Filters(servers=["time"]))
-    (r, sc, _), (_, unknown, _), (_, desc, _), (_, search, _), (_, listed, _), (ok, _, _), backends = \
-        session(srv, body)
+    (r, sc, _), (_, unknown, _), (_, desc, _), (_, search, _), (_, listed, _), (ok, _, _), backends = session(srv, body)
     assert r.is_error and sc["error"] == "out_of_scope"
     assert unknown["error"] == "unknown_tool"
     assert desc["error"] == "out_of_scope"
@@ -314,8 +340,10 @@ def test_scope_refuses_tools_outside_it_even_when_guessed(serve_index):
 
 def test_read_only_scope_refuses_tools_not_annotated_read_only(serve_index):
     async def body(c):
-        return [await call(c, "execute_tool", {"tool_name": "crashy/crash"}),
-                await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "hi"}})]
+        return [
+            await call(c, "execute_tool", {"tool_name": "crashy/crash"}),
+            await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "hi"}}),
+        ]
 
     (r, sc, _), (ok, echo, _) = session(build(serve_index, scope=Filters(read_only=True)), body)
     assert r.is_error and sc["error"] == "out_of_scope"
@@ -338,7 +366,7 @@ def test_a_backend_that_crashes_mid_session_is_reported_then_restarted(serve_ind
 
 
 def test_a_backend_that_does_not_start_says_why_in_its_own_words(tmp_path):
-    """"did not start (server closed the connection)" said nothing a user could act on; the
+    """ "did not start (server closed the connection)" said nothing a user could act on; the
     server's last stderr lines come with it, in execute_tool's answer and in `toolidx check`."""
     from conftest import crawl, raw, write_config
 
@@ -367,11 +395,17 @@ def test_execute_tools_fix_matches_what_happened(tmp_path):
 
     async def body(c):
         args = {"path": "x"}
-        return [await call(c, "execute_tool", {"tool_name": "s/tool_0", "arguments": {
-                    **args, "rpc_error": -32603, "message": "internal"}}),
-                await call(c, "execute_tool", {"tool_name": "s/tool_0", "arguments": {**args, "die": True}}),
-                await call(c, "execute_tool", {"tool_name": "s/tool_0", "arguments": {**args, "sleep": 5},
-                                               "timeout_ms": 300})]
+        return [
+            await call(
+                c,
+                "execute_tool",
+                {"tool_name": "s/tool_0", "arguments": {**args, "rpc_error": -32603, "message": "internal"}},
+            ),
+            await call(c, "execute_tool", {"tool_name": "s/tool_0", "arguments": {**args, "die": True}}),
+            await call(
+                c, "execute_tool", {"tool_name": "s/tool_0", "arguments": {**args, "sleep": 5}, "timeout_ms": 300}
+            ),
+        ]
 
     (r1, refused, _), (r2, died, _), (r3, slow, _) = session(build(tmp_path / "r.db"), body)
     assert r1.is_error and "server error -32603: internal" in refused["message"]
@@ -387,8 +421,7 @@ def test_a_backend_that_cannot_start_gives_a_clear_error(serve_index, tmp_path):
     cfg.write_text(json.dumps({"mcpServers": {"time": {"command": str(tmp_path / "missing-binary")}}}))
 
     async def body(c):
-        return await call(c, "execute_tool", {"tool_name": "time/get_current_time",
-                                              "arguments": {"timezone": "UTC"}})
+        return await call(c, "execute_tool", {"tool_name": "time/get_current_time", "arguments": {"timezone": "UTC"}})
 
     r, sc, text = session(build(serve_index, config_path=str(cfg)), body)
     assert r.is_error and sc["error"] == "backend_unavailable"
@@ -445,10 +478,13 @@ def test_a_pin_that_does_not_exist_fails_at_start(serve_index):
 # --- budget ------------------------------------------------------------------------------------------
 def test_every_answer_respects_the_token_budget(serve_index):
     async def body(c):
-        return [await call(c, "list_tools", {"page_size": 100, "include_schemas": True}),
-                await call(c, "describe_tool", {"tool_name": "filesystem/edit_file", "detail": "full"}),
-                await call(c, "search_tools", {"query": "file", "limit": 50, "include_schemas": True,
-                                               "filters": {"min_score": 0}})]
+        return [
+            await call(c, "list_tools", {"page_size": 100, "include_schemas": True}),
+            await call(c, "describe_tool", {"tool_name": "filesystem/edit_file", "detail": "full"}),
+            await call(
+                c, "search_tools", {"query": "file", "limit": 50, "include_schemas": True, "filters": {"min_score": 0}}
+            ),
+        ]
 
     for r, sc, text in session(build(serve_index, max_tokens=400), body):
         assert not r.is_error
@@ -466,9 +502,19 @@ def test_a_new_crawl_is_picked_up_and_announced(serve_index, tmp_path):
     async def body(c):
         before = await call(c, "describe_tool", {"tool_name": "weather/get_forecast"})
         await c.list_tools()
-        r = await anyio.to_thread.run_sync(lambda: run_cli(
-            "crawl", "--config", serve_index.parent / "servers.json", "--db", db, "--server", "weather",
-            "--model", "none"))
+        r = await anyio.to_thread.run_sync(
+            lambda: run_cli(
+                "crawl",
+                "--config",
+                serve_index.parent / "servers.json",
+                "--db",
+                db,
+                "--server",
+                "weather",
+                "--model",
+                "none",
+            )
+        )
         assert r.code == 0, r.stderr
         with anyio.fail_after(10):
             while not seen:
@@ -485,8 +531,9 @@ def test_a_new_crawl_is_picked_up_and_announced(serve_index, tmp_path):
 def test_a_call_that_times_out_is_reported_and_the_backend_stays_usable(serve_index):
     async def body(c):
         t0 = anyio.current_time()
-        slow = await call(c, "execute_tool", {"tool_name": "crashy/sleep", "arguments": {"seconds": 1.5},
-                                              "timeout_ms": 300})
+        slow = await call(
+            c, "execute_tool", {"tool_name": "crashy/sleep", "arguments": {"seconds": 1.5}, "timeout_ms": 300}
+        )
         took = anyio.current_time() - t0
         after = await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "later"}})
         return slow, took, after, pool_status(srv)
@@ -525,12 +572,19 @@ def test_execute_reaches_servers_over_http_and_sse(servers_dir, tmp_path, mode):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    out = subprocess.run(["bash", str(SHARED / "servers" / "start-http.sh"), str(servers_dir), str(port), mode],
-                         capture_output=True, text=True, timeout=30, check=True).stdout.split()
+    out = subprocess.run(
+        ["bash", str(SHARED / "servers" / "start-http.sh"), str(servers_dir), str(port), mode],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout.split()
     url, pid = out[0], int(out[1])
     try:
         cfg = tmp_path / "remote.json"
-        cfg.write_text(json.dumps({"mcpServers": {"remote": {"url": url, **({"type": "sse"} if mode == "sse" else {})}}}))
+        cfg.write_text(
+            json.dumps({"mcpServers": {"remote": {"url": url, **({"type": "sse"} if mode == "sse" else {})}}})
+        )
         db = tmp_path / "remote.db"
         assert run_cli("crawl", "--config", cfg, "--db", db, "--model", "none").code == 0
 

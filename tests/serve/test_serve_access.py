@@ -11,8 +11,15 @@ from toolidx.serve.access import is_loopback, load_tokens, parse_address
 TOKEN = "a-token-of-enough-length-0123"
 
 
-@pytest.mark.parametrize("text, want", [("8765", ("127.0.0.1", 8765)), ("0.0.0.0:80", ("0.0.0.0", 80)),
-                                        ("[::1]:9000", ("::1", 9000)), ("localhost:0", ("localhost", 0))])
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("8765", ("127.0.0.1", 8765)),
+        ("0.0.0.0:80", ("0.0.0.0", 80)),
+        ("[::1]:9000", ("::1", 9000)),
+        ("localhost:0", ("localhost", 0)),
+    ],
+)
 def test_addresses(text, want):
     assert parse_address(text) == want
 
@@ -30,8 +37,9 @@ def test_loopback():
 
 def test_token_file_scopes_and_matching(tmp_path):
     f = tmp_path / "tokens"
-    f.write_text(f"# comment\n\n{TOKEN}\n{TOKEN}-git servers=git,github tags=vcs read-only\n"
-                 f"{TOKEN}-cat   categories=search\n")
+    f.write_text(
+        f"# comment\n\n{TOKEN}\n{TOKEN}-git servers=git,github tags=vcs read-only\n{TOKEN}-cat   categories=search\n"
+    )
     tokens = load_tokens("TEAM", f, environ={"TEAM": f" {TOKEN}-env \n"})
     assert len(tokens) == 4
     assert tokens.match(f"{TOKEN}-env").label == "env:TEAM"
@@ -43,10 +51,16 @@ def test_token_file_scopes_and_matching(tmp_path):
     assert tokens.match("nope") is None and tokens.match(TOKEN[:-1]) is None and tokens.match("") is None
 
 
-@pytest.mark.parametrize("text, want", [("", "holds no token"), ("# only\n", "holds no token"),
-                                        ("short\n", "line 1: a token must be 16"),
-                                        (f"{TOKEN} servers=\n", "line 1: unknown scope"),
-                                        (f"\n{TOKEN} admin\n", "line 2: unknown scope")])
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("", "holds no token"),
+        ("# only\n", "holds no token"),
+        ("short\n", "line 1: a token must be 16"),
+        (f"{TOKEN} servers=\n", "line 1: unknown scope"),
+        (f"\n{TOKEN} admin\n", "line 2: unknown scope"),
+    ],
+)
 def test_bad_token_files(tmp_path, text, want):
     f = tmp_path / "t"
     f.write_text(text)

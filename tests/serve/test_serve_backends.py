@@ -15,25 +15,39 @@ from toolidx.serve.discovery import Discovery, api_names
 
 
 def test_spec_from_the_index_takes_secrets_from_the_environment():
-    row = {"transport": "stdio", "connect": {"transport": "stdio", "command": "srv", "args": ["--x"],
-                                             "env_keys": ["TOKEN"], "timeout": 12.0}}
+    row = {
+        "transport": "stdio",
+        "connect": {"transport": "stdio", "command": "srv", "args": ["--x"], "env_keys": ["TOKEN"], "timeout": 12.0},
+    }
     spec = spec_from_index("s", row, {"TOKEN": "s3cret"})
-    assert (spec.command, spec.args, spec.env, spec.timeout, spec.problem) == ("srv", ["--x"], {"TOKEN": "s3cret"}, 12.0, None)
+    assert (spec.command, spec.args, spec.env, spec.timeout, spec.problem) == (
+        "srv",
+        ["--x"],
+        {"TOKEN": "s3cret"},
+        12.0,
+        None,
+    )
     missing = spec_from_index("s", row, {})
     assert "TOKEN" in missing.problem
-    http = spec_from_index("h", {"transport": "http", "connect": {"transport": "http", "url": "https://x/mcp",
-                                                                   "header_keys": ["Authorization"]}},
-                           {"Authorization": "Bearer t"})
+    http = spec_from_index(
+        "h",
+        {
+            "transport": "http",
+            "connect": {"transport": "http", "url": "https://x/mcp", "header_keys": ["Authorization"]},
+        },
+        {"Authorization": "Bearer t"},
+    )
     assert http.transport == "http" and http.headers == {"Authorization": "Bearer t"}
 
 
 def test_spec_source_prefers_config_then_index(tmp_path):
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"mcpServers": {"a": {"command": "from-config", "env": {"K": "${K}"}}}}))
-    rows = {"a": {"transport": "stdio", "connect": {"transport": "stdio", "command": "from-index"}},
-            "b": {"transport": "stdio", "connect": {"transport": "stdio", "command": "only-indexed"}}}
-    src = SpecSource(server_row=rows.get, index_config_path=lambda: str(cfg), environ={"K": "v"},
-                     trust_index=True)
+    rows = {
+        "a": {"transport": "stdio", "connect": {"transport": "stdio", "command": "from-index"}},
+        "b": {"transport": "stdio", "connect": {"transport": "stdio", "command": "only-indexed"}},
+    }
+    src = SpecSource(server_row=rows.get, index_config_path=lambda: str(cfg), environ={"K": "v"}, trust_index=True)
     spec, where = src.spec("a")
     assert spec.command == "from-config" and spec.env == {"K": "v"} and where == str(cfg)
     assert src.spec("b")[0].command == "only-indexed"  # not in the config: the index's record
@@ -47,8 +61,17 @@ def test_spec_source_prefers_config_then_index(tmp_path):
 
 
 def test_exposed_names_fit_client_rules():
-    names = api_names(["time/get_current_time", "my.server/tool:x", "s/" + "a" * 80, "brave-search/web-search",
-                       "a__b/c", "a/b__c", "s/"])
+    names = api_names(
+        [
+            "time/get_current_time",
+            "my.server/tool:x",
+            "s/" + "a" * 80,
+            "brave-search/web-search",
+            "a__b/c",
+            "a/b__c",
+            "s/",
+        ]
+    )
     assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", n) for n in names.values()) and len(set(names.values())) == 7
     assert names["time/get_current_time"] == "time__get_current_time"
     assert names["brave-search/web-search"] == "brave-search__web-search"  # `-` is allowed: kept
@@ -62,7 +85,9 @@ def _exposed(tmp_path, tools: list[str]) -> dict[str, str]:
     """serve --expose-tools' {exposed name: id} over a fresh index of server `s` holding these tools."""
     d = tmp_path / str(len(list(tmp_path.iterdir())))
     d.mkdir()
-    (d / "tools.json").write_text(json.dumps({"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in tools]}))
+    (d / "tools.json").write_text(
+        json.dumps({"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in tools]})
+    )
     assert crawl(write_config(d / "c.json", {"s": {"tools_file": str(d / "tools.json")}}), d / "t.db").code == 0
     disc = Discovery(str(d / "t.db"), expose_tools=True, pins=[f"s/{tools[0]}"])  # pinned and listed: one name
     assert all(disc.resolve(n)["id"] == i for n, i in disc.exposed().items())
@@ -75,8 +100,14 @@ def test_a_look_alike_added_later_never_takes_an_exposed_name(tmp_path):
     everything = ["del_ete", "del-ete", "del.ete", "del ete", "DEL_ETE", "del_ete_" + "0" * 6]
     after = _exposed(tmp_path, everything)
     assert len(after) == len(everything) and after["s__del_ete"] == "s/del_ete"
-    for before in [["del_ete"], ["del.ete"], ["del ete"], ["del_ete", "del.ete"], ["del.ete", "del ete"],
-                   ["DEL_ETE", "del-ete"]]:
+    for before in [
+        ["del_ete"],
+        ["del.ete"],
+        ["del ete"],
+        ["del_ete", "del.ete"],
+        ["del.ete", "del ete"],
+        ["DEL_ETE", "del-ete"],
+    ]:
         names = _exposed(tmp_path, before)
         assert {n: after.get(n) for n in names} == names, before
 
@@ -89,8 +120,10 @@ def test_launch_lines_only_the_index_vouches_for_are_not_run(tmp_path):
 
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"mcpServers": {"a": {"command": "from-config"}}}))
-    rows = {"a": {"transport": "stdio", "connect": {"transport": "stdio", "command": "from-index"}},
-            "b": {"transport": "stdio", "connect": {"transport": "stdio", "command": "evil", "args": ["-x"]}}}
+    rows = {
+        "a": {"transport": "stdio", "connect": {"transport": "stdio", "command": "from-index"}},
+        "b": {"transport": "stdio", "connect": {"transport": "stdio", "command": "evil", "args": ["-x"]}},
+    }
     src = SpecSource(server_row=rows.get, index_config_path=lambda: str(cfg), db_path="shared.db")
     for name, shown in (("a", "from-index"), ("b", "evil")):
         with pytest.raises(BackendUnavailable) as e:
@@ -112,8 +145,10 @@ def test_spec_from_the_index_uses_the_env_the_config_wrote(tmp_path):
     only (env_secret) cannot be rebuilt, and the spec says to pass --config."""
     from toolidx.crawl.config import build_config
 
-    entry = {"command": "srv", "env": {"HOME": str(tmp_path), "TOKEN": "${TOKEN}", "FLAG": "1",
-                                        "API_KEY": "sk-literal-123456"}}
+    entry = {
+        "command": "srv",
+        "env": {"HOME": str(tmp_path), "TOKEN": "${TOKEN}", "FLAG": "1", "API_KEY": "sk-literal-123456"},
+    }
     spec = build_config({"mcpServers": {"s": entry}}, "c.json", environ={"TOKEN": "t0k3n-xyz"}).servers[0]
     connect = spec.public()
     assert connect["env"] == {"HOME": str(tmp_path), "TOKEN": "${TOKEN}", "FLAG": "1"}

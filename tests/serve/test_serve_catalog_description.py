@@ -22,7 +22,7 @@ def _search_description(tools) -> str:
 
 def _added_words(description: str) -> int:
     assert description.endswith(BASE)
-    return len(description[:-len(BASE)].split())
+    return len(description[: -len(BASE)].split())
 
 
 def test_the_catalog_sentence_stays_small_for_any_catalog():
@@ -30,8 +30,10 @@ def test_the_catalog_sentence_stays_small_for_any_catalog():
     cats = [f"category-{i}" for i in range(100)]
     s = catalog_sentence(sum(c for _, c in servers), servers, cats)
     assert len(s.split()) <= 61 and "and 292 more" in s and "category-5" in s and "category-6" not in s
-    assert catalog_sentence(7, [("files", 4), ("weather", 3)], ["files", "data"]) == \
-        "Searches 7 tools of 2 MCP servers (files, weather); top categories: data."
+    assert (
+        catalog_sentence(7, [("files", 4), ("weather", 3)], ["files", "data"])
+        == "Searches 7 tools of 2 MCP servers (files, weather); top categories: data."
+    )
     d = next(t for t in meta_tools(catalog=(10**6, servers, cats)) if t["name"] == "search_tools")["description"]
     assert len(d.encode()) <= DESCRIPTION_MAX_BYTES and len(d.split()) <= 150
     assert next(t for t in meta_tools() if t["name"] == "search_tools")["description"] == BASE  # no catalog
@@ -51,9 +53,19 @@ def test_search_tools_names_its_catalog_and_follows_a_recrawl(serve_index, tmp_p
         srv = build_server(db, load_model=False, poll_interval=0.1)
         async with Client(srv, mode="legacy", message_handler=on_message) as c:
             before = _search_description((await c.list_tools()).tools)
-            r = await anyio.to_thread.run_sync(lambda: run_cli(
-                "crawl", "--config", serve_index.parent / "servers.json", "--db", db, "--server", "weather",
-                "--model", "none"))
+            r = await anyio.to_thread.run_sync(
+                lambda: run_cli(
+                    "crawl",
+                    "--config",
+                    serve_index.parent / "servers.json",
+                    "--db",
+                    db,
+                    "--server",
+                    "weather",
+                    "--model",
+                    "none",
+                )
+            )
             assert r.code == 0, r.stderr
             with anyio.fail_after(10):
                 while not seen:

@@ -37,9 +37,13 @@ def spawn(db, err, *flags, env=None, ssl_context=None, address="127.0.0.1:0"):
     """`toolidx serve --db DB --http ADDRESS FLAGS` as a subprocess: yields its base URL once
     it listens and its model is loaded; stopped with SIGTERM after."""
     with open(err, "w") as errf:
-        proc = subprocess.Popen([*TOOLIDX, "serve", "--db", str(db), "--http", address, *flags],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
-                                env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            [*TOOLIDX, "serve", "--db", str(db), "--http", address, *flags],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errf,
+            env={**os.environ, **(env or {})},
+        )
     try:
         base = None
         deadline = time.monotonic() + 60
@@ -70,11 +74,21 @@ def http_server(serve_index, tmp_path_factory):
     """One serve --http process for the module: (base_url, stderr path)."""
     d = tmp_path_factory.mktemp("http")
     tokens = d / "tokens"
-    tokens.write_text(f"# team tokens\n{ADMIN}\n\n{TIME_ONLY} servers=time\n"
-                      f"{CRASHY_RO}   servers=crashy,time read-only\n")
+    tokens.write_text(
+        f"# team tokens\n{ADMIN}\n\n{TIME_ONLY} servers=time\n{CRASHY_RO}   servers=crashy,time read-only\n"
+    )
     err = d / "serve.err"
-    with spawn(serve_index, err, "--token-file", tokens, "--token-env", "TEAM_TOKEN",
-               "--usage-db", d / "usage.db", env={"TEAM_TOKEN": ENV_TOKEN}) as base:
+    with spawn(
+        serve_index,
+        err,
+        "--token-file",
+        tokens,
+        "--token-env",
+        "TEAM_TOKEN",
+        "--usage-db",
+        d / "usage.db",
+        env={"TEAM_TOKEN": ENV_TOKEN},
+    ) as base:
         yield base, err  # the usage file: err's folder / usage.db
     assert ADMIN not in err.read_text() and TIME_ONLY not in err.read_text()  # tokens are never logged
 
@@ -116,12 +130,29 @@ async def call(c, name, args):
 # --- authentication --------------------------------------------------------------------------------
 def test_requests_without_a_valid_token_get_401(http_server):
     base, _ = http_server
-    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
-    for headers, invalid in (({}, False), ({"Authorization": "Bearer wrong-token-0123456789abc"}, True),
-                             ({"Authorization": f"Basic {ADMIN}"}, False)):
-        req = urllib.request.Request(base + "/mcp", data=init, method="POST", headers={
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+    init = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+    ).encode()
+    for headers, invalid in (
+        ({}, False),
+        ({"Authorization": "Bearer wrong-token-0123456789abc"}, True),
+        ({"Authorization": f"Basic {ADMIN}"}, False),
+    ):
+        req = urllib.request.Request(
+            base + "/mcp",
+            data=init,
+            method="POST",
+            headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers},
+        )
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(req, timeout=10)
         assert e.value.code == 401
@@ -154,8 +185,13 @@ def test_oauth_discovery_finds_no_oauth_so_a_static_token_is_just_used(http_serv
     urls = build_protected_resource_metadata_discovery_urls(None, base + "/mcp")
     urls += build_oauth_authorization_server_metadata_discovery_urls(None, base + "/mcp")
     urls += build_oauth_authorization_server_metadata_discovery_urls(base + "/mcp", base + "/mcp")
-    urls += [base + "/.well-known/oauth-protected-resource", base + "/.well-known/oauth-authorization-server",
-             base + "/register", base + "/authorize", base + "/token"]
+    urls += [
+        base + "/.well-known/oauth-protected-resource",
+        base + "/.well-known/oauth-authorization-server",
+        base + "/register",
+        base + "/authorize",
+        base + "/token",
+    ]
     assert any(u.endswith("/.well-known/oauth-protected-resource/mcp") for u in urls)
     for url in urls:
         path = url.removeprefix(base)
@@ -178,16 +214,28 @@ def test_mcp_over_http_with_a_token(http_server):
 
     for token in (ADMIN, ENV_TOKEN):
         tools, found, err, echoed = anyio.run(with_client, base, token, body)
-        assert tools == ["search_tools", "list_tools", "describe_tool", "execute_tool", "get_tool_categories",
-                         "get_similar_tools"]
+        assert tools == [
+            "search_tools",
+            "list_tools",
+            "describe_tool",
+            "execute_tool",
+            "get_tool_categories",
+            "get_similar_tools",
+        ]
         assert not err and found["mode_used"] == "hybrid" and found["hits"][0]["id"].startswith("time/")
         assert not echoed.is_error and echoed.structured_content == {"text": "hi"}
 
 
 def test_several_clients_at_once_share_the_backends(http_server):
     base, _ = http_server
-    queries = ["current time in a timezone", "echo a text back", "store a memory entity", "list a directory",
-               "convert time between zones", "read a file"]
+    queries = [
+        "current time in a timezone",
+        "echo a text back",
+        "store a memory entity",
+        "list a directory",
+        "convert time between zones",
+        "read a file",
+    ]
 
     async def one(q, out):
         async def body(c):
@@ -248,11 +296,11 @@ def test_token_scope_narrows_search_execute_and_the_api(http_server):
     base, _ = http_server
 
     async def time_only(c):
-        found, _ = await call(c, "search_tools", {"query": "echo a text back", "filters": {"min_score": 0},
-                                                  "limit": 10})
+        found, _ = await call(
+            c, "search_tools", {"query": "echo a text back", "filters": {"min_score": 0}, "limit": 10}
+        )
         # asking for a server outside the token's scope widens nothing
-        asked, _ = await call(c, "search_tools", {"query": "echo", "filters": {"servers": ["crashy"],
-                                                                               "min_score": 0}})
+        asked, _ = await call(c, "search_tools", {"query": "echo", "filters": {"servers": ["crashy"], "min_score": 0}})
         refused, is_error = await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "x"}})
         cats, _ = await call(c, "get_tool_categories", {})
         return found, asked, refused, is_error, cats
@@ -307,9 +355,12 @@ def test_a_new_crawl_is_announced_to_every_session(serve_index, tmp_path):
             if getattr(m, "method", None) == "notifications/tools/list_changed":
                 seen[token] += 1
 
-        async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http, \
-                Client(streamable_http_client(base + "/mcp", http_client=http), mode="legacy",
-                       message_handler=on_message) as c:
+        async with (
+            create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+            Client(
+                streamable_http_client(base + "/mcp", http_client=http), mode="legacy", message_handler=on_message
+            ) as c,
+        ):
             await c.list_tools()
             await crawled.wait()
             with anyio.fail_after(15):
@@ -328,9 +379,19 @@ def test_a_new_crawl_is_announced_to_every_session(serve_index, tmp_path):
             tg.start_soon(run, ADMIN)
             tg.start_soon(run, TIME_ONLY)
             await anyio.sleep(2)  # both sessions open (and their GET streams)
-            r = await anyio.to_thread.run_sync(lambda: run_cli(
-                "crawl", "--config", serve_index.parent / "servers.json", "--db", db, "--server", "weather",
-                "--model", "none"))
+            r = await anyio.to_thread.run_sync(
+                lambda: run_cli(
+                    "crawl",
+                    "--config",
+                    serve_index.parent / "servers.json",
+                    "--db",
+                    db,
+                    "--server",
+                    "weather",
+                    "--model",
+                    "none",
+                )
+            )
             assert r.code == 0, r.stderr
             crawled.set()
         return out
@@ -346,13 +407,27 @@ def test_a_new_crawl_is_announced_to_every_session(serve_index, tmp_path):
 
 def test_a_session_answers_only_the_token_that_opened_it(http_server):
     base, _ = http_server
-    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+    init = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+    ).encode()
     listing = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode()
 
     def post(body, token, session=None):
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                   "Authorization": f"Bearer {token}", "MCP-Protocol-Version": "2025-06-18"}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {token}",
+            "MCP-Protocol-Version": "2025-06-18",
+        }
         if session:
             headers["Mcp-Session-Id"] = session
         req = urllib.request.Request(base + "/mcp", data=body, method="POST", headers=headers)
@@ -373,17 +448,28 @@ def test_a_session_answers_only_the_token_that_opened_it(http_server):
 def rebinding_answers(base, host_ok):
     """Every route as a DNS-rebinding page would ask it (its own name as Host, or a foreign
     Origin), and as the real client would: the statuses, by route."""
-    routes = [("GET", "/healthz", {}, None), ("GET", "/openapi.json", {}, None),
-              ("GET", "/v1/search?q=echo", {}, None), ("POST", "/mcp", MCP_HEADERS, MCP_INIT)]
+    routes = [
+        ("GET", "/healthz", {}, None),
+        ("GET", "/openapi.json", {}, None),
+        ("GET", "/v1/search?q=echo", {}, None),
+        ("POST", "/mcp", MCP_HEADERS, MCP_INIT),
+    ]
     port = urllib.parse.urlsplit(base).port
     out = {}
     for method, path, headers, body in routes:
-        out[path] = (raw_request(base, method, path, {**headers, "Host": host_ok}, body)[0],
-                     raw_request(base, method, path, {**headers, "Host": f"rebind.attacker.example:{port}"}, body)[0],
-                     raw_request(base, method, path, {**headers, "Host": host_ok.rsplit(":", 1)[0] + ":1"}, body)[0],
-                     raw_request(base, method, path, {**headers, "Host": host_ok,
-                                                      "Origin": f"http://rebind.attacker.example:{port}"}, body)[0],
-                     raw_request(base, method, path, {**headers, "Host": host_ok, "Origin": "null"}, body)[0])
+        out[path] = (
+            raw_request(base, method, path, {**headers, "Host": host_ok}, body)[0],
+            raw_request(base, method, path, {**headers, "Host": f"rebind.attacker.example:{port}"}, body)[0],
+            raw_request(base, method, path, {**headers, "Host": host_ok.rsplit(":", 1)[0] + ":1"}, body)[0],
+            raw_request(
+                base,
+                method,
+                path,
+                {**headers, "Host": host_ok, "Origin": f"http://rebind.attacker.example:{port}"},
+                body,
+            )[0],
+            raw_request(base, method, path, {**headers, "Host": host_ok, "Origin": "null"}, body)[0],
+        )
     return out
 
 
@@ -401,8 +487,11 @@ def test_foreign_host_or_origin_is_refused_on_every_loopback_bind(serve_index, t
             here = base.removeprefix("http://")
             answers = rebinding_answers(base, here)
             for path, (ok, foreign_host, other_port, foreign_origin, null_origin) in answers.items():
-                assert ok == 200 and (foreign_host, other_port, foreign_origin, null_origin) == (421, 421, 403, 403), \
-                    (address, path, answers[path])
+                assert ok == 200 and (foreign_host, other_port, foreign_origin, null_origin) == (421, 421, 403, 403), (
+                    address,
+                    path,
+                    answers[path],
+                )
             # localhost, the address in another spelling and a same-origin browser page pass
             assert raw_request(base, "GET", "/healthz", {"Host": f"localhost:{port}"})[0] == 200
             assert raw_request(base, "GET", "/healthz", {"Host": here, "Origin": base})[0] == 200
@@ -415,8 +504,15 @@ def test_foreign_host_or_origin_is_refused_on_every_loopback_bind(serve_index, t
 
 
 def test_allow_host_and_allow_origin_widen_the_check(serve_index, tmp_path):
-    with spawn(serve_index, tmp_path / "serve.err", "--allow-host", "tools.lan", "--allow-origin",
-               "https://app.example:8443", address="127.0.0.2:0") as base:
+    with spawn(
+        serve_index,
+        tmp_path / "serve.err",
+        "--allow-host",
+        "tools.lan",
+        "--allow-origin",
+        "https://app.example:8443",
+        address="127.0.0.2:0",
+    ) as base:
         here = base.removeprefix("http://")
         assert raw_request(base, "GET", "/healthz", {"Host": "tools.lan"})[0] == 200
         assert raw_request(base, "GET", "/healthz", {"Host": "tools.lan:8080"})[0] == 200  # behind a proxy
@@ -435,8 +531,19 @@ def test_the_printed_http_entry_connects(serve_index, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    r = run_cli("serve", "--db", serve_index, "--print-config", "--client", "claude-code", "--http", str(port),
-                "--token-env", "TEAM_TOKEN", "--json")
+    r = run_cli(
+        "serve",
+        "--db",
+        serve_index,
+        "--print-config",
+        "--client",
+        "claude-code",
+        "--http",
+        str(port),
+        "--token-env",
+        "TEAM_TOKEN",
+        "--json",
+    )
     entry = r.json["config"]["mcpServers"]["toolidx"]
     headers = {k: v.replace("<your token>", ENV_TOKEN) for k, v in entry["headers"].items()}
 
@@ -445,22 +552,35 @@ def test_the_printed_http_entry_connects(serve_index, tmp_path):
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        async with create_mcp_http_client(headers=headers) as http, \
-                Client(streamable_http_client(entry["url"], http_client=http), mode="legacy") as c:
+        async with (
+            create_mcp_http_client(headers=headers) as http,
+            Client(streamable_http_client(entry["url"], http_client=http), mode="legacy") as c,
+        ):
             return [t.name for t in (await c.list_tools()).tools]
 
-    with spawn(serve_index, tmp_path / "serve.err", "--token-env", "TEAM_TOKEN", env={"TEAM_TOKEN": ENV_TOKEN},
-               address=f"127.0.0.1:{port}"):
+    with spawn(
+        serve_index,
+        tmp_path / "serve.err",
+        "--token-env",
+        "TEAM_TOKEN",
+        env={"TEAM_TOKEN": ENV_TOKEN},
+        address=f"127.0.0.1:{port}",
+    ):
         assert "search_tools" in anyio.run(listing)
 
 
 # --- the search API --------------------------------------------------------------------------------
 def test_v1_search_answers_the_json_of_search_json(http_server, serve_index):
     base, _ = http_server
-    for q, params, flags in (("what time is it", {"k": 3}, ["--limit", "3"]),
-                             ("store a memory entity", {"k": 5, "server": "memory", "mode": "keyword"},
-                              ["--limit", "5", "--server", "memory", "--mode", "keyword"]),
-                             ("bake a chocolate cake", {}, [])):
+    for q, params, flags in (
+        ("what time is it", {"k": 3}, ["--limit", "3"]),
+        (
+            "store a memory entity",
+            {"k": 5, "server": "memory", "mode": "keyword"},
+            ["--limit", "5", "--server", "memory", "--mode", "keyword"],
+        ),
+        ("bake a chocolate cake", {}, []),
+    ):
         status, body, headers = get(base, "/v1/search", ADMIN, q=q, **params)
         assert status == 200 and headers["content-type"].startswith("application/json")
         r = run_cli("search", q, "--db", serve_index, "--json", *flags)
@@ -469,9 +589,17 @@ def test_v1_search_answers_the_json_of_search_json(http_server, serve_index):
         assert body == cli, q
     assert body["no_match"] is True and body["hits"] == []  # the calibrated "no good match"
     assert any("(min_score=0 shows it anyway)" in n for n in body["notes"]) and "--" not in json.dumps(body)
-    for bad in ({}, {"q": "x", "k": 0}, {"q": "x", "k": "many"}, {"q": "x", "mode": "magic"},
-                {"q": "x", "read_only": "perhaps"}, {"q": "x", "min_score": 2}, {"q": "x" * 4001},
-                {"q": "x", "name_pattern": "(a)\\1"}, {"q": "x", "name_pattern": "a" * 501}):
+    for bad in (
+        {},
+        {"q": "x", "k": 0},
+        {"q": "x", "k": "many"},
+        {"q": "x", "mode": "magic"},
+        {"q": "x", "read_only": "perhaps"},
+        {"q": "x", "min_score": 2},
+        {"q": "x" * 4001},
+        {"q": "x", "name_pattern": "(a)\\1"},
+        {"q": "x", "name_pattern": "a" * 501},
+    ):
         status, body, _ = get(base, "/v1/search", ADMIN, **bad)
         assert status == 400 and body["command"] == "error" and body["message"], bad
         assert "--" not in body["message"], body  # its own parameter names (min_score), not the CLI's
@@ -486,8 +614,16 @@ def test_openapi_document_is_valid(http_server):
     validate(doc)
     assert doc["openapi"].startswith("3.1")
     op = doc["paths"]["/v1/search"]["get"]
-    assert {p["name"] for p in op["parameters"]} >= {"q", "k", "server", "tag", "category", "read_only",
-                                                     "min_score", "mode"}
+    assert {p["name"] for p in op["parameters"]} >= {
+        "q",
+        "k",
+        "server",
+        "tag",
+        "category",
+        "read_only",
+        "min_score",
+        "mode",
+    }
     assert doc["servers"] == [{"url": base}]
 
 
@@ -521,8 +657,15 @@ def test_start_up_errors_are_one_line_exit_2(serve_index, tmp_path, monkeypatch)
     fails("--token-file", tmp_path / "empty", want="need --http")
     fails("--tls-cert", tmp_path / "empty", want="need --http")
     fails("--http", "0", "--tls-cert", tmp_path / "empty", want="--tls-cert and --tls-key go together")
-    fails("--http", "0", "--tls-cert", tmp_path / "none.pem", "--tls-key", tmp_path / "none.key",
-          want="--tls-cert " + str(tmp_path / "none.pem") + ": no such file")
+    fails(
+        "--http",
+        "0",
+        "--tls-cert",
+        tmp_path / "none.pem",
+        "--tls-key",
+        tmp_path / "none.key",
+        want="--tls-cert " + str(tmp_path / "none.pem") + ": no such file",
+    )
     fails("--http", "0", "--tls-cert", tmp_path / "empty", "--tls-key", tmp_path / "empty", want="cannot be used")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -539,12 +682,41 @@ def test_https_with_a_certificate(serve_index, tmp_path):
     if shutil.which("openssl") is None:
         pytest.skip("needs the openssl command to make a test certificate")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            key,
+            "-out",
+            cert,
+        ],
+        check=True,
+        capture_output=True,
+    )
     trust = ssl.create_default_context(cafile=str(cert))
-    with spawn(serve_index, tmp_path / "serve.err", "--tls-cert", cert, "--tls-key", key,
-               "--token-env", "TEAM_TOKEN", env={"TEAM_TOKEN": ENV_TOKEN}, ssl_context=trust) as base:
+    with spawn(
+        serve_index,
+        tmp_path / "serve.err",
+        "--tls-cert",
+        cert,
+        "--tls-key",
+        key,
+        "--token-env",
+        "TEAM_TOKEN",
+        env={"TEAM_TOKEN": ENV_TOKEN},
+        ssl_context=trust,
+    ) as base:
         assert base.startswith("https://127.0.0.1:")
         status, body, _ = get(base, "/v1/search", ENV_TOKEN, context=trust, q="echo a text back")
         assert status == 200 and body["hits"][0]["id"] == "crashy/echo"
@@ -564,8 +736,11 @@ def test_https_with_a_certificate(serve_index, tmp_path):
         with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
             get("http://" + base.removeprefix("https://"), "/healthz")  # plain HTTP: no answer
     # a passphrase-protected key is refused in one line (it would otherwise prompt on a terminal)
-    subprocess.run(["openssl", "pkey", "-in", key, "-out", tmp_path / "enc.key", "-aes256", "-passout", "pass:pw"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["openssl", "pkey", "-in", key, "-out", tmp_path / "enc.key", "-aes256", "-passout", "pass:pw"],
+        check=True,
+        capture_output=True,
+    )
     r = run_cli("serve", "--db", serve_index, "--http", "0", "--tls-cert", cert, "--tls-key", tmp_path / "enc.key")
     assert r.code == 2 and "the private key is encrypted" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
@@ -596,9 +771,13 @@ def test_the_first_semantic_search_waits_for_the_model(serve_index, model_path, 
     meaning, instead of answering by keywords."""
     err = tmp_path / "serve.err"
     with open(err, "w") as errf:
-        proc = subprocess.Popen([*TOOLIDX, "serve", "--db", str(serve_index), "--http", "127.0.0.1:0"],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
-                                env={**os.environ, "TOOLIDX_MODEL_PATH": model_path})
+        proc = subprocess.Popen(
+            [*TOOLIDX, "serve", "--db", str(serve_index), "--http", "127.0.0.1:0"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errf,
+            env={**os.environ, "TOOLIDX_MODEL_PATH": model_path},
+        )
     try:
         base = None
         deadline = time.monotonic() + 60
@@ -610,6 +789,7 @@ def test_the_first_semantic_search_waits_for_the_model(serve_index, model_path, 
                 time.sleep(0.05)
         assert base, err.read_text()
         if front == "mcp":
+
             async def first(c):
                 return await call(c, "search_tools", {"query": "current time in a timezone", "search_type": "semantic"})
 

@@ -42,11 +42,9 @@ def scenario(entry, body, errlog_path):
         events.append(m)
 
     async def main():
-        params = StdioServerParameters(command=entry["command"], args=entry["args"],
-                                       env=entry.get("env") or {})
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env=entry.get("env") or {})
         with open(errlog_path, "w") as errlog:
-            async with Client(stdio_client(params, errlog=errlog), mode="legacy",
-                              message_handler=on_message) as c:
+            async with Client(stdio_client(params, errlog=errlog), mode="legacy", message_handler=on_message) as c:
                 return await body(c, events)
 
     return anyio.run(main)
@@ -69,28 +67,38 @@ def test_serve_over_stdio_end_to_end(serve_index, model_path, tmp_path, monkeypa
 
     async def body(c, events):
         out: dict = {"caps": c.server_capabilities, "instructions": c.instructions}
-        out["search"] = await call(c, "search_tools", {"query": "current time in a timezone",
-                                                       "filters": {"servers": ["time"]}})
+        out["search"] = await call(
+            c, "search_tools", {"query": "current time in a timezone", "filters": {"servers": ["time"]}}
+        )
         out["first_answer_s"] = time.perf_counter() - spawned
         out["tools"] = [t.name for t in (await c.list_tools()).tools]
         out["describe"] = await call(c, "describe_tool", {"tool_name": "time/get_current_time"})
-        out["run"] = await call(c, "execute_tool", {"tool_name": "time/get_current_time",
-                                                    "arguments": {"timezone": "America/New_York"}})
-        out["invalid"] = await call(c, "execute_tool", {"tool_name": "time/convert_time",
-                                                        "arguments": {"source_timezone": "UTC"}})
+        out["run"] = await call(
+            c, "execute_tool", {"tool_name": "time/get_current_time", "arguments": {"timezone": "America/New_York"}}
+        )
+        out["invalid"] = await call(
+            c, "execute_tool", {"tool_name": "time/convert_time", "arguments": {"source_timezone": "UTC"}}
+        )
         out["outside"] = await call(c, "execute_tool", {"tool_name": "filesystem/list_allowed_directories"})
         out["pid1"] = await call(c, "execute_tool", {"tool_name": "crashy/pid"})
         out["crash"] = await call(c, "execute_tool", {"tool_name": "crashy/crash"})
         out["pid2"] = await call(c, "execute_tool", {"tool_name": "crashy/pid"})
-        out["echo"] = await call(c, "execute_tool", {"tool_name": "everything/echo",
-                                                     "arguments": {"message": "via toolidx"}})
+        out["echo"] = await call(
+            c, "execute_tool", {"tool_name": "everything/echo", "arguments": {"message": "via toolidx"}}
+        )
         out["junk"] = [e for e in events if isinstance(e, Exception)]
         return out
 
     out = scenario(entry, body, tmp_path / "stderr.txt")
     assert out["caps"].tools.list_changed is True and "search_tools" in out["instructions"]
-    assert out["tools"] == ["search_tools", "list_tools", "describe_tool", "execute_tool",
-                            "get_tool_categories", "get_similar_tools"]
+    assert out["tools"] == [
+        "search_tools",
+        "list_tools",
+        "describe_tool",
+        "execute_tool",
+        "get_tool_categories",
+        "get_similar_tools",
+    ]
     r, sc, _ = out["search"]
     assert not r.is_error and "time/get_current_time" in [h["id"] for h in sc["hits"]]
     assert out["first_answer_s"] < 20
@@ -102,8 +110,10 @@ def test_serve_over_stdio_end_to_end(serve_index, model_path, tmp_path, monkeypa
     assert json.loads(text) == sc
     r, sc, _ = out["invalid"]
     assert r.is_error and sc["error"] == "invalid_arguments"
-    assert {e["message"] for e in sc["errors"]} == {"'time' is a required property",
-                                                    "'target_timezone' is a required property"}
+    assert {e["message"] for e in sc["errors"]} == {
+        "'time' is a required property",
+        "'target_timezone' is a required property",
+    }
     r, sc, _ = out["outside"]
     assert r.is_error and sc["error"] == "out_of_scope"
     (_, _, pid1), (rc, crash, crash_text), (r2, _, pid2) = out["pid1"], out["crash"], out["pid2"]
@@ -144,16 +154,32 @@ def test_a_recrawl_triggers_list_changed_over_stdio(serve_index, model_path, tmp
 
     async def body(c, events):
         before = [t.name for t in (await c.list_tools()).tools]
-        r = await anyio.to_thread.run_sync(lambda: subprocess.run(
-            [*TOOLIDX, "crawl", "--config", str(serve_index.parent / "servers.json"), "--db", str(db),
-             "--server", "weather", "--model-path", model_path], capture_output=True, text=True))
+        r = await anyio.to_thread.run_sync(
+            lambda: subprocess.run(
+                [
+                    *TOOLIDX,
+                    "crawl",
+                    "--config",
+                    str(serve_index.parent / "servers.json"),
+                    "--db",
+                    str(db),
+                    "--server",
+                    "weather",
+                    "--model-path",
+                    model_path,
+                ],
+                capture_output=True,
+                text=True,
+            )
+        )
         assert r.returncode == 0, r.stderr
         with anyio.fail_after(15):
             while not any(getattr(e, "method", None) == "notifications/tools/list_changed" for e in events):
                 await anyio.sleep(0.05)
         after = [t.name for t in (await c.list_tools()).tools]
-        found = await call(c, "search_tools", {"query": "weather forecast for a city",
-                                               "filters": {"servers": ["weather"]}})
+        found = await call(
+            c, "search_tools", {"query": "weather forecast for a city", "filters": {"servers": ["weather"]}}
+        )
         return before, after, found
 
     before, after, (r, sc, _) = scenario(entry, body, tmp_path / "stderr.txt")
@@ -165,11 +191,14 @@ def test_a_recrawl_triggers_list_changed_over_stdio(serve_index, model_path, tmp
 
 
 def test_start_up_errors_are_one_line_on_stderr_and_nothing_on_stdout(serve_index, tmp_path):
-    for args, expect in [(["--db", str(tmp_path / "missing.db")], "no index here"),
-                         (["--db", str(serve_index), "--pin", "time/nope"], "--pin time/nope"),
-                         (["--db", str(serve_index), "--server", "nope"], "not in the index")]:
-        r = subprocess.run([*TOOLIDX, "serve", *args], capture_output=True, text=True, timeout=60,
-                           stdin=subprocess.DEVNULL)
+    for args, expect in [
+        (["--db", str(tmp_path / "missing.db")], "no index here"),
+        (["--db", str(serve_index), "--pin", "time/nope"], "--pin time/nope"),
+        (["--db", str(serve_index), "--server", "nope"], "not in the index"),
+    ]:
+        r = subprocess.run(
+            [*TOOLIDX, "serve", *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        )
         assert r.returncode == 2, (args, r.stderr)
         assert r.stdout == ""
         assert expect in r.stderr and "Traceback" not in r.stderr
@@ -179,14 +208,29 @@ def test_start_up_errors_are_one_line_on_stderr_and_nothing_on_stdout(serve_inde
 def test_stdin_from_a_file_is_served_too(serve_index, tmp_path):
     """Not a pipe (a file here, a terminal by hand): the SDK's own stdio streams take over."""
     reqs = tmp_path / "requests.jsonl"
-    reqs.write_text("\n".join(json.dumps(m) for m in [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    ]) + "\n")  # (requests after it would be cancelled by the EOF that follows: the client is gone)
+    reqs.write_text(
+        "\n".join(
+            json.dumps(m)
+            for m in [
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                },
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            ]
+        )
+        + "\n"
+    )  # (requests after it would be cancelled by the EOF that follows: the client is gone)
     with open(reqs) as stdin:
-        r = subprocess.run([*TOOLIDX, "serve", "--db", str(serve_index)], stdin=stdin, capture_output=True,
-                           text=True, timeout=60)
+        r = subprocess.run(
+            [*TOOLIDX, "serve", "--db", str(serve_index)], stdin=stdin, capture_output=True, text=True, timeout=60
+        )
     answers = [json.loads(line) for line in r.stdout.splitlines()]  # every stdout line is protocol
     assert [a["id"] for a in answers] == [1] and r.returncode == 0
     assert answers[0]["result"]["serverInfo"]["name"] == "toolidx"

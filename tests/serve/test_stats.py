@@ -25,11 +25,14 @@ def test_stats_counts_every_definition_against_the_meta_tools(example_db, cli):
         expected[row["server"]] = expected.get(row["server"], 0) + estimate_tokens(json.loads(row["definition"]))
     assert {x["server"]: x["tokens"] for x in s["servers"]} == expected
     assert {x["server"]: x["tools"] for x in s["servers"]} == {
-        srv: sum(1 for row in rows if row["server"] == srv) for srv in expected}
+        srv: sum(1 for row in rows if row["server"] == srv) for srv in expected
+    }
     assert s["tools"] == len(rows) and s["tool_tokens"] == sum(expected.values())
     # the meta-tools as serve sends them: search_tools' description names this catalog
-    cats = [r["category"] for r in db.query("SELECT category, count(*) AS n FROM tools GROUP BY category "
-                                           "ORDER BY n DESC, category")]
+    cats = [
+        r["category"]
+        for r in db.query("SELECT category, count(*) AS n FROM tools GROUP BY category ORDER BY n DESC, category")
+    ]
     catalog = (len(rows), [(srv, sum(1 for row in rows if row["server"] == srv)) for srv in expected], cats)
     assert s["meta_tools"] == 6 and s["meta_tokens"] == sum(estimate_tokens(t) for t in meta_tools(catalog=catalog))
     assert s["saved_tokens"] == s["tool_tokens"] - s["meta_tokens"]
@@ -61,8 +64,19 @@ def test_stats_without_an_index_is_a_one_line_error(tmp_path, cli):
 @pytest.mark.parametrize("client,key", [("claude", "mcpServers"), ("cursor", "mcpServers"), ("vscode", "servers")])
 def test_print_config_gives_a_working_entry_for_each_client(example_db, cli, client, key, monkeypatch, tmp_path):
     monkeypatch.setenv("TOOLIDX_MODEL_PATH", str(tmp_path))
-    r = cli("serve", "--db", example_db, "--print-config", "--client", client, "--tag", "example",
-            "--read-only", "--pin", "weather/get_forecast")
+    r = cli(
+        "serve",
+        "--db",
+        example_db,
+        "--print-config",
+        "--client",
+        client,
+        "--tag",
+        "example",
+        "--read-only",
+        "--pin",
+        "weather/get_forecast",
+    )
     assert r.code == 0, r.stderr
     entry = json.loads(r.stdout)[key]["toolidx"]
     assert os.access(entry["command"], os.X_OK)
@@ -81,8 +95,7 @@ def test_print_config_names_the_variables_the_servers_need(tmp_path, cli, monkey
     cfg = tmp_path / "c.json"
     tools = tmp_path / "t.json"
     tools.write_text(json.dumps({"tools": [{"name": "a", "inputSchema": {"type": "object"}}]}))
-    cfg.write_text(json.dumps({"mcpServers": {
-        "gh": {"tools_file": str(tools), "env": {"TOKEN": "${GITHUB_TOKEN}"}}}}))
+    cfg.write_text(json.dumps({"mcpServers": {"gh": {"tools_file": str(tools), "env": {"TOKEN": "${GITHUB_TOKEN}"}}}}))
     db = tmp_path / "i.db"
     assert cli("crawl", "--config", cfg, "--db", db, "--model", "none").code == 0
     r = cli("serve", "--db", db, "--print-config", "--json")

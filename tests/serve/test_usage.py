@@ -56,11 +56,13 @@ async def _every_outcome(c):
     return [
         await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "hi"}}),  # ok
         await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "again"}}),  # ok
-        await call(c, "execute_tool", {"tool_name": "filesystem/read_text_file",
-                                       "arguments": {"path": "/etc/no-such-file"}}),  # tool_error
+        await call(
+            c, "execute_tool", {"tool_name": "filesystem/read_text_file", "arguments": {"path": "/etc/no-such-file"}}
+        ),  # tool_error
         await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": ""}}),  # invalid
-        await call(c, "execute_tool", {"tool_name": "crashy/sleep", "arguments": {"seconds": 1.5},
-                                       "timeout_ms": 200}),  # timeout
+        await call(
+            c, "execute_tool", {"tool_name": "crashy/sleep", "arguments": {"seconds": 1.5}, "timeout_ms": 200}
+        ),  # timeout
         await call(c, "execute_tool", {"tool_name": "crashy/crash", "arguments": {"code": 3}}),  # backend failed
         await call(c, "execute_tool", {"tool_name": "no_such_tool_anywhere"}),  # refused
     ]
@@ -88,8 +90,9 @@ def test_every_execute_is_recorded_with_its_outcome_and_survives_a_recrawl(index
     store.close()
 
     # a re-crawl rewrites the index; the usage file is not touched
-    r = run_cli("crawl", "--config", index.parent / "servers.json", "--db", index, "--server", "crashy",
-                "--model", "none")
+    r = run_cli(
+        "crawl", "--config", index.parent / "servers.json", "--db", index, "--server", "crashy", "--model", "none"
+    )
     assert r.code == 0, r.stderr
     r = run_cli("describe", "crashy/echo", "--db", index, "--metrics", "--json")
     assert r.code == 0, r.stderr
@@ -99,8 +102,10 @@ def test_every_execute_is_recorded_with_its_outcome_and_survives_a_recrawl(index
     srv2 = build(index, scope=Filters(servers=["crashy"]))
 
     async def body(c):
-        return [await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "x"}}),
-                await call(c, "describe_tool", {"tool_name": "crashy/echo", "include_metrics": True})]
+        return [
+            await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "x"}}),
+            await call(c, "describe_tool", {"tool_name": "crashy/echo", "include_metrics": True}),
+        ]
 
     (ok, _, _), (d, dsc, dtext) = session(srv2, body)
     assert not ok.is_error and not d.is_error
@@ -118,8 +123,9 @@ def test_stats_usage_per_tool_and_per_server_add_up(index):
     tables disagreed; now it is in neither, said once in a note."""
     session(build(index), _every_outcome)
     srv = build(index, scope=Filters(servers=["crashy"]))
-    session(srv, lambda c: call(c, "execute_tool", {"tool_name": "filesystem/read_text_file",
-                                                    "arguments": {"path": "/x"}}))  # out of scope
+    session(
+        srv, lambda c: call(c, "execute_tool", {"tool_name": "filesystem/read_text_file", "arguments": {"path": "/x"}})
+    )  # out of scope
     r = run_cli("stats", "--db", index, "--usage", "--json")
     assert r.code == 0, r.stderr
     u = r.json["usage"]
@@ -140,7 +146,8 @@ def test_stats_usage_with_no_calls_says_so_in_one_line(index, tmp_path):
     build(index).discovery.usage.close()
     r = run_cli("stats", "--db", index, "--usage")
     assert [ln for ln in r.stderr.splitlines() if "calls recorded" in ln] == [
-        f"no calls recorded in {index.with_name('serve.db.usage.db')}"], r.stderr
+        f"no calls recorded in {index.with_name('serve.db.usage.db')}"
+    ], r.stderr
 
 
 def test_one_call_is_one_call(index):
@@ -159,10 +166,12 @@ def test_list_tools_and_the_cli_sort_by_usage(index):
         await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": ""}})
         await call(c, "execute_tool", {"tool_name": "time/get_current_time", "arguments": {"timezone": "UTC"}})
         srv.discovery.usage.flush(10)
-        return [await call(c, "list_tools", {"sort_by": "execution_count", "page_size": 4}),
-                await call(c, "list_tools", {"sort_by": "success_rate", "page_size": 3}),
-                await call(c, "list_tools", {"sort_by": "recent", "page_size": 1}),
-                await call(c, "list_tools", {"sort_by": "execution_count", "sort_order": "asc", "page_size": 3})]
+        return [
+            await call(c, "list_tools", {"sort_by": "execution_count", "page_size": 4}),
+            await call(c, "list_tools", {"sort_by": "success_rate", "page_size": 3}),
+            await call(c, "list_tools", {"sort_by": "recent", "page_size": 1}),
+            await call(c, "list_tools", {"sort_by": "execution_count", "sort_order": "asc", "page_size": 3}),
+        ]
 
     (r1, by_calls, text), (_, by_rate, _), (_, recent, _), (_, asc, _) = session(srv, body)
     assert not r1.is_error
@@ -241,10 +250,12 @@ def test_a_corrupt_usage_file_warns_once_and_serving_goes_on(index, caplog):
         srv = build(index)
 
     async def body(c):
-        return [await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "still"}}),
-                await call(c, "describe_tool", {"tool_name": "crashy/echo", "include_metrics": True}),
-                await call(c, "list_tools", {"sort_by": "execution_count", "page_size": 2}),
-                await call(c, "search_tools", {"query": "echo text", "search_type": "keyword"})]
+        return [
+            await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "still"}}),
+            await call(c, "describe_tool", {"tool_name": "crashy/echo", "include_metrics": True}),
+            await call(c, "list_tools", {"sort_by": "execution_count", "page_size": 2}),
+            await call(c, "search_tools", {"query": "echo text", "search_type": "keyword"}),
+        ]
 
     (r, sc, _), (d, dsc, _), (lst, lsc, _), (s, ssc, _) = session(srv, body)
     warnings = [m for m in caplog.messages if "usage" in m]
@@ -262,10 +273,18 @@ def test_a_corrupt_usage_file_warns_once_and_serving_goes_on(index, caplog):
 
 # --- examples ----------------------------------------------------------------------------------------
 def test_redaction_of_secret_looking_values():
-    planted = {"query": "weather in Lisbon", "api_key": "abc", "headers": {"Authorization": "Bearer xyz12345678"},
-               "note": "use ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "path": "/home/me/reports/2024/q3.txt",
-               "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abc", "n": 3,
-               "blob": "Zx8Qp2Lm9Tr4Wv7Ky1Hs6Dn3Bc5Fg0Aj", "aws": "AKIAIOSFODNN7EXAMPLE", "city": "Reykjavik"}
+    planted = {
+        "query": "weather in Lisbon",
+        "api_key": "abc",
+        "headers": {"Authorization": "Bearer xyz12345678"},
+        "note": "use ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+        "path": "/home/me/reports/2024/q3.txt",
+        "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abc",
+        "n": 3,
+        "blob": "Zx8Qp2Lm9Tr4Wv7Ky1Hs6Dn3Bc5Fg0Aj",
+        "aws": "AKIAIOSFODNN7EXAMPLE",
+        "city": "Reykjavik",
+    }
     clean, n = redact(planted)
     assert clean["query"] == "weather in Lisbon" and clean["path"] == "/home/me/reports/2024/q3.txt"
     assert clean["n"] == 3 and clean["city"] == "Reykjavik"
@@ -283,10 +302,15 @@ def test_recorded_examples_are_redacted_and_shown_and_filtered(index):
         await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "hello"}})
         await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": ""}})  # invalid: not kept
         srv.discovery.usage.flush(10)
-        return [await call(c, "describe_tool", {"tool_name": "crashy/echo", "include_examples": True}),
-                await call(c, "list_tools", {"filters": {"has_examples": True}, "page_size": 100}),
-                await call(c, "search_tools", {"query": "echo", "search_type": "keyword",
-                                               "filters": {"has_examples": True}, "limit": 50})]
+        return [
+            await call(c, "describe_tool", {"tool_name": "crashy/echo", "include_examples": True}),
+            await call(c, "list_tools", {"filters": {"has_examples": True}, "page_size": 100}),
+            await call(
+                c,
+                "search_tools",
+                {"query": "echo", "search_type": "keyword", "filters": {"has_examples": True}, "limit": 50},
+            ),
+        ]
 
     (d, dsc, dtext), (_, lsc, _), (_, ssc, _) = session(srv, body)
     recorded = [e["arguments"] for e in dsc["examples"] if e["source"] == "recorded"]
@@ -300,19 +324,37 @@ def test_recorded_examples_are_redacted_and_shown_and_filtered(index):
 
 
 def test_examples_from_the_schema_and_a_saved_tool_list(tmp_path):
-    tools = {"tools": [
-        {"name": "forecast", "description": "Weather forecast for a city.",
-         "inputSchema": {"type": "object", "properties": {"city": {"type": "string", "examples": ["Lisbon"]},
-                                                          "days": {"type": "integer", "default": 3}},
-                         "required": ["city"]}},
-        {"name": "alerts", "description": "Weather alerts for a region.",
-         "inputSchema": {"type": "object", "properties": {"region": {"type": "string"}}, "required": ["region"]},
-         "examples": [{"arguments": {"region": "CA"}}]},
-        {"name": "plain", "description": "A tool with nothing to show.",
-         "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}},
-    ]}
+    tools = {
+        "tools": [
+            {
+                "name": "forecast",
+                "description": "Weather forecast for a city.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "city": {"type": "string", "examples": ["Lisbon"]},
+                        "days": {"type": "integer", "default": 3},
+                    },
+                    "required": ["city"],
+                },
+            },
+            {
+                "name": "alerts",
+                "description": "Weather alerts for a region.",
+                "inputSchema": {"type": "object", "properties": {"region": {"type": "string"}}, "required": ["region"]},
+                "examples": [{"arguments": {"region": "CA"}}],
+            },
+            {
+                "name": "plain",
+                "description": "A tool with nothing to show.",
+                "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+            },
+        ]
+    }
     (tmp_path / "tools.json").write_text(json.dumps(tools))
-    (tmp_path / "servers.json").write_text(json.dumps({"mcpServers": {"wx": {"tools_file": str(tmp_path / "tools.json")}}}))
+    (tmp_path / "servers.json").write_text(
+        json.dumps({"mcpServers": {"wx": {"tools_file": str(tmp_path / "tools.json")}}})
+    )
     db = tmp_path / "x.db"
     assert run_cli("crawl", "--config", tmp_path / "servers.json", "--db", db, "--model", "none").code == 0
     r = run_cli("describe", "wx/forecast", "--db", db, "--examples", "--json")
@@ -353,16 +395,17 @@ def read_only_mount(index, tmp_path):
             subprocess.run(["umount", "-l", str(mnt)], check=True)  # a file still open: detach lazily
 
 
-def test_an_index_on_read_only_media_is_served_and_its_usage_kept_elsewhere(read_only_mount, tmp_path,
-                                                                            monkeypatch):
+def test_an_index_on_read_only_media_is_served_and_its_usage_kept_elsewhere(read_only_mount, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     with pytest.raises(OSError):
         (read_only_mount.parent / "probe").write_text("x")  # really read-only, even for root
     srv = build(read_only_mount)
 
     async def body(c):
-        return [await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "media"}}),
-                await call(c, "search_tools", {"query": "echo text", "search_type": "keyword"})]
+        return [
+            await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "media"}}),
+            await call(c, "search_tools", {"query": "echo text", "search_type": "keyword"}),
+        ]
 
     (r, sc, _), (s, ssc, _) = session(srv, body)
     assert not r.is_error and sc == {"text": "media"}

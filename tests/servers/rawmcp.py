@@ -37,15 +37,23 @@ import subprocess
 import sys
 import time
 
-HOSTILE = ("Reads a file.\x1b[2J\x1b]0;pwned\x07 [link=https://evil.example/x]click[/link] "
-           "\x1b]8;;https://evil.example/\x1b\\here\x1b]8;;\x1b\\ \x9b31mred \u202edesrever\u202c "
-           "[bold]loud[/bold]\x1b[8mhidden\x1b[0m")
+HOSTILE = (
+    "Reads a file.\x1b[2J\x1b]0;pwned\x07 [link=https://evil.example/x]click[/link] "
+    "\x1b]8;;https://evil.example/\x1b\\here\x1b]8;;\x1b\\ \x9b31mred \u202edesrever\u202c "
+    "[bold]loud[/bold]\x1b[8mhidden\x1b[0m"
+)
 
 
 def tool(name: str, desc: str, **extra) -> dict:
-    t = {"name": name, "description": desc,
-         "inputSchema": {"type": "object", "properties": {"path": {"type": "string", "description": "A path"}},
-                         "required": ["path"]}}
+    t = {
+        "name": name,
+        "description": desc,
+        "inputSchema": {
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "A path"}},
+            "required": ["path"],
+        },
+    }
     t.update(extra)
     return t
 
@@ -97,24 +105,28 @@ def main() -> None:
         tools[0]["_meta"] = {"tags": ["alpha"]}
         tools[0]["description"] += a.desc_suffix
     elif mode == "invalid-tool":
-        tools = [tool("good_one", "A valid tool."),
-                 {"name": "bad_schema", "description": "Schema is not an object.",
-                  "inputSchema": {"type": "string"}},
-                 tool("good_two", "Another valid tool.")]
+        tools = [
+            tool("good_one", "A valid tool."),
+            {"name": "bad_schema", "description": "Schema is not an object.", "inputSchema": {"type": "string"}},
+            tool("good_two", "Another valid tool."),
+        ]
     elif mode == "many":
         tools = [tool(f"bulk_tool_{i:04d}", f"Bulk tool {i} does thing {i}.") for i in range(5000)]
     elif mode == "hostile":
-        tools = [tool("read_file", HOSTILE, title="Read \x1b[31mfile\x1b[0m"),
-                 tool("clean_tool", "A harmless tool.")]
-        tools[0]["inputSchema"]["properties"]["path"]["description"] = "The path [link=https://evil.example]x[/link]\x1b[2J"
+        tools = [tool("read_file", HOSTILE, title="Read \x1b[31mfile\x1b[0m"), tool("clean_tool", "A harmless tool.")]
+        tools[0]["inputSchema"]["properties"]["path"]["description"] = (
+            "The path [link=https://evil.example]x[/link]\x1b[2J"
+        )
     elif mode == "bad-strings":
         deep: dict = {"type": "string"}
         for _ in range(300):
             deep = {"type": "object", "properties": {"x": deep}}
-        tools = [tool("good_one", "A valid tool."),
-                 tool("surrogate", "Broken \ud800 text."),
-                 tool("deep_schema", "Deep schema.", inputSchema=deep),
-                 tool("good_two", "Another valid tool.")]
+        tools = [
+            tool("good_one", "A valid tool."),
+            tool("surrogate", "Broken \ud800 text."),
+            tool("deep_schema", "Deep schema.", inputSchema=deep),
+            tool("good_two", "Another valid tool."),
+        ]
     elif mode == "big":
         tools = [tool("huge_doc", "Large description. " + "x" * (1024 * 1024)), tool("small", "Small.")]
     else:
@@ -140,12 +152,22 @@ def main() -> None:
                 time.sleep(3600)
             time.sleep(a.init_delay)
             said = "; ".join(f"{n}={os.environ.get(n, '<unset>')}" for n in a.say_env)
-            send({"jsonrpc": "2.0", "id": mid, "result": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {"tools": {"listChanged": True}, "logging": {}},
-                "serverInfo": {"name": f"rawmcp-{mode}", "version": a.version,
-                               "title": "Raw MCP" + (HOSTILE if mode == "hostile" else "")},
-                "instructions": f"Test server in {mode} mode. {said}".strip()}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": mid,
+                    "result": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+                        "serverInfo": {
+                            "name": f"rawmcp-{mode}",
+                            "version": a.version,
+                            "title": "Raw MCP" + (HOSTILE if mode == "hostile" else ""),
+                        },
+                        "instructions": f"Test server in {mode} mode. {said}".strip(),
+                    },
+                }
+            )
         elif method == "tools/list":
             if mode == "slow-list":
                 time.sleep(60)
@@ -155,7 +177,7 @@ def main() -> None:
                 sys.stderr.write("segfault while listing page 2\n")
                 sys.stderr.flush()
                 os._exit(4)
-            page = tools[start:start + page_size]
+            page = tools[start : start + page_size]
             result = {"tools": page}
             if start + page_size < len(tools):
                 result["nextCursor"] = str(start + page_size)
@@ -163,21 +185,43 @@ def main() -> None:
         elif method == "tools/call":
             params = msg.get("params") or {}
             if params.get("name") not in {t["name"] for t in tools}:
-                send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602,
-                                                             "message": f"Unknown tool: {params.get('name')}"}})
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": mid,
+                        "error": {"code": -32602, "message": f"Unknown tool: {params.get('name')}"},
+                    }
+                )
                 continue
             args = params.get("arguments") or {}
             if args.get("die"):
                 os._exit(5)
             if "rpc_error" in args:
-                send({"jsonrpc": "2.0", "id": mid, "error": {"code": int(args["rpc_error"]),
-                                                             "message": args.get("message", "tool exploded")}})
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": mid,
+                        "error": {"code": int(args["rpc_error"]), "message": args.get("message", "tool exploded")},
+                    }
+                )
                 continue
             time.sleep(float(args.get("sleep", 0)))
-            send({"jsonrpc": "2.0", "id": mid, "result": {
-                "content": [{"type": "text", "text": f"called {params.get('name')} with "
-                             f"{json.dumps(params.get('arguments'), sort_keys=True)}"}],
-                "structuredContent": {"ok": True}}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": mid,
+                    "result": {
+                        "content": [
+                            {
+                                "type": "text",
+                                "text": f"called {params.get('name')} with "
+                                f"{json.dumps(params.get('arguments'), sort_keys=True)}",
+                            }
+                        ],
+                        "structuredContent": {"ok": True},
+                    },
+                }
+            )
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": mid, "result": {}})
         else:

@@ -15,18 +15,35 @@ import sys
 import time
 
 TOOLS = [
-    {"name": "echo", "description": "Echo a text back unchanged.",
-     "inputSchema": {"type": "object", "properties": {"text": {"type": "string", "minLength": 1}},
-                     "required": ["text"], "additionalProperties": False},
-     "annotations": {"readOnlyHint": True}},
-    {"name": "pid", "description": "The backend process id.",
-     "inputSchema": {"type": "object", "properties": {}}, "annotations": {"readOnlyHint": True}},
-    {"name": "sleep", "description": "Wait some seconds, then answer.",
-     "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]},
-     "annotations": {"readOnlyHint": True}},
-    {"name": "crash", "description": "Exit the server process immediately (for tests).",
-     "inputSchema": {"type": "object", "properties": {"code": {"type": "integer"}}},
-     "annotations": {"destructiveHint": True}},
+    {
+        "name": "echo",
+        "description": "Echo a text back unchanged.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"text": {"type": "string", "minLength": 1}},
+            "required": ["text"],
+            "additionalProperties": False,
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "pid",
+        "description": "The backend process id.",
+        "inputSchema": {"type": "object", "properties": {}},
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "sleep",
+        "description": "Wait some seconds, then answer.",
+        "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]},
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "crash",
+        "description": "Exit the server process immediately (for tests).",
+        "inputSchema": {"type": "object", "properties": {"code": {"type": "integer"}}},
+        "annotations": {"destructiveHint": True},
+    },
 ]
 
 
@@ -61,8 +78,14 @@ def main() -> None:
         if msg_id is None:
             continue  # notifications
         if method == "initialize":
-            reply(msg_id, {"protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
-                           "capabilities": {"tools": {}}, "serverInfo": {"name": "serve-crashy", "version": "1"}})
+            reply(
+                msg_id,
+                {
+                    "protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "serve-crashy", "version": "1"},
+                },
+            )
         elif method == "tools/list":
             reply(msg_id, {"tools": TOOLS})
         elif method == "tools/call":

@@ -23,20 +23,30 @@ from toolidx.store.pg import PG_MIGRATIONS, public_url, translate
 
 
 def test_translate_turns_sqlite_spellings_into_postgresql():
-    assert translate("SELECT id FROM tools WHERE id = ? AND name LIKE '50%?'") == \
-        "SELECT id FROM tools WHERE id = %s AND name LIKE '50%%?'"  # a literal's ? is no placeholder
-    assert translate("INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)") == \
-        "INSERT INTO tool_versions(hash, definition) VALUES (%s, %s) ON CONFLICT DO NOTHING"
+    assert (
+        translate("SELECT id FROM tools WHERE id = ? AND name LIKE '50%?'")
+        == "SELECT id FROM tools WHERE id = %s AND name LIKE '50%%?'"
+    )  # a literal's ? is no placeholder
+    assert (
+        translate("INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)")
+        == "INSERT INTO tool_versions(hash, definition) VALUES (%s, %s) ON CONFLICT DO NOTHING"
+    )
     assert translate("INSERT OR REPLACE INTO server_approvals(server, hash, title) VALUES (?, ?, ?)").endswith(
-        "ON CONFLICT (server) DO UPDATE SET hash = excluded.hash, title = excluded.title")
+        "ON CONFLICT (server) DO UPDATE SET hash = excluded.hash, title = excluded.title"
+    )
     assert translate("INSERT INTO crawls(started_at) VALUES (?)").endswith(" RETURNING id")
-    assert translate("SELECT 1 FROM tools t WHERE EXISTS (SELECT 1 FROM json_each(t.tags) WHERE value IN (?))") == \
-        ("SELECT 1 FROM tools t WHERE EXISTS (SELECT 1 FROM jsonb_array_elements_text((t.tags)::jsonb) "
-         "AS je(value) WHERE value IN (%s))")
-    assert translate("SELECT j.value FROM tools t, json_each(t.tags) j WHERE 1 GROUP BY j.value") == \
-        "SELECT j.value FROM tools t, jsonb_array_elements_text((t.tags)::jsonb) AS j(value) WHERE TRUE GROUP BY j.value"
-    assert translate("SELECT 1 FROM tools t WHERE t.name REGEXP ? AND instr(lower(t.description), lower(?)) > 0") == \
-        "SELECT 1 FROM tools t WHERE t.name ~* %s AND strpos(lower(t.description), lower(%s)) > 0"
+    assert translate("SELECT 1 FROM tools t WHERE EXISTS (SELECT 1 FROM json_each(t.tags) WHERE value IN (?))") == (
+        "SELECT 1 FROM tools t WHERE EXISTS (SELECT 1 FROM jsonb_array_elements_text((t.tags)::jsonb) "
+        "AS je(value) WHERE value IN (%s))"
+    )
+    assert (
+        translate("SELECT j.value FROM tools t, json_each(t.tags) j WHERE 1 GROUP BY j.value")
+        == "SELECT j.value FROM tools t, jsonb_array_elements_text((t.tags)::jsonb) AS j(value) WHERE TRUE GROUP BY j.value"
+    )
+    assert (
+        translate("SELECT 1 FROM tools t WHERE t.name REGEXP ? AND instr(lower(t.description), lower(?)) > 0")
+        == "SELECT 1 FROM tools t WHERE t.name ~* %s AND strpos(lower(t.description), lower(%s)) > 0"
+    )
 
 
 def test_the_url_shown_never_holds_the_password():
@@ -53,8 +63,13 @@ def test_both_engines_have_every_migration():
 
 def _columns_sqlite(path: str) -> dict[str, list[str]]:
     db = open_db(path, create=True)
-    names = [r["name"] for r in db.query("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                         "AND name NOT LIKE 'tools_fts%' AND name NOT LIKE 'sqlite_%'")]
+    names = [
+        r["name"]
+        for r in db.query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "AND name NOT LIKE 'tools_fts%' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
     out = {n: [r["name"] for r in db.query(f"PRAGMA table_info({n})")] for n in names}
     db.close()
     return out
@@ -62,8 +77,11 @@ def _columns_sqlite(path: str) -> dict[str, list[str]]:
 
 def test_postgresql_has_the_file_tables_and_columns(pg_url, tmp_path):
     db = open_db(pg_url, create=True)
-    rows = db.query("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = ? "
-                    "ORDER BY table_name, ordinal_position", (db.schema,))
+    rows = db.query(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = ? "
+        "ORDER BY table_name, ordinal_position",
+        (db.schema,),
+    )
     db.close()
     pg: dict[str, list[str]] = {}
     for r in rows:
@@ -118,8 +136,9 @@ def test_a_foreign_schema_is_refused_and_left_untouched(pg_url, pg_server):
     with pytest.raises(DatabaseError, match="not a toolidx index"):
         open_db(pg_url, create=True)
     with psycopg.connect(pg_server) as conn:
-        tables = conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
-                              (schema,)).fetchall()
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,)
+        ).fetchall()
     assert tables == [("customers",)]
 
 
@@ -195,8 +214,7 @@ def test_approvals_diff_and_quarantine_facts_match(tmp_path, pg_url):
     from toolidx.core.filters import Filters
     from toolidx.store.catalog import count_tools
 
-    steps = [("approve", "git/git_commit"), ("approve", "--server", "docs"),
-             ("approve", "--revoke", "git/git_commit")]
+    steps = [("approve", "git/git_commit"), ("approve", "--server", "docs"), ("approve", "--revoke", "git/git_commit")]
     approved = []
     for args in steps:
         a, b = run_cli(*args, "--db", f, "--json"), run_cli(*args, "--db", pg_url, "--json")
@@ -220,9 +238,13 @@ def test_approvals_diff_and_quarantine_facts_match(tmp_path, pg_url):
 def test_hybrid_search_and_similar_match_on_both_engines(tmp_path, pg_url, model_path):
     """pgvector's HNSW answers KNN and PostgreSQL scores BM25: the same hits and scores as the file."""
     f = _crawl_both(tmp_path, pg_url, "--model-path", model_path)
-    for args in [("search", "record my staged changes"), ("search", "turn a pdf into markdown", "--limit", "3"),
-                 ("search", "undo", "--mode", "semantic"), ("similar", "git/git_commit"),
-                 ("search", "show what changed", "--tag", "vcs", "--min-score", "0")]:
+    for args in [
+        ("search", "record my staged changes"),
+        ("search", "turn a pdf into markdown", "--limit", "3"),
+        ("search", "undo", "--mode", "semantic"),
+        ("similar", "git/git_commit"),
+        ("search", "show what changed", "--tag", "vcs", "--min-score", "0"),
+    ]:
         on_file = run_cli(*args, "--db", f, "--json")
         on_pg = run_cli(*args, "--db", pg_url, "--json")
         assert on_pg.code == on_file.code == 0, (args, on_pg.stderr)
@@ -246,16 +268,34 @@ def test_a_replica_holds_no_catalog(tmp_path, pg_url, model_path):
 
 
 def _crawler(cfg: Path, target: str, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "toolidx", "crawl", "--config", str(cfg), "--db", target,
-                             "--model", "none", "--json", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "toolidx",
+            "crawl",
+            "--config",
+            str(cfg),
+            "--db",
+            target,
+            "--model",
+            "none",
+            "--json",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
 
 
 @pytest.mark.slow
 def test_concurrent_crawls_of_different_servers_all_land(tmp_path, db_target):
     names = [f"s{i}" for i in range(4)]
-    cfg = write_config(tmp_path / "servers.json",
-                       {n: raw("ok", "--prefix", f"{n}_", "--init-delay", "0.5") for n in names})
+    cfg = write_config(
+        tmp_path / "servers.json", {n: raw("ok", "--prefix", f"{n}_", "--init-delay", "0.5") for n in names}
+    )
     assert run_cli("crawl", "--config", cfg, "--db", db_target, "--model", "none", "--server", "s0").code == 0
     procs = [_crawler(cfg, db_target, "--server", n) for n in names[1:]]
     outs = [p.communicate(timeout=120) for p in procs]
@@ -264,8 +304,10 @@ def test_concurrent_crawls_of_different_servers_all_land(tmp_path, db_target):
     assert sorted(r["name"] for r in db.query("SELECT name FROM servers")) == names
     last = int(db.scalar("SELECT max(id) FROM crawls"))
     # the last crawl's snapshot holds every server's tools: no crawl missed another's commit
-    assert sorted({r["server"] for r in db.query("SELECT DISTINCT server FROM crawl_tools WHERE crawl_id = ?",
-                                                 (last,))}) == names
+    assert (
+        sorted({r["server"] for r in db.query("SELECT DISTINCT server FROM crawl_tools WHERE crawl_id = ?", (last,))})
+        == names
+    )
     assert db.scalar("SELECT count(*) FROM crawls") == 4
     db.close()
 
@@ -307,8 +349,12 @@ def _replica(url: str, err: Path, *flags: str) -> tuple[subprocess.Popen, str]:
     import re
 
     with open(err, "w") as errf:
-        proc = subprocess.Popen([sys.executable, "-m", "toolidx", "serve", "--db", url, "--http", "127.0.0.1:0",
-                                 *flags], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "toolidx", "serve", "--db", url, "--http", "127.0.0.1:0", *flags],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errf,
+        )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         m = re.search(r"MCP at (http://\S+:\d+)/mcp", err.read_text())
@@ -337,8 +383,10 @@ def test_replicas_see_every_crawl_and_approval(tmp_path, pg_url):
     assert run_cli("crawl", "--config", cfg, "--db", pg_url, "--model", "none").code == 0
     procs = []
     try:
-        (p1, open_base), (p2, quarantined) = (_replica(pg_url, tmp_path / "r1.err"),
-                                              _replica(pg_url, tmp_path / "r2.err", "--quarantine"))
+        (p1, open_base), (p2, quarantined) = (
+            _replica(pg_url, tmp_path / "r1.err"),
+            _replica(pg_url, tmp_path / "r2.err", "--quarantine"),
+        )
         procs = [p1, p2]
 
         def ids(base: str, q: str) -> list[str]:

@@ -13,9 +13,15 @@ from toolidx.store.db import open_db
 from toolidx.store.index import Index
 from toolidx.store.sqlitefile import FileKind, SqliteFile, open_file
 
-KIND = FileKind(application_id=0x54455354, migrations=["CREATE TABLE a (x);", "CREATE TABLE b (y);"],
-                additive=frozenset({2}), foreign_id="foreign {app_id:#x}", foreign_tables="foreign: {tables}",
-                newer="newer v{found} > v{ours}", corrupt="corrupt ({e})")
+KIND = FileKind(
+    application_id=0x54455354,
+    migrations=["CREATE TABLE a (x);", "CREATE TABLE b (y);"],
+    additive=frozenset({2}),
+    foreign_id="foreign {app_id:#x}",
+    foreign_tables="foreign: {tables}",
+    newer="newer v{found} > v{ours}",
+    corrupt="corrupt ({e})",
+)
 
 
 def test_a_new_file_is_marked_and_migrated_once(tmp_path):
@@ -89,9 +95,11 @@ def test_a_trust_file_from_before_the_layer_is_still_read_and_written(tmp_path, 
     application id. It keeps vouching, and a crawl writes to it again."""
     monkeypatch.setenv(trust.STATE_ENV, str(tmp_path))
     con = sqlite3.connect(tmp_path / trust.FILE)
-    con.executescript("CREATE TABLE launch_lines (hash TEXT PRIMARY KEY, server TEXT NOT NULL, at TEXT NOT NULL);"
-                      "CREATE TABLE configs (path TEXT PRIMARY KEY, at TEXT NOT NULL);"
-                      "INSERT INTO launch_lines VALUES ('old', 's', '2026-01-01T00:00:00Z');")
+    con.executescript(
+        "CREATE TABLE launch_lines (hash TEXT PRIMARY KEY, server TEXT NOT NULL, at TEXT NOT NULL);"
+        "CREATE TABLE configs (path TEXT PRIMARY KEY, at TEXT NOT NULL);"
+        "INSERT INTO launch_lines VALUES ('old', 's', '2026-01-01T00:00:00Z');"
+    )
     con.close()
     assert trust.trusted_launch("old") and not trust.trusted_launch("new")
     trust.record([("s", "new")], str(tmp_path / "c.json"))

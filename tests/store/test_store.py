@@ -125,10 +125,12 @@ def test_filter_sql_keeps_what_each_filter_says(db_target):
             (3, "docs", "read_pdf", "Read a PDF file", '["files"]', "docs", 1, None, 1),
         ]
         for rowid, server, name, desc, tags, cat, ro, de, stale in rows:
-            c.execute("INSERT INTO tools(rowid, id, server, name, description, tags, category, read_only, "
-                      "destructive, stale, definition, hash, embed_text, first_seen, updated_at) "
-                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', 'h', '', 'x', 'x')",
-                      (rowid, f"{server}/{name}", server, name, desc, tags, cat, ro, de, stale))
+            c.execute(
+                "INSERT INTO tools(rowid, id, server, name, description, tags, category, read_only, "
+                "destructive, stale, definition, hash, embed_text, first_seen, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', 'h', '', 'x', 'x')",
+                (rowid, f"{server}/{name}", server, name, desc, tags, cat, ro, de, stale),
+            )
         c.execute("INSERT INTO approvals VALUES ('docs/read_pdf', 'h', 'me', 'x')")
     cases = [
         (Filters(), None),

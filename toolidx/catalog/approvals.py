@@ -36,8 +36,11 @@ def _targets(db: Database, ids: list[str], servers: list[str], everything: bool,
         known = {s["name"] for s in list_servers(db)}
         missing = [s for s in servers if s not in known]
         if missing:
-            raise NotFoundError(f"no server named {', '.join(map(repr, missing))} in the index", where=db.path,
-                                fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"))
+            raise NotFoundError(
+                f"no server named {', '.join(map(repr, missing))} in the index",
+                where=db.path,
+                fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"),
+            )
         out += sorted(store.current_hashes(db, servers=servers))
     return list(dict.fromkeys(out))
 
@@ -56,12 +59,25 @@ class Approval:
     count: int  # approved, or approvals revoked
 
     def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "db": self.db, "by": self.by, "at": self.at, "tools": self.tools,
-                "count": self.count}
+        return {
+            "action": self.action,
+            "db": self.db,
+            "by": self.by,
+            "at": self.at,
+            "tools": self.tools,
+            "count": self.count,
+        }
 
 
-def approve(db: Database, ids: list[str], *, servers: list[str] | None = None, everything: bool = False,
-            revoke: bool = False, by: str | None = None) -> Approval:
+def approve(
+    db: Database,
+    ids: list[str],
+    *,
+    servers: list[str] | None = None,
+    everything: bool = False,
+    revoke: bool = False,
+    by: str | None = None,
+) -> Approval:
     """Approve (or with `revoke`, un-approve) tools."""
     from ..core.clock import now_iso
 
@@ -71,7 +87,16 @@ def approve(db: Database, ids: list[str], *, servers: list[str] | None = None, e
         had = set(store.revoke(db, targets))
         return Approval("revoke", db.path, who, at, [{"id": t, "revoked": t in had} for t in targets], len(had))
     rows = store.record(db, targets, who, at)
-    tools = [{"id": r["id"], "hash": r["hash"],
-              "was": "unapproved" if r["previous_hash"] is None
-              else "approved" if r["previous_hash"] == r["hash"] else "changed"} for r in rows]
+    tools = [
+        {
+            "id": r["id"],
+            "hash": r["hash"],
+            "was": "unapproved"
+            if r["previous_hash"] is None
+            else "approved"
+            if r["previous_hash"] == r["hash"]
+            else "changed",
+        }
+        for r in rows
+    ]
     return Approval("approve", db.path, who, at, tools, len(tools))

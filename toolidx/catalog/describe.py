@@ -47,11 +47,19 @@ class FullDetail:
     updated_at: str | None
 
     def to_json(self) -> dict[str, Any]:
-        out = {"input_schema": self.input_schema, "output_schema": self.output_schema,
-               "annotations": self.annotations, "icons": self.icons, "_meta": self.meta,
-               "server_info": self.server_info, "example_arguments": self.example_arguments,
-               "example_valid": self.example_problem is None, "hash": self.hash,
-               "first_seen": self.first_seen, "updated_at": self.updated_at}
+        out = {
+            "input_schema": self.input_schema,
+            "output_schema": self.output_schema,
+            "annotations": self.annotations,
+            "icons": self.icons,
+            "_meta": self.meta,
+            "server_info": self.server_info,
+            "example_arguments": self.example_arguments,
+            "example_valid": self.example_problem is None,
+            "hash": self.hash,
+            "first_seen": self.first_seen,
+            "updated_at": self.updated_at,
+        }
         if self.example_problem:
             out["example_problem"] = self.example_problem
         return out
@@ -73,10 +81,22 @@ class Description(ToolSummary):
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "id": self.id, "server": self.server, "name": self.name, "title": self.title,
-            "description": self.description, "tags": self.tags, "category": self.category, "hints": self.hints,
-            "read_only": self.read_only, "destructive": self.destructive, "required": self.required,
-            "params": self.params, "stale": self.stale, "stale_reason": self.stale_reason, "detail": self.detail}
+            "id": self.id,
+            "server": self.server,
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "tags": self.tags,
+            "category": self.category,
+            "hints": self.hints,
+            "read_only": self.read_only,
+            "destructive": self.destructive,
+            "required": self.required,
+            "params": self.params,
+            "stale": self.stale,
+            "stale_reason": self.stale_reason,
+            "detail": self.detail,
+        }
         if self.parameters is not None:
             out["parameters"] = self.parameters
         if self.full is not None:
@@ -92,9 +112,22 @@ def _server_info(db: Database, name: str) -> dict | None:
     s = get_server(db, name)
     if s is None:
         return None
-    keys = ("name", "server_name", "server_title", "server_version", "protocol_version", "transport",
-            "status", "error", "crawled_at", "last_ok_at", "instructions", "capabilities", "category",
-            "tags")
+    keys = (
+        "name",
+        "server_name",
+        "server_title",
+        "server_version",
+        "protocol_version",
+        "transport",
+        "status",
+        "error",
+        "crawled_at",
+        "last_ok_at",
+        "instructions",
+        "capabilities",
+        "category",
+        "tags",
+    )
     return {k: s.get(k) for k in keys}
 
 
@@ -110,8 +143,16 @@ def _read(usage: UsageStore | None, read: Callable[[UsageStore | None], _T]) -> 
         return read(None)
 
 
-def describe(db: Database, tool_id: str, detail: str = "summary", *, usage: UsageStore | None = None,
-             metrics: bool = False, examples: bool = False, scope: str | None = None) -> Description:
+def describe(
+    db: Database,
+    tool_id: str,
+    detail: str = "summary",
+    *,
+    usage: UsageStore | None = None,
+    metrics: bool = False,
+    examples: bool = False,
+    scope: str | None = None,
+) -> Description:
     """One tool at `detail` (summary | schema | full); with `metrics`, its usage figures from
     `usage` (zeros when nothing is recorded); with `examples`, its usage examples (catalog.examples:
     recorded ones from `usage`, of the `scope` label only when given). The one describe of the
@@ -134,11 +175,18 @@ def describe(db: Database, tool_id: str, detail: str = "summary", *, usage: Usag
     if detail == "full":
         example = example_arguments(schema)
         out.full = FullDetail(
-            input_schema=t.get("input_schema"), output_schema=t.get("output_schema"),
-            annotations=t.get("annotations"), icons=t.get("icons"), meta=t.get("meta"),
-            server_info=_server_info(db, t["server"]), example_arguments=example,
-            example_problem=validate(example, schema), hash=t.get("hash"), first_seen=t.get("first_seen"),
-            updated_at=t.get("updated_at"))
+            input_schema=t.get("input_schema"),
+            output_schema=t.get("output_schema"),
+            annotations=t.get("annotations"),
+            icons=t.get("icons"),
+            meta=t.get("meta"),
+            server_info=_server_info(db, t["server"]),
+            example_arguments=example,
+            example_problem=validate(example, schema),
+            hash=t.get("hash"),
+            first_seen=t.get("first_seen"),
+            updated_at=t.get("updated_at"),
+        )
     if metrics:
         out.metrics = _read(usage, lambda u: tool_usage(u, t["id"]))
     if examples:

@@ -34,8 +34,11 @@ MAX_EXAMPLES = 8
 def _schema_examples(schema: Any) -> list[dict]:
     if not isinstance(schema, dict):
         return []
-    out = [e for e in (schema.get("examples") or []) if isinstance(e, dict)] \
-        if isinstance(schema.get("examples"), list) else []
+    out = (
+        [e for e in (schema.get("examples") or []) if isinstance(e, dict)]
+        if isinstance(schema.get("examples"), list)
+        else []
+    )
     props = schema.get("properties")
     built: dict[str, Any] = {}
     if isinstance(props, dict):
@@ -110,16 +113,22 @@ def example_tool_ids(db: Database, usage: UsageStore | None = None, scope: str |
     The index's part is kept in db.cache until the index changes."""
 
     def documented() -> frozenset[str]:
-        return frozenset(t["id"] for t in documented_example_rows(db)
-                         if any(map(_checker(t.get("input_schema") or {"type": "object"}),
-                                    (a for _, a in _own(t, None, None)))))
+        return frozenset(
+            t["id"]
+            for t in documented_example_rows(db)
+            if any(map(_checker(t.get("input_schema") or {"type": "object"}), (a for _, a in _own(t, None, None))))
+        )
 
     cached: frozenset[str] = db.cache.get("documented_examples", documented, len)
     ids = set(cached)
     if usage is not None:
         for tool_id in sorted(usage.tools_with_examples(scope) - ids):
             tool = get_tool(db, tool_id)
-            if tool is not None and any(map(_checker(tool.get("input_schema") or {"type": "object"}),
-                                            (e["arguments"] for e in usage.examples(tool_id, scope)))):
+            if tool is not None and any(
+                map(
+                    _checker(tool.get("input_schema") or {"type": "object"}),
+                    (e["arguments"] for e in usage.examples(tool_id, scope)),
+                )
+            ):
                 ids.add(tool_id)
     return sorted(ids)

@@ -62,9 +62,17 @@ class ToolPage:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"items": [t.to_json() for t in self.items], "total": self.total, "page": self.page,
-                               "page_size": self.page_size, "pages": self.pages, "next_page": self.next_page,
-                               "sort": self.sort, "order": self.order, "filters": self.filters}
+        out: dict[str, Any] = {
+            "items": [t.to_json() for t in self.items],
+            "total": self.total,
+            "page": self.page,
+            "page_size": self.page_size,
+            "pages": self.pages,
+            "next_page": self.next_page,
+            "sort": self.sort,
+            "order": self.order,
+            "filters": self.filters,
+        }
         if self.notes:
             out["notes"] = self.notes
         return out
@@ -97,8 +105,15 @@ class ServerCountRow(CountRow):
     stderr: list[str]  # a failed server's last stderr lines (core.servers.stderr_lines); [] when ok
 
     def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "stale": self.stale, "status": self.status, "error": self.error,
-                "transport": self.transport, "crawled_at": self.crawled_at, "stderr": self.stderr}
+        return {
+            **super().to_json(),
+            "stale": self.stale,
+            "status": self.status,
+            "error": self.error,
+            "transport": self.transport,
+            "crawled_at": self.crawled_at,
+            "stderr": self.stderr,
+        }
 
 
 @dataclass
@@ -112,13 +127,25 @@ class Categories:
     filters: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
-        return {"categories": [c.to_json() for c in self.categories], "tags": [t.to_json() for t in self.tags],
-                "servers": [s.to_json() for s in self.servers], "total": self.total, "filters": self.filters}
+        return {
+            "categories": [c.to_json() for c in self.categories],
+            "tags": [t.to_json() for t in self.tags],
+            "servers": [s.to_json() for s in self.servers],
+            "total": self.total,
+            "filters": self.filters,
+        }
 
 
-def list_tools(db: Database, *, page: int = 1, page_size: int = 50, sort: str = "name",
-               order: str | None = None, filters: Filters | None = None,
-               usage: UsageStore | None = None) -> ToolPage:
+def list_tools(
+    db: Database,
+    *,
+    page: int = 1,
+    page_size: int = 50,
+    sort: str = "name",
+    order: str | None = None,
+    filters: Filters | None = None,
+    usage: UsageStore | None = None,
+) -> ToolPage:
     """One page of tools (see ToolPage). Order is stable: the sort key, then the id. A token budget, applied
     where the page is shown (core.budget), may cut it; `next_page` follows on from the full page.
 
@@ -139,35 +166,56 @@ def list_tools(db: Database, *, page: int = 1, page_size: int = 50, sort: str = 
     else:
         with db.snapshot():  # the count and the page from the same crawl
             total = q.count_tools(db, filters)
-            rows = q.page_tools(db, sort=sort, descending=order == "desc", limit=page_size,
-                                offset=(page - 1) * page_size, filters=filters)
+            rows = q.page_tools(
+                db,
+                sort=sort,
+                descending=order == "desc",
+                limit=page_size,
+                offset=(page - 1) * page_size,
+                filters=filters,
+            )
         items = [ListedTool.from_row(r) for r in rows]
     pages = math.ceil(total / page_size)
-    return ToolPage(items=items, total=total, page=page, page_size=page_size, pages=pages,
-                    next_page=page + 1 if page < pages else None, sort=sort, order=order,
-                    filters=filters.to_json() if filters else {},
-                    notes=[f"page {page} is past the last page ({pages})"] if page > pages and total else [])
+    return ToolPage(
+        items=items,
+        total=total,
+        page=page,
+        page_size=page_size,
+        pages=pages,
+        next_page=page + 1 if page < pages else None,
+        sort=sort,
+        order=order,
+        filters=filters.to_json() if filters else {},
+        notes=[f"page {page} is past the last page ({pages})"] if page > pages and total else [],
+    )
 
 
-def _by_usage(db: Database, sort: str, order: str, page: int, page_size: int, filters: Filters | None,
-              usage: UsageStore | None) -> tuple[int, list[ListedTool]]:
+def _by_usage(
+    db: Database, sort: str, order: str, page: int, page_size: int, filters: Filters | None, usage: UsageStore | None
+) -> tuple[int, list[ListedTool]]:
     """Every matching tool ranked by its usage, then one page of it (usage lives in another file,
     so the ranking is done here rather than in SQL)."""
     rows = q.page_tools(db, sort="name", descending=False, limit=-1, offset=0, filters=filters)
     metrics = usage.tool_metrics([r["id"] for r in rows]) if usage is not None else {}
-    key_of = {"calls": lambda m: m["calls"], "success": lambda m: (m["success_rate"] or 0.0, m["calls"]),
-              "recent": lambda m: m["last_used"] or ""}[sort]
+    key_of = {
+        "calls": lambda m: m["calls"],
+        "success": lambda m: (m["success_rate"] or 0.0, m["calls"]),
+        "recent": lambda m: m["last_used"] or "",
+    }[sort]
     used = [r for r in rows if r["id"] in metrics]
     used.sort(key=lambda r: r["id"])  # equal keys: by id
     used.sort(key=lambda r: key_of(metrics[r["id"]]), reverse=order == "desc")
     ranked = used + [r for r in rows if r["id"] not in metrics]
-    chunk = ranked[(page - 1) * page_size: page * page_size]
+    chunk = ranked[(page - 1) * page_size : page * page_size]
     items = []
     for r in chunk:
         m = metrics.get(r["id"])
         item = ListedTool.from_row(r)
-        item.usage = ToolUsage(calls=m["calls"] if m else 0, success_rate=m["success_rate"] if m else None,
-                               last_used=m["last_used"] if m else None)
+        item.usage = ToolUsage(
+            calls=m["calls"] if m else 0,
+            success_rate=m["success_rate"] if m else None,
+            last_used=m["last_used"] if m else None,
+        )
         items.append(item)
     return len(rows), items
 
@@ -184,11 +232,21 @@ def categories(db: Database, filters: Filters | None = None) -> Categories:
     return Categories(
         categories=[CategoryRow(c["name"], c["count"], definition(c["name"])) for c in cats],
         tags=[CountRow(t["name"], t["count"]) for t in tags],
-        servers=[ServerCountRow(s["name"], s["count"], stale=s["stale"], status=s["status"], error=s["error"],
-                                transport=s["transport"], crawled_at=s["crawled_at"],
-                                # masked when stored (crawl had the spec); only a failure's is worth showing
-                                stderr=stderr_lines(s["stderr_tail"]) if s["status"] != "ok" else [])
-                 for s in servers if not filtered or s["count"]],
+        servers=[
+            ServerCountRow(
+                s["name"],
+                s["count"],
+                stale=s["stale"],
+                status=s["status"],
+                error=s["error"],
+                transport=s["transport"],
+                crawled_at=s["crawled_at"],
+                # masked when stored (crawl had the spec); only a failure's is worth showing
+                stderr=stderr_lines(s["stderr_tail"]) if s["status"] != "ok" else [],
+            )
+            for s in servers
+            if not filtered or s["count"]
+        ],
         total=total,
         filters=filters.to_json() if filters else {},
     )

@@ -26,8 +26,7 @@ class UnknownToolError(NotFoundError):
 
     code = UNKNOWN_TOOL
 
-    def __init__(self, what: str, suggestions: list[str], *, where: str | None = None,
-                 fix: str | None = None):
+    def __init__(self, what: str, suggestions: list[str], *, where: str | None = None, fix: str | None = None):
         self.suggestions = suggestions
         super().__init__(what, where=where, fix=fix)
 
@@ -57,16 +56,15 @@ def spellings(text: str) -> list[str]:
         out.append(f"{server}/{name}")
     for i, ch in enumerate(text):
         if ch in ".:":
-            out.append(text[:i] + "/" + text[i + 1:])
+            out.append(text[:i] + "/" + text[i + 1 :])
     start = 0
     while (i := text.find("__", start)) > 0:
-        out.append(text[:i] + "/" + text[i + 2:])
+        out.append(text[:i] + "/" + text[i + 2 :])
         start = i + 1
     return out
 
 
-def suggest_ids(db: Database, text: str, limit: int = MAX_SUGGESTIONS,
-                within: set[str] | None = None) -> list[str]:
+def suggest_ids(db: Database, text: str, limit: int = MAX_SUGGESTIONS, within: set[str] | None = None) -> list[str]:
     """The ids closest to `text`, comparing it with whole ids and with bare tool names; `within`
     limits the candidates (serve's scope: never suggest a tool the caller may not use)."""
     from rapidfuzz import fuzz, process
@@ -81,15 +79,15 @@ def suggest_ids(db: Database, text: str, limit: int = MAX_SUGGESTIONS,
     probe = text.replace(".", "/").replace(":", "/") if "/" not in text else text
     best: dict[str, float] = {}
     for choices, query in ((ids, probe), (names, text.rsplit("/", 1)[-1])):
-        for _, score, i in process.extract(query, choices, scorer=fuzz.WRatio, limit=limit * 3,
-                                           processor=str.lower):
+        for _, score, i in process.extract(query, choices, scorer=fuzz.WRatio, limit=limit * 3, processor=str.lower):
             best[ids[i]] = max(best.get(ids[i], 0.0), float(score))
     ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
     return [i for i, s in ranked if s >= 50][:limit]
 
 
-def resolve_tool_id(db: Database, text: str, *, within: set[str] | None = None,
-                    aliases: Mapping[str, str] | None = None) -> str:
+def resolve_tool_id(
+    db: Database, text: str, *, within: set[str] | None = None, aliases: Mapping[str, str] | None = None
+) -> str:
     """The id of the tool `text` names. `within`: the ids the caller may use (None: all);
     `aliases`: extra names -> ids. Raises UsageError (empty), AmbiguousToolError,
     OutOfScopeError or UnknownToolError."""
@@ -108,14 +106,18 @@ def resolve_tool_id(db: Database, text: str, *, within: set[str] | None = None,
         if len(named) == 1:
             return named[0]
         if len(named) > 1:
-            raise AmbiguousToolError(f"tool name {name!r} is on {len(named)} servers", named,
-                                     fix="name one: " + ", ".join(named))
+            raise AmbiguousToolError(
+                f"tool name {name!r} is on {len(named)} servers", named, fix="name one: " + ", ".join(named)
+            )
     suggestions = suggest_ids(db, name, within=within)
     found = next((c for c in (name, *spellings(name)) if q.tool_exists(db, c)), None) if within is not None else None
     if found is not None:
         e = OutOfScopeError(f"tool {name!r} is outside the scope", suggestions, where=db.path)
         e.tool_id = found
         raise e
-    raise UnknownToolError(f"no tool {name!r} in the index", suggestions, where=db.path,
-                           fix=("did you mean " + ", ".join(suggestions) + "?") if suggestions
-                           else "list the ids with `toolidx list`")
+    raise UnknownToolError(
+        f"no tool {name!r} in the index",
+        suggestions,
+        where=db.path,
+        fix=("did you mean " + ", ".join(suggestions) + "?") if suggestions else "list the ids with `toolidx list`",
+    )

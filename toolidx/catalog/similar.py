@@ -32,11 +32,41 @@ NAME_SIM = 0.85
 PARAM_SIM = 0.5
 PARAM_SIM_IDENTICAL = 0.8
 _WORD = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset([
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it", "of",
-    "on", "or", "that", "the", "this", "to", "with", "you", "your", "use", "used", "using", "can",
-    "will", "if", "not",
-])
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "in",
+        "into",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "with",
+        "you",
+        "your",
+        "use",
+        "used",
+        "using",
+        "can",
+        "will",
+        "if",
+        "not",
+    ]
+)
 
 
 def _words(text: str | None) -> set[str]:
@@ -99,8 +129,7 @@ def _lexical(db: Database, rowid: int, tool: dict, limit: int) -> list[tuple[int
     """Word overlap of name+title+description (cosine of word sets) blended with name likeness."""
     from rapidfuzz import fuzz
 
-    mine = _words(" ".join([*split_name(tool["name"]), tool.get("title") or "",
-                            tool.get("description") or ""]))
+    mine = _words(" ".join([*split_name(tool["name"]), tool.get("title") or "", tool.get("description") or ""]))
     my_name = _norm_name(tool["name"])
     scored = []
     for r in q.lexical_rows(db):
@@ -123,8 +152,12 @@ class SimilarTool(ToolCard):
     reason: str
 
     def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "score": self.score, "likely_duplicate": self.likely_duplicate,
-                "reason": self.reason}
+        return {
+            **super().to_json(),
+            "score": self.score,
+            "likely_duplicate": self.likely_duplicate,
+            "reason": self.reason,
+        }
 
 
 @dataclass
@@ -140,8 +173,12 @@ class SimilarTools:
         return sum(1 for h in self.similar if h.likely_duplicate)
 
     def to_json(self) -> dict[str, Any]:
-        return {"tool": self.tool, "method": self.method, "similar": [h.to_json() for h in self.similar],
-                "duplicates": self.duplicates}
+        return {
+            "tool": self.tool,
+            "method": self.method,
+            "similar": [h.to_json() for h in self.similar],
+            "duplicates": self.duplicates,
+        }
 
 
 def similar(db: Database, tool_id: str, limit: int = 10, embedder=None) -> SimilarTools:
@@ -158,17 +195,24 @@ def similar(db: Database, tool_id: str, limit: int = 10, embedder=None) -> Simil
         method = "semantic"
         if pairs is None:
             pairs, method = _lexical(db, rowid, tool, limit), "lexical"
-        rows = get_tools_by_rowid(db, [r for r, _ in pairs],
-                                  "id, server, name, title, description, param_names")
+        rows = get_tools_by_rowid(db, [r for r, _ in pairs], "id, server, name, title, description, param_names")
     items: list[SimilarTool] = []
     for r, score in pairs:
         other = rows.get(r)
         if other is None:
             continue
         reason = duplicate_reason(tool, other, score, method)
-        items.append(SimilarTool(id=other["id"], server=other["server"], name=other["name"],
-                                 title=other.get("title"), description=first_line(other.get("description")),
-                                 score=round(score, 4), likely_duplicate=reason is not None,
-                                 reason=reason or f"{method} similarity {score:.2f}"))
+        items.append(
+            SimilarTool(
+                id=other["id"],
+                server=other["server"],
+                name=other["name"],
+                title=other.get("title"),
+                description=first_line(other.get("description")),
+                score=round(score, 4),
+                likely_duplicate=reason is not None,
+                reason=reason or f"{method} similarity {score:.2f}",
+            )
+        )
     items.sort(key=lambda h: (-h.score, h.id))
     return SimilarTools(tool=tid, method=method, similar=items)

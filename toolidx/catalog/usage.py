@@ -27,8 +27,15 @@ class Metrics:
     outcomes: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"calls": self.calls, "ok": self.ok, "success_rate": self.success_rate, "p50_ms": self.p50_ms,
-                "p95_ms": self.p95_ms, "last_used": self.last_used, "outcomes": self.outcomes}
+        return {
+            "calls": self.calls,
+            "ok": self.ok,
+            "success_rate": self.success_rate,
+            "p50_ms": self.p50_ms,
+            "p95_ms": self.p95_ms,
+            "last_used": self.last_used,
+            "outcomes": self.outcomes,
+        }
 
 
 @dataclass
@@ -43,10 +50,16 @@ class UsageReport:
     notes: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        return {"usage_file": self.usage_file, "calls": self.calls, "unresolved": self.unresolved,
-                "tools": [{"id": tid, **m.to_json(), **({"removed": True} if removed else {})}
-                          for tid, m, removed in self.tools],
-                "servers": [{"server": s, **m.to_json()} for s, m in self.servers], "notes": self.notes}
+        return {
+            "usage_file": self.usage_file,
+            "calls": self.calls,
+            "unresolved": self.unresolved,
+            "tools": [
+                {"id": tid, **m.to_json(), **({"removed": True} if removed else {})} for tid, m, removed in self.tools
+            ],
+            "servers": [{"server": s, **m.to_json()} for s, m in self.servers],
+            "notes": self.notes,
+        }
 
 
 def tool_usage(usage: UsageStore | None, tool_id: str) -> Metrics:
@@ -55,8 +68,9 @@ def tool_usage(usage: UsageStore | None, tool_id: str) -> Metrics:
     return Metrics(**m) if m is not None else Metrics()
 
 
-def usage_report(db: Database, usage: UsageStore | None, filters: Filters | None = None,
-                 usage_file: str | None = None) -> UsageReport:
+def usage_report(
+    db: Database, usage: UsageStore | None, filters: Filters | None = None, usage_file: str | None = None
+) -> UsageReport:
     """Per tool (those called, most calls first) and per server: calls, success rate, p50/p95
     duration, last used. Tools called but no longer in the index are kept (marked `removed`)."""
     notes: list[str] = []
@@ -66,14 +80,22 @@ def usage_report(db: Database, usage: UsageStore | None, filters: Filters | None
     rows = page_tools(db, sort="name", descending=False, limit=-1, offset=0, filters=filters)
     indexed = {r["id"] for r in rows}
     filtered = filters is not None and not filters.is_empty()
-    tools = [(tid, Metrics(**m), tid not in indexed) for tid, m in usage.tool_metrics().items()
-             if not filtered or tid in indexed]
+    tools = [
+        (tid, Metrics(**m), tid not in indexed)
+        for tid, m in usage.tool_metrics().items()
+        if not filtered or tid in indexed
+    ]
     tools.sort(key=lambda t: (-t[1].calls, t[0]))
     servers_seen = {r["server"] for r in rows} if filtered else None
-    servers = [(s, Metrics(**m)) for s, m in sorted(usage.server_metrics().items())
-               if servers_seen is None or s in servers_seen]
+    servers = [
+        (s, Metrics(**m))
+        for s, m in sorted(usage.server_metrics().items())
+        if servers_seen is None or s in servers_seen
+    ]
     unresolved = 0 if filtered else usage.unresolved_calls()
     if unresolved:
-        notes.append(f"{plural(unresolved, 'refused call')} named no tool in scope (unknown, ambiguous or "
-                     "out of scope): counted neither per tool nor per server")
+        notes.append(
+            f"{plural(unresolved, 'refused call')} named no tool in scope (unknown, ambiguous or "
+            "out of scope): counted neither per tool nor per server"
+        )
     return UsageReport(usage_file, sum(m.calls for _, m, _ in tools), unresolved, tools, servers, notes)

@@ -24,9 +24,13 @@ from ..core.errors import UsageError
 from ..store import trust
 
 CLIENTS = {
-    "claude": {"key": "mcpServers", "where": [
-        "macOS: ~/Library/Application Support/Claude/claude_desktop_config.json",
-        "Windows: %APPDATA%\\Claude\\claude_desktop_config.json"]},
+    "claude": {
+        "key": "mcpServers",
+        "where": [
+            "macOS: ~/Library/Application Support/Claude/claude_desktop_config.json",
+            "Windows: %APPDATA%\\Claude\\claude_desktop_config.json",
+        ],
+    },
     "claude-code": {"key": "mcpServers", "where": [".mcp.json at the project root (shared with the project)"]},
     "codex": {"key": "mcp_servers", "format": "toml", "where": ["~/.codex/config.toml"]},
     "cursor": {"key": "mcpServers", "where": ["~/.cursor/mcp.json (all projects) or .cursor/mcp.json (one project)"]},
@@ -44,11 +48,23 @@ def toolidx_command() -> list[str]:
     return [str(exe), "-m", "toolidx"]
 
 
-def serve_args(db_path: str, *, config_path: str | None = None, servers: Sequence[str] = (),
-               tags: Sequence[str] = (), categories: Sequence[str] = (), read_only: bool = False,
-               expose_tools: bool = False, pins: Sequence[str] = (), max_tokens: int | None = None,
-               always_load: bool = True, quarantine: bool = False, usage_db: str | None = None,
-               record_examples: bool = False, trust_index: bool = False) -> list[str]:
+def serve_args(
+    db_path: str,
+    *,
+    config_path: str | None = None,
+    servers: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    categories: Sequence[str] = (),
+    read_only: bool = False,
+    expose_tools: bool = False,
+    pins: Sequence[str] = (),
+    max_tokens: int | None = None,
+    always_load: bool = True,
+    quarantine: bool = False,
+    usage_db: str | None = None,
+    record_examples: bool = False,
+    trust_index: bool = False,
+) -> list[str]:
     args = ["serve", "--db", str(Path(db_path).expanduser().resolve())]
     if config_path:
         args += ["--config", str(Path(config_path).expanduser().resolve())]
@@ -85,8 +101,9 @@ def env_references(config_path: str | None) -> list[str]:
     return sorted(set(_VAR.findall(text)))
 
 
-def client_config(client: str, db_path: str, *, name: str = "toolidx", index_config_path: str | None = None,
-                  **serve_options) -> dict:
+def client_config(
+    client: str, db_path: str, *, name: str = "toolidx", index_config_path: str | None = None, **serve_options
+) -> dict:
     """{"client", "config": the entry to merge into the client's file, "format": json | toml,
     "text": that entry as the file writes it, "where": [paths], "env_needed": [names]}."""
     if client not in CLIENTS:
@@ -123,26 +140,38 @@ def _result(client: str, name: str, entry: dict, env_needed: list[str], notes: S
     if client == "claude-code":  # `claude mcp add-json NAME JSON` takes the entry itself, not the mcpServers object
         entry_json = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
         where.append(f"or, for every project: claude mcp add-json {name} {shlex.quote(entry_json)} --scope user")
-    return {"client": client, "config": config, "format": fmt, "text": text, "where": where,
-            "env_needed": env_needed, "notes": list(notes)}
+    return {
+        "client": client,
+        "config": config,
+        "format": fmt,
+        "text": text,
+        "where": where,
+        "env_needed": env_needed,
+        "notes": list(notes),
+    }
 
 
 TOKEN_PLACEHOLDER = "<your token>"
 
 
-def http_client_config(client: str, host: str, port: int, *, tls: bool = False, token: bool = True,
-                       name: str = "toolidx") -> dict:
+def http_client_config(
+    client: str, host: str, port: int, *, tls: bool = False, token: bool = True, name: str = "toolidx"
+) -> dict:
     """The entry that connects `client` to a running `toolidx serve --http HOST:PORT`: its URL and,
     with `token`, the Authorization header (a placeholder: tokens are never printed). Same shape
     as client_config. Claude Desktop's config file starts stdio servers only: a UsageError."""
     if client not in CLIENTS:
         raise UsageError(f"unknown client {client!r}", fix="use one of: " + ", ".join(CLIENTS))
     if client == "claude":
-        raise UsageError("--client claude --http: Claude Desktop's config file starts stdio servers, it takes no URL",
-                         fix="drop --http for the stdio entry, or use --client claude-code | codex | cursor | vscode")
+        raise UsageError(
+            "--client claude --http: Claude Desktop's config file starts stdio servers, it takes no URL",
+            fix="drop --http for the stdio entry, or use --client claude-code | codex | cursor | vscode",
+        )
     if port == 0:
-        raise UsageError("--print-config --http: port 0 is chosen when serve starts",
-                         fix="give the port serve listens on, e.g. --http 8765")
+        raise UsageError(
+            "--print-config --http: port 0 is chosen when serve starts",
+            fix="give the port serve listens on, e.g. --http 8765",
+        )
     try:
         wildcard = ipaddress.ip_address(host).is_unspecified
     except ValueError:

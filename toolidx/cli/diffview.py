@@ -45,13 +45,23 @@ def words_inline(words: list[dict], style: str) -> str:
         elif not text.strip():
             parts.append(" ")
         elif word["op"] == "delete":
-            parts.append(f"~~{_esc_md(text)}~~" if style == "md" else f"[red strike]{_esc_rich(text)}[/]"
-                         if style == "rich" else f"[-{text}-]")
+            parts.append(
+                f"~~{_esc_md(text)}~~"
+                if style == "md"
+                else f"[red strike]{_esc_rich(text)}[/]"
+                if style == "rich"
+                else f"[-{text}-]"
+            )
         else:
             if style != "plain" and i and words[i - 1]["op"] == "delete":
                 parts.append(" ")  # "~~old~~ **new**" reads better than "~~old~~**new**"
-            parts.append(f"**{_esc_md(text)}**" if style == "md" else f"[green]{_esc_rich(text)}[/]"
-                         if style == "rich" else f"{{+{text}+}}")
+            parts.append(
+                f"**{_esc_md(text)}**"
+                if style == "md"
+                else f"[green]{_esc_rich(text)}[/]"
+                if style == "rich"
+                else f"{{+{text}+}}"
+            )
     line = "".join(parts).strip()
     return line if len(line) <= 600 else line[:599] + "…"
 
@@ -70,10 +80,14 @@ def summary_line(payload: dict) -> str:
     t = payload["summary"]["tools"]
     parts = [f"{sv['breaking']} breaking", f"{sv['risky']} risky", f"{sv['compatible']} compatible"]
     tools = ", ".join(f"{t[k]} {k}" for k in ("added", "removed", "renamed", "changed", "unknown") if t[k])
-    states = ", ".join(f"{n} server{'s' if n > 1 else ''} {k}"
-                       for k, n in payload["summary"]["servers"].items() if k != "not_crawled")
-    return ("; ".join(parts) + f" — tools: {tools or 'no changes'}, {t['unchanged']} unchanged"
-            + (f"; {states}" if states else ""))
+    states = ", ".join(
+        f"{n} server{'s' if n > 1 else ''} {k}" for k, n in payload["summary"]["servers"].items() if k != "not_crawled"
+    )
+    return (
+        "; ".join(parts)
+        + f" — tools: {tools or 'no changes'}, {t['unchanged']} unchanged"
+        + (f"; {states}" if states else "")
+    )
 
 
 def _change_line(c: dict, style: str) -> str:
@@ -81,7 +95,7 @@ def _change_line(c: dict, style: str) -> str:
     where = c["field"]
     msg = c["message"]
     if msg.startswith(where.split(".")[-1] + " "):
-        msg = msg[len(where.split(".")[-1]) + 1:]  # "description changed" under "description:"
+        msg = msg[len(where.split(".")[-1]) + 1 :]  # "description changed" under "description:"
     if c.get("via"):
         msg += " (via " + ", ".join(f"`{v}`" for v in c["via"]) + ")"
     # the message is ours (escape it for the format); the detail after it quotes the tool's text
@@ -131,9 +145,14 @@ def _server_head(server: dict, style: str) -> str:
         counts[tool["change"]] = counts.get(tool["change"], 0) + 1
     changes = ", ".join(f"{n} {k}" for k, n in counts.items()) or "no tool changes"
     err = f" ({server['error']})" if server.get("error") else ""
-    what = {"failed": "FAILED in the newer crawl — tools not removed, just unknown",
-            "removed": "server removed", "added": "new server", "recovered": "recovered (failed before)",
-            "not_crawled": "not crawled in the newer crawl", "ok": "ok"}.get(state, state)
+    what = {
+        "failed": "FAILED in the newer crawl — tools not removed, just unknown",
+        "removed": "server removed",
+        "added": "new server",
+        "recovered": "recovered (failed before)",
+        "not_crawled": "not crawled in the newer crawl",
+        "ok": "ok",
+    }.get(state, state)
     if style == "md":
         return f"#### {safetext.code(server['server'])} — {_esc_md(what + err)}: {changes}"
     if style == "rich":
@@ -168,21 +187,36 @@ def diff_markdown(payload: dict, max_tools: int = 200) -> str:
     """A pull-request comment: headline, a per-server table, then the details (folded)."""
     sv = payload["summary"]["severity"]
     head = payload.get("highest")
-    title = (f"{ICON[head]} **{sv['breaking']} breaking**, {sv['risky']} risky, {sv['compatible']} compatible"
-             if head else "✅ no tool changes")
-    out = ["### toolidx diff", "", title, "",
-           f"{safetext.code(_side(payload['from']))} → {safetext.code(_side(payload['to']))}", ""]
+    title = (
+        f"{ICON[head]} **{sv['breaking']} breaking**, {sv['risky']} risky, {sv['compatible']} compatible"
+        if head
+        else "✅ no tool changes"
+    )
+    out = [
+        "### toolidx diff",
+        "",
+        title,
+        "",
+        f"{safetext.code(_side(payload['from']))} → {safetext.code(_side(payload['to']))}",
+        "",
+    ]
     servers = payload["servers"]
     if servers:
-        out += ["| server | state | added | removed | renamed | changed | unknown | breaking | risky |",
-                "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        out += [
+            "| server | state | added | removed | renamed | changed | unknown | breaking | risky |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for server in servers:
-            n = {k: sum(1 for tool in server["tools"] if tool["change"] == k)
-                 for k in ("added", "removed", "renamed", "changed", "unknown")}
+            n = {
+                k: sum(1 for tool in server["tools"] if tool["change"] == k)
+                for k in ("added", "removed", "renamed", "changed", "unknown")
+            }
             breaking = sum(1 for tool in server["tools"] if "breaking" in tool["severities"])
             risky = sum(1 for tool in server["tools"] if "risky" in tool["severities"])
-            out.append(f"| {safetext.code(server['server'])} | {server['state']} | {n['added']} | {n['removed']} | "
-                       f"{n['renamed']} | {n['changed']} | {n['unknown']} | {breaking} | {risky} |")
+            out.append(
+                f"| {safetext.code(server['server'])} | {server['state']} | {n['added']} | {n['removed']} | "
+                f"{n['renamed']} | {n['changed']} | {n['unknown']} | {breaking} | {risky} |"
+            )
         out.append("")
         shown = 0
         for server in servers:
@@ -214,35 +248,64 @@ def history_rows(payload: dict) -> list[list[Any]]:
     rows = []
     for crawl in payload["crawls"]:
         failed = crawl["failed_servers"]
-        rows.append([crawl["id"], (crawl.get("started_at") or "")[:19].replace("T", " "),
-                     f"{crawl['servers_crawled'] - len(failed)}/{crawl['servers_crawled']}",
-                     crawl["tools"], crawl["stale"] or "", "-" if crawl["added"] is None else f"+{crawl['added']}",
-                     "-" if crawl["removed"] is None else f"-{crawl['removed']}",
-                     "-" if crawl["changed"] is None else f"~{crawl['changed']}", ", ".join(failed)])
+        rows.append(
+            [
+                crawl["id"],
+                (crawl.get("started_at") or "")[:19].replace("T", " "),
+                f"{crawl['servers_crawled'] - len(failed)}/{crawl['servers_crawled']}",
+                crawl["tools"],
+                crawl["stale"] or "",
+                "-" if crawl["added"] is None else f"+{crawl['added']}",
+                "-" if crawl["removed"] is None else f"-{crawl['removed']}",
+                "-" if crawl["changed"] is None else f"~{crawl['changed']}",
+                ", ".join(failed),
+            ]
+        )
     return rows
 
 
-HISTORY_COLUMNS = ["crawl", "started (UTC)", "servers ok", "tools", "stale", "added", "removed", "changed",
-                   "failed servers"]
+HISTORY_COLUMNS = [
+    "crawl",
+    "started (UTC)",
+    "servers ok",
+    "tools",
+    "stale",
+    "added",
+    "removed",
+    "changed",
+    "failed servers",
+]
 
 
 def audit_markdown(payload: dict) -> str:
     n = payload["findings"]
-    out = ["### toolidx audit", "",
-           (f"🟠 **{n} finding{'s' if n != 1 else ''}** in {payload['flagged_tools']} of "
-            f"{payload['scanned']} tools" if n else f"✅ no findings in {payload['scanned']} tools"), ""]
+    out = [
+        "### toolidx audit",
+        "",
+        (
+            f"🟠 **{n} finding{'s' if n != 1 else ''}** in {payload['flagged_tools']} of {payload['scanned']} tools"
+            if n
+            else f"✅ no findings in {payload['scanned']} tools"
+        ),
+        "",
+    ]
     if n:
         out += ["| tool | rule | confidence | where | finding | excerpt |", "|---|---|---|---|---|---|"]
         for t in payload["tools"]:
             for f in t["findings"]:
-                out.append(f"| {safetext.code(t['id'])} | {f['rule']} | {f['confidence']} | {_esc_md(f['where'])} | "
-                           f"{_esc_md(f['message'])} | {_esc_md(f['excerpt'])} |")
+                out.append(
+                    f"| {safetext.code(t['id'])} | {f['rule']} | {f['confidence']} | {_esc_md(f['where'])} | "
+                    f"{_esc_md(f['message'])} | {_esc_md(f['excerpt'])} |"
+                )
     return "\n".join(out) + "\n"
 
 
 def audit_rows(payload: dict) -> list[list[Any]]:
-    return [[t["id"], f["rule"], f["confidence"], f["where"], f["message"], f["excerpt"]]
-            for t in payload["tools"] for f in t["findings"]]
+    return [
+        [t["id"], f["rule"], f["confidence"], f["where"], f["message"], f["excerpt"]]
+        for t in payload["tools"]
+        for f in t["findings"]
+    ]
 
 
 AUDIT_COLUMNS = ["tool", "rule", "confidence", "where", "finding", "excerpt"]

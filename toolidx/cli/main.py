@@ -39,8 +39,7 @@ class _Command(TyperCommand):
 
 
 class _Typer(typer.Typer):
-    def command(self, name: Optional[str] = None, *, cls: Optional[type[TyperCommand]] = None,
-                **kwargs: Any) -> Any:
+    def command(self, name: Optional[str] = None, *, cls: Optional[type[TyperCommand]] = None, **kwargs: Any) -> Any:
         return super().command(name, cls=cls or _Command, **kwargs)
 
 
@@ -77,12 +76,18 @@ def _db_target(value: str) -> Path:
     return target
 
 
-DbOpt = typer.Option(None, "--db", envvar="TOOLIDX_DB", show_envvar=True, parser=_db_target,
-                     help="Index file (default: ~/.local/share/toolidx/tools.db), or a "
-                          "postgresql:// URL (docs/deploy.md).")
+DbOpt = typer.Option(
+    None,
+    "--db",
+    envvar="TOOLIDX_DB",
+    show_envvar=True,
+    parser=_db_target,
+    help="Index file (default: ~/.local/share/toolidx/tools.db), or a postgresql:// URL (docs/deploy.md).",
+)
 JsonOpt = typer.Option(False, "--json", help="Print versioned JSON instead of a table.")
-ModelOpt = typer.Option(None, "--model", help="Embedding model name (default: the index's model, else "
-                                               "toolidx's own; 'none' disables).")
+ModelOpt = typer.Option(
+    None, "--model", help="Embedding model name (default: the index's model, else toolidx's own; 'none' disables)."
+)
 ModelPathOpt = typer.Option(None, "--model-path", help="Local model directory (air-gapped; env TOOLIDX_MODEL_PATH).")
 
 
@@ -99,8 +104,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _app(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print toolidx's version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print toolidx's version and exit."
+    ),
 ) -> None:
     """One local SQLite index of every MCP tool: crawl servers, search tools, diff crawls, serve."""
 
@@ -116,9 +122,13 @@ def _open(db: Optional[Path], create: bool = False):
 # --- crawl / embed -----------------------------------------------------------------------------
 @app.command()
 def crawl(
-    config: Path = typer.Option(..., "--config", "-c", envvar="TOOLIDX_CONFIG",
-                                help="mcpServers config (JSON or YAML; Claude Desktop, Cursor, "
-                                     "VS Code files work as is)."),
+    config: Path = typer.Option(
+        ...,
+        "--config",
+        "-c",
+        envvar="TOOLIDX_CONFIG",
+        help="mcpServers config (JSON or YAML; Claude Desktop, Cursor, VS Code files work as is).",
+    ),
     db: Optional[Path] = DbOpt,
     server: List[str] = typer.Option([], "--server", "-s", help="Crawl only these servers (others are kept)."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Servers at once (default 4)."),
@@ -135,16 +145,19 @@ def crawl(
     only = list(server) or None
     cfg.enabled_servers(only)  # unknown --server names fail before the index is touched
     database = _open(db, create=True)
-    choice = resolve_model(model, str(model_path) if model_path else None, cfg.settings,
-                           indexed=database.get_meta("embed_model"),
-                           remembered_path=database.get_meta("embed_model_path"))
+    choice = resolve_model(
+        model,
+        str(model_path) if model_path else None,
+        cfg.settings,
+        indexed=database.get_meta("embed_model"),
+        remembered_path=database.get_meta("embed_model_path"),
+    )
     # loaded only if some tool's text needs embedding: an unchanged re-crawl never pays for it
     embedder = LazyEmbedder(choice, allow_download=True) if choice.name else None
     from .progress import crawl_progress
 
     with crawl_progress(as_json) as progress:
-        summary = run_crawl(cfg, database, only=only, concurrency=concurrency, embedder=embedder,
-                            progress=progress)
+        summary = run_crawl(cfg, database, only=only, concurrency=concurrency, embedder=embedder, progress=progress)
     render.crawl_summary(summary, as_json)
     if summary.servers_failed:
         raise typer.Exit(EXIT_FAILURE)
@@ -163,24 +176,36 @@ def embed(
     from ..store.crawls import embed_missing
 
     database = _open(db)
-    choice = resolve_model(model, str(model_path) if model_path else None, indexed=database.get_meta("embed_model"),
-                           remembered_path=database.get_meta("embed_model_path"))
+    choice = resolve_model(
+        model,
+        str(model_path) if model_path else None,
+        indexed=database.get_meta("embed_model"),
+        remembered_path=database.get_meta("embed_model_path"),
+    )
     embedder = load_embedder(choice, allow_download=True)
     if embedder is None:
-        raise ModelError(f"the embedding model {choice.name!r} cannot be loaded here",
-                         fix="pass --model-path DIR (or set TOOLIDX_MODEL_PATH) to a local copy of it, or leave "
-                             "--model unset for toolidx's own model")
+        raise ModelError(
+            f"the embedding model {choice.name!r} cannot be loaded here",
+            fix="pass --model-path DIR (or set TOOLIDX_MODEL_PATH) to a local copy of it, or leave "
+            "--model unset for toolidx's own model",
+        )
     render.embed_result(embed_missing(database, embedder), embedder.model, as_json)
 
 
 @app.command()
 def merge(
-    inputs: List[Path] = typer.Argument(..., parser=_db_target,
-                                        help="Index files to merge (e.g. shards of a config crawled apart), "
-                                             "or postgresql:// URLs."),
-    output: Path = typer.Option(..., "--output", "-o", parser=_db_target,
-                                help="The merged index (a new file, or an index it replaces whole; never an "
-                                     "input), or a postgresql:// URL."),
+    inputs: List[Path] = typer.Argument(
+        ...,
+        parser=_db_target,
+        help="Index files to merge (e.g. shards of a config crawled apart), or postgresql:// URLs.",
+    ),
+    output: Path = typer.Option(
+        ...,
+        "--output",
+        "-o",
+        parser=_db_target,
+        help="The merged index (a new file, or an index it replaces whole; never an input), or a postgresql:// URL.",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Merge index files into one: tools, servers, crawl history and vectors (copied, when the models
@@ -200,29 +225,56 @@ CatNamePatternOpt = typer.Option(None, "--name-pattern", help="Regex searched in
 CatDescOpt = typer.Option(None, "--description-contains", help="Substring of the description (case-insensitive).")
 CatReadOnlyOpt = typer.Option(False, "--read-only", help="Only tools annotated readOnlyHint: true.")
 CatNoDestructiveOpt = typer.Option(False, "--no-destructive", help="Drop tools annotated destructiveHint: true.")
-CatHasExamplesOpt = typer.Option(False, "--has-examples",
-                                 help="Only tools with usage examples (schema, saved list, recorded calls).")
-UsageDbOpt = typer.Option(None, "--usage-db", envvar="TOOLIDX_USAGE_DB", show_envvar=True,
-                          help="Usage file (default: INDEX.usage.db, or under $XDG_STATE_HOME/toolidx/usage "
-                               "when the index's folder is read-only).")
-MaxTokensOpt = typer.Option(None, "--max-tokens", min=1,
-                            help="Fit the answer in about this many tokens: shorten descriptions, "
-                                 "then drop schemas, then drop items (JSON says what was cut).")
+CatHasExamplesOpt = typer.Option(
+    False, "--has-examples", help="Only tools with usage examples (schema, saved list, recorded calls)."
+)
+UsageDbOpt = typer.Option(
+    None,
+    "--usage-db",
+    envvar="TOOLIDX_USAGE_DB",
+    show_envvar=True,
+    help="Usage file (default: INDEX.usage.db, or under $XDG_STATE_HOME/toolidx/usage "
+    "when the index's folder is read-only).",
+)
+MaxTokensOpt = typer.Option(
+    None,
+    "--max-tokens",
+    min=1,
+    help="Fit the answer in about this many tokens: shorten descriptions, "
+    "then drop schemas, then drop items (JSON says what was cut).",
+)
 
 
-def _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
-                     read_only, no_destructive, *, has_examples: bool = False, database=None,
-                     usage_db: Optional[Path] = None):
+def _catalog_filters(
+    server,
+    tag,
+    exclude_tag,
+    category,
+    name_pattern,
+    description_contains,
+    read_only,
+    no_destructive,
+    *,
+    has_examples: bool = False,
+    database=None,
+    usage_db: Optional[Path] = None,
+):
     """The filter options as Filters (None when none is set). --has-examples also reads the usage
     file, whose recorded examples count (so it needs `database`)."""
     from dataclasses import replace
 
     from ..core.filters import Filters
 
-    f = Filters(servers=list(server), tags=list(tag), exclude_tags=list(exclude_tag),
-                categories=list(category), name_pattern=name_pattern,
-                description_contains=description_contains, read_only=read_only,
-                no_destructive=no_destructive)
+    f = Filters(
+        servers=list(server),
+        tags=list(tag),
+        exclude_tags=list(exclude_tag),
+        categories=list(category),
+        name_pattern=name_pattern,
+        description_contains=description_contains,
+        read_only=read_only,
+        no_destructive=no_destructive,
+    )
     if has_examples:
         from ..catalog.examples import example_tool_ids
 
@@ -250,8 +302,11 @@ def _usage(database, usage_db: Optional[Path]):
 def describe(
     tool: str = typer.Argument(..., help="SERVER/TOOL (also SERVER.TOOL, SERVER:TOOL, or a bare tool name)."),
     detail: str = typer.Option("summary", "--detail", "-d", help="summary | schema | full."),
-    metrics: bool = typer.Option(False, "--metrics", help="Add usage metrics: calls, success rate, "
-                                                          "p50/p95 duration, last used (from toolidx serve)."),
+    metrics: bool = typer.Option(
+        False,
+        "--metrics",
+        help="Add usage metrics: calls, success rate, p50/p95 duration, last used (from toolidx serve).",
+    ),
     examples: bool = typer.Option(False, "--examples", help="Add usage examples (always at --detail full)."),
     db: Optional[Path] = DbOpt,
     usage_db: Optional[Path] = UsageDbOpt,
@@ -264,8 +319,9 @@ def describe(
     database = _open(db)
     examples = examples or detail == "full"
     store = _usage(database, usage_db) if metrics or examples else None
-    render.describe_result(describe_tool(database, tool, detail, usage=store, metrics=metrics, examples=examples),
-                           as_json, max_tokens)
+    render.describe_result(
+        describe_tool(database, tool, detail, usage=store, metrics=metrics, examples=examples), as_json, max_tokens
+    )
 
 
 @app.command("list")
@@ -273,8 +329,12 @@ def list_cmd(
     db: Optional[Path] = DbOpt,
     page: int = typer.Option(1, "--page", min=1, help="Page number (from 1)."),
     page_size: int = typer.Option(50, "--page-size", min=1, max=1000, help="Tools per page."),
-    sort: str = typer.Option("name", "--sort", help="name | server | category | calls | success | recent "
-                                                    "(then id; the usage sorts rank by toolidx serve's calls)."),
+    sort: str = typer.Option(
+        "name",
+        "--sort",
+        help="name | server | category | calls | success | recent "
+        "(then id; the usage sorts rank by toolidx serve's calls).",
+    ),
     order: Optional[str] = typer.Option(None, "--order", help="asc | desc (default: asc; desc for the usage sorts)."),
     server: List[str] = CatServerOpt,
     tag: List[str] = CatTagOpt,
@@ -293,12 +353,25 @@ def list_cmd(
     from ..catalog.listing import USAGE_SORTS, list_tools
 
     database = _open(db)
-    filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
-                               read_only, no_destructive, has_examples=has_examples, database=database,
-                               usage_db=usage_db)
+    filters = _catalog_filters(
+        server,
+        tag,
+        exclude_tag,
+        category,
+        name_pattern,
+        description_contains,
+        read_only,
+        no_destructive,
+        has_examples=has_examples,
+        database=database,
+        usage_db=usage_db,
+    )
     store = _usage(database, usage_db) if sort in USAGE_SORTS else None
-    render.list_result(list_tools(database, page=page, page_size=page_size, sort=sort, order=order,
-                                  filters=filters, usage=store), as_json, max_tokens)
+    render.list_result(
+        list_tools(database, page=page, page_size=page_size, sort=sort, order=order, filters=filters, usage=store),
+        as_json,
+        max_tokens,
+    )
 
 
 @app.command()
@@ -320,9 +393,19 @@ def categories(
     from ..catalog.listing import categories as catalog_categories
 
     database = _open(db)
-    filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
-                               read_only, no_destructive, has_examples=has_examples, database=database,
-                               usage_db=usage_db)
+    filters = _catalog_filters(
+        server,
+        tag,
+        exclude_tag,
+        category,
+        name_pattern,
+        description_contains,
+        read_only,
+        no_destructive,
+        has_examples=has_examples,
+        database=database,
+        usage_db=usage_db,
+    )
     render.categories_result(catalog_categories(database, filters), as_json)
 
 
@@ -354,109 +437,182 @@ def approve(
     across re-crawls). An unknown id fails with the closest ids (exit 2) and nothing is written."""
     from ..catalog.approvals import approve as run_approve
 
-    render.approve_result(run_approve(_open(db), list(tools or []), servers=list(server), everything=all_tools,
-                                      revoke=revoke), as_json)
+    render.approve_result(
+        run_approve(_open(db), list(tools or []), servers=list(server), everything=all_tools, revoke=revoke), as_json
+    )
 
 
 # --- serve / stats -----------------------------------------------------------------------------
 @app.command()
 def serve(
     db: Optional[Path] = DbOpt,
-    config: Optional[Path] = typer.Option(None, "--config", "-c", envvar="TOOLIDX_CONFIG",
-                                          help="Config to start servers from for execute_tool "
-                                               "(default: the one the index was crawled from)."),
-    server: List[str] = typer.Option([], "--server", "-s",
-                                     help="Scope: only these servers' tools can be found and run."),
+    config: Optional[Path] = typer.Option(
+        None,
+        "--config",
+        "-c",
+        envvar="TOOLIDX_CONFIG",
+        help="Config to start servers from for execute_tool (default: the one the index was crawled from).",
+    ),
+    server: List[str] = typer.Option(
+        [], "--server", "-s", help="Scope: only these servers' tools can be found and run."
+    ),
     tag: List[str] = typer.Option([], "--tag", "-t", help="Scope: only tools with any of these tags."),
     category: List[str] = typer.Option([], "--category", help="Scope: only these categories."),
     read_only: bool = typer.Option(False, "--read-only", help="Scope: only tools annotated read-only."),
-    expose_tools: bool = typer.Option(False, "--expose-tools",
-                                      help="Also list every tool in scope directly, as SERVER__TOOL (proxied)."),
+    expose_tools: bool = typer.Option(
+        False, "--expose-tools", help="Also list every tool in scope directly, as SERVER__TOOL (proxied)."
+    ),
     pin: List[str] = typer.Option([], "--pin", help="SERVER/TOOL always listed directly (repeatable)."),
-    quarantine: bool = typer.Option(False, "--quarantine",
-                                    help="Hide tools no one approved (toolidx approve) and refuse to run a "
-                                         "tool whose definition changed since its approval."),
-    always_load: bool = typer.Option(True, "--always-load/--no-always-load",
-                                     help="Mark search_tools, describe_tool and execute_tool "
-                                          "_meta anthropic/alwaysLoad, so clients that defer MCP tools "
-                                          "(Claude Code) load them on the first turn."),
+    quarantine: bool = typer.Option(
+        False,
+        "--quarantine",
+        help="Hide tools no one approved (toolidx approve) and refuse to run a "
+        "tool whose definition changed since its approval.",
+    ),
+    always_load: bool = typer.Option(
+        True,
+        "--always-load/--no-always-load",
+        help="Mark search_tools, describe_tool and execute_tool "
+        "_meta anthropic/alwaysLoad, so clients that defer MCP tools "
+        "(Claude Code) load them on the first turn.",
+    ),
     max_tokens: int = typer.Option(4000, "--max-tokens", min=200, help="Token budget of each meta-tool answer."),
     poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between checks for a new crawl."),
     usage_db: Optional[Path] = UsageDbOpt,
-    record_examples: bool = typer.Option(False, "--record-examples",
-                                         help="Keep successful calls' arguments as usage examples "
-                                              "(secret-looking values redacted), in the usage file."),
-    trust_index: bool = typer.Option(False, "--trust-index",
-                                     help="Start servers from the index's own launch lines (command, args, "
-                                          "env, url) though no crawl on this machine wrote them (a merged "
-                                          "or downloaded index): only for an index you have read."),
-    print_config: bool = typer.Option(False, "--print-config",
-                                      help="Print the client config entry that starts this server (with --http: "
-                                           "that connects to it), and exit."),
-    client: str = typer.Option("claude", "--client",
-                               help="With --print-config: claude | claude-code | codex | cursor | vscode."),
-    http: Optional[str] = typer.Option(None, "--http", metavar="[HOST:]PORT",
-                                       help="Serve MCP Streamable HTTP (/mcp) and the search API (/v1/search) "
-                                            "to many clients, instead of stdio (a bare port listens on 127.0.0.1)."),
-    token_env: Optional[str] = typer.Option(None, "--token-env", metavar="NAME",
-                                            help="With --http: a bearer token from this environment variable."),
-    token_file: Optional[Path] = typer.Option(None, "--token-file", metavar="PATH",
-                                              help="With --http: bearer tokens, one a line, each with an optional "
-                                                   "scope (TOKEN servers=a,b tags=x read-only)."),
-    tls_cert: Optional[Path] = typer.Option(None, "--tls-cert", metavar="PEM",
-                                            help="With --http: serve HTTPS with this certificate (chain), "
-                                                 "with --tls-key."),
-    tls_key: Optional[Path] = typer.Option(None, "--tls-key", metavar="PEM",
-                                           help="With --http: the certificate's private key (unencrypted PEM)."),
-    allow_host: List[str] = typer.Option([], "--allow-host", metavar="NAME",
-                                         help="With --http: also answer requests whose Host is NAME (a DNS name "
-                                              "or proxy in front of serve; repeatable). Others get 421."),
-    allow_origin: List[str] = typer.Option([], "--allow-origin", metavar="ORIGIN",
-                                           help="With --http: also answer browser requests from ORIGIN "
-                                                "(https://app.example:8443; repeatable). Others get 403."),
-    as_json: bool = typer.Option(False, "--json",
-                                 help="With --print-config: the entry inside toolidx's versioned JSON (with where "
-                                      "it goes and the variables it needs). Errors as JSON too."),
+    record_examples: bool = typer.Option(
+        False,
+        "--record-examples",
+        help="Keep successful calls' arguments as usage examples (secret-looking values redacted), in the usage file.",
+    ),
+    trust_index: bool = typer.Option(
+        False,
+        "--trust-index",
+        help="Start servers from the index's own launch lines (command, args, "
+        "env, url) though no crawl on this machine wrote them (a merged "
+        "or downloaded index): only for an index you have read.",
+    ),
+    print_config: bool = typer.Option(
+        False,
+        "--print-config",
+        help="Print the client config entry that starts this server (with --http: that connects to it), and exit.",
+    ),
+    client: str = typer.Option(
+        "claude", "--client", help="With --print-config: claude | claude-code | codex | cursor | vscode."
+    ),
+    http: Optional[str] = typer.Option(
+        None,
+        "--http",
+        metavar="[HOST:]PORT",
+        help="Serve MCP Streamable HTTP (/mcp) and the search API (/v1/search) "
+        "to many clients, instead of stdio (a bare port listens on 127.0.0.1).",
+    ),
+    token_env: Optional[str] = typer.Option(
+        None, "--token-env", metavar="NAME", help="With --http: a bearer token from this environment variable."
+    ),
+    token_file: Optional[Path] = typer.Option(
+        None,
+        "--token-file",
+        metavar="PATH",
+        help="With --http: bearer tokens, one a line, each with an optional "
+        "scope (TOKEN servers=a,b tags=x read-only).",
+    ),
+    tls_cert: Optional[Path] = typer.Option(
+        None,
+        "--tls-cert",
+        metavar="PEM",
+        help="With --http: serve HTTPS with this certificate (chain), with --tls-key.",
+    ),
+    tls_key: Optional[Path] = typer.Option(
+        None, "--tls-key", metavar="PEM", help="With --http: the certificate's private key (unencrypted PEM)."
+    ),
+    allow_host: List[str] = typer.Option(
+        [],
+        "--allow-host",
+        metavar="NAME",
+        help="With --http: also answer requests whose Host is NAME (a DNS name "
+        "or proxy in front of serve; repeatable). Others get 421.",
+    ),
+    allow_origin: List[str] = typer.Option(
+        [],
+        "--allow-origin",
+        metavar="ORIGIN",
+        help="With --http: also answer browser requests from ORIGIN "
+        "(https://app.example:8443; repeatable). Others get 403.",
+    ),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="With --print-config: the entry inside toolidx's versioned JSON (with where "
+        "it goes and the variables it needs). Errors as JSON too.",
+    ),
 ) -> None:
     """Serve the index as an MCP server (stdio, or Streamable HTTP with --http): search/describe/execute
     meta-tools for any client."""
     from ..core.errors import UsageError
     from ..core.filters import Filters
 
-    scope = Filters(servers=list(server), tags=list(tag), categories=list(category), read_only=read_only,
-                    approved_only=quarantine)
+    scope = Filters(
+        servers=list(server), tags=list(tag), categories=list(category), read_only=read_only, approved_only=quarantine
+    )
     if print_config and http is not None:  # the entry that connects to a running serve --http
         from ..serve.access import is_loopback, parse_address
         from .clients import http_client_config
 
         host, port = parse_address(http)
-        render.serve_config(http_client_config(client, host, port, tls=bool(tls_cert),
-                                               token=bool(token_env or token_file) or not is_loopback(host)), as_json)
+        render.serve_config(
+            http_client_config(
+                client, host, port, tls=bool(tls_cert), token=bool(token_env or token_file) or not is_loopback(host)
+            ),
+            as_json,
+        )
         return
     if print_config:
         from ..store.db import default_db_path
         from .clients import client_config
 
         db_path = str(db or default_db_path())
-        render.serve_config(client_config(
-            client, db_path, index_config_path=_open(db).get_meta("config_path"),
-            config_path=str(config) if config else None, servers=list(server), tags=list(tag),
-            categories=list(category), read_only=read_only, expose_tools=expose_tools, pins=list(pin),
-            max_tokens=max_tokens if max_tokens != 4000 else None, always_load=always_load,
-            quarantine=quarantine, usage_db=str(usage_db) if usage_db else None,
-            record_examples=record_examples, trust_index=trust_index), as_json)
+        render.serve_config(
+            client_config(
+                client,
+                db_path,
+                index_config_path=_open(db).get_meta("config_path"),
+                config_path=str(config) if config else None,
+                servers=list(server),
+                tags=list(tag),
+                categories=list(category),
+                read_only=read_only,
+                expose_tools=expose_tools,
+                pins=list(pin),
+                max_tokens=max_tokens if max_tokens != 4000 else None,
+                always_load=always_load,
+                quarantine=quarantine,
+                usage_db=str(usage_db) if usage_db else None,
+                record_examples=record_examples,
+                trust_index=trust_index,
+            ),
+            as_json,
+        )
         return
     from ..store.db import default_db_path
 
-    options = dict(config_path=str(config) if config else None, scope=scope, expose_tools=expose_tools,
-                   pins=list(pin), max_tokens=max_tokens, poll_interval=poll, always_load=always_load,
-                   usage_db=str(usage_db) if usage_db else None, record_examples=record_examples,
-                   trust_index=trust_index)
+    options = dict(
+        config_path=str(config) if config else None,
+        scope=scope,
+        expose_tools=expose_tools,
+        pins=list(pin),
+        max_tokens=max_tokens,
+        poll_interval=poll,
+        always_load=always_load,
+        usage_db=str(usage_db) if usage_db else None,
+        record_examples=record_examples,
+        trust_index=trust_index,
+    )
     if http is None:
         if token_env or token_file or tls_cert or tls_key or allow_host or allow_origin:
-            raise UsageError("--token-env / --token-file / --tls-cert / --tls-key / --allow-host / --allow-origin "
-                             "need --http",
-                             fix="add --http [HOST:]PORT, or drop them")
+            raise UsageError(
+                "--token-env / --token-file / --tls-cert / --tls-key / --allow-host / --allow-origin need --http",
+                fix="add --http [HOST:]PORT, or drop them",
+            )
         from ..serve.stdio import serve_stdio
 
         serve_stdio(str(db or default_db_path()), **options)
@@ -469,26 +625,42 @@ def serve(
     if bool(tls_cert) != bool(tls_key):
         raise UsageError("--tls-cert and --tls-key go together", fix="give both PEM files, or neither")
     tls = (str(tls_cert), str(tls_key)) if tls_cert and tls_key else None
-    serve_http(str(db or default_db_path()), address, tokens, tls=tls, allow_hosts=tuple(allow_host),
-               allow_origins=tuple(allow_origin), **options)
+    serve_http(
+        str(db or default_db_path()),
+        address,
+        tokens,
+        tls=tls,
+        allow_hosts=tuple(allow_host),
+        allow_origins=tuple(allow_origin),
+        **options,
+    )
 
 
 @app.command()
 def check(
-    require: List[str] = typer.Option([], "--require", "-r",
-                                      help="SERVER/TOOL that must be callable (repeatable, or comma-separated)."),
+    require: List[str] = typer.Option(
+        [], "--require", "-r", help="SERVER/TOOL that must be callable (repeatable, or comma-separated)."
+    ),
     db: Optional[Path] = DbOpt,
-    config: Optional[Path] = typer.Option(None, "--config", "-c", envvar="TOOLIDX_CONFIG",
-                                          help="Config to start servers from (default: the one the index "
-                                               "was crawled from), as serve's execute_tool would."),
+    config: Optional[Path] = typer.Option(
+        None,
+        "--config",
+        "-c",
+        envvar="TOOLIDX_CONFIG",
+        help="Config to start servers from (default: the one the index "
+        "was crawled from), as serve's execute_tool would.",
+    ),
     server: List[str] = typer.Option([], "--server", "-s", help="Scope, as serve's: only these servers."),
     tag: List[str] = typer.Option([], "--tag", "-t", help="Scope: only tools with any of these tags."),
     category: List[str] = typer.Option([], "--category", help="Scope: only these categories."),
     read_only: bool = typer.Option(False, "--read-only", help="Scope: only tools annotated read-only."),
     quarantine: bool = typer.Option(False, "--quarantine", help="As serve --quarantine: a tool must be approved."),
-    trust_index: bool = typer.Option(False, "--trust-index",
-                                     help="As serve --trust-index: start servers from the index's own launch "
-                                          "lines though no crawl on this machine wrote them."),
+    trust_index: bool = typer.Option(
+        False,
+        "--trust-index",
+        help="As serve --trust-index: start servers from the index's own launch "
+        "lines though no crawl on this machine wrote them.",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Preflight: for each required tool, is it indexed, in scope, approved (with --quarantine), and
@@ -497,10 +669,16 @@ def check(
     from ..serve.preflight import check as run_check
     from ..store.db import default_db_path
 
-    scope = Filters(servers=list(server), tags=list(tag), categories=list(category), read_only=read_only,
-                    approved_only=quarantine)
-    report = run_check(str(db or default_db_path()), list(require), scope=scope,
-                       config_path=str(config) if config else None, trust_index=trust_index)
+    scope = Filters(
+        servers=list(server), tags=list(tag), categories=list(category), read_only=read_only, approved_only=quarantine
+    )
+    report = run_check(
+        str(db or default_db_path()),
+        list(require),
+        scope=scope,
+        config_path=str(config) if config else None,
+        trust_index=trust_index,
+    )
     render.check_result(report, as_json)
     if not report["ok"]:
         raise typer.Exit(EXIT_FAILURE)
@@ -510,8 +688,9 @@ def check(
 def stats(
     db: Optional[Path] = DbOpt,
     server: List[str] = typer.Option([], "--server", "-s", help="Only these servers."),
-    usage: bool = typer.Option(False, "--usage", help="Also usage per tool and per server: calls, success "
-                                                      "rate, p50/p95 duration, last used."),
+    usage: bool = typer.Option(
+        False, "--usage", help="Also usage per tool and per server: calls, success rate, p50/p95 duration, last used."
+    ),
     usage_db: Optional[Path] = UsageDbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -526,16 +705,21 @@ def stats(
         from ..catalog.usage import usage_report
         from ..store.usage import usage_path
 
-        s["usage"] = usage_report(database, _usage(database, usage_db), filters,
-                                  str(usage_path(database.path, usage_db))).to_json()
+        s["usage"] = usage_report(
+            database, _usage(database, usage_db), filters, str(usage_path(database.path, usage_db))
+        ).to_json()
     render.stats_result(s, as_json)
 
 
 @app.command()
 def export(
-    fmt: str = typer.Option(..., "--format", "-f",
-                            help="anthropic | openai (a model API's deferred tool list), openapi (an OpenAPI "
-                                 "3.1 document), python | typescript (typed wrapper modules)."),
+    fmt: str = typer.Option(
+        ...,
+        "--format",
+        "-f",
+        help="anthropic | openai (a model API's deferred tool list), openapi (an OpenAPI "
+        "3.1 document), python | typescript (typed wrapper modules).",
+    ),
     db: Optional[Path] = DbOpt,
     server: List[str] = CatServerOpt,
     tag: List[str] = CatTagOpt,
@@ -546,25 +730,34 @@ def export(
     read_only: bool = CatReadOnlyOpt,
     no_destructive: bool = CatNoDestructiveOpt,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
-    as_json: bool = typer.Option(False, "--json",
-                                 help="Wrap the output in toolidx's versioned JSON (format, count, and the tool "
-                                      "list, document or code) instead of writing it bare."),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="Wrap the output in toolidx's versioned JSON (format, count, and the tool "
+        "list, document or code) instead of writing it bare.",
+    ),
 ) -> None:
     """Write the tools in scope as a model API's deferred tool list (anthropic, openai), an OpenAPI
     3.1 document (openapi), or typed wrappers that run them through toolidx (python, typescript)."""
     from ..integrations.export import export_tools
     from ..store.db import default_db_path
 
-    filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
-                               read_only, no_destructive)
+    filters = _catalog_filters(
+        server, tag, exclude_tag, category, name_pattern, description_contains, read_only, no_destructive
+    )
     render.export_result(export_tools(db or default_db_path(), fmt, filters), as_json, output)
 
 
 @app.command()
 def doctor(
     db: Optional[Path] = DbOpt,
-    config: Optional[Path] = typer.Option(None, "--config", "-c", envvar="TOOLIDX_CONFIG",
-                                          help="Config to check (default: the one the index was crawled from)."),
+    config: Optional[Path] = typer.Option(
+        None,
+        "--config",
+        "-c",
+        envvar="TOOLIDX_CONFIG",
+        help="Config to check (default: the one the index was crawled from).",
+    ),
     model: Optional[str] = ModelOpt,
     model_path: Optional[str] = ModelPathOpt,
     usage_db: Optional[Path] = UsageDbOpt,
@@ -578,8 +771,13 @@ def doctor(
     from ..health.doctor import doctor as run_doctor
     from ..store.db import default_db_path
 
-    report = run_doctor(str(db or default_db_path()), config_path=str(config) if config else None,
-                        model=model, model_path=model_path, usage_db=str(usage_db) if usage_db else None)
+    report = run_doctor(
+        str(db or default_db_path()),
+        config_path=str(config) if config else None,
+        model=model,
+        model_path=model_path,
+        usage_db=str(usage_db) if usage_db else None,
+    )
     render.doctor_result(report, as_json)
     if not report.ok:
         raise typer.Exit(EXIT_FAILURE)
@@ -601,18 +799,26 @@ def _format(fmt: str, as_json: bool) -> str:
 
 @app.command()
 def diff(
-    files: Optional[List[Path]] = typer.Argument(None, help="OLD.db [NEW.db]: compare the latest crawl of "
-                                                              "each (NEW defaults to --db). None: two crawls of --db."),
+    files: Optional[List[Path]] = typer.Argument(
+        None, help="OLD.db [NEW.db]: compare the latest crawl of each (NEW defaults to --db). None: two crawls of --db."
+    ),
     db: Optional[Path] = DbOpt,
-    from_crawl: Optional[str] = typer.Option(None, "--from", help="Older crawl: id, previous, or -N "
-                                                                  "(default: the one before --to)."),
+    from_crawl: Optional[str] = typer.Option(
+        None, "--from", help="Older crawl: id, previous, or -N (default: the one before --to)."
+    ),
     to_crawl: Optional[str] = typer.Option(None, "--to", help="Newer crawl: id, latest, or -N (default: latest)."),
     server: List[str] = typer.Option([], "--server", "-s", help="Only these servers."),
-    approved: bool = typer.Option(False, "--approved", help="What awaits approval: tools never approved and "
-                                                             "tools changed since (toolidx approve), against --db."),
-    fail_on: List[str] = typer.Option(["none"], "--fail-on",
-                                      help="Exit 1 when a change of this class is found: breaking, risky, "
-                                           "compatible, any, none (default; comma-separate or repeat)."),
+    approved: bool = typer.Option(
+        False,
+        "--approved",
+        help="What awaits approval: tools never approved and tools changed since (toolidx approve), against --db.",
+    ),
+    fail_on: List[str] = typer.Option(
+        ["none"],
+        "--fail-on",
+        help="Exit 1 when a change of this class is found: breaking, risky, "
+        "compatible, any, none (default; comma-separate or repeat).",
+    ),
     fmt: str = FormatOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -629,8 +835,10 @@ def diff(
         raise UsageError("at most two index files (OLD.db NEW.db)", fix="toolidx diff OLD.db NEW.db")
     if approved:
         if paths or from_crawl or to_crawl:
-            raise UsageError("--approved compares the approvals with the index now: no files, --from or --to",
-                             fix="toolidx diff --approved --db PATH")
+            raise UsageError(
+                "--approved compares the approvals with the index now: no files, --from or --to",
+                fix="toolidx diff --approved --db PATH",
+            )
         from ..diff.approved import awaiting_approval
 
         result = awaiting_approval(_open(db), list(server) or None)
@@ -658,8 +866,9 @@ def history(
 def audit(
     db: Optional[Path] = DbOpt,
     server: List[str] = typer.Option([], "--server", "-s", help="Only these servers."),
-    crawl_ref: Optional[str] = typer.Option(None, "--crawl", help="Scan a past crawl (id, previous, -N) "
-                                                                  "instead of the index as it is now."),
+    crawl_ref: Optional[str] = typer.Option(
+        None, "--crawl", help="Scan a past crawl (id, previous, -N) instead of the index as it is now."
+    ),
     fmt: str = FormatOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -692,8 +901,11 @@ def search(
     has_examples: bool = CatHasExamplesOpt,
     usage_db: Optional[Path] = UsageDbOpt,
     min_score: Optional[float] = typer.Option(
-        None, "--min-score", help="Drop hits below this score (0..1); default: the calibrated "
-                                  "'no good match' threshold. 0 always shows the best tools."),
+        None,
+        "--min-score",
+        help="Drop hits below this score (0..1); default: the calibrated "
+        "'no good match' threshold. 0 always shows the best tools.",
+    ),
     max_tokens: Optional[int] = MaxTokensOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -702,9 +914,19 @@ def search(
     from ..search.hybrid import search as run_search
 
     database = _open(db)
-    filters = _catalog_filters(server, tag, exclude_tag, category, name_pattern, description_contains,
-                               read_only, no_destructive, has_examples=has_examples, database=database,
-                               usage_db=usage_db)
+    filters = _catalog_filters(
+        server,
+        tag,
+        exclude_tag,
+        category,
+        name_pattern,
+        description_contains,
+        read_only,
+        no_destructive,
+        has_examples=has_examples,
+        database=database,
+        usage_db=usage_db,
+    )
     result = run_search(database, query, mode=mode, limit=limit, filters=filters, min_score=min_score)
     render.search_result(result, as_json, max_tokens)
     if result.no_match:
@@ -713,19 +935,30 @@ def search(
 
 @app.command("eval")
 def eval_cmd(
-    queries: Path = typer.Argument(..., help='JSONL of {"id", "query", "relevant": [tool ids]} '
-                                             '("relevant": [] = no tool serves it; "steps": '
-                                             '[[ids], ...] with --labels steps).'),
+    queries: Path = typer.Argument(
+        ...,
+        help='JSONL of {"id", "query", "relevant": [tool ids]} '
+        '("relevant": [] = no tool serves it; "steps": '
+        '[[ids], ...] with --labels steps).',
+    ),
     db: Optional[Path] = DbOpt,
     mode: str = typer.Option("all", "--mode", "-m", help="all | hybrid | keyword | semantic."),
     k: List[int] = typer.Option([1, 5, 10], "--k", help="Cut-offs for R@k (repeatable)."),
-    labels: str = typer.Option("any", "--labels", help="any: one relevant tool serves the query; "
-                                                       "all: it needs every one; steps: it needs "
-                                                       "every step, any alternative meets a step."),
+    labels: str = typer.Option(
+        "any",
+        "--labels",
+        help="any: one relevant tool serves the query; "
+        "all: it needs every one; steps: it needs "
+        "every step, any alternative meets a step.",
+    ),
     infeasible: Optional[Path] = typer.Option(None, "--infeasible", help="Extra JSONL of queries no tool serves."),
     by: Optional[str] = typer.Option(None, "--by", help="Also report per value of this query field (e.g. level)."),
-    misses: int = typer.Option(0, "--misses", min=0, help="Also list up to N queries per mode whose "
-                                                          "relevant tool is not ranked 1st (--json has all)."),
+    misses: int = typer.Option(
+        0,
+        "--misses",
+        min=0,
+        help="Also list up to N queries per mode whose relevant tool is not ranked 1st (--json has all).",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Measure retrieval quality on your catalog: R@k, MRR@10, nDCG@10, abstention, per mode; with
@@ -734,8 +967,11 @@ def eval_cmd(
     from ..search.eval import evaluate
 
     modes = list(SEARCH_MODES) if mode == "all" else [mode]
-    render.eval_report(evaluate(_open(db), queries, modes=modes, k=tuple(k), labels=labels,
-                                infeasible=infeasible, by=by), as_json, misses)
+    render.eval_report(
+        evaluate(_open(db), queries, modes=modes, k=tuple(k), labels=labels, infeasible=infeasible, by=by),
+        as_json,
+        misses,
+    )
 
 
 # --- entry point -------------------------------------------------------------------------------
@@ -751,8 +987,11 @@ def main(argv: list[str] | None = None) -> None:
         log.setLevel(logging.WARNING)
         log.propagate = False
     args = sys.argv[1:] if argv is None else argv
-    as_json = "--json" in args or "--format=json" in args or any(
-        a in ("--format", "-f") and b == "json" for a, b in zip(args, args[1:]))
+    as_json = (
+        "--json" in args
+        or "--format=json" in args
+        or any(a in ("--format", "-f") and b == "json" for a, b in zip(args, args[1:]))
+    )
     try:  # typer >= 0.20 vendors click and raises its copy's exceptions (importing click costs time)
         from typer._click import exceptions as click_exc
     except ImportError:

@@ -108,10 +108,21 @@ class LiveProgress:
                 status = Text("ok" if good else "failed", style="green" if good else "red")
                 tools = str(len(r.tools)) if r and good else "-"
                 secs = f"{(r.duration_ms if r else 0) / 1000:.1f}s"
-                note = ((f"{plural(len(r.invalid_tools), 'invalid tool')}" if r and r.invalid_tools else "")
-                        if good else (r.error or "") if r else "")
-            t.add_row(icon, Text(visible(row.name, keep_newlines=False)), status, tools, secs,
-                      Text(visible(note, keep_newlines=False), style="dim" if row.state != "failed" else "red"))
+                note = (
+                    (f"{plural(len(r.invalid_tools), 'invalid tool')}" if r and r.invalid_tools else "")
+                    if good
+                    else (r.error or "")
+                    if r
+                    else ""
+                )
+            t.add_row(
+                icon,
+                Text(visible(row.name, keep_newlines=False)),
+                status,
+                tools,
+                secs,
+                Text(visible(note, keep_newlines=False), style="dim" if row.state != "failed" else "red"),
+            )
         footer = f"{done}/{len(self.rows)} servers done, {done - ok} failed"
         if self.embed:
             footer += f"; embedding {self.embed[0]}/{self.embed[1]} tools"

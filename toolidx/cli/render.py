@@ -67,8 +67,10 @@ def write(text: str, stream: Any = None) -> None:
 
 def emit_json(command: str, payload: Mapping[str, Any]) -> None:
     # C1 controls, bidi and zero-width characters become \uXXXX: the same JSON, safe on a terminal
-    write(json.dumps({"toolidx": JSON_VERSION, "command": command, **payload},
-                     ensure_ascii=False, indent=2, default=str) + "\n")
+    write(
+        json.dumps({"toolidx": JSON_VERSION, "command": command, **payload}, ensure_ascii=False, indent=2, default=str)
+        + "\n"
+    )
 
 
 def _text(value: Any) -> Any:
@@ -121,14 +123,24 @@ def crawl_summary(summary: CrawlSummary, as_json: bool) -> None:
     if as_json:
         emit_json("crawl", d)
         return
-    rows = [[s["server"], s["status"], s["tools"] if s["tools"] is not None else "-",
-             len(s["invalid_tools"]) or "", f"{s['duration_ms'] / 1000:.1f}s", s["error"] or ""]
-            for s in d["servers"]]
+    rows = [
+        [
+            s["server"],
+            s["status"],
+            s["tools"] if s["tools"] is not None else "-",
+            len(s["invalid_tools"]) or "",
+            f"{s['duration_ms'] / 1000:.1f}s",
+            s["error"] or "",
+        ]
+        for s in d["servers"]
+    ]
     table(["server", "status", "tools", "invalid", "time", "error"], rows)
     _stderr_notes((s["server"], s["stderr"]) for s in d["servers"])
-    note(f"crawl {d['crawl_id']}: {d['servers_ok']} ok, {d['servers_failed']} failed; "
-         f"{plural(d['tools'], 'tool')} ({d['added']} added, {d['changed']} changed, {d['removed']} removed); "
-         f"{d['embedded']} embedded" + ("" if d["semantic"] else " (keyword-only: no model)"))
+    note(
+        f"crawl {d['crawl_id']}: {d['servers_ok']} ok, {d['servers_failed']} failed; "
+        f"{plural(d['tools'], 'tool')} ({d['added']} added, {d['changed']} changed, {d['removed']} removed); "
+        f"{d['embedded']} embedded" + ("" if d["semantic"] else " (keyword-only: no model)")
+    )
 
 
 def _stderr_notes(servers: Iterable[tuple[str, list[str] | None]]) -> None:
@@ -144,10 +156,11 @@ def embed_result(count: int, model: str | None, as_json: bool) -> None:
     else:
         note(f"embedded {plural(count, 'tool')} with {model}")
 
+
 def _one(text: str, limit: int = 120) -> str:
     """An index's text on one line, cut (what an input says starts a server is untrusted)."""
     text = visible(text, keep_newlines=False)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def merge_result(res: MergeResult, as_json: bool) -> None:
@@ -155,31 +168,42 @@ def merge_result(res: MergeResult, as_json: bool) -> None:
     if as_json:
         emit_json("merge", d)
         return
-    table(["input", "servers", "tools", "crawls", "model"],
-          [[i["path"], i["servers"], i["tools"], i["crawls"], i["embed_model"] or "-"] for i in d["inputs"]])
+    table(
+        ["input", "servers", "tools", "crawls", "model"],
+        [[i["path"], i["servers"], i["tools"], i["crawls"], i["embed_model"] or "-"] for i in d["inputs"]],
+    )
     for c in d["conflicts"]:
         dropped = ", ".join(f"{x['path']} ({x['crawled_at']})" for x in c["dropped"])
-        note(f"conflict: server {c['server']!r} kept from {c['kept']} (crawled {c['kept_crawled_at']}), "
-             f"newer than {dropped}")
+        note(
+            f"conflict: server {c['server']!r} kept from {c['kept']} (crawled {c['kept_crawled_at']}), "
+            f"newer than {dropped}"
+        )
         if c.get("launch_differs"):
-            says = "; ".join(f"{x['path']}: {_one(str(x['command'] or x['url'] or x['transport']))}"
-                             + (f" {_one(' '.join(map(str, x['args'] or [])))}" if x.get("args") else "")
-                             for x in c["launches"])
+            says = "; ".join(
+                f"{x['path']}: {_one(str(x['command'] or x['url'] or x['transport']))}"
+                + (f" {_one(' '.join(map(str, x['args'] or [])))}" if x.get("args") else "")
+                for x in c["launches"]
+            )
             note(f"launch line differs: server {c['server']!r} starts differently by input ({says})")
     if d.get("approvals_dropped"):
-        note(f"{plural(d['approvals_dropped'], 'approval')} in the inputs not carried over: approvals come only from "
-             f"`toolidx approve --db {d['output']}` on the merged index, after review (`toolidx diff --approved`)")
+        note(
+            f"{plural(d['approvals_dropped'], 'approval')} in the inputs not carried over: approvals come only from "
+            f"`toolidx approve --db {d['output']}` on the merged index, after review (`toolidx diff --approved`)"
+        )
     if d.get("untrusted"):
-        note(f"{plural(len(d['untrusted']), 'server')} with launch lines no crawl on this machine wrote "
-             f"({', '.join(d['untrusted'][:10])}{', …' if len(d['untrusted']) > 10 else ''}): serve and check "
-             "start them only with --config naming their config, or --trust-index")
-    vecs = (f"{d['vectors']} vectors copied ({d['embed_model']})" if d["embed_model"]
-            else "no vectors (keyword-only)")
+        note(
+            f"{plural(len(d['untrusted']), 'server')} with launch lines no crawl on this machine wrote "
+            f"({', '.join(d['untrusted'][:10])}{', …' if len(d['untrusted']) > 10 else ''}): serve and check "
+            "start them only with --config naming their config, or --trust-index"
+        )
+    vecs = f"{d['vectors']} vectors copied ({d['embed_model']})" if d["embed_model"] else "no vectors (keyword-only)"
     if d["missing_vectors"] and d["embed_model"]:
         vecs += f"; {plural(d['missing_vectors'], 'tool')} without one: run `toolidx embed --db {d['output']}`"
-    note(f"merged {plural(len(d['inputs']), 'index', 'indexes')} into {d['output']}: "
-         f"{plural(d['servers'], 'server')}, {plural(d['tools'], 'tool')}, "
-         f"{d['crawls']} crawls; {vecs}; {plural(len(d['conflicts']), 'conflict')}")
+    note(
+        f"merged {plural(len(d['inputs']), 'index', 'indexes')} into {d['output']}: "
+        f"{plural(d['servers'], 'server')}, {plural(d['tools'], 'tool')}, "
+        f"{d['crawls']} crawls; {vecs}; {plural(len(d['conflicts']), 'conflict')}"
+    )
 
 
 # Sections below are per command group; keep each group's renderers together.
@@ -190,12 +214,17 @@ def _truncation_note(payload: Mapping[str, Any]) -> None:
     t = payload.get("truncated")
     if not t:
         return
-    cut = [f"{t['descriptions_shortened']} descriptions shortened" if t.get("descriptions_shortened") else "",
-           f"{t['schemas_dropped']} schemas dropped" if t.get("schemas_dropped") else "",
-           f"{t['details_dropped']} hits' signals dropped" if t.get("details_dropped") else "",
-           f"{t['items_dropped']} items dropped" if t.get("items_dropped") else ""]
-    note(f"shortened to fit ~{t['max_tokens']} tokens (now ~{t['estimated_tokens']}): "
-         + ", ".join(c for c in cut if c) + ("" if t.get("fits") else "; still over budget"))
+    cut = [
+        f"{t['descriptions_shortened']} descriptions shortened" if t.get("descriptions_shortened") else "",
+        f"{t['schemas_dropped']} schemas dropped" if t.get("schemas_dropped") else "",
+        f"{t['details_dropped']} hits' signals dropped" if t.get("details_dropped") else "",
+        f"{t['items_dropped']} items dropped" if t.get("items_dropped") else "",
+    ]
+    note(
+        f"shortened to fit ~{t['max_tokens']} tokens (now ~{t['estimated_tokens']}): "
+        + ", ".join(c for c in cut if c)
+        + ("" if t.get("fits") else "; still over budget")
+    )
 
 
 def _fit(payload: Mapping[str, Any], list_key: str | None, max_tokens: int | None) -> Mapping[str, Any]:
@@ -213,26 +242,50 @@ def describe_result(res: Description, as_json: bool, max_tokens: int | None = No
     if as_json:
         emit_json("describe", d)
         return
-    fields = [("id", d["id"]), ("title", d.get("title")), ("description", d.get("description")),
-              ("tags", ", ".join(d.get("tags") or [])), ("category", d.get("category")),
-              ("hints", ", ".join(d.get("hints") or [])), ("required", ", ".join(d.get("required") or [])),
-              ("params", ", ".join(d.get("params") or []))]
+    fields = [
+        ("id", d["id"]),
+        ("title", d.get("title")),
+        ("description", d.get("description")),
+        ("tags", ", ".join(d.get("tags") or [])),
+        ("category", d.get("category")),
+        ("hints", ", ".join(d.get("hints") or [])),
+        ("required", ", ".join(d.get("required") or [])),
+        ("params", ", ".join(d.get("params") or [])),
+    ]
     if d.get("stale"):
         fields.append(("stale", d.get("stale_reason") or "its server failed at the last crawl"))
     info = d.get("server_info") or {}
     if info:
-        fields.append(("server", " ".join(str(x) for x in (info.get("server_name"), info.get("server_version"),
-                                                            f"({info.get('transport')}, {info.get('status')})")
-                                           if x)))
+        fields.append(
+            (
+                "server",
+                " ".join(
+                    str(x)
+                    for x in (
+                        info.get("server_name"),
+                        info.get("server_version"),
+                        f"({info.get('transport')}, {info.get('status')})",
+                    )
+                    if x
+                ),
+            )
+        )
     m = d.get("metrics")
     if m is not None:
         fields.append(("usage", _usage_line(m)))
     fields = [(k, v) for k, v in fields if v not in (None, "")]
     params = d.get("parameters")
-    prow = [[p["name"], p["type"], "yes" if p["required"] else "",
-             "" if p.get("default") is None else compact_json(p["default"]),
-             "" if not p.get("enum") else ", ".join(compact_json(e) for e in p["enum"]),
-             p.get("description") or ""] for p in params or []]
+    prow = [
+        [
+            p["name"],
+            p["type"],
+            "yes" if p["required"] else "",
+            "" if p.get("default") is None else compact_json(p["default"]),
+            "" if not p.get("enum") else ", ".join(compact_json(e) for e in p["enum"]),
+            p.get("description") or "",
+        ]
+        for p in params or []
+    ]
     pcols = ["parameter", "type", "required", "default", "enum", "description"]
     if not is_tty():
         for k, v in fields:
@@ -246,8 +299,10 @@ def describe_result(res: Description, as_json: bool, max_tokens: int | None = No
                 if d.get(key) is not None:
                     write(f"{key}\t{compact_json(d[key])}\n")
         for e in d.get("examples") or []:
-            write(f"example ({e['source']}{'' if e.get('valid', True) else ', does not validate'})\t"
-                  f"{visible(compact_json(e['arguments']), keep_newlines=False)}\n")
+            write(
+                f"example ({e['source']}{'' if e.get('valid', True) else ', does not validate'})\t"
+                f"{visible(compact_json(e['arguments']), keep_newlines=False)}\n"
+            )
         _truncation_note(d)
         return
     from rich.panel import Panel
@@ -274,9 +329,14 @@ def describe_result(res: Description, as_json: bool, max_tokens: int | None = No
                 out().print(key)
                 out().print(Syntax(visible(json.dumps(d[key], indent=2, ensure_ascii=False)), "json"))
     if d.get("examples"):
-        table(["source", "arguments"], [[e["source"] + ("" if e.get("valid", True) else " (invalid)"),
-                                         compact_json(e["arguments"])] for e in d["examples"]],
-              title="usage examples")
+        table(
+            ["source", "arguments"],
+            [
+                [e["source"] + ("" if e.get("valid", True) else " (invalid)"), compact_json(e["arguments"])]
+                for e in d["examples"]
+            ],
+            title="usage examples",
+        )
     _truncation_note(d)
 
 
@@ -284,8 +344,10 @@ def _usage_line(m: Mapping[str, Any]) -> str:
     if not m.get("calls"):
         return "never called through toolidx serve"
     rate = "n/a" if m.get("success_rate") is None else f"{m['success_rate']:.0%}"
-    return (f"{m['calls']} calls, {rate} ok, p50 {_ms(m.get('p50_ms'))}, p95 {_ms(m.get('p95_ms'))}, "
-            f"last used {m.get('last_used')}")
+    return (
+        f"{m['calls']} calls, {rate} ok, p50 {_ms(m.get('p50_ms'))}, p95 {_ms(m.get('p95_ms'))}, "
+        f"last used {m.get('last_used')}"
+    )
 
 
 def _ms(v: Any) -> str:
@@ -298,13 +360,21 @@ def list_result(page: ToolPage, as_json: bool, max_tokens: int | None = None) ->
         emit_json("list", res)
         return
     if any("usage" in t for t in res["items"]):
-        rows = [[t["id"], t["usage"]["calls"],
-                 "" if t["usage"]["success_rate"] is None else f"{t['usage']['success_rate']:.0%}",
-                 t["usage"]["last_used"] or "", t.get("description") or ""] for t in res["items"]]
+        rows = [
+            [
+                t["id"],
+                t["usage"]["calls"],
+                "" if t["usage"]["success_rate"] is None else f"{t['usage']['success_rate']:.0%}",
+                t["usage"]["last_used"] or "",
+                t.get("description") or "",
+            ]
+            for t in res["items"]
+        ]
         table(["id", "calls", "success", "last used", "description"], rows)
     elif res.get("sort") == "category":  # the order's key, shown: else the groups look arbitrary
-        rows = [[t.get("category") or "-", t["id"], t.get("title") or "", t.get("description") or ""]
-                for t in res["items"]]
+        rows = [
+            [t.get("category") or "-", t["id"], t.get("title") or "", t.get("description") or ""] for t in res["items"]
+        ]
         table(["category", "id", "title", "description"], rows)
     else:
         rows = [[t["id"], t.get("title") or "", t.get("description") or ""] for t in res["items"]]
@@ -321,12 +391,16 @@ def categories_result(cats: Categories, as_json: bool) -> None:
     if as_json:
         emit_json("categories", res)
         return
-    table(["category", "tools", "definition"],
-          [[c["name"] or "-", c["count"], c.get("definition") or ""] for c in res["categories"]])
+    table(
+        ["category", "tools", "definition"],
+        [[c["name"] or "-", c["count"], c.get("definition") or ""] for c in res["categories"]],
+    )
     if is_tty() or res["tags"]:
         table(["tag", "tools"], [[t["name"], t["count"]] for t in res["tags"]])
-    table(["server", "tools", "stale", "status", "error"],
-          [[s["name"], s["count"], s["stale"] or "", s["status"], s.get("error") or ""] for s in res["servers"]])
+    table(
+        ["server", "tools", "stale", "status", "error"],
+        [[s["name"], s["count"], s["stale"] or "", s["status"], s.get("error") or ""] for s in res["servers"]],
+    )
     _stderr_notes((s["name"], s.get("stderr")) for s in res["servers"])
     note(plural(res["total"], "tool"))
 
@@ -336,11 +410,12 @@ def similar_result(found: SimilarTools, as_json: bool, max_tokens: int | None = 
     if as_json:
         emit_json("similar", res)
         return
-    rows = [[h["id"], f"{h['score']:.2f}", "yes" if h["likely_duplicate"] else "", h["reason"]]
-            for h in res["similar"]]
+    rows = [[h["id"], f"{h['score']:.2f}", "yes" if h["likely_duplicate"] else "", h["reason"]] for h in res["similar"]]
     table(["id", "score", "duplicate", "why"], rows, title=f"like {res['tool']} ({res['method']})")
-    note(f"{len(res['similar'])} similar to {res['tool']} by {res['method']} similarity; "
-         f"{plural(res['duplicates'], 'likely duplicate')}")
+    note(
+        f"{len(res['similar'])} similar to {res['tool']} by {res['method']} similarity; "
+        f"{plural(res['duplicates'], 'likely duplicate')}"
+    )
     _truncation_note(res)
 
 
@@ -383,12 +458,21 @@ def check_result(res: dict, as_json: bool) -> None:
     def yn(v: Any) -> str:
         return "-" if v is None else "yes" if v is True else "no" if v is False else str(v)
 
-    rows = [[t["id"] or t["requested"], yn(t["indexed"]), yn(t["in_scope"]), yn(t["approved"]),
-             yn(t["server_started"]), yn(t["listed"]), yn(t["definition"]), yn(t["callable"]),
-             (t["reason"] or "") + (f" (did you mean {', '.join(t['suggestions'][:3])}?)" if t["suggestions"] else "")]
-            for t in res["tools"]]
-    table(["tool", "indexed", "in scope", "approved", "server starts", "listed", "definition", "callable",
-           "why"], rows)
+    rows = [
+        [
+            t["id"] or t["requested"],
+            yn(t["indexed"]),
+            yn(t["in_scope"]),
+            yn(t["approved"]),
+            yn(t["server_started"]),
+            yn(t["listed"]),
+            yn(t["definition"]),
+            yn(t["callable"]),
+            (t["reason"] or "") + (f" (did you mean {', '.join(t['suggestions'][:3])}?)" if t["suggestions"] else ""),
+        ]
+        for t in res["tools"]
+    ]
+    table(["tool", "indexed", "in scope", "approved", "server starts", "listed", "definition", "callable", "why"], rows)
     note(f"check: {res['callable']} callable, {res['not_callable']} not" + ("" if res["ok"] else " (exit 1)"))
 
 
@@ -398,11 +482,14 @@ def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
         return
     rows = [[r["server"], r["status"] or "", r["tools"], r["tokens"], r["max_tool_tokens"]] for r in s["servers"]]
     table(["server", "status", "tools", "tokens", "largest tool"], rows)
-    note(f"{s['tools']} tool definitions: ~{s['tool_tokens']:,} tokens; toolidx serve's {s['meta_tools']} "
-         f"meta-tools: ~{s['meta_tokens']:,} tokens. Saved: ~{s['saved_tokens']:,} tokens "
-         f"({s['saving_pct']}%, {s['ratio']}x smaller). Tokens: {s['tokenizer']}.")
+    note(
+        f"{s['tools']} tool definitions: ~{s['tool_tokens']:,} tokens; toolidx serve's {s['meta_tools']} "
+        f"meta-tools: ~{s['meta_tokens']:,} tokens. Saved: ~{s['saved_tokens']:,} tokens "
+        f"({s['saving_pct']}%, {s['ratio']}x smaller). Tokens: {s['tokenizer']}."
+    )
     u = s.get("usage")
     if u is not None:
+
         def row(key: str, m: Mapping[str, Any]) -> list[Any]:
             rate = "" if m.get("success_rate") is None else f"{m['success_rate']:.0%}"
             return [m[key], m["calls"], rate, _ms(m.get("p50_ms")), _ms(m.get("p95_ms")), m.get("last_used") or ""]
@@ -430,8 +517,11 @@ def approve_result(approval: Approval, as_json: bool) -> None:
             write(f"{t['id']}\t{'revoked' if t['revoked'] else 'was not approved'}\n")
         note(f"revoked {plural(res['count'], 'approval')} in {res['db']}")
         return
-    was = {"unapproved": "approved (new)", "changed": "approved (changed since the last approval)",
-           "approved": "already approved (unchanged)"}
+    was = {
+        "unapproved": "approved (new)",
+        "changed": "approved (changed since the last approval)",
+        "approved": "already approved (unchanged)",
+    }
     for t in res["tools"]:
         write(f"{t['id']}\t{was[t['was']]}\n")
     note(f"approved {plural(res['count'], 'tool')} as {res['by']} at {res['at']} in {res['db']}")
@@ -477,8 +567,10 @@ def audit_result(report: AuditReport, fmt: str) -> None:
         return
     if payload["findings"]:
         table(diffview.AUDIT_COLUMNS, diffview.audit_rows(payload))
-    note(f"audit: {plural(payload['findings'], 'finding')} in {payload['flagged_tools']} of {payload['scanned']} tools"
-         + (f" ({', '.join(f'{k} {v}' for k, v in payload['by_rule'].items())})" if payload["by_rule"] else ""))
+    note(
+        f"audit: {plural(payload['findings'], 'finding')} in {payload['flagged_tools']} of {payload['scanned']} tools"
+        + (f" ({', '.join(f'{k} {v}' for k, v in payload['by_rule'].items())})" if payload["by_rule"] else "")
+    )
 
 
 # --- search / eval -----------------------------------------------------------------------------
@@ -491,8 +583,10 @@ def doctor_result(report: DoctorReport, as_json: bool) -> None:
     for c in fixes:
         note(f"{c.status}: {c.area}/{c.name}: {c.fix}")
     counts = report.to_json()["counts"]
-    note(f"doctor: {counts['fail']} failed, {counts['warn']} warning(s), {counts['ok']} ok"
-         + ("" if report.ok else " (exit 1)"))
+    note(
+        f"doctor: {counts['fail']} failed, {counts['warn']} warning(s), {counts['ok']} ok"
+        + ("" if report.ok else " (exit 1)")
+    )
 
 
 def search_result(result: SearchResult, as_json: bool, max_tokens: int | None = None) -> None:
@@ -505,8 +599,15 @@ def search_result(result: SearchResult, as_json: bool, max_tokens: int | None = 
     if payload["hits"]:
         # a runner-up far below the best is still shown (an alternative), but "0.00" would read
         # as a bug: say it is under 0.01
-        rows = [[f"{h['score']:.2f}" if h["score"] >= 0.005 else "<0.01", h["id"],
-                 h.get("description", ""), h.get("why", "")] for h in payload["hits"]]
+        rows = [
+            [
+                f"{h['score']:.2f}" if h["score"] >= 0.005 else "<0.01",
+                h["id"],
+                h.get("description", ""),
+                h.get("why", ""),
+            ]
+            for h in payload["hits"]
+        ]
         table(["score", "tool", "description", "why"], rows)
     _truncation_note(payload)
     if payload["no_match"] and not payload["notes"]:
@@ -527,8 +628,7 @@ def eval_report(report: dict, as_json: bool, misses: int = 0) -> None:
     for mode, e in report["modes"].items():
         m = e["metrics"]
         ab = e["abstention"]
-        rows.append([mode, e["mode_used"], *[f"{m.get(k, 0):.3f}" for k in keys],
-                     f"{ab['rate']:.3f}" if ab else "-"])
+        rows.append([mode, e["mode_used"], *[f"{m.get(k, 0):.3f}" for k in keys], f"{ab['rate']:.3f}" if ab else "-"])
         for g, gm in (e.get("groups") or {}).items():
             rows.append([f"  {g}", f"n={gm['n']}", *[f"{gm.get(k, 0):.3f}" for k in keys], ""])
     table(cols, rows, title=f"{report['evaluated']} queries ({report['infeasible']} with no relevant tool)")
@@ -539,11 +639,16 @@ def eval_report(report: dict, as_json: bool, misses: int = 0) -> None:
     more = {mode: n - misses for mode, n in counts.items() if n > misses}
     if more:
         what = "queries whose relevant tool is not ranked 1st" if misses == 0 else "more misses not shown"
-        note(f"{what}: " + ", ".join(f"{mode} {n}" for mode, n in more.items())
-             + ("; --misses N lists them" if misses == 0 else "; --json lists them all"))
+        note(
+            f"{what}: "
+            + ", ".join(f"{mode} {n}" for mode, n in more.items())
+            + ("; --misses N lists them" if misses == 0 else "; --json lists them all")
+        )
     if report["unresolved"]["count"]:
-        note(f"{report['unresolved']['count']} queries skipped: none of their relevant tools is in the index "
-             f"(e.g. {report['unresolved']['queries'][0]['id']})")
+        note(
+            f"{report['unresolved']['count']} queries skipped: none of their relevant tools is in the index "
+            f"(e.g. {report['unresolved']['queries'][0]['id']})"
+        )
     if report["partly_unresolved"]["count"]:
         note(f"{report['partly_unresolved']['count']} queries name relevant tools missing from the index")
 
@@ -564,20 +669,33 @@ def _p_value(p: float) -> str:
 
 
 def _paired_line(pair: dict) -> str:
-    parts = [f"{key} +{s['better']}/-{s['worse']} ({'sign test p' if i == 0 else 'p'}={_p_value(s['p'])})"
-             for i, (key, s) in enumerate(pair["metrics"].items())]
+    parts = [
+        f"{key} +{s['better']}/-{s['worse']} ({'sign test p' if i == 0 else 'p'}={_p_value(s['p'])})"
+        for i, (key, s) in enumerate(pair["metrics"].items())
+    ]
     return f"{pair['mode']} vs {pair['vs']}: " + ", ".join(parts)
 
 
 def _misses_table(report: dict, limit: int) -> None:
     depth = report.get("depth", 10)
-    rows = [[mode, m["id"], m["rank"] if m["rank"] is not None else f">{depth}",
-             m["top"][0] if m["top"] else "-", m.get("found") or (m["relevant"][0] if m["relevant"] else "-"),
-             first_line(m["query"], 60)]
-            for mode, e in report["modes"].items() for m in (e.get("misses") or [])[:limit]]
+    rows = [
+        [
+            mode,
+            m["id"],
+            m["rank"] if m["rank"] is not None else f">{depth}",
+            m["top"][0] if m["top"] else "-",
+            m.get("found") or (m["relevant"][0] if m["relevant"] else "-"),
+            first_line(m["query"], 60),
+        ]
+        for mode, e in report["modes"].items()
+        for m in (e.get("misses") or [])[:limit]
+    ]
     if not rows:
         return
     if not is_tty():
         write("\n")
-    table(["mode", "query", "rank", "top hit", "relevant", "text"], rows,
-          title=f"misses: the first relevant tool is not ranked 1st (up to {limit} per mode)")
+    table(
+        ["mode", "query", "rank", "top hit", "relevant", "text"],
+        rows,
+        title=f"misses: the first relevant tool is not ranked 1st (up to {limit} per mode)",
+    )

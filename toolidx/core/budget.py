@@ -23,14 +23,24 @@ from .tooldoc import compact_json, first_line
 
 CHARS_PER_TOKEN = 4
 # Keys holding schema-like bulk, dropped in step 2 (both wire and toolidx spellings).
-SCHEMA_KEYS = ("input_schema", "output_schema", "inputSchema", "outputSchema", "parameters",
-               "example_arguments", "icons", "_meta", "meta")
+SCHEMA_KEYS = (
+    "input_schema",
+    "output_schema",
+    "inputSchema",
+    "outputSchema",
+    "parameters",
+    "example_arguments",
+    "icons",
+    "_meta",
+    "meta",
+)
 # Keys holding a search hit's evidence in detail, dropped in step 3 (`why` says it in one line).
 DETAIL_KEYS = ("signals", "matched")
 DESCRIPTION_LIMITS = (160, 60)
 
 
 M = TypeVar("M", bound=Mapping[str, Any])
+
 
 def estimate_tokens(obj: Any) -> int:
     """Approximate tokens of `obj` as compact JSON: ceil(chars / 4). A string counts as its
@@ -87,10 +97,16 @@ def fit_budget(payload: M, items_key: str | None, max_tokens: int) -> M | dict[s
     if max_tokens is None or estimate_tokens(payload) <= max_tokens:
         return payload
     out: dict[str, Any] = copy.deepcopy(dict(payload))
-    record: dict[str, Any] = {"max_tokens": max_tokens, "estimated_tokens": 0,
-                              "descriptions_shortened": 0, "schemas_dropped": 0,
-                              "details_dropped": 0, "items_dropped": 0, "items_kept": len(_items(out, items_key)),
-                              "fits": True}
+    record: dict[str, Any] = {
+        "max_tokens": max_tokens,
+        "estimated_tokens": 0,
+        "descriptions_shortened": 0,
+        "schemas_dropped": 0,
+        "details_dropped": 0,
+        "items_dropped": 0,
+        "items_kept": len(_items(out, items_key)),
+        "fits": True,
+    }
     out["truncated"] = record
 
     def fits() -> bool:
@@ -99,8 +115,7 @@ def fit_budget(payload: M, items_key: str | None, max_tokens: int) -> M | dict[s
     for limit in DESCRIPTION_LIMITS:
         if fits():
             break
-        record["descriptions_shortened"] = max(record["descriptions_shortened"],
-                                               _shorten_descriptions(out, limit))
+        record["descriptions_shortened"] = max(record["descriptions_shortened"], _shorten_descriptions(out, limit))
     if not fits():
         for item in _items(out, items_key):
             if _drop_keys(item, SCHEMA_KEYS):

@@ -57,8 +57,9 @@ class ModelCard:
 def read_card(folder: Path) -> ModelCard | None:
     try:
         d = json.loads((folder / "model.json").read_text())
-        return ModelCard(str(d["name"]), str(d["version"]), str(d["architecture"]), str(d["sha256"]),
-                         int(d["dim"]), folder)
+        return ModelCard(
+            str(d["name"]), str(d["version"]), str(d["architecture"]), str(d["sha256"]), int(d["dim"]), folder
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -102,8 +103,13 @@ class ModelChoice:
     sha256: str | None = None  # of model.onnx, where the folder's model.json says it
 
 
-def resolve_model(name: str | None = None, path: str | None = None, settings: dict | None = None,
-                  remembered_path: str | None = None, indexed: str | None = None) -> ModelChoice:
+def resolve_model(
+    name: str | None = None,
+    path: str | None = None,
+    settings: dict | None = None,
+    remembered_path: str | None = None,
+    indexed: str | None = None,
+) -> ModelChoice:
     """The model to use, in the module's order. `indexed`: the index's model (meta `embed_model`),
     `remembered_path`: the folder it was embedded from (meta `embed_model_path`), used only while it
     still exists."""
@@ -123,8 +129,10 @@ def resolve_model(name: str | None = None, path: str | None = None, settings: di
         path = str(Path(path).expanduser())
         card = read_card(Path(path))
         if card is not None and name and name != card.name:
-            raise ModelError(f"{path} holds model {card.name!r}, not {name!r}",
-                             fix=f"use --model {card.name}, or point --model-path at a folder of {name}")
+            raise ModelError(
+                f"{path} holds model {card.name!r}, not {name!r}",
+                fix=f"use --model {card.name}, or point --model-path at a folder of {name}",
+            )
         if card is None:
             return ModelChoice(str(name or MINILM), path, explicit, MINILM if not name else str(name))
     if card is None and not name:
@@ -234,8 +242,7 @@ _cache: dict[tuple, Any] = {}
 QUERY_THREADS = min(2, os.cpu_count() or 1)
 
 
-def load_embedder(choice: ModelChoice, *, allow_download: bool = False,
-                  threads: int | None = None) -> Embedder | None:
+def load_embedder(choice: ModelChoice, *, allow_download: bool = False, threads: int | None = None) -> Embedder | None:
     """The embedder, or None (warned once) when no model can be had. An explicitly configured
     model path that does not load raises ModelError: the user asked for it by name. `threads`:
     ONNX Runtime threads (None: one per core, for batches of documents; QUERY_THREADS for search)."""
@@ -261,14 +268,14 @@ def load_embedder(choice: ModelChoice, *, allow_download: bool = False,
     try:
         if choice.path:
             check_model_path(choice)
-            te = TextEmbedding(model_name=choice.architecture, specific_model_path=choice.path,
-                               local_files_only=True, threads=threads)
+            te = TextEmbedding(
+                model_name=choice.architecture, specific_model_path=choice.path, local_files_only=True, threads=threads
+            )
             emb = FastEmbedder(choice.name, te, str(Path(choice.path).resolve()), choice.sha256)
         else:
             cdir = cache_dir()
             try:
-                te = TextEmbedding(model_name=choice.name, cache_dir=str(cdir), local_files_only=True,
-                                   threads=threads)
+                te = TextEmbedding(model_name=choice.name, cache_dir=str(cdir), local_files_only=True, threads=threads)
             except Exception:
                 if not (allow_download and _hub_reachable()):
                     raise
@@ -279,14 +286,17 @@ def load_embedder(choice: ModelChoice, *, allow_download: bool = False,
         raise
     except Exception as e:
         if choice.path:
-            _cache[key] = ModelError(f"cannot load model {choice.name!r} from {choice.path}: "
-                                     f"{str(e).splitlines()[0][:200]}",
-                                     fix="check the directory has model.onnx and tokenizer files, and that "
-                                         "--model names the model it holds")
+            _cache[key] = ModelError(
+                f"cannot load model {choice.name!r} from {choice.path}: {str(e).splitlines()[0][:200]}",
+                fix="check the directory has model.onnx and tokenizer files, and that --model names the model it holds",
+            )
             raise _cache[key] from None
-        warn_once("model", f"embedding model {choice.name!r} is not available offline: no vectors are "
-                           "made and search is keyword-only; point --model-path (or TOOLIDX_MODEL_PATH) "
-                           "at a local copy of it, or leave --model unset for toolidx's own model")
+        warn_once(
+            "model",
+            f"embedding model {choice.name!r} is not available offline: no vectors are "
+            "made and search is keyword-only; point --model-path (or TOOLIDX_MODEL_PATH) "
+            "at a local copy of it, or leave --model unset for toolidx's own model",
+        )
     _cache[key] = emb
     return emb
 
@@ -297,11 +307,15 @@ def check_model_path(choice: ModelChoice) -> None:
         return
     p = Path(choice.path)
     if not p.is_dir():
-        raise ModelError(f"model directory not found: {choice.path}",
-                         fix="set --model-path / TOOLIDX_MODEL_PATH to a fastembed model folder")
+        raise ModelError(
+            f"model directory not found: {choice.path}",
+            fix="set --model-path / TOOLIDX_MODEL_PATH to a fastembed model folder",
+        )
     if not any(p.glob("*.onnx")) and not any(p.glob("*/*.onnx")):
-        raise ModelError(f"no .onnx model file in {choice.path}",
-                         fix="point --model-path at a folder with model.onnx and tokenizer.json")
+        raise ModelError(
+            f"no .onnx model file in {choice.path}",
+            fix="point --model-path at a folder with model.onnx and tokenizer.json",
+        )
 
 
 class LazyEmbedder:

@@ -52,8 +52,13 @@ class ToolidxError(Exception):
         return " — ".join(parts)
 
     def to_json(self) -> dict:
-        return {"error": type(self).__name__, "code": self.code, "message": self.what, "where": self.where,
-                "fix": self.fix}
+        return {
+            "error": type(self).__name__,
+            "code": self.code,
+            "message": self.what,
+            "where": self.where,
+            "fix": self.fix,
+        }
 
 
 class ConfigError(ToolidxError):

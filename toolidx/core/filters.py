@@ -27,8 +27,10 @@ def compile_pattern(pattern: str, option: str = "--name-pattern") -> Any:
     import re2
 
     if len(pattern) > MAX_PATTERN_CHARS:
-        raise UsageError(f"invalid {option} regex: longer than {MAX_PATTERN_CHARS} characters",
-                         fix="use a shorter regular expression, e.g. '^git_' or 'pdf|docx'")
+        raise UsageError(
+            f"invalid {option} regex: longer than {MAX_PATTERN_CHARS} characters",
+            fix="use a shorter regular expression, e.g. '^git_' or 'pdf|docx'",
+        )
     options = re2.Options()
     # log_errors off: RE2 would print each bad pattern to stderr besides raising
     for name, value in (("case_sensitive", False), ("log_errors", False), ("max_mem", _RE2_MAX_MEM)):
@@ -37,9 +39,10 @@ def compile_pattern(pattern: str, option: str = "--name-pattern") -> Any:
         return re2.compile(pattern, options)
     except re2.error as e:
         why = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
-        raise UsageError(f"invalid {option} regex {pattern[:200]!r}: {why}",
-                         fix="use an RE2 regular expression (no look-around or back-references), "
-                             "e.g. '^git_' or 'pdf|docx'") from None
+        raise UsageError(
+            f"invalid {option} regex {pattern[:200]!r}: {why}",
+            fix="use an RE2 regular expression (no look-around or back-references), e.g. '^git_' or 'pdf|docx'",
+        ) from None
 
 
 @dataclass

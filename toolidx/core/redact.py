@@ -23,22 +23,26 @@ REDACTED = "[REDACTED]"
 
 _SECRET_KEY = re.compile(
     r"(token|secret|passw|pwd|passphrase|api[_-]?key|apikey|access[_-]?key|private[_-]?key|client[_-]?key|"
-    r"^key$|_key$|auth|credential|cookie|session|signature|bearer)", re.IGNORECASE)
+    r"^key$|_key$|auth|credential|cookie|session|signature|bearer)",
+    re.IGNORECASE,
+)
 _SECRET_VALUE = re.compile(
-    r"(?:^|\s)(?:bearer|basic|token)\s+\S{8,}"                      # Authorization header values
-    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"      # JWT
-    r"|\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b"                 # AWS access key id
+    r"(?:^|\s)(?:bearer|basic|token)\s+\S{8,}"  # Authorization header values
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"  # JWT
+    r"|\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b"  # AWS access key id
     r"|\bgh[pousr]_[A-Za-z0-9]{30,}\b|\bgithub_pat_[A-Za-z0-9_]{30,}\b"  # GitHub tokens
-    r"|\bglpat-[A-Za-z0-9_-]{16,}\b"                                 # GitLab
-    r"|\bxox[abposr]-[A-Za-z0-9-]{10,}\b"                             # Slack
-    r"|\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}\b"                      # OpenAI / Anthropic
-    r"|\bAIza[0-9A-Za-z_-]{30,}\b"                                    # Google API key
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----",                           # PEM
-    re.IGNORECASE)
+    r"|\bglpat-[A-Za-z0-9_-]{16,}\b"  # GitLab
+    r"|\bxox[abposr]-[A-Za-z0-9-]{10,}\b"  # Slack
+    r"|\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}\b"  # OpenAI / Anthropic
+    r"|\bAIza[0-9A-Za-z_-]{30,}\b"  # Google API key
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----",  # PEM
+    re.IGNORECASE,
+)
 _TOKENISH = re.compile(r"[A-Za-z0-9+/=_\-.]{24,}")
 # short secret words count only as a whole word of the key ("pin" but not "shipping")
-_SECRET_WORDS = frozenset({"pass", "pin", "pins", "otp", "cvv", "cvc", "passcode", "mfa", "totp", "sig", "ssn",
-                           "creds", "pw"})
+_SECRET_WORDS = frozenset(
+    {"pass", "pin", "pins", "otp", "cvv", "cvc", "passcode", "mfa", "totp", "sig", "ssn", "creds", "pw"}
+)
 _KEY_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # scheme://user:PASSWORD@host (the user may be empty: redis://:pw@host); the password runs to the
 # last @ of the word, so one with a raw @ in it is still taken whole
@@ -91,7 +95,7 @@ def _redact_inside(s: str) -> tuple[str, int]:
         v = _PAIR_VALUE.match(s, m.end())
         if v is None or v[0].strip("'\"") in ("", REDACTED):
             continue
-        out += [s[pos:m.end()], REDACTED]
+        out += [s[pos : m.end()], REDACTED]
         pos, n = v.end(), n + 1
     return "".join(out) + s[pos:], n
 

@@ -17,9 +17,11 @@ import re
 
 # C0 (but \t \n), DEL, C1; zero-width and joiners, bidi controls, BOM, soft hyphen, tag
 # characters, variation selectors supplement; lone surrogates (from JSON's \ud800)
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028\u2029"
-                     "\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff"
-                     "\U000e0000-\U000e007f\U000e0100-\U000e01ef]")
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028\u2029"
+    "\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff"
+    "\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
+)
 
 
 def _esc(m: re.Match) -> str:

@@ -12,6 +12,7 @@ DEFAULT_TIMEOUT = 30.0
 MIN_SECRET_LEN = 6  # shorter values are not masked (they would mask ordinary words)
 MASK = "***"
 
+
 @dataclass
 class ServerSpec:
     name: str
@@ -42,8 +43,7 @@ class ServerSpec:
         for url in {self.url, self.raw.get("url")}:
             if isinstance(url, str) and url:
                 found.extend(_url_secrets(url))
-        return sorted({v for v in found if isinstance(v, str) and len(v) >= MIN_SECRET_LEN},
-                      key=len, reverse=True)
+        return sorted({v for v in found if isinstance(v, str) and len(v) >= MIN_SECRET_LEN}, key=len, reverse=True)
 
     def mask(self, text: str | None) -> str | None:
         """`text` with every secret of this server replaced by ***. The one masking function: every
@@ -71,8 +71,7 @@ class ServerSpec:
             out["env_keys"] = sorted(self.env)
             env = r.get("env")
             written: dict[Any, Any] = env if isinstance(env, dict) else {}
-            out["env"] = {str(k): str(v) for k, v in written.items()
-                          if plain_env_value(v, self.env.get(str(k)))}
+            out["env"] = {str(k): str(v) for k, v in written.items() if plain_env_value(v, self.env.get(str(k)))}
             secret = sorted(str(k) for k in written if str(k) not in out["env"])
             if secret:
                 out["env_secret"] = secret
@@ -88,8 +87,11 @@ STDERR_LINES = 5  # what crawl, doctor and categories show of a failed server's 
 STDERR_LINE_CHARS = 240
 # a stack frame (Node's "    at f (file:1:2)", Python's '  File "x.py", line 3'): noise next to the cause
 _FRAME = re.compile(r"^\s+(at\s|File \"|\^+$)|^\s*(Traceback \(most recent call last\)|throw err;)")
-_CAUSE = re.compile(r"error|exception|cannot|can't|not found|no such|fatal|denied|refused|missing|"
-                    r"invalid|failed|unable", re.IGNORECASE)
+_CAUSE = re.compile(
+    r"error|exception|cannot|can't|not found|no such|fatal|denied|refused|missing|"
+    r"invalid|failed|unable",
+    re.IGNORECASE,
+)
 
 
 def stderr_lines(tail: str | None, mask: Any = None, limit: int = STDERR_LINES) -> list[str]:
@@ -115,8 +117,8 @@ def stderr_lines(tail: str | None, mask: Any = None, limit: int = STDERR_LINES) 
     if not any(_CAUSE.search(ln) for ln in shown):
         causes = [ln for ln in lines[:-limit] if _CAUSE.search(ln)] if len(lines) > limit else []
         if causes:
-            shown = [causes[-1], *lines[-(limit - 1):]]
-    cut = [ln if len(ln) <= STDERR_LINE_CHARS else ln[:STDERR_LINE_CHARS - 1] + "…" for ln in shown]
+            shown = [causes[-1], *lines[-(limit - 1) :]]
+    cut = [ln if len(ln) <= STDERR_LINE_CHARS else ln[: STDERR_LINE_CHARS - 1] + "…" for ln in shown]
     return [visible(ln, keep_newlines=False) for ln in cut]
 
 
@@ -263,6 +265,7 @@ class ServerResult:
 
         def m(text: Any) -> Any:  # lone surrogates (not storable) replaced, then secrets masked
             return mask(fix_strings(text))
+
         self.error, self.stderr_tail = m(self.error), m(self.stderr_tail)
         self.server_name, self.server_title = m(self.server_name), m(self.server_title)
         self.server_version, self.instructions = m(self.server_version), m(self.instructions)

@@ -29,8 +29,13 @@ class ToolCard:
     description: str  # the first line, except where a view says (describe: the whole text)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "server": self.server, "name": self.name, "title": self.title,
-                "description": self.description}
+        return {
+            "id": self.id,
+            "server": self.server,
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+        }
 
 
 @dataclass
@@ -47,15 +52,30 @@ class ToolSummary(ToolCard):
     @classmethod
     def from_row(cls: type[_S], row: Mapping[str, Any]) -> _S:
         """From an index row (store.catalog, store.tools), the description cut to its first line."""
-        return cls(id=row["id"], server=row["server"], name=row["name"], title=row.get("title"),
-                   description=first_line(row.get("description")), tags=row.get("tags") or [],
-                   category=row.get("category"), params=row.get("param_names") or [],
-                   read_only=row.get("read_only"), destructive=row.get("destructive"),
-                   stale=bool(row.get("stale")))
+        return cls(
+            id=row["id"],
+            server=row["server"],
+            name=row["name"],
+            title=row.get("title"),
+            description=first_line(row.get("description")),
+            tags=row.get("tags") or [],
+            category=row.get("category"),
+            params=row.get("param_names") or [],
+            read_only=row.get("read_only"),
+            destructive=row.get("destructive"),
+            stale=bool(row.get("stale")),
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "tags": self.tags, "category": self.category, "params": self.params,
-                "read_only": self.read_only, "destructive": self.destructive, "stale": self.stale}
+        return {
+            **super().to_json(),
+            "tags": self.tags,
+            "category": self.category,
+            "params": self.params,
+            "read_only": self.read_only,
+            "destructive": self.destructive,
+            "stale": self.stale,
+        }
 
 
 def compact(item: Mapping[str, Any]) -> dict[str, Any]:

@@ -75,8 +75,9 @@ def tool_name_part(tool_id: str, keep: str = "_") -> str:
     return name if name and clean == name else f"{clean}_{name_hash(tool_id)}"
 
 
-def safe_names(ids: Iterable[str], parts: dict[str, str], keep: str = "_", max_len: int | None = None
-               ) -> dict[str, str]:
+def safe_names(
+    ids: Iterable[str], parts: dict[str, str], keep: str = "_", max_len: int | None = None
+) -> dict[str, str]:
     """{tool id: `server part__tool part`} (`server_name_parts`, `tool_name_part`), cut to
     `max_len` with the id's hash where longer. Two ids share a name only when one was crafted to
     equal another's hashed form (or cut): the first in id order keeps it, the other gets `_2`."""
@@ -85,11 +86,11 @@ def safe_names(ids: Iterable[str], parts: dict[str, str], keep: str = "_", max_l
     for i in sorted(set(ids)):
         name = f"{parts[i.partition('/')[0]]}__{tool_name_part(i, keep)}"
         if max_len is not None and len(name) > max_len:
-            name = f"{name[:max_len - 7]}_{name_hash(i)}"
+            name = f"{name[: max_len - 7]}_{name_hash(i)}"
         base, n = name, 2
         while name in taken:
             suffix = f"_{n}"
-            name, n = (base if max_len is None else base[:max_len - len(suffix)]) + suffix, n + 1
+            name, n = (base if max_len is None else base[: max_len - len(suffix)]) + suffix, n + 1
         taken.add(name)
         out[i] = name
     return out
@@ -283,9 +284,15 @@ def embed_text(name: str, title: str | None, description: str, params: list[tupl
     return ". ".join(p.rstrip(".") for p in parts if p)
 
 
-def build_tooldoc(raw: dict, server: str, *, config_tags: list[str] | None = None,
-                  category: str | None = None, server_label: str = "",
-                  trust_server_tags: bool = False) -> ToolDoc:
+def build_tooldoc(
+    raw: dict,
+    server: str,
+    *,
+    config_tags: list[str] | None = None,
+    category: str | None = None,
+    server_label: str = "",
+    trust_server_tags: bool = False,
+) -> ToolDoc:
     """Derive a ToolDoc from a validated tool dict (wire JSON as sent). `category`: the config's
     (server-wide or for this tool); without one, core.taxonomy derives it.
 
@@ -301,16 +308,25 @@ def build_tooldoc(raw: dict, server: str, *, config_tags: list[str] | None = Non
     claimed = meta_tags(raw.get("_meta")) if trust_server_tags else []
     tags = _dedupe([*(config_tags or []), *annotation_tags(ann), *claimed])
     read_only = ann.get("readOnlyHint") if ann and isinstance(ann.get("readOnlyHint"), bool) else None
-    destructive = (ann.get("destructiveHint") if ann and isinstance(ann.get("destructiveHint"), bool)
-                   else None)
+    destructive = ann.get("destructiveHint") if ann and isinstance(ann.get("destructiveHint"), bool) else None
     params_text = " ".join(" ".join([*split_name(p), d]) for p, d in params)
     server_label = server_label or server_words(server)
     if not category:  # the config did not say: the taxonomy derives it from the tool's words
         category = categorize(name, description, title, server_label)
     return ToolDoc(
-        id=f"{server}/{name}", server=server, name=name, title=title, description=description,
-        definition=definition, tags=tags, category=category,
-        param_names=[p for p, _ in params], read_only=read_only, destructive=destructive,
-        hash=definition_hash(definition), server_label=server_label,
-        params_text=params_text, embed_text=embed_text(name, title, description, params),
+        id=f"{server}/{name}",
+        server=server,
+        name=name,
+        title=title,
+        description=description,
+        definition=definition,
+        tags=tags,
+        category=category,
+        param_names=[p for p, _ in params],
+        read_only=read_only,
+        destructive=destructive,
+        hash=definition_hash(definition),
+        server_label=server_label,
+        params_text=params_text,
+        embed_text=embed_text(name, title, description, params),
     )

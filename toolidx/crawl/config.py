@@ -26,9 +26,14 @@ MAX_TIMEOUT = 86_400.0  # a day: a longer (or NaN, infinite) timeout is a config
 
 TRANSPORTS = {
     "stdio": "stdio",
-    "http": "http", "streamable-http": "http", "streamablehttp": "http", "streamable_http": "http",
+    "http": "http",
+    "streamable-http": "http",
+    "streamablehttp": "http",
+    "streamable_http": "http",
     "sse": "sse",
-    "tools_file": "tools_file", "tools-file": "tools_file", "file": "tools_file",
+    "tools_file": "tools_file",
+    "tools-file": "tools_file",
+    "file": "tools_file",
 }
 
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -47,8 +52,11 @@ class Config:
             names = {s.name for s in self.servers}
             missing = [n for n in only if n not in names]
             if missing:
-                raise ConfigError(f"no server named {', '.join(map(repr, missing))}",
-                                  where=self.path, fix=f"known: {', '.join(sorted(names))}")
+                raise ConfigError(
+                    f"no server named {', '.join(map(repr, missing))}",
+                    where=self.path,
+                    fix=f"known: {', '.join(sorted(names))}",
+                )
             out = [s for s in self.servers if s.name in only]
         return out
 
@@ -57,8 +65,7 @@ class Config:
 NOT_SECRET_VARS = frozenset({"HOME", "USER", "LOGNAME", "PWD", "TMPDIR", "workspaceFolder", "TOOLIDX_PYTHON"})
 
 
-def expand(value: str, environ: dict[str, str] | None = None,
-           used: list[str] | None = None) -> tuple[str, list[str]]:
+def expand(value: str, environ: dict[str, str] | None = None, used: list[str] | None = None) -> tuple[str, list[str]]:
     """Expand `${VAR}`, `${VAR:-default}` and VS Code's `${env:VAR}`; return (text, unset names).
     `used` receives every value taken from the environment (to be masked as a secret)."""
     env = os.environ if environ is None else environ
@@ -118,7 +125,8 @@ def _load_yaml(text: str) -> Any:
                 value_node = next(v for kn, v in node.value if kn is key_node)
                 is_server = isinstance(value_node, yaml.MappingNode) and any(
                     getattr(kn, "value", None) in ("command", "url", "tools_file", "type", "transport")
-                    for kn, _ in value_node.value)
+                    for kn, _ in value_node.value
+                )
                 raise _Duplicate(str(k), key_node.start_mark.line + 1, is_server)
             keys.add(k)
         return yaml.constructor.SafeConstructor.construct_mapping(loader, node, deep=deep)
@@ -135,14 +143,17 @@ def parse_text(text: str, where: str, is_json: bool) -> Any:
     except _Duplicate as d:
         at = f"{where}:{d.line}" if d.line else where
         what = f"server {d.key!r} is defined twice" if d.server else f"duplicate key {d.key!r}"
-        raise ConfigError(f"{what} (names must be unique)", where=at,
-                          fix="rename or remove one of them") from None
+        raise ConfigError(f"{what} (names must be unique)", where=at, fix="rename or remove one of them") from None
     except json.JSONDecodeError as e:
-        raise ConfigError(f"invalid JSON: {e.msg}", where=f"{where}:{e.lineno}:{e.colno}",
-                          fix="fix the syntax") from None
+        raise ConfigError(
+            f"invalid JSON: {e.msg}", where=f"{where}:{e.lineno}:{e.colno}", fix="fix the syntax"
+        ) from None
     except RecursionError:
-        raise ConfigError("the config nests too deep to read", where=where,
-                          fix="a server's settings are a few levels deep; check the file") from None
+        raise ConfigError(
+            "the config nests too deep to read",
+            where=where,
+            fix="a server's settings are a few levels deep; check the file",
+        ) from None
     except Exception as e:  # yaml.YAMLError and friends
         mark = getattr(e, "problem_mark", None)
         at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
@@ -156,8 +167,9 @@ def load_config(path: str | os.PathLike, environ: dict[str, str] | None = None) 
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError("config file not found", where=where,
-                          fix="pass --config PATH to an mcpServers JSON/YAML file") from None
+        raise ConfigError(
+            "config file not found", where=where, fix="pass --config PATH to an mcpServers JSON/YAML file"
+        ) from None
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"cannot read config: {e}", where=where) from None
     data = parse_text(text, where, is_json=p.suffix.lower() == ".json")
@@ -166,19 +178,24 @@ def load_config(path: str | os.PathLike, environ: dict[str, str] | None = None) 
     except RecursionError:
         raise ConfigError("the config nests too deep to read", where=where) from None
     except (TypeError, ValueError, AttributeError, KeyError) as e:  # a shape no check foresaw
-        raise ConfigError(f"unexpected value ({type(e).__name__}: {_short(str(e))})", where=where,
-                          fix="check the types of the keys (see docs/crawl.md)") from None
+        raise ConfigError(
+            f"unexpected value ({type(e).__name__}: {_short(str(e))})",
+            where=where,
+            fix="check the types of the keys (see docs/crawl.md)",
+        ) from None
 
 
-def build_config(data: Any, where: str | None, base_dir: Path | None = None,
-                 environ: dict[str, str] | None = None) -> Config:
+def build_config(
+    data: Any, where: str | None, base_dir: Path | None = None, environ: dict[str, str] | None = None
+) -> Config:
     w = where or "<config>"
     if not isinstance(data, dict):
         raise ConfigError("the config must be a mapping with `mcpServers` (or `servers`)", where=w)
     block_key = "mcpServers" if "mcpServers" in data else "servers" if "servers" in data else None
     if block_key is None:
-        raise ConfigError("no `mcpServers` (or VS Code `servers`) block", where=w,
-                          fix="see examples/servers.yaml for the shape")
+        raise ConfigError(
+            "no `mcpServers` (or VS Code `servers`) block", where=w, fix="see examples/servers.yaml for the shape"
+        )
     block = data[block_key] or {}
     if not isinstance(block, dict):
         raise ConfigError(f"`{block_key}` must be a mapping of server name to settings", where=w)
@@ -187,21 +204,21 @@ def build_config(data: Any, where: str | None, base_dir: Path | None = None,
         raise ConfigError("`toolidx` must be a mapping", where=w)
     _check_settings(settings, w)
     environ = dict(os.environ if environ is None else environ)  # read once, not per server
-    servers = [_server(name, entry, w, base_dir or Path.cwd(), environ, settings)
-               for name, entry in block.items()]
+    servers = [_server(name, entry, w, base_dir or Path.cwd(), environ, settings) for name, entry in block.items()]
     return Config(path=where, servers=servers, settings=settings)
 
 
 def _positive_seconds(v: Any) -> bool:
-    return (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
-            and 0 < v <= MAX_TIMEOUT)
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and 0 < v <= MAX_TIMEOUT
 
 
 # the `toolidx:` block: key -> (check, what it must be)
 _SETTINGS: dict[str, tuple[Any, str]] = {
     "timeout": (_positive_seconds, f"a number of seconds above 0, at most {MAX_TIMEOUT:g}"),
-    "concurrency": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 1 <= v <= 256,
-                    "a whole number from 1 to 256"),
+    "concurrency": (
+        lambda v: not isinstance(v, bool) and isinstance(v, int) and 1 <= v <= 256,
+        "a whole number from 1 to 256",
+    ),
     "model": (lambda v: isinstance(v, str) and v.strip() != "", "a model name (string)"),
     "model_path": (lambda v: isinstance(v, str) and v.strip() != "", "a folder path (string)"),
     "trust_server_tags": (lambda v: isinstance(v, bool), "true or false"),
@@ -212,8 +229,11 @@ def _check_settings(settings: dict, w: str) -> None:
     for key, value in settings.items():
         rule = _SETTINGS.get(key)
         if rule is not None and not rule[0](value):
-            raise ConfigError(f"`toolidx.{key}` must be {rule[1]}, not {_short(value)}", where=w,
-                              fix=f"fix `{key}` in the `toolidx:` block")
+            raise ConfigError(
+                f"`toolidx.{key}` must be {rule[1]}, not {_short(value)}",
+                where=w,
+                fix=f"fix `{key}` in the `toolidx:` block",
+            )
 
 
 def _short(v: Any) -> str:
@@ -221,8 +241,9 @@ def _short(v: Any) -> str:
     return text if len(text) <= 60 else text[:59] + "…"
 
 
-def _server(name: Any, entry: Any, where: str, base: Path, environ: dict[str, str] | None,
-            settings: dict[str, Any]) -> ServerSpec:
+def _server(
+    name: Any, entry: Any, where: str, base: Path, environ: dict[str, str] | None, settings: dict[str, Any]
+) -> ServerSpec:
     name = str(name)
     invalid_unicode = fix_strings(name) != name
     name = fix_strings(name)  # a lone surrogate (valid in JSON) cannot be stored or printed
@@ -240,8 +261,9 @@ def _server(name: Any, entry: Any, where: str, base: Path, environ: dict[str, st
         transport = TRANSPORTS.get(str(declared).strip().lower().replace(" ", ""))
         if transport is None:
             key = "type" if "type" in entry else "transport"
-            raise err(f"unknown transport {declared!r}", key,
-                      fix="use stdio, http (Streamable HTTP), sse or tools_file")
+            raise err(
+                f"unknown transport {declared!r}", key, fix="use stdio, http (Streamable HTTP), sse or tools_file"
+            )
     elif entry.get("tools_file"):
         transport = "tools_file"
     elif entry.get("command"):
@@ -249,8 +271,9 @@ def _server(name: Any, entry: Any, where: str, base: Path, environ: dict[str, st
     elif entry.get("url"):
         transport = "sse" if str(entry["url"]).rstrip("/").endswith("/sse") else "http"
     else:
-        raise err("no `command`, `url` or `tools_file`", "command",
-                  fix="say how to start (command) or reach (url) the server")
+        raise err(
+            "no `command`, `url` or `tools_file`", "command", fix="say how to start (command) or reach (url) the server"
+        )
 
     missing: list[str] = []
 
@@ -259,8 +282,9 @@ def _server(name: Any, entry: Any, where: str, base: Path, environ: dict[str, st
     env_vars: Any = os.environ if environ is None else environ
     # ${TOOLIDX_PYTHON}: the interpreter toolidx runs under, which has the `mcp` package, so a
     # Python server written with the SDK (the bundled example) starts without a venv of its own
-    implied = {k: v for k, v in (("workspaceFolder", workspace), ("TOOLIDX_PYTHON", sys.executable))
-               if k not in env_vars and v}
+    implied = {
+        k: v for k, v in (("workspaceFolder", workspace), ("TOOLIDX_PYTHON", sys.executable)) if k not in env_vars and v
+    }
     if implied:
         from collections import ChainMap
 
@@ -309,8 +333,11 @@ def _server(name: Any, entry: Any, where: str, base: Path, environ: dict[str, st
         spec.tools_file = str((base / expanded(tf, "tools_file")).resolve())
         kind = not_regular(spec.tools_file)
         if kind:  # reading a FIFO would wait forever for a writer, a device never ends
-            raise err(f"is {kind}, not a regular file", "tools_file",
-                      fix="point tools_file at a saved tool list (a JSON or JSONL file)")
+            raise err(
+                f"is {kind}, not a regular file",
+                "tools_file",
+                fix="point tools_file at a saved tool list (a JSON or JSONL file)",
+            )
 
     tags = entry.get("tags") or []
     if isinstance(tags, str):
@@ -326,8 +353,7 @@ def _server(name: Any, entry: Any, where: str, base: Path, environ: dict[str, st
     spec.tool_categories = {str(k): fix_strings(v) for k, v in per_tool.items()}
     timeout = entry.get("timeout", settings.get("timeout", DEFAULT_TIMEOUT))
     if not _positive_seconds(timeout):
-        raise err(f"must be a number of seconds above 0, at most {MAX_TIMEOUT:g}, not {_short(timeout)}",
-                  "timeout")
+        raise err(f"must be a number of seconds above 0, at most {MAX_TIMEOUT:g}, not {_short(timeout)}", "timeout")
     spec.timeout = float(timeout)
     trust = entry.get("trust_server_tags", settings.get("trust_server_tags", False))
     if not isinstance(trust, bool):
@@ -340,12 +366,15 @@ def _server(name: Any, entry: Any, where: str, base: Path, environ: dict[str, st
     if missing:
         spec.problem = "environment variable(s) not set: " + ", ".join(sorted(set(missing)))
     bad_name = server_name_problem(name) or (
-        f"server name {name!r} holds invalid Unicode (a lone surrogate)" if invalid_unicode else None)
+        f"server name {name!r} holds invalid Unicode (a lone surrogate)" if invalid_unicode else None
+    )
     if bad_name:  # this server is reported and skipped; the others are crawled
         spec.problem = f"{bad_name}: rename it in the config"
     if inputs:
-        spec.problem = (f"uses VS Code input variables, which toolidx cannot prompt for "
-                        f"({', '.join(inputs)}): use ${{ENV_VAR}} instead")
+        spec.problem = (
+            f"uses VS Code input variables, which toolidx cannot prompt for "
+            f"({', '.join(inputs)}): use ${{ENV_VAR}} instead"
+        )
     return spec
 
 

@@ -37,10 +37,27 @@ MAX_PAGES = 10_000  # a server whose cursors never end is reported, not followed
 # needs to behave like it does in a terminal: locale, temp dir, time zone, proxies and CA bundles.
 # The rest of our environment (tokens!) is not passed: like Claude Desktop, a server gets the
 # minimal environment plus its configured `env`.
-PASS_ENV = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TMPDIR", "TMP", "TEMP", "TZ",
-            "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
-            "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-            "XDG_RUNTIME_DIR")
+PASS_ENV = (
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TMP",
+    "TEMP",
+    "TZ",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "XDG_RUNTIME_DIR",
+)
 
 # The SDK logs a traceback for every junk line a server prints on stdout, and logs under "client"
 # and "mcp.*". Without a handler of its own, Python's last-resort handler would put those on our
@@ -271,8 +288,15 @@ def _reparse(exc: Exception) -> Any:
         rid = request_id_of(line)
         if rid is None:
             return None
-        return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
-            code=-32700, message=f"the server's answer nests deeper than {MAX_LINE_DEPTH} levels: not read")))
+        return SessionMessage(
+            types.JSONRPCError(
+                jsonrpc="2.0",
+                id=rid,
+                error=types.ErrorData(
+                    code=-32700, message=f"the server's answer nests deeper than {MAX_LINE_DEPTH} levels: not read"
+                ),
+            )
+        )
     except Exception:
         return None
 
@@ -288,8 +312,7 @@ def child_env(spec: ServerSpec) -> dict[str, str]:
 class Connection:
     """One live, initialized MCP session. Made by `open_session`; valid inside its `async with`."""
 
-    def __init__(self, spec: ServerSpec, session: Any, stderr: _StderrFile | None,
-                 processes: list, phase: list[str]):
+    def __init__(self, spec: ServerSpec, session: Any, stderr: _StderrFile | None, processes: list, phase: list[str]):
         self.spec = spec
         self._session = session
         self._stderr = stderr
@@ -323,8 +346,9 @@ class Connection:
     def alive(self) -> bool:
         return not self._closed and self.exit_code is None
 
-    async def _request(self, method: str, params: dict | None, timeout: float | None,
-                       raw_opts: dict | None = None) -> dict:
+    async def _request(
+        self, method: str, params: dict | None, timeout: float | None, raw_opts: dict | None = None
+    ) -> dict:
         """A raw JSON-RPC request: the result dict exactly as the server sent it."""
         opts: dict[str, Any] = dict(raw_opts or {})
         if timeout is not None:
@@ -338,15 +362,19 @@ class Connection:
         return await self._session._dispatcher.send_raw_request(method, data.get("params") or None, opts)
 
     def _sdk_verdict(self, e: Any, started: float, timeout: float | None) -> str | None:
-        """"closed" / "timeout" when the SDK itself raised the MCPError (the connection really
+        """ "closed" / "timeout" when the SDK itself raised the MCPError (the connection really
         closed, our timeout really elapsed); None when it is the server's own JSON-RPC error that
         happens to use the same code (-32000 and -32001 are free for servers to use)."""
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
         if e.code == CONNECTION_CLOSED and e.data is None and getattr(self._session._dispatcher, "_closed", True):
             return "closed"
-        if (e.code == REQUEST_TIMEOUT and e.data is None and timeout is not None
-                and time.perf_counter() - started >= timeout * 0.95):
+        if (
+            e.code == REQUEST_TIMEOUT
+            and e.data is None
+            and timeout is not None
+            and time.perf_counter() - started >= timeout * 0.95
+        ):
             return "timeout"
         return None
 
@@ -413,11 +441,13 @@ class Connection:
         BackendError) when the server answers with a JSON-RPC error."""
         if self._closed:
             raise BackendError("connection is closed")
-        return await self._send("tools/call", {"name": name, "arguments": arguments or {}}, timeout,
-                                f"tools/call {name}")
+        return await self._send(
+            "tools/call", {"name": name, "arguments": arguments or {}}, timeout, f"tools/call {name}"
+        )
 
-    async def _send(self, method: str, params: dict | None, timeout: float | None, during: str,
-                    raw_opts: dict | None = None) -> dict:
+    async def _send(
+        self, method: str, params: dict | None, timeout: float | None, during: str, raw_opts: dict | None = None
+    ) -> dict:
         """`_request` with the SDK's errors turned into BackendError / RemoteError."""
         from mcp.shared.exceptions import MCPError
 
@@ -426,16 +456,23 @@ class Connection:
             return await self._request(method, params, timeout, raw_opts)
         except MCPError as e:
             verdict = self._sdk_verdict(e, started, timeout)
-            if (verdict is None and e.code == -32000 and e.message == "Connection closed" and e.data is None
-                    and await self.exit_code_soon(0.3) is not None):
+            if (
+                verdict is None
+                and e.code == -32000
+                and e.message == "Connection closed"
+                and e.data is None
+                and await self.exit_code_soon(0.3) is not None
+            ):
                 verdict = "closed"  # the write failed before the SDK noticed the end: the process is gone
             if verdict == "timeout":
                 raise BackendError(f"timed out after {timeout:g} s during {during}") from None
             if verdict == "closed":
                 self._closed = True
                 code = await self.exit_code_soon()
-                raise BackendError(f"server closed the connection during {during}"
-                                   + (f" (exit code {code})" if code is not None else "")) from None
+                raise BackendError(
+                    f"server closed the connection during {during}"
+                    + (f" (exit code {code})" if code is not None else "")
+                ) from None
             raise RemoteError(f"{during} failed: server error {e.code}: {e.message}", e.code, e.data) from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as e:
             self._closed = True
@@ -458,9 +495,13 @@ async def _transport(spec: ServerSpec, stderr: _StderrFile | None) -> AsyncItera
     if spec.transport == "stdio":
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        params = StdioServerParameters(command=_command_path(spec), args=list(spec.args),
-                                       env=child_env(spec), cwd=spec.cwd,
-                                       encoding_error_handler="replace")
+        params = StdioServerParameters(
+            command=_command_path(spec),
+            args=list(spec.args),
+            env=child_env(spec),
+            cwd=spec.cwd,
+            encoding_error_handler="replace",
+        )
         # the SDK hands errlog to the child as its stderr: any file with a descriptor will do
         errlog = cast(TextIO, stderr.file if stderr else sys.stderr)
         async with stdio_client(params, errlog=errlog) as (r, w):
@@ -470,8 +511,7 @@ async def _transport(spec: ServerSpec, stderr: _StderrFile | None) -> AsyncItera
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        client = create_mcp_http_client(headers=dict(spec.headers),
-                                        timeout=httpx2.Timeout(spec.timeout, read=300.0))
+        client = create_mcp_http_client(headers=dict(spec.headers), timeout=httpx2.Timeout(spec.timeout, read=300.0))
         async with client, streamable_http_client(spec.url or "", http_client=client) as (r, w):
             yield r, w
     elif spec.transport == "sse":
@@ -484,8 +524,9 @@ async def _transport(spec: ServerSpec, stderr: _StderrFile | None) -> AsyncItera
 
 
 @asynccontextmanager
-async def open_session(spec: ServerSpec, *, phase: list[str] | None = None,
-                       tail_out: list[str] | None = None) -> AsyncIterator[Connection]:
+async def open_session(
+    spec: ServerSpec, *, phase: list[str] | None = None, tail_out: list[str] | None = None
+) -> AsyncIterator[Connection]:
     """Start/reach the server and run the `initialize` handshake (bounded by `spec.timeout`).
 
     Failures raise BackendError with one readable reason and `.stderr_tail`. An exception the
@@ -546,8 +587,9 @@ async def open_session(spec: ServerSpec, *, phase: list[str] | None = None,
 def _is_transport_error(e: BaseException) -> bool:
     from mcp.shared.exceptions import MCPError
 
-    return isinstance(e, (MCPError, OSError, TimeoutError, anyio.ClosedResourceError,
-                          anyio.BrokenResourceError, anyio.EndOfStream))
+    return isinstance(
+        e, (MCPError, OSError, TimeoutError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+    )
 
 
 def _phase_name(phase: str) -> str:

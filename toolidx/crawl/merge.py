@@ -76,9 +76,11 @@ def _check_paths(inputs: list[Target], output: Target) -> None:
         if any(_same(p, q) for q in inputs[:i]):
             raise UsageError("the same index is given twice", where=str(p), fix="name each input once")
         if _same(p, output):
-            raise UsageError("refusing to overwrite an input with the merged index",
-                             where=public_url(output) if isinstance(output, str) else str(output),
-                             fix="write the merged index to a new file: -o MERGED.db")
+            raise UsageError(
+                "refusing to overwrite an input with the merged index",
+                where=public_url(output) if isinstance(output, str) else str(output),
+                fix="write the merged index to a new file: -o MERGED.db",
+            )
     if isinstance(output, str):
         return
     if output.is_dir():
@@ -90,11 +92,13 @@ def _check_paths(inputs: list[Target], output: Target) -> None:
 def _model(sources: list[store.Source]) -> tuple[str, int] | None:
     models = {s.model for s in sources if s.model is not None}
     if len(models) > 1:
-        which = "; ".join(f"{s.db.path}: {s.model[0]} ({s.model[1]} dimensions)"
-                          for s in sources if s.model is not None)
-        raise UsageError(f"cannot merge vectors from different models ({which})",
-                         fix="crawl every shard with the same --model, or re-embed one with "
-                             "`toolidx embed --db FILE --model NAME`")
+        which = "; ".join(
+            f"{s.db.path}: {s.model[0]} ({s.model[1]} dimensions)" for s in sources if s.model is not None
+        )
+        raise UsageError(
+            f"cannot merge vectors from different models ({which})",
+            fix="crawl every shard with the same --model, or re-embed one with `toolidx embed --db FILE --model NAME`",
+        )
     return next(iter(models), None)
 
 
@@ -116,20 +120,26 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _read(inputs: list[Target], opened: list[Database]) -> tuple[list[store.Source], tuple[str, int] | None,
-                                                                 dict[str, store.Source], list[dict], str | None]:
+def _read(
+    inputs: list[Target], opened: list[Database]
+) -> tuple[list[store.Source], tuple[str, int] | None, dict[str, store.Source], list[dict], str | None]:
     """Open and read every input: (sources, model, owner of each server, conflicts, model path)."""
     for p in inputs:
         opened.append(open_db(p, readonly=True))
         bad = store.malformed_row(opened[-1])
         if bad:  # a hand-edited or damaged input: one line, before anything is written
-            raise DatabaseError(f"malformed row, {bad}; nothing was merged", where=opened[-1].path,
-                                fix="crawl that input again (or restore it), then merge")
+            raise DatabaseError(
+                f"malformed row, {bad}; nothing was merged",
+                where=opened[-1].path,
+                fix="crawl that input again (or restore it), then merge",
+            )
     sources = [store.read_source(db, i) for i, db in enumerate(opened)]
     model = _model(sources)
     owner, conflicts = store.owners(sources)
-    model_path = next((s.db.get_meta("embed_model_path") for s in sources
-                       if s.model == model and s.db.get_meta("embed_model_path")), None)
+    model_path = next(
+        (s.db.get_meta("embed_model_path") for s in sources if s.model == model and s.db.get_meta("embed_model_path")),
+        None,
+    )
     return sources, model, owner, conflicts, model_path
 
 
@@ -197,16 +207,35 @@ def _merge_into_catalog(inputs: list[Target], url: str) -> MergeResult:
     return _result(shown, sources, counts, model, conflicts, untrusted)
 
 
-def _result(output: str, sources: list[store.Source], counts: dict[str, int], model: tuple[str, int] | None,
-            conflicts: list[dict], untrusted: list[str]) -> MergeResult:
+def _result(
+    output: str,
+    sources: list[store.Source],
+    counts: dict[str, int],
+    model: tuple[str, int] | None,
+    conflicts: list[dict],
+    untrusted: list[str],
+) -> MergeResult:
     return MergeResult(
         output=output,
-        inputs=[{"path": s.db.path, "servers": len(s.servers), "crawls": len(s.crawls),
-                 "tools": s.tool_count,
-                 "embed_model": s.model[0] if s.model else None} for s in sources],
-        servers=counts["servers"], tools=counts["tools"], crawls=counts["crawls"],
-        vectors=counts["vectors"], missing_vectors=counts["missing_vectors"],
-        embed_model=model[0] if model else None, embed_dim=model[1] if model else None,
-        conflicts=conflicts, launch_differs=[c["server"] for c in conflicts if c["launch_differs"]],
-        untrusted=untrusted, approvals_dropped=sum(s.approvals for s in sources))
-
+        inputs=[
+            {
+                "path": s.db.path,
+                "servers": len(s.servers),
+                "crawls": len(s.crawls),
+                "tools": s.tool_count,
+                "embed_model": s.model[0] if s.model else None,
+            }
+            for s in sources
+        ],
+        servers=counts["servers"],
+        tools=counts["tools"],
+        crawls=counts["crawls"],
+        vectors=counts["vectors"],
+        missing_vectors=counts["missing_vectors"],
+        embed_model=model[0] if model else None,
+        embed_dim=model[1] if model else None,
+        conflicts=conflicts,
+        launch_differs=[c["server"] for c in conflicts if c["launch_differs"]],
+        untrusted=untrusted,
+        approvals_dropped=sum(s.approvals for s in sources),
+    )

@@ -45,8 +45,7 @@ class QuietProgress:
 
 
 def _failed(spec: ServerSpec, error: str, t0: float, started: str) -> ServerResult:
-    return ServerResult(spec, "failed", started, duration_ms=round((time.perf_counter() - t0) * 1000, 1),
-                        error=error)
+    return ServerResult(spec, "failed", started, duration_ms=round((time.perf_counter() - t0) * 1000, 1), error=error)
 
 
 async def fetch_server(spec: ServerSpec) -> list[ServerResult]:
@@ -61,8 +60,7 @@ async def fetch_server(spec: ServerSpec) -> list[ServerResult]:
     return [await list_server_tools(spec)]
 
 
-async def gather_results(specs: list[ServerSpec], concurrency: int,
-                         progress: CrawlProgress) -> list[ServerResult]:
+async def gather_results(specs: list[ServerSpec], concurrency: int, progress: CrawlProgress) -> list[ServerResult]:
     sem = asyncio.Semaphore(max(1, concurrency))
 
     async def one(spec: ServerSpec) -> list[ServerResult]:
@@ -102,8 +100,11 @@ def claim_names(specs: list[ServerSpec], nested: list[list[ServerResult]]) -> li
         for r in results:
             name = r.spec.name
             if name != spec.name and (name in owners or name in taken):
-                why = (f"server {name!r} is another entry of the config" if name in owners
-                       else f"server {name!r} is already filled by an earlier catalog")
+                why = (
+                    f"server {name!r} is another entry of the config"
+                    if name in owners
+                    else f"server {name!r} is already filled by an earlier catalog"
+                )
                 rejected += [{"name": f"{name}/{t.get('name')}", "reason": why} for t in r.tools]
                 continue
             if name in taken:  # cannot happen for a config entry's own name, kept as a guard
@@ -113,9 +114,12 @@ def claim_names(specs: list[ServerSpec], nested: list[list[ServerResult]]) -> li
         if rejected:
             home = next((r for r in kept if r.spec.name == spec.name), None) or (kept[0] if kept else None)
             if home is None:
-                home = ServerResult(spec, "failed", results[0].started_at if results else "",
-                                    error=f"all {len(rejected)} tools name servers it may not fill "
-                                          f"({rejected[0]['reason']})")
+                home = ServerResult(
+                    spec,
+                    "failed",
+                    results[0].started_at if results else "",
+                    error=f"all {len(rejected)} tools name servers it may not fill ({rejected[0]['reason']})",
+                )
                 taken.add(spec.name)
                 kept.append(home)
             home.invalid_tools.extend(rejected)
@@ -123,9 +127,15 @@ def claim_names(specs: list[ServerSpec], nested: list[list[ServerResult]]) -> li
     return out
 
 
-def run_crawl(config: Config, db: Database, *, only: list[str] | None = None,
-              concurrency: int | None = None, embedder: Embedder | LazyEmbedder | None = None,
-              progress: CrawlProgress | None = None) -> CrawlSummary:
+def run_crawl(
+    config: Config,
+    db: Database,
+    *,
+    only: list[str] | None = None,
+    concurrency: int | None = None,
+    embedder: Embedder | LazyEmbedder | None = None,
+    progress: CrawlProgress | None = None,
+) -> CrawlSummary:
     specs = config.enabled_servers(only)
     progress = progress or QuietProgress()
     conc = concurrency or int(config.settings.get("concurrency", DEFAULT_CONCURRENCY))
@@ -133,5 +143,12 @@ def run_crawl(config: Config, db: Database, *, only: list[str] | None = None,
     results = asyncio.run(gather_results(specs, conc, progress))
     # stored absolute: serve later starts backends from it, from any working directory
     config_path = os.path.abspath(config.path) if config.path and os.path.exists(config.path) else config.path
-    return write_crawl(db, results, embedder=embedder, config_path=config_path, prune=not only,
-                       started_at=started, progress=progress.step)
+    return write_crawl(
+        db,
+        results,
+        embedder=embedder,
+        config_path=config_path,
+        prune=not only,
+        started_at=started,
+        progress=progress.step,
+    )

@@ -105,16 +105,18 @@ def load_tools_file(spec: ServerSpec) -> list[ServerResult]:
         if name not in groups:
             sub = spec if server is None else replace(spec, name=server)
             title = row.get("server_title") if server else None
-            groups[name] = ServerResult(sub, "ok", started, server_name=name,
-                                        server_title=title if isinstance(title, str) else None)
+            groups[name] = ServerResult(
+                sub, "ok", started, server_name=name, server_title=title if isinstance(title, str) else None
+            )
         res = groups[name]
         tool = _wire(row) if isinstance(row, dict) else row
         if isinstance(tool, dict) and tool.get("description") is None and "description" in tool:
             tool.pop("description")
         reason = validate_tool(tool)
         if reason:
-            res.invalid_tools.append({"name": str(tool.get("name")) if isinstance(tool, dict) else None,
-                                      "reason": reason})
+            res.invalid_tools.append(
+                {"name": str(tool.get("name")) if isinstance(tool, dict) else None, "reason": reason}
+            )
             continue
         if tool["name"] in seen.setdefault(name, set()):
             res.invalid_tools.append({"name": tool["name"], "reason": "duplicate name"})

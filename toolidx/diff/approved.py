@@ -26,8 +26,9 @@ def approved_snapshot(db: Database, servers: list[str] | None = None) -> Snapsho
         if not servers or server in servers:
             tools[tid] = ToolRef(tid, server, name, r["hash"])
     label = {"db": db.path, "side": "approved", "tools": len(tools)}
-    return Snapshot(tools, {t.server: {"status": "ok"} for t in tools.values()}, label,
-                    lambda hs: history.definitions(db, hs))
+    return Snapshot(
+        tools, {t.server: {"status": "ok"} for t in tools.values()}, label, lambda hs: history.definitions(db, hs)
+    )
 
 
 def current_snapshot(db: Database, servers: list[str] | None = None) -> Snapshot:
@@ -36,8 +37,11 @@ def current_snapshot(db: Database, servers: list[str] | None = None) -> Snapshot
 
     hashes = store.current_hashes(db, servers=servers)
     tools = {tid: ToolRef(tid, tid.partition("/")[0], tid.partition("/")[2], h) for tid, h in hashes.items()}
-    srv = {s["name"]: {"status": s["status"], "error": s.get("error")} for s in list_servers(db)
-           if not servers or s["name"] in servers}
+    srv = {
+        s["name"]: {"status": s["status"], "error": s.get("error")}
+        for s in list_servers(db)
+        if not servers or s["name"] in servers
+    }
     label = {"db": db.path, "side": "index", "crawl_id": db.get_meta("last_crawl_id"), "tools": len(tools)}
     return Snapshot(tools, srv, label, lambda hs: history.definitions(db, hs))
 
@@ -51,8 +55,11 @@ def awaiting_approval(db: Database, servers: list[str] | None = None) -> DiffRes
         known = {s["name"] for s in list_servers(db)}
         missing = [s for s in servers if s not in known]
         if missing:
-            raise NotFoundError(f"no server named {', '.join(map(repr, missing))} in the index",
-                                where=db.path, fix=f"known: {', '.join(sorted(known)[:20])}")
+            raise NotFoundError(
+                f"no server named {', '.join(map(repr, missing))} in the index",
+                where=db.path,
+                fix=f"known: {', '.join(sorted(known)[:20])}",
+            )
     result = diff_snapshots(approved_snapshot(db, servers), current_snapshot(db, servers), servers=servers)
     approved = store.approvals(db)
     for s in result.servers:
@@ -79,8 +86,17 @@ def changes_since_approval(db: Database, tool: dict, approval: dict) -> list[Cha
     defs = history.definitions(db, [approval["hash"]])
     old = defs.get(approval["hash"])
     if old is None:  # kept by `approve`, but a hand-edited file may lack it
-        return [Change("definition", "definition_changed", BREAKING,
-                       "definition changed; the approved text is not in the index to compare", "", None, None)]
+        return [
+            Change(
+                "definition",
+                "definition_changed",
+                BREAKING,
+                "definition changed; the approved text is not in the index to compare",
+                "",
+                None,
+                None,
+            )
+        ]
     return compare_tools(old, tool["definition"])
 
 
@@ -110,9 +126,17 @@ def server_changes(db: Database, server: str) -> list[Change]:
     out = []
     for key, name in (("title", "title"), ("instructions", "instructions")):
         if approved[key] != now[key]:
-            out.append(Change(f"server.{name}", f"server_{name}_changed", RISKY,
-                              f"the server's {name} (what the agent reads) changed since its tools were approved",
-                              "", approved[key], now[key]))
+            out.append(
+                Change(
+                    f"server.{name}",
+                    f"server_{name}_changed",
+                    RISKY,
+                    f"the server's {name} (what the agent reads) changed since its tools were approved",
+                    "",
+                    approved[key],
+                    now[key],
+                )
+            )
     return out
 
 

@@ -37,64 +37,130 @@ class Finding:
         return (self.rule, self.where, _norm(self.excerpt))
 
     def to_json(self) -> dict:
-        return {"rule": self.rule, "confidence": self.confidence, "message": self.message,
-                "where": self.where, "excerpt": self.excerpt}
+        return {
+            "rule": self.rule,
+            "confidence": self.confidence,
+            "message": self.message,
+            "where": self.where,
+            "excerpt": self.excerpt,
+        }
 
 
 _I = re.IGNORECASE | re.DOTALL
-_SECRET_FILES = (r"~/\.ssh|\.ssh/|id_rsa|id_ed25519|id_ecdsa|\.aws/credentials|\.netrc|\.npmrc|"
-                 r"\.pgpass|/etc/shadow|/etc/passwd|\.git-credentials|\.docker/config\.json|"
-                 r"claude_desktop_config\.json|\.cursor/mcp\.json|mcp\.json|\.kube/config|keychain")
-_SECRET_WORDS = (r"api[ _-]?keys?|secret keys?|private keys?|access tokens?|auth(?:entication)? tokens?|"
-                 r"passwords?|credentials|secrets|env(?:ironment)? var(?:iable)?s|\.env\b|"
-                 r"session cookies?|seed phrase|mnemonic")
-_CONVERSATION = (r"(?:the |this |whole |entire |full |previous |prior |all )*"
-                 r"(?:conversation|chat(?: history)?|message history|previous messages|"
-                 r"system prompt|user'?s? (?:messages?|data|files?)|context window)")
+_SECRET_FILES = (
+    r"~/\.ssh|\.ssh/|id_rsa|id_ed25519|id_ecdsa|\.aws/credentials|\.netrc|\.npmrc|"
+    r"\.pgpass|/etc/shadow|/etc/passwd|\.git-credentials|\.docker/config\.json|"
+    r"claude_desktop_config\.json|\.cursor/mcp\.json|mcp\.json|\.kube/config|keychain"
+)
+_SECRET_WORDS = (
+    r"api[ _-]?keys?|secret keys?|private keys?|access tokens?|auth(?:entication)? tokens?|"
+    r"passwords?|credentials|secrets|env(?:ironment)? var(?:iable)?s|\.env\b|"
+    r"session cookies?|seed phrase|mnemonic"
+)
+_CONVERSATION = (
+    r"(?:the |this |whole |entire |full |previous |prior |all )*"
+    r"(?:conversation|chat(?: history)?|message history|previous messages|"
+    r"system prompt|user'?s? (?:messages?|data|files?)|context window)"
+)
 _SEND = r"send|post|upload|forward|transmit|exfiltrate|leak|email|submit|append|include|embed|pass"
 
 # (rule, confidence, message, pattern)
 RULES: list[tuple[str, str, str, re.Pattern]] = [
-    ("ignore-instructions", HIGH, "asks the model to disregard its instructions",
-     re.compile(r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*"
-                r"(?:previous|prior|above|earlier|preceding|original|system|other|safety)\s+"
-                r"(?:instructions?|prompts?|rules|directions|directives|guidelines|messages|tools?)", _I)),
-    ("conceal-from-user", HIGH, "asks the model to hide something from the user",
-     re.compile(r"\b(?:do\s*n[o']t|never|don't|must\s+not|should\s+not)\s+(?:tell|inform|mention|reveal|"
-                r"show|notify|alert|disclose|let)\s+(?:(?:this|it|anything|that)\s+)?(?:to\s+)?the\s+user\b"
-                r"|\bwithout\s+(?:telling|informing|notifying|alerting|asking)\s+the\s+user\b"
-                r"|\b(?:hide|conceal|keep)\s+(?:this|it|these)\s+(?:\w+\s+){0,3}?(?:from\s+the\s+user|"
-                r"secret|hidden)\b|\bthe\s+user\s+(?:must|should)\s+(?:not|never)\s+(?:know|see|be told)", _I)),
-    ("hidden-tag", HIGH, "a tag that poses as system or priority text",
-     re.compile(r"<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|sys|assistant|"
-                r"system[-_ ]prompt|prompt|override)\s*>|<\|im_(?:start|end)\|>|\[/?INST\]|"
-                r"<<\s*SYS\s*>>", _I)),
-    ("secret-access", HIGH, "points the model at credential files",
-     re.compile(r"\b(?:read|cat|open|load|include|send|pass|provide|attach|upload|copy|print|output|"
-                r"return|access|fetch|get)\b[^.\n]{0,60}(?:" + _SECRET_FILES + r")", _I)),
-    ("secret-request", MEDIUM, "asks for secrets to be passed along",
-     re.compile(r"\b(?:" + _SEND + r"|provide|read|print|output|reveal|share)\s+(?:[\w'’]+\s+){0,4}?"
-                r"(?:the\s+|all\s+|any\s+|your\s+|their\s+)*(?:contents?\s+of\s+)?(?:" + _SECRET_WORDS +
-                r")\b[^.\n]{0,60}\b(?:to|into|in(?:side)?|as)\s+(?:the\s+|this\s+|a\s+|an\s+)?['\"`]?"
-                r"(?:https?://|url\b|webhook|endpoint|sidenote|side note|note\b|notes\b|comment|metadata)", _I)),
-    ("exfiltration", HIGH, "asks for the conversation or files to be sent somewhere",
-     re.compile(r"\b(?:" + _SEND + r")\s+(?:\w+\s+){0,3}?" + _CONVERSATION +
-                r"[^.\n]{0,60}\b(?:to|into|in)\b", _I)),
-    ("tool-shadowing", MEDIUM, "tries to steer the use of other tools",
-     re.compile(r"\b(?:when|whenever|before|after)\s+(?:using|calling|invoking|running)\s+(?:any|all|every|"
-                r"the\s+other|other)\s+(?:other\s+)?(?:tools?|functions?|servers?)\b[^.\n]{0,80}"
-                r"\b(?:must|always|first|instead)\b"
-                r"|\b(?:instead\s+of|rather\s+than)\s+(?:using\s+)?(?:any|the)\s+other\s+(?:tools?|servers?)\b"
-                r"|\bthis\s+tool\s+(?:must|should)\s+(?:always\s+)?be\s+(?:called|used)\s+"
-                r"(?:before|instead\s+of)\s+(?:any|every|all)\s+(?:other\s+)?tools?", _I)),
-    ("role-override", MEDIUM, "tries to redefine the model's role or instructions",
-     re.compile(r"\byou\s+are\s+now\s+(?:a|an|in)\b|\bnew\s+(?:system\s+)?instructions\s*:|"
-                r"\b(?:reveal|print|output|repeat|show)\s+(?:\w+\s+){0,2}(?:your|the)\s+system\s+prompt", _I)),
+    (
+        "ignore-instructions",
+        HIGH,
+        "asks the model to disregard its instructions",
+        re.compile(
+            r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*"
+            r"(?:previous|prior|above|earlier|preceding|original|system|other|safety)\s+"
+            r"(?:instructions?|prompts?|rules|directions|directives|guidelines|messages|tools?)",
+            _I,
+        ),
+    ),
+    (
+        "conceal-from-user",
+        HIGH,
+        "asks the model to hide something from the user",
+        re.compile(
+            r"\b(?:do\s*n[o']t|never|don't|must\s+not|should\s+not)\s+(?:tell|inform|mention|reveal|"
+            r"show|notify|alert|disclose|let)\s+(?:(?:this|it|anything|that)\s+)?(?:to\s+)?the\s+user\b"
+            r"|\bwithout\s+(?:telling|informing|notifying|alerting|asking)\s+the\s+user\b"
+            r"|\b(?:hide|conceal|keep)\s+(?:this|it|these)\s+(?:\w+\s+){0,3}?(?:from\s+the\s+user|"
+            r"secret|hidden)\b|\bthe\s+user\s+(?:must|should)\s+(?:not|never)\s+(?:know|see|be told)",
+            _I,
+        ),
+    ),
+    (
+        "hidden-tag",
+        HIGH,
+        "a tag that poses as system or priority text",
+        re.compile(
+            r"<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|sys|assistant|"
+            r"system[-_ ]prompt|prompt|override)\s*>|<\|im_(?:start|end)\|>|\[/?INST\]|"
+            r"<<\s*SYS\s*>>",
+            _I,
+        ),
+    ),
+    (
+        "secret-access",
+        HIGH,
+        "points the model at credential files",
+        re.compile(
+            r"\b(?:read|cat|open|load|include|send|pass|provide|attach|upload|copy|print|output|"
+            r"return|access|fetch|get)\b[^.\n]{0,60}(?:" + _SECRET_FILES + r")",
+            _I,
+        ),
+    ),
+    (
+        "secret-request",
+        MEDIUM,
+        "asks for secrets to be passed along",
+        re.compile(
+            r"\b(?:" + _SEND + r"|provide|read|print|output|reveal|share)\s+(?:[\w'’]+\s+){0,4}?"
+            r"(?:the\s+|all\s+|any\s+|your\s+|their\s+)*(?:contents?\s+of\s+)?(?:"
+            + _SECRET_WORDS
+            + r")\b[^.\n]{0,60}\b(?:to|into|in(?:side)?|as)\s+(?:the\s+|this\s+|a\s+|an\s+)?['\"`]?"
+            r"(?:https?://|url\b|webhook|endpoint|sidenote|side note|note\b|notes\b|comment|metadata)",
+            _I,
+        ),
+    ),
+    (
+        "exfiltration",
+        HIGH,
+        "asks for the conversation or files to be sent somewhere",
+        re.compile(r"\b(?:" + _SEND + r")\s+(?:\w+\s+){0,3}?" + _CONVERSATION + r"[^.\n]{0,60}\b(?:to|into|in)\b", _I),
+    ),
+    (
+        "tool-shadowing",
+        MEDIUM,
+        "tries to steer the use of other tools",
+        re.compile(
+            r"\b(?:when|whenever|before|after)\s+(?:using|calling|invoking|running)\s+(?:any|all|every|"
+            r"the\s+other|other)\s+(?:other\s+)?(?:tools?|functions?|servers?)\b[^.\n]{0,80}"
+            r"\b(?:must|always|first|instead)\b"
+            r"|\b(?:instead\s+of|rather\s+than)\s+(?:using\s+)?(?:any|the)\s+other\s+(?:tools?|servers?)\b"
+            r"|\bthis\s+tool\s+(?:must|should)\s+(?:always\s+)?be\s+(?:called|used)\s+"
+            r"(?:before|instead\s+of)\s+(?:any|every|all)\s+(?:other\s+)?tools?",
+            _I,
+        ),
+    ),
+    (
+        "role-override",
+        MEDIUM,
+        "tries to redefine the model's role or instructions",
+        re.compile(
+            r"\byou\s+are\s+now\s+(?:a|an|in)\b|\bnew\s+(?:system\s+)?instructions\s*:|"
+            r"\b(?:reveal|print|output|repeat|show)\s+(?:\w+\s+){0,2}(?:your|the)\s+system\s+prompt",
+            _I,
+        ),
+    ),
 ]
 
 # zero-width and word joiners, bidi controls, BOM, tag characters, supplementary variation selectors
-_INVISIBLE = re.compile("[\u200b\u200c\u200e\u200f\u2060-\u2064\u206a-\u206f\ufeff\u00ad"
-                        "\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f\U000e0100-\U000e01ef]")
+_INVISIBLE = re.compile(
+    "[\u200b\u200c\u200e\u200f\u2060-\u2064\u206a-\u206f\ufeff\u00ad"
+    "\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
+)
 _ZWJ = "\u200d"
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/]{40,}={0,2}(?![A-Za-z0-9+/=_-])")
 
@@ -119,8 +185,7 @@ def _excerpt(text: str, start: int, end: int, pad: int = 30) -> str:
 
 
 def _emoji_like(c: str) -> bool:
-    return bool(c) and (unicodedata.category(c) in ("So", "Sk") or 0x1F000 <= ord(c) <= 0x1FAFF
-                        or c == "\ufe0f")
+    return bool(c) and (unicodedata.category(c) in ("So", "Sk") or 0x1F000 <= ord(c) <= 0x1FAFF or c == "\ufe0f")
 
 
 def _invisible(text: str, where: str) -> list[Finding]:
@@ -131,8 +196,7 @@ def _invisible(text: str, where: str) -> list[Finding]:
             hits.append(i)
     if not hits:
         return []
-    tags = "".join(chr(ord(text[i]) - 0xE0000) for i in sorted(hits)
-                   if 0xE0020 <= ord(text[i]) <= 0xE007E)
+    tags = "".join(chr(ord(text[i]) - 0xE0000) for i in sorted(hits) if 0xE0020 <= ord(text[i]) <= 0xE007E)
     names = sorted({unicodedata.name(text[i], f"U+{ord(text[i]):04X}") for i in hits})
     msg = f"{len(hits)} invisible character{'s' if len(hits) > 1 else ''} ({', '.join(names[:3])})"
     if tags:
@@ -169,10 +233,12 @@ def _base64(text: str, where: str) -> list[Finding]:
             pass
         if decoded is None and len(blob) < 80:
             continue
-        msg = "base64 text" + (f" decoding to {(' '.join(decoded.split()))[:80]!r}" if decoded
-                               else f" ({len(blob)} chars)")
-        out.append(Finding("base64-blob", HIGH if decoded else MEDIUM, msg, where,
-                           _excerpt(text, m.start(), m.end(), 0)))
+        msg = "base64 text" + (
+            f" decoding to {(' '.join(decoded.split()))[:80]!r}" if decoded else f" ({len(blob)} chars)"
+        )
+        out.append(
+            Finding("base64-blob", HIGH if decoded else MEDIUM, msg, where, _excerpt(text, m.start(), m.end(), 0))
+        )
     return out
 
 
@@ -243,6 +309,7 @@ def new_findings(old: dict | None, new: dict) -> list[Finding]:
 
 # --- the `toolidx audit` report ------------------------------------------------------------
 
+
 @dataclass
 class AuditReport:
     source: dict[str, Any]
@@ -259,15 +326,28 @@ class AuditReport:
         for t in self.tools:
             for f in t["findings"]:
                 by_rule[f.rule] = by_rule.get(f.rule, 0) + 1
-        return {"source": self.source, "scanned": self.scanned, "flagged_tools": len(self.tools),
-                "findings": self.findings, "by_rule": dict(sorted(by_rule.items())),
-                "filter": {"servers": self.servers or []},
-                "tools": [{"id": t["id"], "server": t["server"], "name": t["name"],
-                           "findings": [f.to_json() for f in t["findings"]]} for t in self.tools]}
+        return {
+            "source": self.source,
+            "scanned": self.scanned,
+            "flagged_tools": len(self.tools),
+            "findings": self.findings,
+            "by_rule": dict(sorted(by_rule.items())),
+            "filter": {"servers": self.servers or []},
+            "tools": [
+                {
+                    "id": t["id"],
+                    "server": t["server"],
+                    "name": t["name"],
+                    "findings": [f.to_json() for f in t["findings"]],
+                }
+                for t in self.tools
+            ],
+        }
 
 
-def audit_definitions(items: Iterable[tuple[str, str, str, dict]], source: dict[str, Any],
-                      servers: list[str] | None = None) -> AuditReport:
+def audit_definitions(
+    items: Iterable[tuple[str, str, str, dict]], source: dict[str, Any], servers: list[str] | None = None
+) -> AuditReport:
     """Scan (id, server, name, definition) items."""
     scanned = 0
     flagged: list[dict] = []

@@ -18,21 +18,25 @@ def resolve_crawl(db: Database, ref: str | int | None, *, default: int = -1) -> 
     Nth crawl from the end; -1 is the latest). None means `default` (as an offset from the end)."""
     ids = store.crawl_ids(db)
     if not ids:
-        raise NotFoundError("the index has no crawls", where=db.path,
-                            fix="run `toolidx crawl --config FILE --db PATH` first")
+        raise NotFoundError(
+            "the index has no crawls", where=db.path, fix="run `toolidx crawl --config FILE --db PATH` first"
+        )
     r = str(ref).strip().lower() if ref is not None else str(default)
     aliases = {"latest": "-1", "last": "-1", "newest": "-1", "previous": "-2", "prev": "-2"}
     r = aliases.get(r, r)
     try:
         n = int(r)
     except ValueError:
-        raise UsageError(f"not a crawl: {ref!r}",
-                         fix="use a crawl id (see `toolidx history`), latest, previous, or -N") from None
+        raise UsageError(
+            f"not a crawl: {ref!r}", fix="use a crawl id (see `toolidx history`), latest, previous, or -N"
+        ) from None
     if n < 0:
         if -n > len(ids):
-            raise NotFoundError(f"the index has only {len(ids)} crawl{'s' if len(ids) != 1 else ''}",
-                                where=db.path, fix="crawl again, or compare with another index: "
-                                                   "toolidx diff OLD.db NEW.db")
+            raise NotFoundError(
+                f"the index has only {len(ids)} crawl{'s' if len(ids) != 1 else ''}",
+                where=db.path,
+                fix="crawl again, or compare with another index: toolidx diff OLD.db NEW.db",
+            )
         return ids[n]
     if n not in ids:
         near = ", ".join(map(str, ids[-10:]))
@@ -45,8 +49,7 @@ def load_snapshot(db: Database, crawl_id: int, servers: list[str] | None = None)
     tools = {tid: ToolRef(tid, server, name, h, bool(stale)) for tid, server, name, h, stale in rows}
     srv = {r["server"]: r for r in store.crawl_server_rows(db, crawl_id)}
     c = store.get_crawl(db, crawl_id) or {}
-    label = {"db": db.path, "crawl_id": crawl_id, "started_at": c.get("started_at"),
-             "tools": len(tools)}
+    label = {"db": db.path, "crawl_id": crawl_id, "started_at": c.get("started_at"), "tools": len(tools)}
     return Snapshot(tools, srv, label, lambda hs: store.definitions(db, hs))
 
 
@@ -58,21 +61,26 @@ def _check_servers(snaps: list[Snapshot], servers: list[str] | None) -> None:
         known |= {t.server for t in s.tools.values()} | set(s.servers)
     missing = [s for s in servers if s not in known]
     if missing:
-        raise NotFoundError(f"no server named {', '.join(map(repr, missing))} in either crawl",
-                            fix=f"known: {', '.join(sorted(known)[:20])}")
+        raise NotFoundError(
+            f"no server named {', '.join(map(repr, missing))} in either crawl",
+            fix=f"known: {', '.join(sorted(known)[:20])}",
+        )
 
 
-def diff_crawls(db: Database, from_ref: str | None = None, to_ref: str | None = None,
-                servers: list[str] | None = None) -> DiffResult:
+def diff_crawls(
+    db: Database, from_ref: str | None = None, to_ref: str | None = None, servers: list[str] | None = None
+) -> DiffResult:
     """Two crawls of one index; by default the last two (or the crawl before `to_ref`)."""
     to_id = resolve_crawl(db, to_ref, default=-1)
     if from_ref is None:
         ids = store.crawl_ids(db)
         before = [i for i in ids if i < to_id]
         if not before:
-            raise NotFoundError(f"crawl {to_id} is the first crawl: nothing to compare it with",
-                                where=db.path, fix="crawl again later, or compare two files: "
-                                                   "toolidx diff OLD.db NEW.db (audit checks a first crawl)")
+            raise NotFoundError(
+                f"crawl {to_id} is the first crawl: nothing to compare it with",
+                where=db.path,
+                fix="crawl again later, or compare two files: toolidx diff OLD.db NEW.db (audit checks a first crawl)",
+            )
         from_id = before[-1]
     else:
         from_id = resolve_crawl(db, from_ref)
@@ -81,8 +89,13 @@ def diff_crawls(db: Database, from_ref: str | None = None, to_ref: str | None = 
     return diff_snapshots(old, new, servers=servers)
 
 
-def diff_files(old_db: Database, new_db: Database, from_ref: str | None = None, to_ref: str | None = None,
-               servers: list[str] | None = None) -> DiffResult:
+def diff_files(
+    old_db: Database,
+    new_db: Database,
+    from_ref: str | None = None,
+    to_ref: str | None = None,
+    servers: list[str] | None = None,
+) -> DiffResult:
     """The latest crawl (or `from_ref`) of one index against the latest (or `to_ref`) of another."""
     old = load_snapshot(old_db, resolve_crawl(old_db, from_ref, default=-1))
     new = load_snapshot(new_db, resolve_crawl(new_db, to_ref, default=-1))
@@ -90,9 +103,15 @@ def diff_files(old_db: Database, new_db: Database, from_ref: str | None = None, 
     return diff_snapshots(old, new, servers=servers)
 
 
-def diff(db_path: str | Path | None, old_path: str | Path | None = None, new_path: str | Path | None = None,
-         *, from_ref: str | None = None, to_ref: str | None = None,
-         servers: list[str] | None = None) -> DiffResult:
+def diff(
+    db_path: str | Path | None,
+    old_path: str | Path | None = None,
+    new_path: str | Path | None = None,
+    *,
+    from_ref: str | None = None,
+    to_ref: str | None = None,
+    servers: list[str] | None = None,
+) -> DiffResult:
     """What `toolidx diff` runs: with no files, two crawls of `db_path`; with OLD only, OLD's latest
     crawl against `db_path`'s; with OLD and NEW, the two files."""
     from ..store.db import open_db
@@ -127,13 +146,19 @@ def audit(db: Database, servers: list[str] | None = None, crawl: str | None = No
             _known = {r["server"] for r in rows}
             missing = [s for s in servers if s not in _known]
             if missing:
-                raise NotFoundError(f"no server named {', '.join(map(repr, missing))} in the index",
-                                    where=db.path, fix="see `toolidx history` or the crawl summary")
+                raise NotFoundError(
+                    f"no server named {', '.join(map(repr, missing))} in the index",
+                    where=db.path,
+                    fix="see `toolidx history` or the crawl summary",
+                )
         items = ((r["id"], r["server"], r["name"], r["definition"]) for r in rows)
         return audit_definitions(items, {"db": db.path, "crawl_id": None}, servers)
     cid = resolve_crawl(db, crawl)
     snap = load_snapshot(db, cid, servers)
     defs = snap.load({t.hash for t in snap.tools.values()})
-    items = ((t.id, t.server, t.name, defs[t.hash]) for t in sorted(snap.tools.values(), key=lambda t: t.id)
-             if t.hash in defs)
+    items = (
+        (t.id, t.server, t.name, defs[t.hash])
+        for t in sorted(snap.tools.values(), key=lambda t: t.id)
+        if t.hash in defs
+    )
     return audit_definitions(items, {"db": db.path, "crawl_id": cid}, servers)

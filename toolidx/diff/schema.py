@@ -31,16 +31,37 @@ SEVERITIES = (BREAKING, RISKY, COMPATIBLE)
 
 # keyword -> True when a larger value accepts less
 _BOUNDS = {
-    "minimum": True, "exclusiveMinimum": True, "minLength": True, "minItems": True,
-    "minProperties": True, "minContains": True,
-    "maximum": False, "exclusiveMaximum": False, "maxLength": False, "maxItems": False,
-    "maxProperties": False, "maxContains": False,
+    "minimum": True,
+    "exclusiveMinimum": True,
+    "minLength": True,
+    "minItems": True,
+    "minProperties": True,
+    "minContains": True,
+    "maximum": False,
+    "exclusiveMaximum": False,
+    "maxLength": False,
+    "maxItems": False,
+    "maxProperties": False,
+    "maxContains": False,
 }
 _OPAQUE_CONSTRAINTS = ("pattern", "format", "multipleOf", "contentEncoding", "contentMediaType")
 _TEXT_KEYS = ("description", "title")
-_ANNOTATION_KEYS = {"description", "title", "default", "examples", "example", "deprecated",
-                    "readOnly", "writeOnly", "$comment", "$schema", "$id", "$defs", "definitions",
-                    "markdownDescription"}
+_ANNOTATION_KEYS = {
+    "description",
+    "title",
+    "default",
+    "examples",
+    "example",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$comment",
+    "$schema",
+    "$id",
+    "$defs",
+    "definitions",
+    "markdownDescription",
+}
 _MAX_DEPTH = 64
 
 
@@ -60,9 +81,15 @@ class Change:
     words: list[dict] | None = None  # word diff for text changes
 
     def to_json(self) -> dict:
-        d: dict[str, Any] = {"field": self.field, "path": self.path, "kind": self.kind,
-                             "severity": self.severity, "message": self.message,
-                             "old": self.old, "new": self.new}
+        d: dict[str, Any] = {
+            "field": self.field,
+            "path": self.path,
+            "kind": self.kind,
+            "severity": self.severity,
+            "message": self.message,
+            "old": self.old,
+            "new": self.new,
+        }
         if self.via:
             d["via"] = self.via
         if self.words is not None:
@@ -96,10 +123,18 @@ class _Walker:
         narrow_breaks = not self.output
         return BREAKING if (effect == "narrow") == narrow_breaks else COMPATIBLE
 
-    def add(self, kind: str, severity: str, message: str, path: str, old: Any = None,
-            new: Any = None, via: list[str] | None = None, words: list[dict] | None = None) -> None:
-        self.changes.append(Change(self.field, kind, severity, message, path, old, new,
-                                   list(via or []), words))
+    def add(
+        self,
+        kind: str,
+        severity: str,
+        message: str,
+        path: str,
+        old: Any = None,
+        new: Any = None,
+        via: list[str] | None = None,
+        words: list[dict] | None = None,
+    ) -> None:
+        self.changes.append(Change(self.field, kind, severity, message, path, old, new, list(via or []), words))
 
     def noun(self) -> str:
         return "field" if self.output else "parameter"
@@ -152,8 +187,7 @@ class _Walker:
                 branches = s[key]
                 break
         if branches is not None and depth < 8:
-            outer = {k: v for k, v in s.items()
-                     if k not in ("anyOf", "oneOf") and k not in _ANNOTATION_KEYS}
+            outer = {k: v for k, v in s.items() if k not in ("anyOf", "oneOf") and k not in _ANNOTATION_KEYS}
             out: list[tuple[str, dict]] = []
             for b in branches:
                 b, _, _ = self.resolve(b, side, via)
@@ -183,19 +217,33 @@ class _Walker:
         if depth > _MAX_DEPTH:
             # deeper than we walk: if anything below differs, its effect is unknown, so breaking
             if not deep_equal(old, new):
-                self.add("schema_too_deep", BREAKING, f"{self.where(path)}: changed deeper than "
-                         f"{_MAX_DEPTH} levels (compatibility unknown)", path, None, None, via)
+                self.add(
+                    "schema_too_deep",
+                    BREAKING,
+                    f"{self.where(path)}: changed deeper than {_MAX_DEPTH} levels (compatibility unknown)",
+                    path,
+                    None,
+                    None,
+                    via,
+                )
             return
         old, via_o, bad_o = self.resolve(old, 0, via)
         new, via_n, bad_n = self.resolve(new, 1, via)
         # a recursive schema (a tree node referring to itself) is compared once per ref pair
-        followed = (tuple(via_o[len(via):]), tuple(via_n[len(via):]))
+        followed = (tuple(via_o[len(via) :]), tuple(via_n[len(via) :]))
         if followed != ((), ()) and followed in self._active:
             return
         via = via_n if len(via_n) >= len(via_o) else via_o
         if (bad_o or bad_n) and (bad_o != bad_n):
-            self.add("ref_changed", BREAKING, f"{self.where(path)}: reference changed "
-                     f"({bad_o or 'inline'} → {bad_n or 'inline'})", path, bad_o, bad_n, via)
+            self.add(
+                "ref_changed",
+                BREAKING,
+                f"{self.where(path)}: reference changed ({bad_o or 'inline'} → {bad_n or 'inline'})",
+                path,
+                bad_o,
+                bad_n,
+                via,
+            )
             return
         if bad_o and bad_n:
             return  # the same unresolvable ref on both sides: nothing we can compare
@@ -205,8 +253,7 @@ class _Walker:
             new = {}
         if not isinstance(old, dict) or not isinstance(new, dict):
             if old != new:
-                self.add("schema_changed", BREAKING, f"{self.where(path)}: schema changed",
-                         path, old, new, via)
+                self.add("schema_changed", BREAKING, f"{self.where(path)}: schema changed", path, old, new, via)
             return
         key = (_canon(old), _canon(new))
         if key[0] == key[1] and ('"$ref"' not in key[0] or self.refs_stable(old)):
@@ -226,24 +273,42 @@ class _Walker:
             if a != b and (isinstance(a, str) or isinstance(b, str)):
                 a_s, b_s = a if isinstance(a, str) else "", b if isinstance(b, str) else ""
                 ws = " ".join(a_s.split()) == " ".join(b_s.split())
-                self.add(f"property_{k}_changed", COMPATIBLE if ws else RISKY,
-                         f"{self.where(path)}: {k} " + ("whitespace changed" if ws else
-                                                          "added" if not a_s else "removed" if not b_s
-                                                          else "changed"),
-                         path, a, b, via, words=word_diff(a_s, b_s))
+                self.add(
+                    f"property_{k}_changed",
+                    COMPATIBLE if ws else RISKY,
+                    f"{self.where(path)}: {k} "
+                    + ("whitespace changed" if ws else "added" if not a_s else "removed" if not b_s else "changed"),
+                    path,
+                    a,
+                    b,
+                    via,
+                    words=word_diff(a_s, b_s),
+                )
         if "default" in old or "default" in new:
             a, b = old.get("default"), new.get("default")
             if ("default" in old) != ("default" in new) or _canon(a) != _canon(b):
-                what = ("added" if "default" not in old else "removed" if "default" not in new
-                        else "changed")
+                what = "added" if "default" not in old else "removed" if "default" not in new else "changed"
                 sev = COMPATIBLE if self.output else RISKY
-                self.add("default_changed", sev, f"{self.where(path)}: default {what}"
-                         + (f" ({_short(a)} → {_short(b)})" if what == "changed" else ""),
-                         path, a, b, via)
+                self.add(
+                    "default_changed",
+                    sev,
+                    f"{self.where(path)}: default {what}"
+                    + (f" ({_short(a)} → {_short(b)})" if what == "changed" else ""),
+                    path,
+                    a,
+                    b,
+                    via,
+                )
         if bool(old.get("deprecated")) != bool(new.get("deprecated")):
-            self.add("deprecated_changed", COMPATIBLE, f"{self.where(path)}: "
-                     + ("now deprecated" if new.get("deprecated") else "no longer deprecated"),
-                     path, old.get("deprecated"), new.get("deprecated"), via)
+            self.add(
+                "deprecated_changed",
+                COMPATIBLE,
+                f"{self.where(path)}: " + ("now deprecated" if new.get("deprecated") else "no longer deprecated"),
+                path,
+                old.get("deprecated"),
+                new.get("deprecated"),
+                via,
+            )
 
     def compare_variants(self, old: dict, new: dict, path: str, via: list[str], depth: int) -> None:
         vo = self.variants(old, 0, via)
@@ -252,8 +317,15 @@ class _Walker:
             (ko, so), (kn, sn) = vo[0], vn[0]
             effect = _type_effect(ko, kn)
             if effect:
-                self.add(f"type_{_EFFECT_WORD[effect]}", self.sev(effect),
-                         f"{self.where(path)}: type {_EFFECT_WORD[effect]} {ko} → {kn}", path, ko, kn, via)
+                self.add(
+                    f"type_{_EFFECT_WORD[effect]}",
+                    self.sev(effect),
+                    f"{self.where(path)}: type {_EFFECT_WORD[effect]} {ko} → {kn}",
+                    path,
+                    ko,
+                    kn,
+                    via,
+                )
                 if effect == "change":
                     return
             self.compare_one(so, sn, path, via, depth)
@@ -263,9 +335,16 @@ class _Walker:
         set_o, set_n = set(kinds_o), set(kinds_n)
         if set_o != set_n:
             effect = _set_effect(set_o, set_n)
-            self.add(f"type_{_EFFECT_WORD[effect]}", self.sev(effect),
-                     f"{self.where(path)}: type {_EFFECT_WORD[effect]} {'|'.join(_order(set_o))} → "
-                     f"{'|'.join(_order(set_n))}", path, _order(set_o), _order(set_n), via)
+            self.add(
+                f"type_{_EFFECT_WORD[effect]}",
+                self.sev(effect),
+                f"{self.where(path)}: type {_EFFECT_WORD[effect]} {'|'.join(_order(set_o))} → "
+                f"{'|'.join(_order(set_n))}",
+                path,
+                _order(set_o),
+                _order(set_n),
+                via,
+            )
         # compare the alternatives that exist on both sides, kind by kind
         for kind in _order(set_o & set_n | _numeric_pair(set_o, set_n)):
             ao = [s for k, s in vo if k == kind or (kind == "number" and k == "integer" and "number" not in set_o)]
@@ -275,20 +354,38 @@ class _Walker:
                 sub = path if len(pairs) == 1 and not left_o and not left_n else f"{path}<{kind}#{i + 1}>"
                 self.compare_one(ao[i], an[j], sub, via, depth)
             for i in left_o:
-                self.add("variant_removed", self.sev("narrow"),
-                         f"{self.where(path)}: alternative removed ({kind}: {_short(ao[i], 60)})", path,
-                         ao[i], None, via)
+                self.add(
+                    "variant_removed",
+                    self.sev("narrow"),
+                    f"{self.where(path)}: alternative removed ({kind}: {_short(ao[i], 60)})",
+                    path,
+                    ao[i],
+                    None,
+                    via,
+                )
             for j in left_n:
-                self.add("variant_added", self.sev("widen"),
-                         f"{self.where(path)}: alternative added ({kind}: {_short(an[j], 60)})", path,
-                         None, an[j], via)
+                self.add(
+                    "variant_added",
+                    self.sev("widen"),
+                    f"{self.where(path)}: alternative added ({kind}: {_short(an[j], 60)})",
+                    path,
+                    None,
+                    an[j],
+                    via,
+                )
 
     def compare_one(self, old: dict, new: dict, path: str, via: list[str], depth: int) -> None:
         """One alternative against one alternative of the same (or a numeric) kind."""
         self.values(old, new, path, via)
         self.constraints(old, new, path, via)
-        if "properties" in old or "properties" in new or "required" in old or "required" in new \
-                or "additionalProperties" in old or "additionalProperties" in new:
+        if (
+            "properties" in old
+            or "properties" in new
+            or "required" in old
+            or "required" in new
+            or "additionalProperties" in old
+            or "additionalProperties" in new
+        ):
             self.object(old, new, path, via, depth)
         if any(k in old or k in new for k in ("items", "prefixItems")):
             self.array(old, new, path, via, depth)
@@ -301,20 +398,48 @@ class _Walker:
         w = self.where(path)
         if eo is None:
             assert en is not None  # both None returned above
-            self.add("enum_added", self.sev("narrow"), f"{w}: now limited to {_short(list(en.values()))}",
-                     path, None, list(en.values()), via)
+            self.add(
+                "enum_added",
+                self.sev("narrow"),
+                f"{w}: now limited to {_short(list(en.values()))}",
+                path,
+                None,
+                list(en.values()),
+                via,
+            )
         elif en is None:
-            self.add("enum_removed", self.sev("widen"), f"{w}: no longer limited to a list of values",
-                     path, list(eo.values()), None, via)
+            self.add(
+                "enum_removed",
+                self.sev("widen"),
+                f"{w}: no longer limited to a list of values",
+                path,
+                list(eo.values()),
+                None,
+                via,
+            )
         else:
             gone = [eo[k] for k in eo if k not in en]
             came = [en[k] for k in en if k not in eo]
             if gone:
-                self.add("enum_values_removed", self.sev("narrow"),
-                         f"{w}: value{'s' if len(gone) > 1 else ''} {_short(gone)} removed", path, gone, None, via)
+                self.add(
+                    "enum_values_removed",
+                    self.sev("narrow"),
+                    f"{w}: value{'s' if len(gone) > 1 else ''} {_short(gone)} removed",
+                    path,
+                    gone,
+                    None,
+                    via,
+                )
             if came:
-                self.add("enum_values_added", self.sev("widen"),
-                         f"{w}: value{'s' if len(came) > 1 else ''} {_short(came)} added", path, None, came, via)
+                self.add(
+                    "enum_values_added",
+                    self.sev("widen"),
+                    f"{w}: value{'s' if len(came) > 1 else ''} {_short(came)} added",
+                    path,
+                    None,
+                    came,
+                    via,
+                )
 
     def constraints(self, old: dict, new: dict, path: str, via: list[str]) -> None:
         w = self.where(path)
@@ -323,8 +448,7 @@ class _Walker:
             if a == b or isinstance(a, bool) or isinstance(b, bool):
                 if a != b:  # draft-4 boolean exclusiveMinimum/Maximum
                     eff = "narrow" if b else "widen"
-                    self.add(f"constraint_{_BOUND_WORD[eff]}", self.sev(eff), f"{w}: {k} {a} → {b}",
-                             path, a, b, via)
+                    self.add(f"constraint_{_BOUND_WORD[eff]}", self.sev(eff), f"{w}: {k} {a} → {b}", path, a, b, via)
                 continue
             if a is None:
                 eff = "narrow"
@@ -341,14 +465,25 @@ class _Walker:
             if a == b:
                 continue
             eff = "narrow" if a is None else "widen" if b is None else "change"
-            desc = (f"{k} added ({_short(b)})" if a is None else f"{k} removed (was {_short(a)})" if b is None
-                    else f"{k} {_short(a)} → {_short(b)}")
+            desc = (
+                f"{k} added ({_short(b)})"
+                if a is None
+                else f"{k} removed (was {_short(a)})"
+                if b is None
+                else f"{k} {_short(a)} → {_short(b)}"
+            )
             self.add(f"constraint_{_BOUND_WORD[eff]}", self.sev(eff), f"{w}: {desc}", path, a, b, via)
         if bool(old.get("uniqueItems")) != bool(new.get("uniqueItems")):
             eff = "narrow" if new.get("uniqueItems") else "widen"
-            self.add(f"constraint_{_BOUND_WORD[eff]}", self.sev(eff),
-                     f"{w}: uniqueItems {bool(old.get('uniqueItems'))} → {bool(new.get('uniqueItems'))}",
-                     path, old.get("uniqueItems"), new.get("uniqueItems"), via)
+            self.add(
+                f"constraint_{_BOUND_WORD[eff]}",
+                self.sev(eff),
+                f"{w}: uniqueItems {bool(old.get('uniqueItems'))} → {bool(new.get('uniqueItems'))}",
+                path,
+                old.get("uniqueItems"),
+                new.get("uniqueItems"),
+                via,
+            )
 
     def object(self, old: dict, new: dict, path: str, via: list[str], depth: int) -> None:
         po: dict[str, Any] = old["properties"] if isinstance(old.get("properties"), dict) else {}
@@ -371,8 +506,15 @@ class _Walker:
             if self.output:
                 self.add("property_added", COMPATIBLE, f"{noun} `{p}` added", p, None, pn[k], via)
             elif k in rn:
-                self.add("property_added", BREAKING, f"new required {noun} `{p}`: existing calls lack it",
-                         p, None, pn[k], via)
+                self.add(
+                    "property_added",
+                    BREAKING,
+                    f"new required {noun} `{p}`: existing calls lack it",
+                    p,
+                    None,
+                    pn[k],
+                    via,
+                )
             else:
                 self.add("property_added", COMPATIBLE, f"new optional {noun} `{p}`", p, None, pn[k], via)
         for k in po:
@@ -380,33 +522,74 @@ class _Walker:
                 continue
             p = _join(path, k)
             if k in rn and k not in ro:
-                self.add("property_required", BREAKING if not self.output else COMPATIBLE,
-                         f"{noun} `{p}` is now required", p, False, True, via)
+                self.add(
+                    "property_required",
+                    BREAKING if not self.output else COMPATIBLE,
+                    f"{noun} `{p}` is now required",
+                    p,
+                    False,
+                    True,
+                    via,
+                )
             elif k in ro and k not in rn:
-                self.add("property_optional", COMPATIBLE if not self.output else BREAKING,
-                         f"{noun} `{p}` is now optional", p, True, False, via)
+                self.add(
+                    "property_optional",
+                    COMPATIBLE if not self.output else BREAKING,
+                    f"{noun} `{p}` is now optional",
+                    p,
+                    True,
+                    False,
+                    via,
+                )
             self.compare(po[k], pn[k], p, via, depth + 1)
         # `required` names with no property schema (allowed by JSON Schema) still bind callers
         for k in sorted((rn - ro) - set(pn)):
-            self.add("property_required", self.sev("narrow"), f"{noun} `{_join(path, k)}` is now required",
-                     _join(path, k), False, True, via)
+            self.add(
+                "property_required",
+                self.sev("narrow"),
+                f"{noun} `{_join(path, k)}` is now required",
+                _join(path, k),
+                False,
+                True,
+                via,
+            )
         for k in sorted((ro - rn) - set(po)):
-            self.add("property_optional", self.sev("widen"), f"{noun} `{_join(path, k)}` is now optional",
-                     _join(path, k), True, False, via)
+            self.add(
+                "property_optional",
+                self.sev("widen"),
+                f"{noun} `{_join(path, k)}` is now optional",
+                _join(path, k),
+                True,
+                False,
+                via,
+            )
         ao, an = old.get("additionalProperties"), new.get("additionalProperties")
         closed_o, closed_n = ao is False, an is False
         if closed_o != closed_n:
             eff = "narrow" if closed_n else "widen"
-            self.add(f"additional_properties_{_BOUND_WORD[eff]}", self.sev(eff),
-                     f"{self.where(path)}: extra keys " + ("no longer allowed" if closed_n else "now allowed"),
-                     path, ao, an, via)
+            self.add(
+                f"additional_properties_{_BOUND_WORD[eff]}",
+                self.sev(eff),
+                f"{self.where(path)}: extra keys " + ("no longer allowed" if closed_n else "now allowed"),
+                path,
+                ao,
+                an,
+                via,
+            )
         elif isinstance(ao, dict) and isinstance(an, dict):
             self.compare(ao, an, _join(path, "*"), via, depth + 1)
         elif isinstance(ao, dict) != isinstance(an, dict) and not (closed_o or closed_n):
             eff = "narrow" if isinstance(an, dict) else "widen"
-            self.add(f"additional_properties_{_BOUND_WORD[eff]}", self.sev(eff),
-                     f"{self.where(path)}: extra keys " + ("now constrained" if isinstance(an, dict)
-                                                         else "no longer constrained"), path, ao, an, via)
+            self.add(
+                f"additional_properties_{_BOUND_WORD[eff]}",
+                self.sev(eff),
+                f"{self.where(path)}: extra keys "
+                + ("now constrained" if isinstance(an, dict) else "no longer constrained"),
+                path,
+                ao,
+                an,
+                via,
+            )
 
     def array(self, old: dict, new: dict, path: str, via: list[str], depth: int) -> None:
         io, in_ = old.get("items"), new.get("items")
@@ -484,8 +667,9 @@ def _set_effect(a: set[str], b: set[str]) -> str:
 
 def _numeric_pair(a: set[str], b: set[str]) -> set[str]:
     """number on one side and only integer on the other still compare as numbers."""
-    if ("number" in a and "integer" in b and "number" not in b) or \
-            ("integer" in a and "number" in b and "number" not in a):
+    if ("number" in a and "integer" in b and "number" not in b) or (
+        "integer" in a and "number" in b and "number" not in a
+    ):
         return {"number"}
     return set()
 
@@ -545,20 +729,42 @@ def _param_renames(po: dict, pn: dict, gone: list[str], came: list[str]) -> dict
 
 # --- public API -----------------------------------------------------------------------------
 
-def diff_schema(old: dict | None, new: dict | None, *, field: str = "inputSchema",
-                output: bool | None = None) -> list[Change]:
+
+def diff_schema(
+    old: dict | None, new: dict | None, *, field: str = "inputSchema", output: bool | None = None
+) -> list[Change]:
     """Classified changes between two versions of one schema (input or output)."""
     is_output = field == "outputSchema" if output is None else output
     if old is None and new is None:
         return []
     if old is None:
-        return [Change(field, "schema_added", COMPATIBLE if is_output else BREAKING,
-                       f"{field} added" + ("" if is_output else ": calls are now validated"), "", None, new)] \
-            if is_output or (new or {}).get("properties") or (new or {}).get("required") else []
+        return (
+            [
+                Change(
+                    field,
+                    "schema_added",
+                    COMPATIBLE if is_output else BREAKING,
+                    f"{field} added" + ("" if is_output else ": calls are now validated"),
+                    "",
+                    None,
+                    new,
+                )
+            ]
+            if is_output or (new or {}).get("properties") or (new or {}).get("required")
+            else []
+        )
     if new is None:
-        return [Change(field, "schema_removed", BREAKING if is_output else COMPATIBLE,
-                       f"{field} removed" + (": structured results are no longer promised" if is_output else ""),
-                       "", old, None)]
+        return [
+            Change(
+                field,
+                "schema_removed",
+                BREAKING if is_output else COMPATIBLE,
+                f"{field} removed" + (": structured results are no longer promised" if is_output else ""),
+                "",
+                old,
+                None,
+            )
+        ]
     w = _Walker(old, new, field, is_output)
     w.compare(old, new, "", [])
     return w.changes
@@ -577,9 +783,15 @@ def deep_equal(a: Any, b: Any) -> bool:
             if len(x) != len(y):
                 return False
             stack.extend(zip(x, y))
-        elif (type(x) is not type(y) and not (isinstance(x, (int, float)) and isinstance(y, (int, float))
-                                              and not isinstance(x, bool) and not isinstance(y, bool))) \
-                or x != y:
+        elif (
+            type(x) is not type(y)
+            and not (
+                isinstance(x, (int, float))
+                and isinstance(y, (int, float))
+                and not isinstance(x, bool)
+                and not isinstance(y, bool)
+            )
+        ) or x != y:
             return False
     return True
 

@@ -53,8 +53,9 @@ class Snapshot:
     load: Callable[[set[str]], dict[str, dict]]
 
     @classmethod
-    def from_definitions(cls, tools: Iterable[dict], servers: dict[str, dict] | None = None,
-                         label: dict | None = None) -> Snapshot:
+    def from_definitions(
+        cls, tools: Iterable[dict], servers: dict[str, dict] | None = None, label: dict | None = None
+    ) -> Snapshot:
         """From {"server", "definition", "stale"?} dicts (tests, tools_file catalogs)."""
         from ..core.tooldoc import definition_hash
 
@@ -97,10 +98,17 @@ class ToolDiff:
         return s[0] if s else None
 
     def to_json(self) -> dict:
-        return {"id": self.id, "server": self.server, "name": self.name, "change": self.change,
-                "severity": self.severity, "severities": self.severities,
-                "renamed_from": self.renamed_from, "note": self.note,
-                "changes": [c.to_json() for c in self.changes]}
+        return {
+            "id": self.id,
+            "server": self.server,
+            "name": self.name,
+            "change": self.change,
+            "severity": self.severity,
+            "severities": self.severities,
+            "renamed_from": self.renamed_from,
+            "note": self.note,
+            "changes": [c.to_json() for c in self.changes],
+        }
 
 
 @dataclass
@@ -120,10 +128,17 @@ class ServerDiff:
         return bool(self.tools) or self.state not in ("ok", "not_crawled")
 
     def to_json(self) -> dict:
-        return {"server": self.server, "state": self.state, "old_status": self.old_status,
-                "new_status": self.new_status, "error": self.error, "old_tools": self.old_tools,
-                "new_tools": self.new_tools, "unchanged": self.unchanged,
-                "tools": [t.to_json() for t in self.tools]}
+        return {
+            "server": self.server,
+            "state": self.state,
+            "old_status": self.old_status,
+            "new_status": self.new_status,
+            "error": self.error,
+            "old_tools": self.old_tools,
+            "new_tools": self.new_tools,
+            "unchanged": self.unchanged,
+            "tools": [t.to_json() for t in self.tools],
+        }
 
 
 @dataclass
@@ -164,11 +179,18 @@ class DiffResult:
 
     def to_json(self, fail_on: Iterable[str] = ()) -> dict:
         fo = sorted(expand_fail_on(fail_on), key=RANK.__getitem__)
-        return {"diff_format": DIFF_FORMAT, "from": self.old, "to": self.new,
-                "filter": {"servers": self.filter_servers}, "summary": self.counts(),
-                "highest": self.highest, "fail_on": fo, "gate_failed": self.matches(fo),
-                "notes": self.notes,
-                "servers": [s.to_json() for s in self.servers if s.notable]}
+        return {
+            "diff_format": DIFF_FORMAT,
+            "from": self.old,
+            "to": self.new,
+            "filter": {"servers": self.filter_servers},
+            "summary": self.counts(),
+            "highest": self.highest,
+            "fail_on": fo,
+            "gate_failed": self.matches(fo),
+            "notes": self.notes,
+            "servers": [s.to_json() for s in self.servers if s.notable],
+        }
 
 
 def expand_fail_on(values: Iterable[str]) -> set[str]:
@@ -186,8 +208,10 @@ def expand_fail_on(values: Iterable[str]) -> set[str]:
             else:
                 from ..core.errors import UsageError
 
-                raise UsageError(f"unknown --fail-on value {part.strip()!r}",
-                                 fix="use breaking, risky, compatible, any or none (comma-separated)")
+                raise UsageError(
+                    f"unknown --fail-on value {part.strip()!r}",
+                    fix="use breaking, risky, compatible, any or none (comma-separated)",
+                )
     return out
 
 
@@ -204,8 +228,16 @@ def _text_change(fld: str, old: Any, new: Any, what: str) -> Change | None:
         return None
     ws = " ".join(a.split()) == " ".join(b.split())
     how = "whitespace changed" if ws else "added" if not a else "removed" if not b else "changed"
-    return Change(fld, f"{fld.split('.')[-1]}_changed", COMPATIBLE if ws else RISKY, f"{what} {how}",
-                  "", old, new, words=word_diff(a, b))
+    return Change(
+        fld,
+        f"{fld.split('.')[-1]}_changed",
+        COMPATIBLE if ws else RISKY,
+        f"{what} {how}",
+        "",
+        old,
+        new,
+        words=word_diff(a, b),
+    )
 
 
 def _annotation_changes(old: dict, new: dict) -> list[Change]:
@@ -241,8 +273,17 @@ def _annotation_changes(old: dict, new: dict) -> list[Change]:
         out.append(t)
     for k in sorted(set(old) | set(new)):
         if k not in _HINTS and k != "title" and _canon(old.get(k)) != _canon(new.get(k)):
-            out.append(Change(f"annotations.{k}", "annotation_changed", COMPATIBLE, f"annotation {k} changed",
-                              "", old.get(k), new.get(k)))
+            out.append(
+                Change(
+                    f"annotations.{k}",
+                    "annotation_changed",
+                    COMPATIBLE,
+                    f"annotation {k} changed",
+                    "",
+                    old.get(k),
+                    new.get(k),
+                )
+            )
     return out
 
 
@@ -262,9 +303,17 @@ def compare_tools(old: dict, new: dict) -> list[Change]:
     """Field-level, classified changes between two definitions of one tool (name aside). A
     definition too deep to walk is "changed, compatibility unknown": breaking."""
     if _opaque(old) or _opaque(new):
-        return [Change("definition", "definition_too_deep", BREAKING,
-                       f"definition changed; nested deeper than {MAX_COMPARE_DEPTH} levels, so its "
-                       "compatibility is unknown", "", None, None)]
+        return [
+            Change(
+                "definition",
+                "definition_too_deep",
+                BREAKING,
+                f"definition changed; nested deeper than {MAX_COMPARE_DEPTH} levels, so its compatibility is unknown",
+                "",
+                None,
+                None,
+            )
+        ]
     out: list[Change] = []
     for k, what in (("title", "title"), ("description", "description")):
         c = _text_change(k, old.get(k), new.get(k), what)
@@ -277,26 +326,37 @@ def compare_tools(old: dict, new: dict) -> list[Change]:
     for fld in ("inputSchema", "outputSchema"):
         a, b = old.get(fld), new.get(fld)
         if _canon(a) != _canon(b):
-            out.extend(diff_schema(a if isinstance(a, dict) else None, b if isinstance(b, dict) else None,
-                                   field=fld))
+            out.extend(diff_schema(a if isinstance(a, dict) else None, b if isinstance(b, dict) else None, field=fld))
     out.extend(_injections(old, new))
     for k in sorted((set(old) | set(new)) - _KNOWN_KEYS):
         if _canon(old.get(k)) != _canon(new.get(k)):
             out.append(Change(k, "metadata_changed", COMPATIBLE, f"{k} changed", "", old.get(k), new.get(k)))
     if not out and _canon({**old, "name": ""}) != _canon({**new, "name": ""}):
-        out.append(Change("definition", "definition_changed", COMPATIBLE,
-                          "definition changed with no effect on calls (e.g. unused $defs)", "", None, None))
+        out.append(
+            Change(
+                "definition",
+                "definition_changed",
+                COMPATIBLE,
+                "definition changed with no effect on calls (e.g. unused $defs)",
+                "",
+                None,
+                None,
+            )
+        )
     return out
 
 
 def _injections(old: dict | None, new: dict) -> list[Change]:
     if _opaque(old) or _opaque(new):
         return []
-    return [Change(f.where, "injection_appeared", RISKY, f"{f.message} ({f.rule})", f.where, None, f.excerpt,
-                   words=None) for f in new_findings(old, new)]
+    return [
+        Change(f.where, "injection_appeared", RISKY, f"{f.message} ({f.rule})", f.where, None, f.excerpt, words=None)
+        for f in new_findings(old, new)
+    ]
 
 
 # --- renames ------------------------------------------------------------------------------
+
 
 def _body_key(d: dict) -> str:
     return _canon({k: v for k, v in d.items() if k != "name"})
@@ -323,12 +383,14 @@ def _rename_score(old: dict, new: dict) -> tuple[float, str]:
     score = 0.45 * desc + 0.35 * schema + 0.20 * name
     if desc < 0.6 and not (schema >= 0.9 and name >= 0.5):
         score = min(score, RENAME_MIN_SCORE - 0.01)
-    reason = (f"description {desc:.0%} alike, parameters {schema:.0%} alike, name {name:.0%} alike")
+    reason = f"description {desc:.0%} alike, parameters {schema:.0%} alike, name {name:.0%} alike"
     return round(score, 3), reason
 
 
-def find_renames(removed: dict[str, dict], added: dict[str, dict],
-                 ) -> tuple[list[tuple[str, str, float, bool, str]], bool]:
+def find_renames(
+    removed: dict[str, dict],
+    added: dict[str, dict],
+) -> tuple[list[tuple[str, str, float, bool, str]], bool]:
     """Pairs (old name, new name, score, certain, reason) within one server. Certain: everything
     but the name is identical. Otherwise the most alike pairs above RENAME_MIN_SCORE, greedily.
     Returns (pairs, whether fuzzy matching was skipped for size)."""
@@ -368,6 +430,7 @@ def find_renames(removed: dict[str, dict], added: dict[str, dict],
 
 # --- the diff -----------------------------------------------------------------------------
 
+
 def diff_snapshots(old: Snapshot, new: Snapshot, *, servers: list[str] | None = None) -> DiffResult:
     only = set(servers or [])
     by_server_o: dict[str, dict[str, ToolRef]] = {}
@@ -378,8 +441,12 @@ def diff_snapshots(old: Snapshot, new: Snapshot, *, servers: list[str] | None = 
     for t in new.tools.values():
         if not only or t.server in only:
             by_server_n.setdefault(t.server, {})[t.name] = t
-    names = set(by_server_o) | set(by_server_n) | {s for s in new.servers if not only or s in only} \
+    names = (
+        set(by_server_o)
+        | set(by_server_n)
+        | {s for s in new.servers if not only or s in only}
         | {s for s in old.servers if not only or s in only}
+    )
 
     # first pass: what needs a definition
     plan = []
@@ -422,8 +489,15 @@ def diff_snapshots(old: Snapshot, new: Snapshot, *, servers: list[str] | None = 
         if state == "failed":
             # no fresh list from this server: what the old side had and the new lacks is unknown
             for n in gone:
-                sd.tools.append(ToolDiff(to[n].id, s, n, "unknown",
-                                         note="server failed in the newer crawl; not known whether it still exists"))
+                sd.tools.append(
+                    ToolDiff(
+                        to[n].id,
+                        s,
+                        n,
+                        "unknown",
+                        note="server failed in the newer crawl; not known whether it still exists",
+                    )
+                )
             gone = []
         rem = {n: defs_o[to[n].hash] for n in gone if to[n].hash in defs_o}
         add = {n: defs_n[tn[n].hash] for n in came if tn[n].hash in defs_n}
@@ -434,12 +508,20 @@ def diff_snapshots(old: Snapshot, new: Snapshot, *, servers: list[str] | None = 
         if skipped:
             result.notes.append(f"{s}: too many removed x added tools to look for close-match renames")
         for rn, an, score, certain, why in pairs:
-            changes = [Change("name", "tool_renamed", BREAKING,
-                              f"renamed from `{rn}`: calls to `{rn}` break", "", rn, an)]
+            changes = [
+                Change("name", "tool_renamed", BREAKING, f"renamed from `{rn}`: calls to `{rn}` break", "", rn, an)
+            ]
             changes += compare_tools(rem[rn], add[an])
-            sd.tools.append(ToolDiff(tn[an].id, s, an, "renamed", changes,
-                                     {"id": to[rn].id, "name": rn, "score": score, "certain": certain,
-                                      "reason": why}))
+            sd.tools.append(
+                ToolDiff(
+                    tn[an].id,
+                    s,
+                    an,
+                    "renamed",
+                    changes,
+                    {"id": to[rn].id, "name": rn, "score": score, "certain": certain, "reason": why},
+                )
+            )
             del rem[rn], add[an]
         for n in gone:
             if n in rem or to[n].hash not in defs_o:

@@ -26,8 +26,8 @@ def word_diff(old: str, new: str) -> list[dict]:
     out: list[dict] = []
     if head:
         out.append({"op": "equal", "text": "".join(a[:head])})
-    mid_a, mid_b = a[head:len(a) - tail], b[head:len(b) - tail]
-    tail_tokens = a[len(a) - tail:]
+    mid_a, mid_b = a[head : len(a) - tail], b[head : len(b) - tail]
+    tail_tokens = a[len(a) - tail :]
     sm = difflib.SequenceMatcher(None, mid_a, mid_b, autojunk=False)
     a, b = mid_a, mid_b
     for op, i1, i2, j1, j2 in sm.get_opcodes():

@@ -53,8 +53,7 @@ class DoctorReport:
 
     def to_json(self) -> dict[str, Any]:
         counts = {s: sum(1 for c in self.checks if c.status == s) for s in (OK, WARN, FAIL, SKIP)}
-        return {"ok": self.ok, "version": __version__, "counts": counts,
-                "checks": [asdict(c) for c in self.checks]}
+        return {"ok": self.ok, "version": __version__, "counts": counts, "checks": [asdict(c) for c in self.checks]}
 
 
 def _package(name: str) -> str | None:
@@ -78,22 +77,38 @@ def check_install(report: DoctorReport) -> bool:
     if eng["fts5"]:
         report.add("install", "fts5", OK, "FTS5 available (keyword search)")
     else:
-        report.add("install", "fts5", FAIL, "this SQLite has no FTS5: keyword search cannot work",
-                   "pip install sqlean-py (toolidx opens SQLite through it), or TOOLIDX_SQLITE=sqlean")
+        report.add(
+            "install",
+            "fts5",
+            FAIL,
+            "this SQLite has no FTS5: keyword search cannot work",
+            "pip install sqlean-py (toolidx opens SQLite through it), or TOOLIDX_SQLITE=sqlean",
+        )
     if eng["vec"]:
         report.add("install", "sqlite-vec", OK, f"sqlite-vec {eng['vec_version']} loads (vector search)")
     else:
-        report.add("install", "sqlite-vec", WARN, f"{eng['vec_error']}: search is keyword-only",
-                   "pip install sqlite-vec, on a SQLite that can load extensions (sqlean-py)")
+        report.add(
+            "install",
+            "sqlite-vec",
+            WARN,
+            f"{eng['vec_error']}: search is keyword-only",
+            "pip install sqlite-vec, on a SQLite that can load extensions (sqlean-py)",
+        )
     fe = _package("fastembed")
     if fe:
         report.add("install", "fastembed", OK, f"fastembed {fe}")
     else:
-        report.add("install", "fastembed", WARN, "fastembed is not installed: no semantic search",
-                   "pip install fastembed")
+        report.add(
+            "install", "fastembed", WARN, "fastembed is not installed: no semantic search", "pip install fastembed"
+        )
     mcp = _package("mcp")
-    report.add("install", "mcp", OK if mcp else FAIL, f"mcp {mcp}" if mcp else "the MCP SDK is missing",
-               None if mcp else "pip install 'mcp>=2.3,<3'")
+    report.add(
+        "install",
+        "mcp",
+        OK if mcp else FAIL,
+        f"mcp {mcp}" if mcp else "the MCP SDK is missing",
+        None if mcp else "pip install 'mcp>=2.3,<3'",
+    )
     return True
 
 
@@ -118,8 +133,11 @@ def _server_problem(spec: ServerSpec, base: Path) -> tuple[str, str, str | None]
     if spec.transport in ("http", "sse"):
         parts = urlsplit(spec.url or "")
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            return FAIL, f"{spec.transport}: URL {spec.raw.get('url')!r} is not an http(s) URL with a host", \
-                "write it as https://host[:port]/path"
+            return (
+                FAIL,
+                f"{spec.transport}: URL {spec.raw.get('url')!r} is not an http(s) URL with a host",
+                "write it as https://host[:port]/path",
+            )
         return OK, f"{spec.transport}: {spec.raw.get('url')}", None
     path = Path(spec.tools_file or "")
     if not path.is_absolute():
@@ -139,8 +157,7 @@ def _missing_script(spec: ServerSpec, base: Path) -> tuple[str, str] | None:
     script path when it ends like a script and is not an option, a URL or an npm package name."""
     written = [str(a) for a in spec.raw.get("args") or []]
     for i, arg in enumerate(spec.args):
-        if (not arg.endswith(SCRIPT_SUFFIXES) or arg.startswith(("-", "@")) or "://" in arg
-                or "=" in arg):
+        if not arg.endswith(SCRIPT_SUFFIXES) or arg.startswith(("-", "@")) or "://" in arg or "=" in arg:
             continue
         path = Path(arg).expanduser()
         # the server runs in `cwd` (resolved against the config's folder), else where toolidx runs
@@ -149,8 +166,9 @@ def _missing_script(spec: ServerSpec, base: Path) -> tuple[str, str] | None:
             continue
         as_written = written[i] if i < len(written) else arg  # `${VAR}` unexpanded: may be a secret
         if not path.is_absolute() and not spec.cwd and (base / path).exists():
-            return as_written, ("it is relative to the config's folder: add `cwd: .` to the server "
-                                "(cwd is relative to the config)")
+            return as_written, (
+                "it is relative to the config's folder: add `cwd: .` to the server (cwd is relative to the config)"
+            )
         return as_written, "build or install the server (e.g. npm install && npm run build), or fix the path in `args`"
     return None
 
@@ -184,8 +202,9 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
     try:
         db = open_db(db_path, readonly=True)
     except ToolidxError as e:
-        report.add("index", "open", FAIL, f"{db_path}: {e.what}",
-                   e.fix or "crawl into a new file: toolidx crawl --config FILE")
+        report.add(
+            "index", "open", FAIL, f"{db_path}: {e.what}", e.fix or "crawl into a new file: toolidx crawl --config FILE"
+        )
         return None
     try:
         facts = index_facts(db)
@@ -193,30 +212,51 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
         db.close()
     report.add("index", "open", OK, f"{db_path}: schema v{facts['schema_version']}, {plural(facts['tools'], 'tool')}")
     if facts["integrity"] != ["ok"]:
-        report.add("index", "integrity", FAIL, "SQLite quick_check: " + "; ".join(facts["integrity"]),
-                   "restore the file, or crawl into a new one")
+        report.add(
+            "index",
+            "integrity",
+            FAIL,
+            "SQLite quick_check: " + "; ".join(facts["integrity"]),
+            "restore the file, or crawl into a new one",
+        )
     else:
         report.add("index", "integrity", OK, "SQLite quick_check: ok")
     failed = [s for s in facts["servers"] if s["status"] != "ok"]
     for s in failed:
         said = stderr_lines(s["stderr_tail"])  # masked when stored
-        report.add("index", f"server {s['name']}", WARN,
-                   f"failed at the last crawl: {(s['error'] or 'no reason recorded').splitlines()[0][:200]}"
-                   + (f"; {plural(facts['stale_tools'], 'stale tool')} kept" if facts["stale_tools"] else "")
-                   + (f"; last stderr: {' | '.join(said)}" if said else ""),
-                   f"fix the server, then: toolidx crawl --server {s['name']}")
+        report.add(
+            "index",
+            f"server {s['name']}",
+            WARN,
+            f"failed at the last crawl: {(s['error'] or 'no reason recorded').splitlines()[0][:200]}"
+            + (f"; {plural(facts['stale_tools'], 'stale tool')} kept" if facts["stale_tools"] else "")
+            + (f"; last stderr: {' | '.join(said)}" if said else ""),
+            f"fix the server, then: toolidx crawl --server {s['name']}",
+        )
     if not failed:
         report.add("index", "servers", OK, f"{len(facts['servers'])} server(s), all ok at the last crawl")
     if facts["vectors"] is None or not facts["embed_model"]:
-        report.add("index", "vectors", WARN, "no embeddings: search is keyword-only",
-                   "toolidx embed --model-path DIR (or crawl with a model)")
+        report.add(
+            "index",
+            "vectors",
+            WARN,
+            "no embeddings: search is keyword-only",
+            "toolidx embed --model-path DIR (or crawl with a model)",
+        )
     elif facts["vectors"] < facts["tools"] or facts["outdated_vectors"]:
         missing, outdated = facts["tools"] - facts["vectors"], facts["outdated_vectors"]
-        report.add("index", "vectors", WARN, f"of {facts['tools']} tools, {missing} have no vector and {outdated} "
-                   "a vector of an older text (semantic search misses or misreads them)", "toolidx embed")
+        report.add(
+            "index",
+            "vectors",
+            WARN,
+            f"of {facts['tools']} tools, {missing} have no vector and {outdated} "
+            "a vector of an older text (semantic search misses or misreads them)",
+            "toolidx embed",
+        )
     else:
-        report.add("index", "vectors", OK, f"every tool has a vector ({facts['embed_model']}, "
-                   f"{facts['embed_dim']} dimensions)")
+        report.add(
+            "index", "vectors", OK, f"every tool has a vector ({facts['embed_model']}, {facts['embed_dim']} dimensions)"
+        )
     return facts
 
 
@@ -231,33 +271,51 @@ def check_usage(report: DoctorReport, db_path: str, usage_db: str | None = None)
         report.add("usage", "usage file", WARN, f"{e.where}: {e.what}", e.fix)
         return
     if not path.exists():
-        report.add("usage", "usage file", OK, f"{path}: nothing recorded yet (toolidx serve records each "
-                   "execute_tool there)")
+        report.add(
+            "usage", "usage file", OK, f"{path}: nothing recorded yet (toolidx serve records each execute_tool there)"
+        )
         return
     try:
         facts = usage_facts(path)
     except ToolidxError as e:
-        report.add("usage", "usage file", WARN, f"{path}: {e.what}; serve records no usage and the "
-                   "usage sorts and metrics are empty", e.fix)
+        report.add(
+            "usage",
+            "usage file",
+            WARN,
+            f"{path}: {e.what}; serve records no usage and the usage sorts and metrics are empty",
+            e.fix,
+        )
         return
-    report.add("usage", "usage file", OK, f"{path}: {plural(facts['calls'], 'call')} of "
-               f"{plural(facts['tools_called'], 'tool')}, last {facts['last_call'] or 'never'}; "
-               f"{plural(facts['tools_with_examples'], 'tool')} "
-               "with recorded examples" + ("" if facts["current"] else
-                                           f" (schema v{facts['schema_version']}, upgraded by serve)"))
+    report.add(
+        "usage",
+        "usage file",
+        OK,
+        f"{path}: {plural(facts['calls'], 'call')} of "
+        f"{plural(facts['tools_called'], 'tool')}, last {facts['last_call'] or 'never'}; "
+        f"{plural(facts['tools_with_examples'], 'tool')} "
+        "with recorded examples"
+        + ("" if facts["current"] else f" (schema v{facts['schema_version']}, upgraded by serve)"),
+    )
     if not facts["writable"]:
-        report.add("usage", "usage writable", WARN, f"{path} cannot be written: serve will record no calls",
-                   "make it writable, or choose another file with --usage-db / TOOLIDX_USAGE_DB")
+        report.add(
+            "usage",
+            "usage writable",
+            WARN,
+            f"{path} cannot be written: serve will record no calls",
+            "make it writable, or choose another file with --usage-db / TOOLIDX_USAGE_DB",
+        )
 
 
-def check_model(report: DoctorReport, facts: dict[str, Any] | None, name: str | None, path: str | None,
-                settings: dict[str, Any]) -> None:
+def check_model(
+    report: DoctorReport, facts: dict[str, Any] | None, name: str | None, path: str | None, settings: dict[str, Any]
+) -> None:
     from ..core.embedding import check_model_path, load_embedder, resolve_model
     from ..core.errors import ModelError
 
     indexed = (facts or {}).get("embed_model")
-    choice = resolve_model(name=name, path=path, settings=settings, indexed=indexed,
-                           remembered_path=(facts or {}).get("embed_model_path"))
+    choice = resolve_model(
+        name=name, path=path, settings=settings, indexed=indexed, remembered_path=(facts or {}).get("embed_model_path")
+    )
     needed = bool(facts and facts.get("vectors"))
     if choice.name is None:
         report.add("model", "model", WARN if needed else SKIP, "embeddings are off (--model none)")
@@ -274,18 +332,32 @@ def check_model(report: DoctorReport, facts: dict[str, Any] | None, name: str | 
         report.add("model", "model", FAIL, str(e), e.fix)
         return
     if emb is None:
-        report.add("model", "model", FAIL if needed else WARN,
-                   f"{choice.name} cannot be loaded offline from {where}",
-                   "point --model-path / TOOLIDX_MODEL_PATH at a local copy of the model")
+        report.add(
+            "model",
+            "model",
+            FAIL if needed else WARN,
+            f"{choice.name} cannot be loaded offline from {where}",
+            "point --model-path / TOOLIDX_MODEL_PATH at a local copy of the model",
+        )
         return
     report.add("model", "model", OK, f"{choice.name} loads from {where} ({emb.dim} dimensions)")
     if indexed and indexed != choice.name:
-        report.add("model", "same model", FAIL, f"the index's vectors come from {indexed}, not {choice.name}",
-                   f"use --model {indexed}, or re-embed: toolidx embed --model {choice.name}")
+        report.add(
+            "model",
+            "same model",
+            FAIL,
+            f"the index's vectors come from {indexed}, not {choice.name}",
+            f"use --model {indexed}, or re-embed: toolidx embed --model {choice.name}",
+        )
     dim = (facts or {}).get("embed_dim")
     if dim and str(emb.dim) != str(dim):
-        report.add("model", "dimension", FAIL, f"the model has {emb.dim} dimensions, the index {dim}",
-                   "re-embed with this model: toolidx embed")
+        report.add(
+            "model",
+            "dimension",
+            FAIL,
+            f"the model has {emb.dim} dimensions, the index {dim}",
+            "re-embed with this model: toolidx embed",
+        )
 
 
 def check_calibration(report: DoctorReport, facts: dict[str, Any] | None) -> None:
@@ -299,15 +371,25 @@ def check_calibration(report: DoctorReport, facts: dict[str, Any] | None) -> Non
     if is_calibrated(model):
         report.add("model", "calibration", OK, f"scores and the \"no good match\" gate are fitted on {model}")
     else:
-        report.add("model", "calibration", WARN,
-                   f"toolidx's fusion and score calibration were fitted on {', '.join(CALIBRATED_MODELS)}, not "
-                   f"{model}: hybrid search ranks by rank fusion, scores are not probabilities, and no "
-                   "\"no good match\" gate applies",
-                   "use the default model for calibrated scores, or check what this one buys: toolidx eval")
+        report.add(
+            "model",
+            "calibration",
+            WARN,
+            f"toolidx's fusion and score calibration were fitted on {', '.join(CALIBRATED_MODELS)}, not "
+            f"{model}: hybrid search ranks by rank fusion, scores are not probabilities, and no "
+            "\"no good match\" gate applies",
+            "use the default model for calibrated scores, or check what this one buys: toolidx eval",
+        )
 
 
-def doctor(db_path: str, *, config_path: str | None = None, model: str | None = None,
-           model_path: str | None = None, usage_db: str | None = None) -> DoctorReport:
+def doctor(
+    db_path: str,
+    *,
+    config_path: str | None = None,
+    model: str | None = None,
+    model_path: str | None = None,
+    usage_db: str | None = None,
+) -> DoctorReport:
     """Every check, in order; a failed install stops the rest (nothing else could be trusted)."""
     report = DoctorReport()
     if not check_install(report):

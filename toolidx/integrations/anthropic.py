@@ -24,8 +24,10 @@ from .common import DEFAULT_TIMEOUT_S, ToolCatalog, field
 
 SEARCH_TOOL_NAME = "search_tools"
 MAX_LIMIT = 20
-NO_MATCH_TEXT = ("No good match: no available tool fits this request well. Rephrase the query, or "
-                 "tell the user that no available tool does this.")
+NO_MATCH_TEXT = (
+    "No good match: no available tool fits this request well. Rephrase the query, or "
+    "tell the user that no available tool does this."
+)
 
 
 def search_tool_definition(name: str = SEARCH_TOOL_NAME, total: int | None = None) -> dict:
@@ -33,17 +35,27 @@ def search_tool_definition(name: str = SEARCH_TOOL_NAME, total: int | None = Non
     where = f" among {plural(total, 'tool')}" if total else ""
     return {
         "name": name,
-        "description": (f"Find the right tool for a task{where} (they are not listed up front). "
-                        "Describe what you want to do in plain words; the best matching tools are "
-                        "loaded and can then be called directly by name. If nothing fits, the "
-                        "answer says so: rephrase, or tell the user no such tool exists."),
+        "description": (
+            f"Find the right tool for a task{where} (they are not listed up front). "
+            "Describe what you want to do in plain words; the best matching tools are "
+            "loaded and can then be called directly by name. If nothing fits, the "
+            "answer says so: rephrase, or tell the user no such tool exists."
+        ),
         "input_schema": {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "minLength": 1,
-                          "description": "The task in plain words, e.g. \"current time in Tokyo\"."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 5,
-                          "description": "How many tools to load at most."},
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The task in plain words, e.g. \"current time in Tokyo\".",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_LIMIT,
+                    "default": 5,
+                    "description": "How many tools to load at most.",
+                },
             },
             "required": ["query"],
         },
@@ -65,8 +77,10 @@ class AnthropicToolSearch:
     def deferred_tools(self) -> list[dict]:
         """Every tool in scope, deferred: `{"name", "description", "input_schema", "defer_loading": true}`."""
         c = self.catalog
-        return [{"name": name, "description": c.description(i), "input_schema": c.input_schema(i),
-                 "defer_loading": True} for i, name in c.names.items()]
+        return [
+            {"name": name, "description": c.description(i), "input_schema": c.input_schema(i), "defer_loading": True}
+            for i, name in c.names.items()
+        ]
 
     def tools(self) -> list[dict]:
         """The request's `tools`: the search tool first (not deferred), then every deferred tool."""
@@ -115,8 +129,12 @@ def tool_result(tool_use_id: str, result: dict) -> dict:
         if c.get("type") == "text":
             content.append({"type": "text", "text": c.get("text", "")})
         elif c.get("type") == "image" and c.get("data"):
-            content.append({"type": "image", "source": {"type": "base64", "media_type": c.get("mimeType", "image/png"),
-                                                        "data": c["data"]}})
+            content.append(
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": c.get("mimeType", "image/png"), "data": c["data"]},
+                }
+            )
         else:
             content.append({"type": "text", "text": json.dumps(c, ensure_ascii=False)})
     if not content and result.get("structuredContent") is not None:

@@ -34,17 +34,100 @@ MAX_UNION = 12
 _PY_IDENT = re.compile(r"[^0-9A-Za-z_]")
 _TS_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")  # used with fullmatch: `$` would let "key\n" pass
 # names the generated Python module defines itself (a tool or parameter must not shadow them)
-_PY_RESERVED = {"Any", "Literal", "TypedDict", "cast", "annotations", "configure", "ToolError", "Client", "client",
-                "DB_PATH", "SCOPE", "TOOL_IDS", "_call", "_args", "_client", "_runtime", "None", "True", "False",
-                "self", "str", "int", "float", "bool", "list", "dict", "object"}
-_TS_RESERVED = {"break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete", "do",
-                "else", "enum", "export", "extends", "false", "finally", "for", "function", "if", "import",
-                "in", "instanceof", "new", "null", "return", "super", "switch", "this", "throw", "true",
-                "try", "typeof", "var", "void", "while", "with", "yield", "let", "static", "implements",
-                "interface", "package", "private", "protected", "public", "await", "async", "any",
-                "undefined", "arguments", "eval", "ToolError", "ToolidxClient", "callTool", "configure",
-                "closeClient", "CallToolResult", "TOOL_IDS", "getClient", "TOOLIDX_DB", "SCOPE_ARGS",
-                "client", "Pending"}
+_PY_RESERVED = {
+    "Any",
+    "Literal",
+    "TypedDict",
+    "cast",
+    "annotations",
+    "configure",
+    "ToolError",
+    "Client",
+    "client",
+    "DB_PATH",
+    "SCOPE",
+    "TOOL_IDS",
+    "_call",
+    "_args",
+    "_client",
+    "_runtime",
+    "None",
+    "True",
+    "False",
+    "self",
+    "str",
+    "int",
+    "float",
+    "bool",
+    "list",
+    "dict",
+    "object",
+}
+_TS_RESERVED = {
+    "break",
+    "case",
+    "catch",
+    "class",
+    "const",
+    "continue",
+    "debugger",
+    "default",
+    "delete",
+    "do",
+    "else",
+    "enum",
+    "export",
+    "extends",
+    "false",
+    "finally",
+    "for",
+    "function",
+    "if",
+    "import",
+    "in",
+    "instanceof",
+    "new",
+    "null",
+    "return",
+    "super",
+    "switch",
+    "this",
+    "throw",
+    "true",
+    "try",
+    "typeof",
+    "var",
+    "void",
+    "while",
+    "with",
+    "yield",
+    "let",
+    "static",
+    "implements",
+    "interface",
+    "package",
+    "private",
+    "protected",
+    "public",
+    "await",
+    "async",
+    "any",
+    "undefined",
+    "arguments",
+    "eval",
+    "ToolError",
+    "ToolidxClient",
+    "callTool",
+    "configure",
+    "closeClient",
+    "CallToolResult",
+    "TOOL_IDS",
+    "getClient",
+    "TOOLIDX_DB",
+    "SCOPE_ARGS",
+    "client",
+    "Pending",
+}
 
 
 # --- the names of the wrappers -----------------------------------------------------------------------
@@ -150,8 +233,12 @@ class _TypeMapper:
         py = lang == "py"
         self.ANY = "Any" if py else "unknown"
         self.NULL = "None" if py else "null"
-        self.names = {"string": "str" if py else "string", "integer": "int" if py else "number",
-                      "number": "float" if py else "number", "boolean": "bool" if py else "boolean"}
+        self.names = {
+            "string": "str" if py else "string",
+            "integer": "int" if py else "number",
+            "number": "float" if py else "number",
+            "boolean": "bool" if py else "boolean",
+        }
 
     def literal(self, v: Any) -> str | None:
         """A JSON value as literal text (repr / JSON escaped), None where no literal type exists."""
@@ -227,12 +314,16 @@ class _TypeMapper:
                 parts.append(self.NULL)
             elif t == "array":
                 items = s.get("items")
-                parts.append(self.array(self.map(items, root, seen, depth + 1) if isinstance(items, dict)
-                                        else self.ANY))
+                parts.append(
+                    self.array(self.map(items, root, seen, depth + 1) if isinstance(items, dict) else self.ANY)
+                )
             elif t == "object":
                 ap = s.get("additionalProperties")
-                value = self.map(ap, root, seen, depth + 1) if isinstance(ap, dict) and not s.get("properties") \
+                value = (
+                    self.map(ap, root, seen, depth + 1)
+                    if isinstance(ap, dict) and not s.get("properties")
                     else self.ANY
+                )
                 parts.append(self.obj(value))
             else:
                 return self.ANY
@@ -243,8 +334,9 @@ class _TypeMapper:
 def _clean(text: str) -> str:
     """Newlines normalised, other control and line/paragraph separator characters dropped."""
     text = str(text or "").replace("\r\n", "\n").replace("\r", "\n")
-    return "".join(c for c in text if c in "\n\t" or (unicodedata.category(c)[0] != "C"
-                                                          and c not in "\u2028\u2029\x85"))
+    return "".join(
+        c for c in text if c in "\n\t" or (unicodedata.category(c)[0] != "C" and c not in "\u2028\u2029\x85")
+    )
 
 
 def py_docstring(text: str, indent: str) -> str:
@@ -361,8 +453,9 @@ def python_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str, st
                 body += ["", "", f"{returns} = TypedDict({returns!r}, {{"]
                 body += [f"    {f.json_name!r}: {mapper.map(f.schema, out_root)}," for f in fields]
                 body.append(f"}}{total})")
-                doc += ["", "Returns:"] + ["    " + _param_doc(f).replace(" (optional)", " (may be absent)")
-                                           for f in fields]
+                doc += ["", "Returns:"] + [
+                    "    " + _param_doc(f).replace(" (optional)", " (may be absent)") for f in fields
+                ]
             else:
                 returns = mapper.map(t["output_schema"], out_root)
         body += ["", "", f"def {fn}({', '.join(sig)}) -> {returns}:", "    " + py_docstring("\n".join(doc), "    ")]
@@ -447,8 +540,9 @@ def typescript_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str
         iface = ts_ident(stems[tool_id] + "Args", taken)
         names[fn] = tool_id
         params, root = params_of(catalog.input_schema(tool_id), None, t.get("param_names"))
-        out += _ts_interface(iface, f"Arguments of {tool_id} (JSON names as the tool takes them).", params, root,
-                             mapper)
+        out += _ts_interface(
+            iface, f"Arguments of {tool_id} (JSON names as the tool takes them).", params, root, mapper
+        )
         desc = t.get("description") or t.get("title") or t["name"]
         doc = [desc, "", f"Tool: {tool_id}"]
         doc += [f"@param args.{p.json_name} {' '.join(_clean(p.description).split())}".rstrip() for p in params]
@@ -458,15 +552,24 @@ def typescript_module(catalog: ToolCatalog, db_path: str) -> tuple[str, dict[str
             fields, out_root = shape
             if fields:
                 returns = ts_ident(stems[tool_id] + "Result", taken)
-                out += _ts_interface(returns, f"What {tool_id} returns (its output schema).", fields, out_root,
-                                     mapper)
+                out += _ts_interface(returns, f"What {tool_id} returns (its output schema).", fields, out_root, mapper)
             else:
                 returns = mapper.map(t["output_schema"], out_root)
             doc.append(f"@returns the tool's structuredContent ({returns})")
-        call = (f"  return callTool({js_string(tool_id)}, args);" if returns == "unknown" else
-                f"  return callTool({js_string(tool_id)}, args, true) as Promise<{returns}>;")
-        out += ["", "/**", js_comment("\n".join(doc)), " */",
-                f"export function {fn}(args: {iface}{default}): Promise<{returns}> {{", call, "}"]
+        call = (
+            f"  return callTool({js_string(tool_id)}, args);"
+            if returns == "unknown"
+            else f"  return callTool({js_string(tool_id)}, args, true) as Promise<{returns}>;"
+        )
+        out += [
+            "",
+            "/**",
+            js_comment("\n".join(doc)),
+            " */",
+            f"export function {fn}(args: {iface}{default}): Promise<{returns}> {{",
+            call,
+            "}",
+        ]
     out += ["", "/** Function name -> toolidx tool id. */", "export const TOOL_IDS: Record<string, string> = {"]
     out += [f"  {js_string(fn)}: {js_string(i)}," for fn, i in names.items()]
     out += ["};", ""]

@@ -58,9 +58,18 @@ class ToolCatalog:
     `config_path` and `trust_index` are serve's --config and --trust-index: where servers are started
     from, and whether the index's own launch lines run though no crawl on this machine wrote them."""
 
-    def __init__(self, db_path: str | Path, *, scope: Filters | None = None, config_path: str | None = None,
-                 embedder: QueryEmbedder = INDEX_MODEL, max_tools: int = MAX_TOOLS, usage_db: str | None = None,
-                 record_usage: bool = True, trust_index: bool = False):
+    def __init__(
+        self,
+        db_path: str | Path,
+        *,
+        scope: Filters | None = None,
+        config_path: str | None = None,
+        embedder: QueryEmbedder = INDEX_MODEL,
+        max_tools: int = MAX_TOOLS,
+        usage_db: str | None = None,
+        record_usage: bool = True,
+        trust_index: bool = False,
+    ):
         self.discovery = Discovery(str(db_path), scope=scope, config_path=config_path)
         self.db = self.discovery.db
         self.scope = self.discovery.scope
@@ -68,8 +77,10 @@ class ToolCatalog:
         self.trust_index = trust_index  # run the index's launch lines though no crawl here wrote them
         tool_ids = sorted(self.discovery.scope_ids())
         if len(tool_ids) > max_tools:
-            raise UsageError(f"{len(tool_ids)} tools in scope: the model APIs take at most {max_tools} in one "
-                             "request", fix="narrow the scope (servers, tags, categories, read-only)")
+            raise UsageError(
+                f"{len(tool_ids)} tools in scope: the model APIs take at most {max_tools} in one request",
+                fix="narrow the scope (servers, tags, categories, read-only)",
+            )
         self.names: dict[str, str] = self.discovery.api_names(tool_ids)
         self.ids: dict[str, str] = {n: i for i, n in self.names.items()}
         self._embedder = embedder
@@ -113,8 +124,9 @@ class ToolCatalog:
         from ..search.hybrid import search
 
         filters = None if self.scope.is_empty() else self.scope
-        res = search(self.db, query, mode="hybrid", limit=limit, filters=filters, min_score=min_score,
-                     embedder=self.embedder)
+        res = search(
+            self.db, query, mode="hybrid", limit=limit, filters=filters, min_score=min_score, embedder=self.embedder
+        )
         hits = [h for h in res.hits if h.id in self.names]
         return Found(query, [h.id for h in hits], res.no_match, {h.id: h.score for h in hits})
 
@@ -129,9 +141,13 @@ class ToolCatalog:
 
     # --- running a tool -----------------------------------------------------------------------
     def _source(self) -> SpecSource:
-        return SpecSource(server_row=lambda name: get_server(self.db, name), config_path=self.config_path,
-                          index_config_path=lambda: self.db.get_meta("config_path"),
-                          db_path=self.discovery.db_path, trust_index=self.trust_index)
+        return SpecSource(
+            server_row=lambda name: get_server(self.db, name),
+            config_path=self.config_path,
+            index_config_path=lambda: self.db.get_meta("config_path"),
+            db_path=self.discovery.db_path,
+            trust_index=self.trust_index,
+        )
 
     @asynccontextmanager
     async def executor(self) -> AsyncIterator[Executor]:
@@ -167,8 +183,14 @@ class Executor:
         self.catalog, self.pool = catalog, pool
 
     async def call(self, tool: str, arguments: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
-        return await execute(self.catalog.discovery, self.pool, self.catalog.ids.get(tool, tool), arguments,
-                             timeout_s, usage=self.catalog.usage)
+        return await execute(
+            self.catalog.discovery,
+            self.pool,
+            self.catalog.ids.get(tool, tool),
+            arguments,
+            timeout_s,
+            usage=self.catalog.usage,
+        )
 
 
 def result_text(result: dict) -> str:

@@ -39,7 +39,7 @@ def _safe(text: str, taken: set[str], full: str) -> str:
     base = _UNSAFE.sub("_", text) or "tool"
     if len(base) <= NAME_MAX and base not in taken:
         return base
-    return base[:NAME_MAX - 7] + "_" + hashlib.sha256(full.encode()).hexdigest()[:6]
+    return base[: NAME_MAX - 7] + "_" + hashlib.sha256(full.encode()).hexdigest()[:6]
 
 
 def tool_search_definition(total: int | None = None) -> dict:
@@ -47,15 +47,21 @@ def tool_search_definition(total: int | None = None) -> dict:
     return {
         "type": "tool_search",
         "execution": "client",
-        "description": (f"Find the tools needed for the task{where} (they are not loaded up front). "
-                        "Describe what you want to do in plain words; the best matching tools are "
-                        "loaded, grouped by server. An empty result means no available tool fits."),
+        "description": (
+            f"Find the tools needed for the task{where} (they are not loaded up front). "
+            "Describe what you want to do in plain words; the best matching tools are "
+            "loaded, grouped by server. An empty result means no available tool fits."
+        ),
         "parameters": {
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "The task in plain words."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                          "description": "How many tools to load at most (default 8)."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_LIMIT,
+                    "description": "How many tools to load at most (default 8).",
+                },
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -92,13 +98,18 @@ class OpenAIToolSearch:
                 groups = []
                 for cat, cids in by_cat.items():
                     label = server if len(by_cat) == 1 else f"{server}__{cat}"
-                    chunks = [cids[k:k + size] for k in range(0, len(cids), size)]
+                    chunks = [cids[k : k + size] for k in range(0, len(cids), size)]
                     for n, chunk in enumerate(chunks, 1):
                         name = label if len(chunks) == 1 else f"{label}_{n}"
                         part = f" (part {n} of {len(chunks)})" if len(chunks) > 1 else ""
                         what = f", category {cat}" if len(by_cat) > 1 else ""
-                        groups.append((name, f"{desc}{what}{part}: " + ", ".join(
-                            self.catalog.tool(i)["name"] for i in chunk) + ".", chunk))
+                        groups.append(
+                            (
+                                name,
+                                f"{desc}{what}{part}: " + ", ".join(self.catalog.tool(i)["name"] for i in chunk) + ".",
+                                chunk,
+                            )
+                        )
             for name, description, gids in groups:
                 ns = _safe(name, taken_ns, f"{server}/{name}")
                 taken_ns.add(ns)
@@ -118,17 +129,24 @@ class OpenAIToolSearch:
     def function(self, tool_id: str) -> dict:
         """A tool's full function definition inside its namespace."""
         c = self.catalog
-        return {"type": "function", "name": self.place[tool_id][1], "description": c.description(tool_id),
-                "defer_loading": True, "parameters": c.input_schema(tool_id)}
+        return {
+            "type": "function",
+            "name": self.place[tool_id][1],
+            "description": c.description(tool_id),
+            "defer_loading": True,
+            "parameters": c.input_schema(tool_id),
+        }
 
     def namespaces(self, tool_ids: list[str] | None = None) -> list[dict]:
         """`tool_ids` (default: all) as namespace objects, namespaces in first-hit order, each
         holding its found functions in rank order."""
         grouped: dict[str, list[dict]] = {}
-        for i in (self.catalog.names if tool_ids is None else tool_ids):
+        for i in self.catalog.names if tool_ids is None else tool_ids:
             grouped.setdefault(self.place[i][0], []).append(self.function(i))
-        return [{"type": "namespace", "name": ns, "description": self.namespace_description[ns], "tools": fns}
-                for ns, fns in grouped.items()]
+        return [
+            {"type": "namespace", "name": ns, "description": self.namespace_description[ns], "tools": fns}
+            for ns, fns in grouped.items()
+        ]
 
     # --- the model's search call --------------------------------------------------------------
     def is_search(self, item: Any) -> bool:
@@ -146,8 +164,13 @@ class OpenAIToolSearch:
             args = json.loads(args or "{}")
         query = str(args.get("query") or args.get("goal") or "").strip()
         ids, _ = self.search(query, args.get("limit")) if query else ([], True)
-        return {"type": "tool_search_output", "call_id": field(item, "call_id"), "execution": "client",
-                "status": "completed", "tools": self.namespaces(ids)}
+        return {
+            "type": "tool_search_output",
+            "call_id": field(item, "call_id"),
+            "execution": "client",
+            "status": "completed",
+            "tools": self.namespaces(ids),
+        }
 
     # --- the model's call of a loaded function --------------------------------------------------
     def tool_id(self, item: Any) -> str:
@@ -171,5 +194,8 @@ class OpenAIToolSearch:
 
 def function_call_output(call_id: str, result: dict) -> dict:
     text = result_text(result)
-    return {"type": "function_call_output", "call_id": call_id,
-            "output": ("Error: " + text) if result.get("isError") and not text.startswith("Error") else text}
+    return {
+        "type": "function_call_output",
+        "call_id": call_id,
+        "output": ("Error: " + text) if result.get("isError") and not text.startswith("Error") else text,
+    }

@@ -36,8 +36,10 @@ CALL_TOOL_RESULT = {
     "type": "object",
     "description": "An MCP CallToolResult: content blocks, optional structuredContent, isError.",
     "properties": {
-        "content": {"type": "array", "items": {"type": "object", "properties": {"type": {"type": "string"}},
-                                               "required": ["type"]}},
+        "content": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"type": {"type": "string"}}, "required": ["type"]},
+        },
         "structuredContent": {"type": "object"},
         "isError": {"type": "boolean"},
     },
@@ -125,8 +127,19 @@ class _Lifter:
 
 # where a schema holds schemas (JSON Schema 2020-12, and draft-04/07's `items` list, `additionalItems`,
 # `dependencies`); everything else in a schema is a value or an unknown keyword
-_SCHEMA_ONE = ("additionalItems", "contains", "additionalProperties", "propertyNames", "not", "if", "then",
-               "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema")
+_SCHEMA_ONE = (
+    "additionalItems",
+    "contains",
+    "additionalProperties",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+)
 _SCHEMA_LIST = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
 _REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 _RESOURCE = ("$id", "$schema", "$anchor", "$dynamicAnchor", "$recursiveAnchor")
@@ -136,8 +149,11 @@ def _inert(node: Any) -> Any:
     """A copy of a schema no validator can leave the document from: non-local refs renamed (as in
     `values`) and `$id`s, which set the base local refs resolve against, dropped."""
     if isinstance(node, dict):
-        return {(f"x-unfollowed-{k[1:]}" if k in _REFS and isinstance(v, str) and not is_local_ref(v) else k):
-                _inert(v) for k, v in node.items() if k != "$id"}
+        return {
+            (f"x-unfollowed-{k[1:]}" if k in _REFS and isinstance(v, str) and not is_local_ref(v) else k): _inert(v)
+            for k, v in node.items()
+            if k != "$id"
+        }
     if isinstance(node, list):
         return [_inert(v) for v in node]
     return node
@@ -149,8 +165,10 @@ def values(node: Any) -> Any:
     JSON references wherever they appear in a document would otherwise read the file or fetch the
     URL."""
     if isinstance(node, dict):
-        return {(f"x-unfollowed-{k[1:]}" if k in _REFS and isinstance(v, str) and not is_local_ref(v) else k):
-                values(v) for k, v in node.items()}
+        return {
+            (f"x-unfollowed-{k[1:]}" if k in _REFS and isinstance(v, str) and not is_local_ref(v) else k): values(v)
+            for k, v in node.items()
+        }
     if isinstance(node, list):
         return [values(v) for v in node]
     return node
@@ -221,12 +239,15 @@ def openapi_document(catalog: ToolCatalog, title: str = "toolidx tools") -> tupl
         _Lifter(f"{op_id}.input", _schema(t.get("input_schema")), components)
         if isinstance(t.get("output_schema"), dict) and t["output_schema"]:
             _Lifter(f"{op_id}.output", t["output_schema"], components)
-            ok: dict[str, Any] = {"description": "The tool's structured result (structuredContent).",
-                                  "content": {"application/json": {"schema": {
-                                      "$ref": f"#/components/schemas/{op_id}.output"}}}}
+            ok: dict[str, Any] = {
+                "description": "The tool's structured result (structuredContent).",
+                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{op_id}.output"}}},
+            }
         else:
-            ok = {"description": "The tool's result (an MCP CallToolResult).",
-                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CallToolResult"}}}}
+            ok = {
+                "description": "The tool's result (an MCP CallToolResult).",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CallToolResult"}}},
+            }
         desc = (t.get("description") or "").strip()
         summary = (t.get("title") or desc.split("\n", 1)[0] or t["name"]).strip()
         op_tags = [t["server"]] + ([t["category"]] if t.get("category") and t["category"] != t["server"] else [])
@@ -236,12 +257,17 @@ def openapi_document(catalog: ToolCatalog, title: str = "toolidx tools") -> tupl
             "summary": summary[:200],
             "description": desc or summary,
             "tags": op_tags,
-            "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                "$ref": f"#/components/schemas/{op_id}.input"}}}},
-            "responses": {"200": ok,
-                          "default": {"description": "The tool failed or the call was refused (isError).",
-                                      "content": {"application/json": {"schema": {
-                                          "$ref": "#/components/schemas/CallToolResult"}}}}},
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{op_id}.input"}}},
+            },
+            "responses": {
+                "200": ok,
+                "default": {
+                    "description": "The tool failed or the call was refused (isError).",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CallToolResult"}}},
+                },
+            },
             "x-toolidx-id": tool_id,
         }
         if t.get("annotations"):
@@ -250,9 +276,12 @@ def openapi_document(catalog: ToolCatalog, title: str = "toolidx tools") -> tupl
         paths[path] = {"post": op}
     doc = {
         "openapi": OPENAPI_VERSION,
-        "info": {"title": title, "version": f"{len(names)}-{digest.hexdigest()[:12]}",
-                 "description": "MCP tools from a toolidx index, one POST operation per tool (request body: the "
-                                "tool's arguments)."},
+        "info": {
+            "title": title,
+            "version": f"{len(names)}-{digest.hexdigest()[:12]}",
+            "description": "MCP tools from a toolidx index, one POST operation per tool (request body: the "
+            "tool's arguments).",
+        },
         "tags": [{"name": n} for n in sorted(tags)],
         "paths": dict(sorted(paths.items())),
         "components": {"schemas": dict(sorted(components.items()))},

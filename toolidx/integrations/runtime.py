@@ -48,8 +48,9 @@ class Client:
     first use and kept for later calls (an event loop in a background thread) until `close()`
     (also run at exit, or by `with Client(...) as c:`)."""
 
-    def __init__(self, db_path: str | Path, *, scope: Filters | dict | None = None,
-                 timeout_s: float = DEFAULT_TIMEOUT_S):
+    def __init__(
+        self, db_path: str | Path, *, scope: Filters | dict | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+    ):
         if isinstance(scope, dict):
             scope = Filters(**scope)
         self.catalog = ToolCatalog(db_path, scope=scope, embedder=None)

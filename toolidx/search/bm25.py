@@ -112,8 +112,13 @@ class _Index:
         idf = self.idf(len(freq))
         norm, base, dl = K1 * B / self.avgdl, K1 * (1 - B), self.doclen
         rows = sorted(freq)
-        self._put(token, _Postings(array("q", rows), array("d", (
-            idf * (freq[d] * (K1 + 1.0)) / (freq[d] + base + norm * dl[d]) for d in rows))))
+        self._put(
+            token,
+            _Postings(
+                array("q", rows),
+                array("d", (idf * (freq[d] * (K1 + 1.0)) / (freq[d] + base + norm * dl[d]) for d in rows)),
+            ),
+        )
 
     def _put(self, token: str, p: _Postings) -> _Postings:
         if token in self.cache:
@@ -204,8 +209,7 @@ def _get(db, weights=retrieval.FTS_WEIGHTS) -> tuple[_Index, _Scratch] | None:
     scratch = db.cache.get("bm25_tokenizer", lambda: _scratch(db))
     if scratch is None:
         return None
-    index = db.cache.get(f"bm25_postings{tuple(weights)}", lambda: _Index(db, weights),
-                         size=lambda entry: entry.cached)
+    index = db.cache.get(f"bm25_postings{tuple(weights)}", lambda: _Index(db, weights), size=lambda entry: entry.cached)
     return index, scratch
 
 
@@ -243,9 +247,15 @@ def _top(acc: dict[int, float], k: int) -> list[tuple[int, float]]:
     return items[:k]
 
 
-def candidates(db, terms: list[str], limit: int, filters=None,
-               weights=retrieval.FTS_WEIGHTS, idf_power: float = 1.0,
-               term_weights: dict[str, float] | None = None) -> list[tuple[int, float]]:
+def candidates(
+    db,
+    terms: list[str],
+    limit: int,
+    filters=None,
+    weights=retrieval.FTS_WEIGHTS,
+    idf_power: float = 1.0,
+    term_weights: dict[str, float] | None = None,
+) -> list[tuple[int, float]]:
     """The same (rowid, BM25) list as retrieval.fts_candidates(db, fts_query(terms), limit, ...),
     except for the common-word shortcut above. Hybrid search reweighs words: `idf_power` < 1 weighs
     each by idf**idf_power instead of idf (calibration.IDF_POWER), `term_weights` multiplies some
@@ -255,8 +265,9 @@ def candidates(db, terms: list[str], limit: int, filters=None,
     if retrieval.in_database(db):
         toks = stems(db, terms) or {}
         tw = term_weights or {}
-        return retrieval.keyword_candidates(db, [(t, tw.get(w, 1.0)) for w in terms for t in toks.get(w, ())],
-                                            limit, filters, weights, idf_power)
+        return retrieval.keyword_candidates(
+            db, [(t, tw.get(w, 1.0)) for w in terms for t in toks.get(w, ())], limit, filters, weights, idf_power
+        )
     with _lock:
         got = _get(db, weights)
         if got is None:
@@ -327,8 +338,7 @@ def matched_terms(db, terms: list[str], rowids: list[int], *, many: bool = False
         pm = retrieval.matched_terms(db, phrases, rowids) if phrases else {}
         posts = {w: index.postings(db, toks[w][0], w) for w in terms if len(toks[w]) == 1}
     if not many:  # keyword mode: the shown hits only, and no numpy import on its cold start
-        return {r: [w for w in terms if (r in posts[w] if w in posts else w in pm.get(r, ()))]
-                for r in rowids}
+        return {r: [w for w in terms if (r in posts[w] if w in posts else w in pm.get(r, ()))] for r in rowids}
     import numpy as np
 
     cand = np.asarray(rowids, dtype=np.int64)
@@ -339,5 +349,7 @@ def matched_terms(db, terms: list[str], rowids: list[int], *, many: bool = False
             continue
         i = np.minimum(np.searchsorted(rows, cand), len(rows) - 1)
         has[w] = (rows[i] == cand).tolist()
-    return {r: [w for w in terms if (has[w][j] if w in has else w not in posts and w in pm.get(r, ()))]
-            for j, r in enumerate(rowids)}
+    return {
+        r: [w for w in terms if (has[w][j] if w in has else w not in posts and w in pm.get(r, ()))]
+        for j, r in enumerate(rowids)
+    }

@@ -65,9 +65,18 @@ class ModelFit:
 
 def _read_fits() -> dict[str, ModelFit]:
     raw = json.loads(FITS_FILE.read_text())
-    return {m: ModelFit(f["cos"], f["coverage"], f["name"], tuple(f["ramp"]) if f["ramp"] else None,
-                        {k: (v[0], v[1]) for k, v in f["platt"].items()}, dict(f["threshold"]), f["fitted"])
-            for m, f in raw["models"].items()}
+    return {
+        m: ModelFit(
+            f["cos"],
+            f["coverage"],
+            f["name"],
+            tuple(f["ramp"]) if f["ramp"] else None,
+            {k: (v[0], v[1]) for k, v in f["platt"].items()},
+            dict(f["threshold"]),
+            f["fitted"],
+        )
+        for m, f in raw["models"].items()
+    }
 
 
 FITS = _read_fits()
@@ -89,6 +98,8 @@ def hybrid_weights(n_terms: int | None, fit: ModelFit | None = None) -> tuple[fl
     lo, hi = f.ramp
     w = min(1.0, max(0.0, (n_terms - lo) / (hi - lo)))
     return tuple(a * (1 - w) + b * w for a, b in zip(short, LONG_WEIGHTS))  # type: ignore[return-value]
+
+
 # Hybrid's BM25 weighs each query word by sqrt(idf) instead of idf (bm25.candidates): in a long
 # request the rarest word (an id, a place name) would otherwise outvote the several ordinary words
 # that say what to do, and the embedding already rewards the rare, specific ones. Measured
@@ -149,8 +160,13 @@ def size_factor(n_tools: int) -> float:
     return math.log(REFERENCE_TOOLS + 1) / math.log(max(n_tools, 3) + 1)
 
 
-def ranking_values(cands: dict[int, dict], mode: str, n_tools: int = REFERENCE_TOOLS,
-                   n_terms: int | None = None, model: str | None = None) -> dict[int, float]:
+def ranking_values(
+    cands: dict[int, dict],
+    mode: str,
+    n_tools: int = REFERENCE_TOOLS,
+    n_terms: int | None = None,
+    model: str | None = None,
+) -> dict[int, float]:
     """z per candidate (higher is better); the score is a monotone map of it."""
     best = max((c["bm25"] for c in cands.values()), default=0.0) or 1.0
     scale = size_factor(n_tools)
@@ -160,9 +176,13 @@ def ranking_values(cands: dict[int, dict], mode: str, n_tools: int = REFERENCE_T
         fz = fuzzy_strength(c.get("fuzzy", 0.0))
         rel = c["bm25"] / best
         if mode == "hybrid":
-            out[r] = (cos_w * c["cos"] + (1 - cos_w) * rel
-                      + cov_w * c.get("coverage", 0.0) + FUZZY_WEIGHT * fz
-                      + name_w * (c.get("name_words", 0) >= NAME_MIN_WORDS))
+            out[r] = (
+                cos_w * c["cos"]
+                + (1 - cos_w) * rel
+                + cov_w * c.get("coverage", 0.0)
+                + FUZZY_WEIGHT * fz
+                + name_w * (c.get("name_words", 0) >= NAME_MIN_WORDS)
+            )
         elif mode == "semantic":
             out[r] = c["cos"]
         else:
@@ -203,8 +223,13 @@ def uncalibrated_scores(cands: dict[int, dict], mode: str) -> dict[int, float]:
     return out
 
 
-def score_candidates(cands: dict[int, dict], mode: str, n_tools: int = REFERENCE_TOOLS,
-                     model: str | None = None, n_terms: int | None = None) -> dict[int, float]:
+def score_candidates(
+    cands: dict[int, dict],
+    mode: str,
+    n_tools: int = REFERENCE_TOOLS,
+    model: str | None = None,
+    n_terms: int | None = None,
+) -> dict[int, float]:
     """Calibrated score in [0, 1] per candidate (for a model not in CALIBRATED_MODELS, in hybrid
     and semantic mode: uncalibrated_scores)."""
     if mode != "keyword" and not is_calibrated(model):

@@ -53,7 +53,8 @@ QUERY_CUT = 200  # a miss quotes this much of its query
 
 def _valid_steps(steps: Any) -> bool:
     return isinstance(steps, list) and all(
-        isinstance(s, list) and s and all(isinstance(i, str) for i in s) for s in steps)
+        isinstance(s, list) and s and all(isinstance(i, str) for i in s) for s in steps
+    )
 
 
 def load_queries(path: str | Path, labels: str = "any") -> list[dict]:
@@ -63,8 +64,9 @@ def load_queries(path: str | Path, labels: str = "any") -> list[dict]:
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError("queries file not found", where=str(p),
-                         fix='pass a JSONL file of {"id", "query", "relevant": [ids]}') from None
+        raise UsageError(
+            "queries file not found", where=str(p), fix='pass a JSONL file of {"id", "query", "relevant": [ids]}'
+        ) from None
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"cannot read queries file: {e}", where=str(p)) from None
     out = []
@@ -74,18 +76,21 @@ def load_queries(path: str | Path, labels: str = "any") -> list[dict]:
         try:
             q = json.loads(line)
         except json.JSONDecodeError as e:
-            raise UsageError(f"invalid JSON ({e.msg})", where=f"{p}:{n}",
-                             fix="one JSON object per line") from None
-        if not isinstance(q, dict) or not isinstance(q.get("query"), str) \
-                or not isinstance(q.get("relevant", []), list):
-            raise UsageError('each line needs "query" (string) and "relevant" (list of tool ids)',
-                             where=f"{p}:{n}")
+            raise UsageError(f"invalid JSON ({e.msg})", where=f"{p}:{n}", fix="one JSON object per line") from None
+        if (
+            not isinstance(q, dict)
+            or not isinstance(q.get("query"), str)
+            or not isinstance(q.get("relevant", []), list)
+        ):
+            raise UsageError('each line needs "query" (string) and "relevant" (list of tool ids)', where=f"{p}:{n}")
         if labels == "steps":
             if not _valid_steps(q.get("steps")):
-                raise UsageError('--labels steps: each line needs "steps", a list of steps, each a '
-                                 'non-empty list of alternative tool ids', where=f"{p}:{n}",
-                                 fix='e.g. "steps": [["srv/a"], ["srv/b", "other/b"]]; "steps": [] = '
-                                     'no tool serves it')
+                raise UsageError(
+                    '--labels steps: each line needs "steps", a list of steps, each a '
+                    'non-empty list of alternative tool ids',
+                    where=f"{p}:{n}",
+                    fix='e.g. "steps": [["srv/a"], ["srv/b", "other/b"]]; "steps": [] = no tool serves it',
+                )
             q["relevant"] = list(dict.fromkeys(i for s in q["steps"] for i in s))
         q.setdefault("id", f"{p.stem}:{n}")
         q.setdefault("relevant", [])
@@ -95,14 +100,15 @@ def load_queries(path: str | Path, labels: str = "any") -> list[dict]:
     return out
 
 
-def ranking_metrics(ranked: list[str], relevant: list, labels: str = "any",
-                    ks: tuple[int, ...] = KS) -> dict[str, float]:
+def ranking_metrics(
+    ranked: list[str], relevant: list, labels: str = "any", ks: tuple[int, ...] = KS
+) -> dict[str, float]:
     """Metrics of one ranked list of tool ids against its relevant ids (non-empty); with "steps"
     labels `relevant` is the list of steps (each a list of alternative ids)."""
     if labels == "steps":
         return _steps_metrics(ranked, relevant, ks)
     rel = set(relevant)
-    top = ranked[:max(max(ks), 10)]
+    top = ranked[: max(max(ks), 10)]
     hits = [1 if d in rel else 0 for d in top]
     out: dict[str, float] = {}
     for k in ks:
@@ -125,7 +131,7 @@ def _steps_metrics(ranked: list[str], steps: list[list[str]], ks: tuple[int, ...
     for si, alts in enumerate(steps):
         for a in alts:
             steps_of.setdefault(a, set()).add(si)
-    top = ranked[:max(max(ks), 10)]
+    top = ranked[: max(max(ks), 10)]
     out: dict[str, float] = {}
     for k in ks:
         met_k = set().union(*(steps_of.get(d, set()) for d in top[:k]))
@@ -156,8 +162,14 @@ def miss_entry(q: dict, ranked: list[str]) -> dict | None:
     rank = first_rank(ranked, q["relevant"])
     if rank == 1:
         return None
-    return {"id": q["id"], "query": q["query"][:QUERY_CUT], "rank": rank, "top": ranked[:3],
-            "found": ranked[rank - 1] if rank else None, "relevant": q["relevant"][:5]}
+    return {
+        "id": q["id"],
+        "query": q["query"][:QUERY_CUT],
+        "rank": rank,
+        "top": ranked[:3],
+        "found": ranked[rank - 1] if rank else None,
+        "relevant": q["relevant"][:5],
+    }
 
 
 def _miss_order(m: dict) -> tuple:
@@ -171,11 +183,12 @@ def sign_test(better: int, worse: int) -> float:
     if n == 0:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(better, worse) + 1))
-    return min(1.0, 2 * tail / 2 ** n)  # exact int arithmetic: no overflow for thousands of queries
+    return min(1.0, 2 * tail / 2**n)  # exact int arithmetic: no overflow for thousands of queries
 
 
-def paired_comparison(a: list[dict[str, float]], b: list[dict[str, float]],
-                      keys: tuple[str, ...] = PAIRED) -> dict[str, dict]:
+def paired_comparison(
+    a: list[dict[str, float]], b: list[dict[str, float]], keys: tuple[str, ...] = PAIRED
+) -> dict[str, dict]:
     """Per metric: on how many queries `a` scores higher / lower than `b` (same queries, same
     order), the ties, and the sign-test p-value. A mean hides whether a gain is a few queries."""
     out = {}
@@ -184,8 +197,7 @@ def paired_comparison(a: list[dict[str, float]], b: list[dict[str, float]],
             continue
         better = sum(1 for x, y in zip(a, b) if x[key] > y[key])
         worse = sum(1 for x, y in zip(a, b) if x[key] < y[key])
-        out[key] = {"better": better, "worse": worse, "ties": len(a) - better - worse,
-                    "p": sign_test(better, worse)}
+        out[key] = {"better": better, "worse": worse, "ties": len(a) - better - worse, "p": sign_test(better, worse)}
     return out
 
 
@@ -213,10 +225,19 @@ def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
     return {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in rows[0]}
 
 
-def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...] = SEARCH_MODES,
-             k: tuple[int, ...] = KS, labels: str = "any", infeasible: str | Path | None = None,
-             by: str | None = None, filters: Filters | None = None, embedder: QueryEmbedder = INDEX_MODEL,
-             min_score: float | None = None) -> dict:
+def evaluate(
+    db,
+    queries_path: str | Path,
+    *,
+    modes: list[str] | tuple[str, ...] = SEARCH_MODES,
+    k: tuple[int, ...] = KS,
+    labels: str = "any",
+    infeasible: str | Path | None = None,
+    by: str | None = None,
+    filters: Filters | None = None,
+    embedder: QueryEmbedder = INDEX_MODEL,
+    min_score: float | None = None,
+) -> dict:
     """Run every query in every mode and report the metrics (see the module doc)."""
     from ..store.tools import all_ids
     from .hybrid import MODES, get_query_embedder, search, warm
@@ -234,8 +255,7 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
         queries += [{**q, "relevant": []} for q in load_queries(infeasible)]
     known = set(all_ids(db))
     if not known:
-        raise UsageError("the index has no tools", where=db.path,
-                         fix="crawl first: toolidx crawl --config FILE")
+        raise UsageError("the index has no tools", where=db.path, fix="crawl first: toolidx crawl --config FILE")
     if embedder is INDEX_MODEL:
         embedder = get_query_embedder(db) if any(md != "keyword" for md in modes) else None
     warm(db, embedder)  # the reported latencies are a warm process's, as `toolidx serve` runs
@@ -269,8 +289,7 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
         abstained_by: dict[str, list[int]] = {}
         for q in feasible + infeasible_q:
             t0 = time.perf_counter()
-            res = search(db, q["query"], mode=mode, limit=depth, filters=filters, min_score=0.0,
-                         embedder=embedder)
+            res = search(db, q["query"], mode=mode, limit=depth, filters=filters, min_score=0.0, embedder=embedder)
             lat.append((time.perf_counter() - t0) * 1000)
             mode_used = res.mode_used
             threshold = res.gate if min_score is None else min_score
@@ -301,13 +320,24 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
             "mode_used": mode_used,
             "threshold": threshold,
             "metrics": _mean(rows_by_mode[mode]),
-            "abstention": ({"n": len(infeasible_q), "rate": round(abstained / len(infeasible_q), 4),
-                            "by_kind": {k: {"n": len(v), "rate": round(sum(v) / len(v), 4)}
-                                        for k, v in sorted(abstained_by.items())}}
-                           if infeasible_q else None),
+            "abstention": (
+                {
+                    "n": len(infeasible_q),
+                    "rate": round(abstained / len(infeasible_q), 4),
+                    "by_kind": {
+                        k: {"n": len(v), "rate": round(sum(v) / len(v), 4)} for k, v in sorted(abstained_by.items())
+                    },
+                }
+                if infeasible_q
+                else None
+            ),
             "reliability": reliability(shown),
-            "latency_ms": {"p50": round(lat[len(lat) // 2], 2),
-                           "p95": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))], 2)} if lat else None,
+            "latency_ms": {
+                "p50": round(lat[len(lat) // 2], 2),
+                "p95": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))], 2),
+            }
+            if lat
+            else None,
             "misses": sorted(misses, key=_miss_order),
         }
         if by:
@@ -319,15 +349,26 @@ def evaluate(db, queries_path: str | Path, *, modes: list[str] | tuple[str, ...]
         report_modes[mode] = entry
     # the first mode (hybrid by default) against each other one, over the same feasible queries
     names = list(report_modes)
-    paired = [{"mode": names[0], "vs": o, "queries": len(feasible),
-               "metrics": paired_comparison(rows_by_mode[names[0]], rows_by_mode[o])} for o in names[1:]]
+    paired = [
+        {
+            "mode": names[0],
+            "vs": o,
+            "queries": len(feasible),
+            "metrics": paired_comparison(rows_by_mode[names[0]], rows_by_mode[o]),
+        }
+        for o in names[1:]
+    ]
     paired_groups = {}
     if by and len(names) > 1:
         first = report_modes[names[0]].pop("group_rows")
         others = {o: report_modes[o].pop("group_rows") for o in names[1:]}
-        paired_groups = {g: [{"mode": names[0], "vs": o, "queries": len(rows),
-                              "metrics": paired_comparison(rows, others[o][g])} for o in names[1:]]
-                         for g, rows in first.items()}
+        paired_groups = {
+            g: [
+                {"mode": names[0], "vs": o, "queries": len(rows), "metrics": paired_comparison(rows, others[o][g])}
+                for o in names[1:]
+            ]
+            for g, rows in first.items()
+        }
     else:
         for e in report_modes.values():
             e.pop("group_rows", None)

@@ -86,8 +86,13 @@ class Hit(ToolCard):
     signals: Signals = field(default_factory=Signals)  # the evidence behind the score
 
     def to_json(self) -> dict:
-        return {**super().to_json(), "score": self.score, "matched": self.matched, "why": self.why,
-                "signals": self.signals.to_json()}
+        return {
+            **super().to_json(),
+            "score": self.score,
+            "matched": self.matched,
+            "why": self.why,
+            "signals": self.signals.to_json(),
+        }
 
 
 @dataclass
@@ -103,11 +108,18 @@ class SearchResult:
     gate: float = 0.0  # the calibrated "no good match" threshold for this query (min_score aside)
 
     def to_json(self) -> dict:
-        return {"query": self.query, "mode": self.mode, "mode_used": self.mode_used,
-                "no_match": self.no_match, "threshold": self.threshold,
-                "calibrated_threshold": self.gate, "count": len(self.hits),
-                "considered": self.considered, "notes": self.notes,
-                "hits": [h.to_json() for h in self.hits]}
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "mode_used": self.mode_used,
+            "no_match": self.no_match,
+            "threshold": self.threshold,
+            "calibrated_threshold": self.gate,
+            "count": len(self.hits),
+            "considered": self.considered,
+            "notes": self.notes,
+            "hits": [h.to_json() for h in self.hits],
+        }
 
 
 # --- query embedding ----------------------------------------------------------------------------
@@ -122,21 +134,27 @@ def get_query_embedder(db) -> Embedder | None:
         if not db.vec_available:
             warn_once("vec", f"{db.vec_error}: search is keyword-only")
         else:
-            warn_once("no-vectors", "the index has no embeddings: search is keyword-only "
-                                    "(run `toolidx embed` with a model to add them)")
+            warn_once(
+                "no-vectors",
+                "the index has no embeddings: search is keyword-only (run `toolidx embed` with a model to add them)",
+            )
         return None
     from ..core.embedding import QUERY_THREADS, load_embedder, resolve_model
     from ..core.errors import ModelError
 
     try:
-        emb = load_embedder(resolve_model(name=model, remembered_path=db.get_meta("embed_model_path")),
-                            threads=QUERY_THREADS)
+        emb = load_embedder(
+            resolve_model(name=model, remembered_path=db.get_meta("embed_model_path")), threads=QUERY_THREADS
+        )
     except ModelError as e:
         warn_once("model", f"{e}: search is keyword-only")
         emb = None
     if emb is not None and str(emb.dim) != (db.get_meta("embed_dim") or str(emb.dim)):
-        warn_once("model-dim", f"the model loaded for {model!r} has {emb.dim} dimensions, the index "
-                               f"{db.get_meta('embed_dim')}: search is keyword-only")
+        warn_once(
+            "model-dim",
+            f"the model loaded for {model!r} has {emb.dim} dimensions, the index "
+            f"{db.get_meta('embed_dim')}: search is keyword-only",
+        )
         emb = None
     return emb
 
@@ -187,6 +205,7 @@ def warm(db, embedder: QueryEmbedder = INDEX_MODEL) -> None:
 # --- fuzzy names --------------------------------------------------------------------------------
 def _all_names(db) -> tuple[list[int], list[str]]:
     """(rowids, names as words) of every tool, once per index version."""
+
     def build() -> tuple[list[int], list[str]]:
         rows = retrieval.tool_names(db)
         return [r for r, _ in rows], [" ".join(split_name(n)) for _, n in rows]
@@ -194,8 +213,7 @@ def _all_names(db) -> tuple[list[int], list[str]]:
     return db.cache.get("names", build, size=lambda entry: len(entry[0]))
 
 
-def _fuzzy(db, terms: list[str], pool: int, filters: Filters | None,
-           candidates: list[int]) -> dict[int, float]:
+def _fuzzy(db, terms: list[str], pool: int, filters: Filters | None, candidates: list[int]) -> dict[int, float]:
     """rowid -> similarity in [0, 1] of a short query to the tool name (both as words). Scored on
     the keyword/vector candidates (a misspelt name still shares a word or its meaning with the
     tool); only when they are empty on every name in the index."""
@@ -212,8 +230,7 @@ def _fuzzy(db, terms: list[str], pool: int, filters: Filters | None,
         allowed = filtered_rowids(db, filters)
     q = " ".join(terms)
     out: dict[int, float] = {}
-    for _, score, i in process.extract(q, names, scorer=fuzz.ratio, limit=pool * 4,
-                                       score_cutoff=FUZZY_CUTOFF):
+    for _, score, i in process.extract(q, names, scorer=fuzz.ratio, limit=pool * 4, score_cutoff=FUZZY_CUTOFF):
         r = rowids[i]
         if allowed is None or r in allowed:
             out[r] = score / 100.0
@@ -227,8 +244,9 @@ def _prepare(query: str) -> str:
     return " ".join((query or "").split())
 
 
-def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Embedder | None,
-           pool: int = POOL) -> tuple[dict[int, dict], list[str], str]:
+def gather(
+    db, query: str, *, mode: str, filters: Filters | None, embedder: Embedder | None, pool: int = POOL
+) -> tuple[dict[int, dict], list[str], str]:
     """Candidates with their evidence: {rowid: {"bm25", "cos", "fuzzy", "kw_rank", "vec_rank"}},
     the keyword terms, and the mode that actually ran."""
     text = _prepare(query)
@@ -248,8 +266,9 @@ def gather(db, query: str, *, mode: str, filters: Filters | None, embedder: Embe
         qv = _embed_in_background(embedder, etext[:2000])  # beside the keyword half, on another core
     tw = quoted.term_weights(text, terms) if hybrid else None
     if mode_used in ("hybrid", "keyword"):
-        for rank, (r, s) in enumerate(bm25.candidates(
-                db, terms, pool, filters, idf_power=cal.IDF_POWER if hybrid else 1.0, term_weights=tw)):
+        for rank, (r, s) in enumerate(
+            bm25.candidates(db, terms, pool, filters, idf_power=cal.IDF_POWER if hybrid else 1.0, term_weights=tw)
+        ):
             c = slot(r)
             c["bm25"], c["kw_rank"] = s, rank
     if hybrid:  # the keyword candidates' words while the model runs; the others' below
@@ -319,9 +338,17 @@ def _name_words(db, terms: list[str], rowids: list[int]) -> dict[int, int]:
     return {r: len(known[r] & said) for r in rowids if r in known}
 
 
-def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Filters | None = None,
-           min_score: float | None = None, embedder: QueryEmbedder = INDEX_MODEL,
-           spelling: Spelling = CLI) -> SearchResult:
+def search(
+    db,
+    query: str,
+    *,
+    mode: str = "hybrid",
+    limit: int = 10,
+    filters: Filters | None = None,
+    min_score: float | None = None,
+    embedder: QueryEmbedder = INDEX_MODEL,
+    spelling: Spelling = CLI,
+) -> SearchResult:
     """Find the tools that serve `query`. `min_score` overrides the calibrated "no good match"
     threshold (0 returns the best tools whatever their score). `embedder=INDEX_MODEL` loads the
     index's model (see get_query_embedder); None searches without one. `spelling`: how the caller
@@ -333,24 +360,31 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
     if min_score is not None and not 0.0 <= min_score <= 1.0:
         raise UsageError(f"{spelling.name('min_score')} must be between 0 and 1 (got {min_score})")
     if not _prepare(query):  # bad input, not "no good match"
-        raise UsageError("the query is empty: nothing to search for",
-                         fix='say what the tool should do, e.g. "convert a pdf to text"')
+        raise UsageError(
+            "the query is empty: nothing to search for", fix='say what the tool should do, e.g. "convert a pdf to text"'
+        )
     notes: list[str] = []
     if embedder is INDEX_MODEL:
         embedder = get_query_embedder(db) if mode != "keyword" else None
     with db.snapshot():
-        cands, terms, mode_used = gather(db, query, mode=mode, filters=filters, embedder=embedder,
-                                         pool=max(POOL, limit))
+        cands, terms, mode_used = gather(
+            db, query, mode=mode, filters=filters, embedder=embedder, pool=max(POOL, limit)
+        )
         if mode_used != mode:
             notes.append(f"{mode} search needs embeddings; ran keyword search instead")
         model = db.get_meta("embed_model") if mode_used != "keyword" else None
         calibrated = cal.is_calibrated(model)
         if not calibrated:
-            warn_once(f"uncalibrated:{model}", f"the index is embedded with {model}, and toolidx's fusion "
-                      "and score calibration were fitted on another model: hybrid ranks by reciprocal "
-                      "rank fusion, scores are not probabilities and no \"no good match\" gate applies")
-            notes.append(f"scores are uncalibrated for {model} (fitted on "
-                         f"{', '.join(cal.CALIBRATED_MODELS)}): ranked by rank fusion, not gated")
+            warn_once(
+                f"uncalibrated:{model}",
+                f"the index is embedded with {model}, and toolidx's fusion "
+                "and score calibration were fitted on another model: hybrid ranks by reciprocal "
+                "rank fusion, scores are not probabilities and no \"no good match\" gate applies",
+            )
+            notes.append(
+                f"scores are uncalibrated for {model} (fitted on "
+                f"{', '.join(cal.CALIBRATED_MODELS)}): ranked by rank fusion, not gated"
+            )
         gate = cal.threshold(cal.effective_mode(cands, mode_used), len(terms), model) if calibrated else 0.0
         threshold = gate if min_score is None else float(min_score)
         total = retrieval.filtered_count(db, None)
@@ -379,12 +413,23 @@ def search(db, query: str, *, mode: str = "hybrid", limit: int = 10, filters: Fi
     no_match = not hits
     if no_match and ranked:
         best = scored[ranked[0]]
-        notes.append(f"no good match: the best tool ({rows[ranked[0]]['id']}) scored {best:.3f}, "
-                     f"below the threshold {threshold:.3f} ({spelling.setting('min_score', 0)} shows it anyway)")
+        notes.append(
+            f"no good match: the best tool ({rows[ranked[0]]['id']}) scored {best:.3f}, "
+            f"below the threshold {threshold:.3f} ({spelling.setting('min_score', 0)} shows it anyway)"
+        )
     elif no_match and considered == 0:
         notes.append("no tools pass the filters")
-    return SearchResult(query=query, mode=mode, mode_used=mode_used, hits=hits, no_match=no_match,
-                        threshold=threshold, notes=notes, considered=considered, gate=gate)
+    return SearchResult(
+        query=query,
+        mode=mode,
+        mode_used=mode_used,
+        hits=hits,
+        no_match=no_match,
+        threshold=threshold,
+        notes=notes,
+        considered=considered,
+        gate=gate,
+    )
 
 
 def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) -> Hit:
@@ -401,6 +446,14 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) 
     if mode_used == "hybrid":
         signals.coverage = round(ev.get("coverage", 0.0), 3)
         signals.name_words = ev.get("name_words", 0)
-    return Hit(id=row["id"], server=row["server"], name=row["name"], title=row["title"],
-               description=first_line(row["description"]), score=round(score, 4), matched=matched,
-               why="; ".join(reasons) or "semantic", signals=signals)
+    return Hit(
+        id=row["id"],
+        server=row["server"],
+        name=row["name"],
+        title=row["title"],
+        description=first_line(row["description"]),
+        score=round(score, 4),
+        matched=matched,
+        why="; ".join(reasons) or "semantic",
+        signals=signals,
+    )

@@ -43,9 +43,9 @@ def parse_address(text: str) -> tuple[str, int]:
     host, port_text = "127.0.0.1", raw
     if raw.startswith("["):
         end = raw.find("]")
-        if end < 0 or raw[end + 1:end + 2] != ":":
+        if end < 0 or raw[end + 1 : end + 2] != ":":
             raise _bad_address(raw)
-        host, port_text = raw[1:end], raw[end + 2:]
+        host, port_text = raw[1:end], raw[end + 2 :]
     elif ":" in raw:
         host, _, port_text = raw.rpartition(":")
         if ":" in host:  # an IPv6 address needs its brackets: [::1]:8765
@@ -56,8 +56,10 @@ def parse_address(text: str) -> tuple[str, int]:
 
 
 def _bad_address(raw: str) -> UsageError:
-    return UsageError(f"--http {raw!r}: not a [HOST:]PORT address",
-                      fix="give a port (8765, on 127.0.0.1) or HOST:PORT (0.0.0.0:8765, [::1]:8765)")
+    return UsageError(
+        f"--http {raw!r}: not a [HOST:]PORT address",
+        fix="give a port (8765, on 127.0.0.1) or HOST:PORT (0.0.0.0:8765, [::1]:8765)",
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -92,8 +94,9 @@ class Tokens:
         return found
 
 
-def load_tokens(token_env: str | None = None, token_file: str | Path | None = None,
-                environ: dict[str, str] | None = None) -> Tokens:
+def load_tokens(
+    token_env: str | None = None, token_file: str | Path | None = None, environ: dict[str, str] | None = None
+) -> Tokens:
     """The tokens from `--token-env NAME` and/or `--token-file PATH`. Raises UsageError (one line)
     for an unset variable, a missing, unreadable or empty file, or a bad line (by its number; the
     token is never shown)."""
@@ -102,8 +105,10 @@ def load_tokens(token_env: str | None = None, token_file: str | Path | None = No
     if token_env:
         value = (env.get(token_env) or "").strip()
         if not value:
-            raise UsageError(f"--token-env {token_env}: the variable is not set or empty",
-                             fix=f"export {token_env}=<a random token of {MIN_TOKEN_CHARS}+ characters>")
+            raise UsageError(
+                f"--token-env {token_env}: the variable is not set or empty",
+                fix=f"export {token_env}=<a random token of {MIN_TOKEN_CHARS}+ characters>",
+            )
         _check_token(value, f"--token-env {token_env}")
         entries.append((value, Grant(f"env:{token_env}")))
     if token_file:
@@ -111,12 +116,15 @@ def load_tokens(token_env: str | None = None, token_file: str | Path | None = No
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise UsageError(f"--token-file {path}: no such file",
-                             fix="create it with one token per line (see docs/serve.md)") from None
+            raise UsageError(
+                f"--token-file {path}: no such file", fix="create it with one token per line (see docs/serve.md)"
+            ) from None
         except (OSError, UnicodeDecodeError) as e:
             why = getattr(e, "strerror", None) or e
-            raise UsageError(f"--token-file {path}: cannot be read ({type(e).__name__}: {why})",
-                             fix="check the path and its permissions") from None
+            raise UsageError(
+                f"--token-file {path}: cannot be read ({type(e).__name__}: {why})",
+                fix="check the path and its permissions",
+            ) from None
         before = len(entries)
         for n, line in enumerate(text.splitlines(), 1):
             line = line.strip()
@@ -127,15 +135,19 @@ def load_tokens(token_env: str | None = None, token_file: str | Path | None = No
             _check_token(token, where)
             entries.append((token, Grant(f"file:{path.name}:{n}", _scope(options, where))))
         if len(entries) == before:
-            raise UsageError(f"--token-file {path}: holds no token",
-                             fix="write one token per line: TOKEN [servers=a,b] [tags=x] [read-only]")
+            raise UsageError(
+                f"--token-file {path}: holds no token",
+                fix="write one token per line: TOKEN [servers=a,b] [tags=x] [read-only]",
+            )
     return Tokens(entries)
 
 
 def _check_token(token: str, where: str) -> None:
     if len(token) < MIN_TOKEN_CHARS or not token.isprintable():
-        raise UsageError(f"{where}: a token must be {MIN_TOKEN_CHARS} or more printable characters",
-                         fix="generate one, e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`")
+        raise UsageError(
+            f"{where}: a token must be {MIN_TOKEN_CHARS} or more printable characters",
+            fix="generate one, e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`",
+        )
 
 
 def _scope(options: list[str], where: str) -> Filters:
@@ -148,11 +160,16 @@ def _scope(options: list[str], where: str) -> Filters:
         key, eq, value = opt.partition("=")
         names = [v for v in value.split(",") if v]
         if not eq or key not in _SCOPE_KEYS or not names:
-            raise UsageError(f"{where}: unknown scope {opt[:40]!r}",
-                             fix="use servers=a,b tags=x,y categories=c read-only")
+            raise UsageError(
+                f"{where}: unknown scope {opt[:40]!r}", fix="use servers=a,b tags=x,y categories=c read-only"
+            )
         values.setdefault(key, []).extend(names)
-    return Filters(servers=values.get("servers", []), tags=values.get("tags", []),
-                   categories=values.get("categories", []), read_only=read_only)
+    return Filters(
+        servers=values.get("servers", []),
+        tags=values.get("tags", []),
+        categories=values.get("categories", []),
+        read_only=read_only,
+    )
 
 
 # --- Host and Origin (DNS rebinding) ----------------------------------------------------------------
@@ -169,10 +186,10 @@ def split_host(value: str, default_port: int) -> tuple[str, int] | None:
     value = value.strip().lower()
     if value.startswith("["):
         end = value.find("]")
-        rest = value[end + 1:]
+        rest = value[end + 1 :]
         if end < 0 or (rest and not rest.startswith(":")):
             return None
-        name, port_text = value[1:end], value[end + 2:]
+        name, port_text = value[1:end], value[end + 2 :]
         if _ip(name) is None:
             return None
     else:
@@ -195,8 +212,9 @@ def check_allowed(allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...]) 
     for o in allow_origins:
         scheme, sep, netloc = o.strip().rstrip("/").partition("://")
         if not sep or scheme.lower() not in ("http", "https") or "/" in netloc or split_host(netloc, 0) is None:
-            raise UsageError(f"--allow-origin {o!r}: not an origin",
-                             fix="give SCHEME://HOST[:PORT], e.g. https://app.example:8443")
+            raise UsageError(
+                f"--allow-origin {o!r}: not an origin", fix="give SCHEME://HOST[:PORT], e.g. https://app.example:8443"
+            )
 
 
 class HostPolicy:
@@ -215,8 +233,14 @@ class HostPolicy:
       origin), for a loopback bind any loopback origin (local tools such as the MCP Inspector),
       and each `--allow-origin URL`."""
 
-    def __init__(self, host: str, port: int, scheme: str = "http", allow_hosts: tuple[str, ...] = (),
-                 allow_origins: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        scheme: str = "http",
+        allow_hosts: tuple[str, ...] = (),
+        allow_origins: tuple[str, ...] = (),
+    ):
         self.scheme, self.port = scheme, port
         self.default_port = 443 if scheme == "https" else 80
         bound = _ip(host)
@@ -238,8 +262,9 @@ class HostPolicy:
         ip = _ip(name)
         if name == self.bound or (ip is not None and self.wildcard):
             return True
-        if self.loopback and ((ip is not None and ip.is_loopback) or name == "localhost"
-                              or name.endswith(".localhost")):
+        if self.loopback and (
+            (ip is not None and ip.is_loopback) or name == "localhost" or name.endswith(".localhost")
+        ):
             return True
         return self.wildcard and not self.allow_hosts
 
@@ -257,5 +282,8 @@ class HostPolicy:
             return True
         name, _ = parsed
         ip = _ip(name)
-        return self.loopback and not self.wildcard and (
-            (ip is not None and ip.is_loopback) or name == "localhost" or name.endswith(".localhost"))
+        return (
+            self.loopback
+            and not self.wildcard
+            and ((ip is not None and ip.is_loopback) or name == "localhost" or name.endswith(".localhost"))
+        )

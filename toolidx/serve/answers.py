@@ -50,8 +50,11 @@ def check_arguments(name: str, args: Any) -> Answer | None:
     if not errs:
         return None
     lines = [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message[:200]}" for e in errs[:5]]
-    return Answer({"error": INVALID_ARGUMENTS, "code": INVALID_ARGUMENTS, "tool": name, "errors": lines},
-                  f"Error: invalid arguments for {name}:\n- " + "\n- ".join(lines), is_error=True)
+    return Answer(
+        {"error": INVALID_ARGUMENTS, "code": INVALID_ARGUMENTS, "tool": name, "errors": lines},
+        f"Error: invalid arguments for {name}:\n- " + "\n- ".join(lines),
+        is_error=True,
+    )
 
 
 def call_timeout(args: dict) -> float:
@@ -94,8 +97,16 @@ def search_tools(d: Discovery, args: dict) -> Answer:
     min_score = (args.get("filters") or {}).get("min_score")
     filters = _filters(d, args)
     embedder, without_model = d.model.query_embedder(mode)
-    res = search(d.db, query, mode=mode, limit=limit, filters=filters, min_score=min_score,
-                 embedder=embedder, spelling=_spelling())
+    res = search(
+        d.db,
+        query,
+        mode=mode,
+        limit=limit,
+        filters=filters,
+        min_score=min_score,
+        embedder=embedder,
+        spelling=_spelling(),
+    )
     full = res.to_json()
     hits = [{k: h[k] for k in HIT_KEYS if h.get(k) not in (None, "", [])} for h in full.get("hits", [])]
     for h in hits:
@@ -107,11 +118,17 @@ def search_tools(d: Discovery, args: dict) -> Answer:
     if without_model:
         notes = [n for n in notes if "needs embeddings" not in n]
         notes.append(without_model)
-    payload: dict[str, Any] = {"query": query, "mode_used": full.get("mode_used"),
-                               "no_match": bool(full.get("no_match")), "hits": hits}
+    payload: dict[str, Any] = {
+        "query": query,
+        "mode_used": full.get("mode_used"),
+        "no_match": bool(full.get("no_match")),
+        "hits": hits,
+    }
     if payload["no_match"]:
-        payload["message"] = ("No good match: no indexed tool fits this request well. Rephrase it, "
-                              "or tell the user that no available tool does this.")
+        payload["message"] = (
+            "No good match: no indexed tool fits this request well. Rephrase it, "
+            "or tell the user that no available tool does this."
+        )
     if notes:
         payload["notes"] = notes
     payload = fit_budget(payload, "hits", d.max_tokens)
@@ -123,14 +140,26 @@ def list_tools(d: Discovery, args: dict) -> Answer:
     from .metatools import USAGE_SORTS
 
     sort_by = args.get("sort_by", "name")
-    res = listing(d.db, page=args.get("page", 1), page_size=args.get("page_size", 20),
-                  sort=USAGE_SORTS.get(sort_by, sort_by), order=args.get("sort_order"),
-                  filters=_filters(d, args), usage=d.usage_store())
+    res = listing(
+        d.db,
+        page=args.get("page", 1),
+        page_size=args.get("page_size", 20),
+        sort=USAGE_SORTS.get(sort_by, sort_by),
+        order=args.get("sort_order"),
+        filters=_filters(d, args),
+        usage=d.usage_store(),
+    )
     items = [compact(t.to_json()) for t in res.items]
     if args.get("include_schemas"):
         _schemas_for(d, items)
-    payload = {"total": res.total, "page": res.page, "pages": res.pages, "page_size": res.page_size,
-               "next_page": res.next_page, "items": items}
+    payload = {
+        "total": res.total,
+        "page": res.page,
+        "pages": res.pages,
+        "page_size": res.page_size,
+        "next_page": res.next_page,
+        "items": items,
+    }
     payload = fit_budget(payload, "items", d.max_tokens)
     return Answer(payload, list_text(payload, sort_by, res.order))
 
@@ -142,9 +171,15 @@ def describe_tool(d: Discovery, args: dict) -> Answer:
     tool = d.resolve(args["tool_name"])
     detail = args.get("detail", "schema")
     # the usage figures and examples come after the tool's own fields, whatever is empty there
-    described = describe(d.db, tool["id"], detail, usage=d.usage_store(), metrics=bool(args.get("include_metrics")),
-                         examples=bool(args.get("include_examples")),
-                         scope=scope_label(d.scope)).to_json()  # only the examples callers of this very scope sent
+    described = describe(
+        d.db,
+        tool["id"],
+        detail,
+        usage=d.usage_store(),
+        metrics=bool(args.get("include_metrics")),
+        examples=bool(args.get("include_examples")),
+        scope=scope_label(d.scope),
+    ).to_json()  # only the examples callers of this very scope sent
     used = {k: described.pop(k) for k in ("metrics", "examples") if k in described}
     if d.scope.approved_only:  # serve --quarantine: the server's text only as approved
         from .quarantine import hide_server_text
@@ -152,8 +187,9 @@ def describe_tool(d: Discovery, args: dict) -> Answer:
         hide_server_text(d.db, tool, described)
     if detail == "schema":  # what a caller needs, without the full dump's server details
         schema = tool.get("input_schema") or {"type": "object"}
-        described.update(input_schema=schema, annotations=tool.get("annotations"),
-                         example_arguments=example_arguments(schema))
+        described.update(
+            input_schema=schema, annotations=tool.get("annotations"), example_arguments=example_arguments(schema)
+        )
     payload = {k: v for k, v in described.items() if v not in (None, [], {}, "")}
     if "metrics" in used:
         payload["metrics"] = used["metrics"]
@@ -181,8 +217,9 @@ def get_tool_categories(d: Discovery, args: dict) -> Answer:
         servers = res.get("servers", [])
         if d.scope.servers:
             servers = [s for s in servers if s.get("name") in d.scope.servers]
-        payload["servers"] = [{k: s.get(k) for k in ("name", "count", "status") if k in s}
-                              for s in servers if s.get("count")]
+        payload["servers"] = [
+            {k: s.get(k) for k in ("name", "count", "status") if k in s} for s in servers if s.get("count")
+        ]
     payload["total_tools"] = len(d.scope_ids())
     payload = fit_budget(payload, "tags" if "tags" in payload else None, d.max_tokens)
     return Answer(payload, categories_text(payload))

@@ -49,8 +49,10 @@ class BackendUnavailable(Exception):
 
 
 # what an agent can do, by what happened (execute's answer says it with the reason)
-FIX_REFUSED = ("the server is running and answered this call with an error, so a retry gets the same "
-               "answer: check the arguments (describe_tool) or tell the user the tool failed")
+FIX_REFUSED = (
+    "the server is running and answered this call with an error, so a retry gets the same "
+    "answer: check the arguments (describe_tool) or tell the user the tool failed"
+)
 FIX_RESTARTED = "try again: the server process ended and is started afresh on the next call"
 FIX_TIMED_OUT = "try again with a longer timeout, or a smaller request"
 FIX_NOT_STARTED = "the server did not start (the reason above): tell the user; a retry only starts it again"
@@ -78,11 +80,14 @@ def spec_from_index(name: str, server_row: dict, environ: dict[str, str] | None 
     cfg = build_config({"mcpServers": {name: entry}}, f"index entry for {name!r}", environ=environ)
     spec = cfg.servers[0]
     if "***" in str(entry.get("url") or "") and not spec.problem:
-        spec.problem = ("the index keeps no secret from the URL's query: start serve with --config "
-                        "naming the crawl config")
+        spec.problem = (
+            "the index keeps no secret from the URL's query: start serve with --config naming the crawl config"
+        )
     if c.get("env_secret") and not spec.problem:
-        spec.problem = (f"the index keeps only the name of env {', '.join(map(str, c['env_secret']))} (a value "
-                        "written in the crawl config, treated as a secret): pass --config naming that config")
+        spec.problem = (
+            f"the index keeps only the name of env {', '.join(map(str, c['env_secret']))} (a value "
+            "written in the crawl config, treated as a secret): pass --config naming that config"
+        )
     return spec
 
 
@@ -90,9 +95,11 @@ def untrusted_message(name: str, connect: Any, db_path: str | None) -> str:
     """The one-line refusal of a launch line that only the index vouches for."""
     what = connect.get("command") or connect.get("url") if isinstance(connect, dict) else None
     shown = f" ({str(what)[:80]!r})" if what else ""
-    return (f"not starting server {name!r}: its launch line{shown} comes from the index"
-            f"{' ' + db_path if db_path else ''}, and no crawl on this machine wrote it: pass --config naming a config "
-            "that defines it, or --trust-index to run what this index says")
+    return (
+        f"not starting server {name!r}: its launch line{shown} comes from the index"
+        f"{' ' + db_path if db_path else ''}, and no crawl on this machine wrote it: pass --config naming a config "
+        "that defines it, or --trust-index to run what this index says"
+    )
 
 
 def _existing(path: str, near: str | None) -> Path | None:
@@ -250,8 +257,9 @@ class BackendPool:
             if spec.problem:
                 raise BackendUnavailable(f"cannot start server {server!r}: {spec.problem}")
             if spec.transport == "tools_file":
-                raise BackendUnavailable(f"server {server!r} is a saved tool list (tools_file), not a "
-                                         "live server: its tools cannot be run")
+                raise BackendUnavailable(
+                    f"server {server!r} is a saved tool list (tools_file), not a live server: its tools cannot be run"
+                )
             b = _Backend(spec)
             self._backends[server] = b
             self._tg.start_soon(b.run)
@@ -261,10 +269,14 @@ class BackendPool:
                 b.stop.set()
                 self._backends.pop(server, None)
                 said = stderr_lines(b.tails[-1] if b.tails else None, spec.mask)  # why it died, in its words
-                raise BackendUnavailable(spec.mask(f"server {server!r} did not start "
-                                                   f"({b.error or 'timed out'}; spec from {where})"
-                                                   + (f"; last stderr: {' | '.join(said)}" if said else "")),
-                                         fix=FIX_NOT_STARTED)
+                raise BackendUnavailable(
+                    spec.mask(
+                        f"server {server!r} did not start "
+                        f"({b.error or 'timed out'}; spec from {where})"
+                        + (f"; last stderr: {' | '.join(said)}" if said else "")
+                    ),
+                    fix=FIX_NOT_STARTED,
+                )
             self._starts[server] = self._starts.get(server, 0) + 1
             if restarting:
                 log.warning(f"backend {server!r} restarted")
@@ -279,8 +291,9 @@ class BackendPool:
         try:
             return await conn.call_tool(tool, arguments, timeout)
         except RemoteError as e:
-            raise BackendUnavailable(conn.spec.mask(f"server {server!r} refused the call: {e}"),
-                                     fix=FIX_REFUSED) from None
+            raise BackendUnavailable(
+                conn.spec.mask(f"server {server!r} refused the call: {e}"), fix=FIX_REFUSED
+            ) from None
         except BackendError as e:
             b = self._backends.get(server)
             dead = b is not None and not b.usable
@@ -294,9 +307,14 @@ class BackendPool:
             if tail:
                 msg += f"; its last stderr line: {tail}"
             timed_out = str(e).startswith("timed out")
-            raise BackendUnavailable(conn.spec.mask(msg), timed_out=timed_out, fix=FIX_RESTARTED if dead else
-                                     FIX_TIMED_OUT if timed_out else None) from None
+            raise BackendUnavailable(
+                conn.spec.mask(msg),
+                timed_out=timed_out,
+                fix=FIX_RESTARTED if dead else FIX_TIMED_OUT if timed_out else None,
+            ) from None
 
     def status(self) -> dict[str, dict]:
-        return {name: {"alive": b.usable, "starts": self._starts.get(name, 0), "error": b.error}
-                for name, b in self._backends.items()}
+        return {
+            name: {"alive": b.usable, "starts": self._starts.get(name, 0), "error": b.error}
+            for name, b in self._backends.items()
+        }

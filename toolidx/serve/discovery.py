@@ -40,8 +40,11 @@ class Answer:
     is_error: bool = False
 
     def to_result(self) -> dict:
-        return {"content": [{"type": "text", "text": self.text}], "structuredContent": self.payload,
-                "isError": self.is_error}
+        return {
+            "content": [{"type": "text", "text": self.text}],
+            "structuredContent": self.payload,
+            "isError": self.is_error,
+        }
 
 
 class LookupProblem(Exception):
@@ -60,8 +63,7 @@ class LookupProblem(Exception):
         return Answer(payload, text, is_error=True)
 
 
-def error_answer(error: str, message: str, fix: str | None = None, *, code: str | None = None,
-                 **extra: Any) -> Answer:
+def error_answer(error: str, message: str, fix: str | None = None, *, code: str | None = None, **extra: Any) -> Answer:
     """An error result: `error` and `code` are one of core.errors' codes (`code` differs only where
     `error` keeps an older value: a ToolidxError's class name)."""
     payload = {"error": error, "code": code or error, "message": message, **({"fix": fix} if fix else {}), **extra}
@@ -144,10 +146,11 @@ class Model:
         if self.embedder is not None:
             return self.embedder, None
         if self.state == "loading":
-            return None, (f"semantic model still loading after {self.wait_s:g} s: keyword results "
-                          "(ask again shortly for results by meaning)")
-        return None, f"semantic model {'not loaded' if self.state == 'not loaded' else 'unavailable'}: " \
-                     "keyword results"
+            return None, (
+                f"semantic model still loading after {self.wait_s:g} s: keyword results "
+                "(ask again shortly for results by meaning)"
+            )
+        return None, f"semantic model {'not loaded' if self.state == 'not loaded' else 'unavailable'}: keyword results"
 
 
 class _Served:
@@ -201,25 +204,37 @@ class Discovery:
     """The served index inside one scope: the server's own, or (`scoped`) an HTTP token's.
     Thread-safe: answers run in worker threads, reloads on the event loop."""
 
-    def __init__(self, db_path: str, *, scope: Filters | None = None, expose_tools: bool = False,
-                 pins: list[str] | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-                 config_path: str | None = None):
-        self._attach(_Served(str(db_path), expose_tools=expose_tools, max_tokens=max_tokens,
-                             config_path=config_path), scope or Filters())
+    def __init__(
+        self,
+        db_path: str,
+        *,
+        scope: Filters | None = None,
+        expose_tools: bool = False,
+        pins: list[str] | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        config_path: str | None = None,
+    ):
+        self._attach(
+            _Served(str(db_path), expose_tools=expose_tools, max_tokens=max_tokens, config_path=config_path),
+            scope or Filters(),
+        )
         known = {s["name"] for s in list_servers(self.db)}
         unknown = [s for s in self.scope.servers if s not in known]
         if unknown:
-            raise UsageError(f"--server {', '.join(unknown)}: not in the index {self.db_path}",
-                             fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"))
+            raise UsageError(
+                f"--server {', '.join(unknown)}: not in the index {self.db_path}",
+                fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"),
+            )
         resolved = []
         for pin in pins or []:  # a pin that cannot work is a start-up error, not a silent no-op
             try:
                 resolved.append(self.resolve(pin)["id"])
             except LookupProblem as e:
-                raise UsageError(f"--pin {pin}: {e.message}",
-                                 fix="pin SERVER/TOOL ids that `toolidx search` shows"
-                                     + (f" (closest: {', '.join(e.suggestions[:3])})" if e.suggestions else "")
-                                 ) from None
+                raise UsageError(
+                    f"--pin {pin}: {e.message}",
+                    fix="pin SERVER/TOOL ids that `toolidx search` shows"
+                    + (f" (closest: {', '.join(e.suggestions[:3])})" if e.suggestions else ""),
+                ) from None
         self._served.pin_names = resolved
         self._own = _Cache()  # the names exposed while resolving knew no pins yet
 
@@ -277,8 +292,10 @@ class Discovery:
         known = {s["name"] for s in list_servers(self.db)}
         unknown = [s for s in scope.servers if s not in known]
         if unknown:
-            raise UsageError(f"token scope servers={','.join(unknown)}: not in the index {self.db_path}",
-                             fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"))
+            raise UsageError(
+                f"token scope servers={','.join(unknown)}: not in the index {self.db_path}",
+                fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"),
+            )
         return _ScopedView(self._served, scope.narrowed_by(self.scope))
 
     def usage_store(self) -> Any:
@@ -326,18 +343,25 @@ class Discovery:
         try:
             tool_id = resolve_tool_id(self.db, name, within=self.scope_ids(), aliases=self.exposed())
         except AmbiguousToolError as e:
-            raise LookupProblem(e.code, f"{name!r} is a tool of several servers: "
-                                f"use its full id, one of {', '.join(e.suggestions)}", e.suggestions) from None
+            raise LookupProblem(
+                e.code,
+                f"{name!r} is a tool of several servers: use its full id, one of {', '.join(e.suggestions)}",
+                e.suggestions,
+            ) from None
         except OutOfScopeError as e:
             if self.scope.approved_only:
                 from .quarantine import FIX, not_approved
 
                 hidden = e.tool_id
                 if not_approved(self.db, hidden):
-                    raise LookupProblem(NOT_APPROVED, f"tool {hidden!r} is quarantined: no one approved it "
-                                        f"(fix: {FIX.format(id=hidden)})", e.suggestions) from None
-            raise LookupProblem(e.code, f"tool {name!r} is outside what this server may "
-                                f"use ({self.scope_text()})", e.suggestions) from None
+                    raise LookupProblem(
+                        NOT_APPROVED,
+                        f"tool {hidden!r} is quarantined: no one approved it (fix: {FIX.format(id=hidden)})",
+                        e.suggestions,
+                    ) from None
+            raise LookupProblem(
+                e.code, f"tool {name!r} is outside what this server may use ({self.scope_text()})", e.suggestions
+            ) from None
         except UnknownToolError as e:
             raise LookupProblem(e.code, f"no tool {name!r} in the index", e.suggestions) from None
         except UsageError:
@@ -394,8 +418,11 @@ class Discovery:
             from ..catalog.listing import categories
 
             res = categories(self.db, filters=self.scope if not self.scope.is_empty() else None)
-            servers = [(s.name, s.count) for s in res.servers
-                       if s.count and (not self.scope.servers or s.name in self.scope.servers)]
+            servers = [
+                (s.name, s.count)
+                for s in res.servers
+                if s.count and (not self.scope.servers or s.name in self.scope.servers)
+            ]
             cats = [x.name for x in res.categories if x.name]
             c.summary = (len(self.scope_ids()), servers, cats)
         return c.summary
@@ -418,15 +445,23 @@ class Discovery:
         if errs is None:
             return []
         errs.sort(key=lambda e: [str(p) for p in e.absolute_path])
-        return [{"path": "/".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message[:300]}
-                for e in errs[:10]]
+        return [
+            {"path": "/".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message[:300]}
+            for e in errs[:10]
+        ]
 
     def invalid_arguments(self, tool: dict, errors: list[dict]) -> Answer:
         from ..core.schemas import example_arguments
 
         schema = tool.get("input_schema") or {}
-        payload = {"error": INVALID_ARGUMENTS, "code": INVALID_ARGUMENTS, "tool": tool["id"], "errors": errors,
-                   "input_schema": schema, "example_arguments": example_arguments(schema)}
+        payload = {
+            "error": INVALID_ARGUMENTS,
+            "code": INVALID_ARGUMENTS,
+            "tool": tool["id"],
+            "errors": errors,
+            "input_schema": schema,
+            "example_arguments": example_arguments(schema),
+        }
         payload = fit_budget(payload, None, self.max_tokens)
         return Answer(payload, invalid_arguments_text(tool["id"], errors, payload), is_error=True)
 

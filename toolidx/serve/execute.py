@@ -28,8 +28,9 @@ class CallOutcome:
     outcome: str  # ok | tool_error | invalid_arguments | timeout | backend_failed | refused
 
 
-async def call_tool(disc: Discovery, pool: BackendPool, tool_name: str, arguments: Any, timeout: float,
-                    alternative: str | None = None) -> CallOutcome:
+async def call_tool(
+    disc: Discovery, pool: BackendPool, tool_name: str, arguments: Any, timeout: float, alternative: str | None = None
+) -> CallOutcome:
     """One call, start to end. A refusal or a dead server is an answer with isError, never an
     exception; its fix says what to do about what happened, then `alternative`."""
     tool, refusal = disc.prepare_call(tool_name, arguments)
@@ -43,17 +44,30 @@ async def call_tool(disc: Discovery, pool: BackendPool, tool_name: str, argument
         result = await pool.call(tool["server"], tool["name"], arguments, timeout)
     except BackendUnavailable as e:
         fix = (e.fix or UNAVAILABLE_FIX) + (f", or {alternative}" if alternative else "")
-        return CallOutcome(error_answer(BACKEND_UNAVAILABLE, str(e), fix, tool=tool["id"]).to_result(),
-                           tool["id"], tool["server"], "timeout" if e.timed_out else "backend_failed")
+        return CallOutcome(
+            error_answer(BACKEND_UNAVAILABLE, str(e), fix, tool=tool["id"]).to_result(),
+            tool["id"],
+            tool["server"],
+            "timeout" if e.timed_out else "backend_failed",
+        )
     return CallOutcome(result, tool["id"], tool["server"], "tool_error" if result.get("isError") else "ok")
 
 
-async def execute(disc: Discovery, pool: BackendPool, tool_name: str, arguments: Any, timeout: float, *,
-                  usage: Usage | None, alternative: str | None = None) -> dict:
+async def execute(
+    disc: Discovery,
+    pool: BackendPool,
+    tool_name: str,
+    arguments: Any,
+    timeout: float,
+    *,
+    usage: Usage | None,
+    alternative: str | None = None,
+) -> dict:
     """call_tool, and its outcome queued in the usage file (never delays the answer)."""
     started = time.perf_counter()
     done = await call_tool(disc, pool, tool_name, arguments, timeout, alternative)
     if usage is not None:
-        usage.record(done.tool_id, done.server, done.outcome, (time.perf_counter() - started) * 1000, arguments,
-                     disc.scope)
+        usage.record(
+            done.tool_id, done.server, done.outcome, (time.perf_counter() - started) * 1000, arguments, disc.scope
+        )
     return done.result

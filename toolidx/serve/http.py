@@ -72,13 +72,28 @@ class Refusals:
 REFUSALS = Refusals()
 
 
-async def _refuse(send: Any, status: int, error: str, message: str, fix: str | None = None,
-                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json.dumps({"toolidx": JSON_VERSION, "command": "error", "error": error, "message": message,
-                       "fix": fix}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *(headers or [])]})
+async def _refuse(
+    send: Any,
+    status: int,
+    error: str,
+    message: str,
+    fix: str | None = None,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    body = json.dumps(
+        {"toolidx": JSON_VERSION, "command": "error", "error": error, "message": message, "fix": fix}
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -99,17 +114,32 @@ class HostGuard:
         headers = {k: v.decode("latin-1") for k, v in scope.get("headers", []) if k in (b"host", b"origin")}
         host, origin = headers.get(b"host"), headers.get(b"origin")
         if not self.policy.host_ok(host):
-            REFUSALS("host", f"421 for {scope.get('path')!r}: Host {(host or '')[:80]!r} does not name this "
-                             "server (DNS rebinding?); allow a name with --allow-host")
-            await _refuse(send, 421, "misdirected_request",
-                          f"Host {(host or '')[:80]!r} does not name this server",
-                          fix="connect by the address serve listens on, or start serve with --allow-host NAME")
+            REFUSALS(
+                "host",
+                f"421 for {scope.get('path')!r}: Host {(host or '')[:80]!r} does not name this "
+                "server (DNS rebinding?); allow a name with --allow-host",
+            )
+            await _refuse(
+                send,
+                421,
+                "misdirected_request",
+                f"Host {(host or '')[:80]!r} does not name this server",
+                fix="connect by the address serve listens on, or start serve with --allow-host NAME",
+            )
             return
         if not self.policy.origin_ok(origin, host):
-            REFUSALS("origin", f"403 for {scope.get('path')!r}: Origin {(origin or '')[:80]!r} is not allowed; "
-                               "allow it with --allow-origin")
-            await _refuse(send, 403, "forbidden_origin", f"Origin {(origin or '')[:80]!r} may not use this server",
-                          fix="start serve with --allow-origin ORIGIN for a browser client on that origin")
+            REFUSALS(
+                "origin",
+                f"403 for {scope.get('path')!r}: Origin {(origin or '')[:80]!r} is not allowed; "
+                "allow it with --allow-origin",
+            )
+            await _refuse(
+                send,
+                403,
+                "forbidden_origin",
+                f"Origin {(origin or '')[:80]!r} may not use this server",
+                fix="start serve with --allow-origin ORIGIN for a browser client on that origin",
+            )
             return
         await self.app(scope, receive, send)
 
@@ -126,8 +156,13 @@ class BearerAuth:
     sessions and shut the others out for the idle timeout. `live()` gives the ids of the sessions
     still open."""
 
-    def __init__(self, app: Any, tokens: Tokens, live: Callable[[], Collection[str]] | None = None,
-                 per_token: int = SESSIONS_PER_TOKEN):
+    def __init__(
+        self,
+        app: Any,
+        tokens: Tokens,
+        live: Callable[[], Collection[str]] | None = None,
+        per_token: int = SESSIONS_PER_TOKEN,
+    ):
         self.app, self.tokens, self.live, self.per_token = app, tokens, live, per_token
         self.owned: dict[str, set[str]] = {}  # grant label -> the ids of the sessions it opened
         self.opening: dict[str, int] = {}  # grant label -> opening requests under way
@@ -142,8 +177,13 @@ class BearerAuth:
             # openid-configuration, and read any answer but 200 or 404 as "OAuth required"
             # (the SDK's OAuth client raises on it). serve has no OAuth: a plain 404 says so,
             # and a client with a static bearer header just sends it.
-            await _refuse(send, 404, "not_found", f"no such path: {str(scope.get('path'))[:200]}",
-                          fix="MCP is at /mcp, the search API at /v1/search (bearer token), /openapi.json, /healthz")
+            await _refuse(
+                send,
+                404,
+                "not_found",
+                f"no such path: {str(scope.get('path'))[:200]}",
+                fix="MCP is at /mcp, the search API at /v1/search (bearer token), /openapi.json, /healthz",
+            )
             return
         grant: Grant | None = ANONYMOUS
         offered = None
@@ -163,8 +203,12 @@ class BearerAuth:
         scope["toolidx.grant"] = grant
         if len(self.tokens):  # binds each MCP session to the token that opened it
             scope["user"] = AuthenticatedUser(AccessToken(token=grant.label, client_id=grant.label, scopes=[]))
-        opens = (self.live is not None and scope.get("method") == "POST" and scope.get("path", "").startswith("/mcp")
-                 and not any(k == b"mcp-session-id" for k, _ in scope.get("headers", [])))
+        opens = (
+            self.live is not None
+            and scope.get("method") == "POST"
+            and scope.get("path", "").startswith("/mcp")
+            and not any(k == b"mcp-session-id" for k, _ in scope.get("headers", []))
+        )
         if not opens:
             await self.app(scope, receive, send)
             return
@@ -176,9 +220,13 @@ class BearerAuth:
         mine.intersection_update(self.live())  # closed sessions (DELETE, idle timeout) no longer count
         if len(mine) + self.opening.get(label, 0) >= self.per_token:
             REFUSALS("sessions", f"503 for {label}: it holds {len(mine)} MCP sessions, the most one token may")
-            await _refuse(send, 503, "too_many_sessions",
-                          f"this token holds {len(mine)} open MCP sessions, the most one token may",
-                          fix="end sessions you no longer use (DELETE /mcp); idle ones close after 30 minutes")
+            await _refuse(
+                send,
+                503,
+                "too_many_sessions",
+                f"this token holds {len(mine)} open MCP sessions, the most one token may",
+                fix="end sessions you no longer use (DELETE /mcp); idle ones close after 30 minutes",
+            )
             return
 
         async def noting(message: Any) -> None:
@@ -199,12 +247,27 @@ async def _unauthorized(send: Any, offered: bool) -> None:
     # No resource_metadata: that parameter is what tells an MCP client to start OAuth. A wrong
     # token says invalid_token (RFC 6750); a missing one no error code, as the RFC asks.
     challenge = 'Bearer realm="toolidx"' + (
-        ', error="invalid_token", error_description="this bearer token is not accepted here"' if offered else "")
-    body = json.dumps({"toolidx": JSON_VERSION, "command": "error", "error": "unauthorized",
-                       "message": "a valid bearer token is required (Authorization: Bearer TOKEN)"}).encode()
-    await send({"type": "http.response.start", "status": 401,
-                "headers": [(b"content-type", b"application/json"), (b"www-authenticate", challenge.encode()),
-                            (b"content-length", str(len(body)).encode())]})
+        ', error="invalid_token", error_description="this bearer token is not accepted here"' if offered else ""
+    )
+    body = json.dumps(
+        {
+            "toolidx": JSON_VERSION,
+            "command": "error",
+            "error": "unauthorized",
+            "message": "a valid bearer token is required (Authorization: Bearer TOKEN)",
+        }
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"www-authenticate", challenge.encode()),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -229,15 +292,28 @@ def search_payload(disc: Discovery, params: Any) -> dict:
     spelling = Spelling((("limit", "k"),), "=")
     if pattern := params.get("name_pattern"):  # checked before Filters does, to name it as the client wrote it
         compile_pattern(pattern, spelling.name("name_pattern"))
-    filters = Filters(servers=params.getlist("server"), tags=params.getlist("tag"),
-                      exclude_tags=params.getlist("exclude_tag"), categories=params.getlist("category"),
-                      name_pattern=params.get("name_pattern") or None,
-                      description_contains=params.get("description_contains") or None,
-                      read_only=_flag(params, "read_only"), no_destructive=_flag(params, "no_destructive"))
+    filters = Filters(
+        servers=params.getlist("server"),
+        tags=params.getlist("tag"),
+        exclude_tags=params.getlist("exclude_tag"),
+        categories=params.getlist("category"),
+        name_pattern=params.get("name_pattern") or None,
+        description_contains=params.get("description_contains") or None,
+        read_only=_flag(params, "read_only"),
+        no_destructive=_flag(params, "no_destructive"),
+    )
     filters = filters.narrowed_by(disc.scope)
     embedder, without_model = disc.model.query_embedder(mode)  # search_tools' policy: waits for a loading model
-    res = search(disc.db, q, mode=mode, limit=k, filters=None if filters.is_empty() else filters,
-                 min_score=min_score, embedder=embedder, spelling=spelling)
+    res = search(
+        disc.db,
+        q,
+        mode=mode,
+        limit=k,
+        filters=None if filters.is_empty() else filters,
+        min_score=min_score,
+        embedder=embedder,
+        spelling=spelling,
+    )
     out = res.to_json()
     if without_model:
         out["notes"] = [n for n in out.get("notes") or [] if "needs embeddings" not in n] + [without_model]
@@ -268,64 +344,118 @@ def openapi_document(base_url: str | None = None) -> dict:
     repeated = {"type": "array", "items": {"type": "string"}}
 
     def param(name: str, schema: dict, text: str, required: bool = False, many: bool = False) -> dict:
-        p: dict[str, Any] = {"name": name, "in": "query", "required": required, "description": text,
-                             "schema": schema}
+        p: dict[str, Any] = {"name": name, "in": "query", "required": required, "description": text, "schema": schema}
         if many:
             p.update(style="form", explode=True)
         return p
 
-    hit = {"type": "object", "required": ["id", "server", "name", "score"], "properties": {
-        "id": {"type": "string", "description": "SERVER/TOOL"}, "server": {"type": "string"},
-        "name": {"type": "string"}, "title": {"type": ["string", "null"]},
-        "description": {"type": ["string", "null"]},
-        "score": {"type": "number", "minimum": 0, "maximum": 1, "description": "calibrated score"},
-        "matched": {"type": "array", "items": {"type": "string"}}, "why": {"type": ["string", "null"]},
-        "signals": {"type": "object"}}}
-    result = {"type": "object", "required": ["toolidx", "command", "query", "no_match", "hits"], "properties": {
-        "toolidx": {"type": "integer", "const": JSON_VERSION}, "command": {"type": "string", "const": "search"},
-        "query": {"type": "string"}, "mode": {"type": "string"}, "mode_used": {"type": "string"},
-        "no_match": {"type": "boolean", "description": "true when no tool scores above the calibrated threshold"},
-        "threshold": {"type": "number"}, "calibrated_threshold": {"type": "number"},
-        "count": {"type": "integer"}, "considered": {"type": "integer"},
-        "notes": {"type": "array", "items": {"type": "string"}},
-        "hits": {"type": "array", "items": {"$ref": "#/components/schemas/Hit"}}}}
-    error = {"type": "object", "required": ["error", "message"], "properties": {
-        "toolidx": {"type": "integer"}, "command": {"type": "string", "const": "error"},
-        "error": {"type": "string"}, "code": {"type": "string", "description": "the error's kind (core.errors)"},
-        "message": {"type": "string"}, "fix": {"type": ["string", "null"]}}}
+    hit = {
+        "type": "object",
+        "required": ["id", "server", "name", "score"],
+        "properties": {
+            "id": {"type": "string", "description": "SERVER/TOOL"},
+            "server": {"type": "string"},
+            "name": {"type": "string"},
+            "title": {"type": ["string", "null"]},
+            "description": {"type": ["string", "null"]},
+            "score": {"type": "number", "minimum": 0, "maximum": 1, "description": "calibrated score"},
+            "matched": {"type": "array", "items": {"type": "string"}},
+            "why": {"type": ["string", "null"]},
+            "signals": {"type": "object"},
+        },
+    }
+    result = {
+        "type": "object",
+        "required": ["toolidx", "command", "query", "no_match", "hits"],
+        "properties": {
+            "toolidx": {"type": "integer", "const": JSON_VERSION},
+            "command": {"type": "string", "const": "search"},
+            "query": {"type": "string"},
+            "mode": {"type": "string"},
+            "mode_used": {"type": "string"},
+            "no_match": {"type": "boolean", "description": "true when no tool scores above the calibrated threshold"},
+            "threshold": {"type": "number"},
+            "calibrated_threshold": {"type": "number"},
+            "count": {"type": "integer"},
+            "considered": {"type": "integer"},
+            "notes": {"type": "array", "items": {"type": "string"}},
+            "hits": {"type": "array", "items": {"$ref": "#/components/schemas/Hit"}},
+        },
+    }
+    error = {
+        "type": "object",
+        "required": ["error", "message"],
+        "properties": {
+            "toolidx": {"type": "integer"},
+            "command": {"type": "string", "const": "error"},
+            "error": {"type": "string"},
+            "code": {"type": "string", "description": "the error's kind (core.errors)"},
+            "message": {"type": "string"},
+            "fix": {"type": ["string", "null"]},
+        },
+    }
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
-        "info": {"title": "toolidx search API", "version": __version__,
-                 "description": "Find MCP tools for a task in a toolidx index: the JSON of `toolidx search --json`."},
-        "paths": {"/v1/search": {"get": {
-            "operationId": "searchTools", "summary": "Find tools for a task (hybrid ranking, calibrated scores)",
-            "parameters": [
-                param("q", {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
-                      "what to do, in plain words (or a tool name)", required=True),
-                param("k", {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": 10},
-                      "at most this many hits"),
-                param("mode", {"type": "string", "enum": list(MODES), "default": "hybrid"}, "ranking"),
-                param("server", repeated, "only these servers (repeat)", many=True),
-                param("tag", repeated, "only tools with any of these tags (repeat)", many=True),
-                param("exclude_tag", repeated, "no tools with these tags (repeat)", many=True),
-                param("category", repeated, "only these categories (repeat)", many=True),
-                param("name_pattern", {"type": "string"}, "regex searched in the tool name"),
-                param("description_contains", {"type": "string"}, "substring of the description"),
-                param("read_only", {"type": "boolean", "default": False}, "only tools annotated read-only"),
-                param("no_destructive", {"type": "boolean", "default": False}, "no tools annotated destructive"),
-                param("min_score", {"type": "number", "minimum": 0, "maximum": 1},
-                      "drop hits below this score; default: the calibrated no-match threshold"),
-            ],
-            "responses": {
-                "200": {"description": "the ranked hits (no_match true when nothing fits well)",
-                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SearchResult"}}}},
-                "400": {"description": "bad parameters",
-                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-                "401": {"description": "missing or invalid bearer token",
-                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-            }}}},
-        "components": {"schemas": {"SearchResult": result, "Hit": hit, "Error": error},
-                       "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "info": {
+            "title": "toolidx search API",
+            "version": __version__,
+            "description": "Find MCP tools for a task in a toolidx index: the JSON of `toolidx search --json`.",
+        },
+        "paths": {
+            "/v1/search": {
+                "get": {
+                    "operationId": "searchTools",
+                    "summary": "Find tools for a task (hybrid ranking, calibrated scores)",
+                    "parameters": [
+                        param(
+                            "q",
+                            {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
+                            "what to do, in plain words (or a tool name)",
+                            required=True,
+                        ),
+                        param(
+                            "k",
+                            {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": 10},
+                            "at most this many hits",
+                        ),
+                        param("mode", {"type": "string", "enum": list(MODES), "default": "hybrid"}, "ranking"),
+                        param("server", repeated, "only these servers (repeat)", many=True),
+                        param("tag", repeated, "only tools with any of these tags (repeat)", many=True),
+                        param("exclude_tag", repeated, "no tools with these tags (repeat)", many=True),
+                        param("category", repeated, "only these categories (repeat)", many=True),
+                        param("name_pattern", {"type": "string"}, "regex searched in the tool name"),
+                        param("description_contains", {"type": "string"}, "substring of the description"),
+                        param("read_only", {"type": "boolean", "default": False}, "only tools annotated read-only"),
+                        param(
+                            "no_destructive", {"type": "boolean", "default": False}, "no tools annotated destructive"
+                        ),
+                        param(
+                            "min_score",
+                            {"type": "number", "minimum": 0, "maximum": 1},
+                            "drop hits below this score; default: the calibrated no-match threshold",
+                        ),
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "the ranked hits (no_match true when nothing fits well)",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SearchResult"}}},
+                        },
+                        "400": {
+                            "description": "bad parameters",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                        },
+                        "401": {
+                            "description": "missing or invalid bearer token",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                        },
+                    },
+                }
+            }
+        },
+        "components": {
+            "schemas": {"SearchResult": result, "Hit": hit, "Error": error},
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
         "security": [{"bearer": []}, {}],
     }
     if base_url:
@@ -362,11 +492,15 @@ def build_app(server: Any, tokens: Tokens, policy: HostPolicy, base_url: str | N
     async def healthz(_request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "version": __version__, "model": disc.model.state})
 
-    routes = [Route("/v1/search", v1_search, methods=["GET"]), Route("/openapi.json", openapi, methods=["GET"]),
-              Route("/healthz", healthz, methods=["GET"])]
+    routes = [
+        Route("/v1/search", v1_search, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+    ]
     off = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # HostGuard checks every bind
-    app = server.streamable_http_app(custom_starlette_routes=routes, max_sessions=MAX_SESSIONS, json_response=True,
-                                     transport_security=off)
+    app = server.streamable_http_app(
+        custom_starlette_routes=routes, max_sessions=MAX_SESSIONS, json_response=True, transport_security=off
+    )
 
     def live() -> Collection[str]:  # the SDK's open sessions (no public accessor; a test covers it)
         return server.session_manager._server_instances
@@ -380,8 +514,10 @@ def listen(host: str, port: int) -> socket.socket:
     try:
         family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     except socket.gaierror as e:
-        raise UsageError(f"--http {where}: unknown host ({e.strerror})",
-                         fix="use an IP address or a resolvable name, e.g. 127.0.0.1:8765") from None
+        raise UsageError(
+            f"--http {where}: unknown host ({e.strerror})",
+            fix="use an IP address or a resolvable name, e.g. 127.0.0.1:8765",
+        ) from None
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -392,10 +528,12 @@ def listen(host: str, port: int) -> socket.socket:
         import errno
 
         if e.errno == errno.EADDRINUSE:
-            raise UsageError(f"--http {where}: address already in use",
-                             fix="stop what listens there or pick another port") from None
-        raise UsageError(f"--http {where}: cannot listen ({e.strerror or e})",
-                         fix="pick another address or port") from None
+            raise UsageError(
+                f"--http {where}: address already in use", fix="stop what listens there or pick another port"
+            ) from None
+        raise UsageError(
+            f"--http {where}: cannot listen ({e.strerror or e})", fix="pick another address or port"
+        ) from None
     sock.set_inheritable(False)
     return sock
 
@@ -403,8 +541,10 @@ def listen(host: str, port: int) -> socket.socket:
 def check_exposure(host: str, tokens: Tokens) -> None:
     """No tokens on a non-loopback address: refuse to start."""
     if not is_loopback(host) and not len(tokens):
-        raise UsageError(f"--http {host}: a bearer token is required on a non-loopback address",
-                         fix="add --token-env NAME or --token-file PATH (or listen on 127.0.0.1)")
+        raise UsageError(
+            f"--http {host}: a bearer token is required on a non-loopback address",
+            fix="add --token-env NAME or --token-file PATH (or listen on 127.0.0.1)",
+        )
 
 
 def check_tls(cert: str, key: str) -> None:
@@ -421,15 +561,26 @@ def check_tls(cert: str, key: str) -> None:
     except (ssl.SSLError, OSError) as e:
         with contextlib.suppress(OSError):  # the one failure worth its own words
             if b"ENCRYPTED" in Path(key).read_bytes()[:4096]:
-                raise UsageError(f"--tls-key {key}: the private key is encrypted (a passphrase cannot be asked "
-                                 "for here)", fix=f"decrypt it once: openssl pkey -in {key} -out key.pem") from None
+                raise UsageError(
+                    f"--tls-key {key}: the private key is encrypted (a passphrase cannot be asked for here)",
+                    fix=f"decrypt it once: openssl pkey -in {key} -out key.pem",
+                ) from None
         reason = getattr(e, "reason", None) or getattr(e, "strerror", None) or str(e)
-        raise UsageError(f"--tls-cert {cert} / --tls-key {key}: cannot be used ({reason})",
-                         fix="give a PEM certificate (chain) and the unencrypted private key that matches it") from None
+        raise UsageError(
+            f"--tls-cert {cert} / --tls-key {key}: cannot be used ({reason})",
+            fix="give a PEM certificate (chain) and the unencrypted private key that matches it",
+        ) from None
 
 
-def serve_http(db_path: str, address: tuple[str, int], tokens: Tokens, tls: tuple[str, str] | None = None,
-               allow_hosts: tuple[str, ...] = (), allow_origins: tuple[str, ...] = (), **options: Any) -> None:
+def serve_http(
+    db_path: str,
+    address: tuple[str, int],
+    tokens: Tokens,
+    tls: tuple[str, str] | None = None,
+    allow_hosts: tuple[str, ...] = (),
+    allow_origins: tuple[str, ...] = (),
+    **options: Any,
+) -> None:
     """`toolidx serve --http`: check the tokens and the TLS files, build the server (index errors
     first), bind the port (errors before anything serves), then serve until SIGINT/SIGTERM.
     `tls`: (certificate chain, private key) PEM files: HTTPS instead of plain HTTP. `allow_hosts`,
@@ -456,10 +607,18 @@ def serve_http(db_path: str, address: tuple[str, int], tokens: Tokens, tls: tupl
     from .limits import BACKLOG, connection_cap, guarded_protocol, quiet_loop_errors
 
     # A request head over h11's 16 KiB gets 400; idle keep-alive connections close after 5 s.
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=3, ws="none", backlog=BACKLOG,
-                            http=guarded_protocol(connection_cap(), REFUSALS),
-                            ssl_certfile=tls[0] if tls else None, ssl_keyfile=tls[1] if tls else None)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=3,
+        ws="none",
+        backlog=BACKLOG,
+        http=guarded_protocol(connection_cap(), REFUSALS),
+        ssl_certfile=tls[0] if tls else None,
+        ssl_keyfile=tls[1] if tls else None,
+    )
     userver = uvicorn.Server(config)
 
     async def run() -> None:

@@ -32,8 +32,10 @@ BACKLOG = 128
 
 def _raw(status: str, error: str) -> bytes:
     body = json.dumps({"toolidx": JSON_VERSION, "command": "error", "error": error, "message": status}).encode()
-    return (f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
-            "connection: close\r\n\r\n").encode() + body
+    return (
+        f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+        "connection: close\r\n\r\n"
+    ).encode() + body
 
 
 REFUSED = _raw("503 Service Unavailable", "too_many_connections")
@@ -78,8 +80,11 @@ def guarded_protocol(cap: int, refusals: Callable[[str, str], None]) -> type:
                     transport.write(REFUSED)
                     transport.close()
                     return
-                oldest._drop("evicted", f"{cap} connections open (the cap): the one waiting longest for its "
-                                        "request head closed for a new one")
+                oldest._drop(
+                    "evicted",
+                    f"{cap} connections open (the cap): the one waiting longest for its "
+                    "request head closed for a new one",
+                )
             super().connection_made(transport)
             self._await_head()
 
@@ -125,14 +130,12 @@ def guarded_protocol(cap: int, refusals: Callable[[str, str], None]) -> type:
             age = time.monotonic() - self._since
             if self in waiting:
                 if age >= HEAD_TIMEOUT_S:
-                    self._drop("head", f"408: no complete request head within {HEAD_TIMEOUT_S:g} s, connection "
-                                       "closed")
+                    self._drop("head", f"408: no complete request head within {HEAD_TIMEOUT_S:g} s, connection closed")
                 else:
                     self._arm(HEAD_TIMEOUT_S - age)
             elif self.cycle is not None and self.cycle.more_body and not self.cycle.response_started:
                 if age >= BODY_TIMEOUT_S:
-                    self._drop("body", f"408: request body not complete within {BODY_TIMEOUT_S:g} s, connection "
-                                       "closed")
+                    self._drop("body", f"408: request body not complete within {BODY_TIMEOUT_S:g} s, connection closed")
                 else:
                     self._arm(BODY_TIMEOUT_S - age)
 

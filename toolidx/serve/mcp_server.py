@@ -19,8 +19,10 @@ class DiscoveryServer(Server[dict[str, Any]]):
         self.backend_pools = backend_pools  # one per live connection; tests and stats look at them
         self.views: dict[str, Discovery] = {}  # serve --http: token label -> its scoped Discovery
 
-    def create_initialization_options(self, notification_options: NotificationOptions | None = None,
-                                      *args: Any, **kwargs: Any) -> Any:
+    def create_initialization_options(
+        self, notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any
+    ) -> Any:
         # a new crawl changes what list_tools returns: clients must know they may ask again
         return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
+            notification_options or NotificationOptions(tools_changed=True), *args, **kwargs
+        )

@@ -28,8 +28,13 @@ MAX_PAGE = 100_000
 
 
 def _strings(what: str) -> dict:
-    return {"type": "array", "items": {"type": "string", "maxLength": MAX_NAME_CHARS},
-            "maxItems": MAX_LIST_ITEMS, "description": what}
+    return {
+        "type": "array",
+        "items": {"type": "string", "maxLength": MAX_NAME_CHARS},
+        "maxItems": MAX_LIST_ITEMS,
+        "description": what,
+    }
+
 
 _FILTERS = {
     "type": "object",
@@ -39,24 +44,37 @@ _FILTERS = {
         "tags": _strings("Only tools with one of these tags (e.g. read-only)."),
         "exclude_tags": _strings("Drop tools with any of these tags (e.g. destructive)."),
         "categories": _strings("Only these categories."),
-        "name_pattern": {"type": "string", "maxLength": MAX_NAME_CHARS,
-                         "description": "Regex on the tool name, case-insensitive."},
-        "description_contains": {"type": "string", "maxLength": MAX_NAME_CHARS,
-                                 "description": "Text the description must contain."},
+        "name_pattern": {
+            "type": "string",
+            "maxLength": MAX_NAME_CHARS,
+            "description": "Regex on the tool name, case-insensitive.",
+        },
+        "description_contains": {
+            "type": "string",
+            "maxLength": MAX_NAME_CHARS,
+            "description": "Text the description must contain.",
+        },
         "read_only": {"type": "boolean", "description": "Only tools marked read-only."},
-        "has_examples": {"type": "boolean",
-                         "description": "Only tools with usage examples (from their schema, a saved list or "
-                                        "recorded calls)."},
-        "min_score": {"type": "number", "minimum": 0, "maximum": 1,
-                      "description": "Drop matches scoring below this (0..1)."},
+        "has_examples": {
+            "type": "boolean",
+            "description": "Only tools with usage examples (from their schema, a saved list or recorded calls).",
+        },
+        "min_score": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "description": "Drop matches scoring below this (0..1).",
+        },
     },
     "additionalProperties": False,
 }
 
 _TOOL_NAME = {
-    "type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS,
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_NAME_CHARS,
     "description": "The tool's id as search_tools/list_tools return it: \"server/tool\" "
-                   "(e.g. \"time/get_current_time\"). A bare tool name works when only one server has it.",
+    "(e.g. \"time/get_current_time\"). A bare tool name works when only one server has it.",
 }
 
 
@@ -77,22 +95,39 @@ META_TOOLS: list[dict] = [
             "ranked matches with ids, one-line descriptions and a 0..1 relevance score. If nothing "
             "fits, the answer says so explicitly (no_match: true) instead of guessing: then "
             "rephrase or tell the user no such tool exists. Next step: describe_tool for the "
-            "exact arguments, then execute_tool to run it."),
+            "exact arguments, then execute_tool to run it."
+        ),
         "inputSchema": {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
-                          "description": "The task in plain words, e.g. \"current time in Tokyo\" or "
-                                         "\"list files in a folder\". Tool names and keywords also work."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5,
-                          "description": "How many matches at most."},
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_QUERY_CHARS,
+                    "description": "The task in plain words, e.g. \"current time in Tokyo\" or "
+                    "\"list files in a folder\". Tool names and keywords also work.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 50,
+                    "default": 5,
+                    "description": "How many matches at most.",
+                },
                 "filters": _filters(search=True),
-                "include_schemas": {"type": "boolean", "default": False,
-                                    "description": "Also return each match's input schema (costs context; "
-                                                   "usually describe_tool on the one you pick is better)."},
-                "search_type": {"type": "string", "enum": SEARCH_TYPES, "default": "hybrid",
-                                "description": "hybrid (best, default): meaning + keywords; semantic: meaning "
-                                               "only; keyword: exact words only."},
+                "include_schemas": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Also return each match's input schema (costs context; "
+                    "usually describe_tool on the one you pick is better).",
+                },
+                "search_type": {
+                    "type": "string",
+                    "enum": SEARCH_TYPES,
+                    "default": "hybrid",
+                    "description": "hybrid (best, default): meaning + keywords; semantic: meaning "
+                    "only; keyword: exact words only.",
+                },
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -105,24 +140,44 @@ META_TOOLS: list[dict] = [
         "description": (
             "Browse the full catalog page by page, in a stable order (use search_tools to find a "
             "tool for a task; use this to see everything a server offers). Returns items, the "
-            "total count, and next_page (null on the last page)."),
+            "total count, and next_page (null on the last page)."
+        ),
         "inputSchema": {
             "type": "object",
             "properties": {
-                "page": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1,
-                         "description": "1-based page number."},
-                "page_size": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20,
-                              "description": "Tools per page."},
-                "sort_by": {"type": "string", "enum": SORT_BY, "default": "name",
-                            "description": "name: by tool name; server: grouped by server; "
-                                           "category: grouped by category; execution_count, success_rate, "
-                                           "recent: by calls made through this server (never-called last)."},
-                "sort_order": {"type": "string", "enum": ["asc", "desc"],
-                               "description": "Default asc for name/server/category, desc (most first) "
-                                              "for the usage sorts."},
+                "page": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_PAGE,
+                    "default": 1,
+                    "description": "1-based page number.",
+                },
+                "page_size": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 100,
+                    "default": 20,
+                    "description": "Tools per page.",
+                },
+                "sort_by": {
+                    "type": "string",
+                    "enum": SORT_BY,
+                    "default": "name",
+                    "description": "name: by tool name; server: grouped by server; "
+                    "category: grouped by category; execution_count, success_rate, "
+                    "recent: by calls made through this server (never-called last).",
+                },
+                "sort_order": {
+                    "type": "string",
+                    "enum": ["asc", "desc"],
+                    "description": "Default asc for name/server/category, desc (most first) for the usage sorts.",
+                },
                 "filters": _filters(search=False),
-                "include_schemas": {"type": "boolean", "default": False,
-                                    "description": "Also return each tool's input schema (costs context)."},
+                "include_schemas": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Also return each tool's input schema (costs context).",
+                },
             },
             "additionalProperties": False,
         },
@@ -135,25 +190,38 @@ META_TOOLS: list[dict] = [
             "Everything needed to call one tool correctly: its parameters (types, required, "
             "defaults, allowed values), the full input schema, its annotations (read-only, "
             "destructive) and an example arguments object. An unknown name returns the closest "
-            "existing names. Call this before execute_tool."),
+            "existing names. Call this before execute_tool."
+        ),
         "inputSchema": {
             "type": "object",
             "properties": {
                 "tool_name": _TOOL_NAME,
-                "detail": {"type": "string", "enum": DETAILS, "default": "schema",
-                           "description": "summary: description and parameter names; schema (default): "
-                                          "plus a parameter table, the input schema, annotations and example "
-                                          "arguments; full: plus output schema and server details."},
-                "include_metrics": {"type": "boolean", "default": False,
-                                    "description": "Also return usage metrics: calls, success rate, "
-                                                   "p50/p95 duration, last used."},
-                "include_examples": {"type": "boolean", "default": False,
-                                     "description": "Also return usage examples (argument objects that "
-                                                    "worked or that the tool documents)."},
-                "check": {"type": "boolean", "default": False,
-                          "description": "Also check it is callable now (preflight): in scope, approved, and "
-                                         "its server starts and still lists it unchanged. Slower: starts the "
-                                         "server."},
+                "detail": {
+                    "type": "string",
+                    "enum": DETAILS,
+                    "default": "schema",
+                    "description": "summary: description and parameter names; schema (default): "
+                    "plus a parameter table, the input schema, annotations and example "
+                    "arguments; full: plus output schema and server details.",
+                },
+                "include_metrics": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Also return usage metrics: calls, success rate, p50/p95 duration, last used.",
+                },
+                "include_examples": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Also return usage examples (argument objects that "
+                    "worked or that the tool documents).",
+                },
+                "check": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Also check it is callable now (preflight): in scope, approved, and "
+                    "its server starts and still lists it unchanged. Slower: starts the "
+                    "server.",
+                },
             },
             "required": ["tool_name"],
             "additionalProperties": False,
@@ -168,17 +236,24 @@ META_TOOLS: list[dict] = [
             "structuredContent, isError). `arguments` is checked against the tool's input schema "
             "first: if it does not fit, nothing is run and the answer lists what is wrong, with the "
             "schema and an example to fix the call. Find the tool with search_tools and its "
-            "arguments with describe_tool first."),
+            "arguments with describe_tool first."
+        ),
         "inputSchema": {
             "type": "object",
             "properties": {
                 "tool_name": _TOOL_NAME,
-                "arguments": {"type": "object", "default": {},
-                              "description": "The tool's arguments, exactly as its input schema asks "
-                                             "(see describe_tool)."},
-                "timeout_ms": {"type": "integer", "minimum": 100, "maximum": 600_000,
-                               "default": DEFAULT_TIMEOUT_MS,
-                               "description": "Give up after this many milliseconds."},
+                "arguments": {
+                    "type": "object",
+                    "default": {},
+                    "description": "The tool's arguments, exactly as its input schema asks (see describe_tool).",
+                },
+                "timeout_ms": {
+                    "type": "integer",
+                    "minimum": 100,
+                    "maximum": 600_000,
+                    "default": DEFAULT_TIMEOUT_MS,
+                    "description": "Give up after this many milliseconds.",
+                },
             },
             "required": ["tool_name"],
             "additionalProperties": False,
@@ -192,7 +267,8 @@ META_TOOLS: list[dict] = [
         "description": (
             "An overview of what is available: categories, tags and servers, each with a tool "
             "count (and each server's status). Use it to pick values for the `filters` of "
-            "search_tools and list_tools, or to answer \"what can you do?\"."),
+            "search_tools and list_tools, or to answer \"what can you do?\"."
+        ),
         "inputSchema": {
             "type": "object",
             "properties": {
@@ -209,13 +285,19 @@ META_TOOLS: list[dict] = [
         "description": (
             "Alternatives to one tool: tools doing the same or nearly the same thing, on the same "
             "or other servers, with likely duplicates flagged. Use it when a tool fails, is "
-            "missing a feature, or to choose between overlapping servers."),
+            "missing a feature, or to choose between overlapping servers."
+        ),
         "inputSchema": {
             "type": "object",
             "properties": {
                 "tool_name": _TOOL_NAME,
-                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5,
-                          "description": "How many alternatives at most."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 20,
+                    "default": 5,
+                    "description": "How many alternatives at most.",
+                },
             },
             "required": ["tool_name"],
             "additionalProperties": False,
@@ -263,20 +345,23 @@ def cut_text(text: str, max_bytes: int = DESCRIPTION_MAX_BYTES, marker: str = CU
     raw = text.encode("utf-8")
     if len(raw) <= max_bytes:
         return text
-    keep = raw[:max_bytes - len(marker.encode("utf-8"))].decode("utf-8", errors="ignore")
+    keep = raw[: max_bytes - len(marker.encode("utf-8"))].decode("utf-8", errors="ignore")
     return keep.rstrip() + marker
 
 
-def instructions(total: int | None = None, servers: list[tuple[str, int]] | None = None,
-                 categories: list[str] | None = None) -> str:
+def instructions(
+    total: int | None = None, servers: list[tuple[str, int]] | None = None, categories: list[str] | None = None
+) -> str:
     """The server's `instructions`: what the catalog holds (tool and server counts, the servers
     and categories by name, as many as fit) and the search -> describe -> execute workflow, within
     DESCRIPTION_MAX_BYTES. Without a catalog summary, the generic text."""
     if total is None:
         return INSTRUCTIONS
     servers = servers or []
-    head = (f"toolidx: one search over {plural(total, 'tool')} of {plural(len(servers), 'MCP server')}, "
-            "indexed here instead of listed (they are not in your tool list; these meta-tools reach all of them).")
+    head = (
+        f"toolidx: one search over {plural(total, 'tool')} of {plural(len(servers), 'MCP server')}, "
+        "indexed here instead of listed (they are not in your tool list; these meta-tools reach all of them)."
+    )
     parts = [head, _WORKFLOW]
     budget = DESCRIPTION_MAX_BYTES - len(" ".join(parts).encode()) - 40
     for label, names in (("Servers", [f"{n} ({c})" for n, c in servers]), ("Categories", categories or [])):
@@ -304,8 +389,9 @@ def catalog_sentence(total: int, servers: list[tuple[str, int]], categories: lis
     ranked = sorted(servers, key=lambda s: (-s[1], s[0]))
     names = [n for n, _ in ranked[:_SHOWN_SERVERS]]
     more = f" and {len(ranked) - len(names)} more" if len(ranked) > len(names) else ""
-    text = (f"Searches {plural(total, 'tool')} of {plural(len(ranked), 'MCP server')}"
-            + (f" ({', '.join(names)}{more})" if names else ""))
+    text = f"Searches {plural(total, 'tool')} of {plural(len(ranked), 'MCP server')}" + (
+        f" ({', '.join(names)}{more})" if names else ""
+    )
     shown = {n for n, _ in ranked}
     cats = [c for c in categories if c and c not in shown][:_SHOWN_CATEGORIES]  # not the servers again
     if cats:
@@ -316,8 +402,9 @@ def catalog_sentence(total: int, servers: list[tuple[str, int]], categories: lis
     return text + "."
 
 
-def meta_tools(always_load: bool = True,
-               catalog: tuple[int, list[tuple[str, int]], list[str]] | None = None) -> list[dict]:
+def meta_tools(
+    always_load: bool = True, catalog: tuple[int, list[tuple[str, int]], list[str]] | None = None
+) -> list[dict]:
     """A fresh copy of the wire definitions (callers may add to them), each with
     `_meta["anthropic/searchHint"]`. `always_load`: mark the core three with
     `_meta["anthropic/alwaysLoad"]` so clients that defer MCP tools load them. `catalog`: (tool

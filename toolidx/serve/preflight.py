@@ -121,8 +121,11 @@ def _verdict(c: ToolCheck, quarantine: bool) -> tuple[bool, str | None]:
     if not c.in_scope:
         return False, "outside this server's scope"
     if quarantine and c.approved != "approved":
-        return False, ("quarantined: no one approved it" if c.approved == "unapproved"
-                       else "quarantined: changed since its approval (toolidx diff --approved)")
+        return False, (
+            "quarantined: no one approved it"
+            if c.approved == "unapproved"
+            else "quarantined: changed since its approval (toolidx diff --approved)"
+        )
     if not c.server_started:
         return False, None  # the server's own reason is already set
     if not c.listed:
@@ -135,13 +138,24 @@ def _verdict(c: ToolCheck, quarantine: bool) -> tuple[bool, str | None]:
 
 
 def _summary(checks: list[ToolCheck], scope: Filters, db_path: str) -> dict:
-    return {"db": db_path, "quarantine": scope.approved_only, "tools": [c.to_json() for c in checks],
-            "callable": sum(1 for c in checks if c.callable), "not_callable": sum(1 for c in checks if not c.callable),
-            "ok": all(c.callable for c in checks)}
+    return {
+        "db": db_path,
+        "quarantine": scope.approved_only,
+        "tools": [c.to_json() for c in checks],
+        "callable": sum(1 for c in checks if c.callable),
+        "not_callable": sum(1 for c in checks if not c.callable),
+        "ok": all(c.callable for c in checks),
+    }
 
 
-def check(db_path: str, required: list[str], *, scope: Filters | None = None,
-          config_path: str | None = None, trust_index: bool = False) -> dict:
+def check(
+    db_path: str,
+    required: list[str],
+    *,
+    scope: Filters | None = None,
+    config_path: str | None = None,
+    trust_index: bool = False,
+) -> dict:
     """`toolidx check --require`: each server started afresh from the crawl config (or --config),
     as execute_tool would (the same launch-line trust, backends.SpecSource), and stopped again."""
     from ..crawl.connect import list_server_tools
@@ -155,22 +169,29 @@ def check(db_path: str, required: list[str], *, scope: Filters | None = None,
     db = open_db(db_path)
     try:
         checks = resolve_checks(db, names, scope)
-        source = SpecSource(server_row=lambda n: get_server(db, n), config_path=config_path,
-                            index_config_path=lambda: db.get_meta("config_path"), db_path=db.path,
-                            trust_index=trust_index)
+        source = SpecSource(
+            server_row=lambda n: get_server(db, n),
+            config_path=config_path,
+            index_config_path=lambda: db.get_meta("config_path"),
+            db_path=db.path,
+            trust_index=trust_index,
+        )
 
         async def lister(server: str) -> list[dict]:
             spec, where = source.spec(server)
             if spec.problem:
                 raise BackendUnavailable(f"cannot start server {server!r}: {spec.problem}")
             if spec.transport == "tools_file":
-                raise BackendUnavailable(f"server {server!r} is a saved tool list (tools_file), not a live "
-                                         "server: its tools cannot be run")
+                raise BackendUnavailable(
+                    f"server {server!r} is a saved tool list (tools_file), not a live server: its tools cannot be run"
+                )
             res = await list_server_tools(spec)
             if not res.ok:
                 said = stderr_lines(res.stderr_tail, spec.mask)
-                raise BackendUnavailable(f"server {server!r} did not start ({res.error}; spec from {where})"
-                                         + (f"; last stderr: {' | '.join(said)}" if said else ""))
+                raise BackendUnavailable(
+                    f"server {server!r} did not start ({res.error}; spec from {where})"
+                    + (f"; last stderr: {' | '.join(said)}" if said else "")
+                )
             return res.tools
 
         anyio.run(lambda: check_live(checks, lister, quarantine=scope.approved_only))
@@ -195,5 +216,6 @@ async def add_check(answer: Any, disc: Any, pool: Any) -> None:
     await check_live(checks, lister, quarantine=disc.scope.approved_only)
     c = checks[0]
     answer.payload["check"] = {k: v for k, v in c.to_json().items() if k not in ("requested", "suggestions")}
-    answer.text += (f"\nCheck: {'callable' if c.callable else 'NOT callable'}"
-                    + (f" ({c.reason})" if c.reason else "") + ".")
+    answer.text += (
+        f"\nCheck: {'callable' if c.callable else 'NOT callable'}" + (f" ({c.reason})" if c.reason else "") + "."
+    )

@@ -33,20 +33,38 @@ def refusal(db: Database, tool: dict, max_tokens: int) -> Answer | None:
     if state == "approved":
         return None
     if approval is None:  # approved_only keeps these out of reach; a revoke can race a call
-        payload = {"error": NOT_APPROVED, "code": NOT_APPROVED, "tool": tool["id"],
-                   "message": f"{tool['id']} is quarantined: no one approved it", "fix": FIX.format(id=tool["id"])}
+        payload = {
+            "error": NOT_APPROVED,
+            "code": NOT_APPROVED,
+            "tool": tool["id"],
+            "message": f"{tool['id']} is quarantined: no one approved it",
+            "fix": FIX.format(id=tool["id"]),
+        }
         return Answer(payload, f"Error: {payload['message']}\nFix: {payload['fix']}", is_error=True)
-    changes = [c.to_json() for c in changes_since_approval(db, tool, approval)] if current_hash(tool) != \
-        approval["hash"] else []
+    changes = (
+        [c.to_json() for c in changes_since_approval(db, tool, approval)]
+        if current_hash(tool) != approval["hash"]
+        else []
+    )
     for c in changes:
         c.pop("words", None)  # old/new already say it; the word diff doubles the size
     # the server's new text is what is not approved: named, never sent to the agent
     changes += [{**c.to_json(), "old": None, "new": None} for c in server]
     a = approval_json(approval) or {}
-    message = (f"not run: {tool['id']} changed since it was approved by {a['by']} at {a['at']} "
-               f"({len(changes)} field change{'s' if len(changes) != 1 else ''})")
-    payload = {"error": CHANGED_SINCE_APPROVAL, "code": CHANGED_SINCE_APPROVAL, "tool": tool["id"], "message": message,
-               "fix": FIX.format(id=tool["id"]), "approved": a, "hash": current_hash(tool), "changes": changes}
+    message = (
+        f"not run: {tool['id']} changed since it was approved by {a['by']} at {a['at']} "
+        f"({len(changes)} field change{'s' if len(changes) != 1 else ''})"
+    )
+    payload = {
+        "error": CHANGED_SINCE_APPROVAL,
+        "code": CHANGED_SINCE_APPROVAL,
+        "tool": tool["id"],
+        "message": message,
+        "fix": FIX.format(id=tool["id"]),
+        "approved": a,
+        "hash": current_hash(tool),
+        "changes": changes,
+    }
     payload = fit_budget(payload, "changes", max_tokens)
     lines = [f"Error: {message}. What changed:"]
     lines += [f"- {c['severity']} {c['field']}: {c['message']}" for c in payload.get("changes", [])]
@@ -61,8 +79,9 @@ def annotate(db: Database, tool: dict, answer: Answer) -> None:
     state = approval_state(tool, approval, server_changes(db, tool["server"]))
     answer.payload["approval"] = {"state": state, **(approval_json(approval) or {})}
     if state == "changed":
-        answer.text += ("\nQuarantine: changed since its approval: execute_tool refuses it until "
-                        f"{FIX.format(id=tool['id'])}.")
+        answer.text += (
+            f"\nQuarantine: changed since its approval: execute_tool refuses it until {FIX.format(id=tool['id'])}."
+        )
 
 
 def hide_server_text(db: Database, tool: dict, described: dict) -> None:
@@ -77,5 +96,7 @@ def hide_server_text(db: Database, tool: dict, described: dict) -> None:
     for key in ("server_title", "instructions"):
         if key.removeprefix("server_") in changed:
             info.pop(key, None)
-    info["quarantine"] = (f"the server's {' and '.join(sorted(changed))} changed since approval: not shown "
-                          f"until {FIX.format(id=tool['id'])}")
+    info["quarantine"] = (
+        f"the server's {' and '.join(sorted(changed))} changed since approval: not shown "
+        f"until {FIX.format(id=tool['id'])}"
+    )

@@ -58,12 +58,22 @@ class _Run:
                 self.connections.discard(conn)
 
 
-def build_server(db_path: str | Path, *, config_path: str | None = None, scope: Filters | None = None,
-                 expose_tools: bool = False, pins: list[str] | None = None,
-                 max_tokens: int = DEFAULT_MAX_TOKENS, poll_interval: float = DEFAULT_POLL_S,
-                 load_model: bool = True, always_load: bool = True, usage_db: str | None = None,
-                 record_examples: bool = False, grants: list[Any] | None = None,
-                 trust_index: bool = False) -> Any:
+def build_server(
+    db_path: str | Path,
+    *,
+    config_path: str | None = None,
+    scope: Filters | None = None,
+    expose_tools: bool = False,
+    pins: list[str] | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    poll_interval: float = DEFAULT_POLL_S,
+    load_model: bool = True,
+    always_load: bool = True,
+    usage_db: str | None = None,
+    record_examples: bool = False,
+    grants: list[Any] | None = None,
+    trust_index: bool = False,
+) -> Any:
     """The discovery server over the index at `db_path` (a DiscoveryServer: the SDK's low-level
     Server, with `.discovery` its state). `always_load`: mark the core meta-tools
     `anthropic/alwaysLoad` (clients that defer MCP tools then load them on the first turn).
@@ -75,15 +85,20 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
     wrote them (backends.SpecSource).
     Raises ToolidxError for an unusable index, a bad --pin or a token scope naming an unknown server."""
     # the index and options first: their errors need no MCP import (~1 s)
-    disc = Discovery(str(db_path), scope=scope, expose_tools=expose_tools, pins=pins,
-                     max_tokens=max_tokens, config_path=config_path)
+    disc = Discovery(
+        str(db_path), scope=scope, expose_tools=expose_tools, pins=pins, max_tokens=max_tokens, config_path=config_path
+    )
     views = {g.label: disc.scoped(g.scope) for g in grants or [] if not g.scope.is_empty()}
     disc.usage = Usage(disc.db_path, usage_db, record_examples=record_examples, scope=scope)
     from .mcp_server import DiscoveryServer
 
-    source = SpecSource(server_row=lambda name: get_server(disc.db, name), config_path=config_path,
-                        index_config_path=lambda: disc.db.get_meta("config_path"), db_path=disc.db_path,
-                        trust_index=trust_index)
+    source = SpecSource(
+        server_row=lambda name: get_server(disc.db, name),
+        config_path=config_path,
+        index_config_path=lambda: disc.db.get_meta("config_path"),
+        db_path=disc.db_path,
+        trust_index=trust_index,
+    )
     pools: list[BackendPool] = []  # one per stdio connection; one for the process over HTTP
 
     def view(ctx: Any) -> Discovery:
@@ -114,8 +129,7 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
         # ttlMs 0: a new crawl may change the list at any time (2026-07-28 clients cache otherwise)
         d = view(ctx)
         tools = meta_tools(always_load, await anyio.to_thread.run_sync(d.catalog_summary))
-        return {"tools": tools + d.exposed_definitions(), "ttlMs": 0, "cacheScope": "private",
-                "resultType": "complete"}
+        return {"tools": tools + d.exposed_definitions(), "ttlMs": 0, "cacheScope": "private", "resultType": "complete"}
 
     async def on_call_tool(ctx: Any, params: Any) -> dict:
         result = await call_tool(ctx, params)
@@ -131,8 +145,7 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
                 problem = check_arguments(name, args)
                 if problem:
                     return problem.to_result()
-                return await _execute(ctx, d, args["tool_name"], args.get("arguments", {}),
-                                      call_timeout(args))
+                return await _execute(ctx, d, args["tool_name"], args.get("arguments", {}), call_timeout(args))
             if name in META_NAMES:
                 answered = await anyio.to_thread.run_sync(answer, d, name, args)
                 if name == "describe_tool" and args.get("check") and not answered.is_error:
@@ -143,15 +156,25 @@ def build_server(db_path: str | Path, *, config_path: str | None = None, scope: 
             exposed = d.exposed()
             if name in exposed:
                 return await _execute(ctx, d, exposed[name], args, DEFAULT_TIMEOUT_MS / 1000)
-            return error_answer(UNKNOWN_TOOL, f"no tool named {name!r} on this server",
-                                "find tools with search_tools and run them with execute_tool").to_result()
+            return error_answer(
+                UNKNOWN_TOOL,
+                f"no tool named {name!r} on this server",
+                "find tools with search_tools and run them with execute_tool",
+            ).to_result()
         except Exception as e:  # a bug must come back as an error result, not kill the session
             log.warning(f"{name} failed: {type(e).__name__}: {e}")
             return error_answer(INTERNAL_ERROR, f"{name} failed: {type(e).__name__}: {e}").to_result()
 
-    server = DiscoveryServer(disc, pools, version=__version__, title="toolidx: every MCP tool, one search away",
-                             instructions=disc.instructions(), lifespan=lifespan,
-                             on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    server = DiscoveryServer(
+        disc,
+        pools,
+        version=__version__,
+        title="toolidx: every MCP tool, one search away",
+        instructions=disc.instructions(),
+        lifespan=lifespan,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
 
     async def remember_session(ctx: Any, call_next: Any) -> Any:
         run = _run_of(ctx)
@@ -179,8 +202,15 @@ def _run_of(ctx: Any) -> _Run | None:
 
 
 async def _execute(ctx: Any, disc: Discovery, tool_name: str, arguments: Any, timeout: float) -> dict:
-    return await execute(disc, ctx.lifespan_context["pool"], tool_name, arguments, timeout, usage=disc.usage,
-                         alternative="use get_similar_tools for an alternative")
+    return await execute(
+        disc,
+        ctx.lifespan_context["pool"],
+        tool_name,
+        arguments,
+        timeout,
+        usage=disc.usage,
+        alternative="use get_similar_tools for an alternative",
+    )
 
 
 async def _watch(disc: Discovery, run: _Run, interval: float) -> None:

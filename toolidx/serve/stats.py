@@ -59,8 +59,15 @@ def index_stats(db: Database, filters: Filters | None = None) -> IndexStats:
     rows: list[ServerTokens] = []
     for server, items in sorted(defs.items()):
         per = [estimate_tokens(json.loads(d)) for d in items]
-        rows.append({"server": server, "status": status.get(server), "tools": len(items),
-                     "tokens": sum(per), "max_tool_tokens": max(per) if per else 0})
+        rows.append(
+            {
+                "server": server,
+                "status": status.get(server),
+                "tools": len(items),
+                "tokens": sum(per),
+                "max_tool_tokens": max(per) if per else 0,
+            }
+        )
     rows.sort(key=lambda r: (-r["tokens"], r["server"]))
     total = sum(r["tokens"] for r in rows)
     meta = sum(estimate_tokens(t) for t in meta_tools(catalog=catalog_of(db, rows, filters)))  # as sent

@@ -103,8 +103,13 @@ class _PipeLines:
                 await self._reader.readexactly(e.consumed)
         log.warning(f"request line over {MAX_REQUEST_BYTES >> 20} MiB refused")
         if self._writer is not None and rid is not None:
-            await self._writer.write(_refusal(rid, -32600, f"request refused: over {MAX_REQUEST_BYTES >> 20} MiB "
-                                                           "(toolidx serve's limit per message)"))
+            await self._writer.write(
+                _refusal(
+                    rid,
+                    -32600,
+                    f"request refused: over {MAX_REQUEST_BYTES >> 20} MiB (toolidx serve's limit per message)",
+                )
+            )
             await self._writer.flush()
 
 
@@ -134,8 +139,13 @@ class _ReadGuard(anyio.abc.ObjectReceiveStream):
         log.warning(f"unreadable request refused: {str(exc).splitlines()[-1][:200] if str(exc) else exc!r}")
         if rid is None:
             return
-        error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
-            code=-32700, message="request not read: nested deeper than about 200 levels, or not valid JSON"))
+        error = types.JSONRPCError(
+            jsonrpc="2.0",
+            id=rid,
+            error=types.ErrorData(
+                code=-32700, message="request not read: nested deeper than about 200 levels, or not valid JSON"
+            ),
+        )
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await self._write.send(SessionMessage(error))
 
@@ -172,10 +182,12 @@ async def _pipe_streams() -> tuple[Any, Any] | None:
         sys.stdout.flush()
         wire_in, wire_out = os.dup(0), os.dup(1)
         reader = asyncio.StreamReader(limit=MAX_REQUEST_BYTES, loop=loop)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
-                                     os.fdopen(wire_in, "rb", buffering=0))
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(wire_in, "rb", buffering=0)
+        )
         transport, protocol = await loop.connect_write_pipe(
-            lambda: asyncio.streams.FlowControlMixin(loop=loop), os.fdopen(wire_out, "wb", buffering=0))
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), os.fdopen(wire_out, "wb", buffering=0)
+        )
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
@@ -194,8 +206,10 @@ def serve_stdio(db_path: str, **options: Any) -> None:
 
     server = build_server(db_path, **options)
     if sys.stdin.isatty():  # started by hand: say what it is waiting for (on stderr)
-        sys.stderr.write("toolidx serve: speaking MCP on stdin/stdout; start it from an MCP client "
-                         "(`toolidx serve --print-config` prints the entry). Ctrl-D to stop.\n")
+        sys.stderr.write(
+            "toolidx serve: speaking MCP on stdin/stdout; start it from an MCP client "
+            "(`toolidx serve --print-config` prints the entry). Ctrl-D to stop.\n"
+        )
     try:
         run_stdio(server)
     finally:

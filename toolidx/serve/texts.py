@@ -44,9 +44,14 @@ def search_text(p: dict) -> str:
 def list_text(p: dict, sort: str, order: str) -> str:
     items = p["items"]
     first = ((p.get("page") or 1) - 1) * (p.get("page_size") or len(items)) + 1
-    head = (f"Tools {first}-{first + len(items) - 1} of {p['total']} (page {p['page']}/{p['pages']}, "
-            f"by {sort} {order}); next_page: {p['next_page']}") if items \
+    head = (
+        (
+            f"Tools {first}-{first + len(items) - 1} of {p['total']} (page {p['page']}/{p['pages']}, "
+            f"by {sort} {order}); next_page: {p['next_page']}"
+        )
+        if items
         else f"No tools on page {p.get('page')} (total {p['total']})."
+    )
     lines = [head]
     for t in items:
         flags = "".join(f" [{f}]" for f in ("read_only", "destructive", "stale") if t.get(f))
@@ -84,8 +89,11 @@ def describe_text(p: dict) -> str:
         lines.append("Parameters: none")
     elif p.get("params"):
         req = set(p.get("required") or [])
-        lines.append("Parameters: " + ", ".join(f"{n}{' (required)' if n in req else ''}" for n in p["params"])
-                     + " (describe_tool with detail \"schema\" for types)")
+        lines.append(
+            "Parameters: "
+            + ", ".join(f"{n}{' (required)' if n in req else ''}" for n in p["params"])
+            + " (describe_tool with detail \"schema\" for types)"
+        )
     if p.get("hints"):
         lines.append("Hints: " + ", ".join(p["hints"]))
     if "example_arguments" in p:
@@ -97,8 +105,10 @@ def describe_text(p: dict) -> str:
     m = p.get("metrics")
     if m:
         rate = "n/a" if m.get("success_rate") is None else f"{m['success_rate']:.0%}"
-        lines.append(f"Usage: {plural(m.get('calls', 0), 'call')}, {rate} ok, p50 {m.get('p50_ms')} ms, "
-                     f"p95 {m.get('p95_ms')} ms, last used {m.get('last_used') or 'never'}")
+        lines.append(
+            f"Usage: {plural(m.get('calls', 0), 'call')}, {rate} ok, p50 {m.get('p50_ms')} ms, "
+            f"p95 {m.get('p95_ms')} ms, last used {m.get('last_used') or 'never'}"
+        )
     if p.get("output_schema"):
         lines.append(f"Output schema: {compact_json(p['output_schema'])}")
     return "\n".join(lines) + trunc_note(p)
@@ -106,9 +116,15 @@ def describe_text(p: dict) -> str:
 
 def categories_text(p: dict) -> str:
     def fmt(rows: list[dict], status: bool = False) -> str:
-        return ", ".join(f"{r.get('name') or '(none)'} ({r.get('count')}"
-                         + (f", {r['status']}" if status and r.get("status") not in (None, "ok") else "") + ")"
-                         for r in rows) or "none"
+        return (
+            ", ".join(
+                f"{r.get('name') or '(none)'} ({r.get('count')}"
+                + (f", {r['status']}" if status and r.get("status") not in (None, "ok") else "")
+                + ")"
+                for r in rows
+            )
+            or "none"
+        )
 
     lines = [f"{plural(p['total_tools'], 'tool')}.", f"Categories: {fmt(p['categories'])}"]
     if "tags" in p:

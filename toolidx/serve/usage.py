@@ -40,8 +40,14 @@ def scope_label(scope: Filters | None) -> str:
 class Usage:
     """serve's usage file: `store` is None when metrics are off (`problem` says why)."""
 
-    def __init__(self, index_path: str, explicit: str | None = None, *, record_examples: bool = False,
-                 scope: Filters | None = None):
+    def __init__(
+        self,
+        index_path: str,
+        explicit: str | None = None,
+        *,
+        record_examples: bool = False,
+        scope: Filters | None = None,
+    ):
         self.path: Path = usage_path(index_path, explicit)
         self.record_examples = record_examples
         self.scope = scope_label(scope)
@@ -57,8 +63,15 @@ class Usage:
         self._start_lock = threading.Lock()
         self._failed = False
 
-    def record(self, tool_id: str, server: str, outcome: str, duration_ms: float,
-               arguments: Any = None, scope: Filters | None = None) -> None:
+    def record(
+        self,
+        tool_id: str,
+        server: str,
+        outcome: str,
+        duration_ms: float,
+        arguments: Any = None,
+        scope: Filters | None = None,
+    ) -> None:
         """Queue one call (never raises, never waits). `scope`: the one the call ran in, when
         narrower than serve's (an HTTP token's)."""
         if self.store is None:

@@ -83,8 +83,12 @@ def current_hashes(db: Database, ids: list[str] | None = None, servers: list[str
     if ids is not None:
         out: dict[str, str] = {}
         for marks, chunk in in_chunks(list(dict.fromkeys(ids))):
-            out.update({r["id"]: stored_hash(r["definition"]) for r in db.query(
-                f"SELECT id, definition FROM tools WHERE id IN ({marks})", chunk)})
+            out.update(
+                {
+                    r["id"]: stored_hash(r["definition"])
+                    for r in db.query(f"SELECT id, definition FROM tools WHERE id IN ({marks})", chunk)
+                }
+            )
         return out
     sql, params = "SELECT id, definition FROM tools", []
     if servers:
@@ -100,20 +104,29 @@ def record(db: Database, ids: list[str], by: str, at: str) -> list[dict]:
     with db.transaction() as conn:
         rows = []
         for marks, chunk in in_chunks(list(dict.fromkeys(ids))):
-            found = conn.execute(f"SELECT t.id, t.definition, a.hash FROM tools t LEFT JOIN approvals a "
-                                 f"ON a.tool_id = t.id WHERE t.id IN ({marks})", chunk).fetchall()
+            found = conn.execute(
+                f"SELECT t.id, t.definition, a.hash FROM tools t LEFT JOIN approvals a "
+                f"ON a.tool_id = t.id WHERE t.id IN ({marks})",
+                chunk,
+            ).fetchall()
             versions = [(stored_hash(d), d) for _, d, _ in found]
             rows += [(tid, h, prev) for (tid, _, prev), (h, _) in zip(found, versions)]
             conn.executemany("INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)", versions)
-        conn.executemany("INSERT INTO approvals(tool_id, hash, approved_by, approved_at) VALUES (?, ?, ?, ?) "
-                         "ON CONFLICT(tool_id) DO UPDATE SET hash = excluded.hash, "
-                         "approved_by = excluded.approved_by, approved_at = excluded.approved_at",
-                         [(tid, h, by, at) for tid, h, _ in rows])
+        conn.executemany(
+            "INSERT INTO approvals(tool_id, hash, approved_by, approved_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(tool_id) DO UPDATE SET hash = excluded.hash, "
+            "approved_by = excluded.approved_by, approved_at = excluded.approved_at",
+            [(tid, h, by, at) for tid, h, _ in rows],
+        )
         texts = server_texts(db, sorted({tid.partition("/")[0] for tid, _, _ in rows}))
-        conn.executemany("INSERT OR REPLACE INTO server_approvals(server, hash, title, instructions, approved_by, "
-                         "approved_at) VALUES (?, ?, ?, ?, ?, ?)",
-                         [(s, text_hash(t["title"], t["instructions"]), t["title"], t["instructions"], by, at)
-                          for s, t in texts.items()])
+        conn.executemany(
+            "INSERT OR REPLACE INTO server_approvals(server, hash, title, instructions, approved_by, "
+            "approved_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (s, text_hash(t["title"], t["instructions"]), t["title"], t["instructions"], by, at)
+                for s, t in texts.items()
+            ],
+        )
     return [{"id": tid, "hash": h, "previous_hash": prev} for tid, h, prev in sorted(rows)]
 
 
@@ -122,10 +135,14 @@ def revoke(db: Database, ids: list[str]) -> list[str]:
     with db.transaction() as conn:
         had: list[str] = []
         for marks, chunk in in_chunks(list(dict.fromkeys(ids))):
-            had += [r[0] for r in conn.execute(f"SELECT tool_id FROM approvals WHERE tool_id IN ({marks})",
-                                               chunk).fetchall()]
+            had += [
+                r[0]
+                for r in conn.execute(f"SELECT tool_id FROM approvals WHERE tool_id IN ({marks})", chunk).fetchall()
+            ]
             conn.execute(f"DELETE FROM approvals WHERE tool_id IN ({marks})", chunk)
         # a server none of whose tools is approved any more has nothing approved
-        conn.execute("DELETE FROM server_approvals WHERE NOT EXISTS (SELECT 1 FROM approvals a WHERE "
-                     "substr(a.tool_id, 1, length(server_approvals.server) + 1) = server_approvals.server || '/')")
+        conn.execute(
+            "DELETE FROM server_approvals WHERE NOT EXISTS (SELECT 1 FROM approvals a WHERE "
+            "substr(a.tool_id, 1, length(server_approvals.server) + 1) = server_approvals.server || '/')"
+        )
     return sorted(had)

@@ -13,8 +13,10 @@ SORTS = {
     "server": ("t.server", "lower(t.name)"),
     "category": ("coalesce(t.category, '')", "t.server", "lower(t.name)"),
 }
-LIST_COLUMNS = ("t.id, t.server, t.name, t.title, t.description, t.tags, t.category, t.param_names, "
-                "t.read_only, t.destructive, t.stale")
+LIST_COLUMNS = (
+    "t.id, t.server, t.name, t.title, t.description, t.tags, t.category, t.param_names, "
+    "t.read_only, t.destructive, t.stale"
+)
 
 
 def _where(filters: Filters | None) -> tuple[str, list]:
@@ -26,26 +28,35 @@ def count_tools(db: Database, filters: Filters | None = None) -> int:
     return int(db.scalar(f"SELECT count(*) FROM tools t WHERE {where}", params))
 
 
-def page_tools(db: Database, *, sort: str, descending: bool, limit: int, offset: int,
-               filters: Filters | None = None) -> list[dict]:
+def page_tools(
+    db: Database, *, sort: str, descending: bool, limit: int, offset: int, filters: Filters | None = None
+) -> list[dict]:
     where, params = _where(filters)
     direction = "DESC" if descending else "ASC"
     order = ", ".join(f"{c} {direction}" for c in SORTS[sort])
-    rows = db.query(f"SELECT {LIST_COLUMNS} FROM tools t WHERE {where} ORDER BY {order}, t.id ASC "
-                    "LIMIT ? OFFSET ?", [*params, limit, offset])
+    rows = db.query(
+        f"SELECT {LIST_COLUMNS} FROM tools t WHERE {where} ORDER BY {order}, t.id ASC LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+    )
     return [decode(r) for r in rows]
 
 
 def category_counts(db: Database, filters: Filters | None = None) -> list[dict]:
     where, params = _where(filters)
-    return db.query(f"SELECT t.category AS name, count(*) AS count FROM tools t WHERE {where} "
-                    "GROUP BY t.category ORDER BY count DESC, name", params)
+    return db.query(
+        f"SELECT t.category AS name, count(*) AS count FROM tools t WHERE {where} "
+        "GROUP BY t.category ORDER BY count DESC, name",
+        params,
+    )
 
 
 def tag_counts(db: Database, filters: Filters | None = None) -> list[dict]:
     where, params = _where(filters)
-    return db.query(f"SELECT j.value AS name, count(*) AS count FROM tools t, json_each(t.tags) j "
-                    f"WHERE {where} GROUP BY j.value ORDER BY count DESC, name", params)
+    return db.query(
+        f"SELECT j.value AS name, count(*) AS count FROM tools t, json_each(t.tags) j "
+        f"WHERE {where} GROUP BY j.value ORDER BY count DESC, name",
+        params,
+    )
 
 
 def server_counts(db: Database, filters: Filters | None = None) -> list[dict]:
@@ -56,7 +67,8 @@ def server_counts(db: Database, filters: Filters | None = None) -> list[dict]:
         "coalesce(c.count, 0) AS count, coalesce(c.stale, 0) AS stale "
         "FROM servers s LEFT JOIN (SELECT t.server, count(*) AS count, sum(t.stale) AS stale "
         f"FROM tools t WHERE {where} GROUP BY t.server) c ON c.server = s.name ORDER BY s.name",
-        params)
+        params,
+    )
 
 
 def id_names(db: Database) -> list[dict]:
@@ -90,5 +102,6 @@ def documented_example_rows(db: Database) -> list[dict]:
         "OR json_type(t.definition, '$.examples') IS NOT NULL "
         "OR EXISTS (SELECT 1 FROM json_each(t.input_schema, '$.properties') p WHERE p.type = 'object' "
         "AND (json_type(p.value, '$.examples') IS NOT NULL OR json_type(p.value, '$.default') IS NOT NULL)) "
-        "ORDER BY id")
+        "ORDER BY id"
+    )
     return [decode(r, ("input_schema", "definition")) for r in rows]

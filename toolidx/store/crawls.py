@@ -39,10 +39,17 @@ class CrawlSummary:
 def docs_for(result: ServerResult) -> list[ToolDoc]:
     spec = result.spec
     label = server_words(spec.name, result.server_name, result.server_title)
-    return [build_tooldoc(t, spec.name, config_tags=spec.tags,
-                          category=spec.tool_categories.get(str(t["name"])) or spec.category,
-                          trust_server_tags=spec.trust_server_tags,
-                          server_label=label) for t in result.tools]
+    return [
+        build_tooldoc(
+            t,
+            spec.name,
+            config_tags=spec.tags,
+            category=spec.tool_categories.get(str(t["name"])) or spec.category,
+            trust_server_tags=spec.trust_server_tags,
+            server_label=label,
+        )
+        for t in result.tools
+    ]
 
 
 def _j(v: Any) -> str | None:
@@ -53,9 +60,16 @@ def _bool(v: bool | None) -> int | None:
     return None if v is None else int(v)
 
 
-def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder | LazyEmbedder | None,
-                config_path: str | None, prune: bool, started_at: str | None = None,
-                progress: Callable[[str, int, int], None] | None = None) -> CrawlSummary:
+def write_crawl(
+    db: Database,
+    results: list[ServerResult],
+    *,
+    embedder: Embedder | LazyEmbedder | None,
+    config_path: str | None,
+    prune: bool,
+    started_at: str | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> CrawlSummary:
     """Store one crawl. `prune`: servers in the index that were not crawled are removed (a full
     crawl of a config); otherwise they are kept and carried into this crawl's snapshot.
 
@@ -74,8 +88,11 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
     if embedder is not None:
         all_docs = [d for ds in docs.values() for d in ds]
         model_changed = vectors.model_changed(db, embedder.model, embedder.sha256)
-        todo = [d for d in all_docs if model_changed or (existing.get(d.id) or {}).get("embed_hash")
-                != text_hash(embedder.model, d.embed_text)]
+        todo = [
+            d
+            for d in all_docs
+            if model_changed or (existing.get(d.id) or {}).get("embed_hash") != text_hash(embedder.model, d.embed_text)
+        ]
         if not todo:
             embedder = None  # nothing to embed: the model need not even load
         elif isinstance(embedder, LazyEmbedder):
@@ -93,10 +110,18 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
         names = {r.spec.name for r in results}
         existing = {k: v for k, v in existing.items() if v["server"] not in names}
         for marks, chunk in in_chunks(sorted(names)):
-            existing.update({row["id"]: row for row in db.query(
-                f"SELECT rowid, id, server, hash, embed_hash FROM tools WHERE server IN ({marks})", chunk)})
-        cur = db.execute("INSERT INTO crawls(started_at, config_path, toolidx_version) VALUES (?, ?, ?)",
-                         (started_at or ts, config_path, __version__))
+            existing.update(
+                {
+                    row["id"]: row
+                    for row in db.query(
+                        f"SELECT rowid, id, server, hash, embed_hash FROM tools WHERE server IN ({marks})", chunk
+                    )
+                }
+            )
+        cur = db.execute(
+            "INSERT INTO crawls(started_at, config_path, toolidx_version) VALUES (?, ?, ?)",
+            (started_at or ts, config_path, __version__),
+        )
         crawl_id = summary.crawl_id = int(cur.lastrowid)
         if embedder is not None:
             if vectors.ensure_table(db, embedder.model, embedder.dim, embedder.sha256):
@@ -107,42 +132,64 @@ def write_crawl(db: Database, results: list[ServerResult], *, embedder: Embedder
             crawled.add(r.spec.name)
             newer = _newer_crawl(db, r, ts)
             if newer is not None:  # the latest crawl of a server wins, whichever commits last
-                warn_once(f"superseded:{r.spec.name}",
-                          f"{r.spec.name}: the index holds a later crawl of it (at {newer}); this crawl's "
-                          f"result, from {r.started_at or ts}, was not written")
-                summary.servers.append({"server": r.spec.name, "status": r.status, "error": r.error,
-                                        "stderr": [], "tools": len(r.tools) if r.ok else None,
-                                        "invalid_tools": r.invalid_tools, "duration_ms": r.duration_ms,
-                                        "superseded_by": newer})
+                warn_once(
+                    f"superseded:{r.spec.name}",
+                    f"{r.spec.name}: the index holds a later crawl of it (at {newer}); this crawl's "
+                    f"result, from {r.started_at or ts}, was not written",
+                )
+                summary.servers.append(
+                    {
+                        "server": r.spec.name,
+                        "status": r.status,
+                        "error": r.error,
+                        "stderr": [],
+                        "tools": len(r.tools) if r.ok else None,
+                        "invalid_tools": r.invalid_tools,
+                        "duration_ms": r.duration_ms,
+                        "superseded_by": newer,
+                    }
+                )
                 continue
             _write_server(db, r, crawl_id, ts)
             if r.ok:
                 _write_tools(db, r.spec.name, docs[r.spec.name], existing, vecs, embedder, ts, summary)
                 summary.servers_ok += 1
             else:
-                db.execute("UPDATE tools SET stale = 1, stale_reason = ? WHERE server = ?",
-                           (r.error or "crawl failed", r.spec.name))
+                db.execute(
+                    "UPDATE tools SET stale = 1, stale_reason = ? WHERE server = ?",
+                    (r.error or "crawl failed", r.spec.name),
+                )
                 summary.servers_failed += 1
-            summary.servers.append({"server": r.spec.name, "status": r.status, "error": r.error,
-                                    # why it failed is often only in what it printed
-                                    "stderr": [] if r.ok else stderr_lines(r.stderr_tail, r.spec.mask),
-                                    "tools": len(r.tools) if r.ok else None,
-                                    "invalid_tools": r.invalid_tools, "duration_ms": r.duration_ms})
+            summary.servers.append(
+                {
+                    "server": r.spec.name,
+                    "status": r.status,
+                    "error": r.error,
+                    # why it failed is often only in what it printed
+                    "stderr": [] if r.ok else stderr_lines(r.stderr_tail, r.spec.mask),
+                    "tools": len(r.tools) if r.ok else None,
+                    "invalid_tools": r.invalid_tools,
+                    "duration_ms": r.duration_ms,
+                }
+            )
         if prune:
             for row in db.query("SELECT name FROM servers"):
                 if row["name"] not in crawled:
                     summary.removed += _delete_server(db, row["name"])
         # snapshot of the whole index after this crawl
-        db.execute("INSERT OR IGNORE INTO tool_versions(hash, definition) "
-                   "SELECT hash, definition FROM tools")
-        db.execute("INSERT INTO crawl_tools(crawl_id, tool_id, server, name, hash, stale) "
-                   "SELECT ?, id, server, name, hash, stale FROM tools", (crawl_id,))
+        db.execute("INSERT OR IGNORE INTO tool_versions(hash, definition) SELECT hash, definition FROM tools")
+        db.execute(
+            "INSERT INTO crawl_tools(crawl_id, tool_id, server, name, hash, stale) "
+            "SELECT ?, id, server, name, hash, stale FROM tools",
+            (crawl_id,),
+        )
         summary.tools = int(db.scalar("SELECT count(*) FROM tools"))
         summary.semantic = db.vec_available and vectors.has_table(db)
-        db.execute("UPDATE crawls SET finished_at = ?, servers_ok = ?, servers_failed = ?, "
-                   "tool_count = ?, embedded = ? WHERE id = ?",
-                   (now_iso(), summary.servers_ok, summary.servers_failed, summary.tools,
-                    summary.embedded, crawl_id))
+        db.execute(
+            "UPDATE crawls SET finished_at = ?, servers_ok = ?, servers_failed = ?, "
+            "tool_count = ?, embedded = ? WHERE id = ?",
+            (now_iso(), summary.servers_ok, summary.servers_failed, summary.tools, summary.embedded, crawl_id),
+        )
         db.set_meta("last_crawl_id", str(crawl_id))
         if config_path:
             db.set_meta("config_path", config_path)
@@ -159,13 +206,12 @@ def _newer_crawl(db: Database, r: ServerResult, ts: str) -> str | None:
     return at if at is not None and at > (r.started_at or ts) else None
 
 
-def _embed(embedder: Embedder, texts: list[str],
-           progress: Callable[[str, int, int], None] | None) -> list[bytes]:
+def _embed(embedder: Embedder, texts: list[str], progress: Callable[[str, int, int], None] | None) -> list[bytes]:
     """Vectors for `texts`, in chunks so the progress display moves on a large catalog."""
     out: list[bytes] = []
     step = 256
     for i in range(0, len(texts), step):
-        out.extend(embedder.embed_documents(texts[i:i + step]))
+        out.extend(embedder.embed_documents(texts[i : i + step]))
         if progress:
             progress("embed", min(i + step, len(texts)), len(texts))
     return out
@@ -173,55 +219,104 @@ def _embed(embedder: Embedder, texts: list[str],
 
 def _write_server(db: Database, r: ServerResult, crawl_id: int, ts: str) -> None:
     s = r.spec
-    db.execute("INSERT INTO crawl_servers(crawl_id, server, status, error, server_name, server_version, "
-               "protocol_version, tool_count, duration_ms) VALUES (?,?,?,?,?,?,?,?,?)",
-               (crawl_id, s.name, r.status, r.error, r.server_name, r.server_version,
-                r.protocol_version, len(r.tools) if r.ok else 0, r.duration_ms))
-    common = dict(name=s.name, transport=s.transport, connect=canonical_json(s.public()),
-                  category=s.category, tags=json.dumps(s.tags), status=r.status, error=r.error,
-                  stderr_tail=r.stderr_tail, crawled_at=r.started_at or ts,
-                  duration_ms=r.duration_ms, last_crawl_id=crawl_id)
+    db.execute(
+        "INSERT INTO crawl_servers(crawl_id, server, status, error, server_name, server_version, "
+        "protocol_version, tool_count, duration_ms) VALUES (?,?,?,?,?,?,?,?,?)",
+        (
+            crawl_id,
+            s.name,
+            r.status,
+            r.error,
+            r.server_name,
+            r.server_version,
+            r.protocol_version,
+            len(r.tools) if r.ok else 0,
+            r.duration_ms,
+        ),
+    )
+    common = dict(
+        name=s.name,
+        transport=s.transport,
+        connect=canonical_json(s.public()),
+        category=s.category,
+        tags=json.dumps(s.tags),
+        status=r.status,
+        error=r.error,
+        stderr_tail=r.stderr_tail,
+        crawled_at=r.started_at or ts,
+        duration_ms=r.duration_ms,
+        last_crawl_id=crawl_id,
+    )
     if r.ok:
-        common.update(server_name=r.server_name, server_title=r.server_title,
-                      server_version=r.server_version, protocol_version=r.protocol_version,
-                      instructions=r.instructions, capabilities=_j(r.capabilities),
-                      tool_count=len(r.tools), invalid_tools=json.dumps(r.invalid_tools),
-                      last_ok_at=r.started_at or ts)
+        common.update(
+            server_name=r.server_name,
+            server_title=r.server_title,
+            server_version=r.server_version,
+            protocol_version=r.protocol_version,
+            instructions=r.instructions,
+            capabilities=_j(r.capabilities),
+            tool_count=len(r.tools),
+            invalid_tools=json.dumps(r.invalid_tools),
+            last_ok_at=r.started_at or ts,
+        )
     cols = list(common)
     # a failed attempt keeps what the last good crawl learned about the server
-    db.execute(f"INSERT INTO servers({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
-               f"ON CONFLICT(name) DO UPDATE SET "
-               + ", ".join(f"{c} = excluded.{c}" for c in cols if c != "name"),
-               [common[c] for c in cols])
+    db.execute(
+        f"INSERT INTO servers({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
+        f"ON CONFLICT(name) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in cols if c != "name"),
+        [common[c] for c in cols],
+    )
 
 
-def _write_tools(db: Database, server: str, docs: list[ToolDoc], existing: dict[str, dict],
-                 vecs: dict[str, bytes], embedder: Embedder | None, ts: str,
-                 summary: CrawlSummary) -> None:
+def _write_tools(
+    db: Database,
+    server: str,
+    docs: list[ToolDoc],
+    existing: dict[str, dict],
+    vecs: dict[str, bytes],
+    embedder: Embedder | None,
+    ts: str,
+    summary: CrawlSummary,
+) -> None:
     keep = {d.id for d in docs}
-    gone = [row for row in db.query("SELECT rowid, id FROM tools WHERE server = ?", (server,))
-            if row["id"] not in keep]
+    gone = [row for row in db.query("SELECT rowid, id FROM tools WHERE server = ?", (server,)) if row["id"] not in keep]
     for row in gone:
         _delete_tool(db, row["rowid"])
     summary.removed += len(gone)
     fts_rows: list[tuple[int, dict[str, str]]] = []
     for d in docs:
         old = existing.get(d.id)
-        values = dict(server=d.server, name=d.name, title=d.title, description=d.description,
-                      input_schema=_j(d.definition.get("inputSchema")),
-                      output_schema=_j(d.definition.get("outputSchema")),
-                      annotations=_j(d.definition.get("annotations")),
-                      icons=_j(d.definition.get("icons")), meta=_j(d.definition.get("_meta")),
-                      definition=canonical_json(d.definition), tags=json.dumps(d.tags),
-                      category=d.category, param_names=json.dumps(d.param_names),
-                      read_only=_bool(d.read_only), destructive=_bool(d.destructive),
-                      hash=d.hash, embed_text=d.embed_text, stale=0, stale_reason=None,
-                      updated_at=ts)
+        values = dict(
+            server=d.server,
+            name=d.name,
+            title=d.title,
+            description=d.description,
+            input_schema=_j(d.definition.get("inputSchema")),
+            output_schema=_j(d.definition.get("outputSchema")),
+            annotations=_j(d.definition.get("annotations")),
+            icons=_j(d.definition.get("icons")),
+            meta=_j(d.definition.get("_meta")),
+            definition=canonical_json(d.definition),
+            tags=json.dumps(d.tags),
+            category=d.category,
+            param_names=json.dumps(d.param_names),
+            read_only=_bool(d.read_only),
+            destructive=_bool(d.destructive),
+            hash=d.hash,
+            embed_text=d.embed_text,
+            stale=0,
+            stale_reason=None,
+            updated_at=ts,
+        )
         if old is None:
             values.update(id=d.id, first_seen=ts)
             cols = list(values)
-            rowid = int(db.execute(f"INSERT INTO tools({', '.join(cols)}) VALUES "
-                                   f"({', '.join('?' * len(cols))})", [values[c] for c in cols]).lastrowid)
+            rowid = int(
+                db.execute(
+                    f"INSERT INTO tools({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                    [values[c] for c in cols],
+                ).lastrowid
+            )
             summary.added += 1
         else:
             rowid = int(old["rowid"])
@@ -230,13 +325,15 @@ def _write_tools(db: Database, server: str, docs: list[ToolDoc], existing: dict[
                 values.pop("updated_at")
             else:
                 summary.changed += 1
-            db.execute(f"UPDATE tools SET {', '.join(f'{c} = ?' for c in values)} WHERE rowid = ?",
-                       [*values.values(), rowid])
+            db.execute(
+                f"UPDATE tools SET {', '.join(f'{c} = ?' for c in values)} WHERE rowid = ?", [*values.values(), rowid]
+            )
         fts_rows.append((rowid, d.fts_row()))
         if embedder is not None and d.id in vecs:
             vectors.put(db, rowid, vecs[d.id])
-            db.execute("UPDATE tools SET embed_hash = ? WHERE rowid = ?",
-                       (text_hash(embedder.model, d.embed_text), rowid))
+            db.execute(
+                "UPDATE tools SET embed_hash = ? WHERE rowid = ?", (text_hash(embedder.model, d.embed_text), rowid)
+            )
             summary.embedded += 1
     keywords.put_many(db, fts_rows)
 
@@ -255,14 +352,14 @@ def _delete_server(db: Database, name: str) -> int:
     return len(rows)
 
 
-def embed_missing(db: Database, embedder: Embedder,
-                  progress: Callable[[str, int, int], None] | None = None) -> int:
+def embed_missing(db: Database, embedder: Embedder, progress: Callable[[str, int, int], None] | None = None) -> int:
     """Embed every tool whose vector is missing or out of date (`toolidx embed`). Returns how many."""
     if not db.vec_available:
         warn_once("vec", f"{db.vec_error}: semantic search is off, keyword search works")
         return 0
-    model_changed = (vectors.model_changed(db, embedder.model, embedder.sha256)
-                     or db.get_meta("embed_dim") != str(embedder.dim))
+    model_changed = vectors.model_changed(db, embedder.model, embedder.sha256) or db.get_meta("embed_dim") != str(
+        embedder.dim
+    )
     rows = db.query("SELECT rowid, id, embed_text, embed_hash FROM tools")
     todo = [r for r in rows if model_changed or r["embed_hash"] != text_hash(embedder.model, r["embed_text"])]
     blobs = _embed(embedder, [r["embed_text"] for r in todo], progress)
@@ -271,6 +368,8 @@ def embed_missing(db: Database, embedder: Embedder,
         vectors.remember_model(db, embedder)
         for r, blob in zip(todo, blobs):
             vectors.put(db, r["rowid"], blob)
-            db.execute("UPDATE tools SET embed_hash = ? WHERE rowid = ?",
-                       (text_hash(embedder.model, r["embed_text"]), r["rowid"]))
+            db.execute(
+                "UPDATE tools SET embed_hash = ? WHERE rowid = ?",
+                (text_hash(embedder.model, r["embed_text"]), r["rowid"]),
+            )
     return len(todo)

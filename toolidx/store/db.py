@@ -29,13 +29,18 @@ def _record_version(conn: Any, version: int) -> None:
 
 
 INDEX = FileKind(
-    application_id=APPLICATION_ID, migrations=MIGRATIONS, additive=ADDITIVE, timeout_s=30,
+    application_id=APPLICATION_ID,
+    migrations=MIGRATIONS,
+    additive=ADDITIVE,
+    timeout_s=30,
     pragmas=("PRAGMA busy_timeout = 30000", "PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL"),
     on_migrated=_record_version,
     foreign_id="not a toolidx index (application_id {app_id:#x}); left untouched",
-    foreign_tables="not a toolidx index (has tables {tables}); left untouched", foreign_fix=_FOREIGN_FIX,
+    foreign_tables="not a toolidx index (has tables {tables}); left untouched",
+    foreign_fix=_FOREIGN_FIX,
     newer="index schema v{found} is newer than this toolidx (v{ours})",
-    corrupt="corrupt or unreadable index ({e}); left untouched", corrupt_fix="restore it, or crawl into a new file",
+    corrupt="corrupt or unreadable index ({e}); left untouched",
+    corrupt_fix="restore it, or crawl into a new file",
     readonly_stale="index schema v{found} differs from this toolidx's v{ours} and it was opened read-only",
     readonly_stale_fix="open it once with a writing command (toolidx crawl/embed) or upgrade toolidx",
 )
@@ -67,8 +72,10 @@ class Database(SqliteFile):
         return default if v is None else v
 
     def set_meta(self, key: str, value: str | None) -> None:
-        self.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
-                      "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+        self.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
 
     def data_version(self) -> int:
         """Changes whenever another connection commits (serve uses it to notice a new crawl)."""
@@ -85,12 +92,11 @@ def in_chunks(values: list) -> Iterator[tuple[str, list]]:
     """(`?, ?, ...`, values) 500 at a time, for `... IN (?, ...)`: SQLite bounds the variables of
     one statement."""
     for i in range(0, len(values), 500):
-        chunk = values[i:i + 500]
+        chunk = values[i : i + 500]
         yield ", ".join("?" * len(chunk)), chunk
 
 
-def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
-            readonly: bool = False) -> Database:
+def open_db(path: str | os.PathLike | None = None, *, create: bool = False, readonly: bool = False) -> Database:
     """Open (and with `create`, make) an index. Migrations are applied on open.
 
     `readonly`: never write, not even the WAL switch or a migration (a baseline index downloaded
@@ -111,8 +117,9 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False,
             raise DatabaseError("is a directory, not an index file", where=spath)
         if not p.exists():
             if not create:
-                raise DatabaseError("no index here", where=spath,
-                                    fix="build one with `toolidx crawl --config FILE --db PATH`")
+                raise DatabaseError(
+                    "no index here", where=spath, fix="build one with `toolidx crawl --config FILE --db PATH`"
+                )
             p.parent.mkdir(parents=True, exist_ok=True)
         else:
             check_header(p, label="the index", fix=_FOREIGN_FIX)
@@ -154,5 +161,3 @@ def load_vec(conn: Any) -> tuple[bool, str | None]:
         return True, None
     except Exception as e:  # missing wheel, or a SQLite built without extension loading
         return False, f"sqlite-vec unavailable: {e}"
-
-

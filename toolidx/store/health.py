@@ -30,12 +30,21 @@ def engine() -> dict[str, Any]:
     finally:
         conn.close()
     try:
-        driver = f"{mod.__name__.split('.')[0]} {importlib.metadata.version('sqlean-py')}" \
-            if mod.__name__.startswith("sqlean") else mod.__name__
+        driver = (
+            f"{mod.__name__.split('.')[0]} {importlib.metadata.version('sqlean-py')}"
+            if mod.__name__.startswith("sqlean")
+            else mod.__name__
+        )
     except importlib.metadata.PackageNotFoundError:
         driver = mod.__name__
-    return {"driver": driver, "sqlite_version": version, "fts5": fts5, "vec": vec_ok,
-            "vec_version": vec_version, "vec_error": vec_error}
+    return {
+        "driver": driver,
+        "sqlite_version": version,
+        "fts5": fts5,
+        "vec": vec_ok,
+        "vec_version": vec_version,
+        "vec_error": vec_error,
+    }
 
 
 def index_facts(db: Database) -> dict[str, Any]:
@@ -53,18 +62,32 @@ def index_facts(db: Database) -> dict[str, Any]:
             app_id = int(db.scalar("PRAGMA application_id"))
             problems = [r[0] for r in db.execute("PRAGMA quick_check(5)").fetchall()]
         tools = int(db.scalar("SELECT count(*) FROM tools"))
-        servers = db.query("SELECT name, status, error, stderr_tail, tool_count, last_ok_at FROM servers "
-                           "ORDER BY name")
+        servers = db.query("SELECT name, status, error, stderr_tail, tool_count, last_ok_at FROM servers ORDER BY name")
         stale = int(db.scalar("SELECT count(*) FROM tools WHERE stale = 1"))
         has_vectors = db.vec_available and vectors.has_table(db)
         with_vectors = int(db.scalar(f"SELECT count(*) FROM {vectors.TABLE}")) if has_vectors else 0
-        meta = {k: db.get_meta(k) for k in ("embed_model", "embed_dim", "embed_model_path", "config_path",
-                                            "last_crawl_id")}
+        meta = {
+            k: db.get_meta(k) for k in ("embed_model", "embed_dim", "embed_model_path", "config_path", "last_crawl_id")
+        }
         model = meta["embed_model"]
         # a vector made from a text the tool no longer has (embed_hash is of model + text)
-        outdated = sum(r["embed_hash"] != text_hash(model, r["embed_text"]) for r in db.query(
-            "SELECT embed_text, embed_hash FROM tools WHERE embed_hash IS NOT NULL")) if has_vectors and model else 0
-    return {"schema_version": user_version, "schema_expected": len(MIGRATIONS),
-            "is_toolidx": app_id == APPLICATION_ID, "integrity": problems,
-            "tools": tools, "stale_tools": stale, "servers": servers,
-            "vectors": with_vectors if has_vectors else None, "outdated_vectors": outdated, **meta}
+        outdated = (
+            sum(
+                r["embed_hash"] != text_hash(model, r["embed_text"])
+                for r in db.query("SELECT embed_text, embed_hash FROM tools WHERE embed_hash IS NOT NULL")
+            )
+            if has_vectors and model
+            else 0
+        )
+    return {
+        "schema_version": user_version,
+        "schema_expected": len(MIGRATIONS),
+        "is_toolidx": app_id == APPLICATION_ID,
+        "integrity": problems,
+        "tools": tools,
+        "stale_tools": stale,
+        "servers": servers,
+        "vectors": with_vectors if has_vectors else None,
+        "outdated_vectors": outdated,
+        **meta,
+    }

@@ -57,8 +57,7 @@ def current_definitions(db: Database, servers: list[str] | None = None) -> list[
 def crawl_history(db: Database, limit: int | None = 20, servers: list[str] | None = None) -> list[dict]:
     """Crawls, newest first, each with tool counts and added/removed/changed against the crawl
     before it (by tool id and definition hash: a rename counts as one removed plus one added)."""
-    rows = db.query("SELECT * FROM crawls ORDER BY id DESC" + (" LIMIT ?" if limit else ""),
-                    (limit,) if limit else ())
+    rows = db.query("SELECT * FROM crawls ORDER BY id DESC" + (" LIMIT ?" if limit else ""), (limit,) if limit else ())
     srv = ""
     params: list = []
     if servers:
@@ -68,38 +67,75 @@ def crawl_history(db: Database, limit: int | None = 20, servers: list[str] | Non
     for c in rows:
         cid = int(c["id"])
         prev = db.scalar("SELECT max(id) FROM crawls WHERE id < ?", (cid,))
-        failed = [r["server"] for r in db.query(
-            "SELECT server FROM crawl_servers WHERE crawl_id = ? AND status != 'ok'"
-            + srv.format(a="crawl_servers"), [cid, *params])]
-        crawled = int(db.scalar("SELECT count(*) FROM crawl_servers WHERE crawl_id = ?"
-                                + srv.format(a="crawl_servers"), [cid, *params]))
-        tools = int(db.scalar("SELECT count(*) FROM crawl_tools c WHERE crawl_id = ?" + srv.format(a="c"),
-                              [cid, *params]))
-        stale = int(db.scalar("SELECT count(*) FROM crawl_tools c WHERE crawl_id = ? AND stale = 1"
-                              + srv.format(a="c"), [cid, *params]))
-        entry = {**c, "servers_crawled": crawled, "failed_servers": failed, "tools": tools, "stale": stale,
-                 "previous": prev, "added": None, "removed": None, "changed": None}
+        failed = [
+            r["server"]
+            for r in db.query(
+                "SELECT server FROM crawl_servers WHERE crawl_id = ? AND status != 'ok'"
+                + srv.format(a="crawl_servers"),
+                [cid, *params],
+            )
+        ]
+        crawled = int(
+            db.scalar(
+                "SELECT count(*) FROM crawl_servers WHERE crawl_id = ?" + srv.format(a="crawl_servers"), [cid, *params]
+            )
+        )
+        tools = int(
+            db.scalar("SELECT count(*) FROM crawl_tools c WHERE crawl_id = ?" + srv.format(a="c"), [cid, *params])
+        )
+        stale = int(
+            db.scalar(
+                "SELECT count(*) FROM crawl_tools c WHERE crawl_id = ? AND stale = 1" + srv.format(a="c"),
+                [cid, *params],
+            )
+        )
+        entry = {
+            **c,
+            "servers_crawled": crawled,
+            "failed_servers": failed,
+            "tools": tools,
+            "stale": stale,
+            "previous": prev,
+            "added": None,
+            "removed": None,
+            "changed": None,
+        }
         if prev is not None:
-            entry["added"] = int(db.scalar(
-                "SELECT count(*) FROM crawl_tools c WHERE c.crawl_id = ?" + srv.format(a="c") +
-                " AND NOT EXISTS (SELECT 1 FROM crawl_tools p WHERE p.crawl_id = ? AND p.tool_id = c.tool_id)",
-                [cid, *params, prev]))
-            entry["removed"] = int(db.scalar(
-                "SELECT count(*) FROM crawl_tools p WHERE p.crawl_id = ?" + srv.format(a="p") +
-                " AND NOT EXISTS (SELECT 1 FROM crawl_tools c WHERE c.crawl_id = ? AND c.tool_id = p.tool_id)",
-                [prev, *params, cid]))
-            entry["changed"] = int(db.scalar(
-                "SELECT count(*) FROM crawl_tools c JOIN crawl_tools p ON p.crawl_id = ? AND p.tool_id = c.tool_id "
-                "WHERE c.crawl_id = ? AND p.hash != c.hash" + srv.format(a="c"), [prev, cid, *params]))
+            entry["added"] = int(
+                db.scalar(
+                    "SELECT count(*) FROM crawl_tools c WHERE c.crawl_id = ?"
+                    + srv.format(a="c")
+                    + " AND NOT EXISTS (SELECT 1 FROM crawl_tools p WHERE p.crawl_id = ? AND p.tool_id = c.tool_id)",
+                    [cid, *params, prev],
+                )
+            )
+            entry["removed"] = int(
+                db.scalar(
+                    "SELECT count(*) FROM crawl_tools p WHERE p.crawl_id = ?"
+                    + srv.format(a="p")
+                    + " AND NOT EXISTS (SELECT 1 FROM crawl_tools c WHERE c.crawl_id = ? AND c.tool_id = p.tool_id)",
+                    [prev, *params, cid],
+                )
+            )
+            entry["changed"] = int(
+                db.scalar(
+                    "SELECT count(*) FROM crawl_tools c JOIN crawl_tools p ON p.crawl_id = ? AND p.tool_id = c.tool_id "
+                    "WHERE c.crawl_id = ? AND p.hash != c.hash" + srv.format(a="c"),
+                    [prev, cid, *params],
+                )
+            )
         out.append(entry)
     return out
 
 
 def crawl_snapshot(db: Database, crawl_id: int) -> dict[str, dict]:
     """tool id -> {server, name, hash, stale, definition} as of one crawl."""
-    rows = db.query("SELECT ct.tool_id, ct.server, ct.name, ct.hash, ct.stale, tv.definition "
-                    "FROM crawl_tools ct JOIN tool_versions tv ON tv.hash = ct.hash "
-                    "WHERE ct.crawl_id = ?", (crawl_id,))
+    rows = db.query(
+        "SELECT ct.tool_id, ct.server, ct.name, ct.hash, ct.stale, tv.definition "
+        "FROM crawl_tools ct JOIN tool_versions tv ON tv.hash = ct.hash "
+        "WHERE ct.crawl_id = ?",
+        (crawl_id,),
+    )
     return {r["tool_id"]: {**r, "definition": _loads(r["definition"])} for r in rows}
 
 
@@ -111,7 +147,8 @@ def _loads(text: str) -> dict:
     except RecursionError:
         import re
 
-        m = re.search(r'"name"\s*:\s*"((?:[^"\\]|\\.){0,256})"', text[-2000:]) or \
-            re.search(r'"name"\s*:\s*"((?:[^"\\]|\\.){0,256})"', text)
+        m = re.search(r'"name"\s*:\s*"((?:[^"\\]|\\.){0,256})"', text[-2000:]) or re.search(
+            r'"name"\s*:\s*"((?:[^"\\]|\\.){0,256})"', text
+        )
         name = json.loads(f'"{m.group(1)}"') if m else ""
         return {"name": name, "_toolidx_unreadable": "nested too deep to read"}

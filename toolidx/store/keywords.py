@@ -36,18 +36,24 @@ class Tokenizer:
         self.lock = threading.Lock()
         self.conn = sqlite_module().connect(":memory:", isolation_level=None, check_same_thread=False)
         body = fts_create_sql()
-        self.conn.execute("CREATE VIRTUAL TABLE docs USING fts5" + body[body.index("("):])
+        self.conn.execute("CREATE VIRTUAL TABLE docs USING fts5" + body[body.index("(") :])
         self.conn.execute("CREATE VIRTUAL TABLE docs_inst USING fts5vocab(docs, instance)")
 
     def postings(self, rows: list[tuple[int, dict[str, str]]]) -> tuple[list[tuple], list[tuple]]:
         """([(term, rowid, col, n)], [(rowid, tokens)]) for (rowid, fts_row) pairs."""
         with self.lock:
             self.conn.execute("DELETE FROM docs")
-            self.conn.executemany(f"INSERT INTO docs(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                  [(r, *(row.get(c, "") for c in FTS_COLUMNS)) for r, row in rows])
+            self.conn.executemany(
+                f"INSERT INTO docs(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(r, *(row.get(c, "") for c in FTS_COLUMNS)) for r, row in rows],
+            )
             col_no = {c: i for i, c in enumerate(FTS_COLUMNS)}
-            terms = [(t, d, col_no[c], n) for t, d, c, n in self.conn.execute(
-                "SELECT term, doc, col, count(*) FROM docs_inst GROUP BY term, doc, col")]
+            terms = [
+                (t, d, col_no[c], n)
+                for t, d, c, n in self.conn.execute(
+                    "SELECT term, doc, col, count(*) FROM docs_inst GROUP BY term, doc, col"
+                )
+            ]
             sizes = dict.fromkeys((r for r, _ in rows), 0)
             for d, n in self.conn.execute("SELECT doc, count(*) FROM docs_inst GROUP BY doc"):
                 sizes[d] = n
@@ -78,8 +84,10 @@ def put_many(db: Database, rows: list[tuple[int, dict[str, str]]]) -> None:
     if not _pg(db):
         for rowid, fts in rows:
             db.execute("DELETE FROM tools_fts WHERE rowid = ?", (rowid,))
-            db.execute(f"INSERT INTO tools_fts(rowid, {', '.join(fts)}) VALUES (?, {', '.join('?' * len(fts))})",
-                       [rowid, *fts.values()])
+            db.execute(
+                f"INSERT INTO tools_fts(rowid, {', '.join(fts)}) VALUES (?, {', '.join('?' * len(fts))})",
+                [rowid, *fts.values()],
+            )
         return
     delete(db, [r for r, _ in rows])
     terms, sizes = tokenizer().postings(rows)

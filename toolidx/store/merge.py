@@ -47,15 +47,20 @@ class Source:
     def last_crawled(self, server: str) -> Key:
         """When this input last crawled `server` (its servers row's last crawl)."""
         row = self.servers[server]
-        started = next((c["started_at"] for c in self.crawls if c["id"] == row.get("last_crawl_id")),
-                       None)
+        started = next((c["started_at"] for c in self.crawls if c["id"] == row.get("last_crawl_id")), None)
         return (started or row.get("crawled_at") or "", self.position)
 
     def launch(self, server: str) -> dict:
         """What this input says starts `server`: {path, transport, command, args, url, hash}."""
         c = _connect(self.servers[server])
-        return {"path": self.db.path, "transport": c.get("transport"), "command": c.get("command"),
-                "args": c.get("args"), "url": c.get("url"), "hash": launch_hash(c)}
+        return {
+            "path": self.db.path,
+            "transport": c.get("transport"),
+            "command": c.get("command"),
+            "args": c.get("args"),
+            "url": c.get("url"),
+            "hash": launch_hash(c),
+        }
 
 
 def _connect(row: dict) -> dict:
@@ -76,16 +81,25 @@ def read_source(db: Database, position: int) -> Source:
     if vectors.has_table(db) and db.get_meta("embed_model") and db.get_meta("embed_dim"):
         model = (str(db.get_meta("embed_model")), int(str(db.get_meta("embed_dim"))))
     # a file's rows in the order they were written; PostgreSQL's tables have no rowid but these
-    order = {"servers": "name", "crawl_servers": "crawl_id, server", "crawl_tools": "crawl_id, tool_id"} \
-        if _pg(db) else {"servers": "rowid", "crawl_servers": "crawl_id, rowid", "crawl_tools": "crawl_id, rowid"}
-    src = Source(db, position, model,
-                 {r["name"]: r for r in db.query(f"SELECT * FROM servers ORDER BY {order['servers']}")},
-                 db.query("SELECT * FROM crawls ORDER BY id"), int(db.scalar("SELECT count(*) FROM tools")))
+    order = (
+        {"servers": "name", "crawl_servers": "crawl_id, server", "crawl_tools": "crawl_id, tool_id"}
+        if _pg(db)
+        else {"servers": "rowid", "crawl_servers": "crawl_id, rowid", "crawl_tools": "crawl_id, rowid"}
+    )
+    src = Source(
+        db,
+        position,
+        model,
+        {r["name"]: r for r in db.query(f"SELECT * FROM servers ORDER BY {order['servers']}")},
+        db.query("SELECT * FROM crawls ORDER BY id"),
+        int(db.scalar("SELECT count(*) FROM tools")),
+    )
     for r in db.query(f"SELECT * FROM crawl_servers ORDER BY {order['crawl_servers']}"):
         src.crawled.setdefault(int(r["crawl_id"]), []).append(r)
     with db.lock:
-        rows = db.conn.execute("SELECT crawl_id, tool_id, server, name, hash, stale FROM crawl_tools "
-                               f"ORDER BY {order['crawl_tools']}").fetchall()
+        rows = db.conn.execute(
+            f"SELECT crawl_id, tool_id, server, name, hash, stale FROM crawl_tools ORDER BY {order['crawl_tools']}"
+        ).fetchall()
     for crawl_id, *row in rows:
         src.snapshot.setdefault(int(crawl_id), {}).setdefault(row[1], []).append(tuple(row))
     src.approvals = len(approvals.approvals(db))
@@ -106,36 +120,48 @@ def owners(sources: list[Source]) -> tuple[dict[str, Source], list[dict]]:
         owner[name] = ranked[0]
         if len(ranked) > 1:
             launches = [s.launch(name) for s in ranked]
-            conflicts.append({"server": name, "kept": ranked[0].db.path,
-                              "kept_crawled_at": ranked[0].last_crawled(name)[0],
-                              "dropped": [{"path": s.db.path, "crawled_at": s.last_crawled(name)[0]}
-                                          for s in ranked[1:]],
-                              "launch_differs": len({x["hash"] for x in launches}) > 1,
-                              "launches": launches})
+            conflicts.append(
+                {
+                    "server": name,
+                    "kept": ranked[0].db.path,
+                    "kept_crawled_at": ranked[0].last_crawled(name)[0],
+                    "dropped": [{"path": s.db.path, "crawled_at": s.last_crawled(name)[0]} for s in ranked[1:]],
+                    "launch_differs": len({x["hash"] for x in launches}) > 1,
+                    "launches": launches,
+                }
+            )
     return owner, conflicts
 
 
 def _columns(db: Database, table: str) -> list[str]:
     if _pg(db):
-        return [r["column_name"] for r in db.query(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
-            "ORDER BY ordinal_position", (db.schema, table))]  # type: ignore[attr-defined]
+        return [
+            r["column_name"]
+            for r in db.query(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
+                "ORDER BY ordinal_position",
+                (db.schema, table),  # type: ignore[attr-defined]
+            )
+        ]
     return [r["name"] for r in db.query(f"PRAGMA table_info({table})")]
 
 
 def _insert(db: Database, table: str, row: dict[str, Any], columns: list[str]) -> int:
     """Insert one row; the new row's id (tools' rowid, crawls' id; 0 for tables without one in PostgreSQL)."""
     cols = [c for c in columns if c in row]
-    cur = db.execute(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                     [row[c] for c in cols])
+    cur = db.execute(
+        f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", [row[c] for c in cols]
+    )
     return int(cur.lastrowid or 0)
 
 
 def _history(out: Database, sources: list[Source]) -> dict[tuple[int, int], int]:
     """Write the merged crawls (one per input crawl, in time order) with their snapshots. Returns
     (input position, input crawl id) -> merged crawl id."""
-    events = sorted(((c["started_at"] or "", s.position, int(c["id"]), s, c)
-                     for s in sources for c in s.crawls), key=lambda e: e[:3])
+    events = sorted(
+        ((c["started_at"] or "", s.position, int(c["id"]), s, c) for s in sources for c in s.crawls),
+        key=lambda e: e[:3],
+    )
     crawl_cols = [c for c in _columns(out, "crawls") if c != "id"]
     server_cols = _columns(out, "crawl_servers")
     current: dict[int, int] = {}  # input position -> its latest crawl so far
@@ -162,8 +188,10 @@ def _history(out: Database, sources: list[Source]) -> dict[tuple[int, int], int]
         ids[(pos, crawl_id)] = merged
         for r in src.crawled.get(crawl_id, []):
             _insert(out, "crawl_servers", {**r, "crawl_id": merged}, server_cols)
-        out.conn.executemany("INSERT INTO crawl_tools(crawl_id, tool_id, server, name, hash, stale) "
-                             "VALUES (?, ?, ?, ?, ?, ?)", [(merged, *row) for row in rows])
+        out.conn.executemany(
+            "INSERT INTO crawl_tools(crawl_id, tool_id, server, name, hash, stale) VALUES (?, ?, ?, ?, ?, ?)",
+            [(merged, *row) for row in rows],
+        )
     return ids
 
 
@@ -172,8 +200,18 @@ def _rehash(src: Source, row: tuple) -> tuple:
     return (*row[:3], src.versions.get(row[3], row[3]), *row[4:])
 
 
-_CLEARED = ("tool_terms", "tool_docsize", "crawl_tools", "crawl_servers", "crawls", "tools", "servers",
-            "tool_versions", "approvals", "server_approvals")
+_CLEARED = (
+    "tool_terms",
+    "tool_docsize",
+    "crawl_tools",
+    "crawl_servers",
+    "crawls",
+    "tools",
+    "servers",
+    "tool_versions",
+    "approvals",
+    "server_approvals",
+)
 _KEPT_META = ("application", "schema_version", "data_version")  # what makes a PostgreSQL catalog ours
 
 
@@ -188,8 +226,15 @@ def _clear(out: Database) -> None:
     out.execute(f"DELETE FROM meta WHERE key NOT IN ({', '.join('?' * len(_KEPT_META))})", _KEPT_META)
 
 
-def write_merged(out: Database, sources: list[Source], owner: dict[str, Source],
-                 model: tuple[str, int] | None, model_path: str | None, *, replace: bool = False) -> dict[str, int]:
+def write_merged(
+    out: Database,
+    sources: list[Source],
+    owner: dict[str, Source],
+    model: tuple[str, int] | None,
+    model_path: str | None,
+    *,
+    replace: bool = False,
+) -> dict[str, int]:
     """Fill the empty index `out` (one transaction; `replace`: empty a PostgreSQL catalog first,
     in the same transaction). Returns counts: servers, tools, crawls, vectors (copied) and
     missing_vectors (tools that need `toolidx embed`)."""
@@ -206,10 +251,14 @@ def write_merged(out: Database, sources: list[Source], owner: dict[str, Source],
                 versions = s.db.conn.execute("SELECT hash, definition FROM tool_versions").fetchall()
             # keyed by the hash of the text, whatever key the input gave it
             s.versions = {h: stored_hash(d) for h, d in versions}
-            s.snapshot = {cid: {server: [_rehash(s, r) for r in rows] for server, rows in snap.items()}
-                          for cid, snap in s.snapshot.items()}
-            out.conn.executemany("INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)",
-                                 [(s.versions[h], d) for h, d in versions])
+            s.snapshot = {
+                cid: {server: [_rehash(s, r) for r in rows] for server, rows in snap.items()}
+                for cid, snap in s.snapshot.items()
+            }
+            out.conn.executemany(
+                "INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)",
+                [(s.versions[h], d) for h, d in versions],
+            )
         ids = _history(out, sources)
         counts["crawls"] = len(ids)
         server_cols, tool_cols = _columns(out, "servers"), [c for c in _columns(out, "tools") if c != "rowid"]
@@ -226,16 +275,17 @@ def write_merged(out: Database, sources: list[Source], owner: dict[str, Source],
     return counts
 
 
-def _copy_tools(out: Database, src: Source, server: dict, columns: list[str], with_vectors: bool,
-                counts: dict[str, int]) -> None:
+def _copy_tools(
+    out: Database, src: Source, server: dict, columns: list[str], with_vectors: bool, counts: dict[str, int]
+) -> None:
     label = server_words(server["name"], server.get("server_name"), server.get("server_title"))
     fts_rows: list[tuple[int, dict[str, str]]] = []
-    for row in src.db.query("SELECT rowid AS _rowid, * FROM tools WHERE server = ? ORDER BY rowid",
-                            (server["name"],)):
+    for row in src.db.query("SELECT rowid AS _rowid, * FROM tools WHERE server = ? ORDER BY rowid", (server["name"],)):
         old = row.pop("_rowid")
         row["hash"] = stored_hash(row["definition"])  # the input's own hash column is not evidence
-        out.execute("INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)",
-                    (row["hash"], row["definition"]))
+        out.execute(
+            "INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)", (row["hash"], row["definition"])
+        )
         blob = vectors.get(src.db, old) if with_vectors and row.get("embed_hash") else None
         if blob is None:
             row["embed_hash"] = None
@@ -245,13 +295,13 @@ def _copy_tools(out: Database, src: Source, server: dict, columns: list[str], wi
             vectors.put(out, rowid, blob)
             counts["vectors"] += 1
         # the keyword row, derived again from the definition exactly as a crawl derives it
-        doc = build_tooldoc(json.loads(row["definition"]), server["name"], category=row.get("category"),
-                            server_label=label)
+        doc = build_tooldoc(
+            json.loads(row["definition"]), server["name"], category=row.get("category"), server_label=label
+        )
         doc.tags = json.loads(row["tags"] or "[]")
         fts_rows.append((rowid, doc.fts_row()))
         counts["tools"] += 1
     keywords.put_many(out, fts_rows)
-
 
 
 # JSON columns an input's rows must hold for the merge (and every reader of its output) to parse

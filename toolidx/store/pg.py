@@ -46,8 +46,12 @@ LOCK_WAIT = "120s"  # a crawl's write transaction on a large catalog can take a 
 # Integer primary keys the store reads back after an INSERT (sqlite's cursor.lastrowid).
 _RETURNING = {"tools": "rowid", "crawls": "id"}
 # Primary keys for INSERT OR REPLACE (PostgreSQL's ON CONFLICT names them).
-_PRIMARY_KEYS = {"meta": ("key",), "server_approvals": ("server",), "approvals": ("tool_id",),
-                 "tool_versions": ("hash",)}
+_PRIMARY_KEYS = {
+    "meta": ("key",),
+    "server_approvals": ("server",),
+    "approvals": ("tool_id",),
+    "tool_versions": ("hash",),
+}
 
 # The schema, as MIGRATIONS numbers it: PG_MIGRATIONS[i] is migrations.MIGRATIONS[i] in
 # PostgreSQL (test_pg_schema checks that both hold the same tables and columns). Append only.
@@ -204,8 +208,11 @@ def _split_schema(url: str) -> tuple[str, str]:
     query = parse_qsl(parts.query, keep_blank_values=True)
     schema = next((v for k, v in query if k == "schema"), DEFAULT_SCHEMA)
     if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
-        raise DatabaseError(f"schema name {schema!r} is not a plain lower-case identifier",
-                            where=public_url(url), fix="use ?schema=NAME with letters, digits and _")
+        raise DatabaseError(
+            f"schema name {schema!r} is not a plain lower-case identifier",
+            where=public_url(url),
+            fix="use ?schema=NAME with letters, digits and _",
+        )
     rest = urlencode([(k, v) for k, v in query if k != "schema"])
     return urlunsplit(parts._replace(query=rest)), schema
 
@@ -229,8 +236,9 @@ def translate(sql: str) -> str:
         p = part.replace("%", "%%").replace("?", "%s")
         p = re.sub(r"\bREGEXP\b", "~*", p)  # RE2 is used case-insensitive (core.filters.compile_pattern)
         p = re.sub(r"\binstr\(", "strpos(", p)
-        p = _JSON_EACH.sub(lambda m: f"jsonb_array_elements_text(({m.group(1)})::jsonb) "
-                                     f"AS {m.group(3) or 'je'}(value)", p)
+        p = _JSON_EACH.sub(
+            lambda m: f"jsonb_array_elements_text(({m.group(1)})::jsonb) AS {m.group(3) or 'je'}(value)", p
+        )
         p = re.sub(r"\bWHERE 1(?=[\s)]|$)", "WHERE TRUE", p)
         p = p.replace("(1) AND", "(TRUE) AND")
         out.append(p)
@@ -238,7 +246,7 @@ def translate(sql: str) -> str:
     m = _OR_INSERT.match(text)
     if m:
         how, table, cols = m.group(1).upper(), m.group(2), [c.strip() for c in m.group(3).split(",")]
-        text = "INSERT INTO" + text[m.start(2) - 1:]
+        text = "INSERT INTO" + text[m.start(2) - 1 :]
         if how == "IGNORE":
             text += " ON CONFLICT DO NOTHING"
         else:
@@ -395,14 +403,18 @@ def open_pg(url: str, *, create: bool = False, readonly: bool = False) -> PgData
     try:
         import psycopg
     except ImportError:
-        raise DatabaseError("a postgresql:// index needs the psycopg driver", where=shown,
-                            fix="pip install 'toolidx[postgres]'") from None
+        raise DatabaseError(
+            "a postgresql:// index needs the psycopg driver", where=shown, fix="pip install 'toolidx[postgres]'"
+        ) from None
     target, schema = _split_schema(url)
     try:
         raw = psycopg.connect(target, autocommit=True, connect_timeout=10)
     except psycopg.Error as e:
-        raise DatabaseError(f"cannot connect: {str(e).strip().splitlines()[0]}", where=shown,
-                            fix="check the URL and that the server is running") from None
+        raise DatabaseError(
+            f"cannot connect: {str(e).strip().splitlines()[0]}",
+            where=shown,
+            fix="check the URL and that the server is running",
+        ) from None
     raw.adapters.register_loader("numeric", _numeric_loader())
     conn = PgConnection(raw)
     try:
@@ -444,22 +456,32 @@ def _vector_support(raw: Any, readonly: bool) -> tuple[str, str | None]:
 
 def _migrate(raw: Any, schema: str, shown: str, *, readonly: bool, create: bool) -> None:
     if len(PG_MIGRATIONS) != len(MIGRATIONS):  # a migration added to one engine only
-        raise DatabaseError(f"this toolidx has {len(MIGRATIONS)} SQLite migrations but {len(PG_MIGRATIONS)} "
-                            "PostgreSQL ones", fix="report this bug")
+        raise DatabaseError(
+            f"this toolidx has {len(MIGRATIONS)} SQLite migrations but {len(PG_MIGRATIONS)} PostgreSQL ones",
+            fix="report this bug",
+        )
     exists = raw.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
     version = _version(raw, schema, shown) if exists else 0
     if version > len(MIGRATIONS):
-        raise DatabaseError(f"index schema v{version} is newer than this toolidx (v{len(MIGRATIONS)})",
-                            where=shown, fix="upgrade toolidx")
+        raise DatabaseError(
+            f"index schema v{version} is newer than this toolidx (v{len(MIGRATIONS)})",
+            where=shown,
+            fix="upgrade toolidx",
+        )
     if version == len(MIGRATIONS):
         return
     if readonly:
-        raise DatabaseError(f"index schema v{version} differs from this toolidx's v{len(MIGRATIONS)} "
-                            "and it was opened read-only", where=shown,
-                            fix="open it once with a writing command (toolidx crawl/embed) or upgrade toolidx")
+        raise DatabaseError(
+            f"index schema v{version} differs from this toolidx's v{len(MIGRATIONS)} and it was opened read-only",
+            where=shown,
+            fix="open it once with a writing command (toolidx crawl/embed) or upgrade toolidx",
+        )
     if not exists and not create:
-        raise DatabaseError(f"no index here (schema {schema} does not exist)", where=shown,
-                            fix="build one with `toolidx crawl --config FILE --db URL`")
+        raise DatabaseError(
+            f"no index here (schema {schema} does not exist)",
+            where=shown,
+            fix="build one with `toolidx crawl --config FILE --db URL`",
+        )
     raw.execute("BEGIN")
     try:
         raw.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
@@ -475,8 +497,11 @@ def _migrate(raw: Any, schema: str, shown: str, *, readonly: bool, create: bool)
             if version == 0:
                 rows.append(("data_version", "0"))
             for k, v in rows:
-                raw.execute("INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
-                            "SET value = excluded.value", (k, v))
+                raw.execute(
+                    "INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
+                    "SET value = excluded.value",
+                    (k, v),
+                )
         raw.execute("COMMIT")
     except BaseException:
         raw.execute("ROLLBACK")
@@ -485,15 +510,25 @@ def _migrate(raw: Any, schema: str, shown: str, *, readonly: bool, create: bool)
 
 def _version(raw: Any, schema: str, shown: str) -> int:
     """How many migrations the schema has had; DatabaseError when it holds tables but not ours."""
-    tables = [r[0] for r in raw.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
-                                        "ORDER BY table_name", (schema,)).fetchall()]
+    tables = [
+        r[0]
+        for r in raw.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s ORDER BY table_name", (schema,)
+        ).fetchall()
+    ]
     if not tables:
         return 0
-    row = raw.execute(f"SELECT value FROM {schema}.meta WHERE key = 'application'").fetchone() \
-        if "meta" in tables else None
+    row = (
+        raw.execute(f"SELECT value FROM {schema}.meta WHERE key = 'application'").fetchone()
+        if "meta" in tables
+        else None
+    )
     if row is None or row[0] != APP_MARK:
-        raise DatabaseError(f"schema {schema} is not a toolidx index (has tables {', '.join(tables[:5])}); "
-                            "left untouched", where=shown, fix="name another schema with ?schema=NAME")
+        raise DatabaseError(
+            f"schema {schema} is not a toolidx index (has tables {', '.join(tables[:5])}); left untouched",
+            where=shown,
+            fix="name another schema with ?schema=NAME",
+        )
     v = raw.execute(f"SELECT value FROM {schema}.meta WHERE key = 'schema_version'").fetchone()
     return int(v[0]) if v else 0
 
@@ -507,14 +542,22 @@ def _statements(script: str) -> list[str]:
 def table_exists(db: Database, name: str) -> bool:
     """Whether the catalog has the table `name` (either engine)."""
     if getattr(db, "dialect", "sqlite") == "postgres":
-        return db.scalar("SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-                         (db.schema, name)) is not None  # type: ignore[attr-defined]
+        return (
+            db.scalar(
+                "SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+                (db.schema, name),  # type: ignore[attr-defined]
+            )
+            is not None
+        )
     return db.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)) is not None
 
 
 def pg_integrity(db: Database) -> list[str]:
     """What doctor reports as the index's integrity: ["ok"], or what is missing (tools the keyword
     index lacks); PostgreSQL checks its own pages."""
-    missing = int(db.scalar("SELECT count(*) FROM tools t WHERE NOT EXISTS "
-                            "(SELECT 1 FROM tool_docsize d WHERE d.rowid = t.rowid)"))
+    missing = int(
+        db.scalar(
+            "SELECT count(*) FROM tools t WHERE NOT EXISTS (SELECT 1 FROM tool_docsize d WHERE d.rowid = t.rowid)"
+        )
+    )
     return [f"{missing} tool(s) missing from the keyword index (crawl again)"] if missing else ["ok"]

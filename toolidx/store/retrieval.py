@@ -31,15 +31,18 @@ def _filter_sql(filters: Filters | None) -> tuple[str, list]:
     return f" AND f.rowid IN (SELECT t.rowid FROM tools t WHERE {where})", params
 
 
-def fts_candidates(db: Database, match: str, limit: int, filters: Filters | None = None,
-                   weights: tuple[float, ...] = FTS_WEIGHTS) -> list[tuple[int, float]]:
+def fts_candidates(
+    db: Database, match: str, limit: int, filters: Filters | None = None, weights: tuple[float, ...] = FTS_WEIGHTS
+) -> list[tuple[int, float]]:
     """(rowid, BM25 score >= 0, higher is better) of the best `limit` tools for an FTS5 query."""
     if not match:
         return []
     fsql, fparams = _filter_sql(filters)
-    rows = db.execute(f"SELECT f.rowid, {_bm25(weights)} AS s FROM tools_fts f "
-                      f"WHERE tools_fts MATCH ?{fsql} ORDER BY s DESC, f.rowid LIMIT ?",
-                      [match, *fparams, limit]).fetchall()
+    rows = db.execute(
+        f"SELECT f.rowid, {_bm25(weights)} AS s FROM tools_fts f "
+        f"WHERE tools_fts MATCH ?{fsql} ORDER BY s DESC, f.rowid LIMIT ?",
+        [match, *fparams, limit],
+    ).fetchall()
     return [(int(r[0]), float(r[1])) for r in rows]
 
 
@@ -49,8 +52,9 @@ def matched_terms(db: Database, terms: list[str], rowids: list[int]) -> dict[int
     if not terms or not rowids:
         return out
     marks = ", ".join("?" * len(rowids))
-    sql = " UNION ALL ".join(f"SELECT {i}, rowid FROM tools_fts WHERE tools_fts MATCH ? "
-                             f"AND rowid IN ({marks})" for i in range(len(terms)))
+    sql = " UNION ALL ".join(
+        f"SELECT {i}, rowid FROM tools_fts WHERE tools_fts MATCH ? AND rowid IN ({marks})" for i in range(len(terms))
+    )
     params: list = []
     for t in terms:
         params += [fts_query([t]), *rowids]
@@ -66,16 +70,22 @@ def tool_names(db: Database) -> list[tuple[int, str]]:
 
 def names_for(db: Database, rowids: list[int]) -> list[tuple[int, str]]:
     """(rowid, name) of the given tools."""
-    return [(int(r), n) for marks, chunk in in_chunks(rowids)
-            for r, n in db.execute(f"SELECT rowid, name FROM tools WHERE rowid IN ({marks}) ORDER BY rowid", chunk)]
+    return [
+        (int(r), n)
+        for marks, chunk in in_chunks(rowids)
+        for r, n in db.execute(f"SELECT rowid, name FROM tools WHERE rowid IN ({marks}) ORDER BY rowid", chunk)
+    ]
 
 
 def hit_rows(db: Database, rowids: list[int]) -> dict[int, dict]:
     """The columns a search hit shows."""
     out: dict[int, dict] = {}
     for marks, chunk in in_chunks(rowids):
-        for r in db.query(f"SELECT rowid AS _rowid, id, server, name, title, description, read_only, "
-                          f"destructive, stale FROM tools WHERE rowid IN ({marks})", chunk):
+        for r in db.query(
+            f"SELECT rowid AS _rowid, id, server, name, title, description, read_only, "
+            f"destructive, stale FROM tools WHERE rowid IN ({marks})",
+            chunk,
+        ):
             out[int(r.pop("_rowid"))] = r
     return out
 
@@ -113,14 +123,14 @@ def fts_totals(db: Database) -> bytes | None:
 def fts_word_scores(db: Database, word: str, weights: tuple[float, ...]) -> list[tuple[int, float]]:
     """(rowid, BM25 score) of every tool containing one query word, by rowid: the word's term
     in the BM25 score of any query that has it."""
-    return db.execute(f"SELECT rowid, {_bm25(weights)} FROM tools_fts WHERE tools_fts MATCH ? "
-                      "ORDER BY rowid", (fts_query([word]),)).fetchall()
+    return db.execute(
+        f"SELECT rowid, {_bm25(weights)} FROM tools_fts WHERE tools_fts MATCH ? ORDER BY rowid", (fts_query([word]),)
+    ).fetchall()
 
 
 def fts_postings_from(db: Database, start: str, limit: int) -> list[tuple[str, int, str]]:
     """(term, rowid, column) of indexed word occurrences, in term order from `start` on."""
-    return db.execute(f"SELECT term, doc, col FROM temp.{FTS_VOCAB} WHERE term >= ? LIMIT ?",
-                      (start, limit)).fetchall()
+    return db.execute(f"SELECT term, doc, col FROM temp.{FTS_VOCAB} WHERE term >= ? LIMIT ?", (start, limit)).fetchall()
 
 
 def fts_docsizes(db: Database) -> list[tuple[int, bytes]]:
@@ -140,7 +150,7 @@ def all_vectors(db: Database) -> list[tuple[int, bytes]]:
 
 
 def scratch_create(conn, fts_sql: str) -> None:
-    body = fts_sql[fts_sql.index("("):]
+    body = fts_sql[fts_sql.index("(") :]
     conn.execute(f"CREATE VIRTUAL TABLE words USING fts5{body}")
     conn.execute("CREATE VIRTUAL TABLE words_inst USING fts5vocab(words, instance)")
 
@@ -171,6 +181,7 @@ def _pg_filter(filters: Filters | None, column: str) -> tuple[str, list]:
 
 def _keyword_totals(db: Database) -> tuple[int, float]:
     """(tools, mean tokens a tool) of the keyword index, once per catalog version."""
+
     def build() -> tuple[int, float]:
         n, avg = db.query("SELECT count(*) AS n, avg(len) AS avg FROM tool_docsize")[0].values()
         return int(n or 0), float(avg or 1.0)
@@ -178,8 +189,14 @@ def _keyword_totals(db: Database) -> tuple[int, float]:
     return db.cache.get("keyword_totals", build)
 
 
-def keyword_candidates(db: Database, tokens: list[tuple[str, float]], limit: int, filters: Filters | None,
-                       weights: tuple[float, ...] = FTS_WEIGHTS, idf_power: float = 1.0) -> list[tuple[int, float]]:
+def keyword_candidates(
+    db: Database,
+    tokens: list[tuple[str, float]],
+    limit: int,
+    filters: Filters | None,
+    weights: tuple[float, ...] = FTS_WEIGHTS,
+    idf_power: float = 1.0,
+) -> list[tuple[int, float]]:
     """(rowid, score) of the best `limit` tools for tokens (as FTS5's tokenizer cut the query's
     words) with their multipliers: FTS5's bm25() with column weights, each token's term weighed
     by idf**idf_power * multiplier (search.bm25.candidates on a file), computed by PostgreSQL."""
@@ -198,10 +215,20 @@ def keyword_candidates(db: Database, tokens: list[tuple[str, float]], limit: int
         f"* (tf.f * {K1 + 1.0}) / (tf.f + {K1 * (1 - B)} + {K1 * B}::float8 * ds.len / ?::float8)) AS score "
         "FROM tf JOIN df ON df.term = tf.term JOIN q ON q.term = tf.term JOIN tool_docsize ds ON ds.rowid = tf.rowid "
         "GROUP BY tf.rowid) "
-        f"SELECT s.rowid, s.score FROM s WHERE TRUE{fsql} ORDER BY s.score DESC, s.rowid LIMIT ?")
+        f"SELECT s.rowid, s.score FROM s WHERE TRUE{fsql} ORDER BY s.score DESC, s.rowid LIMIT ?"
+    )
     terms = [t for t, _ in tokens]
-    params = [terms, [m for _, m in tokens], list(weights), list(dict.fromkeys(terms)), float(nrow),
-              float(idf_power), avgdl, *fparams, limit]
+    params = [
+        terms,
+        [m for _, m in tokens],
+        list(weights),
+        list(dict.fromkeys(terms)),
+        float(nrow),
+        float(idf_power),
+        avgdl,
+        *fparams,
+        limit,
+    ]
     return [(int(r), float(v)) for r, v in db.execute(sql, params).fetchall()]
 
 
@@ -210,8 +237,10 @@ def matched_tokens(db: Database, tokens: list[str], rowids: list[int]) -> dict[i
     out: dict[int, set[str]] = {r: set() for r in rowids}
     if not tokens or not rowids:
         return out
-    for r, t in db.execute("SELECT DISTINCT rowid, term FROM tool_terms WHERE term = ANY(?::text[]) "
-                           "AND rowid = ANY(?::bigint[])", (list(set(tokens)), list(rowids))).fetchall():
+    for r, t in db.execute(
+        "SELECT DISTINCT rowid, term FROM tool_terms WHERE term = ANY(?::text[]) AND rowid = ANY(?::bigint[])",
+        (list(set(tokens)), list(rowids)),
+    ).fetchall():
         out[int(r)].add(t)
     return out
 
@@ -224,20 +253,26 @@ def vector_knn(db: Database, query: bytes, k: int, filters: Filters | None = Non
     cast, value = vectors.pg_value(db, query)
     fsql, fparams = _pg_filter(filters, "v.rowid")
     if cast == "::vector":
-        sql = (f"SELECT v.rowid, 1 - (v.embedding <=> ?{cast}) AS s FROM {vectors.TABLE} v WHERE TRUE{fsql} "
-               f"ORDER BY v.embedding <=> ?{cast}, v.rowid LIMIT ?")
+        sql = (
+            f"SELECT v.rowid, 1 - (v.embedding <=> ?{cast}) AS s FROM {vectors.TABLE} v WHERE TRUE{fsql} "
+            f"ORDER BY v.embedding <=> ?{cast}, v.rowid LIMIT ?"
+        )
         params = [value, *fparams, value, k]
     else:
-        sql = (f"SELECT v.rowid, {_array_cosine('v.embedding')} AS s FROM {vectors.TABLE} v WHERE TRUE{fsql} "
-               "ORDER BY s DESC, v.rowid LIMIT ?")
+        sql = (
+            f"SELECT v.rowid, {_array_cosine('v.embedding')} AS s FROM {vectors.TABLE} v WHERE TRUE{fsql} "
+            "ORDER BY s DESC, v.rowid LIMIT ?"
+        )
         params = [value, *fparams, k]
     return [(int(r), float(s)) for r, s in db.execute(sql, params).fetchall()]
 
 
 def _array_cosine(column: str) -> str:
     """Cosine of a real[] column with the parameter, in SQL (no pgvector)."""
-    return (f"(SELECT sum(a * b) / nullif(sqrt(sum(a * a)) * sqrt(sum(b * b)), 0) "
-            f"FROM unnest({column}, ?::real[]) AS x(a, b))")
+    return (
+        f"(SELECT sum(a * b) / nullif(sqrt(sum(a * a)) * sqrt(sum(b * b)), 0) "
+        f"FROM unnest({column}, ?::real[]) AS x(a, b))"
+    )
 
 
 def vector_cosines(db: Database, query: bytes, rowids: list[int]) -> dict[int, float]:
@@ -246,6 +281,7 @@ def vector_cosines(db: Database, query: bytes, rowids: list[int]) -> dict[int, f
         return {}
     cast, value = vectors.pg_value(db, query)
     expr = f"1 - (v.embedding <=> ?{cast})" if cast == "::vector" else _array_cosine("v.embedding")
-    rows = db.execute(f"SELECT v.rowid, {expr} FROM {vectors.TABLE} v WHERE v.rowid = ANY(?::bigint[])",
-                      (value, list(rowids))).fetchall()
+    rows = db.execute(
+        f"SELECT v.rowid, {expr} FROM {vectors.TABLE} v WHERE v.rowid = ANY(?::bigint[])", (value, list(rowids))
+    ).fetchall()
     return {int(r): float(s) for r, s in rows if s is not None}

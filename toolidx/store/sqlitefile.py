@@ -45,8 +45,9 @@ def sqlite_module() -> Any:
                 return sqlite3
         except ImportError:
             continue
-    raise DatabaseError(f"no usable SQLite module ({choice or 'sqlean, stdlib'})",
-                        fix="pip install sqlean-py, or unset TOOLIDX_SQLITE")
+    raise DatabaseError(
+        f"no usable SQLite module ({choice or 'sqlean, stdlib'})", fix="pip install sqlean-py, or unset TOOLIDX_SQLITE"
+    )
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,9 @@ def readonly_uri(p: Path, *, wal: bool = True) -> str:
     return p.resolve().as_uri() + "?mode=ro" + ("&immutable=1" if quiet else "")
 
 
-def open_file(kind: FileKind, path: str | os.PathLike, *, readonly: bool = False,
-              setup: Callable[[Any], None] | None = None) -> tuple[Any, Any]:
+def open_file(
+    kind: FileKind, path: str | os.PathLike, *, readonly: bool = False, setup: Callable[[Any], None] | None = None
+) -> tuple[Any, Any]:
     """(module, connection) to the file at `path` (`:memory:` too), identified as `kind`, its pragmas
     set and, unless `readonly`, switched to WAL and migrated; read-only, a file at a version it
     cannot be read at is refused. `setup(connection)` runs first (functions, extensions). The
@@ -122,8 +124,7 @@ def open_file(kind: FileKind, path: str | os.PathLike, *, readonly: bool = False
     if readonly and not memory:
         target, uri = readonly_uri(Path(spath), wal=kind.wal), True
     try:
-        conn = mod.connect(target, isolation_level=None, check_same_thread=False, timeout=kind.timeout_s,
-                           uri=uri)
+        conn = mod.connect(target, isolation_level=None, check_same_thread=False, timeout=kind.timeout_s, uri=uri)
     except mod.Error as e:
         raise DatabaseError(kind.cannot_open.format(e=e), where=spath) from None
     try:
@@ -157,11 +158,13 @@ def identify(kind: FileKind, conn: Any, where: str) -> int:
         if app_id != kind.application_id:
             if app_id != 0 or not kind.fresh_ok:
                 raise DatabaseError(kind.foreign_id.format(app_id=app_id), where=where, fix=kind.foreign_fix)
-            tables = [r[0] for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') LIMIT 5")]
+            tables = [
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') LIMIT 5")
+            ]
             if tables:
-                raise DatabaseError(kind.foreign_tables.format(tables=", ".join(tables)), where=where,
-                                    fix=kind.foreign_fix)
+                raise DatabaseError(
+                    kind.foreign_tables.format(tables=", ".join(tables)), where=where, fix=kind.foreign_fix
+                )
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
@@ -175,8 +178,9 @@ def check_readable(kind: FileKind, version: int, where: str) -> None:
     if 0 < version < ours and all(i + 1 in kind.additive for i in range(version, ours)):
         return
     if kind.readonly_stale is not None:
-        raise DatabaseError(kind.readonly_stale.format(found=version, ours=ours), where=where,
-                            fix=kind.readonly_stale_fix)
+        raise DatabaseError(
+            kind.readonly_stale.format(found=version, ours=ours), where=where, fix=kind.readonly_stale_fix
+        )
     if version > ours:
         raise DatabaseError(kind.newer.format(found=version, ours=ours), where=where, fix=kind.newer_fix)
 

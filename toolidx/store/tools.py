@@ -8,8 +8,7 @@ from typing import overload
 from ..core.filters import Filters, compile_pattern
 from .db import Database, in_chunks
 
-JSON_COLUMNS = ("input_schema", "output_schema", "annotations", "icons", "meta", "definition",
-                "tags", "param_names")
+JSON_COLUMNS = ("input_schema", "output_schema", "annotations", "icons", "meta", "definition", "tags", "param_names")
 SERVER_JSON_COLUMNS = ("connect", "capabilities", "tags", "invalid_tools")
 
 
@@ -47,12 +46,12 @@ def where(filters: Filters, alias: str = "t") -> tuple[str, list]:
         conds.append(f"{a}.category IN ({', '.join('?' * len(f.categories))})")
         params += f.categories
     if f.tags:
-        conds.append(f"EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value IN "
-                     f"({', '.join('?' * len(f.tags))}))")
+        conds.append(f"EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value IN ({', '.join('?' * len(f.tags))}))")
         params += f.tags
     if f.exclude_tags:
-        conds.append(f"NOT EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value IN "
-                     f"({', '.join('?' * len(f.exclude_tags))}))")
+        conds.append(
+            f"NOT EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value IN ({', '.join('?' * len(f.exclude_tags))}))"
+        )
         params += f.exclude_tags
     if f.name_pattern:
         conds.append(f"{a}.name REGEXP ?")  # regexp() below, registered on every connection by store.db

@@ -28,8 +28,13 @@ FILE = "trusted.db"
 # before migrations were counted hold these tables at user_version 0. Errors read as SQLite's own:
 # they only ever show inside record()'s warning.
 TRUST_FILE = FileKind(
-    application_id=None, wal=False, timeout_s=30, cannot_open="{e}", corrupt="{e}",
-    migrations=["""
+    application_id=None,
+    wal=False,
+    timeout_s=30,
+    cannot_open="{e}",
+    corrupt="{e}",
+    migrations=[
+        """
     CREATE TABLE IF NOT EXISTS launch_lines (
         hash    TEXT PRIMARY KEY,   -- launch_hash(servers.connect) a crawl wrote
         server  TEXT NOT NULL,      -- the server it was written for (for people reading the file)
@@ -39,7 +44,8 @@ TRUST_FILE = FileKind(
         path    TEXT PRIMARY KEY,   -- a config file a crawl read (absolute, resolved)
         at      TEXT NOT NULL
     );
-    """],
+    """
+    ],
 )
 
 
@@ -86,12 +92,16 @@ def record(launch: Iterable[tuple[str, str]], config_path: str | None) -> None:
         with _connect(write=True) as conn, write_transaction(conn):
             conn.executemany("INSERT OR IGNORE INTO launch_lines(hash, server, at) VALUES (?, ?, ?)", rows)
             if config_path:
-                conn.execute("INSERT OR IGNORE INTO configs(path, at) VALUES (?, ?)",
-                             (config_key(config_path), now_iso()))
+                conn.execute(
+                    "INSERT OR IGNORE INTO configs(path, at) VALUES (?, ?)", (config_key(config_path), now_iso())
+                )
     except Exception as e:  # the crawl itself succeeded; only serve-without---config is lost
         why = e.what if isinstance(e, DatabaseError) else e
-        warn_once("trust-file", f"cannot record this crawl's launch lines in {trust_path()} ({why}): "
-                                "serve and check will need --config for this index")
+        warn_once(
+            "trust-file",
+            f"cannot record this crawl's launch lines in {trust_path()} ({why}): "
+            "serve and check will need --config for this index",
+        )
 
 
 def _has(table: str, column: str, value: str) -> bool:

@@ -74,14 +74,19 @@ OLD_SCOPE = "?"  # examples recorded before scopes were kept (see the migration 
 
 _FOREIGN = "not a toolidx usage file (left untouched)"
 USAGE_FILE = FileKind(
-    application_id=USAGE_APP_ID, migrations=USAGE_MIGRATIONS, timeout_s=2,
+    application_id=USAGE_APP_ID,
+    migrations=USAGE_MIGRATIONS,
+    timeout_s=2,
     # WAL (on by default): no fsync per call row; a crash loses at most the last few
     pragmas=("PRAGMA busy_timeout = 2000", "PRAGMA synchronous = NORMAL"),
     probe="SELECT count(*) FROM calls",  # a damaged table shows up here
     cannot_open="cannot open the usage file: {e}",
-    foreign_id=_FOREIGN, foreign_tables=_FOREIGN, foreign_fix=f"choose another file with --usage-db / {USAGE_ENV}",
+    foreign_id=_FOREIGN,
+    foreign_tables=_FOREIGN,
+    foreign_fix=f"choose another file with --usage-db / {USAGE_ENV}",
     newer="usage file schema v{found} is newer than this toolidx",
-    corrupt="corrupt or unreadable usage file ({e}); left untouched", corrupt_fix=_FIX,
+    corrupt="corrupt or unreadable usage file ({e}); left untouched",
+    corrupt_fix=_FIX,
 )
 # what doctor reads: an existing file only (an empty one is not a usage file), never written to
 _USAGE_FILE_READ = replace(USAGE_FILE, fresh_ok=False, corrupt="corrupt or unreadable usage file ({e})")
@@ -124,8 +129,11 @@ def usage_path(index_path: str | os.PathLike, explicit: str | os.PathLike | None
             p = Path(given).expanduser()
             kind = not_regular(p)
             if kind:
-                raise UsageError(f"{name}: is {kind}, not a regular file", where=str(p),
-                                 fix=f"name a usage file (a new one is made there) with --usage-db / {USAGE_ENV}")
+                raise UsageError(
+                    f"{name}: is {kind}, not a regular file",
+                    where=str(p),
+                    fix=f"name a usage file (a new one is made there) with --usage-db / {USAGE_ENV}",
+                )
             return p
     index = Path(index_path).expanduser()
     beside = index.with_name(index.name + ".usage.db")
@@ -152,8 +160,9 @@ class UsageStore(SqliteFile):
         self.path = path
 
     # --- writes -------------------------------------------------------------------------------
-    def record_call(self, tool_id: str, server: str, outcome: str, duration_ms: float, scope: str = "",
-                    at: str | None = None) -> None:
+    def record_call(
+        self, tool_id: str, server: str, outcome: str, duration_ms: float, scope: str = "", at: str | None = None
+    ) -> None:
         self.record_calls([(tool_id, server, outcome, duration_ms, scope, at or now_iso())])
 
     def record_calls(self, calls: list[tuple[str, str, str, float, str, str]]) -> None:
@@ -162,9 +171,10 @@ class UsageStore(SqliteFile):
             if c[2] not in OUTCOMES:
                 raise ValueError(f"unknown outcome {c[2]!r}")
         with self.transaction() as conn:
-            conn.executemany("INSERT INTO calls(tool_id, server, outcome, duration_ms, scope, at) "
-                             "VALUES (?, ?, ?, ?, ?, ?)",
-                             [(t, sv, o, round(d, 1), sc, at) for t, sv, o, d, sc, at in calls])
+            conn.executemany(
+                "INSERT INTO calls(tool_id, server, outcome, duration_ms, scope, at) VALUES (?, ?, ?, ?, ?, ?)",
+                [(t, sv, o, round(d, 1), sc, at) for t, sv, o, d, sc, at in calls],
+            )
 
     def add_example(self, tool_id: str, arguments: dict, scope: str = "") -> None:
         """Keep `arguments` (already redacted) as an example of `tool_id` seen in `scope` (the
@@ -172,12 +182,16 @@ class UsageStore(SqliteFile):
         text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         h = hashlib.sha256(text.encode()).hexdigest()
         with self.transaction() as conn:
-            conn.execute("INSERT INTO examples(tool_id, scope, arguments, hash, at) VALUES (?, ?, ?, ?, ?) "
-                         "ON CONFLICT(tool_id, scope, hash) DO UPDATE SET at = excluded.at",
-                         (tool_id, scope, text, h, now_iso()))
-            conn.execute("DELETE FROM examples WHERE tool_id = ? AND scope = ? AND hash NOT IN (SELECT hash "
-                         "FROM examples WHERE tool_id = ? AND scope = ? ORDER BY at DESC, rowid DESC LIMIT ?)",
-                         (tool_id, scope, tool_id, scope, MAX_EXAMPLES_PER_TOOL))
+            conn.execute(
+                "INSERT INTO examples(tool_id, scope, arguments, hash, at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(tool_id, scope, hash) DO UPDATE SET at = excluded.at",
+                (tool_id, scope, text, h, now_iso()),
+            )
+            conn.execute(
+                "DELETE FROM examples WHERE tool_id = ? AND scope = ? AND hash NOT IN (SELECT hash "
+                "FROM examples WHERE tool_id = ? AND scope = ? ORDER BY at DESC, rowid DESC LIMIT ?)",
+                (tool_id, scope, tool_id, scope, MAX_EXAMPLES_PER_TOOL),
+            )
 
     # --- reads --------------------------------------------------------------------------------
     def tool_metrics(self, tool_ids: Iterable[str] | None = None) -> dict[str, dict]:
@@ -199,13 +213,24 @@ class UsageStore(SqliteFile):
         wanted = set(only) if only is not None else None
         out: dict[str, dict] = {}
         durations: dict[str, list[float]] = {}
-        rows = self.rows(f"SELECT {key}, outcome, count(*), max(at) FROM calls WHERE server != '' "
-                          f"GROUP BY {key}, outcome")
+        rows = self.rows(
+            f"SELECT {key}, outcome, count(*), max(at) FROM calls WHERE server != '' GROUP BY {key}, outcome"
+        )
         for k, outcome, n, last in rows:
             if wanted is not None and k not in wanted:
                 continue
-            m = out.setdefault(k, {"calls": 0, "ok": 0, "success_rate": None, "p50_ms": None, "p95_ms": None,
-                                   "last_used": None, "outcomes": {}})
+            m = out.setdefault(
+                k,
+                {
+                    "calls": 0,
+                    "ok": 0,
+                    "success_rate": None,
+                    "p50_ms": None,
+                    "p95_ms": None,
+                    "last_used": None,
+                    "outcomes": {},
+                },
+            )
             m["calls"] += n
             m["outcomes"][outcome] = n
             if outcome == "ok":
@@ -213,8 +238,10 @@ class UsageStore(SqliteFile):
             if m["last_used"] is None or last > m["last_used"]:
                 m["last_used"] = last
         # durations of calls that reached a server (a refusal's time says nothing of the tool)
-        for k, d in self.rows(f"SELECT {key}, duration_ms FROM calls WHERE server != '' AND outcome NOT IN "
-                               f"('refused', 'invalid_arguments') ORDER BY {key}, duration_ms"):
+        for k, d in self.rows(
+            f"SELECT {key}, duration_ms FROM calls WHERE server != '' AND outcome NOT IN "
+            f"('refused', 'invalid_arguments') ORDER BY {key}, duration_ms"
+        ):
             if k in out:
                 durations.setdefault(k, []).append(d)
         for k, m in out.items():
@@ -227,10 +254,15 @@ class UsageStore(SqliteFile):
         """Recorded examples of `tool_id`, newest first: [{"arguments", "at", "scope"}]. `scope`:
         only those recorded in exactly that scope (what serve shows a caller); None: every scope
         (the file's owner, through the CLI)."""
-        where, params = ("tool_id = ?", (tool_id,)) if scope is None else \
-            ("tool_id = ? AND scope = ?", (tool_id, scope))
-        return [{"arguments": json.loads(a), "at": at, "scope": sc} for a, at, sc in self.rows(
-            f"SELECT arguments, at, scope FROM examples WHERE {where} ORDER BY at DESC, rowid DESC", params)]
+        where, params = (
+            ("tool_id = ?", (tool_id,)) if scope is None else ("tool_id = ? AND scope = ?", (tool_id, scope))
+        )
+        return [
+            {"arguments": json.loads(a), "at": at, "scope": sc}
+            for a, at, sc in self.rows(
+                f"SELECT arguments, at, scope FROM examples WHERE {where} ORDER BY at DESC, rowid DESC", params
+            )
+        ]
 
     def tools_with_examples(self, scope: str | None = None) -> set[str]:
         """Tools with recorded examples (in exactly `scope`; None: in any)."""
@@ -254,9 +286,15 @@ def usage_facts(path: str | os.PathLike) -> dict[str, Any]:
         raise DatabaseError(_USAGE_FILE_READ.corrupt.format(e=e), where=str(p), fix=_FIX) from None
     finally:
         conn.close()
-    return {"schema_version": version, "current": version == len(USAGE_MIGRATIONS), "calls": calls,
-            "tools_called": tools, "tools_with_examples": examples, "last_call": last,
-            "writable": _writable(p)}
+    return {
+        "schema_version": version,
+        "current": version == len(USAGE_MIGRATIONS),
+        "calls": calls,
+        "tools_called": tools,
+        "tools_with_examples": examples,
+        "last_call": last,
+        "writable": _writable(p),
+    }
 
 
 def open_usage(path: str | os.PathLike, *, create: bool = True) -> UsageStore | None:

@@ -63,12 +63,16 @@ def ensure_table(db: Database, model: str, dim: int, sha256: str | None = None) 
     if not _pg(db):
         db.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(embedding float[{dim}] distance_metric=cosine)")
     elif getattr(db, "vec_kind", None) == "vector":
-        db.execute(f"CREATE TABLE {TABLE} (rowid BIGINT PRIMARY KEY REFERENCES tools(rowid) ON DELETE CASCADE, "
-                   f"embedding vector({int(dim)}) NOT NULL)")
+        db.execute(
+            f"CREATE TABLE {TABLE} (rowid BIGINT PRIMARY KEY REFERENCES tools(rowid) ON DELETE CASCADE, "
+            f"embedding vector({int(dim)}) NOT NULL)"
+        )
         db.execute(f"CREATE INDEX {TABLE}_hnsw ON {TABLE} USING hnsw (embedding vector_cosine_ops)")
     else:
-        db.execute(f"CREATE TABLE {TABLE} (rowid BIGINT PRIMARY KEY REFERENCES tools(rowid) ON DELETE CASCADE, "
-                   "embedding real[] NOT NULL)")
+        db.execute(
+            f"CREATE TABLE {TABLE} (rowid BIGINT PRIMARY KEY REFERENCES tools(rowid) ON DELETE CASCADE, "
+            "embedding real[] NOT NULL)"
+        )
     db.set_meta("embed_model", model)
     db.set_meta("embed_dim", str(dim))
     return exists
@@ -77,8 +81,11 @@ def ensure_table(db: Database, model: str, dim: int, sha256: str | None = None) 
 def put(db: Database, rowid: int, blob: bytes) -> None:
     if _pg(db):
         cast, value = pg_value(db, blob)
-        db.execute(f"INSERT INTO {TABLE}(rowid, embedding) VALUES (?, ?{cast}) "
-                   "ON CONFLICT (rowid) DO UPDATE SET embedding = excluded.embedding", (rowid, value))
+        db.execute(
+            f"INSERT INTO {TABLE}(rowid, embedding) VALUES (?, ?{cast}) "
+            "ON CONFLICT (rowid) DO UPDATE SET embedding = excluded.embedding",
+            (rowid, value),
+        )
         return
     # vec0 has no UPSERT
     db.execute(f"DELETE FROM {TABLE} WHERE rowid = ?", (rowid,))
@@ -99,8 +106,9 @@ def knn(db: Database, query: bytes, k: int) -> list[tuple[int, float]]:
         from .retrieval import vector_knn
 
         return [(r, 1.0 - s) for r, s in vector_knn(db, query, k)]
-    rows = db.execute(f"SELECT rowid, distance FROM {TABLE} WHERE embedding MATCH ? AND k = ? "
-                      "ORDER BY distance", (query, k)).fetchall()
+    rows = db.execute(
+        f"SELECT rowid, distance FROM {TABLE} WHERE embedding MATCH ? AND k = ? ORDER BY distance", (query, k)
+    ).fetchall()
     return [(int(r[0]), float(r[1])) for r in rows]
 
 

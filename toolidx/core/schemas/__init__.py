@@ -17,5 +17,17 @@ from .refs import Resolved, is_local_ref, resolve, resolve_ref
 from .table import parameter_table, required_params, type_label
 from .validation import compile_validator, schema_errors, validate
 
-__all__ = ["Resolved", "compile_validator", "example_arguments", "is_local_ref", "json_type", "parameter_table",
-           "required_params", "resolve", "resolve_ref", "schema_errors", "type_label", "validate"]
+__all__ = [
+    "Resolved",
+    "compile_validator",
+    "example_arguments",
+    "is_local_ref",
+    "json_type",
+    "parameter_table",
+    "required_params",
+    "resolve",
+    "resolve_ref",
+    "schema_errors",
+    "type_label",
+    "validate",
+]

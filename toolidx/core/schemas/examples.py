@@ -18,15 +18,31 @@ _TYPE_ORDER = ("object", "array", "string", "integer", "number", "boolean", "nul
 
 
 _FORMATS = {
-    "date-time": "2024-01-15T09:30:00Z", "date": "2024-01-15", "time": "09:30:00Z",
-    "duration": "P1D", "email": "user@example.com", "idn-email": "user@example.com",
-    "hostname": "example.com", "idn-hostname": "example.com", "ipv4": "192.0.2.1",
-    "ipv6": "2001:db8::1", "uri": "https://example.com", "url": "https://example.com",
-    "uri-reference": "https://example.com", "iri": "https://example.com",
-    "iri-reference": "https://example.com", "uri-template": "https://example.com/{id}",
-    "uuid": "123e4567-e89b-12d3-a456-426614174000", "json-pointer": "/example",
-    "relative-json-pointer": "0", "regex": "^example$", "byte": "ZXhhbXBsZQ==",
-    "binary": "example", "password": "example-password", "int32": "1", "int64": "1",
+    "date-time": "2024-01-15T09:30:00Z",
+    "date": "2024-01-15",
+    "time": "09:30:00Z",
+    "duration": "P1D",
+    "email": "user@example.com",
+    "idn-email": "user@example.com",
+    "hostname": "example.com",
+    "idn-hostname": "example.com",
+    "ipv4": "192.0.2.1",
+    "ipv6": "2001:db8::1",
+    "uri": "https://example.com",
+    "url": "https://example.com",
+    "uri-reference": "https://example.com",
+    "iri": "https://example.com",
+    "iri-reference": "https://example.com",
+    "uri-template": "https://example.com/{id}",
+    "uuid": "123e4567-e89b-12d3-a456-426614174000",
+    "json-pointer": "/example",
+    "relative-json-pointer": "0",
+    "regex": "^example$",
+    "byte": "ZXhhbXBsZQ==",
+    "binary": "example",
+    "password": "example-password",
+    "int32": "1",
+    "int64": "1",
 }
 # Plausible values by parameter name, for a value the schema says nothing more of (no format,
 # pattern, enum, default or example): `"timezone": "Europe/Paris"` teaches a caller what
@@ -38,19 +54,18 @@ _STRING_HINTS: dict[str, str] = {
     **dict.fromkeys(("repo", "repository", "reponame", "repositoryname", "fullname"), "owner/repo"),
     **dict.fromkeys(("owner", "user", "username", "login", "author", "assignee"), "octocat"),
     **dict.fromkeys(("org", "organization", "organisation", "workspace", "team"), "example-org"),
-    **dict.fromkeys(("url", "uri", "link", "endpoint", "href", "website", "homepage", "webhook"),
-                    "https://example.com"),
+    **dict.fromkeys(
+        ("url", "uri", "link", "endpoint", "href", "website", "homepage", "webhook"), "https://example.com"
+    ),
     **dict.fromkeys(("email", "mail", "emailaddress", "recipient", "cc", "bcc"), "user@example.com"),
     **dict.fromkeys(("path", "filepath", "fullpath"), "/tmp/example.txt"),
     **dict.fromkeys(("file", "filename"), "example.txt"),
     **dict.fromkeys(("dir", "directory", "folder", "cwd", "root", "workdir", "repopath", "repodir"), "/tmp/example"),
-    **dict.fromkeys(("query", "q", "search", "searchterm", "keyword", "keywords", "term", "terms"),
-                    "example query"),
+    **dict.fromkeys(("query", "q", "search", "searchterm", "keyword", "keywords", "term", "terms"), "example query"),
     **dict.fromkeys(("id", "identifier", "slug"), "abc123"),
     **dict.fromkeys(("name",), "example"),
     **dict.fromkeys(("title", "subject", "summary"), "Example title"),
-    **dict.fromkeys(("text", "message", "content", "body", "comment", "note", "description", "prompt"),
-                    "Hello, world"),
+    **dict.fromkeys(("text", "message", "content", "body", "comment", "note", "description", "prompt"), "Hello, world"),
     **dict.fromkeys(("language", "lang", "locale"), "en"),
     **dict.fromkeys(("country", "countrycode"), "FR"),
     **dict.fromkeys(("city", "location", "place"), "Paris"),
@@ -78,8 +93,25 @@ _STRING_HINTS: dict[str, str] = {
     **dict.fromkeys(("model",), "example-model"),
 }
 _NUMBER_HINTS: dict[str, float] = {
-    **dict.fromkeys(("limit", "count", "max", "maxresults", "numresults", "pagesize", "perpage", "size", "top",
-                     "topk", "k", "n", "results", "maxitems"), 10),
+    **dict.fromkeys(
+        (
+            "limit",
+            "count",
+            "max",
+            "maxresults",
+            "numresults",
+            "pagesize",
+            "perpage",
+            "size",
+            "top",
+            "topk",
+            "k",
+            "n",
+            "results",
+            "maxitems",
+        ),
+        10,
+    ),
     **dict.fromkeys(("page", "pagenumber"), 1),
     **dict.fromkeys(("offset", "skip"), 0),
     **dict.fromkeys(("port",), 8080),
@@ -117,8 +149,14 @@ def _pattern_string(pattern: str) -> str | None:
         parsed = sre_parse.parse(pattern)
     except Exception:
         return None
-    cats = {c.CATEGORY_DIGIT: "1", c.CATEGORY_WORD: "a", c.CATEGORY_SPACE: " ",
-            c.CATEGORY_NOT_DIGIT: "a", c.CATEGORY_NOT_WORD: "-", c.CATEGORY_NOT_SPACE: "a"}
+    cats = {
+        c.CATEGORY_DIGIT: "1",
+        c.CATEGORY_WORD: "a",
+        c.CATEGORY_SPACE: " ",
+        c.CATEGORY_NOT_DIGIT: "a",
+        c.CATEGORY_NOT_WORD: "-",
+        c.CATEGORY_NOT_SPACE: "a",
+    }
 
     def one_in(items: list) -> str | None:
         negate = any(op == c.NEGATE for op, _ in items)
@@ -265,8 +303,12 @@ def _number(s: dict, integer: bool, name: str = "") -> int | float:
         return upper is None or not (v > upper[0] or (upper[1] and v == upper[0]))
 
     hint = _hint(name, _NUMBER_HINTS)
-    if hint is not None and ok(hint) and (not integer or float(hint).is_integer()) \
-            and (step is None or float(hint / step).is_integer()):
+    if (
+        hint is not None
+        and ok(hint)
+        and (not integer or float(hint).is_integer())
+        and (step is None or float(hint / step).is_integer())
+    ):
         return int(hint) if float(hint).is_integer() else hint
     value: float = 1
     if not ok(value):
@@ -325,8 +367,10 @@ class _Gen:
             if isinstance(branches, list) and branches:
                 base = {k: v for k, v in s.items() if k not in ("anyOf", "oneOf")}
                 # a real value over null, then the first branch whose value the whole schema takes
-                order = sorted((i for i in range(len(branches)) if not never(branches[i])),
-                               key=lambda i: resolve(branches[i], self.root, seen).obj.get("type") == "null")
+                order = sorted(
+                    (i for i in range(len(branches)) if not never(branches[i])),
+                    key=lambda i: resolve(branches[i], self.root, seen).obj.get("type") == "null",
+                )
                 first = None
                 for i in order:
                     b = resolve(branches[i], self.root, seen).obj
@@ -406,8 +450,11 @@ class _Gen:
         lo = int_at(s, "minItems", 0)
         hi = int_at(s, "maxItems", None)
         prefix = list_at(s, "prefixItems") if isinstance(s.get("prefixItems"), list) else list_at(s, "items")
-        items = s.get("items") if isinstance(s.get("items"), dict) else (
-            s.get("additionalItems") if isinstance(s.get("additionalItems"), dict) else {})
+        items = (
+            s.get("items")
+            if isinstance(s.get("items"), dict)
+            else (s.get("additionalItems") if isinstance(s.get("additionalItems"), dict) else {})
+        )
         count = max(lo, len(prefix), 1)
         if hi is not None:
             count = min(count, hi)
@@ -441,8 +488,6 @@ def _vary(v: Any, i: int) -> Any:
     if isinstance(v, dict):
         return {**v, f"key{i}": i}
     return v
-
-
 
 
 def _schema_at(root: dict, path: list) -> dict:
@@ -489,8 +534,9 @@ def _repair(value: dict, schema: dict, rounds: int = 8) -> dict:
                 if isinstance(wanted, dict):  # dependencies: {prop: [needed]}
                     wanted = [n for k, v in wanted.items() if k in target and isinstance(v, list) for n in v]
                 for key in [k for k in (wanted if isinstance(wanted, list) else []) if k not in target]:
-                    target[key] = _Gen(schema, False).value(_schema_at(schema, [*path, key]), key,
-                                                            frozenset(), len(path) + 1)
+                    target[key] = _Gen(schema, False).value(
+                        _schema_at(schema, [*path, key]), key, frozenset(), len(path) + 1
+                    )
                     changed = True
             elif e.validator == "additionalProperties" and e.validator_value is False:
                 props = (e.schema.get("properties") or {}) if isinstance(e.schema, dict) else {}

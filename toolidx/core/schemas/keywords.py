@@ -27,8 +27,7 @@ def int_at(s: dict, key: str, default: _D) -> int | _D:
 
 def never(schema: Any) -> bool:
     """`{"not": {}}` / `false`: matches nothing (zod writes it for "may be absent")."""
-    return schema is False or (isinstance(schema, dict) and schema.get("not") in ({}, True)
-                               and len(schema) == 1)
+    return schema is False or (isinstance(schema, dict) and schema.get("not") in ({}, True) and len(schema) == 1)
 
 
 def json_type(value: Any) -> str:

@@ -44,8 +44,7 @@ def type_label(schema: Any, root: Any, seen: frozenset[str] = frozenset()) -> st
 
 def _constraints(s: dict) -> str | None:
     parts = []
-    for key, label in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="),
-                       ("exclusiveMaximum", "<")):
+    for key, label in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<")):
         v = s.get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             parts.append(f"{label} {v}")
@@ -78,11 +77,12 @@ def _union(variants: list[dict]) -> dict:
                 props[name] = sub
             elif isinstance(sub, dict) and isinstance(props[name], dict):
                 a, b = props[name], sub
-                values = [*(a.get("enum") or ([a["const"]] if "const" in a else [])),
-                          *(b.get("enum") or ([b["const"]] if "const" in b else []))]
+                values = [
+                    *(a.get("enum") or ([a["const"]] if "const" in a else [])),
+                    *(b.get("enum") or ([b["const"]] if "const" in b else [])),
+                ]
                 if values:
-                    props[name] = {**{k: x for k, x in a.items() if k != "const"},
-                                   "enum": list(dict.fromkeys(values))}
+                    props[name] = {**{k: x for k, x in a.items() if k != "const"}, "enum": list(dict.fromkeys(values))}
     reqs = [set(v.get("required") or []) for v in variants]
     required = [n for n in props if all(n in r for r in reqs)]
     items = next((v["items"] for v in variants if isinstance(v.get("items"), dict)), None)
@@ -92,28 +92,33 @@ def _union(variants: list[dict]) -> dict:
     return out
 
 
-def _rows(schema: Any, root: Any, prefix: str, required: bool, seen: frozenset, depth: int,
-          out: list[dict]) -> None:
+def _rows(schema: Any, root: Any, prefix: str, required: bool, seen: frozenset, depth: int, out: list[dict]) -> None:
     r = resolve(schema, root, seen)
     s, seen = r.obj, r.seen
     variants = _variants(s, root, seen)
     node = s if ("properties" in s or "items" in s) else _union(variants) if variants else s
     if prefix:
-        enum = s.get("enum") if isinstance(s.get("enum"), list) else (
-            [s["const"]] if "const" in s else None)
-        out.append({"name": prefix, "type": type_label(s, root, seen), "required": required,
-                    "default": s.get("default"), "enum": enum,
-                    "description": s.get("description") if isinstance(s.get("description"), str)
-                    else (node.get("description") if isinstance(node.get("description"), str) else None),
-                    "constraints": _constraints(s)})
+        enum = s.get("enum") if isinstance(s.get("enum"), list) else ([s["const"]] if "const" in s else None)
+        out.append(
+            {
+                "name": prefix,
+                "type": type_label(s, root, seen),
+                "required": required,
+                "default": s.get("default"),
+                "enum": enum,
+                "description": s.get("description")
+                if isinstance(s.get("description"), str)
+                else (node.get("description") if isinstance(node.get("description"), str) else None),
+                "constraints": _constraints(s),
+            }
+        )
     if depth >= MAX_DEPTH:
         return
     props = node.get("properties")
     if isinstance(props, dict):
         req = list_at(node, "required")
         for name, sub in props.items():
-            _rows(sub, root, f"{prefix}.{name}" if prefix else str(name), name in req, seen,
-                  depth + 1, out)
+            _rows(sub, root, f"{prefix}.{name}" if prefix else str(name), name in req, seen, depth + 1, out)
     items = node.get("items")
     if isinstance(items, dict) and prefix:
         r = resolve(items, root, seen)
@@ -146,4 +151,3 @@ def required_params(schema: dict | None) -> list[str]:
     s = resolve(schema, schema, frozenset()).obj
     req = s.get("required")
     return [str(r) for r in req] if isinstance(req, list) else []
-

@@ -33,8 +33,9 @@ def _offline(cls: Any) -> Any:
     if cls not in _OFFLINE:
         from jsonschema.validators import extend
 
-        _OFFLINE[cls] = extend(cls, {k: _unfollowed_part_passes(v) for k, v in cls.VALIDATORS.items()
-                                     if k in _REF_KEYWORDS})
+        _OFFLINE[cls] = extend(
+            cls, {k: _unfollowed_part_passes(v) for k, v in cls.VALIDATORS.items() if k in _REF_KEYWORDS}
+        )
     return _OFFLINE[cls]
 
 
@@ -58,8 +59,11 @@ def compile_validator(schema: Any) -> Any | None:
 
         _REGISTRY = Registry()  # no `retrieve`: a ref not in the schema is Unresolvable, never fetched
     try:
-        cls = validator_for(schema, default=jsonschema.Draft202012Validator) if isinstance(schema, dict) \
+        cls = (
+            validator_for(schema, default=jsonschema.Draft202012Validator)
+            if isinstance(schema, dict)
             else jsonschema.Draft202012Validator
+        )
         cls.check_schema(schema)
         return _offline(cls)(schema, format_checker=cls.FORMAT_CHECKER, registry=_REGISTRY)
     except Exception:  # SchemaError, unknown $schema
