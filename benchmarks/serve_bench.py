@@ -340,7 +340,7 @@ def tokens_section(db: Path) -> None:
     from toolidx.serve.stats import index_stats
     from toolidx.store.db import open_db
 
-    s = index_stats(open_db(db))
+    s = index_stats(open_db(db)).to_json()
     for row in s["servers"]:
         print(f"  {row['server']:<22} {row['tools']:>4} tools {row['tokens']:>7,} tokens")
     print(

@@ -18,7 +18,9 @@ import shlex
 import socket
 import sys
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import UsageError
 from ..store import trust
@@ -103,9 +105,8 @@ def env_references(config_path: str | None) -> list[str]:
 
 def client_config(
     client: str, db_path: str, *, name: str = "toolidx", index_config_path: str | None = None, **serve_options
-) -> dict:
-    """{"client", "config": the entry to merge into the client's file, "format": json | toml,
-    "text": that entry as the file writes it, "where": [paths], "env_needed": [names]}."""
+) -> ClientEntry:
+    """The stdio entry that makes `client` start `toolidx serve` on `db_path`."""
     if client not in CLIENTS:
         raise UsageError(f"unknown client {client!r}", fix="use one of: " + ", ".join(CLIENTS))
     if not Path(db_path).expanduser().is_file():
@@ -132,23 +133,31 @@ def client_config(
     return _result(client, name, entry, needed)
 
 
-def _result(client: str, name: str, entry: dict, env_needed: list[str], notes: Sequence[str] = ()) -> dict:
-    config = {CLIENTS[client]["key"]: {name: entry}}
-    fmt = CLIENTS[client].get("format", "json")
+@dataclass
+class ClientEntry:
+    """What `serve --print-config` prints (`to_json()`: the `serve-config --json` document's body)."""
+
+    client: str
+    config: dict[str, Any]  # the entry to merge into the client's file
+    format: str  # json | toml
+    text: str  # that entry as the client's file writes it
+    where: list[str]  # the client's config files (and, for claude-code, its add-json command)
+    env_needed: list[str]  # variables the servers need, filled in as placeholders
+    notes: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _result(client: str, name: str, entry: dict, env_needed: list[str], notes: Sequence[str] = ()) -> ClientEntry:
+    config: dict[str, Any] = {str(CLIENTS[client]["key"]): {name: entry}}
+    fmt = str(CLIENTS[client].get("format", "json"))
     text = to_toml(config) if fmt == "toml" else json.dumps(config, indent=2, ensure_ascii=False) + "\n"
     where = list(CLIENTS[client]["where"])
     if client == "claude-code":  # `claude mcp add-json NAME JSON` takes the entry itself, not the mcpServers object
         entry_json = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
         where.append(f"or, for every project: claude mcp add-json {name} {shlex.quote(entry_json)} --scope user")
-    return {
-        "client": client,
-        "config": config,
-        "format": fmt,
-        "text": text,
-        "where": where,
-        "env_needed": env_needed,
-        "notes": list(notes),
-    }
+    return ClientEntry(client, config, fmt, text, where, env_needed, list(notes))
 
 
 TOKEN_PLACEHOLDER = "<your token>"
@@ -156,7 +165,7 @@ TOKEN_PLACEHOLDER = "<your token>"
 
 def http_client_config(
     client: str, host: str, port: int, *, tls: bool = False, token: bool = True, name: str = "toolidx"
-) -> dict:
+) -> ClientEntry:
     """The entry that connects `client` to a running `toolidx serve --http HOST:PORT`: its URL and,
     with `token`, the Authorization header (a placeholder: tokens are never printed). Same shape
     as client_config. Claude Desktop's config file starts stdio servers only: a UsageError."""

@@ -244,9 +244,9 @@ def diff_markdown(payload: dict, max_tools: int = 200) -> str:
     return "\n".join(out) + "\n"
 
 
-def history_rows(payload: dict) -> list[list[Any]]:
+def history_rows(crawls: list[dict[str, Any]]) -> list[list[Any]]:
     rows = []
-    for crawl in payload["crawls"]:
+    for crawl in crawls:
         failed = crawl["failed_servers"]
         rows.append(
             [

@@ -171,25 +171,9 @@ def embed(
     as_json: bool = JsonOpt,
 ) -> None:
     """Fill in missing or outdated embeddings (after an offline first crawl, or a model change)."""
-    from ..core.embedding import load_embedder, resolve_model
-    from ..core.errors import ModelError
-    from ..store.crawls import embed_missing
+    from ..crawl.run import embed as embed_index
 
-    database = _open(db)
-    choice = resolve_model(
-        model,
-        str(model_path) if model_path else None,
-        indexed=database.get_meta("embed_model"),
-        remembered_path=database.get_meta("embed_model_path"),
-    )
-    embedder = load_embedder(choice, allow_download=True)
-    if embedder is None:
-        raise ModelError(
-            f"the embedding model {choice.name!r} cannot be loaded here",
-            fix="pass --model-path DIR (or set TOOLIDX_MODEL_PATH) to a local copy of it, or leave "
-            "--model unset for toolidx's own model",
-        )
-    render.embed_result(embed_missing(database, embedder), embedder.model, as_json)
+    render.embed_result(embed_index(_open(db), model, str(model_path) if model_path else None), as_json)
 
 
 @app.command()
@@ -680,7 +664,7 @@ def check(
         trust_index=trust_index,
     )
     render.check_result(report, as_json)
-    if not report["ok"]:
+    if not report.ok:
         raise typer.Exit(EXIT_FAILURE)
 
 
@@ -700,15 +684,13 @@ def stats(
 
     database = _open(db)
     filters = Filters(servers=list(server)) if server else None
-    s: dict = dict(index_stats(database, filters))
+    report = None
     if usage:
         from ..catalog.usage import usage_report
         from ..store.usage import usage_path
 
-        s["usage"] = usage_report(
-            database, _usage(database, usage_db), filters, str(usage_path(database.path, usage_db))
-        ).to_json()
-    render.stats_result(s, as_json)
+        report = usage_report(database, _usage(database, usage_db), filters, str(usage_path(database.path, usage_db)))
+    render.stats_result(index_stats(database, filters, report), as_json)
 
 
 @app.command()

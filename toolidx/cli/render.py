@@ -27,12 +27,19 @@ if TYPE_CHECKING:  # the result types only: render is imported on every start, t
     from ..catalog.describe import Description
     from ..catalog.listing import Categories, ToolPage
     from ..catalog.similar import SimilarTools
+    from ..catalog.usage import Metrics
     from ..crawl.merge import MergeResult
+    from ..crawl.run import EmbedResult
     from ..diff.audit import AuditReport
+    from ..diff.history import CrawlHistory
     from ..diff.snapshot import DiffResult
     from ..health.doctor import DoctorReport
+    from ..integrations.export import ExportResult
     from ..search.hybrid import SearchResult
+    from ..serve.preflight import CheckReport
+    from ..serve.stats import IndexStats
     from ..store.crawls import CrawlSummary
+    from .clients import ClientEntry
 
 _out = None
 _err = None
@@ -150,11 +157,11 @@ def _stderr_notes(servers: Iterable[tuple[str, list[str] | None]]) -> None:
             note(f"{name}: last stderr lines:\n" + "".join(f"  {ln}\n" for ln in lines).rstrip("\n"))
 
 
-def embed_result(count: int, model: str | None, as_json: bool) -> None:
+def embed_result(res: EmbedResult, as_json: bool) -> None:
     if as_json:
-        emit_json("embed", {"embedded": count, "model": model})
+        emit_json("embed", res.to_json())
     else:
-        note(f"embedded {plural(count, 'tool')} with {model}")
+        note(f"embedded {plural(res.embedded, 'tool')} with {res.model}")
 
 
 def _one(text: str, limit: int = 120) -> str:
@@ -420,90 +427,89 @@ def similar_result(found: SimilarTools, as_json: bool, max_tokens: int | None = 
 
 
 # --- serve / stats -----------------------------------------------------------------------------
-def serve_config(res: dict, as_json: bool) -> None:
+def serve_config(res: ClientEntry, as_json: bool) -> None:
     if as_json:
-        emit_json("serve-config", res)
+        emit_json("serve-config", res.to_json())
         return
-    write(res.get("text") or json.dumps(res["config"], indent=2, ensure_ascii=False) + "\n")
-    note(f"Merge this into your {res['client']} config: " + "; ".join(res["where"]))
-    if res["env_needed"]:
-        note("Fill in the environment variables your servers need: " + ", ".join(res["env_needed"]))
-    for line in res.get("notes", []):
+    write(res.text)
+    note(f"Merge this into your {res.client} config: " + "; ".join(res.where))
+    if res.env_needed:
+        note("Fill in the environment variables your servers need: " + ", ".join(res.env_needed))
+    for line in res.notes:
         note(line)
 
 
-def export_result(res: dict, as_json: bool, output: Path | None = None) -> None:
+def export_result(res: ExportResult, as_json: bool, output: Path | None = None) -> None:
     """The bare tool list, document or module (or, with --json, the envelope) on stdout or into
     `output`."""
     if as_json:
-        text = json.dumps({"toolidx": JSON_VERSION, "command": "export", **res}, ensure_ascii=False, indent=2) + "\n"
-    elif "code" in res:
-        text = res["code"]
+        text = json.dumps({"toolidx": JSON_VERSION, "command": "export", **res.to_json()}, ensure_ascii=False, indent=2)
+        text += "\n"
     else:
-        text = json.dumps(res.get("document", res.get("tools")), ensure_ascii=False, indent=2) + "\n"
+        text = res.text()
     if output is None:
         sys.stdout.write(text)
         return
     from pathlib import Path
 
     Path(output).write_text(text, encoding="utf-8")
-    note(f"wrote {plural(res['count'], 'tool')} ({res['format']}) to {output}")
+    note(f"wrote {plural(res.count, 'tool')} ({res.format}) to {output}")
 
 
-def check_result(res: dict, as_json: bool) -> None:
+def check_result(report: CheckReport, as_json: bool) -> None:
     if as_json:
-        emit_json("check", res)
+        emit_json("check", report.to_json())
         return
 
-    def yn(v: Any) -> str:
+    def yn(v: bool | str | None) -> str:
         return "-" if v is None else "yes" if v is True else "no" if v is False else str(v)
 
     rows = [
         [
-            t["id"] or t["requested"],
-            yn(t["indexed"]),
-            yn(t["in_scope"]),
-            yn(t["approved"]),
-            yn(t["server_started"]),
-            yn(t["listed"]),
-            yn(t["definition"]),
-            yn(t["callable"]),
-            (t["reason"] or "") + (f" (did you mean {', '.join(t['suggestions'][:3])}?)" if t["suggestions"] else ""),
+            t.id or t.requested,
+            yn(t.indexed),
+            yn(t.in_scope),
+            yn(t.approved),
+            yn(t.server_started),
+            yn(t.listed),
+            yn(t.definition),
+            yn(t.callable),
+            (t.reason or "") + (f" (did you mean {', '.join(t.suggestions[:3])}?)" if t.suggestions else ""),
         ]
-        for t in res["tools"]
+        for t in report.tools
     ]
     table(["tool", "indexed", "in scope", "approved", "server starts", "listed", "definition", "callable", "why"], rows)
-    note(f"check: {res['callable']} callable, {res['not_callable']} not" + ("" if res["ok"] else " (exit 1)"))
+    note(f"check: {report.callable} callable, {report.not_callable} not" + ("" if report.ok else " (exit 1)"))
 
 
-def stats_result(s: Mapping[str, Any], as_json: bool) -> None:
+def stats_result(s: IndexStats, as_json: bool) -> None:
     if as_json:
-        emit_json("stats", s)
+        emit_json("stats", s.to_json())
         return
-    rows = [[r["server"], r["status"] or "", r["tools"], r["tokens"], r["max_tool_tokens"]] for r in s["servers"]]
+    rows = [[r.server, r.status or "", r.tools, r.tokens, r.max_tool_tokens] for r in s.servers]
     table(["server", "status", "tools", "tokens", "largest tool"], rows)
     note(
-        f"{s['tools']} tool definitions: ~{s['tool_tokens']:,} tokens; toolidx serve's {s['meta_tools']} "
-        f"meta-tools: ~{s['meta_tokens']:,} tokens. Saved: ~{s['saved_tokens']:,} tokens "
-        f"({s['saving_pct']}%, {s['ratio']}x smaller). Tokens: {s['tokenizer']}."
+        f"{s.tools} tool definitions: ~{s.tool_tokens:,} tokens; toolidx serve's {s.meta_tools} "
+        f"meta-tools: ~{s.meta_tokens:,} tokens. Saved: ~{s.saved_tokens:,} tokens "
+        f"({s.saving_pct}%, {s.ratio}x smaller). Tokens: {s.tokenizer}."
     )
-    u = s.get("usage")
+    u = s.usage
     if u is not None:
 
-        def row(key: str, m: Mapping[str, Any]) -> list[Any]:
-            rate = "" if m.get("success_rate") is None else f"{m['success_rate']:.0%}"
-            return [m[key], m["calls"], rate, _ms(m.get("p50_ms")), _ms(m.get("p95_ms")), m.get("last_used") or ""]
+        def row(name: str, m: Metrics) -> list[Any]:
+            rate = "" if m.success_rate is None else f"{m.success_rate:.0%}"
+            return [name, m.calls, rate, _ms(m.p50_ms), _ms(m.p95_ms), m.last_used or ""]
 
         cols = ["calls", "success", "p50", "p95", "last used"]
-        if u["tools"] or u["servers"]:  # else one line, not two empty tables
-            table(["tool", *cols], [row("id", t) for t in u["tools"]], title="usage per tool")
-            table(["server", *cols], [row("server", m) for m in u["servers"]], title="usage per server")
-        for n in u.get("notes") or []:
+        if u.tools or u.servers:  # else one line, not two empty tables
+            table(["tool", *cols], [row(tid, m) for tid, m, _ in u.tools], title="usage per tool")
+            table(["server", *cols], [row(name, m) for name, m in u.servers], title="usage per server")
+        for n in u.notes:
             note(n)
-        if u["tools"] or u["servers"]:
-            note(f"{plural(u['calls'], 'call')} recorded in {u['usage_file']}")
-        elif not u.get("notes"):
-            note(f"no calls recorded {'for these servers ' if s.get('filters') else ''}in {u['usage_file']}")
+        if u.tools or u.servers:
+            note(f"{plural(u.calls, 'call')} recorded in {u.usage_file}")
+        elif not u.notes:
+            note(f"no calls recorded {'for these servers ' if s.filters else ''}in {u.usage_file}")
 
 
 # --- diff / history / audit --------------------------------------------------------------------
@@ -544,14 +550,14 @@ def diff_result(result: DiffResult, fmt: str, fail_on: list[str], show_compatibl
         note(f"--fail-on {','.join(payload['fail_on'])}: matching changes found (exit 1)")
 
 
-def history_result(res: dict, as_json: bool) -> None:
+def history_result(res: CrawlHistory, as_json: bool) -> None:
     from . import diffview
 
     if as_json:
-        emit_json("history", res)
+        emit_json("history", res.to_json())
         return
-    table(diffview.HISTORY_COLUMNS, diffview.history_rows(res))
-    if not res["crawls"]:
+    table(diffview.HISTORY_COLUMNS, diffview.history_rows(res.crawls))
+    if not res.crawls:
         note("no crawls yet: run `toolidx crawl --config FILE`")
 
 

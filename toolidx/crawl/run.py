@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from ..core.clock import now_iso
 from ..core.embedding import Embedder, LazyEmbedder
@@ -152,3 +153,37 @@ def run_crawl(
         started_at=started,
         progress=progress.step,
     )
+
+
+@dataclass
+class EmbedResult:
+    """What `embed` returns (`to_json()`: the `embed --json` document's body)."""
+
+    embedded: int  # vectors written: tools that had none or an outdated one
+    model: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"embedded": self.embedded, "model": self.model}
+
+
+def embed(db: Database, model: str | None = None, model_path: str | None = None) -> EmbedResult:
+    """`toolidx embed`: fill in missing or outdated vectors with the model the one resolution order
+    picks (`model` / `model_path`, the environment, the index's own model, the default)."""
+    from ..core.embedding import load_embedder, resolve_model
+    from ..core.errors import ModelError
+    from ..store.crawls import embed_missing
+
+    choice = resolve_model(
+        model,
+        model_path,
+        indexed=db.get_meta("embed_model"),
+        remembered_path=db.get_meta("embed_model_path"),
+    )
+    embedder = load_embedder(choice, allow_download=True)
+    if embedder is None:
+        raise ModelError(
+            f"the embedding model {choice.name!r} cannot be loaded here",
+            fix="pass --model-path DIR (or set TOOLIDX_MODEL_PATH) to a local copy of it, or leave "
+            "--model unset for toolidx's own model",
+        )
+    return EmbedResult(embed_missing(db, embedder), embedder.model)

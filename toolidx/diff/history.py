@@ -3,6 +3,7 @@ snapshots, call the pure diff (diff.py) or the scanner (audit.py)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -132,9 +133,21 @@ def diff(
         new_db.close()
 
 
-def history(db: Database, limit: int | None = 20, servers: list[str] | None = None) -> dict[str, Any]:
-    rows = store.crawl_history(db, limit, servers)
-    return {"db": db.path, "filter": {"servers": servers or []}, "crawls": rows}
+@dataclass
+class CrawlHistory:
+    """What `history` returns (`to_json()`: the `history --json` document's body): the crawls,
+    newest first, each the store's row with its counts against the crawl before it."""
+
+    db: str
+    servers: list[str]  # the --server filter ([]: every server)
+    crawls: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"db": self.db, "filter": {"servers": self.servers}, "crawls": self.crawls}
+
+
+def history(db: Database, limit: int | None = 20, servers: list[str] | None = None) -> CrawlHistory:
+    return CrawlHistory(db.path, list(servers or []), store.crawl_history(db, limit, servers))
 
 
 def audit(db: Database, servers: list[str] | None = None, crawl: str | None = None) -> AuditReport:

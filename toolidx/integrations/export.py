@@ -17,7 +17,10 @@ the operationId; python / typescript: the function name).
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import UsageError
 from ..core.filters import Filters
@@ -29,9 +32,37 @@ FORMATS = ("anthropic", "openai", "openapi", "python", "typescript")
 TEXT_FORMATS = ("python", "typescript")  # written as code, not JSON
 
 
-def export_tools(db_path: str | Path, fmt: str, filters: Filters | None = None) -> dict:
-    """{"format", "count", "tools": [...] (anthropic, openai) | "document": {...} (openapi) |
-    "code": "..." (python, typescript), "names": {exported name: toolidx id}}."""
+@dataclass
+class ExportResult:
+    """What `export_tools` returns (`to_json()`: the `export --json` document's body). One of
+    `tools` (anthropic, openai), `document` (openapi) or `code` (python, typescript) is set."""
+
+    format: str
+    count: int
+    names: dict[str, str]  # exported name -> toolidx id
+    tools: list[dict[str, Any]] | None = None
+    document: dict[str, Any] | None = None
+    code: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"format": self.format, "count": self.count}
+        for key in ("code", "document", "tools"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        out["names"] = self.names
+        return out
+
+    def text(self) -> str:
+        """What `export` writes without --json: the module's code, or the document / tool list as JSON."""
+        if self.code is not None:
+            return self.code
+        return (
+            json.dumps(self.document if self.document is not None else self.tools, ensure_ascii=False, indent=2) + "\n"
+        )
+
+
+def export_tools(db_path: str | Path, fmt: str, filters: Filters | None = None) -> ExportResult:
+    """The tools in scope of `db_path` in format `fmt` (FORMATS)."""
     fmt = (fmt or "").strip().lower()
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}", fix="use one of: " + ", ".join(FORMATS))
@@ -41,12 +72,12 @@ def export_tools(db_path: str | Path, fmt: str, filters: Filters | None = None) 
 
         db = str(Path(db_path).resolve())
         code, names = codegen.python_module(catalog, db) if fmt == "python" else codegen.typescript_module(catalog, db)
-        return {"format": fmt, "count": len(catalog), "code": code, "names": names}
+        return ExportResult(fmt, len(catalog), names, code=code)
     if fmt == "openapi":
         from .openapi import openapi_document
 
         doc, names = openapi_document(catalog)
-        return {"format": fmt, "count": len(catalog), "document": doc, "names": names}
+        return ExportResult(fmt, len(catalog), names, document=doc)
     if fmt == "anthropic":
         tools = AnthropicToolSearch(catalog).deferred_tools()
         names = {n: i for i, n in catalog.names.items()}
@@ -54,4 +85,4 @@ def export_tools(db_path: str | Path, fmt: str, filters: Filters | None = None) 
         oa = OpenAIToolSearch(catalog)
         tools = oa.namespaces()
         names = {f"{ns}.{fn}": i for i, (ns, fn) in oa.place.items()}
-    return {"format": fmt, "count": len(catalog), "tools": tools, "names": names}
+    return ExportResult(fmt, len(catalog), names, tools=tools)

@@ -137,15 +137,35 @@ def _verdict(c: ToolCheck, quarantine: bool) -> tuple[bool, str | None]:
     return True, None
 
 
-def _summary(checks: list[ToolCheck], scope: Filters, db_path: str) -> dict:
-    return {
-        "db": db_path,
-        "quarantine": scope.approved_only,
-        "tools": [c.to_json() for c in checks],
-        "callable": sum(1 for c in checks if c.callable),
-        "not_callable": sum(1 for c in checks if not c.callable),
-        "ok": all(c.callable for c in checks),
-    }
+@dataclass
+class CheckReport:
+    """What `check` returns (`to_json()`: the `check --json` document's body)."""
+
+    db: str
+    quarantine: bool
+    tools: list[ToolCheck]
+
+    @property
+    def callable(self) -> int:
+        return sum(1 for c in self.tools if c.callable)
+
+    @property
+    def not_callable(self) -> int:
+        return len(self.tools) - self.callable
+
+    @property
+    def ok(self) -> bool:
+        return self.not_callable == 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "db": self.db,
+            "quarantine": self.quarantine,
+            "tools": [c.to_json() for c in self.tools],
+            "callable": self.callable,
+            "not_callable": self.not_callable,
+            "ok": self.ok,
+        }
 
 
 def check(
@@ -155,7 +175,7 @@ def check(
     scope: Filters | None = None,
     config_path: str | None = None,
     trust_index: bool = False,
-) -> dict:
+) -> CheckReport:
     """`toolidx check --require`: each server started afresh from the crawl config (or --config),
     as execute_tool would (the same launch-line trust, backends.SpecSource), and stopped again."""
     from ..crawl.connect import list_server_tools
@@ -195,7 +215,7 @@ def check(
             return res.tools
 
         anyio.run(lambda: check_live(checks, lister, quarantine=scope.approved_only))
-        return _summary(checks, scope, db.path)
+        return CheckReport(db.path, scope.approved_only, checks)
     finally:
         db.close()
 

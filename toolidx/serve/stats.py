@@ -10,7 +10,8 @@ every machine, applied identically to both sides so the ratio is fair.
 from __future__ import annotations
 
 import json
-from typing import Any, TypedDict
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..core.budget import CHARS_PER_TOKEN, estimate_tokens
 from ..core.filters import Filters
@@ -18,8 +19,12 @@ from ..store.db import Database
 from ..store.stats import definitions_by_server, server_statuses
 from .metatools import META_TOOLS, meta_tools
 
+if TYPE_CHECKING:
+    from ..catalog.usage import UsageReport
 
-class ServerTokens(TypedDict):
+
+@dataclass
+class ServerTokens:
     server: str
     status: str | None
     tools: int
@@ -27,20 +32,55 @@ class ServerTokens(TypedDict):
     max_tool_tokens: int
 
 
-class IndexStats(TypedDict):
-    """What `index_stats` returns (the `stats --json` document's body)."""
+@dataclass
+class IndexStats:
+    """What `index_stats` returns (`to_json()`: the `stats --json` document's body)."""
 
-    servers: list[ServerTokens]
-    tools: int
-    tool_tokens: int
-    meta_tools: int
-    meta_tokens: int
-    saved_tokens: int
-    saving_pct: float
-    ratio: float | None
-    tokenizer: str
+    servers: list[ServerTokens]  # most tokens first
+    meta_tokens: int  # the meta-tools as serve sends them, with this catalog's summary
     filters: dict[str, Any]
-    cache: dict[str, Any]
+    cache: dict[str, Any]  # what this process derived from the index so far (store/cache.py)
+    usage: UsageReport | None = None  # stats --usage
+    meta_tools: int = len(META_TOOLS)
+    tokenizer: str = f"approximation: ceil(compact JSON characters / {CHARS_PER_TOKEN}) per definition"
+
+    @property
+    def tools(self) -> int:
+        return sum(r.tools for r in self.servers)
+
+    @property
+    def tool_tokens(self) -> int:
+        return sum(r.tokens for r in self.servers)
+
+    @property
+    def saved_tokens(self) -> int:
+        return self.tool_tokens - self.meta_tokens
+
+    @property
+    def saving_pct(self) -> float:
+        return round(100.0 * self.saved_tokens / self.tool_tokens, 1) if self.tool_tokens else 0.0
+
+    @property
+    def ratio(self) -> float | None:
+        return round(self.tool_tokens / self.meta_tokens, 1) if self.meta_tokens else None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "servers": [asdict(r) for r in self.servers],
+            "tools": self.tools,
+            "tool_tokens": self.tool_tokens,
+            "meta_tools": self.meta_tools,
+            "meta_tokens": self.meta_tokens,
+            "saved_tokens": self.saved_tokens,
+            "saving_pct": self.saving_pct,
+            "ratio": self.ratio,
+            "tokenizer": self.tokenizer,
+            "filters": self.filters,
+            "cache": self.cache,
+        }
+        if self.usage is not None:
+            out["usage"] = self.usage.to_json()
+        return out
 
 
 def catalog_of(db: Database, rows: list[ServerTokens], filters: Filters | None) -> tuple:
@@ -48,40 +88,18 @@ def catalog_of(db: Database, rows: list[ServerTokens], filters: Filters | None) 
     from ..catalog.listing import categories
 
     cats = [c.name for c in categories(db, filters).categories if c.name]
-    return sum(r["tools"] for r in rows), [(r["server"], r["tools"]) for r in rows], cats
+    return sum(r.tools for r in rows), [(r.server, r.tools) for r in rows], cats
 
 
-def index_stats(db: Database, filters: Filters | None = None) -> IndexStats:
-    """{"servers": [{"server", "status", "tools", "tokens", "max_tool_tokens"}], "tools",
-    "tool_tokens", "meta_tools", "meta_tokens", "saved_tokens", "saving_pct", "ratio", "tokenizer"}."""
+def index_stats(db: Database, filters: Filters | None = None, usage: UsageReport | None = None) -> IndexStats:
+    """Tokens of every tool definition in scope, per server, against the meta-tools'; with `usage`
+    (`catalog.usage.usage_report`), the usage report beside them."""
     defs = definitions_by_server(db, filters)
     status = server_statuses(db)
     rows: list[ServerTokens] = []
     for server, items in sorted(defs.items()):
         per = [estimate_tokens(json.loads(d)) for d in items]
-        rows.append(
-            {
-                "server": server,
-                "status": status.get(server),
-                "tools": len(items),
-                "tokens": sum(per),
-                "max_tool_tokens": max(per) if per else 0,
-            }
-        )
-    rows.sort(key=lambda r: (-r["tokens"], r["server"]))
-    total = sum(r["tokens"] for r in rows)
+        rows.append(ServerTokens(server, status.get(server), len(items), sum(per), max(per) if per else 0))
+    rows.sort(key=lambda r: (-r.tokens, r.server))
     meta = sum(estimate_tokens(t) for t in meta_tools(catalog=catalog_of(db, rows, filters)))  # as sent
-    return {
-        "servers": rows,
-        "tools": sum(r["tools"] for r in rows),
-        "tool_tokens": total,
-        "meta_tools": len(META_TOOLS),
-        "meta_tokens": meta,
-        "saved_tokens": total - meta,
-        "saving_pct": round(100.0 * (total - meta) / total, 1) if total else 0.0,
-        "ratio": round(total / meta, 1) if meta else None,
-        "tokenizer": f"approximation: ceil(compact JSON characters / {CHARS_PER_TOKEN}) per definition",
-        "filters": filters.to_json() if filters else {},
-        # what this process derived from the index so far (store/cache.py): entries and their sizes
-        "cache": db.cache.stats(),
-    }
+    return IndexStats(rows, meta, filters.to_json() if filters else {}, db.cache.stats(), usage)
