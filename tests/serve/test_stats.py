@@ -46,6 +46,12 @@ def test_stats_table_and_summary_line(example_db, cli):
     r = cli("stats", "--db", example_db)
     assert r.code == 0 and r.stdout.splitlines()[0].split("\t")[:3] == ["server", "status", "tools"]
     assert "meta-tools" in r.stderr and "tokens" in r.stderr
+    # the example's 10 tools cost fewer tokens than the meta-tools: said so, not as a negative saving
+    s = cli("stats", "--db", example_db, "--json").json
+    assert s["saved_tokens"] < 0
+    per_tool = s["tool_tokens"] / s["tools"]
+    assert f"costs ~{-s['saved_tokens']:,} tokens more" in r.stderr and "Saved" not in r.stderr
+    assert f"from about {-(-s['meta_tokens'] // per_tool):.0f} tools" in r.stderr
 
 
 @pytest.mark.servers

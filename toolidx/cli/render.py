@@ -488,11 +488,17 @@ def stats_result(s: IndexStats, as_json: bool) -> None:
         return
     rows = [[r.server, r.status or "", r.tools, r.tokens, r.max_tool_tokens] for r in s.servers]
     table(["server", "status", "tools", "tokens", "largest tool"], rows)
-    note(
+    head = (
         f"{s.tools} tool definitions: ~{s.tool_tokens:,} tokens; toolidx serve's {s.meta_tools} "
-        f"meta-tools: ~{s.meta_tokens:,} tokens. Saved: ~{s.saved_tokens:,} tokens "
-        f"({s.saving_pct}%, {s.ratio}x smaller). Tokens: {s.tokenizer}."
+        f"meta-tools: ~{s.meta_tokens:,} tokens."
     )
+    if s.saved_tokens >= 0:
+        note(f"{head} Saved: ~{s.saved_tokens:,} tokens ({s.saving_pct}%, {s.ratio}x smaller). Tokens: {s.tokenizer}.")
+    else:  # a small catalog: the meta-tools cost more than the definitions they stand for
+        note(
+            f"{head} Serving costs ~{-s.saved_tokens:,} tokens more than the definitions themselves: "
+            f"the meta-tools pay off from about {s.break_even} tools of this size. Tokens: {s.tokenizer}."
+        )
     u = s.usage
     if u is not None:
 

@@ -10,6 +10,7 @@ every machine, applied identically to both sides so the ratio is fair.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,11 @@ class IndexStats:
     @property
     def ratio(self) -> float | None:
         return round(self.tool_tokens / self.meta_tokens, 1) if self.meta_tokens else None
+
+    @property
+    def break_even(self) -> int | None:
+        """About how many tools of this catalog's mean size the meta-tools' tokens stand for."""
+        return math.ceil(self.meta_tokens / (self.tool_tokens / self.tools)) if self.tool_tokens else None
 
     def to_json(self) -> dict[str, Any]:
         out = {
