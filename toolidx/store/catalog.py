@@ -34,9 +34,11 @@ def page_tools(
     where, params = _where(filters)
     direction = "DESC" if descending else "ASC"
     order = ", ".join(f"{c} {direction}" for c in SORTS[sort])
+    # every row: SQLite's LIMIT -1 is PostgreSQL's LIMIT NULL
+    bound = None if limit < 0 and getattr(db, "dialect", "sqlite") == "postgres" else limit
     rows = db.query(
         f"SELECT {LIST_COLUMNS} FROM tools t WHERE {where} ORDER BY {order}, t.id ASC LIMIT ? OFFSET ?",
-        [*params, limit, offset],
+        [*params, bound, offset],
     )
     return [decode(r) for r in rows]
 
