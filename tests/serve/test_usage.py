@@ -85,7 +85,7 @@ def test_every_execute_is_recorded_with_its_outcome_and_survives_a_recrawl(index
     assert m["crashy/echo"]["last_used"].endswith("Z")
     servers = store.server_metrics()
     assert servers["crashy"]["calls"] == 5 and "" not in servers
-    rows = store.conn.execute("SELECT scope FROM calls").fetchall()
+    rows = store.rows("SELECT scope FROM calls")
     assert {r[0] for r in rows} == {""}  # no scope: everything
     store.close()
 
@@ -114,7 +114,7 @@ def test_every_execute_is_recorded_with_its_outcome_and_survives_a_recrawl(index
     assert dsc["metrics"]["calls"] in (3, 4) and "Usage:" in dtext
     store = open_usage(srv2.discovery.usage.path, create=False)
     assert store.tool_metrics()["crashy/echo"]["calls"] == 4
-    assert ("servers=crashy",) in store.conn.execute("SELECT scope FROM calls").fetchall()
+    assert ("servers=crashy",) in store.rows("SELECT scope FROM calls")
     store.close()
 
 

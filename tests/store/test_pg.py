@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 from conftest import CATALOG_DATA, raw, run_cli, write_config
 
+from toolidx.core.clock import now_iso
 from toolidx.core.errors import DatabaseError
 from toolidx.store.db import open_db
 from toolidx.store.migrations import MIGRATIONS
 from toolidx.store.pg import PG_MIGRATIONS, public_url, translate
+from toolidx.store.usage import MAX_EXAMPLES_PER_TOOL, open_usage, usage_path
 
 # --- SQL translation (no server) --------------------------------------------------------------------
 
@@ -86,10 +88,17 @@ def test_postgresql_has_the_file_tables_and_columns(pg_url, tmp_path):
     pg: dict[str, list[str]] = {}
     for r in rows:
         pg.setdefault(r["table_name"], []).append(r["column_name"])
-    # the keyword index is FTS5's tools_fts in a file, postings of the same tokens here
-    assert set(pg) - set(_columns_sqlite(str(tmp_path / "f.db"))) == {"tool_terms", "tool_docsize"}
+    # the keyword index is FTS5's tools_fts in a file, postings of the same tokens here; usage
+    # (a file of its own beside an index file) is the catalog's calls and examples here
+    assert set(pg) - set(_columns_sqlite(str(tmp_path / "f.db"))) == {"tool_terms", "tool_docsize", "calls", "examples"}
     for table, cols in _columns_sqlite(str(tmp_path / "f.db")).items():
         assert pg[table] == cols, table
+    u = open_usage(tmp_path / "u.db")
+    for table in ("calls", "examples"):
+        on_file = [r[1] for r in u.rows(f"PRAGMA table_info({table})")]
+        # SQLite's implicit rowid, the tie-break of two examples recorded in one millisecond, is a column here
+        assert [c for c in pg[table] if c != "rowid"] == on_file, table
+    u.close()
 
 
 def test_concurrent_first_connects_migrate_once(pg_url):
@@ -424,3 +433,149 @@ def test_merge_moves_a_catalog_into_postgresql_and_back(tmp_path, pg_url):
         outs = [_norm(run_cli(*args, "--db", t, "--json").stdout, t) for t in (f, pg_url, back)]
         assert outs[0] == outs[1] == outs[2], args
     assert run_cli("merge", pg_url, "-o", pg_url).code == 2  # never over an input
+
+
+# --- usage rows, shared by every replica ------------------------------------------------------------------
+
+
+def _usage_story(u) -> dict:
+    """The same calls and examples recorded through the one UsageStore interface, and what it then says."""
+    for d in (10, 20, 30, 40, 1000):
+        u.record_call("s/t", "s", "ok", d)
+    u.record_call("s/t", "s", "tool_error", 50)
+    u.record_call("s/t", "s", "invalid_arguments", 0.1)  # no server time: not in the durations
+    at = now_iso()
+    # one batch; a refused call keeps the name as the (untrusted) caller sent it, NUL included
+    u.record_calls([("no\x00such", "", "refused", 0.1, "", at), ("s/u", "s", "timeout", 2000.0, "servers=s", at)])
+    for n in range(MAX_EXAMPLES_PER_TOOL + 2):
+        u.add_example("s/t", {"n": n}, "servers=s")
+    u.add_example("s/t", {"q": "all"}, "")
+    u.add_example("s/t", {"q": "all"}, "")  # a repeat is not a new example
+
+    def timeless(metrics: dict) -> dict:
+        return {k: {f: v for f, v in m.items() if f != "last_used"} for k, m in metrics.items()}
+
+    return {
+        "tools": timeless(u.tool_metrics()),
+        "servers": timeless(u.server_metrics()),
+        "unresolved": u.unresolved_calls(),
+        "team": [e["arguments"] for e in u.examples("s/t", "servers=s")],
+        "everyone": [e["arguments"] for e in u.examples("s/t", "")],
+        "all": sorted(e["scope"] for e in u.examples("s/t")),
+        "with": (u.tools_with_examples("servers=s"), u.tools_with_examples("servers=x"), u.tools_with_examples()),
+        "refused": sorted(r[0] for r in u.rows("SELECT tool_id FROM calls WHERE server = ''")),
+    }
+
+
+def test_usage_in_the_catalog_says_what_the_usage_file_says(tmp_path, pg_url):
+    """Usage on PostgreSQL is the catalog's calls and examples: the file's figures, scopes, example
+    limit and outcomes; its writes move no data_version and never wait for a crawl's lock."""
+    on_file = open_usage(tmp_path / "u.db")
+    file_story = _usage_story(on_file)
+    on_file.close()
+    db = open_db(pg_url, create=True)
+    assert usage_path(pg_url) == pg_url and usage_path(db.path, tmp_path / "mine.db") == tmp_path / "mine.db"
+    before = db.data_version()
+    u = open_usage(usage_path(pg_url))  # a connection of its own, as serve's writer has
+    pg_story = _usage_story(u)
+    assert pg_story == file_story
+    assert pg_story["tools"]["s/t"]["calls"] == 7 and pg_story["tools"]["s/t"]["p95_ms"] == 1000
+    assert pg_story["team"] == [{"n": n} for n in range(MAX_EXAMPLES_PER_TOOL + 1, 1, -1)]  # the newest, newest first
+    assert pg_story["everyone"] == [{"q": "all"}] and pg_story["refused"] == ["no\ufffdsuch"]
+    assert db.scalar("SELECT count(*) FROM calls") == 9  # in the catalog's schema, read by any connection
+    assert db.data_version() == before  # replicas do not reload for a call
+    with db.transaction():  # a crawl's write transaction holds the writers' lock ...
+        t = time.monotonic()
+        u.record_call("s/t", "s", "ok", 5)  # ... and a call's row does not wait for it
+        assert time.monotonic() - t < 2
+    assert u.tool_metrics(["s/t"])["s/t"]["calls"] == 8
+    u.close()
+    db.close()
+
+
+def _mcp(base: str, calls: list[tuple[str, dict]]) -> list[dict]:
+    """Tool calls over one MCP session with a serve --http replica: their structured answers."""
+    import anyio
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async def main() -> list[dict]:
+        http = create_mcp_http_client()
+        out = []
+        async with http, Client(streamable_http_client(base + "/mcp", http_client=http), mode="legacy") as c:
+            for name, args in calls:
+                r = await c.call_tool(name, args)
+                assert not r.is_error, r.content
+                out.append(r.structured_content)
+        return out
+
+    return anyio.run(main)
+
+
+def _run_tool(tool: str, path: str) -> tuple[str, dict]:
+    return ("execute_tool", {"tool_name": tool, "arguments": {"path": path}})
+
+
+def _described(base: str, tool: str) -> dict:
+    return _mcp(base, [("describe_tool", {"tool_name": tool, "include_metrics": True, "include_examples": True})])[0]
+
+
+def _recorded(described: dict) -> list[dict]:
+    return [e["arguments"] for e in described.get("examples", []) if e["source"] == "recorded"]
+
+
+def _usage_json(url: str) -> dict:
+    r = run_cli("stats", "--db", url, "--usage", "--json")
+    assert r.code == 0, r.stderr
+    return r.json["usage"]
+
+
+@pytest.mark.slow
+def test_replicas_record_usage_into_one_catalog(tmp_path, pg_url):
+    """Two serve --http replicas (the second scoped to one server) record their execute_tool calls
+    into the catalog: each sees the other's calls, examples stay in the scope that recorded them,
+    and the CLI, doctor and a merge over the catalog read or keep one set of rows."""
+    cfg = write_config(tmp_path / "a.json", {"a": raw("ok", "--prefix", "alpha_")})
+    assert run_cli("crawl", "--config", cfg, "--db", pg_url, "--model", "none").code == 0
+    procs = []
+    try:
+        (p1, one), (p2, two) = (
+            _replica(pg_url, tmp_path / "r1.err", "--config", str(cfg), "--record-examples"),
+            _replica(pg_url, tmp_path / "r2.err", "--config", str(cfg), "--record-examples", "--server", "a"),
+        )
+        procs = [p1, p2]
+        _mcp(one, [_run_tool("a/alpha_tool_0", "/from/one")] * 2)
+        _mcp(two, [_run_tool("a/alpha_tool_1", "/from/two")])
+        assert _until(lambda: _described(two, "a/alpha_tool_0")["metrics"]["calls"] == 2), "one's calls not seen"
+        assert _until(lambda: _described(one, "a/alpha_tool_1")["metrics"]["calls"] == 1), "two's call not seen"
+        # an example is shown in the scope that recorded it: two (servers=a) never sees one's callers'
+        assert _recorded(_described(one, "a/alpha_tool_0")) == [{"path": "/from/one"}]
+        assert _recorded(_described(two, "a/alpha_tool_0")) == []
+        assert _recorded(_described(two, "a/alpha_tool_1")) == [{"path": "/from/two"}]
+        assert _recorded(_described(one, "a/alpha_tool_1")) == []
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(timeout=20)
+    usage = _usage_json(pg_url)
+    assert usage["usage_file"] == pg_url and usage["calls"] == 3
+    assert [(t["id"], t["calls"], t["ok"]) for t in usage["tools"]] == [
+        ("a/alpha_tool_0", 2, 2),
+        ("a/alpha_tool_1", 1, 1),
+    ]
+    assert [(s["server"], s["calls"]) for s in usage["servers"]] == [("a", 3)]
+    r = run_cli("describe", "a/alpha_tool_1", "--db", pg_url, "--metrics", "--examples", "--json")
+    assert r.code == 0 and r.json["metrics"]["calls"] == 1, r.stderr
+    assert _recorded(r.json) == [{"path": "/from/two"}]  # the CLI (the catalog's owner) sees every scope
+    r = run_cli("list", "--db", pg_url, "--sort", "calls", "--page-size", "2", "--json")
+    assert [(t["id"], t["usage"]["calls"]) for t in r.json["items"]] == [("a/alpha_tool_0", 2), ("a/alpha_tool_1", 1)]
+    r = run_cli("doctor", "--db", pg_url, "--model", "none", "--json")
+    (line,) = [c for c in r.json["checks"] if c["area"] == "usage"]
+    assert line["status"] == "ok" and "3 calls of 2 tools" in line["detail"], line
+    # a merge replaces the catalog's tools, not its usage (as a usage file outlives its index)
+    f = str(tmp_path / "f.db")
+    assert run_cli("crawl", "--config", cfg, "--db", f, "--model", "none").code == 0
+    assert run_cli("merge", f, "-o", pg_url).code == 0
+    assert _usage_json(pg_url)["calls"] == 3
+    assert run_cli("stats", "--db", f, "--usage", "--json").json["usage"]["calls"] == 0  # nor is usage carried

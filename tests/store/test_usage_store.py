@@ -1,13 +1,14 @@
 """The usage file on its own (store/usage.py): where it lives, what it refuses, what it computes.
-Real SQLite files; no servers (serve's recording is in tests/serve/test_usage.py)."""
+Real SQLite files; no servers (serve's recording is in tests/serve/test_usage.py; usage in a
+PostgreSQL catalog is in tests/store/test_pg.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from toolidx.core.errors import DatabaseError
+from toolidx.core.errors import DatabaseError, UsageError
 from toolidx.store.db import open_db
-from toolidx.store.usage import MAX_EXAMPLES_PER_TOOL, open_usage, usage_path
+from toolidx.store.usage import MAX_EXAMPLES_PER_TOOL, open_usage, shown, usage_path
 
 
 def test_where_the_usage_file_lives(tmp_path, monkeypatch):
@@ -29,6 +30,19 @@ def test_where_the_usage_file_lives(tmp_path, monkeypatch):
         assert usage_path(index) == fallback  # stable: the CLI finds what serve wrote
     finally:
         index.parent.chmod(0o755)
+
+
+def test_a_postgresql_catalog_keeps_usage_in_its_own_tables_unless_a_file_is_named(tmp_path, monkeypatch):
+    monkeypatch.delenv("TOOLIDX_USAGE_DB", raising=False)
+    url = "postgresql://app:s3cret@db.example/tools?schema=t"
+    assert usage_path(url) == url  # the catalog's own tables: one place for every replica
+    assert usage_path(url, tmp_path / "mine.db") == tmp_path / "mine.db"  # a file named is a local file
+    monkeypatch.setenv("TOOLIDX_USAGE_DB", str(tmp_path / "env.db"))
+    assert usage_path(url) == tmp_path / "env.db"
+    with pytest.raises(UsageError, match="names a usage file, not a database URL") as e:
+        usage_path(url, "postgresql://app:s3cret@elsewhere/x")
+    assert "s3cret" not in str(e.value)
+    assert shown(url) == "postgresql://app:***@db.example/tools?schema=t"
 
 
 def test_figures_and_examples(tmp_path):

@@ -1,6 +1,7 @@
 """Usage as the CLI and the meta-tools show it: one tool's metrics, and the per-tool and
-per-server report of `toolidx stats --usage`. The figures come from the usage file
-(store/usage.py), the tool list from the index."""
+per-server report of `toolidx stats --usage`. The figures come from the usage store
+(store/usage.py: the usage file, or a catalog in PostgreSQL's own tables), the tool list from the
+index."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ..store.usage import UsageStore
 
 @dataclass
 class Metrics:
-    """One tool's (or server's) calls as the usage file holds them (zeros: never called)."""
+    """One tool's (or server's) calls as the usage store holds them (zeros: never called)."""
 
     calls: int = 0
     ok: int = 0
@@ -42,7 +43,7 @@ class Metrics:
 class UsageReport:
     """What `usage_report` returns (`to_json()`: `stats --usage --json`'s `usage`)."""
 
-    usage_file: str | None
+    usage_file: str | None  # where usage is kept: the file, or the catalog's URL (no password)
     calls: int
     unresolved: int  # refused calls that named no tool in scope: in neither list
     tools: list[tuple[str, Metrics, bool]]  # (id, its metrics, removed from the index since)

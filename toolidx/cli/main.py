@@ -218,7 +218,7 @@ UsageDbOpt = typer.Option(
     envvar="TOOLIDX_USAGE_DB",
     show_envvar=True,
     help="Usage file (default: INDEX.usage.db, or under $XDG_STATE_HOME/toolidx/usage "
-    "when the index's folder is read-only).",
+    "when the index's folder is read-only; with a postgresql:// --db, the catalog's own tables).",
 )
 MaxTokensOpt = typer.Option(
     None,
@@ -267,13 +267,13 @@ def _catalog_filters(
 
 
 def _usage(database, usage_db: Optional[Path]):
-    """The index's usage file for reading (None when nothing was recorded yet, or when it is
-    unusable: then one warning line, and the command goes on without it)."""
-    from ..store.usage import open_usage, usage_path
+    """The index's usage for reading: its usage file, or a catalog in PostgreSQL's own tables (None
+    when nothing was recorded yet, or when it is unusable: then one warning line, and the command
+    goes on without it)."""
+    from ..store.usage import catalog_usage
 
-    path = usage_path(database.path, usage_db)
     try:
-        store = open_usage(path, create=False)
+        store = catalog_usage(database, usage_db)
     except ToolidxError as e:
         render.warning(f"usage metrics unavailable: {e}")
         return None
@@ -466,7 +466,8 @@ def serve(
     record_examples: bool = typer.Option(
         False,
         "--record-examples",
-        help="Keep successful calls' arguments as usage examples (secret-looking values redacted), in the usage file.",
+        help="Keep successful calls' arguments as usage examples (secret-looking values redacted), "
+        "in the usage file (a postgresql:// catalog: its own tables).",
     ),
     trust_index: bool = typer.Option(
         False,
@@ -687,9 +688,9 @@ def stats(
     report = None
     if usage:
         from ..catalog.usage import usage_report
-        from ..store.usage import usage_path
+        from ..store.usage import shown, usage_path
 
-        report = usage_report(database, _usage(database, usage_db), filters, str(usage_path(database.path, usage_db)))
+        report = usage_report(database, _usage(database, usage_db), filters, shown(usage_path(database.path, usage_db)))
     render.stats_result(index_stats(database, filters, report), as_json)
 
 

@@ -261,48 +261,60 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
 
 
 def check_usage(report: DoctorReport, db_path: str, usage_db: str | None = None) -> None:
-    """The usage file serve records calls in (store.usage): a broken one is a warning (serve and the
-    usage sorts go on without it), as is one serve could not write to."""
-    from ..store.usage import usage_facts, usage_path
+    """Where serve records calls (store.usage: the usage file, or a catalog in PostgreSQL's own
+    tables): a broken one is a warning (serve and the usage sorts go on without it), as is one
+    serve could not write to."""
+    from ..store.usage import shown, usage_facts, usage_path
 
     try:
-        path = usage_path(db_path, usage_db)
-    except ToolidxError as e:  # --usage-db names a FIFO or a device: reported, never opened
+        target = usage_path(db_path, usage_db)
+    except ToolidxError as e:  # --usage-db names a FIFO, a device or a URL: reported, never opened
         report.add("usage", "usage file", WARN, f"{e.where}: {e.what}", e.fix)
         return
-    if not path.exists():
+    where = shown(target)
+    if isinstance(target, Path) and not target.exists():
         report.add(
-            "usage", "usage file", OK, f"{path}: nothing recorded yet (toolidx serve records each execute_tool there)"
+            "usage", "usage file", OK, f"{where}: nothing recorded yet (toolidx serve records each execute_tool there)"
         )
         return
     try:
-        facts = usage_facts(path)
+        facts = usage_facts(target)
     except ToolidxError as e:
         report.add(
             "usage",
             "usage file",
             WARN,
-            f"{path}: {e.what}; serve records no usage and the usage sorts and metrics are empty",
+            f"{where}: {e.what}; serve records no usage and the usage sorts and metrics are empty",
             e.fix,
         )
         return
-    report.add(
-        "usage",
-        "usage file",
-        OK,
-        f"{path}: {plural(facts['calls'], 'call')} of "
-        f"{plural(facts['tools_called'], 'tool')}, last {facts['last_call'] or 'never'}; "
-        f"{plural(facts['tools_with_examples'], 'tool')} "
-        "with recorded examples"
-        + ("" if facts["current"] else f" (schema v{facts['schema_version']}, upgraded by serve)"),
-    )
+    if not facts["schema_version"]:  # a catalog whose usage tables no writing connection made yet
+        report.add(
+            "usage",
+            "usage file",
+            OK,
+            f"{where}: nothing recorded yet (the usage tables are made when toolidx serve or crawl connects)",
+        )
+    else:
+        report.add(
+            "usage",
+            "usage file",
+            OK,
+            f"{where}: {plural(facts['calls'], 'call')} of "
+            f"{plural(facts['tools_called'], 'tool')}, last {facts['last_call'] or 'never'}; "
+            f"{plural(facts['tools_with_examples'], 'tool')} "
+            "with recorded examples"
+            + ("" if facts["current"] else f" (schema v{facts['schema_version']}, upgraded by serve)"),
+        )
     if not facts["writable"]:
         report.add(
             "usage",
             "usage writable",
             WARN,
-            f"{path} cannot be written: serve will record no calls",
-            "make it writable, or choose another file with --usage-db / TOOLIDX_USAGE_DB",
+            f"{where} cannot be written: serve will record no calls",
+            "make it writable, or choose another file with --usage-db / TOOLIDX_USAGE_DB"
+            if isinstance(target, Path)
+            else "grant the serve role INSERT on calls and INSERT, UPDATE, DELETE on examples",
         )
 
 

@@ -1,7 +1,9 @@
 """What serve records about `execute_tool` calls, off the request path: a call's outcome is put on
-a queue and one writer thread writes what gathered in BATCH_S to the usage file (store/usage.py)
-in one short transaction of its own. A usage file that cannot be opened (corrupt, foreign, unwritable) turns metrics off
-with one warning; a write that fails is logged; neither ever fails a call or blocks a search.
+a queue and one writer thread writes what gathered in BATCH_S to the usage store (store/usage.py:
+the usage file, or a catalog in PostgreSQL's own tables, shared by every replica) in one short
+transaction of its own, on a connection of its own. Usage that cannot be opened (a corrupt,
+foreign or unwritable file; a catalog that refuses the connection) turns metrics off with one
+warning; a write that fails is logged; neither ever fails a call or blocks a search.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ..core.clock import now_iso
 from ..core.errors import ToolidxError
 from ..core.filters import Filters
 from ..core.redact import redact
-from ..store.usage import UsageStore, open_usage, usage_path
+from ..store.usage import UsageStore, open_usage, shown, usage_path
 
 log = logging.getLogger("toolidx")
 
@@ -38,7 +40,8 @@ def scope_label(scope: Filters | None) -> str:
 
 
 class Usage:
-    """serve's usage file: `store` is None when metrics are off (`problem` says why)."""
+    """serve's usage: `store` is None when metrics are off (`problem` says why). `path` names
+    where it is kept: the usage file, or the catalog's URL (without password)."""
 
     def __init__(
         self,
@@ -48,13 +51,14 @@ class Usage:
         record_examples: bool = False,
         scope: Filters | None = None,
     ):
-        self.path: Path = usage_path(index_path, explicit)
+        target = usage_path(index_path, explicit)
+        self.path: Path | str = target if isinstance(target, Path) else shown(target)
         self.record_examples = record_examples
         self.scope = scope_label(scope)
         self.store: UsageStore | None = None
         self.problem: str | None = None
         try:
-            self.store = open_usage(self.path, create=True)
+            self.store = open_usage(target, create=True)
         except ToolidxError as e:
             self.problem = str(e)
             log.warning(f"usage metrics off, serving without them: {e}")
@@ -98,7 +102,7 @@ class Usage:
                     break
             try:
                 self._write(items)
-            except Exception as e:  # a full disk, a file deleted under us: log, keep serving
+            except Exception as e:  # a full disk, a file deleted under us, the database gone: log, keep serving
                 if not self._failed:
                     log.warning(f"usage not recorded ({self.path}): {type(e).__name__}: {e}")
                     self._failed = True

@@ -212,7 +212,9 @@ _CLEARED = (
     "approvals",
     "server_approvals",
 )
-_KEPT_META = ("application", "schema_version", "data_version")  # what makes a PostgreSQL catalog ours
+# what makes a PostgreSQL catalog ours; its usage tables (store/usage.py) are not the catalog's and
+# stay, as a usage file beside an index stays when the index is replaced
+_KEPT_META = ("application", "schema_version", "data_version", "usage_schema_version")
 
 
 def _clear(out: Database) -> None:

@@ -18,6 +18,9 @@ has (FTS5, sqlite-vec, PRAGMA), it branches on `db.dialect` itself, inside store
   in-memory SQLite), stored as postings (`tool_terms`, `tool_docsize`), so BM25 ranks exactly as
   on the file. Vectors: pgvector's `vector(dim)` with an HNSW index when the extension is there,
   else `real[]` and an exact scan.
+- Usage rows (serve's calls and recorded examples, store/usage.py) live in the same schema with
+  migrations of their own; they are written in `row_transaction`s, which take no writers' lock
+  and move no data_version.
 """
 
 from __future__ import annotations
@@ -350,14 +353,30 @@ class PgDatabase(Database):
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
-        """One write transaction; writers take turns (WRITE_LOCK), readers see all of it or none."""
+        """One write transaction; writers take turns (WRITE_LOCK), readers see all of it or none.
+        Every replica notices it (data_version, NOTIFY)."""
+        with self._write(catalog=True) as conn:
+            yield conn
+
+    @contextmanager
+    def row_transaction(self) -> Iterator[Any]:
+        """A short write transaction of rows beside the catalog (usage: store/usage.py): it takes
+        no writers' lock, so it never waits for a crawl, and moves no data_version, so replicas do
+        not reload for it."""
+        with self._write(catalog=False) as conn:
+            yield conn
+
+    @contextmanager
+    def _write(self, *, catalog: bool) -> Iterator[Any]:
         with self.lock:
             self.conn.execute("BEGIN")
             try:
-                self.conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+                if catalog:
+                    self.conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
                 yield self.conn
-                self.conn.execute("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'data_version'")
-                self.conn.raw.execute(f"NOTIFY {CHANNEL}")
+                if catalog:
+                    self.conn.execute("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'data_version'")
+                    self.conn.raw.execute(f"NOTIFY {CHANNEL}")
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
@@ -455,6 +474,12 @@ def _vector_support(raw: Any, readonly: bool) -> tuple[str, str | None]:
 
 
 def _migrate(raw: Any, schema: str, shown: str, *, readonly: bool, create: bool) -> None:
+    """Apply the migrations the schema lacks: the catalog's (PG_MIGRATIONS, counted by
+    meta.schema_version) and the usage tables' (store/usage.py's PG_USAGE_MIGRATIONS, counted by
+    meta.usage_schema_version). Read-only, a catalog that lacks only the usage tables is read as
+    it is: readers take missing usage tables as nothing recorded."""
+    from .usage import PG_USAGE_MIGRATIONS
+
     if len(PG_MIGRATIONS) != len(MIGRATIONS):  # a migration added to one engine only
         raise DatabaseError(
             f"this toolidx has {len(MIGRATIONS)} SQLite migrations but {len(PG_MIGRATIONS)} PostgreSQL ones",
@@ -468,7 +493,8 @@ def _migrate(raw: Any, schema: str, shown: str, *, readonly: bool, create: bool)
             where=shown,
             fix="upgrade toolidx",
         )
-    if version == len(MIGRATIONS):
+    usage_current = bool(exists) and _meta_int(raw, schema, "usage_schema_version") >= len(PG_USAGE_MIGRATIONS)
+    if version == len(MIGRATIONS) and (usage_current or readonly):
         return
     if readonly:
         raise DatabaseError(
@@ -492,20 +518,36 @@ def _migrate(raw: Any, schema: str, shown: str, *, readonly: bool, create: bool)
         for i in range(version, len(PG_MIGRATIONS)):
             for stmt in _statements(PG_MIGRATIONS[i]):
                 raw.execute(stmt)
+        rows = []
         if version < len(PG_MIGRATIONS):
             rows = [("application", APP_MARK), ("schema_version", str(len(PG_MIGRATIONS)))]
             if version == 0:
                 rows.append(("data_version", "0"))
-            for k, v in rows:
-                raw.execute(
-                    "INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
-                    "SET value = excluded.value",
-                    (k, v),
-                )
+        usage = _meta_int(raw, schema, "usage_schema_version")
+        for i in range(usage, len(PG_USAGE_MIGRATIONS)):  # a newer toolidx's usage tables: left as they are
+            for stmt in _statements(PG_USAGE_MIGRATIONS[i]):
+                raw.execute(stmt)
+        if usage < len(PG_USAGE_MIGRATIONS):
+            rows.append(("usage_schema_version", str(len(PG_USAGE_MIGRATIONS))))
+        for k, v in rows:
+            raw.execute(
+                "INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (k, v),
+            )
         raw.execute("COMMIT")
     except BaseException:
         raw.execute("ROLLBACK")
         raise
+
+
+def _meta_int(raw: Any, schema: str, key: str) -> int:
+    """A number meta holds (0 when the schema has no meta table, or meta no such key)."""
+    if not raw.execute(
+        "SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND table_name = 'meta'", (schema,)
+    ).fetchone():
+        return 0
+    row = raw.execute(f"SELECT value FROM {schema}.meta WHERE key = %s", (key,)).fetchone()
+    return int(row[0]) if row and row[0] else 0
 
 
 def _version(raw: Any, schema: str, shown: str) -> int:
@@ -529,8 +571,7 @@ def _version(raw: Any, schema: str, shown: str) -> int:
             where=shown,
             fix="name another schema with ?schema=NAME",
         )
-    v = raw.execute(f"SELECT value FROM {schema}.meta WHERE key = 'schema_version'").fetchone()
-    return int(v[0]) if v else 0
+    return _meta_int(raw, schema, "schema_version")
 
 
 def _statements(script: str) -> list[str]:
