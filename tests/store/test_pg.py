@@ -687,11 +687,18 @@ def test_a_replica_survives_a_database_restart(tmp_path, pg_url, pg_server):
         server.stop()
         try:
             code, doc = search()
-            assert code != 200 and doc["code"] == "index_error" and "\n" not in doc["message"], doc  # one line
+            # the server's fault, for now: 503 (a load balancer retries elsewhere), one line
+            assert code == 503 and doc["code"] == "index_error" and "\n" not in doc["message"], doc
+            # and /healthz says so within a poll, without a query of its own
+            assert _until(lambda: _status(base, "/healthz")[0] == 503), _status(base, "/healthz")
+            health = _status(base, "/healthz")[1]
+            assert health["status"] == "unavailable" and "reconnect" in health["index"], health
             assert proc.poll() is None
         finally:
             server.ensure_postgres_running()
         assert _until(lambda: search()[0] == 200), search()
+        assert _until(lambda: _status(base, "/healthz")[0] == 200), _status(base, "/healthz")
+        assert _status(base, "/healthz")[1]["status"] == "ok" and "index" not in _status(base, "/healthz")[1]
         assert search()[1]["hits"]
         _mcp(base, [_run_tool("a/alpha_tool_0", "/after-restart")])
         assert _until(lambda: _usage_json(pg_url)["calls"] == 3), "a call after the restart was not recorded"
@@ -699,3 +706,22 @@ def test_a_replica_survives_a_database_restart(tmp_path, pg_url, pg_server):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_no_command_prints_the_password_of_the_url(pg_url, tmp_path):
+    """A catalog URL with a password (the socket's trust ignores it): what each command prints,
+    text or JSON, success or failure, names it as ***."""
+    url = pg_url.replace("postgres:@", "postgres:s3cret@", 1)
+    assert "s3cret" in url
+    cfg = write_config(tmp_path / "c.json", {"a": raw("ok")})
+    outs = [run_cli("crawl", "--config", cfg, "--db", url, "--model", "none", "--json")]
+    for args in (("doctor",), ("doctor", "--json"), ("history", "--json"), ("approve", "--all", "--json"), ("stats",)):
+        outs.append(
+            run_cli(*args, "--db", url, "--model", "none") if args[0] == "doctor" else run_cli(*args, "--db", url)
+        )
+    missing = url.replace("schema=", "schema=none_", 1)
+    outs.append(run_cli("doctor", "--db", missing, "--model", "none", "--json"))  # an index that is not there
+    assert all(r.code in (0, 1) for r in outs[:-1]), [(r.code, r.stderr) for r in outs]
+    assert outs[-1].code == 1 and "***" in outs[-1].stdout
+    for r in outs:
+        assert "s3cret" not in r.stdout + r.stderr, (r.stdout + r.stderr)[:2000]

@@ -198,19 +198,21 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
     """The index's facts (store.health.index_facts), or None when it cannot be opened."""
     from ..store.db import open_db
     from ..store.health import index_facts
+    from ..store.usage import shown
 
+    where = shown(db_path)  # a catalog's URL without its password
     try:
         db = open_db(db_path, readonly=True)
     except ToolidxError as e:
         report.add(
-            "index", "open", FAIL, f"{db_path}: {e.what}", e.fix or "crawl into a new file: toolidx crawl --config FILE"
+            "index", "open", FAIL, f"{where}: {e.what}", e.fix or "crawl into a new file: toolidx crawl --config FILE"
         )
         return None
     try:
         facts = index_facts(db)
     finally:
         db.close()
-    report.add("index", "open", OK, f"{db_path}: schema v{facts['schema_version']}, {plural(facts['tools'], 'tool')}")
+    report.add("index", "open", OK, f"{where}: schema v{facts['schema_version']}, {plural(facts['tools'], 'tool')}")
     if facts["integrity"] != ["ok"]:
         report.add(
             "index",
