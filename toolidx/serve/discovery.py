@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.budget import fit_budget
-from ..core.errors import INVALID_ARGUMENTS, NOT_APPROVED, UNKNOWN_TOOL, ToolidxError, UsageError
+from ..core.errors import INVALID_ARGUMENTS, NOT_APPROVED, UNKNOWN_TOOL, DatabaseError, ToolidxError, UsageError
 from ..core.filters import Filters
 from ..core.schemas import compile_validator, schema_errors
 from ..core.tooldoc import safe_names, server_name_parts
@@ -170,6 +170,9 @@ class _Served:
         self.pin_names: list[str] = []
         self.max_tokens = max_tokens
         self.config_path = config_path
+        # why the last look at the index failed (a catalog's database down), None when it worked:
+        # /healthz reads it, so a load balancer takes the replica out without a query of its own
+        self.index_problem: str | None = None
 
     def stat(self) -> tuple[int, int] | None:
         try:
@@ -179,7 +182,17 @@ class _Served:
         return (st.st_dev, st.st_ino)
 
     def refresh(self) -> bool:
-        """Reload when a crawl changed the index (or replaced the file). True if it changed."""
+        """Reload when a crawl changed the index (or replaced the file). True if it changed.
+        Raises DatabaseError when the index cannot be read (and remembers it: index_problem)."""
+        try:
+            changed = self._refresh()
+        except DatabaseError as e:
+            self.index_problem = e.what
+            raise
+        self.index_problem = None
+        return changed
+
+    def _refresh(self) -> bool:
         with self.lock:
             fid = self.stat()
             if fid is not None and fid != self.file_id:
@@ -284,6 +297,11 @@ class Discovery:
     def refresh(self) -> bool:
         """Reload when a crawl changed the index (or replaced the file). True if it changed."""
         return self._served.refresh()
+
+    @property
+    def index_problem(self) -> str | None:
+        """Why the last look at the index failed; None when it worked."""
+        return self._served.index_problem
 
     def scoped(self, scope: Filters) -> Discovery:
         """This index seen inside `scope` narrowed by this one's scope (an HTTP token's scope:

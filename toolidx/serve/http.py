@@ -29,7 +29,7 @@ import anyio
 
 from .. import __version__
 from ..core.counts import plural
-from ..core.errors import ToolidxError, UsageError
+from ..core.errors import DatabaseError, ToolidxError, UsageError
 from ..core.filters import Filters, compile_pattern
 from ..core.tokens import MAX_QUERY_CHARS
 from ..core.vocabulary import JSON_VERSION
@@ -483,14 +483,25 @@ def build_app(server: Any, tokens: Tokens, policy: HostPolicy, base_url: str | N
             await anyio.to_thread.run_sync(d.refresh)
             payload = await anyio.to_thread.run_sync(search_payload, d, request.query_params)
         except ToolidxError as e:
-            return JSONResponse({"toolidx": JSON_VERSION, "command": "error", **e.to_json()}, status_code=400)
+            # the index unreadable (a catalog's database down) is this server's fault, for now: 503
+            unavailable = isinstance(e, DatabaseError)
+            return JSONResponse(
+                {"toolidx": JSON_VERSION, "command": "error", **e.to_json()},
+                status_code=503 if unavailable else 400,
+                headers={"Retry-After": "5"} if unavailable else None,
+            )
         return JSONResponse(payload)
 
     async def openapi(_request: Request) -> JSONResponse:
         return JSONResponse(openapi_document(base_url))
 
     async def healthz(_request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "version": __version__, "model": disc.model.state})
+        # no query of its own: the poll (every --poll seconds) and each request look at the index
+        problem = disc.index_problem
+        body = {"status": "ok" if problem is None else "unavailable", "version": __version__, "model": disc.model.state}
+        if problem is not None:
+            body["index"] = problem
+        return JSONResponse(body, status_code=200 if problem is None else 503)
 
     routes = [
         Route("/v1/search", v1_search, methods=["GET"]),
