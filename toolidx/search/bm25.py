@@ -263,11 +263,7 @@ def candidates(
     if not terms:
         return []
     if retrieval.in_database(db):
-        toks = stems(db, terms) or {}
-        tw = term_weights or {}
-        return retrieval.keyword_candidates(
-            db, [(t, tw.get(w, 1.0)) for w in terms for t in toks.get(w, ())], limit, filters, weights, idf_power
-        )
+        return _in_database(db, terms, limit, filters, weights, idf_power, term_weights)
     with _lock:
         got = _get(db, weights)
         if got is None:
@@ -309,6 +305,31 @@ def candidates(
                 add[j] += vals[lo] * s
     scored = sorted(zip(cand, add), key=lambda x: (-x[1], x[0]))
     return scored[:limit]
+
+
+def _in_database(db, terms, limit, filters, weights, idf_power, term_weights) -> list[tuple[int, float]]:
+    """candidates() on PostgreSQL: the same split of the query's words into rare ones (summed over
+    every tool that has one) and common ones (added to the best RARE_FETCH tools by the rare part),
+    scored by PostgreSQL; a word's document frequency counted once per catalog version. A word the
+    tokenizer cuts in several tokens counts as those tokens (no phrase)."""
+    toks = stems(db, terms) or {}
+    tw = term_weights or {}
+    pairs = [(t, tw.get(w, 1.0)) for w in terms for t in toks.get(w, ())]
+    if not pairs:
+        return []
+    nrow, _ = retrieval.keyword_totals(db)
+    df = retrieval.keyword_df(db, [t for t, _ in pairs])
+
+    def idf(n: int) -> float:
+        v = math.log((nrow - n + 0.5) / (n + 0.5))
+        return v if v > 0 else 1e-6  # as FTS5
+
+    cut = max(COMMON_MIN_DF, COMMON_SHARE * nrow)
+    rare = [(t, idf(df[t]) ** idf_power * m) for t, m in pairs if 0 < df[t] <= cut]
+    common = [(t, idf(df[t]) ** idf_power * m) for t, m in pairs if df[t] > cut]
+    if not rare or not common:  # exact: every tool that has a word
+        rare, common = rare + common, []
+    return retrieval.keyword_candidates(db, rare, limit, filters, weights, common, max(RARE_FETCH, 4 * limit))
 
 
 def stems(db, words: list[str]) -> dict[str, tuple[str, ...]] | None:

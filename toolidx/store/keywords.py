@@ -91,7 +91,8 @@ def put_many(db: Database, rows: list[tuple[int, dict[str, str]]]) -> None:
         return
     delete(db, [r for r, _ in rows])
     terms, sizes = tokenizer().postings(rows)
-    _copy(db, "tool_terms (term, rowid, col, n)", terms)
+    length = dict(sizes)
+    _copy(db, "tool_terms (term, rowid, col, n, len)", ((*t, length[t[1]]) for t in terms))
     _copy(db, "tool_docsize (rowid, len)", sizes)
 
 

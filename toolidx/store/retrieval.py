@@ -92,6 +92,8 @@ def hit_rows(db: Database, rowids: list[int]) -> dict[int, dict]:
 
 def filtered_count(db: Database, filters: Filters | None) -> int:
     if filters is None or filters.is_empty():
+        if in_database(db):  # a count is a scan in PostgreSQL: once per catalog version
+            return db.cache.get("tool_count", lambda: int(db.scalar("SELECT count(*) FROM tools")))
         return int(db.scalar("SELECT count(*) FROM tools"))
     where, params = filter_sql(filters, "t")
     return int(db.scalar(f"SELECT count(*) FROM tools t WHERE {where}", params))
@@ -179,7 +181,7 @@ def _pg_filter(filters: Filters | None, column: str) -> tuple[str, list]:
     return f" AND {column} IN (SELECT t.rowid FROM tools t WHERE {where})", params
 
 
-def _keyword_totals(db: Database) -> tuple[int, float]:
+def keyword_totals(db: Database) -> tuple[int, float]:
     """(tools, mean tokens a tool) of the keyword index, once per catalog version."""
 
     def build() -> tuple[int, float]:
@@ -189,46 +191,85 @@ def _keyword_totals(db: Database) -> tuple[int, float]:
     return db.cache.get("keyword_totals", build)
 
 
+MAX_DF_CACHED = 100_000  # terms whose document frequency a replica remembers per catalog version
+
+
+def keyword_df(db: Database, terms: list[str]) -> dict[str, int]:
+    """How many tools hold each term (0: none), counted once per catalog version: a common word's
+    count reads every one of its postings, which a query need not do again."""
+    known: dict[str, int] = db.cache.get("keyword_df", dict, size=len)
+    todo = [t for t in dict.fromkeys(terms) if t not in known]
+    if todo:
+        if len(known) + len(todo) > MAX_DF_CACHED:
+            known.clear()
+        got = dict(
+            db.execute(
+                "SELECT term, count(DISTINCT rowid) FROM tool_terms WHERE term = ANY(?::text[]) GROUP BY term", (todo,)
+            ).fetchall()
+        )
+        for t in todo:
+            known[t] = int(got.get(t, 0))
+    return {t: known[t] for t in terms}
+
+
+def _bm25_sql(tf: str, q: str) -> str:
+    """The BM25 term of a (term, rowid, weighted frequency f, tool length len) row of `tf`, with
+    its query factor k (idf**idf_power * multiplier) from `q`: FTS5's tf normalisation (fts5_aux.c)."""
+    return f"{q}.k * ({tf}.f * {K1 + 1.0}) / ({tf}.f + {K1 * (1 - B)} + {K1 * B}::float8 * {tf}.len / ?::float8)"
+
+
 def keyword_candidates(
     db: Database,
     tokens: list[tuple[str, float]],
     limit: int,
     filters: Filters | None,
     weights: tuple[float, ...] = FTS_WEIGHTS,
-    idf_power: float = 1.0,
+    common: list[tuple[str, float]] | None = None,
+    fetch: int = 0,
 ) -> list[tuple[int, float]]:
-    """(rowid, score) of the best `limit` tools for tokens (as FTS5's tokenizer cut the query's
-    words) with their multipliers: FTS5's bm25() with column weights, each token's term weighed
-    by idf**idf_power * multiplier (search.bm25.candidates on a file), computed by PostgreSQL."""
+    """(rowid, score) of the best `limit` tools, computed by PostgreSQL: the sum over `tokens` (as
+    FTS5's tokenizer cut the query's words, each with its factor: idf**idf_power * multiplier) of
+    FTS5's bm25 term with column weights, over every tool holding one. `common` tokens, when given,
+    are only added to the best `fetch` tools by that sum (search.bm25's rare/common split: a
+    common word's postings are read for those tools alone)."""
     if not tokens:
         return []
-    nrow, avgdl = _keyword_totals(db)
+    _, avgdl = keyword_totals(db)
     fsql, fparams = _pg_filter(filters, "s.rowid")
+
+    def factors(pairs: list[tuple[str, float]]) -> tuple[list[str], list[float]]:
+        merged: dict[str, float] = {}
+        for t, k in pairs:  # a token twice in the query counts twice, as on the file
+            merged[t] = merged.get(t, 0.0) + k
+        return list(merged), list(merged.values())
+
+    terms, ks = factors(tokens)
     sql = (
-        "WITH q AS (SELECT * FROM unnest(?::text[], ?::float8[]) AS q(term, mult)), "
+        "WITH q AS (SELECT * FROM unnest(?::text[], ?::float8[]) AS q(term, k)), "
         "w AS (SELECT (o - 1)::smallint AS col, x AS weight FROM unnest(?::float8[]) WITH ORDINALITY AS u(x, o)), "
-        "tf AS (SELECT tt.term, tt.rowid, sum(tt.n * w.weight) AS f FROM tool_terms tt JOIN w ON w.col = tt.col "
-        "WHERE tt.term = ANY(?::text[]) GROUP BY tt.term, tt.rowid), "
-        "df AS (SELECT term, count(*) AS df FROM tf GROUP BY term), "
-        "s AS (SELECT tf.rowid, "
-        "sum(q.mult * power(greatest(ln((?::float8 - df.df + 0.5) / (df.df + 0.5)), 1e-6), ?::float8) "
-        f"* (tf.f * {K1 + 1.0}) / (tf.f + {K1 * (1 - B)} + {K1 * B}::float8 * ds.len / ?::float8)) AS score "
-        "FROM tf JOIN df ON df.term = tf.term JOIN q ON q.term = tf.term JOIN tool_docsize ds ON ds.rowid = tf.rowid "
-        "GROUP BY tf.rowid) "
-        f"SELECT s.rowid, s.score FROM s WHERE TRUE{fsql} ORDER BY s.score DESC, s.rowid LIMIT ?"
+        "tf AS (SELECT tt.term, tt.rowid, sum(tt.n * w.weight) AS f, min(tt.len) AS len FROM tool_terms tt "
+        "JOIN w ON w.col = tt.col WHERE tt.term = ANY(?::text[]) GROUP BY tt.term, tt.rowid), "
+        f"s AS (SELECT tf.rowid, sum({_bm25_sql('tf', 'q')}) AS score FROM tf JOIN q ON q.term = tf.term "
+        "GROUP BY tf.rowid)"
     )
-    terms = [t for t, _ in tokens]
-    params = [
-        terms,
-        [m for _, m in tokens],
-        list(weights),
-        list(dict.fromkeys(terms)),
-        float(nrow),
-        float(idf_power),
-        avgdl,
-        *fparams,
-        limit,
-    ]
+    params: list = [terms, ks, list(weights), terms, avgdl]
+    if not common:
+        sql += f" SELECT s.rowid, s.score FROM s WHERE TRUE{fsql} ORDER BY s.score DESC, s.rowid LIMIT ?"
+        params += [*fparams, limit]
+    else:
+        cterms, cks = factors(common)
+        sql += (
+            f", top AS (SELECT s.rowid, s.score FROM s WHERE TRUE{fsql} ORDER BY s.score DESC, s.rowid LIMIT ?), "
+            "c AS (SELECT * FROM unnest(?::text[], ?::float8[]) AS c(term, k)), "
+            "ctf AS (SELECT tt.term, tt.rowid, sum(tt.n * w.weight) AS f, min(tt.len) AS len FROM tool_terms tt "
+            "JOIN w ON w.col = tt.col WHERE tt.term = ANY(?::text[]) AND tt.rowid IN (SELECT rowid FROM top) "
+            "GROUP BY tt.term, tt.rowid), "
+            f"more AS (SELECT ctf.rowid, sum({_bm25_sql('ctf', 'c')}) AS score FROM ctf JOIN c ON c.term = ctf.term "
+            "GROUP BY ctf.rowid) "
+            "SELECT top.rowid, top.score + coalesce(more.score, 0) AS score FROM top "
+            "LEFT JOIN more ON more.rowid = top.rowid ORDER BY score DESC, top.rowid LIMIT ?"
+        )
+        params += [*fparams, max(fetch, limit), cterms, cks, cterms, avgdl, limit]
     return [(int(r), float(v)) for r, v in db.execute(sql, params).fetchall()]
 
 
@@ -245,10 +286,15 @@ def matched_tokens(db: Database, tokens: list[str], rowids: list[int]) -> dict[i
     return out
 
 
+def _has_vectors(db: Database) -> bool:
+    """Whether the catalog has its vector table, asked once per catalog version (not per query)."""
+    return db.cache.get("has_vectors", lambda: vectors.has_table(db))
+
+
 def vector_knn(db: Database, query: bytes, k: int, filters: Filters | None = None) -> list[tuple[int, float]]:
     """(rowid, cosine similarity) of the k nearest tools that pass the filters: pgvector's HNSW
     index, or an exact scan of real[] vectors without pgvector."""
-    if not vectors.has_table(db):
+    if not _has_vectors(db):
         return []
     cast, value = vectors.pg_value(db, query)
     fsql, fparams = _pg_filter(filters, "v.rowid")
@@ -277,7 +323,7 @@ def _array_cosine(column: str) -> str:
 
 def vector_cosines(db: Database, query: bytes, rowids: list[int]) -> dict[int, float]:
     """Cosine similarity of the query to each given tool that has a vector."""
-    if not rowids or not vectors.has_table(db):
+    if not rowids or not _has_vectors(db):
         return {}
     cast, value = vectors.pg_value(db, query)
     expr = f"1 - (v.embedding <=> ?{cast})" if cast == "::vector" else _array_cosine("v.embedding")
