@@ -61,11 +61,17 @@ def run_set(db, queries, labels, mode, emb) -> list[dict]:
         res = search(db, q["query"], mode=mode, limit=10, min_score=0.0, embedder=emb)
         ids = [h.id for h in res.hits]
         top = res.hits[0].score if res.hits else 0.0
-        row = {"answered": bool(res.hits) and top >= res.gate, "top": top}
+        rel = set(q["relevant"])
+        # every hit's (score, serves the query), for the reliability of the score
+        row = {
+            "answered": bool(res.hits) and top >= res.gate,
+            "top": top,
+            "hits": [(h.score, h.id in rel) for h in res.hits],
+        }
         if labels != "none":
             gold = q["steps"] if labels == "steps" else q["relevant"]
             m = ranking_metrics(ids, gold, labels, (1, 5))
-            row |= {"R@1": m["R@1"], "R@5": m["R@5"], "right_top": bool(ids) and ids[0] in set(q["relevant"])}
+            row |= {"R@1": m["R@1"], "R@5": m["R@5"], "right_top": bool(ids) and ids[0] in rel}
         rows.append(row)
     return rows
 
@@ -162,6 +168,24 @@ def main() -> int:
             f"natural {loss(nat_sets):.3f}, livemcp {loss(['livemcp']):.3f}; median score of a right "
             f"first answer (natural) {statistics.median(right) if right else 0:.3f}"
         )
+    from toolidx.search.eval import reliability
+
+    print(
+        "\nhybrid's score per set, each model (median score of a right first answer; ECE of the first hit's "
+        "score, and of every hit of the top 10, impossible requests' hits included):"
+    )
+    print(f"  {'set':17s} " + "  ".join(f"{label + ' median / ECE top1 / top10':>34s}" for label in MODELS))
+    for s in spec:
+        cells = []
+        for label in MODELS:
+            rows = res[(label, "hybrid", s)]
+            right = [r["top"] for r in rows if r.get("right_top")]
+            top1 = [r["hits"][0] for r in rows if r["hits"]]
+            top10 = [h for r in rows for h in r["hits"]]
+            med = f"{statistics.median(right):.3f}" if right else "  -  "
+            e1, e10 = (reliability(x)["ece"] if x else 0.0 for x in (top1, top10))
+            cells.append(f"{med} / {e1:.3f} / {e10:.3f}")
+        print(f"  {s:17s} " + "  ".join(f"{c:>34s}" for c in cells))
     print(
         "\nquery embedding p50 (ms, natural queries, "
         + ", ".join(f"{k} {v:.2f}" for k, v in latency.items())
