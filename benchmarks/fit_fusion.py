@@ -13,23 +13,32 @@ long / name; impossible requests: etom infeasible, natural far, natural near.
    than BM25 alone; among admissible points the best mean R@1+R@5 wins, each catalog (etom,
    livemcp, natural) weighing the same (so five styles of one catalog cannot outvote the others).
    Leave-one-set-out: pick on the other sets, report the held-out set.
-2. Platt scaling sigmoid(s*z + b) by logistic regression over every candidate of the training
-   sets (each set weighing the same), and the threshold: the highest one whose feasible R@5 loss
-   is <= 1 point on every training set. Leave-one-set-out again, then the all-sets fit, whose
-   constants `--write` stores in toolidx/search/calibration.json under the model's name.
-3. Reliability per set: ECE of the score over all shown candidates (10 bins).
-4. Keyword and semantic mode, each on its own candidates (fusion_data.load(mode=...)): their Platt
-   constants (keyword: log(1 + bm25 * size factor) and bm25_rel; semantic: the cosine) and their
-   thresholds by the same rules as hybrid's, leave-one-set-out likewise. Their rankings do not
-   depend on these constants (both keyword weights are positive, and bm25_rel and log BM25 order a
-   query's tools alike).
+2. The score, in two steps, each a logistic regression over every candidate of the training sets
+   (each set weighing the same): the hit's own logit l = s*z + b (Platt scaling), then
+   sigmoid(a*l + b'*share + c) where share is the hit's share of the odds exp(l) of the query's
+   best calibration.LIST_K candidates (the list beside it). The threshold: the highest one whose
+   feasible R@5 loss is <= 1 point on each catalog, pooled (etom L1+L2, natural's five styles,
+   livemcp's task prompts). Leave-one-set-out again (ECE over every candidate and over first hits,
+   the median score of a right first hit, abstention on each impossible set with the score and
+   threshold fitted without it), then the all-sets fit, whose constants `--write` stores in
+   toolidx/search/calibration.json under the model's name. Every table shows the score from the
+   hit's own evidence alone (the score before issue 22) beside it.
+3. Reliability per set: ECE of the all-sets fit over every candidate and over first hits (10 bins),
+   and how many relevant tools of a top 5 the runner-up rule (hybrid.RUNNER_UP_SHARE) would hide.
+4. Keyword and semantic mode, each on its own candidates (fusion_data.load(mode=...)), the same two
+   steps (keyword's own logit: log(1 + bm25 * size factor) and bm25_rel, plus KW_FUZZY * the fuzzy
+   name; semantic's: the cosine) and their thresholds by the same rules as hybrid's,
+   leave-one-set-out likewise. Their rankings do not depend on these constants (both keyword
+   weights are positive, and bm25_rel and log BM25 order a query's tools alike; the second step
+   keeps any order).
 
     python benchmarks/fit_fusion.py [--only hybrid|keyword|semantic] [--write]
 
 The model is _common.MODEL (TOOLIDX_MODEL_PATH; toolidx's own: toolidx/models/tool-minilm-l6).
 Queries the model was trained on (its model.json) are left out of every set (fusion_data).
 `--write` (with no --only) stores hybrid's and semantic's all-sets fit for that model in
-calibration.json; keyword's constants belong to no model and stay in calibration.py.
+calibration.json; keyword's constants belong to no model and stay in calibration.py (KW_*, from
+the fit with all-MiniLM-L6-v2, whose sets keep every query).
 """
 
 from __future__ import annotations
@@ -178,221 +187,269 @@ def hybrid() -> dict:
             f" R@5 +{(d[:, 1] > 0).sum()}/-{(d[:, 1] < 0).sum()}"
         )
 
-    # 2. calibration and threshold on the chosen z
-    zs = {
-        s: [(q, ev, z_values(ev, final, q["n_terms"]) if ev else np.zeros(0)) for q, ev in rows]
+    # 2.-3. calibration, threshold and reliability on the chosen z
+    items = {
+        s: [
+            (
+                q,
+                [t for t, _ in ev],
+                z_values(ev, final, q["n_terms"])[:, None] if ev else np.zeros((0, 1)),
+                np.zeros(len(ev)),
+                np.array([t in set(q["relevant"]) for t, _ in ev], bool),
+            )
+            for q, ev in rows
+        ]
         for s, rows in data.items()
+        if s in FEASIBLE or s in INFEASIBLE
     }
-
-    def platt(sets):
-        xs, ys, ws = [], [], []
-        for s in sets:
-            for q, ev, z in zs[s]:
-                rel = set(q["relevant"])
-                xs.extend(z)
-                ys.extend(t in rel for t, _ in ev)
-                ws.extend([1.0 / size[s]] * len(ev))
-        w = logistic(np.array(xs)[:, None], np.array(ys, float), np.array(ws) * 1000)
-        return float(w[0]), float(w[1])
-
-    def ece(s, slope, bias):  # toolidx eval's reliability, over every candidate
-        pairs: list[tuple[float, bool]] = []
-        for q, ev, z in zs[s]:
-            rel = set(q["relevant"])
-            pairs += zip((1 / (1 + np.exp(-(slope * z + bias)))).tolist(), (tid in rel for tid, _ in ev))
-        return reliability(pairs)["ece"]
-
-    def top_scores(s, slope, bias):
-        return np.array([1 / (1 + math.exp(-(slope * z.max() + bias))) if len(z) else 0.0 for _, _, z in zs[s]])
-
-    thresholds = [round(x, 4) for x in np.arange(0.002, 0.05, 0.001)]
-    catalogs = {"etom": ["etom L1", "etom L2"], "natural": [s for s in FEASIBLE if s.startswith("natural")]}
-
-    def exempt(s):  # a query of fewer than GATE_MIN_TERMS words is a deliberate lookup: not gated
-        return np.array([q["n_terms"] < cal.GATE_MIN_TERMS for q, _ in data[s]])
-
-    def pooled_loss(sets, slope, bias, t):
-        hit5 = np.concatenate([perf[final][s][:, 1] for s in sets])  # any-label sets: 0 or 1
-        kept = np.concatenate([(top_scores(s, slope, bias) >= t) | exempt(s) for s in sets])
-        return float(hit5.mean() - (hit5 * kept).mean())
-
-    def abstains(s, slope, bias, t):
-        return float(((top_scores(s, slope, bias) < t) & ~exempt(s)).mean())
-
-    def pick_threshold(cats, slope, bias):
-        ok = [t for t in thresholds if all(pooled_loss(catalogs[c], slope, bias, t) <= R5_LOSS_MAX for c in cats)]
-        return max(ok) if ok else thresholds[0]
-
-    print("\n2. calibration, leave-one-set-out: Platt fitted without the set, its ECE on the set")
-    everything = list(FEASIBLE) + list(INFEASIBLE)
-    for s in everything:
-        slope, bias = platt([t for t in everything if t != s])
-        print(f"  {s:16s} Platt ({slope:7.3f}, {bias:7.3f}) held-out ECE {ece(s, slope, bias):.3f}")
-    slope, bias = platt(everything)
-    print(
-        f"  all sets -> Platt ({slope:.3f}, {bias:.3f}) (calibration.json holds "
-        f"{known.platt['hybrid'] if known else None})"
+    known = current()
+    own, lw, t = calibrate(
+        items,
+        "hybrid",
+        known.platt["hybrid"] if known else None,
+        known.listwise["hybrid"] if known else None,
+        known.threshold["hybrid"] if known else None,
     )
-    print(
-        "  threshold: the highest whose feasible R@5 loss is <= 1 point on each catalog (pooled), held out by catalog"
-    )
-    for held, other in (("etom", "natural"), ("natural", "etom")):
-        t = pick_threshold([other], slope, bias)
-        print(f"    picked on {other}: {t:.3f}; on {held}: R@5 loss {pooled_loss(catalogs[held], slope, bias, t):.3f}")
-    t = pick_threshold(list(catalogs), slope, bias)
-    print(f"  both catalogs -> threshold {t} (calibration.json holds {known.threshold['hybrid'] if known else None})")
-    print(
-        f"  {'threshold':>9s} {'etom loss':>9s} {'natural loss':>12s} {'livemcp loss':>12s} "
-        f"{'etom abst':>9s} {'far abst':>8s} {'near abst':>9s}"
-    )
-    for tt in sorted({0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, t}):
-        print(
-            f"  {tt:9.4f} {pooled_loss(catalogs['etom'], slope, bias, tt):9.3f} "
-            f"{pooled_loss(catalogs['natural'], slope, bias, tt):12.3f} "
-            f"{pooled_loss(['livemcp'], slope, bias, tt):12.3f} "
-            f"{abstains('etom infeasible', slope, bias, tt):9.3f} {abstains('natural far', slope, bias, tt):8.3f} "
-            f"{abstains('natural near', slope, bias, tt):9.3f}" + ("  <-" if tt == t else "")
-        )
-
-    print("\n3. reliability of the all-sets fit: ECE over every candidate (10 equal-width bins)")
-    for s in everything:
-        print(f"  {s:16s} ECE {ece(s, slope, bias):.3f}")
     a, c, n, ramp = final
     return {
         "cos": a,
         "coverage": c,
         "name": n,
         "ramp": list(ramp) if ramp else None,
-        "platt": [round(slope, 3), round(bias, 3)],
+        "platt": own,
+        "listwise": lw,
         "threshold": t,
     }
 
 
-CATALOGS = {"etom": ["etom L1", "etom L2"], "natural": [s for s in FEASIBLE if s.startswith("natural")]}
+CATALOGS = {
+    "etom": ["etom L1", "etom L2"],
+    "natural": [s for s in FEASIBLE if s.startswith("natural")],
+    "livemcp": ["livemcp"],
+}
+NATURAL = CATALOGS["natural"]
+THRESHOLDS = sorted({round(float(x), 4) for x in (*np.arange(0.001, 0.05, 0.0005), *np.arange(0.05, 0.6, 0.005))})
+OWN = (1.0, 0.0, 0.0)  # listwise constants that leave the hit's own logit: the score before issue 22
 
 
-def single_mode(mode: str) -> tuple[list[float], float]:
-    """Platt constants and threshold of keyword or semantic mode, fitted like hybrid's."""
-    data = load(mode=mode)
+def odds_shares(logit: np.ndarray) -> np.ndarray:
+    """calibration.odds_shares over one query's candidates."""
+    if not len(logit):
+        return logit
+    best = -np.sort(-logit)[: cal.LIST_K]
+    return np.exp(np.maximum(logit - best[0], -700.0)) / np.exp(best - best[0]).sum()
+
+
+class Calibration:
+    """One mode's two steps (calibration.score_candidates): the hit's own logit l = x @ w[:-1] + w[-1]
+    + off (off: evidence with a fixed weight, keyword's fuzzy name), then sigmoid(a*l + b*share + c)."""
+
+    def __init__(self, w: np.ndarray, lw: tuple = OWN):
+        self.w, self.lw = w, lw
+
+    def logits(self, item) -> np.ndarray:
+        _, _, x, off, _ = item
+        return x @ self.w[:-1] + self.w[-1] + off
+
+    def scores(self, item) -> np.ndarray:
+        if not len(item[1]):
+            return np.zeros(0)
+        lg = self.logits(item)
+        a, b, c = self.lw
+        return 1 / (1 + np.exp(-np.clip(a * lg + b * odds_shares(lg) + c, -40, 40)))
+
+
+def fit_calibration(items: dict, sets: list[str], listwise: bool = True) -> Calibration:
+    """Both steps by logistic regression over every candidate of `sets`, each set weighing the same."""
+    its = [(s, it) for s in sets for it in items[s] if len(it[1])]
+    y = np.concatenate([it[4] for _, it in its]).astype(float)
+    w8 = np.concatenate([np.full(len(it[1]), 1000.0 / len(items[s])) for s, it in its])
+    own = Calibration(logistic(np.vstack([it[2] for _, it in its]), y, w8))
+    if not listwise:
+        return own
+    lg = [own.logits(it) for _, it in its]
+    a, b, c = logistic(np.column_stack([np.concatenate(lg), np.concatenate([odds_shares(x) for x in lg])]), y, w8)
+    if a <= 0 or b < 0:  # the score must keep the ranking: increasing in l and in the share
+        sys.exit(f"listwise fit ({a:.3f}, {b:.3f}, {c:.3f}) would reorder the hits")
+    return Calibration(own.w, (float(a), float(b), float(c)))
+
+
+def calibrate(items: dict, mode: str, held_platt, held_lw, held_t) -> tuple[list[float], list[float], float]:
+    """Fit, validate and report one mode's calibration and threshold; returns (Platt w, listwise
+    (a, b, c), threshold) of the all-sets fit. Every table shows the score from the hit's own
+    evidence alone ("own", the score before issue 22) beside the listwise one."""
     everything = [*FEASIBLE, *INFEASIBLE]
 
-    def features(q, ev):  # the candidates the calibration applies to, and their features
-        if mode == "semantic":
-            return [(t, e, [e["cos"]]) for t, e in ev if e.get("cos") is not None]
-        best = max((e["bm25"] for _, e in ev), default=0.0) or 1.0
-        scale = cal.size_factor(q["n_tools"])
-        return [(t, e, [math.log1p(e["bm25"] * scale), e["bm25"] / best]) for t, e in ev if e["bm25"] > 0]
-
-    def fit(sets):
-        xs, ys, ws = [], [], []
-        for s in sets:
-            for q, ev in data[s]:
-                rel = set(q["relevant"])
-                for t, _, x in features(q, ev):
-                    xs.append(x)
-                    ys.append(t in rel)
-                    ws.append(1.0 / len(data[s]))
-        return logistic(np.array(xs), np.array(ys, float), np.array(ws) * 1000)
-
-    def scored(q, ev, w):
-        """[(tool, score)] best first, as toolidx.search.calibration scores them (fuzzy included)."""
+    def top(s, cal_):  # (first hit's score, it serves, a relevant tool in the top 5, exempt from the gate)
         out = []
-        best = max((e["bm25"] for _, e in ev), default=0.0) or 1.0
-        for t, e in ev:
-            fz = cal.fuzzy_strength(e.get("fuzzy", 0.0))
-            if mode == "semantic":
-                if e.get("cos") is None:
-                    continue
-                logit = w[0] * e["cos"] + w[1]
-            else:
-                if e["bm25"] <= 0 and fz <= 0:
-                    continue
-                logit = (
-                    w[0] * math.log1p(e["bm25"] * cal.size_factor(q["n_tools"]))
-                    + w[1] * e["bm25"] / best
-                    + w[2]
-                    + cal.KW_FUZZY * fz
-                )
-            out.append((t, 1 / (1 + math.exp(-max(-40.0, min(40.0, logit))))))
-        return sorted(out, key=lambda x: (-round(x[1], 4), -x[1], x[0]))
-
-    def per_set(s, w):
-        """(top score, relevant in the top 5, exempt from the gate) per query"""
-        rows = []
-        for q, ev in data[s]:
-            sc = scored(q, ev, w)
-            rows.append(
+        for it in items[s]:
+            p = cal_.scores(it)
+            order = sorted(range(len(p)), key=lambda i: (-p[i], it[1][i]))
+            out.append(
                 (
-                    sc[0][1] if sc else 0.0,
-                    bool(set(q["relevant"]) & {t for t, _ in sc[:5]}),
-                    q["n_terms"] < cal.GATE_MIN_TERMS,
+                    float(p[order[0]]) if order else 0.0,
+                    bool(order) and bool(it[4][order[0]]),
+                    bool(it[4][order[:5]].any()) if order else False,
+                    it[0]["n_terms"] < cal.GATE_MIN_TERMS,
                 )
             )
-        return rows
+        return out
 
-    def loss(rows, t):
-        return sum(h and not (top >= t or ex) for top, h, ex in rows) / len(rows)
+    def ece(s, cal_, first_only=False):  # toolidx eval's reliability
+        pairs = []
+        for it, (p1, ok, _, _) in zip(items[s], top(s, cal_)):
+            if first_only:
+                pairs += [(p1, ok)] if len(it[1]) else []
+            else:
+                pairs += zip(cal_.scores(it).tolist(), it[4].tolist())
+        return reliability(pairs)["ece"] if pairs else 0.0
 
-    def abstains(rows, t):
-        return sum(top < t and not ex for top, _, ex in rows) / len(rows)
+    def median_right(sets, cal_):
+        v = [p for s in sets for p, ok, _, _ in top(s, cal_) if ok]
+        return float(np.median(v)) if v else 0.0
 
-    def pick(w, cats):
-        tables = {c: [r for s in CATALOGS[c] for r in per_set(s, w)] for c in cats}
-        cands = sorted({top for rows in tables.values() for top, _, _ in rows} | {0.0})
-        return max(t for t in cands if all(loss(rows, t) <= R5_LOSS_MAX for rows in tables.values()))
+    def loss(sets, cal_, t):
+        rows = [r for s in sets for r in top(s, cal_)]
+        return sum(h and not (p >= t or ex) for p, _, h, ex in rows) / len(rows)
 
-    def ece(s, w):  # toolidx eval's reliability, over every candidate
-        return reliability([(p, t in set(q["relevant"])) for q, ev in data[s] for t, p in scored(q, ev, w)])["ece"]
+    def abstains(s, cal_, t):
+        rows = top(s, cal_)
+        return sum(p < t and not ex for p, _, _, ex in rows) / len(rows)
 
-    known = current()
-    held = (cal.KW_LOG, cal.KW_REL, cal.KW_BIAS) if mode == "keyword" else known.platt["semantic"] if known else None
-    held_t = cal.KEYWORD_THRESHOLD if mode == "keyword" else known.threshold["semantic"] if known else None
-    print(f"\n4. {mode} mode: calibration leave-one-set-out (fitted without the set, its ECE on the set)")
-    for s in everything:
-        w = list(fit([t for t in everything if t != s]))
-        print(f"  {s:16s} Platt {np.round(w, 3).tolist()} held-out ECE {ece(s, w):.3f}")
-    w = list(fit(everything))
-    print(f"  all sets -> {np.round(w, 3).tolist()} (calibration holds {held})")
-    for held_cat, other in (("etom", "natural"), ("natural", "etom")):
-        t = pick(w, [other])
-        rows = [r for s in CATALOGS[held_cat] for r in per_set(s, w)]
-        print(f"    threshold picked on {other}: {t:.4f}; on {held_cat}: R@5 loss {loss(rows, t):.3f}")
-    t = pick(w, list(CATALOGS))
-    print(f"  both catalogs -> threshold {t:.4f} (calibration holds {held_t})")
-    tables = {c: [r for s in CATALOGS[c] for r in per_set(s, w)] for c in CATALOGS}
-    tables["livemcp"] = per_set("livemcp", w)
+    def pick(cal_, cats):
+        ok = [t for t in THRESHOLDS if all(loss(CATALOGS[c], cal_, t) <= R5_LOSS_MAX for c in cats)]
+        return max(ok) if ok else THRESHOLDS[0]
+
     print(
-        f"  {'threshold':>9s} {'etom loss':>9s} {'natural loss':>12s} {'livemcp loss':>12s} "
+        f"\n{mode}: calibration, leave-one-set-out (fitted without the set, its ECE on the set: over every "
+        "candidate, and over first hits; median score of a right first hit), own evidence -> listwise"
+    )
+    print(f"  {'held out':16s} {'ECE every':>15s} {'ECE first':>15s} {'median right 1st':>17s}  listwise (a, b, c)")
+    held_fits = {}
+    for s in everything:
+        rest = [t for t in everything if t != s]
+        o, li = fit_calibration(items, rest, listwise=False), fit_calibration(items, rest)
+        held_fits[s] = (o, li)
+        med = f"{median_right([s], o):.3f} -> {median_right([s], li):.3f}" if s in FEASIBLE else ""
+        print(
+            f"  {s:16s} {ece(s, o):.3f} -> {ece(s, li):.3f} {ece(s, o, True):6.3f} -> {ece(s, li, True):.3f} "
+            f"{med:>17s}  {np.round(li.lw, 3).tolist()}"
+        )
+    nat_o = [p for s in NATURAL for p, ok, _, _ in top(s, held_fits[s][0]) if ok]
+    nat_l = [p for s in NATURAL for p, ok, _, _ in top(s, held_fits[s][1]) if ok]
+    print(
+        "  natural, each style held out: median score of a right first hit "
+        f"{np.median(nat_o):.3f} -> {np.median(nat_l):.3f}"
+    )
+    o, li = fit_calibration(items, everything, listwise=False), fit_calibration(items, everything)
+    print(
+        f"  all sets -> Platt {np.round(li.w, 3).tolist()}, listwise {np.round(li.lw, 3).tolist()} "
+        f"(calibration holds {held_platt}, {held_lw})"
+    )
+    print(
+        "  natural, all-sets fit: median score of a right first hit "
+        f"{median_right(NATURAL, o):.3f} -> {median_right(NATURAL, li):.3f}"
+    )
+
+    print(
+        "  threshold: the highest whose feasible R@5 loss is <= 1 point on each catalog (pooled), held out by catalog"
+    )
+    for held in CATALOGS:
+        rest = [c for c in CATALOGS if c != held]
+        t_ = pick(li, rest)
+        print(f"    picked on {' + '.join(rest)}: {t_:.4f}; on {held}: R@5 loss {loss(CATALOGS[held], li, t_):.3f}")
+    t_own, t = pick(o, list(CATALOGS)), pick(li, list(CATALOGS))
+    print(f"  every catalog -> threshold {t} (own evidence: {t_own}; calibration holds {held_t})")
+    print("  abstention on each impossible set with the score and threshold fitted without it (held out):")
+    for s in INFEASIBLE:
+        ho, hl = held_fits[s]
+        print(
+            f"    {s:16s} own {abstains(s, ho, pick(ho, list(CATALOGS))):.3f} -> listwise "
+            f"{abstains(s, hl, pick(hl, list(CATALOGS))):.3f}"
+        )
+    print(
+        f"  {'score':8s} {'threshold':>9s} {'etom loss':>9s} {'natural loss':>12s} {'livemcp loss':>12s} "
         f"{'etom abst':>9s} {'far abst':>8s} {'near abst':>9s}"
     )
-    inf = {s: per_set(s, w) for s in INFEASIBLE}
-    for tt in sorted(
-        {
-            t,
-            *([] if held_t is None else [held_t]),
-            *np.quantile([r[0] for r in inf["etom infeasible"]], [0.25, 0.5, 0.75, 0.85]).round(4),
-        }
-    ):
+    rows = [("own", o, t_own), *(("listwise", li, x) for x in sorted({0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, t}))]
+    for label, cal_, tt in rows:
         print(
-            f"  {tt:9.4f} {loss(tables['etom'], tt):9.3f} {loss(tables['natural'], tt):12.3f} "
-            f"{loss(tables['livemcp'], tt):12.3f} {abstains(inf['etom infeasible'], tt):9.3f} "
-            f"{abstains(inf['natural far'], tt):8.3f} {abstains(inf['natural near'], tt):9.3f}"
-            + ("  <-" if tt == t else "")
+            f"  {label:8s} {tt:9.4f} {loss(CATALOGS['etom'], cal_, tt):9.3f} {loss(NATURAL, cal_, tt):12.3f} "
+            f"{loss(['livemcp'], cal_, tt):12.3f} {abstains('etom infeasible', cal_, tt):9.3f} "
+            f"{abstains('natural far', cal_, tt):8.3f} {abstains('natural near', cal_, tt):9.3f}"
+            + ("  <-" if label == "listwise" and tt == t else "")
         )
-    print("  reliability of the all-sets fit (ECE over every candidate):")
+
+    # hybrid.RUNNER_UP_SHARE: runners-up shown while they score this share of the best hit's score
+    def hidden(cal_, share):
+        n = 0
+        for s in FEASIBLE:
+            for it in items[s]:
+                p = cal_.scores(it)
+                order = sorted(range(len(p)), key=lambda i: (-p[i], it[1][i]))[:5]
+                n += sum(bool(it[4][i]) and p[i] < share * p[order[0]] for i in order[1:])
+        return n
+
+    print(
+        "  relevant tools of a top 5 the runner-up rule would hide, by share of the best hit's score: own "
+        + ", ".join(f"{k}: {hidden(o, k)}" for k in (0.05, 0.1))
+        + "; listwise "
+        + ", ".join(f"{k}: {hidden(li, k)}" for k in (0.002, 0.005, 0.01, 0.02, 0.05))
+    )
+    print("  reliability of the all-sets fit per set: ECE over every candidate / over first hits, own -> listwise")
     for s in everything:
-        print(f"    {s:16s} ECE {ece(s, w):.3f}")
-    return [round(float(x), 3) for x in w], float(t)
+        print(f"    {s:16s} {ece(s, o):.3f} -> {ece(s, li):.3f}   {ece(s, o, True):.3f} -> {ece(s, li, True):.3f}")
+    return [round(float(x), 3) for x in li.w], [round(x, 3) for x in li.lw], float(t)
 
 
-def write(model: str, hyb: dict, sem: tuple[list[float], float]) -> None:
+def single_mode(mode: str) -> tuple[list[float], list[float], float]:
+    """Platt constants, listwise constants and threshold of keyword or semantic mode, fitted like hybrid's."""
+    data = load(mode=mode)
+    items = {}
+    for s in [*FEASIBLE, *INFEASIBLE]:
+        its = []
+        for q, ev in data[s]:
+            best = max((e["bm25"] for _, e in ev), default=0.0) or 1.0
+            scale = cal.size_factor(q["n_tools"])
+            if mode == "semantic":  # the candidates the calibration applies to, and their evidence
+                kept = [(t, e) for t, e in ev if e.get("cos") is not None]
+                x = [[e["cos"]] for _, e in kept]
+                off = [0.0] * len(kept)
+            else:
+                kept = [(t, e) for t, e in ev if e["bm25"] > 0 or cal.fuzzy_strength(e.get("fuzzy", 0.0)) > 0]
+                x = [[math.log1p(e["bm25"] * scale), e["bm25"] / best] for _, e in kept]
+                # the fuzzy name's weight is not fitted (the bench's queries are sentences, see FUZZY_FLOOR)
+                off = [cal.KW_FUZZY * cal.fuzzy_strength(e.get("fuzzy", 0.0)) for _, e in kept]
+            rel = set(q["relevant"])
+            its.append(
+                (
+                    q,
+                    [t for t, _ in kept],
+                    np.array(x, float).reshape(len(kept), 1 if mode == "semantic" else 2),
+                    np.array(off, float),
+                    np.array([t in rel for t, _ in kept], bool),
+                )
+            )
+        items[s] = its
+    known = current()
+    if mode == "keyword":
+        held = (cal.KW_LOG, cal.KW_REL, cal.KW_BIAS), cal.KW_LISTWISE, cal.KEYWORD_THRESHOLD
+    else:
+        held = (
+            (known.platt["semantic"], known.listwise["semantic"], known.threshold["semantic"]) if known else (None,) * 3
+        )
+    return calibrate(items, mode, *held)
+
+
+def write(model: str, hyb: dict, sem: tuple[list[float], list[float], float]) -> None:
     import json
 
     doc = json.loads(cal.FITS_FILE.read_text())
     doc["models"][model] = {
         **{k: hyb[k] for k in ("cos", "coverage", "name", "ramp")},
         "platt": {"hybrid": hyb["platt"], "semantic": sem[0]},
-        "threshold": {"hybrid": hyb["threshold"], "semantic": round(sem[1], 4)},
+        "listwise": {"hybrid": hyb["listwise"], "semantic": sem[1]},
+        "threshold": {"hybrid": hyb["threshold"], "semantic": round(sem[2], 4)},
         "fitted": "benchmarks/fit_fusion.py on every bench set (ETOM L1-L4, LiveMCPBench, "
         "livemcp-natural) less the queries the model was trained on, "
         "leave-one-set-out",

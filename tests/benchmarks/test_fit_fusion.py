@@ -34,11 +34,14 @@ def _well_formed(model: str, f: dict) -> list[str]:
         platt = f.get("platt", {}).get(mode)
         if not (isinstance(platt, list) and len(platt) == 2 and all(map(math.isfinite, platt)) and platt[0] > 0):
             bad.append(f"{model}: platt.{mode} = {platt!r}, want [slope > 0, bias]")
+        lw = f.get("listwise", {}).get(mode)  # a > 0 and b >= 0: the score keeps the ranking
+        if not (isinstance(lw, list) and len(lw) == 3 and all(map(math.isfinite, lw)) and lw[0] > 0 and lw[1] >= 0):
+            bad.append(f"{model}: listwise.{mode} = {lw!r}, want [a > 0, b >= 0, c]")
         t = f.get("threshold", {}).get(mode)
         if not (isinstance(t, float) and 0 < t < 1):
             bad.append(f"{model}: threshold.{mode} = {t!r}, want a score in (0, 1)")
-    if set(f.get("platt", {})) != {"hybrid", "semantic"} or set(f.get("threshold", {})) != {"hybrid", "semantic"}:
-        bad.append(f"{model}: platt/threshold modes {sorted(f.get('platt', {}))} / {sorted(f.get('threshold', {}))}")
+    if any(set(f.get(k, {})) != {"hybrid", "semantic"} for k in ("platt", "listwise", "threshold")):
+        bad.append(f"{model}: modes {[sorted(f.get(k, {})) for k in ('platt', 'listwise', 'threshold')]}")
     if not (isinstance(f.get("fitted"), str) and f["fitted"]):
         bad.append(f"{model}: no `fitted` (on what, by what)")
     return bad
@@ -54,7 +57,8 @@ def test_the_shipped_file_is_the_one_the_loader_reads_and_is_well_formed():
     for model, f in doc["models"].items():
         got = dataclasses.asdict(cal.FITS[model])
         got["ramp"] = list(got["ramp"]) if got["ramp"] else None
-        got["platt"] = {k: list(v) for k, v in got["platt"].items()}
+        for k in ("platt", "listwise"):
+            got[k] = {mode: list(v) for mode, v in got[k].items()}
         assert got == f, model
 
 
@@ -72,13 +76,22 @@ def test_what_write_stores_is_what_the_loader_reads(tmp_path, monkeypatch):
     copy = tmp_path / "calibration.json"
     copy.write_text(SHIPPED.read_text())
     monkeypatch.setattr(cal, "FITS_FILE", copy)
-    hyb = {"cos": 0.8, "coverage": 0.1, "name": 0.05, "ramp": [5, 15], "platt": [9.5, -7.25], "threshold": 0.004}
-    fit_fusion.write("test/new-model", hyb, ([10.5, -7.0], 0.00612))
+    hyb = {
+        "cos": 0.8,
+        "coverage": 0.1,
+        "name": 0.05,
+        "ramp": [5, 15],
+        "platt": [9.5, -7.25],
+        "listwise": [0.5, 10.0, -2.9],
+        "threshold": 0.004,
+    }
+    fit_fusion.write("test/new-model", hyb, ([10.5, -7.0], [0.6, 9.0, -3.1], 0.00612))
     fits = cal._read_fits()
     assert set(fits) == set(cal.FITS) | {"test/new-model"}
     assert all(fits[m] == cal.FITS[m] for m in cal.FITS)
     new = fits["test/new-model"]
     assert (new.cos, new.coverage, new.name, new.ramp) == (0.8, 0.1, 0.05, (5, 15))
     assert new.platt == {"hybrid": (9.5, -7.25), "semantic": (10.5, -7.0)}
+    assert new.listwise == {"hybrid": (0.5, 10.0, -2.9), "semantic": (0.6, 9.0, -3.1)}
     assert new.threshold == {"hybrid": 0.004, "semantic": 0.0061}
     assert not _well_formed("test/new-model", json.loads(copy.read_text())["models"]["test/new-model"])

@@ -4,6 +4,7 @@ the fusion and calibration constants apply only to the model they were fitted on
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,35 @@ def test_constants_apply_only_to_the_model_they_were_fitted_on():
     )
 
 
+@pytest.mark.parametrize("model", sorted(cal.FITS))
+@pytest.mark.parametrize("mode", ["hybrid", "semantic"])
+def test_the_score_reads_the_list_beside_the_hit_and_keeps_the_order(model, mode):
+    """Issue 22: a first hit that clearly beats the rest reads higher than the same evidence among
+    many alike (an impossible request matches many tools a little); the hits keep the order of
+    their ranking value whatever the list."""
+
+    def cands(cos_first, cos_rest, n=12):
+        return {r: {"bm25": 0.0, "cos": cos_first if r == 1 else cos_rest, "fuzzy": 0.0} for r in range(1, n + 1)}
+
+    lead, flat = cands(0.55, 0.05), cands(0.55, 0.54)
+    s_lead = cal.score_candidates(lead, mode, model=model, n_terms=5)
+    s_flat = cal.score_candidates(flat, mode, model=model, n_terms=5)
+    assert s_lead[1] > s_flat[1] + 0.1, (s_lead[1], s_flat[1])
+    assert lead[1]["share"] > 0.8 and flat[1]["share"] < 0.2  # recorded for signals.share
+    assert s_lead[2] < s_flat[2]  # a runner-up far behind the first reads lower than one close to it
+    rng = random.Random(22)
+    for _ in range(200):
+        c = {
+            r: {"bm25": rng.random() * 10, "cos": rng.random(), "fuzzy": 0.0, "coverage": rng.random()}
+            for r in range(30)
+        }
+        z = cal.ranking_values(c, mode, n_terms=5, model=model)
+        score = cal.score_candidates(c, mode, model=model, n_terms=5)
+        by_z, by_score = sorted(c, key=lambda r: (-z[r], r)), sorted(c, key=lambda r: (-score[r], r))
+        assert [z[r] for r in by_score] == sorted(z.values(), reverse=True)
+        assert by_z[0] == by_score[0] or score[by_z[0]] == score[by_score[0]]
+
+
 def test_an_index_of_another_model_is_searched_uncalibrated_and_says_so(search_db_path, embedder, tmp_path):
     import shutil
 
@@ -117,6 +147,10 @@ def test_runners_up_shown_only_while_plausible(db, embedder):
     assert res.hits
     best = res.hits[0].score
     assert all(h.score >= hybrid.RUNNER_UP_SHARE * best - 1e-4 for h in res.hits)
+    # what the score read of the list: each hit's share of the odds of the best 10, the first's the largest
+    shares = [h.signals.share for h in res.hits]
+    assert all(s is not None and 0 <= s <= 1 for s in shares) and shares[0] == max(shares)
+    assert "share" in res.hits[0].to_json()["signals"]
     everything = hybrid.search(db, q, embedder=embedder, limit=10, min_score=0.0)
     assert len(everything.hits) == 10  # --min-score 0 still shows all
     cut = [h for h in everything.hits if h.score < hybrid.RUNNER_UP_SHARE * best]

@@ -146,21 +146,22 @@ def test_name_words_count_the_tool_name_words_a_query_has_as_the_index_stems_the
 
 
 def test_a_query_with_two_name_words_adds_name_weight_to_the_hybrid_score(idx_db, embedder, monkeypatch):
-    from toolidx.search.hybrid import search
+    from toolidx.search.hybrid import gather, search
 
     q = "merge these pdfs for me"
     weight = 0.05  # fit_fusion.py fits the name weight to 0; the mechanism must still add what it is set to
     model = idx_db.get_meta("embed_model")
     fit = cal.fit_for(model)
-    monkeypatch.setitem(cal.FITS, model, dataclasses.replace(fit, name=weight))
-    on = {h.id: h for h in search(idx_db, q, embedder=embedder, min_score=0.0).hits}
-    assert on["pdf/merge_pdfs"].signals.name_words == 2
-    assert on["pdf/convert_pdf_to_markdown"].signals.name_words == 1
-    monkeypatch.setitem(cal.FITS, model, dataclasses.replace(fit, name=0.0))
-    off = {h.id: h for h in search(idx_db, q, embedder=embedder, min_score=0.0).hits}
-    slope, bias = fit.platt["hybrid"]
-    logit = lambda p: math.log(p / (1 - p))  # noqa: E731
-    for tool, bonus in (("pdf/merge_pdfs", weight), ("pdf/convert_pdf_to_markdown", 0.0)):
-        z_on = (logit(on[tool].score) - bias) / slope
-        z_off = (logit(off[tool].score) - bias) / slope
-        assert z_on - z_off == pytest.approx(bonus, abs=5e-3), tool  # scores are rounded to 4 decimals
+    cands, terms, _ = gather(idx_db, q, mode="hybrid", filters=None, embedder=embedder)
+    rows = {n: r for r, n in retrieval.tool_names(idx_db)}
+
+    def z(name_weight):  # the ranking value search scores by, with the name weight set to name_weight
+        monkeypatch.setitem(cal.FITS, model, dataclasses.replace(fit, name=name_weight))
+        return cal.ranking_values(cands, "hybrid", n_terms=len(terms), model=model)
+
+    on, off = z(weight), z(0.0)
+    for name, bonus in (("merge_pdfs", weight), ("convert_pdf_to_markdown", 0.0)):
+        assert on[rows[name]] - off[rows[name]] == pytest.approx(bonus, abs=1e-9), name
+    hits = {h.id: h for h in search(idx_db, q, embedder=embedder, min_score=0.0).hits}
+    assert hits["pdf/merge_pdfs"].signals.name_words == 2
+    assert hits["pdf/convert_pdf_to_markdown"].signals.name_words == 1

@@ -10,13 +10,18 @@ Per candidate tool the evidence is:
 - hybrid only: coverage (the share of the query's words the tool has) and name_words (how many of
   the tool name's words the query has).
 
-Ranking value z, per mode, then score = sigmoid(SLOPE * z + BIAS): a Platt scaling fitted by
-logistic regression, so a score is an estimate of P(this tool serves the query). Hybrid's
-weights, Platt constants and threshold are fitted by benchmarks/fit_fusion.py on every bench set
-and style (leave-one-set-out validated); keyword's and semantic's by the same script, on the same
-sets, each on its own candidates. Few parameters on purpose (a handful of weights and two or three
-Platt constants per mode) so the fit cannot memorise queries. All of it belongs to the model it
-was fitted on (CALIBRATED_MODELS).
+Ranking value z, per mode; the hit's own logit l = SLOPE * z + BIAS (a Platt scaling); then the
+score reads the list the hit is in: score = sigmoid(a * l + b * share + c), where share is the
+hit's share of the odds of the query's best LIST_K candidates (odds_shares). A score is an estimate
+of P(this tool serves the query | the candidates beside it), fitted by logistic regression over
+every candidate: a first hit that clearly beats the rest reads high even when its own evidence is
+modest (a natural request in the user's words), one among many alike reads low. Both steps keep
+the order (a > 0, b >= 0, share grows with l), so the ranking is z's. Hybrid's weights, constants
+and threshold are fitted by benchmarks/fit_fusion.py on every bench set and style
+(leave-one-set-out validated); keyword's and semantic's by the same script, on the same sets, each
+on its own candidates. Few parameters on purpose (a handful of weights and five constants per
+mode) so the fit cannot memorise queries. All of it belongs to the model it was fitted on
+(CALIBRATED_MODELS).
 
 "No good match": a query of GATE_MIN_TERMS words or more whose best tool scores below
 the threshold of its mode (calibration.json per model; KEYWORD_THRESHOLD) gets no hits.
@@ -24,6 +29,7 @@ the threshold of its mode (calibration.json per model; KEYWORD_THRESHOLD) gets n
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 from dataclasses import dataclass
@@ -58,7 +64,8 @@ class ModelFit:
     coverage: float
     name: float  # name words (0 for short queries on MiniLM; LONG_WEIGHTS' 0.02 for long ones)
     ramp: tuple[int, int] | None  # to LONG_WEIGHTS at ramp[1] terms or more, linear in between
-    platt: dict[str, tuple[float, float]]  # mode -> (slope, bias) on z
+    platt: dict[str, tuple[float, float]]  # mode -> (slope, bias): the hit's own logit l on z
+    listwise: dict[str, tuple[float, float, float]]  # mode -> (a, b, c): the score's logit a*l + b*share + c
     threshold: dict[str, float]  # mode -> the "no good match" gate
     fitted: str  # on what, by what
 
@@ -72,6 +79,7 @@ def _read_fits() -> dict[str, ModelFit]:
             f["name"],
             tuple(f["ramp"]) if f["ramp"] else None,
             {k: (v[0], v[1]) for k, v in f["platt"].items()},
+            {k: (v[0], v[1], v[2]) for k, v in f["listwise"].items()},
             dict(f["threshold"]),
             f["fitted"],
         )
@@ -117,13 +125,24 @@ FUZZY_WEIGHT = 0.35
 #                  + KW_FUZZY * fuzzy_strength (fit_fusion.py --only keyword; KW_FUZZY is not fitted:
 #                  the bench's queries are sentences, see FUZZY_FLOOR)
 KW_LOG, KW_REL, KW_BIAS, KW_FUZZY = 1.638, 5.513, -11.056, 6.0
+KW_LISTWISE = (0.615, 3.525, -1.775)  # keyword's (a, b, c), see LIST_K (fit_fusion.py --only keyword)
+
+# The score reads the list (issue 22): a hit's own evidence says how well it matches, not whether
+# a better tool stands beside it. share = exp(l) / sum of exp(l) over the query's LIST_K best
+# candidates (l: each candidate's own logit, so the temperature is the mode's Platt slope): near 1
+# for a first hit that clearly beats the rest, about 1/2 each for two alike (a tool on two servers),
+# small for a flat list (an impossible request matches many tools a little). Over the best 10 only,
+# so it does not depend on how many candidates a catalog yields; 5 and 20 measured alike
+# (docs/search-research.md).
+LIST_K = 10
 
 # Keyword mode's threshold, the same rule as every model's gate (calibration.json): the highest
-# that costs at most 1 point of feasible R@5 on ETOM and on livemcp-natural (each pooled;
-# fit_fusion.py). Natural requests score low even when served, so the gate abstains on few
-# impossible requests: the score of the best hit, a calibrated P(relevant), says how sure the
-# answer is (docs/search-research.md has the tables).
-KEYWORD_THRESHOLD = 0.09
+# that costs at most 1 point of feasible R@5 on ETOM, on livemcp-natural and on LiveMCPBench's task
+# prompts (each pooled; fit_fusion.py). The served natural requests with the least evidence (a
+# typo, a paraphrase sharing no word with the tool) score as low as many impossible requests, so
+# the gate abstains on few of them: the score of the best hit, a calibrated P(relevant), says how
+# sure the answer is (docs/search-research.md has the tables).
+KEYWORD_THRESHOLD = 0.105
 
 
 # A one- or two-word query ("status", "guava versions", "AAPL dividends") is a deliberate lookup:
@@ -223,6 +242,15 @@ def uncalibrated_scores(cands: dict[int, dict], mode: str) -> dict[int, float]:
     return out
 
 
+def odds_shares(logits: dict[int, float]) -> dict[int, float]:
+    """Each candidate's exp(l) over the sum of exp(l) of the LIST_K best (LIST_K)."""
+    if not logits:
+        return {}
+    best = heapq.nlargest(LIST_K, logits.values())
+    total = sum(math.exp(x - best[0]) for x in best)
+    return {r: math.exp(max(x - best[0], -700.0)) / total for r, x in logits.items()}
+
+
 def score_candidates(
     cands: dict[int, dict],
     mode: str,
@@ -231,9 +259,18 @@ def score_candidates(
     n_terms: int | None = None,
 ) -> dict[int, float]:
     """Calibrated score in [0, 1] per candidate (for a model not in CALIBRATED_MODELS, in hybrid
-    and semantic mode: uncalibrated_scores)."""
+    and semantic mode: uncalibrated_scores). Records each scored candidate's odds share in its
+    evidence (cands[r]["share"], shown as signals.share)."""
     if mode != "keyword" and not is_calibrated(model):
         return uncalibrated_scores(cands, mode)
     mode = effective_mode(cands, mode)
-    slope, bias = (1.0, 0.0) if mode == "keyword" else fit_for(model).platt[mode]  # keyword's z is a logit
-    return {r: _sigmoid(slope * z + bias) for r, z in ranking_values(cands, mode, n_tools, n_terms, model).items()}
+    if mode == "keyword":  # its z is a logit already, and its constants belong to no model
+        (slope, bias), (a, b, c) = (1.0, 0.0), KW_LISTWISE
+    else:
+        fit = fit_for(model)
+        (slope, bias), (a, b, c) = fit.platt[mode], fit.listwise[mode]
+    logits = {r: slope * z + bias for r, z in ranking_values(cands, mode, n_tools, n_terms, model).items()}
+    shares = odds_shares(logits)
+    for r, share in shares.items():
+        cands[r]["share"] = share
+    return {r: _sigmoid(a * x + b * shares[r] + c) for r, x in logits.items()}

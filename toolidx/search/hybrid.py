@@ -3,8 +3,9 @@ fuzzy names (rapidfuzz), and a calibrated hybrid of the three.
 
 Every hit gets a score in [0, 1] that means the same thing for every query: an estimate of the
 probability that the tool serves the request, from a small logistic model over absolute evidence
-(cosine similarity, BM25, query-term coverage, fuzzy name match) fitted on the bench sets
-(`toolidx.search.calibration`, docs/search-research.md). Below a calibrated threshold search returns nothing and
+(cosine similarity, BM25, query-term coverage, fuzzy name match) and over how far the hit stands
+out of the query's best candidates, fitted on the bench sets (`toolidx.search.calibration`,
+docs/search-research.md). Below a calibrated threshold search returns nothing and
 says so ("no good match") instead of the least-bad tools.
 
 Keyword mode imports no numpy, fastembed or mcp, so a keyword search in a new process is fast.
@@ -32,10 +33,12 @@ POOL = 50  # candidates taken from each retriever before fusion
 FUZZY_MAX_TERMS = 4  # fuzzy name matching is for short, name-like queries ("git_stauts")
 FUZZY_CUTOFF = 75.0
 # Without --min-score, a runner-up is shown only while its score is at least this share of the best
-# hit's: after a 0.9 hit, 0.01 rows are noise, not alternatives. The scores are calibrated, so the
-# share means the same on every catalog; 0.05 cut no relevant tool from the top 5 of any bench set
-# (0.1 cut one, 0.2 two; docs/search-research.md). --min-score X shows every hit scoring X or more instead.
-RUNNER_UP_SHARE = 0.05
+# hit's: after a 0.9 hit, 0.001 rows are noise, not alternatives. The scores are calibrated, so the
+# share means the same on every catalog. A score reads the list (calibration.LIST_K), so a runner-up
+# far behind a clear first hit scores low even when it serves the query too: over every bench set,
+# 0.005 hides 0-1 relevant tool of a top 5 per mode and model, 0.01 1-5, 0.05 21-47
+# (docs/search-research.md). --min-score X shows every hit scoring X or more instead.
+RUNNER_UP_SHARE = 0.005
 
 
 @dataclass(frozen=True)
@@ -66,10 +69,13 @@ class Signals:
     cosine: float | None = None  # cosine of the query and tool embeddings
     coverage: float | None = None  # share of the query's words the tool has (quoted values x0.25)
     name_words: int | None = None  # how many of the tool name's words the query has
+    # the hit's share of the odds of the query's 10 best candidates (calibration.odds_shares): what
+    # its score reads of the list beside it; None where the scores are uncalibrated
+    share: float | None = None
 
     def to_json(self) -> dict[str, float]:
         out: dict[str, float] = {"bm25": self.bm25, "fuzzy": self.fuzzy}
-        for key in ("cosine", "coverage", "name_words"):
+        for key in ("cosine", "coverage", "name_words", "share"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -446,6 +452,8 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) 
     if mode_used == "hybrid":
         signals.coverage = round(ev.get("coverage", 0.0), 3)
         signals.name_words = ev.get("name_words", 0)
+    if "share" in ev:
+        signals.share = round(ev["share"], 3)
     return Hit(
         id=row["id"],
         server=row["server"],
