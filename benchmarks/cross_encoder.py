@@ -140,8 +140,7 @@ def main() -> int:
     def costs(abstain: dict[str, np.ndarray]) -> list[float]:
         """pooled R@5 lost on etom, natural, livemcp; share turned away of etom infeasible, far, near"""
         return [
-            float(np.mean(np.concatenate([a[s]["hybrid R@5"] * abstain[s] for s in ss])))
-            for ss in (*CATALOGS.values(), ["livemcp"])
+            float(np.mean(np.concatenate([a[s]["hybrid R@5"] * abstain[s] for s in ss]))) for ss in CATALOGS.values()
         ] + [float(abstain[s].mean()) for s in INFEASIBLE]
 
     def rule(tg: float | None, tc: float) -> list[float]:
