@@ -172,6 +172,24 @@ def test_help_names_arguments_in_capitals():
     assert "\n  QUERY  " in runner.invoke(app, ["search", "--help"], terminal_width=200).output
 
 
+def test_help_names_option_values_as_click_does():
+    """Every option's value in --help reads INTEGER / TEXT / PATH / PATH|URL (typer 0.28 wrote
+    `<int range>`, `<str>`, and `<_db_target>`, a function's name, for --db)."""
+    import re
+
+    import typer.main
+    from typer.testing import CliRunner
+
+    from toolidx.cli.main import app
+
+    runner = CliRunner()
+    for name in typer.main.get_command(app).commands:
+        out = runner.invoke(app, [name, "--help"], terminal_width=200).output
+        assert not re.search(r"^\s+(?:-\w, )?--[\w-]+ <", out, re.M), (name, out)
+    out = runner.invoke(app, ["search", "--help"], terminal_width=200).output
+    assert re.search(r"--db PATH\|URL\s", out) and re.search(r"--limit INTEGER\s", out), out
+
+
 def test_json_help_says_what_json_replaces():
     """export and serve print no table: their --json help says what it does there."""
     import typer.main

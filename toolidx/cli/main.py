@@ -18,16 +18,31 @@ from typer.core import TyperCommand
 from ..core.errors import EXIT_FAILURE, EXIT_USAGE, ToolidxError
 from . import render
 
+# An option's value named as click and man pages name it (typer >= 0.28 writes `<int range>`, `<str>`)
+_METAVARS = {
+    "int": "INTEGER",
+    "int range": "INTEGER",
+    "float": "FLOAT",
+    "float range": "FLOAT",
+    "path": "PATH",
+    "str": "TEXT",
+}
+
 
 class _Command(TyperCommand):
     """Arguments named in capitals, as click and man pages do: `search [OPTIONS] QUERY`,
-    `diff [OPTIONS] [FILES]...` (typer >= 0.2x writes `{query}` and `[files]...`)."""
+    `diff [OPTIONS] [FILES]...` (typer >= 0.2x writes `{query}` and `[files]...`), and options' values
+    likewise: `--limit INTEGER`, not `--limit <int range>`."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for p in self.params:
-            if p.param_type_name == "argument" and p.metavar is None:
+            if p.metavar is not None:
+                continue
+            if p.param_type_name == "argument":
                 p.metavar = (p.name or "").upper()  # the help's "Arguments:" list
+            elif not getattr(p, "is_flag", False) and p.type.name in _METAVARS:
+                p.metavar = _METAVARS[p.type.name]
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:  # typer's click, vendored or not
         pieces = [self.options_metavar] if self.options_metavar else []
@@ -82,6 +97,7 @@ DbOpt = typer.Option(
     envvar="TOOLIDX_DB",
     show_envvar=True,
     parser=_db_target,
+    metavar="PATH|URL",
     help="Index file (default: ~/.local/share/toolidx/tools.db), or a postgresql:// URL (docs/deploy.md).",
 )
 JsonOpt = typer.Option(False, "--json", help="Print versioned JSON instead of a table.")
@@ -188,6 +204,7 @@ def merge(
         "--output",
         "-o",
         parser=_db_target,
+        metavar="PATH|URL",
         help="The merged index (a new file, or an index it replaces whole; never an input), or a postgresql:// URL.",
     ),
     as_json: bool = JsonOpt,
