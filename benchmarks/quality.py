@@ -33,15 +33,15 @@ LABEL = {"hybrid": "hybrid", "keyword": "bm25", "semantic": "cosine"}
 STYLES = ("plain", "terse", "typo", "long", "name")
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--json", help="also write the full reports here")
-    args = ap.parse_args()
+HELD = ("etom L3 (all)", "etom L4 (steps)", "livemcp (all)", "livemcp relaxed")  # never used to fit anything
+
+
+def evaluate_sets(etom, lmb, emb) -> tuple[dict, dict]:
+    """Every bench set's report (by set name: the reports of `evaluate`) and the table's rows
+    ((set, mode) -> metrics; ETOM level 2 and each natural style are groups of their set), on the
+    ETOM and LiveMCP indexes `etom` and `lmb`."""
     from toolidx.search.eval import evaluate
 
-    emb = embedder()
-    t0 = time.time()
-    etom, lmb = build("etom"), build("livemcp")
     nat = BENCH / "livemcp-natural"
     reports = {
         "etom L1+L2": evaluate(
@@ -69,11 +69,11 @@ def main() -> int:
         "livemcp (all)": (lmb, BENCH / "livemcp" / "queries.jsonl", "all"),
         "livemcp relaxed": (lmb, BENCH / "livemcp" / "queries_relaxed.jsonl", "steps"),
     }
-    for name, (db, path, labels) in held.items():
+    for name in HELD:
+        db, path, labels = held[name]
         reports[name] = evaluate(db, path, modes=MODES, labels=labels, embedder=emb)
 
     rows: dict[tuple[str, str], dict] = {}  # (set, mode) -> metrics
-    paired: dict[str, list] = {}  # set -> [{"vs", "metrics"}]
     for mode in MODES:
         e = reports["etom L1+L2"]["modes"][mode]
         rows[("etom L1+L2", mode)] = e["metrics"]
@@ -83,15 +83,27 @@ def main() -> int:
         rows[("natural (all)", mode)] = n["metrics"]
         for st in STYLES:
             rows[(f"natural {st}", mode)] = n["groups"][f"style={st}"]
-        for name in held:
+        for name in HELD:
             rows[(name, mode)] = reports[name]["modes"][mode]["metrics"]
+    return reports, rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", help="also write the full reports here")
+    args = ap.parse_args()
+
+    emb = embedder()
+    t0 = time.time()
+    reports, rows = evaluate_sets(build("etom"), build("livemcp"), emb)
+    paired: dict[str, list] = {}  # set -> [{"vs", "metrics"}]
     paired["etom L1+L2"] = reports["etom L1+L2"]["paired"]
     paired["etom L2"] = reports["etom L1+L2"]["paired_groups"]["level=2"]
     paired["livemcp"] = reports["livemcp"]["paired"]
     paired["natural (all)"] = reports["natural"]["paired"]
     for st in STYLES:
         paired[f"natural {st}"] = reports["natural"]["paired_groups"][f"style={st}"]
-    for name in held:
+    for name in HELD:
         paired[name] = reports[name]["paired"]
 
     sets = list(dict.fromkeys(s for s, _ in rows))
@@ -135,7 +147,7 @@ def main() -> int:
     )
 
     print("\nreliability of hybrid's score (every shown hit of the top 10, impossible requests included):")
-    for name in ("etom L1+L2", "livemcp", "natural", *held):
+    for name in ("etom L1+L2", "livemcp", "natural", *HELD):
         r = reports[name]["modes"]["hybrid"]["reliability"]
         bins = " ".join(f"{m:.2f}:{o:.2f}({k})" for m, o, k in r["bins"])
         print(f"  {name:16s} ECE {r['ece']:.3f}  mean score:share relevant(count) {bins}")
