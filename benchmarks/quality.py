@@ -72,6 +72,7 @@ def evaluate_sets(etom, lmb, emb) -> tuple[dict, dict]:
     for name in HELD:
         db, path, labels = held[name]
         reports[name] = evaluate(db, path, modes=MODES, labels=labels, embedder=emb)
+    reports = {name: rep.to_json() for name, rep in reports.items()}  # the --json document's shape
 
     rows: dict[tuple[str, str], dict] = {}  # (set, mode) -> metrics
     for mode in MODES:

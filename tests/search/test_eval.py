@@ -119,35 +119,35 @@ def test_evaluate_small_catalog(small_db, embedder):
 
     db = open_db(small_db)
     r = evaluate(db, DATA / "search_queries.jsonl", modes=("hybrid", "keyword", "semantic"), embedder=embedder)
-    assert r["queries"] == 6 and r["evaluated"] == 4 and r["infeasible"] == 1
-    assert r["unresolved"]["count"] == 1 and r["unresolved"]["queries"][0]["id"] == "q5"
-    h = r["modes"]["hybrid"]
-    assert h["mode_used"] == "hybrid"
+    assert r.queries == 6 and r.evaluated == 4 and r.infeasible == 1
+    assert r.unresolved["count"] == 1 and r.unresolved["queries"][0]["id"] == "q5"
+    h = r.modes["hybrid"]
+    assert h.mode_used == "hybrid"
     # every feasible query's tool is the obvious one in this catalog
-    assert h["metrics"]["R@1"] == 1.0 and h["metrics"]["MRR@10"] == 1.0
-    assert h["metrics"]["R@5@threshold"] == 1.0 and h["metrics"]["answered"] == 1.0
-    assert h["abstention"] == {"n": 1, "rate": 1.0, "by_kind": {}}  # the query has no "kind"
-    rel = h["reliability"]  # every shown hit's score against whether it serves its query
+    assert h.metrics["R@1"] == 1.0 and h.metrics["MRR@10"] == 1.0
+    assert h.metrics["R@5@threshold"] == 1.0 and h.metrics["answered"] == 1.0
+    assert h.abstention == {"n": 1, "rate": 1.0, "by_kind": {}}  # the query has no "kind"
+    rel = h.reliability  # every shown hit's score against whether it serves its query
     assert 0.0 <= rel["ece"] <= 1.0 and sum(n for _, _, n in rel["bins"]) > 0
-    assert set(h["metrics"]) >= {"R@1", "R@5", "R@10", "MRR@10", "nDCG@10"}
+    assert set(h.metrics) >= {"R@1", "R@5", "R@10", "MRR@10", "nDCG@10"}
     # keyword search cannot see "weather ... tomorrow" = get_forecast ("will it be" shares no term)
-    assert r["modes"]["keyword"]["metrics"]["R@1"] <= h["metrics"]["R@1"]
+    assert r.modes["keyword"].metrics["R@1"] <= h.metrics["R@1"]
     # every R@1 miss is listed with its rank; hybrid ranks all four first, so it has none
-    assert h["misses"] == []
+    assert h.misses == []
     for mode in ("keyword", "semantic"):
-        misses = r["modes"][mode]["misses"]
-        assert len(misses) == round((1 - r["modes"][mode]["metrics"]["R@1"]) * 4)
+        misses = r.modes[mode].misses
+        assert len(misses) == round((1 - r.modes[mode].metrics["R@1"]) * 4)
         for m in misses:
             assert set(m) == {"id", "query", "rank", "top", "found", "relevant"} and m["rank"] != 1
     # paired: hybrid against each other mode over the same 4 queries; it is never worse on R@1
-    assert [(p["mode"], p["vs"], p["queries"]) for p in r["paired"]] == [
+    assert [(p["mode"], p["vs"], p["queries"]) for p in r.paired] == [
         ("hybrid", "keyword", 4),
         ("hybrid", "semantic", 4),
     ]
-    for p in r["paired"]:
+    for p in r.paired:
         s = p["metrics"]["R@1"]
         assert set(p["metrics"]) == {"R@1", "R@5", "MRR@10"} and s["worse"] == 0
-        assert s["better"] == len(r["modes"][p["vs"]]["misses"]) and s["better"] + s["ties"] == 4
+        assert s["better"] == len(r.modes[p["vs"]].misses) and s["better"] + s["ties"] == 4
         assert s["p"] == pytest.approx(sign_test(s["better"], 0))
     db.close()
 
@@ -170,8 +170,8 @@ def test_evaluate_misses_ordered_and_single_mode_unpaired(small_db, tmp_path):
     )
     db = open_db(small_db)
     r = evaluate(db, q, modes=["keyword"])
-    assert r["paired"] == [] and r["depth"] == 10
-    misses = r["modes"]["keyword"]["misses"]
+    assert r.paired == [] and r.depth == 10
+    misses = r.modes["keyword"].misses
     # by rank, not found (None) last, then by id
     assert misses == sorted(misses, key=lambda m: (m["rank"] is None, m["rank"] or 0, m["id"]))
     assert {m["id"] for m in misses} == {"z", "b"}
@@ -203,10 +203,10 @@ def test_evaluate_steps_labels(small_db, tmp_path):
     db = open_db(small_db)
     r = evaluate(db, q, modes=["keyword"], labels="steps")
     # a dropped alternative is harmless while its step has another; a step with none left is not
-    assert r["partly_unresolved"] == {"count": 1, "queries": [{"id": "s2", "missing": ["gone/x"]}]}
-    assert r["unresolved"]["count"] == 1 and r["unresolved"]["queries"][0]["id"] == "s3"
-    assert r["evaluated"] == 2 and r["infeasible"] == 1 and r["labels"] == "steps"
-    m = r["modes"]["keyword"]["metrics"]
+    assert r.partly_unresolved == {"count": 1, "queries": [{"id": "s2", "missing": ["gone/x"]}]}
+    assert r.unresolved["count"] == 1 and r.unresolved["queries"][0]["id"] == "s3"
+    assert r.evaluated == 2 and r.infeasible == 1 and r.labels == "steps"
+    m = r.modes["keyword"].metrics
     assert m["R@10"] == 1.0 and m["All@10"] == 1.0  # s1 meets both steps, s2 its one left
     bad = tmp_path / "bad.jsonl"
     for steps in ('"steps": [[]]', '"steps": [["a"], "b"]', '"relevant": ["a"]', '"steps": [[1]]'):
@@ -234,10 +234,10 @@ def test_evaluate_by_group_and_partly_missing(small_db, tmp_path, embedder):
     )
     db = open_db(small_db)
     r = evaluate(db, q, modes=["keyword"], by="level", k=(1, 3))
-    assert r["partly_unresolved"]["count"] == 1 and r["evaluated"] == 2
-    g = r["modes"]["keyword"]["groups"]
+    assert r.partly_unresolved["count"] == 1 and r.evaluated == 2
+    g = r.modes["keyword"].groups
     assert g["level=1"]["n"] == 1 and g["level=2"]["R@1"] == 1.0
-    assert "R@3" in r["modes"]["keyword"]["metrics"] and r["modes"]["keyword"]["abstention"] is None
+    assert "R@3" in r.modes["keyword"].metrics and r.modes["keyword"].abstention is None
     db.close()
 
 
@@ -334,12 +334,12 @@ def test_quality_floor_on_etom_sample(etom_sample, embedder, bench_dir):
 
     db = open_db(etom_sample / "etom.db")
     r = evaluate(db, etom_sample / "queries.jsonl", infeasible=etom_sample / "infeasible.jsonl", embedder=embedder)
-    h, k, s = (r["modes"][m]["metrics"] for m in ("hybrid", "keyword", "semantic"))
+    h, k, s = (r.modes[m].metrics for m in ("hybrid", "keyword", "semantic"))
     # floors well under what the method measures (docs/search-research.md), above the plain baselines
     assert h["R@1"] >= 0.82 and h["R@5"] >= 0.94, h
     assert h["MRR@10"] > max(k["MRR@10"], s["MRR@10"]), (h, k, s)
     # the gate is fitted to cost at most 1 point of R@5 on every catalog (benchmarks/fit_fusion.py),
     # which leaves it abstaining on about a tenth of ETOM's impossible requests (docs/search-research.md)
     assert h["R@5"] - h["R@5@threshold"] <= 0.01, h
-    assert r["modes"]["hybrid"]["abstention"]["rate"] > 0
+    assert r.modes["hybrid"].abstention["rate"] > 0
     db.close()

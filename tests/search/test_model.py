@@ -99,8 +99,8 @@ def test_the_shipped_model_finds_tools_on_a_fixed_set(tmp_path):
     run_crawl(build_config({"mcpServers": {"cat": {"tools_file": str(CATALOG)}}}, None), db, embedder=emb)
     rep = evaluate(db, CHECK, modes=("semantic", "hybrid"), embedder=emb)
     for mode in ("semantic", "hybrid"):
-        m = rep["modes"][mode]["metrics"]
-        assert m["R@1"] >= 0.85 and m["R@5"] == 1.0, (mode, m, rep["modes"][mode]["misses"])
+        m = rep.modes[mode].metrics
+        assert m["R@1"] >= 0.85 and m["R@5"] == 1.0, (mode, m, rep.modes[mode].misses)
 
 
 @pytest.mark.slow

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the result types only: render is imported on every start, t
     from ..diff.snapshot import DiffResult
     from ..health.doctor import DoctorReport
     from ..integrations.export import ExportResult
+    from ..search.eval import EvalReport
     from ..search.hybrid import SearchResult
     from ..serve.preflight import CheckReport
     from ..serve.stats import IndexStats
@@ -626,28 +627,28 @@ def search_result(result: SearchResult, as_json: bool, max_tokens: int | None = 
         note("no good match")
 
 
-def eval_report(report: dict, as_json: bool, misses: int = 0) -> None:
+def eval_report(report: EvalReport, as_json: bool, misses: int = 0) -> None:
     """The metrics table, one paired-comparison line per mode pair, and with `misses` > 0 up to
     that many missed queries per mode (JSON always carries them all)."""
     if as_json:
-        emit_json("eval", report)
+        emit_json("eval", report.to_json())
         return
-    ks = report["k"]
-    extra = ["All@10"] if report["labels"] != "any" else []  # with "any" labels it equals R@10
+    ks = report.k
+    extra = ["All@10"] if report.labels != "any" else []  # with "any" labels it equals R@10
     keys = [*[f"R@{k}" for k in ks], *extra, "MRR@10", "nDCG@10", "R@5@threshold"]
     cols = ["mode", "ran", *[k.replace("@threshold", "@thr") for k in keys], "abstain"]
     rows = []
-    for mode, e in report["modes"].items():
-        m = e["metrics"]
-        ab = e["abstention"]
-        rows.append([mode, e["mode_used"], *[f"{m.get(k, 0):.3f}" for k in keys], f"{ab['rate']:.3f}" if ab else "-"])
-        for g, gm in (e.get("groups") or {}).items():
+    for mode, e in report.modes.items():
+        m = e.metrics
+        ab = e.abstention
+        rows.append([mode, e.mode_used, *[f"{m.get(k, 0):.3f}" for k in keys], f"{ab['rate']:.3f}" if ab else "-"])
+        for g, gm in (e.groups or {}).items():
             rows.append([f"  {g}", f"n={gm['n']}", *[f"{gm.get(k, 0):.3f}" for k in keys], ""])
-    table(cols, rows, title=f"{report['evaluated']} queries ({report['infeasible']} with no relevant tool)")
-    _lines([_paired_line(p) for p in report.get("paired") or []])
+    table(cols, rows, title=f"{report.evaluated} queries ({report.infeasible} with no relevant tool)")
+    _lines([_paired_line(p) for p in report.paired])
     if misses > 0:
         _misses_table(report, misses)
-    counts = {mode: len(e.get("misses") or []) for mode, e in report["modes"].items()}
+    counts = {mode: len(e.misses) for mode, e in report.modes.items()}
     more = {mode: n - misses for mode, n in counts.items() if n > misses}
     if more:
         what = "queries whose relevant tool is not ranked 1st" if misses == 0 else "more misses not shown"
@@ -656,13 +657,13 @@ def eval_report(report: dict, as_json: bool, misses: int = 0) -> None:
             + ", ".join(f"{mode} {n}" for mode, n in more.items())
             + ("; --misses N lists them" if misses == 0 else "; --json lists them all")
         )
-    if report["unresolved"]["count"]:
+    if report.unresolved["count"]:
         note(
-            f"{report['unresolved']['count']} queries skipped: none of their relevant tools is in the index "
-            f"(e.g. {report['unresolved']['queries'][0]['id']})"
+            f"{report.unresolved['count']} queries skipped: none of their relevant tools is in the index "
+            f"(e.g. {report.unresolved['queries'][0]['id']})"
         )
-    if report["partly_unresolved"]["count"]:
-        note(f"{report['partly_unresolved']['count']} queries name relevant tools missing from the index")
+    if report.partly_unresolved["count"]:
+        note(f"{report.partly_unresolved['count']} queries name relevant tools missing from the index")
 
 
 def _lines(lines: list[str]) -> None:
@@ -688,8 +689,8 @@ def _paired_line(pair: dict) -> str:
     return f"{pair['mode']} vs {pair['vs']}: " + ", ".join(parts)
 
 
-def _misses_table(report: dict, limit: int) -> None:
-    depth = report.get("depth", 10)
+def _misses_table(report: EvalReport, limit: int) -> None:
+    depth = report.depth
     rows = [
         [
             mode,
@@ -699,8 +700,8 @@ def _misses_table(report: dict, limit: int) -> None:
             m.get("found") or (m["relevant"][0] if m["relevant"] else "-"),
             first_line(m["query"], 60),
         ]
-        for mode, e in report["modes"].items()
-        for m in (e.get("misses") or [])[:limit]
+        for mode, e in report.modes.items()
+        for m in e.misses[:limit]
     ]
     if not rows:
         return

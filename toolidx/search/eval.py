@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +226,72 @@ def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
     return {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in rows[0]}
 
 
+@dataclass
+class ModeEval:
+    """One mode's part of an eval report (see the module doc)."""
+
+    mode_used: str
+    threshold: float | None
+    metrics: dict[str, float]
+    abstention: dict[str, Any] | None  # None without impossible requests
+    reliability: dict[str, Any] | None
+    latency_ms: dict[str, float] | None
+    misses: list[dict[str, Any]]
+    groups: dict[str, dict[str, float]] | None = None  # with `by`: "level=2" -> its n and metrics
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "mode_used": self.mode_used,
+            "threshold": self.threshold,
+            "metrics": self.metrics,
+            "abstention": self.abstention,
+            "reliability": self.reliability,
+            "latency_ms": self.latency_ms,
+            "misses": self.misses,
+        }
+        if self.groups is not None:
+            out["groups"] = self.groups
+        return out
+
+
+@dataclass
+class EvalReport:
+    """What `evaluate` returns (`to_json()`: the `eval --json` document's body)."""
+
+    queries_path: str
+    infeasible_path: str | None
+    index: str
+    labels: str
+    k: list[int]
+    depth: int
+    queries: int
+    evaluated: int  # queries with a relevant tool in the index
+    infeasible: int  # queries no tool serves
+    unresolved: dict[str, Any]  # {"count", "queries": the first 20}: every relevant tool missing
+    partly_unresolved: dict[str, Any]
+    modes: dict[str, ModeEval]
+    paired: list[dict[str, Any]]  # the first mode against each other one, query by query
+    paired_groups: dict[str, list[dict[str, Any]]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "queries_path": self.queries_path,
+            "infeasible_path": self.infeasible_path,
+            "index": self.index,
+            "labels": self.labels,
+            "k": self.k,
+            "depth": self.depth,
+            "queries": self.queries,
+            "evaluated": self.evaluated,
+            "infeasible": self.infeasible,
+            "unresolved": self.unresolved,
+            "partly_unresolved": self.partly_unresolved,
+            "modes": {mode: e.to_json() for mode, e in self.modes.items()},
+            "paired": self.paired,
+            "paired_groups": self.paired_groups,
+        }
+
+
 def evaluate(
     db,
     queries_path: str | Path,
@@ -237,7 +304,7 @@ def evaluate(
     filters: Filters | None = None,
     embedder: QueryEmbedder = INDEX_MODEL,
     min_score: float | None = None,
-) -> dict:
+) -> EvalReport:
     """Run every query in every mode and report the metrics (see the module doc)."""
     from ..store.tools import all_ids
     from .hybrid import MODES, get_query_embedder, search, warm
@@ -276,8 +343,9 @@ def evaluate(
         return q["steps"] if labels == "steps" else q["relevant"]
 
     depth = max(max(ks), 10)
-    report_modes: dict[str, dict] = {}
+    report_modes: dict[str, ModeEval] = {}
     rows_by_mode: dict[str, list[dict[str, float]]] = {}
+    group_rows: dict[str, dict[str, list[dict[str, float]]]] = {}
     for mode in modes:
         per_q: list[tuple[dict, dict[str, float]]] = []
         misses: list[dict] = []
@@ -316,11 +384,11 @@ def evaluate(
                 misses.append(miss)
         lat.sort()
         rows_by_mode[mode] = [m for _, m in per_q]
-        entry: dict[str, Any] = {
-            "mode_used": mode_used,
-            "threshold": threshold,
-            "metrics": _mean(rows_by_mode[mode]),
-            "abstention": (
+        entry = ModeEval(
+            mode_used=mode_used,
+            threshold=threshold,
+            metrics=_mean(rows_by_mode[mode]),
+            abstention=(
                 {
                     "n": len(infeasible_q),
                     "rate": round(abstained / len(infeasible_q), 4),
@@ -331,21 +399,21 @@ def evaluate(
                 if infeasible_q
                 else None
             ),
-            "reliability": reliability(shown),
-            "latency_ms": {
+            reliability=reliability(shown),
+            latency_ms={
                 "p50": round(lat[len(lat) // 2], 2),
                 "p95": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))], 2),
             }
             if lat
             else None,
-            "misses": sorted(misses, key=_miss_order),
-        }
+            misses=sorted(misses, key=_miss_order),
+        )
         if by:
             groups: dict[str, list[dict[str, float]]] = {}
             for q, m in per_q:
                 groups.setdefault(f"{by}={q.get(by)}", []).append(m)
-            entry["groups"] = {g: {"n": len(ms), **_mean(ms)} for g, ms in sorted(groups.items())}
-            entry["group_rows"] = groups
+            entry.groups = {g: {"n": len(ms), **_mean(ms)} for g, ms in sorted(groups.items())}
+            group_rows[mode] = groups
         report_modes[mode] = entry
     # the first mode (hybrid by default) against each other one, over the same feasible queries
     names = list(report_modes)
@@ -360,34 +428,30 @@ def evaluate(
     ]
     paired_groups = {}
     if by and len(names) > 1:
-        first = report_modes[names[0]].pop("group_rows")
-        others = {o: report_modes[o].pop("group_rows") for o in names[1:]}
+        first = group_rows[names[0]]
         paired_groups = {
             g: [
-                {"mode": names[0], "vs": o, "queries": len(rows), "metrics": paired_comparison(rows, others[o][g])}
+                {"mode": names[0], "vs": o, "queries": len(rows), "metrics": paired_comparison(rows, group_rows[o][g])}
                 for o in names[1:]
             ]
             for g, rows in first.items()
         }
-    else:
-        for e in report_modes.values():
-            e.pop("group_rows", None)
-    return {
-        "queries_path": str(queries_path),
-        "infeasible_path": str(infeasible) if infeasible else None,
-        "index": db.path,
-        "labels": labels,
-        "k": list(ks),
-        "depth": depth,
-        "queries": len(queries),
-        "evaluated": len(feasible),
-        "infeasible": len(infeasible_q),
-        "unresolved": {"count": len(unresolved), "queries": unresolved[:20]},
-        "partly_unresolved": {"count": len(partly), "queries": partly[:20]},
-        "modes": report_modes,
-        "paired": paired,
-        "paired_groups": paired_groups,
-    }
+    return EvalReport(
+        queries_path=str(queries_path),
+        infeasible_path=str(infeasible) if infeasible else None,
+        index=db.path,
+        labels=labels,
+        k=list(ks),
+        depth=depth,
+        queries=len(queries),
+        evaluated=len(feasible),
+        infeasible=len(infeasible_q),
+        unresolved={"count": len(unresolved), "queries": unresolved[:20]},
+        partly_unresolved={"count": len(partly), "queries": partly[:20]},
+        modes=report_modes,
+        paired=paired,
+        paired_groups=paired_groups,
+    )
 
 
 def reliability(shown: list[tuple[float, bool]], bins: int = 10) -> dict | None:
