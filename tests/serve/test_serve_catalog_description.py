@@ -85,3 +85,43 @@ def test_search_tools_names_its_catalog_and_follows_a_recrawl(serve_index, tmp_p
     assert only_time.startswith("Searches 2 tools of 1 MCP server (time)")
     for d in (before, after, only_time):
         assert len(d.encode()) <= DESCRIPTION_MAX_BYTES and _added_words(d) <= 120
+
+
+def test_the_summary_of_a_large_catalog_says_what_every_name_would(tmp_path):
+    """serve counts in the database and keeps a few hundred names (SUMMARY_NAMES): its
+    instructions and catalog sentence are those the whole lists give, on a catalog with more
+    servers and categories than that, a category named like a small server among them."""
+    from toolidx.catalog.listing import categories
+    from toolidx.core.clock import now_iso
+    from toolidx.serve.metatools import SUMMARY_NAMES, instructions
+    from toolidx.serve.stats import catalog_of
+    from toolidx.store.db import open_db
+
+    db = open_db(tmp_path / "big.db", create=True)
+    n = SUMMARY_NAMES + 150
+    with db.transaction() as c:
+        for i in range(n):
+            server = f"srv-{i:04d}" if i else "zz-small"  # a late name, one tool, also a category
+            c.execute(
+                "INSERT INTO servers(name, transport, status, crawled_at) VALUES (?, 'stdio', 'ok', ?)",
+                (server, now_iso()),
+            )
+            for k in range(1 + (i * 7) % 13):  # ties in size, the largest spread over the names
+                cat = "zz-small" if i % 50 == 0 else f"cat-{(i + k) % (SUMMARY_NAMES + 40)}"
+                c.execute(
+                    "INSERT INTO tools(id, server, name, definition, hash, embed_text, category, first_seen, "
+                    "updated_at) VALUES (?, ?, ?, '{}', 'h', 'x', ?, ?, ?)",
+                    (f"{server}/t{k}", server, f"t{k}", cat, now_iso(), now_iso()),
+                )
+    for scope in (None, Filters(servers=["zz-small", "srv-0001"])):
+        whole = categories(db, scope)
+        servers = [(s.name, s.count) for s in whole.servers if s.count]
+        cats = [x.name for x in whole.categories if x.name]
+        summary = catalog_of(db, scope)
+        assert len(summary.servers) < len(servers) or scope is not None
+        assert instructions(*summary) == instructions(whole.total, servers, cats)
+        assert catalog_sentence(*summary[:4]) == catalog_sentence(whole.total, servers, cats)
+        assert meta_tools(catalog=summary) == meta_tools(catalog=(whole.total, servers, cats))
+    top = catalog_sentence(*catalog_of(db, None)[:4]).split("top categories: ")[1]
+    assert "zz-small" in [x.name for x in categories(db).categories][:6] and "zz-small" not in top
+    db.close()

@@ -273,6 +273,75 @@ def test_a_replica_holds_no_catalog(tmp_path, pg_url, model_path):
     db.close()
 
 
+def _add_servers(db, first: int, count: int) -> None:
+    """`count` servers s<first>.. of 2 tools each (t0 in category `files`, t1 in `search`)."""
+    with db.transaction() as c:
+        c.execute(
+            "INSERT INTO servers(name, transport, status, crawled_at) "
+            "SELECT 's' || lpad(i::text, 5, '0'), 'stdio', 'ok', ? FROM generate_series(?::int, ?::int) i",
+            (now_iso(), first, first + count - 1),
+        )
+        c.execute(
+            "INSERT INTO tools(id, server, name, definition, hash, embed_text, category, first_seen, updated_at) "
+            "SELECT s.name || '/t' || k, s.name, 't' || k, '{}', 'h', 'x', CASE k WHEN 0 THEN 'files' ELSE 'search' END, "
+            "?, ? FROM servers s CROSS JOIN generate_series(0, 1) k WHERE s.name >= 's' || lpad(?::int::text, 5, '0')",
+            (now_iso(), now_iso(), first),
+        )
+
+
+def test_a_replica_starts_without_reading_every_row(pg_url, monkeypatch):
+    """serve's start (--server checked, pins resolved, the instructions and search_tools'
+    description, a name resolved, a token's scope) reads as many rows from a catalog of 6,000
+    servers as from one of 3,000: counts and names come from the database, tools are looked up."""
+    from toolidx.core.filters import Filters
+    from toolidx.serve.metatools import meta_tools
+    from toolidx.serve.server import build_server
+    from toolidx.store import pg
+
+    db = open_db(pg_url, create=True)
+    _add_servers(db, 0, 3000)
+    fetched = [0]
+    fetchone, fetchall = pg._Result.fetchone, pg._Result.fetchall
+
+    def one(self):
+        row = fetchone(self)
+        fetched[0] += row is not None
+        return row
+
+    def every(self):
+        rows = fetchall(self)
+        fetched[0] += len(rows)
+        return rows
+
+    monkeypatch.setattr(pg._Result, "fetchone", one)
+    monkeypatch.setattr(pg._Result, "fetchall", every)
+
+    def start() -> tuple[int, str, str]:
+        fetched[0] = 0
+        srv = build_server(pg_url, scope=Filters(servers=["s00002", "s00007"]), load_model=False)
+        d = srv.discovery
+        described = next(t for t in meta_tools(True, d.catalog_summary()) if t["name"] == "search_tools")
+        assert d.exposed_definitions() == []
+        assert d.resolve("s00007.t0")["id"] == "s00007/t0"
+        whole = build_server(pg_url, load_model=False)
+        view = whole.discovery.scoped(Filters(servers=["s00001"]))
+        text = whole.discovery.instructions() + " " + view.instructions()
+        rows = fetched[0]
+        for s in (srv, whole):
+            s.discovery.db.close()
+        return rows, described["description"], text
+
+    start()  # the usage tables are made on the first start
+    small, described, text = start()
+    assert described.startswith("Searches 4 tools of 2 MCP servers (s00002, s00007); top categories: files, search.")
+    assert "one search over 6000 tools of 3000 MCP servers" in text and "Servers: s00000 (2), s00001 (2)," in text
+    _add_servers(db, 3000, 3000)
+    large, _, text = start()
+    assert "one search over 12000 tools of 6000 MCP servers" in text and "Servers: s00000 (2), s00001 (2)," in text
+    assert large == small < 1000, (small, large)
+    db.close()
+
+
 # --- concurrent writers (real processes) ------------------------------------------------------------------
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.errors import UsageError
 from ..core.filters import Filters
@@ -249,4 +249,30 @@ def categories(db: Database, filters: Filters | None = None) -> Categories:
         ],
         total=total,
         filters=filters.to_json() if filters else {},
+    )
+
+
+class CatalogSummary(NamedTuple):
+    """What a catalog holds, in a few hundred names whatever its size: what serve's instructions
+    and search_tools' description say (serve.metatools.instructions, catalog_sentence)."""
+
+    tools: int
+    servers: list[tuple[str, int]]  # (name, tools) in name order: some of them (summary's docstring)
+    categories: list[str]  # by size, then name: the first of them
+    server_count: int  # servers with a tool
+    category_count: int  # named categories with a tool
+
+
+def summary(db: Database, filters: Filters | None, *, names: int, largest: int) -> CatalogSummary:
+    """The catalog of the tools passing `filters` (None: every tool, stale ones too), counted in
+    the database: its tool, server and category counts; the first `names` categories by size; the
+    first `names` servers by name, the `largest` with the most tools and those named like one of
+    those categories (what a text needs to rank, show and not repeat them), each with its tools."""
+    with db.snapshot():  # the counts and the names from the same crawl
+        category_count, cats = q.category_summary(db, filters, names)
+        tools, server_count, servers = q.server_summary(
+            db, filters, first=names, largest=largest, named=[c["name"] for c in cats]
+        )
+    return CatalogSummary(
+        tools, [(s["name"], s["count"]) for s in servers], [c["name"] for c in cats], server_count, category_count
     )

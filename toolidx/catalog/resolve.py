@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..core.errors import AMBIGUOUS_TOOL, OUT_OF_SCOPE, UNKNOWN_TOOL, NotFoundError, UsageError
+from ..core.filters import Filters
 from ..store import catalog as q
 from ..store.db import Database
 
@@ -64,14 +65,12 @@ def spellings(text: str) -> list[str]:
     return out
 
 
-def suggest_ids(db: Database, text: str, limit: int = MAX_SUGGESTIONS, within: set[str] | None = None) -> list[str]:
+def suggest_ids(db: Database, text: str, limit: int = MAX_SUGGESTIONS, within: Filters | None = None) -> list[str]:
     """The ids closest to `text`, comparing it with whole ids and with bare tool names; `within`
     limits the candidates (serve's scope: never suggest a tool the caller may not use)."""
     from rapidfuzz import fuzz, process
 
-    rows = q.id_names(db)
-    if within is not None:
-        rows = [r for r in rows if r["id"] in within]
+    rows = q.id_names(db, within)
     if not rows or not text:
         return []
     ids = [r["id"] for r in rows]
@@ -86,23 +85,20 @@ def suggest_ids(db: Database, text: str, limit: int = MAX_SUGGESTIONS, within: s
 
 
 def resolve_tool_id(
-    db: Database, text: str, *, within: set[str] | None = None, aliases: Mapping[str, str] | None = None
+    db: Database, text: str, *, within: Filters | None = None, aliases: Mapping[str, str] | None = None
 ) -> str:
-    """The id of the tool `text` names. `within`: the ids the caller may use (None: all);
-    `aliases`: extra names -> ids. Raises UsageError (empty), AmbiguousToolError,
-    OutOfScopeError or UnknownToolError."""
+    """The id of the tool `text` names. `within`: the scope the caller may use (None: every tool),
+    checked by look-ups, never by holding the ids in scope; `aliases`: extra names -> ids. Raises
+    UsageError (empty), AmbiguousToolError, OutOfScopeError or UnknownToolError."""
     name = (text or "").strip()
     if not name:
         raise UsageError("no tool id given", fix="name a tool as SERVER/TOOL, e.g. `git/git_status`")
 
-    def usable(tool_id: str) -> bool:
-        return tool_id in within if within is not None else q.tool_exists(db, tool_id)
-
     for cand in (name, (aliases or {}).get(name), *spellings(name)):
-        if cand and usable(cand):
+        if cand and q.tool_exists(db, cand, within):
             return cand
     if "/" not in name:
-        named = [i for i in q.ids_named(db, name) if within is None or i in within]
+        named = q.ids_named(db, name, within)
         if len(named) == 1:
             return named[0]
         if len(named) > 1:

@@ -220,7 +220,7 @@ def get_tool_categories(d: Discovery, args: dict) -> Answer:
         payload["servers"] = [
             {k: s.get(k) for k in ("name", "count", "status") if k in s} for s in servers if s.get("count")
         ]
-    payload["total_tools"] = len(d.scope_ids())
+    payload["total_tools"] = res["total"]
     payload = fit_budget(payload, "tags" if "tags" in payload else None, d.max_tokens)
     return Answer(payload, categories_text(payload))
 
@@ -231,7 +231,7 @@ def get_similar_tools(d: Discovery, args: dict) -> Answer:
     tool = d.resolve(args["tool_name"])
     limit = args.get("limit", 5)
     res = similar(d.db, tool["id"], limit=limit * 3 + 5, embedder=d.model.embedder).to_json()
-    ids = d.scope_ids()
+    ids = d.in_scope(s["id"] for s in res["similar"])
     alts: list[dict[str, Any]] = []
     for s in res["similar"]:
         if s["id"] not in ids or len(alts) == limit:

@@ -12,23 +12,28 @@ import os
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.budget import fit_budget
 from ..core.errors import INVALID_ARGUMENTS, NOT_APPROVED, UNKNOWN_TOOL, DatabaseError, ToolidxError, UsageError
 from ..core.filters import Filters
 from ..core.schemas import compile_validator, schema_errors
 from ..core.tooldoc import safe_names, server_name_parts
+from ..store.catalog import ids_within
 from ..store.db import Database, open_db
-from ..store.tools import all_ids, filtered_rowids, get_tool, get_tools_by_rowid, list_servers
+from ..store.tools import all_ids, filtered_rowids, get_tool, get_tools_by_rowid, known_servers, server_names
 from .metatools import cut_text, instructions
 from .texts import invalid_arguments_text
+
+if TYPE_CHECKING:
+    from ..catalog.listing import CatalogSummary
 
 log = logging.getLogger("toolidx")
 
 DEFAULT_MAX_TOKENS = 4000
 MODEL_WAIT_S = 20.0  # how long a semantic or hybrid search waits for the model serve is loading
 EXPOSED_NAME_MAX = 64  # Claude and most clients: ^[a-zA-Z0-9_-]{1,64}$
+SERVERS_NAMED = 20  # servers an unknown --server's error names (a catalog may have 200k)
 
 
 @dataclass
@@ -83,13 +88,31 @@ def api_names(ids: Iterable[str], servers: Iterable[str] = ()) -> dict[str, str]
 
 @dataclass
 class _Cache:
-    """Everything derived from one version of the index; replaced whole on reload."""
+    """Everything derived from one version of the index; replaced whole on reload. Only
+    --expose-tools makes it grow with the catalog (every tool in scope is exposed): otherwise it
+    holds the tools and validators asked for, the pins' names and a summary of a few hundred names."""
 
-    scope_ids: set[str] | None = None
     tools: dict[str, dict] = field(default_factory=dict)
     validators: dict[str, Any] = field(default_factory=dict)
     exposed: dict[str, str] | None = None  # exposed name -> tool id
-    summary: tuple[int, list[tuple[str, int]], list[str]] | None = None  # catalog_summary()
+    summary: CatalogSummary | None = None  # catalog_summary()
+
+
+def check_servers(db: Database, where: str, names: list[str], what: str, sep: str = ", ") -> None:
+    """Raise UsageError when the index has no server of one of `names`: "{what}{missing}: not in
+    the index", naming the first SERVERS_NAMED servers it has (a look-up, not every server row)."""
+    known = known_servers(db, names) if names else set()
+    missing = [s for s in names if s not in known]
+    if not missing:
+        return
+    here = server_names(db, SERVERS_NAMED + 1)
+    listed = ", ".join(sorted(here[:SERVERS_NAMED]))
+    if len(here) > SERVERS_NAMED:
+        listed += " and more (`toolidx categories` lists them)"
+    raise UsageError(
+        f"{what}{sep.join(missing)}: not in the index {where}",
+        fix="servers here: " + (listed or "none (crawl first)"),
+    )
 
 
 class Model:
@@ -231,13 +254,7 @@ class Discovery:
             _Served(str(db_path), expose_tools=expose_tools, max_tokens=max_tokens, config_path=config_path),
             scope or Filters(),
         )
-        known = {s["name"] for s in list_servers(self.db)}
-        unknown = [s for s in self.scope.servers if s not in known]
-        if unknown:
-            raise UsageError(
-                f"--server {', '.join(unknown)}: not in the index {self.db_path}",
-                fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"),
-            )
+        check_servers(self.db, self.db_path, self.scope.servers, "--server ")
         resolved = []
         for pin in pins or []:  # a pin that cannot work is a start-up error, not a silent no-op
             try:
@@ -307,13 +324,7 @@ class Discovery:
         """This index seen inside `scope` narrowed by this one's scope (an HTTP token's scope:
         never wider than the server's). Shares the index, the model, the usage file and reloads.
         Raises UsageError for a server the index does not have."""
-        known = {s["name"] for s in list_servers(self.db)}
-        unknown = [s for s in scope.servers if s not in known]
-        if unknown:
-            raise UsageError(
-                f"token scope servers={','.join(unknown)}: not in the index {self.db_path}",
-                fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"),
-            )
+        check_servers(self.db, self.db_path, scope.servers, "token scope servers=", ",")
         return _ScopedView(self._served, scope.narrowed_by(self.scope))
 
     def usage_store(self) -> Any:
@@ -332,16 +343,22 @@ class Discovery:
             return default
 
     # --- scope and names ----------------------------------------------------------------------
+    def _within(self) -> Filters | None:
+        """The scope as the store's filters: None for everything (stale tools too), as the scope
+        sees it."""
+        return None if self.scope.is_empty() else self.scope
+
     def scope_ids(self) -> set[str]:
-        c = self._cache
-        if c.scope_ids is None:
-            rowids = filtered_rowids(self.db, self.scope)
-            if rowids is None:
-                ids = set(all_ids(self.db))
-            else:
-                ids = {r["id"] for r in get_tools_by_rowid(self.db, sorted(rowids), "id").values()}
-            c.scope_ids = ids
-        return c.scope_ids
+        """Every tool id in scope, read now: for a caller that lists them all (the integrations'
+        bounded tool lists, --expose-tools). Serve's own checks look ids up (`in_scope`)."""
+        rowids = filtered_rowids(self.db, self.scope)
+        if rowids is None:
+            return set(all_ids(self.db))
+        return {r["id"] for r in get_tools_by_rowid(self.db, sorted(rowids), "id").values()}
+
+    def in_scope(self, ids: Iterable[str]) -> set[str]:
+        """Those of `ids` that are tools in scope (one look-up, whatever the catalog's size)."""
+        return ids_within(self.db, list(ids), self._within())
 
     def tool(self, tool_id: str) -> dict | None:
         c = self._cache
@@ -359,7 +376,7 @@ class Discovery:
 
         name = (name or "").strip()
         try:
-            tool_id = resolve_tool_id(self.db, name, within=self.scope_ids(), aliases=self.exposed())
+            tool_id = resolve_tool_id(self.db, name, within=self._within(), aliases=self.exposed())
         except AmbiguousToolError as e:
             raise LookupProblem(
                 e.code,
@@ -399,17 +416,20 @@ class Discovery:
         c = self._cache
         if c.exposed is None:
             ids = sorted(self.scope_ids()) if self._served.expose_tools else []
-            pinned = [p for p in self._served.pin_names if p in self.scope_ids()]
-            for p in self._served.pin_names:
-                if p not in self.scope_ids():
+            pins = self._served.pin_names
+            present = self.in_scope(pins) if pins else set()
+            pinned = [p for p in pins if p in present]
+            for p in pins:
+                if p not in present:
                     log.warning(f"pinned tool {p!r} is no longer in the index")
-            named = self.api_names([*pinned, *ids])
-            c.exposed = {named[i]: i for i in dict.fromkeys([*pinned, *ids])}
+            every = [*pinned, *ids]
+            named = self.api_names(every) if every else {}
+            c.exposed = {named[i]: i for i in dict.fromkeys(every)}
         return c.exposed
 
     def api_names(self, ids: Iterable[str]) -> dict[str, str]:
         """`api_names` with this index's servers."""
-        return api_names(ids, (r["name"] for r in list_servers(self.db)))
+        return api_names(ids, server_names(self.db))
 
     def exposed_definitions(self) -> list[dict]:
         out = []
@@ -428,21 +448,15 @@ class Discovery:
             out.append(d)
         return out
 
-    def catalog_summary(self) -> tuple[int, list[tuple[str, int]], list[str]]:
-        """(tools in scope, [(server, tools)], categories by size): what the server instructions
-        and search_tools' description say this server searches. Rebuilt after each reload."""
+    def catalog_summary(self) -> CatalogSummary:
+        """What the server instructions and search_tools' description say this scope holds
+        (catalog.listing.CatalogSummary): counted by the database when first asked, kept until the
+        next reload."""
         c = self._cache
         if c.summary is None:
-            from ..catalog.listing import categories
+            from .stats import catalog_of
 
-            res = categories(self.db, filters=self.scope if not self.scope.is_empty() else None)
-            servers = [
-                (s.name, s.count)
-                for s in res.servers
-                if s.count and (not self.scope.servers or s.name in self.scope.servers)
-            ]
-            cats = [x.name for x in res.categories if x.name]
-            c.summary = (len(self.scope_ids()), servers, cats)
+            c.summary = catalog_of(self.db, self._within())
         return c.summary
 
     def instructions(self) -> str:

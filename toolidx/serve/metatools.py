@@ -349,22 +349,39 @@ def cut_text(text: str, max_bytes: int = DESCRIPTION_MAX_BYTES, marker: str = CU
     return keep.rstrip() + marker
 
 
+# The catalog summary (serve.stats.catalog_of) holds this many servers by name and categories by
+# size at most: more than the instructions can show (each name costs 3 bytes or more of its half
+# of DESCRIPTION_MAX_BYTES), so they say the same as with every name, and the counts say how many.
+SUMMARY_NAMES = DESCRIPTION_MAX_BYTES // 2 // 3 + 1
+
+
 def instructions(
-    total: int | None = None, servers: list[tuple[str, int]] | None = None, categories: list[str] | None = None
+    total: int | None = None,
+    servers: list[tuple[str, int]] | None = None,
+    categories: list[str] | None = None,
+    server_count: int | None = None,
+    category_count: int | None = None,
 ) -> str:
     """The server's `instructions`: what the catalog holds (tool and server counts, the servers
     and categories by name, as many as fit) and the search -> describe -> execute workflow, within
-    DESCRIPTION_MAX_BYTES. Without a catalog summary, the generic text."""
+    DESCRIPTION_MAX_BYTES. Without a catalog summary, the generic text. `servers` and `categories`
+    may be the first of longer lists: `server_count` and `category_count` say how long (default:
+    the lists are whole)."""
     if total is None:
         return INSTRUCTIONS
     servers = servers or []
+    categories = categories or []
+    counts = {
+        "Servers": len(servers) if server_count is None else server_count,
+        "Categories": len(categories) if category_count is None else category_count,
+    }
     head = (
-        f"toolidx: one search over {plural(total, 'tool')} of {plural(len(servers), 'MCP server')}, "
+        f"toolidx: one search over {plural(total, 'tool')} of {plural(counts['Servers'], 'MCP server')}, "
         "indexed here instead of listed (they are not in your tool list; these meta-tools reach all of them)."
     )
     parts = [head, _WORKFLOW]
     budget = DESCRIPTION_MAX_BYTES - len(" ".join(parts).encode()) - 40
-    for label, names in (("Servers", [f"{n} ({c})" for n, c in servers]), ("Categories", categories or [])):
+    for label, names in (("Servers", [f"{n} ({c})" for n, c in servers]), ("Categories", categories)):
         if not names:
             continue
         line, shown = f"{label}: ", 0
@@ -373,23 +390,28 @@ def instructions(
             if len((line + piece).encode()) > budget // 2:
                 break
             line, shown = line + piece, shown + 1
-        if shown < len(names):
-            line += f" and {len(names) - shown} more"
+        if shown < counts[label]:
+            line += f" and {counts[label] - shown} more"
         parts.insert(-1, line + ".")
     return cut_text(" ".join(parts))
 
 
 SEARCH_CATALOG_MAX_WORDS = 60  # the catalog sentence search_tools' description gains
-_SHOWN_SERVERS, _SHOWN_CATEGORIES = 8, 6
+SHOWN_SERVERS, _SHOWN_CATEGORIES = 8, 6
 
 
-def catalog_sentence(total: int, servers: list[tuple[str, int]], categories: list[str]) -> str:
+def catalog_sentence(
+    total: int, servers: list[tuple[str, int]], categories: list[str], server_count: int | None = None
+) -> str:
     """What search_tools fronts, in one short sentence: the tool count, the servers (largest
-    first) and the top categories, at most SEARCH_CATALOG_MAX_WORDS words."""
+    first) and the top categories, at most SEARCH_CATALOG_MAX_WORDS words. `servers` may be some
+    of them (the largest SHOWN_SERVERS and every one named like a category among them):
+    `server_count` says how many there are (default: all are given)."""
     ranked = sorted(servers, key=lambda s: (-s[1], s[0]))
-    names = [n for n, _ in ranked[:_SHOWN_SERVERS]]
-    more = f" and {len(ranked) - len(names)} more" if len(ranked) > len(names) else ""
-    text = f"Searches {plural(total, 'tool')} of {plural(len(ranked), 'MCP server')}" + (
+    names = [n for n, _ in ranked[:SHOWN_SERVERS]]
+    count = len(ranked) if server_count is None else server_count
+    more = f" and {count - len(names)} more" if count > len(names) else ""
+    text = f"Searches {plural(total, 'tool')} of {plural(count, 'MCP server')}" + (
         f" ({', '.join(names)}{more})" if names else ""
     )
     shown = {n for n, _ in ranked}
@@ -402,18 +424,17 @@ def catalog_sentence(total: int, servers: list[tuple[str, int]], categories: lis
     return text + "."
 
 
-def meta_tools(
-    always_load: bool = True, catalog: tuple[int, list[tuple[str, int]], list[str]] | None = None
-) -> list[dict]:
+def meta_tools(always_load: bool = True, catalog: tuple | None = None) -> list[dict]:
     """A fresh copy of the wire definitions (callers may add to them), each with
     `_meta["anthropic/searchHint"]`. `always_load`: mark the core three with
     `_meta["anthropic/alwaysLoad"]` so clients that defer MCP tools load them. `catalog`: (tool
-    count, [(server, tools)], categories by size), the summary the server instructions are built
-    from; search_tools' description then names what it searches (within 2 KB)."""
+    count, [(server, tools)], categories by size[, server count, category count]), the summary the
+    server instructions are built from (catalog.listing.CatalogSummary); search_tools' description
+    then names what it searches (within 2 KB)."""
     tools = copy.deepcopy(META_TOOLS)
     if catalog is not None:
         search = next(t for t in tools if t["name"] == "search_tools")
-        search["description"] = cut_text(catalog_sentence(*catalog) + " " + search["description"])
+        search["description"] = cut_text(catalog_sentence(*catalog[:4]) + " " + search["description"])
     for t in tools:
         t["_meta"] = {SEARCH_HINT_KEY: SEARCH_HINTS[t["name"]]}
         if always_load and t["name"] in ALWAYS_LOADED:

@@ -42,24 +42,17 @@ class ToolCheck:
         return asdict(self)
 
 
-def _scope_ids(db: Any, scope: Filters) -> set[str]:
-    from ..store.tools import all_ids, filtered_rowids, get_tools_by_rowid
-
-    rowids = filtered_rowids(db, scope)
-    if rowids is None:
-        return set(all_ids(db))
-    return {r["id"] for r in get_tools_by_rowid(db, sorted(rowids), "id").values()}
-
-
 def resolve_checks(db: Any, required: list[str], scope: Filters) -> list[ToolCheck]:
     """The part that needs no server: indexed, in scope, approved."""
     from ..catalog.resolve import UnknownToolError, resolve_tool_id
     from ..diff.approved import approval_state, current_hash, server_changes
     from ..store.approvals import approvals
+    from ..store.catalog import ids_within
     from ..store.tools import get_tool
 
     quarantine = scope.approved_only
-    in_scope = _scope_ids(db, replace(scope, approved_only=False))
+    visible = replace(scope, approved_only=False)  # in scope; approval is checked apart
+    within = None if visible.is_empty() else visible
     out = []
     for name in required:
         c = ToolCheck(requested=name)
@@ -77,7 +70,7 @@ def resolve_checks(db: Any, required: list[str], scope: Filters) -> list[ToolChe
             c.reason = "removed from the index meanwhile"
             continue
         c.id, c.server, c.indexed = tid, tool["server"], True
-        c.in_scope = tid in in_scope
+        c.in_scope = bool(ids_within(db, [tid], within))
         if quarantine:
             c.approved = approval_state(tool, approvals(db, [tid]).get(tid), server_changes(db, tool["server"]))
         c.hash = current_hash(tool)  # what the server's definition is compared with, computed

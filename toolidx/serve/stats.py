@@ -18,9 +18,10 @@ from ..core.budget import CHARS_PER_TOKEN, estimate_tokens
 from ..core.filters import Filters
 from ..store.db import Database
 from ..store.stats import definitions_by_server, server_statuses
-from .metatools import META_TOOLS, meta_tools
+from .metatools import META_TOOLS, SHOWN_SERVERS, SUMMARY_NAMES, meta_tools
 
 if TYPE_CHECKING:
+    from ..catalog.listing import CatalogSummary
     from ..catalog.usage import UsageReport
 
 
@@ -89,12 +90,12 @@ class IndexStats:
         return out
 
 
-def catalog_of(db: Database, rows: list[ServerTokens], filters: Filters | None) -> tuple:
-    """The catalog summary serve puts in search_tools' description, for these rows."""
-    from ..catalog.listing import categories
+def catalog_of(db: Database, filters: Filters | None) -> CatalogSummary:
+    """The catalog summary serve puts in its instructions and search_tools' description: counted
+    in the database, a few hundred names at most whatever the catalog's size (SUMMARY_NAMES)."""
+    from ..catalog.listing import summary
 
-    cats = [c.name for c in categories(db, filters).categories if c.name]
-    return sum(r.tools for r in rows), [(r.server, r.tools) for r in rows], cats
+    return summary(db, filters, names=SUMMARY_NAMES, largest=SHOWN_SERVERS)
 
 
 def index_stats(db: Database, filters: Filters | None = None, usage: UsageReport | None = None) -> IndexStats:
@@ -107,5 +108,5 @@ def index_stats(db: Database, filters: Filters | None = None, usage: UsageReport
         per = [estimate_tokens(json.loads(d)) for d in items]
         rows.append(ServerTokens(server, status.get(server), len(items), sum(per), max(per) if per else 0))
     rows.sort(key=lambda r: (-r.tokens, r.server))
-    meta = sum(estimate_tokens(t) for t in meta_tools(catalog=catalog_of(db, rows, filters)))  # as sent
+    meta = sum(estimate_tokens(t) for t in meta_tools(catalog=catalog_of(db, filters)))  # as sent
     return IndexStats(rows, meta, filters.to_json() if filters else {}, db.cache.stats(), usage)

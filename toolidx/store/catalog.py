@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..core.filters import Filters
-from .db import Database
+from .db import Database, in_chunks
 from .tools import decode
 from .tools import where as filter_sql
 
@@ -73,16 +73,66 @@ def server_counts(db: Database, filters: Filters | None = None) -> list[dict]:
     )
 
 
-def id_names(db: Database) -> list[dict]:
-    return db.query("SELECT id, server, name FROM tools ORDER BY id")
+def server_summary(
+    db: Database, filters: Filters | None, *, first: int, largest: int, named: list[str]
+) -> tuple[int, int, list[dict]]:
+    """(tools passing `filters`, servers having one, [{name, count}] of those servers in name
+    order: the `first` by name, the `largest` with the most tools (count, then name) and any of
+    `named`). Aggregated in the database: a catalog of 200k servers sends a few hundred rows."""
+    where, params = _where(filters)
+    marks = ", ".join("?" * len(named)) or "NULL"
+    # equal counts by code point, as Python orders names (the texts rank the rows they get again)
+    by_code = 'name COLLATE "C"' if getattr(db, "dialect", "sqlite") == "postgres" else "name"
+    rows = db.query(
+        "SELECT name, count, servers, tools FROM (SELECT name, count, count(*) OVER () AS servers, "
+        "sum(count) OVER () AS tools, row_number() OVER (ORDER BY name) AS by_name, "
+        f"row_number() OVER (ORDER BY count DESC, {by_code}) AS by_size "
+        f"FROM (SELECT t.server AS name, count(*) AS count FROM tools t WHERE {where} GROUP BY t.server) c) x "
+        f"WHERE by_name <= ? OR by_size <= ? OR name IN ({marks}) ORDER BY name",
+        [*params, first, largest, *named],
+    )
+    if not rows:
+        return 0, 0, []
+    return int(rows[0]["tools"]), int(rows[0]["servers"]), [{"name": r["name"], "count": r["count"]} for r in rows]
 
 
-def ids_named(db: Database, name: str) -> list[str]:
-    return [r["id"] for r in db.query("SELECT id FROM tools WHERE name = ? ORDER BY id", (name,))]
+def category_summary(db: Database, filters: Filters | None, limit: int) -> tuple[int, list[dict]]:
+    """(named categories of the tools passing `filters`, the first `limit` of them by size as in
+    category_counts, [{name, count}])."""
+    where, params = _where(filters)
+    rows = db.query(
+        "SELECT name, count, count(*) OVER () AS categories FROM (SELECT t.category AS name, count(*) AS count "
+        f"FROM tools t WHERE ({where}) AND t.category <> '' GROUP BY t.category) c ORDER BY count DESC, name LIMIT ?",
+        [*params, limit],
+    )
+    return (int(rows[0]["categories"]) if rows else 0), [{"name": r["name"], "count": r["count"]} for r in rows]
 
 
-def tool_exists(db: Database, tool_id: str) -> bool:
-    return db.scalar("SELECT 1 FROM tools WHERE id = ?", (tool_id,)) is not None
+def id_names(db: Database, filters: Filters | None = None) -> list[dict]:
+    where, params = _where(filters)
+    return db.query(f"SELECT t.id, t.server, t.name FROM tools t WHERE {where} ORDER BY t.id", params)
+
+
+def ids_named(db: Database, name: str, filters: Filters | None = None) -> list[str]:
+    where, params = _where(filters)
+    rows = db.query(f"SELECT t.id FROM tools t WHERE ({where}) AND t.name = ? ORDER BY t.id", [*params, name])
+    return [r["id"] for r in rows]
+
+
+def tool_exists(db: Database, tool_id: str, filters: Filters | None = None) -> bool:
+    where, params = _where(filters)
+    return db.scalar(f"SELECT 1 FROM tools t WHERE ({where}) AND t.id = ?", [*params, tool_id]) is not None
+
+
+def ids_within(db: Database, ids: list[str], filters: Filters | None) -> set[str]:
+    """Those of `ids` that are tools passing `filters` (a scope check by look-up, not a set of
+    every id in scope)."""
+    where, params = _where(filters)
+    out: set[str] = set()
+    for marks, chunk in in_chunks(sorted(set(ids))):
+        rows = db.query(f"SELECT t.id FROM tools t WHERE ({where}) AND t.id IN ({marks})", [*params, *chunk])
+        out.update(r["id"] for r in rows)
+    return out
 
 
 def tool_rowid(db: Database, tool_id: str) -> int | None:

@@ -112,3 +112,17 @@ def get_server(db: Database, name: str) -> dict | None:
 
 def list_servers(db: Database) -> list[dict]:
     return [decode(r, SERVER_JSON_COLUMNS) for r in db.query("SELECT * FROM servers ORDER BY name")]
+
+
+def server_names(db: Database, limit: int | None = None) -> list[str]:
+    """The servers' names in name order (the first `limit` of them): names only, no row decoded."""
+    tail, params = (" LIMIT ?", [limit]) if limit is not None else ("", [])
+    return [r["name"] for r in db.query("SELECT name FROM servers ORDER BY name" + tail, params)]
+
+
+def known_servers(db: Database, names: list[str]) -> set[str]:
+    """Those of `names` the index has a server of."""
+    out: set[str] = set()
+    for marks, chunk in in_chunks(sorted(set(names))):
+        out.update(r["name"] for r in db.query(f"SELECT name FROM servers WHERE name IN ({marks})", chunk))
+    return out
