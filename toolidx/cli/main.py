@@ -287,10 +287,13 @@ def _usage(database, usage_db: Optional[Path]):
     """The index's usage for reading: its usage file, or a catalog in PostgreSQL's own tables (None
     when nothing was recorded yet, or when it is unusable: then one warning line, and the command
     goes on without it)."""
+    from ..core.errors import UsageError
     from ..store.usage import catalog_usage
 
     try:
         store = catalog_usage(database, usage_db)
+    except UsageError:  # a bad --usage-db (a FIFO, a URL) is the caller's mistake: exit 2
+        raise
     except ToolidxError as e:
         render.warning(f"usage metrics unavailable: {e}")
         return None
