@@ -125,9 +125,7 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -
 
 # --- crawl / embed -----------------------------------------------------------------------------
 def crawl_summary(summary: CrawlSummary, as_json: bool) -> None:
-    from dataclasses import asdict
-
-    d = asdict(summary)
+    d = summary.to_json()
     if as_json:
         emit_json("crawl", d)
         return

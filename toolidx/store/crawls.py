@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import __version__
@@ -23,6 +23,10 @@ from .db import Database, in_chunks
 
 @dataclass
 class CrawlSummary:
+    """What a crawl returns (`to_json()`: the `crawl --json` document's body); `servers` holds one
+    row per server: status, tools, invalid tools, time, error, stderr (superseded_by when a later
+    crawl of it was already stored)."""
+
     crawl_id: int
     servers_ok: int = 0
     servers_failed: int = 0
@@ -34,6 +38,9 @@ class CrawlSummary:
     embedded: int = 0
     semantic: bool = False
     servers: list[dict] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def docs_for(result: ServerResult) -> list[ToolDoc]:
