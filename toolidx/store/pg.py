@@ -452,16 +452,11 @@ class PgDatabase(Database):
                     self.conn.execute("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'data_version'")
                     self.conn.raw.execute(f"NOTIFY {CHANNEL}")
             except BaseException as e:
-                lost = self.conn.raw.closed
-                with suppress(Exception):
-                    self.conn.end("ROLLBACK")
-                if lost and isinstance(e, Exception) and not isinstance(e, DatabaseError):
-                    raise DatabaseError(
-                        "the connection to the catalog was lost during a write: nothing of it was written "
-                        f"({_first_line(e)})",
-                        where=self.path,
-                        fix="run it again (toolidx reconnects by itself)",
-                    ) from None
+                self._roll_back(
+                    e,
+                    "the connection to the catalog was lost during a write: nothing of it was written",
+                    "run it again (toolidx reconnects by itself)",
+                )
                 raise
             try:
                 self.conn.end("COMMIT")
@@ -487,21 +482,27 @@ class PgDatabase(Database):
                 with self._pinned_version():
                     yield self.conn
             except BaseException as e:
-                lost = self.conn.raw.closed
-                with suppress(Exception):
-                    self.conn.end("ROLLBACK")
-                if lost and isinstance(e, Exception) and not isinstance(e, DatabaseError):
-                    raise DatabaseError(
-                        f"the connection to the catalog was lost during a read ({_first_line(e)})",
-                        where=self.path,
-                        fix="ask again (toolidx reconnects by itself)",
-                    ) from None
+                self._roll_back(
+                    e,
+                    "the connection to the catalog was lost during a read",
+                    "ask again (toolidx reconnects by itself)",
+                )
                 raise
             try:
                 self.conn.end("COMMIT")
             except Exception:
                 if not self.conn.raw.closed:  # a read-only transaction: what was read stands
                     raise
+
+    def _roll_back(self, e: BaseException, lost_what: str, fix: str) -> None:
+        """End a transaction that `e` broke. When the connection itself was lost under it (a
+        restart, a failover), raise that as one line instead of the driver's error; else return
+        (the caller re-raises `e`)."""
+        lost = self.conn.raw.closed
+        with suppress(Exception):
+            self.conn.end("ROLLBACK")
+        if lost and isinstance(e, Exception) and not isinstance(e, DatabaseError):
+            raise DatabaseError(f"{lost_what} ({_first_line(e)})", where=self.path, fix=fix) from None
 
     def data_version(self) -> int:
         return int(self.scalar("SELECT value FROM meta WHERE key = 'data_version'") or 0)
