@@ -35,7 +35,7 @@ def page_tools(
     direction = "DESC" if descending else "ASC"
     order = ", ".join(f"{c} {direction}" for c in SORTS[sort])
     # every row: SQLite's LIMIT -1 is PostgreSQL's LIMIT NULL
-    bound = None if limit < 0 and getattr(db, "dialect", "sqlite") == "postgres" else limit
+    bound = None if limit < 0 and db.postgres else limit
     rows = db.query(
         f"SELECT {LIST_COLUMNS} FROM tools t WHERE {where} ORDER BY {order}, t.id ASC LIMIT ? OFFSET ?",
         [*params, bound, offset],
@@ -83,7 +83,7 @@ def server_summary(
     where, params = _where(filters)
     grouped = f"SELECT t.server AS name, count(*) AS count FROM tools t WHERE {where} GROUP BY t.server"
     # equal counts by code point, as Python orders names (the texts rank the rows they get again)
-    by_code = 'name COLLATE "C"' if getattr(db, "dialect", "sqlite") == "postgres" else "name"
+    by_code = 'name COLLATE "C"' if db.postgres else "name"
     top = db.query(
         f"SELECT name, count, count(*) OVER () AS servers, sum(count) OVER () AS tools FROM ({grouped}) c "
         f"ORDER BY count DESC, {by_code} LIMIT ?",

@@ -51,7 +51,7 @@ def index_facts(db: Database) -> dict[str, Any]:
     """The index's schema version against this toolidx's, SQLite's quick integrity check, what
     was crawled and what is missing: servers that failed their last crawl, tools without a vector."""
     with db.snapshot():
-        if getattr(db, "dialect", "sqlite") == "postgres":  # store/pg.py: meta holds what PRAGMAs hold
+        if db.postgres:  # store/pg.py: meta holds what PRAGMAs hold
             from .pg import pg_integrity
 
             user_version = int(db.get_meta("schema_version") or 0)

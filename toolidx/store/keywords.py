@@ -73,15 +73,11 @@ def tokenizer() -> Tokenizer:
         return _tokenizer
 
 
-def _pg(db: Database) -> bool:
-    return getattr(db, "dialect", "sqlite") == "postgres"
-
-
 def put_many(db: Database, rows: list[tuple[int, dict[str, str]]]) -> None:
     """Index (rowid, fts_row) pairs, replacing what those tools had. Inside the crawl's transaction."""
     if not rows:
         return
-    if not _pg(db):
+    if not db.postgres:
         for rowid, fts in rows:
             db.execute("DELETE FROM tools_fts WHERE rowid = ?", (rowid,))
             db.execute(
@@ -109,7 +105,7 @@ def delete(db: Database, rowids: list[int]) -> None:
     """Drop these tools from the keyword index."""
     if not rowids:
         return
-    if not _pg(db):
+    if not db.postgres:
         for r in rowids:
             db.execute("DELETE FROM tools_fts WHERE rowid = ?", (r,))
         return

@@ -72,10 +72,6 @@ def _connect(row: dict) -> dict:
     return c if isinstance(c, dict) else {}
 
 
-def _pg(db: Database) -> bool:
-    return getattr(db, "dialect", "sqlite") == "postgres"
-
-
 def read_source(db: Database, position: int) -> Source:
     model = None
     if vectors.has_table(db) and db.get_meta("embed_model") and db.get_meta("embed_dim"):
@@ -83,7 +79,7 @@ def read_source(db: Database, position: int) -> Source:
     # a file's rows in the order they were written; PostgreSQL's tables have no rowid but these
     order = (
         {"servers": "name", "crawl_servers": "crawl_id, server", "crawl_tools": "crawl_id, tool_id"}
-        if _pg(db)
+        if db.postgres
         else {"servers": "rowid", "crawl_servers": "crawl_id, rowid", "crawl_tools": "crawl_id, rowid"}
     )
     src = Source(
@@ -134,7 +130,7 @@ def owners(sources: list[Source]) -> tuple[dict[str, Source], list[dict]]:
 
 
 def _columns(db: Database, table: str) -> list[str]:
-    if _pg(db):
+    if db.postgres:
         return [
             r["column_name"]
             for r in db.query(
@@ -340,7 +336,7 @@ def malformed_row(db: Database) -> str | None:
     """The first row of `db` whose JSON columns cannot be parsed ("tool s/t: its tags are not
     JSON"), or None. Read-only: an input is checked whole before anything is written. (A
     PostgreSQL input is not checked: its rows were written by toolidx's crawls.)"""
-    if _pg(db):
+    if db.postgres:
         return None
     server = db.one(_MALFORMED_SERVER)
     if server is not None:

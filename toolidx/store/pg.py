@@ -4,7 +4,7 @@ file, for many crawlers and many serve replicas on one catalog.
 `PgDatabase` has `Database`'s interface, so the store modules run their statements unchanged;
 `translate` turns the SQLite spellings they use (`?` placeholders, INSERT OR IGNORE / REPLACE,
 json_each, REGEXP, instr, `WHERE 1`) into PostgreSQL's. Where a module needs what only one engine
-has (FTS5, sqlite-vec, PRAGMA), it branches on `db.dialect` itself, inside store/.
+has (FTS5, sqlite-vec, PRAGMA), it branches on `db.postgres` (its `dialect`) itself, inside store/.
 
 - Tables live in their own schema (`toolidx`, or `?schema=` in the URL), so the database may hold
   other applications' tables; migrations run on connect under an advisory lock.
@@ -734,7 +734,7 @@ def _statements(script: str) -> list[str]:
 
 def table_exists(db: Database, name: str) -> bool:
     """Whether the catalog has the table `name` (either engine)."""
-    if getattr(db, "dialect", "sqlite") == "postgres":
+    if db.postgres:
         return (
             db.scalar(
                 "SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",

@@ -171,7 +171,7 @@ K1, B = 1.2, 0.75  # FTS5's bm25() constants (fts5_aux.c), as search.bm25 uses t
 def in_database(db: Database) -> bool:
     """Whether search asks the database for candidates (PostgreSQL) instead of scoring from
     postings and a vector matrix held in memory (a SQLite file: search.bm25, search.vecmatrix)."""
-    return getattr(db, "dialect", "sqlite") == "postgres"
+    return db.postgres
 
 
 def _pg_filter(filters: Filters | None, column: str) -> tuple[str, list]:

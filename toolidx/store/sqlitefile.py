@@ -240,6 +240,14 @@ def statements(script: str) -> list[str]:
 class SqliteFile:
     """One open file: a connection shared by serve's worker threads behind a lock."""
 
+    # the engine's SQL dialect: store modules branch on it where the engines differ (FTS5,
+    # sqlite-vec, PRAGMA); store/pg.py's PgDatabase says "postgres"
+    dialect = "sqlite"
+
+    @property
+    def postgres(self) -> bool:
+        return self.dialect == "postgres"
+
     def __init__(self, conn: Any, module: Any):
         self.conn = conn
         self.module = module

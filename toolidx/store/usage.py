@@ -215,7 +215,7 @@ class UsageStore:
         self.engine = engine
         self.where = where
         self.owned = owned  # False: the catalog's own connection (the CLI's), closed with the catalog
-        self.postgres = getattr(engine, "dialect", "sqlite") == "postgres"
+        self.postgres = engine.postgres
 
     def rows(self, sql: str, params: Any = ()) -> list[tuple]:
         return self.engine.rows(sql, params)

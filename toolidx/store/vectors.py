@@ -15,10 +15,6 @@ if TYPE_CHECKING:
 TABLE = "tool_vectors"
 
 
-def _pg(db: Database) -> bool:
-    return getattr(db, "dialect", "sqlite") == "postgres"
-
-
 def has_table(db: Database) -> bool:
     from .pg import table_exists
 
@@ -60,7 +56,7 @@ def ensure_table(db: Database, model: str, dim: int, sha256: str | None = None) 
     if exists:
         db.execute(f"DROP TABLE {TABLE}")
         db.execute("UPDATE tools SET embed_hash = NULL")
-    if not _pg(db):
+    if not db.postgres:
         db.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(embedding float[{dim}] distance_metric=cosine)")
     elif getattr(db, "vec_kind", None) == "vector":
         db.execute(
@@ -79,7 +75,7 @@ def ensure_table(db: Database, model: str, dim: int, sha256: str | None = None) 
 
 
 def put(db: Database, rowid: int, blob: bytes) -> None:
-    if _pg(db):
+    if db.postgres:
         cast, value = pg_value(db, blob)
         db.execute(
             f"INSERT INTO {TABLE}(rowid, embedding) VALUES (?, ?{cast}) "
@@ -102,7 +98,7 @@ def knn(db: Database, query: bytes, k: int) -> list[tuple[int, float]]:
     """(rowid, cosine distance) of the k nearest tools."""
     if not has_table(db):
         return []
-    if _pg(db):
+    if db.postgres:
         from .retrieval import vector_knn
 
         return [(r, 1.0 - s) for r, s in vector_knn(db, query, k)]
@@ -115,7 +111,7 @@ def knn(db: Database, query: bytes, k: int) -> list[tuple[int, float]]:
 def get(db: Database, rowid: int) -> Any:
     if not has_table(db):
         return None
-    if _pg(db):
+    if db.postgres:
         values = db.scalar(f"SELECT embedding::real[] FROM {TABLE} WHERE rowid = ?", (rowid,))
         return None if values is None else array("f", values).tobytes()
     return db.scalar(f"SELECT embedding FROM {TABLE} WHERE rowid = ?", (rowid,))
