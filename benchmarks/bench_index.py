@@ -63,16 +63,19 @@ def trained_queries(queries_file: str, model: str = MODEL) -> set[str]:
     return set(json.loads(card.read_text()).get("trained_on", {}).get(queries_file, []))
 
 
-def build(set_name: str, *, embed: bool = True, model: str = MODEL):
-    """An open Database with `BENCH/set_name/tools.jsonl` indexed (rows keep their own server)."""
+def build(set_name: str, *, embed: bool = True, model: str = MODEL, root: Path = BENCH):
+    """An open Database with `root/set_name/tools.jsonl` indexed (rows keep their own server)."""
     from toolidx.crawl.config import build_config
     from toolidx.crawl.run import run_crawl
     from toolidx.store.db import open_db
 
-    tools = BENCH / set_name / "tools.jsonl"
+    tools = root / set_name / "tools.jsonl"
     if not tools.is_file():
         sys.exit(f"bench set missing: {tools}")
-    path = CACHE / f"{set_name}-{fingerprint()}{'-' + model_tag(model) if embed else '-kw'}.db"
+    key = fingerprint()
+    if root != BENCH:  # a converted set (toolret.py): its tools are part of the key
+        key += "-" + hashlib.sha256(tools.read_bytes()).hexdigest()[:8]
+    path = CACHE / f"{set_name}-{key}{'-' + model_tag(model) if embed else '-kw'}.db"
     if path.exists():
         return open_db(path)
     CACHE.mkdir(parents=True, exist_ok=True)

@@ -7,8 +7,10 @@ query embedding's latency.
 
 ETOM's levels 1-2 queries that toolidx's model was trained on (its model.json) are left out for
 both models: the rest of ETOM is a held-out catalog half for it, and the LiveMCPBench catalog
-(livemcp, livemcp-natural) was never trained on. Exits 1 when toolidx's model is significantly
-worse (sign test p < 0.05) than MiniLM on any set at R@1 or R@5 in hybrid mode.
+(livemcp, livemcp-natural) was never trained on. Where ../shared/train/toolret exists, its two
+subsets join as catalogs of another style that no constant was fitted on (toolret.py). Exits 1
+when toolidx's model is significantly worse (sign test p < 0.05) than MiniLM on any set at R@1 or
+R@5 in hybrid mode.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 
 from _common import BENCH, MODEL, PACKAGED
 from bench_index import build, embedder, trained_queries
+from toolret import SUBSETS, convert
 
 MODELS = {"MiniLM": MODEL, "toolidx": PACKAGED}
 STYLES = ("plain", "terse", "typo", "long", "name")
@@ -43,6 +46,9 @@ def sets() -> dict[str, tuple[str, list[dict], str]]:
     }
     for st in STYLES:
         out[f"natural {st}"] = ("livemcp", [q for q in nat if q["style"] == st], "any")
+    for sub in SUBSETS:
+        if folder := convert(sub):
+            out[f"toolret {sub.split('-')[0]}"] = (sub, _jsonl(folder / "queries.jsonl"), "any")
     out["etom L3 (all)"] = ("etom", _jsonl(BENCH / "etom" / "queries_multi.jsonl"), "all")
     out["etom L4 (steps)"] = ("etom", _jsonl(BENCH / "etom" / "queries_level4.jsonl"), "steps")
     out["livemcp relaxed"] = ("livemcp", _jsonl(BENCH / "livemcp" / "queries_relaxed.jsonl"), "steps")
@@ -107,6 +113,7 @@ def main() -> int:
     latency = {}
     for label, path in MODELS.items():
         dbs = {c: build(c, model=path) for c in ("etom", "livemcp")}
+        dbs |= {sub: build(sub, model=path, root=folder.parent) for sub in SUBSETS if (folder := convert(sub))}
         emb = embedder(threads=QUERY_THREADS, model=path)
         nat = [q["query"] for q in _jsonl(BENCH / "livemcp-natural" / "queries.jsonl")]
         emb.embed_query("warm up")
@@ -165,7 +172,9 @@ def main() -> int:
         print(
             f"  {label:8s} turned away: etom {ab['etom infeasible']:.3f}, natural far {ab['natural far']:.3f}, "
             f"near {ab['natural near']:.3f}; feasible R@5 lost: etom {loss(['etom L1', 'etom L2']):.3f}, "
-            f"natural {loss(nat_sets):.3f}, livemcp {loss(['livemcp']):.3f}; median score of a right "
+            f"natural {loss(nat_sets):.3f}, livemcp {loss(['livemcp']):.3f}"
+            + "".join(f", {s} {loss([s]):.3f}" for s in feasible if s.startswith("toolret"))
+            + "; median score of a right "
             f"first answer (natural) {statistics.median(right) if right else 0:.3f}"
         )
     from toolidx.search.eval import reliability
