@@ -104,7 +104,7 @@ def load(refresh: bool = False, held: bool = False, mode: str = "hybrid") -> dic
         db, ids = dbs[cat], info[cat]
         rows = []
         for q in qs:
-            cands, terms, _ = hybrid.gather(db, q["query"], mode=mode, filters=None, embedder=emb)
+            cands, terms, _, _ = hybrid.gather(db, q["query"], mode=mode, filters=None, embedder=emb)
             ev = [
                 (ids[r][0], {k: v for k, v in c.items() if k != "matched"} | {"n_matched": len(c.get("matched", ()))})
                 for r, c in cands.items()

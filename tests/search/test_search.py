@@ -408,3 +408,54 @@ def test_cli_search_max_tokens(cli, search_db_path):
     assert len(cut.json["hits"]) < len(full.json["hits"])
     assert cut.json["truncated"]["items_dropped"] > 0
     assert [h["id"] for h in cut.json["hits"]] == [h["id"] for h in full.json["hits"]][: len(cut.json["hits"])]
+
+
+# --- typing slips (toolidx.search.spelling) ------------------------------------------------------
+def test_a_slip_is_searched_also_as_the_catalogs_word(keyword_db_path):
+    """Keyword search finds nothing for a word no tool has; the slip's English neighbour that a
+    tool has is searched beside it, and the result says so."""
+    from toolidx.search.hybrid import search
+    from toolidx.store.db import open_db
+
+    db = open_db(keyword_db_path)
+    res = search(db, "wether forcast", mode="keyword")
+    assert res.corrections == {"wether": ["weather"], "forcast": ["forecast"]}
+    assert res.hits and res.hits[0].id == "weather/get_forecast"
+    assert any("also searched for weather (for 'wether'); forecast (for 'forcast')" in n for n in res.notes)
+    assert res.to_json()["corrections"] == res.corrections
+    assert search(db, "weather forecast", mode="keyword").corrections == {}
+    db.close()
+
+
+def test_what_is_never_taken_for_a_slip(keyword_db_path):
+    from toolidx.search.spelling import corrections
+    from toolidx.store.db import open_db
+
+    db = open_db(keyword_db_path)
+    for text in (
+        "merge pdfs and pasted renting",  # English, the catalog's, inflections the word list lacks
+        "Forcast",  # a capitalised word is a name
+        "open /tmp/forcast.txt or forcast_id or forcast-2 or forcast.io",  # paths, ids, hosts
+        "forcastt mergge",  # a letter too many: the word less it is rarely what was meant
+        "wthr",  # no English word one edit away that a tool has
+        'the "wether forcast" app',  # a quoted value means exactly what it says
+    ):
+        assert corrections(db, text) == {}, text
+    assert corrections(db, "the forcast, please.") == {"forcast": ["forecast"]}  # punctuation ends a word
+    db.close()
+
+
+def test_hybrid_search_reads_the_corrected_words(run):
+    res = run("read a fiel")
+    assert res.corrections == {"fiel": ["file"]}
+    assert res.hits[0].id == "files/read_file"
+    res = run("post a mesage to the team chanel")
+    assert res.corrections == {"mesage": ["message"], "chanel": ["channel"]}
+    assert res.hits[0].name == "send_message"
+
+
+def test_search_json_names_the_corrections(search_db_path, cli):
+    r = cli("search", "wether forcast", "--db", search_db_path, "--json")
+    out = json.loads(r.stdout)
+    assert out["corrections"] == {"wether": ["weather"], "forcast": ["forecast"]}
+    assert out["hits"][0]["id"] == "weather/get_forecast"

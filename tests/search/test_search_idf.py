@@ -71,8 +71,8 @@ def test_hybrid_uses_the_weighted_bm25_and_keyword_mode_plain_bm25(idx_db, embed
     from toolidx.search.hybrid import gather
 
     q = "send a message to the team channel about the release"
-    hy, terms, used = gather(idx_db, q, mode="hybrid", filters=None, embedder=embedder)
-    kw, _, _ = gather(idx_db, q, mode="keyword", filters=None, embedder=None)
+    hy, terms, used, _ = gather(idx_db, q, mode="hybrid", filters=None, embedder=embedder)
+    kw, _, _, _ = gather(idx_db, q, mode="keyword", filters=None, embedder=None)
     assert used == "hybrid" and cal.IDF_POWER < 1.0
     want = _expected(idx_db, terms, cal.IDF_POWER)
     plain = _expected(idx_db, terms, 1.0)
@@ -152,7 +152,7 @@ def test_a_query_with_two_name_words_adds_name_weight_to_the_hybrid_score(idx_db
     weight = 0.05  # fit_fusion.py fits the name weight to 0; the mechanism must still add what it is set to
     model = idx_db.get_meta("embed_model")
     fit = cal.fit_for(model)
-    cands, terms, _ = gather(idx_db, q, mode="hybrid", filters=None, embedder=embedder)
+    cands, terms, _, _ = gather(idx_db, q, mode="hybrid", filters=None, embedder=embedder)
     rows = {n: r for r, n in retrieval.tool_names(idx_db)}
 
     def z(name_weight):  # the ranking value search scores by, with the name weight set to name_weight

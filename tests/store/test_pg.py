@@ -186,6 +186,7 @@ def _norm(text: str, *targets: str) -> str:
 
 CATALOG_COMMANDS = [
     ("search", "commit changes", "--mode", "keyword"),
+    ("search", "comit the chanes to the repostory", "--mode", "keyword"),  # typing slips (search.spelling)
     ("search", "convert a document to pdf", "--mode", "keyword", "--min-score", "0"),
     ("search", "git", "--mode", "keyword", "--tag", "community", "--min-score", "0"),
     ("search", "repository", "--mode", "keyword", "--server", "git", "--name-pattern", "^git_(l|s)"),
@@ -216,6 +217,9 @@ def test_every_reader_answers_the_same_on_both_engines(tmp_path, pg_url):
         on_pg = run_cli(*args, "--db", pg_url, "--json")
         assert on_pg.code == on_file.code == 0, (args, on_pg.stderr)
         assert _norm(on_pg.stdout, pg_url) == _norm(on_file.stdout, f), args
+        if "comit" in " ".join(args):
+            fixed = {"comit": ["commit"], "chanes": ["changes"], "repostory": ["repository"]}
+            assert json.loads(on_pg.stdout)["corrections"] == fixed
 
 
 def test_approvals_diff_and_quarantine_facts_match(tmp_path, pg_url):

@@ -332,6 +332,16 @@ def _in_database(db, terms, limit, filters, weights, idf_power, term_weights) ->
     return retrieval.keyword_candidates(db, rare, limit, filters, weights, common, max(RARE_FETCH, 4 * limit))
 
 
+def document_frequency(db, words: list[str]) -> dict[str, int]:
+    """How many tools have each word, as the index stems it (a word cut in several tokens: its
+    rarest token); 0 for a word no tool has, and for every word when there is no keyword table."""
+    cut = stems(db, words)
+    if cut is None:
+        return dict.fromkeys(words, 0)
+    df = retrieval.keyword_df(db, sorted({t for ts in cut.values() for t in ts}))
+    return {w: min((df[t] for t in cut[w]), default=0) for w in words}
+
+
 def stems(db, words: list[str]) -> dict[str, tuple[str, ...]] | None:
     """Each word as the index's tokenizer cuts and stems it (None: the index has no keyword table)."""
     with _lock:

@@ -26,7 +26,7 @@ from ..core.tooldoc import first_line, split_name
 from ..core.vocabulary import SEARCH_MODES as MODES
 from ..store import retrieval
 from ..store.tools import filtered_rowids
-from . import bm25, quoted
+from . import bm25, quoted, spelling
 from . import calibration as cal
 
 POOL = 50  # candidates taken from each retriever before fusion
@@ -112,6 +112,7 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
     considered: int = 0  # tools that passed the filters
     gate: float = 0.0  # the calibrated "no good match" threshold for this query (min_score aside)
+    corrections: dict[str, list[str]] = field(default_factory=dict)  # slip -> words searched beside it
 
     def to_json(self) -> dict:
         return {
@@ -124,6 +125,7 @@ class SearchResult:
             "count": len(self.hits),
             "considered": self.considered,
             "notes": self.notes,
+            "corrections": self.corrections,
             "hits": [h.to_json() for h in self.hits],
         }
 
@@ -252,11 +254,15 @@ def _prepare(query: str) -> str:
 
 def gather(
     db, query: str, *, mode: str, filters: Filters | None, embedder: Embedder | None, pool: int = POOL
-) -> tuple[dict[int, dict], list[str], str]:
+) -> tuple[dict[int, dict], list[str], str, dict[str, list[str]]]:
     """Candidates with their evidence: {rowid: {"bm25", "cos", "fuzzy", "kw_rank", "vec_rank"}},
-    the keyword terms, and the mode that actually ran."""
+    the keyword terms, the mode that actually ran, and the typing slips searched also as other
+    words (spelling.corrections)."""
     text = _prepare(query)
-    terms = query_terms(text)
+    fixes = spelling.corrections(db, text)
+    typed = query_terms(text)  # the name-like match reads what was typed: a slip is its evidence
+    text = spelling.expand(text, fixes)
+    terms = query_terms(text) if fixes else typed
     mode_used = mode
     if mode in ("hybrid", "semantic") and embedder is None:
         mode_used = "keyword"
@@ -290,14 +296,14 @@ def gather(
         for r, s in vecmatrix.cosine_for(db, qv, missing).items():
             cands[r]["cos"] = s
     if mode_used in ("hybrid", "keyword"):
-        for r, s in _fuzzy(db, terms, pool, filters, list(cands)).items():
+        for r, s in _fuzzy(db, typed, pool, filters, list(cands)).items():
             slot(r)["fuzzy"] = s
     if hybrid:
         _cover(db, terms, tw, cands)
     for c in cands.values():
         if c["cos"] is None:
             c["cos"] = 0.0
-    return cands, terms, mode_used
+    return cands, terms, mode_used, fixes
 
 
 def _cover(db, terms: list[str], tw: dict[str, float] | None, cands: dict[int, dict]) -> None:
@@ -373,11 +379,15 @@ def search(
     if embedder is INDEX_MODEL:
         embedder = get_query_embedder(db) if mode != "keyword" else None
     with db.snapshot():
-        cands, terms, mode_used = gather(
+        cands, terms, mode_used, fixes = gather(
             db, query, mode=mode, filters=filters, embedder=embedder, pool=max(POOL, limit)
         )
         if mode_used != mode:
             notes.append(f"{mode} search needs embeddings; ran keyword search instead")
+        if fixes:
+            notes.append(
+                "also searched for " + "; ".join(f"{', '.join(words)} (for {slip!r})" for slip, words in fixes.items())
+            )
         model = db.get_meta("embed_model") if mode_used != "keyword" else None
         calibrated = cal.is_calibrated(model)
         if not calibrated:
@@ -435,6 +445,7 @@ def search(
         notes=notes,
         considered=considered,
         gate=gate,
+        corrections=fixes,
     )
 
 

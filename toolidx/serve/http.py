@@ -379,6 +379,11 @@ def openapi_document(base_url: str | None = None) -> dict:
             "count": {"type": "integer"},
             "considered": {"type": "integer"},
             "notes": {"type": "array", "items": {"type": "string"}},
+            "corrections": {
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                "description": "typing slips in the query, each with the catalog's words searched beside it",
+            },
             "hits": {"type": "array", "items": {"$ref": "#/components/schemas/Hit"}},
         },
     }

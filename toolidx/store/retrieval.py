@@ -101,6 +101,7 @@ def filtered_count(db: Database, filters: Filters | None) -> int:
 
 # --- the fast keyword path (toolidx.search.bm25) and the in-memory vector matrix (toolidx.search.vecmatrix) ----
 FTS_VOCAB = "tools_fts_vinst"  # a temp fts5vocab table: one row per word occurrence
+FTS_ROWS = "tools_fts_vrow"  # another: one row per word, with how many tools have it
 
 
 def fts_schema(db: Database) -> str | None:
@@ -195,18 +196,23 @@ MAX_DF_CACHED = 100_000  # terms whose document frequency a replica remembers pe
 
 
 def keyword_df(db: Database, terms: list[str]) -> dict[str, int]:
-    """How many tools hold each term (0: none), counted once per catalog version: a common word's
-    count reads every one of its postings, which a query need not do again."""
+    """How many tools hold each term (a token as the index's tokenizer cut it; 0: none), counted
+    once per catalog version: a common word's count reads every one of its postings, which a
+    query need not do again."""
     known: dict[str, int] = db.cache.get("keyword_df", dict, size=len)
     todo = [t for t in dict.fromkeys(terms) if t not in known]
     if todo:
         if len(known) + len(todo) > MAX_DF_CACHED:
             known.clear()
-        got = dict(
-            db.execute(
-                "SELECT term, count(DISTINCT rowid) FROM tool_terms WHERE term = ANY(?::text[]) GROUP BY term", (todo,)
-            ).fetchall()
-        )
+        if in_database(db):
+            sql = "SELECT term, count(DISTINCT rowid) FROM tool_terms WHERE term = ANY(?::text[]) GROUP BY term"
+            got = dict(db.execute(sql, (todo,)).fetchall())
+        else:  # FTS5's own count, from a temp vocabulary table (the index may be read-only)
+            db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{FTS_ROWS} USING fts5vocab(main, tools_fts, row)")
+            got = {}
+            for marks, chunk in in_chunks(todo):
+                sql = f"SELECT term, doc FROM temp.{FTS_ROWS} WHERE term IN ({marks})"
+                got |= dict(db.execute(sql, chunk).fetchall())
         for t in todo:
             known[t] = int(got.get(t, 0))
     return {t: known[t] for t in terms}
