@@ -434,7 +434,7 @@ def test_what_is_never_taken_for_a_slip(keyword_db_path):
     db = open_db(keyword_db_path)
     for text in (
         "merge pdfs and pasted renting",  # English, the catalog's, inflections the word list lacks
-        "Forcast",  # a capitalised word is a name
+        "the Forcast app",  # a capitalised word is a name, but for a sentence's first word
         "open /tmp/forcast.txt or forcast_id or forcast-2 or forcast.io",  # paths, ids, hosts
         "forcastt mergge",  # a letter too many: the word less it is rarely what was meant
         "wthr",  # no English word one edit away that a tool has
@@ -442,6 +442,7 @@ def test_what_is_never_taken_for_a_slip(keyword_db_path):
     ):
         assert corrections(db, text) == {}, text
     assert corrections(db, "the forcast, please.") == {"forcast": ["forecast"]}  # punctuation ends a word
+    assert corrections(db, "Thanks. Forcast for today?") == {"forcast": ["forecast"]}  # a sentence's first word
     db.close()
 
 

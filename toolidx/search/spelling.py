@@ -1,7 +1,8 @@
 """Typing slips in a request ("wether in paris tomorow", "show me teh last 5 comits").
 
-A slip is a word that is neither English (words.txt) nor the catalog's own (no tool has it, as
-the keyword index stems it): it matches no tool and the model reads it as noise. Such a word is
+A slip is a word that is neither English (words.txt: MiniLM's vocabulary and the common words of
+tool catalogs, scripts/words.py) nor the catalog's own (no tool has it, as the keyword index stems
+it): it matches no tool and the model reads it as noise. Such a word is
 searched also as the English words one edit away that some tool has: a letter left out, mistyped,
 or two letters swapped (not one letter too many: "redis" less its i is a word, but rarely what was
 meant), beginning with the same letter; at most MAX_PER_WORD, the most common in the catalog
@@ -9,14 +10,16 @@ first. Two edits found more slips' words wrong than right on the bench sets. The
 the slip, not in its place (it may be a name the catalog does not know), to the text that both
 halves of search read; the result says what was added.
 
-Only what reads as a plain word is looked at: lowercase letters standing alone (not part of a
-path, a file name, an id or a capitalised name, not in double quotes), MIN_LEN letters or more, at most MAX_WORDS slips
-a request. What this bought and cost on the bench sets: docs/search-research.md ("Typing slips").
+Only what reads as a plain word is looked at: letters standing alone (not part of a path, a file
+name or an id, not quoted), lowercase, or capitalised as a sentence's first word; MIN_LEN letters
+or more, at most MAX_WORDS slips a request. What this bought and cost on the bench sets:
+docs/search-research.md ("Typing slips").
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,9 +29,18 @@ from . import bm25, quoted
 MIN_LEN = 4  # shorter words have too many neighbours one edit away ("teh": the, ten, tea, ...)
 MAX_WORDS = 6  # slips looked up a request (a few hundred microseconds each)
 MAX_PER_WORD = 3  # "wether": weather and whether, both one edit away
-# a lowercase word on its own: not inside an identifier, a path, a file or host name, an e-mail,
-# nor quoted (a quoted value means exactly what it says)
-_PLAIN = re.compile(rf"(?<![\w.'\"/@:#-])[a-z]{{{MIN_LEN},}}(?![\w'\"/@#-]|[.:-][\w/])")
+# a word on its own: not inside an identifier, a path, a file or host name, an e-mail, nor quoted
+# (a quoted value means exactly what it says)
+_WORD = re.compile(rf"(?<![\w.'\"/@:#-])[A-Za-z][a-z]{{{MIN_LEN - 1},}}(?![\w'\"/@#-]|[.:-][\w/])")
+_SENTENCE_END = re.compile(r"(?:^|[.!?:]\s+)$")
+
+
+def _plain(text: str) -> Iterator[re.Match]:
+    """The words a slip is looked for in: lowercase, or capitalised at the start of a sentence
+    ("Serch for ..."); any other capital marks a name."""
+    for m in _WORD.finditer(text):
+        if m.group(0)[0].islower() or _SENTENCE_END.search(text, 0, m.start()):
+            yield m
 
 
 @lru_cache(maxsize=1)
@@ -55,7 +67,7 @@ def _by_letter() -> dict[str, list[str]]:
 def corrections(db, text: str) -> dict[str, list[str]]:
     """{slip: the catalog's words searched beside it} for the request `text` (empty: none)."""
     plain = quoted.strip_quoted(text[:MAX_QUERY_CHARS])
-    seen = list(dict.fromkeys(w for w in _PLAIN.findall(plain) if w not in STOP_WORDS))
+    seen = list(dict.fromkeys(w for m in _plain(plain) if (w := m.group(0).lower()) not in STOP_WORDS))
     if not seen:
         return {}
     # the catalog's words first: a lookup the search makes anyway, and the word list (~10 ms to
@@ -91,4 +103,9 @@ def expand(text: str, fixes: dict[str, list[str]]) -> str:
     """`text` with each slip followed by the words searched beside it."""
     if not fixes:
         return text
-    return _PLAIN.sub(lambda m: " ".join([m.group(0), *fixes.get(m.group(0), [])]), text)
+    out, at = [], 0
+    for m in _plain(text):
+        if more := fixes.get(m.group(0).lower()):
+            out += [text[at : m.end()], " ", " ".join(more)]
+            at = m.end()
+    return "".join(out) + text[at:]
