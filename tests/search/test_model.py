@@ -120,6 +120,7 @@ def test_the_shipped_model_loads_from_an_installed_wheel_offline(tmp_path):
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
         assert "toolidx/models/tool-minilm-l6/model.onnx" in names and "toolidx/search/calibration.json" in names
+        assert "toolidx/search/words.txt" in names  # search.spelling reads it for a word no tool has
         z.extractall(site)
     cfg = write_config(tmp_path / "c.json", {"cat": {"tools_file": str(CATALOG)}})
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLIDX_MODEL")}
@@ -140,6 +141,8 @@ def test_the_shipped_model_loads_from_an_installed_wheel_offline(tmp_path):
     toolidx("crawl", "--config", str(cfg), "--db", "w.db", "--json")
     out = json.loads(toolidx("search", "merge pdf files", "--db", "w.db", "--json", "--mode", "semantic"))
     assert out["mode_used"] == "semantic" and out["hits"][0]["id"] == "pdf/merge_pdfs"
+    slip = json.loads(toolidx("search", "merge pdf fiels", "--db", "w.db", "--json"))
+    assert "files" in slip["corrections"]["fiels"] and slip["hits"][0]["id"] == "pdf/merge_pdfs"
     with closing(open_db(tmp_path / "w.db", readonly=True)) as d:
         assert d.get_meta("embed_model") == emb_mod.DEFAULT_MODEL
         assert d.get_meta("embed_model_sha256") == packaged().sha256
