@@ -446,6 +446,25 @@ def test_what_is_never_taken_for_a_slip(keyword_db_path):
     db.close()
 
 
+def test_without_the_word_list_search_goes_on(keyword_db_path, monkeypatch, tmp_path, capsys):
+    from toolidx.search import spelling
+    from toolidx.search.hybrid import search
+    from toolidx.store.db import open_db
+
+    monkeypatch.setattr(spelling, "WORDS", tmp_path / "missing.txt")
+    spelling._english.cache_clear()
+    spelling._by_letter.cache_clear()
+    db = open_db(keyword_db_path)
+    try:
+        res = search(db, "weather forcast", mode="keyword")  # "weather" alone is still searched
+        assert res.corrections == {} and res.hits[0].server == "weather"
+        assert "missing.txt" in capsys.readouterr().err
+    finally:
+        db.close()
+        spelling._english.cache_clear()
+        spelling._by_letter.cache_clear()
+
+
 def test_hybrid_search_reads_the_corrected_words(run):
     res = run("read a fiel")
     assert res.corrections == {"fiel": ["file"]}

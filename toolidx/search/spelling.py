@@ -23,9 +23,11 @@ from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
+from ..core.notices import warn_once
 from ..core.tokens import MAX_QUERY_CHARS, STOP_WORDS
 from . import bm25, quoted
 
+WORDS = Path(__file__).with_name("words.txt")
 MIN_LEN = 4  # shorter words have too many neighbours one edit away ("teh": the, ten, tea, ...)
 MAX_WORDS = 6  # slips looked up a request (a few hundred microseconds each)
 MAX_PER_WORD = 3  # "wether": weather and whether, both one edit away
@@ -48,7 +50,12 @@ def _english() -> tuple[frozenset[str], frozenset[str]]:
     """The words, and their stems as the index's tokenizer cuts them."""
     words: list[str] = []
     stems: set[str] = set()
-    for line in Path(__file__).with_name("words.txt").read_text().split("\n"):
+    try:
+        text = WORDS.read_text()
+    except OSError as e:  # a broken install: search goes on, without slips
+        warn_once("words", f"{WORDS}: {e.strerror or e}: typing slips are not searched (reinstall toolidx)")
+        return frozenset(), frozenset()
+    for line in text.split("\n"):
         if line and not line.startswith("#"):
             word, _, stem = line.partition(" ")
             words.append(word)
