@@ -237,7 +237,8 @@ def odds_shares(logit: np.ndarray) -> np.ndarray:
     if not len(logit):
         return logit
     best = -np.sort(-logit)[: cal.LIST_K]
-    return np.exp(np.maximum(logit - best[0], -700.0)) / np.exp(best - best[0]).sum()
+    total = np.exp(best - best[0]).sum() + (cal.LIST_K - len(best)) * np.exp(best[-1] - best[0])
+    return np.exp(np.maximum(logit - best[0], -700.0)) / total
 
 
 class Calibration:

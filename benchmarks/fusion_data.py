@@ -40,6 +40,8 @@ def _key() -> str:
         "toolidx/search/bm25.py",
         "toolidx/core/tokens.py",
         "toolidx/search/quoted.py",
+        "toolidx/search/spelling.py",
+        "toolidx/search/words.txt",
         "benchmarks/fusion_data.py",
     ):
         h.update((REPO / f).read_bytes())

@@ -479,3 +479,15 @@ def test_search_json_names_the_corrections(search_db_path, cli):
     out = json.loads(r.stdout)
     assert out["corrections"] == {"wether": ["weather"], "forcast": ["forecast"]}
     assert out["hits"][0]["id"] == "weather/get_forecast"
+
+
+def test_a_few_tools_do_not_make_a_weak_match_an_answer(run):
+    """The score's list share counts a list shorter than calibration.LIST_K as if its weakest
+    filled it: among a scope of 2 tools an impossible request's best would otherwise hold half the
+    odds and pass the gate."""
+    scope = Filters(servers=["weather"])  # get_forecast, get_alerts
+    for mode in ("hybrid", "keyword"):
+        res = run("book a table for two at an italian restaurant tonight", filters=scope, mode=mode)
+        assert res.no_match, (mode, [(h.id, h.score) for h in res.hits])
+    res = run("will it rain in Paris in the next days", filters=scope)
+    assert res.hits[0].id == "weather/get_forecast" and res.hits[0].score > 0.5

@@ -124,8 +124,8 @@ FUZZY_WEIGHT = 0.35
 # keyword: logit = KW_LOG * log(1 + bm25 * size_factor) + KW_REL * bm25_rel + KW_BIAS
 #                  + KW_FUZZY * fuzzy_strength (fit_fusion.py --only keyword; KW_FUZZY is not fitted:
 #                  the bench's queries are sentences, see FUZZY_FLOOR)
-KW_LOG, KW_REL, KW_BIAS, KW_FUZZY = 1.638, 5.513, -11.056, 6.0
-KW_LISTWISE = (0.615, 3.525, -1.775)  # keyword's (a, b, c), see LIST_K (fit_fusion.py --only keyword)
+KW_LOG, KW_REL, KW_BIAS, KW_FUZZY = 1.616, 5.619, -11.08, 6.0
+KW_LISTWISE = (0.625, 3.537, -1.712)  # keyword's (a, b, c), see LIST_K (fit_fusion.py --only keyword)
 
 # The score reads the list (issue 22): a hit's own evidence says how well it matches, not whether
 # a better tool stands beside it. share = exp(l) / sum of exp(l) over the query's LIST_K best
@@ -133,7 +133,9 @@ KW_LISTWISE = (0.615, 3.525, -1.775)  # keyword's (a, b, c), see LIST_K (fit_fus
 # for a first hit that clearly beats the rest, about 1/2 each for two alike (a tool on two servers),
 # small for a flat list (an impossible request matches many tools a little). Over the best 10 only,
 # so it does not depend on how many candidates a catalog yields; 5 and 20 measured alike
-# (docs/search-research.md).
+# (docs/search-research.md). Fewer than 10 (a catalog or a scope of a few tools) are padded with
+# the weakest: among 3 tools an impossible request's best would otherwise hold a third of the odds
+# and read as an answer ("book a table" among 3 unrelated tools: 0.09, over the gate; now 0.006).
 LIST_K = 10
 
 # Keyword mode's threshold, the same rule as every model's gate (calibration.json): the highest
@@ -142,7 +144,7 @@ LIST_K = 10
 # typo, a paraphrase sharing no word with the tool) score as low as many impossible requests, so
 # the gate abstains on few of them: the score of the best hit, a calibrated P(relevant), says how
 # sure the answer is (docs/search-research.md has the tables).
-KEYWORD_THRESHOLD = 0.105
+KEYWORD_THRESHOLD = 0.1
 
 
 # A one- or two-word query ("status", "guava versions", "AAPL dividends") is a deliberate lookup:
@@ -243,11 +245,12 @@ def uncalibrated_scores(cands: dict[int, dict], mode: str) -> dict[int, float]:
 
 
 def odds_shares(logits: dict[int, float]) -> dict[int, float]:
-    """Each candidate's exp(l) over the sum of exp(l) of the LIST_K best (LIST_K)."""
+    """Each candidate's exp(l) over the sum of exp(l) of the LIST_K best (LIST_K); a list shorter
+    than that (a catalog or a scope of a few tools) counts its weakest as often as needed."""
     if not logits:
         return {}
     best = heapq.nlargest(LIST_K, logits.values())
-    total = sum(math.exp(x - best[0]) for x in best)
+    total = sum(math.exp(x - best[0]) for x in best) + (LIST_K - len(best)) * math.exp(best[-1] - best[0])
     return {r: math.exp(max(x - best[0], -700.0)) / total for r, x in logits.items()}
 
 
