@@ -200,7 +200,8 @@ def keyword_df(db: Database, terms: list[str]) -> dict[str, int]:
     once per catalog version: a common word's count reads every one of its postings, which a
     query need not do again."""
     known: dict[str, int] = db.cache.get("keyword_df", dict, size=len)
-    todo = [t for t in dict.fromkeys(terms) if t not in known]
+    out = {t: known[t] for t in terms if t in known}  # before a clear below, or in another thread
+    todo = [t for t in dict.fromkeys(terms) if t not in out]
     if todo:
         if len(known) + len(todo) > MAX_DF_CACHED:
             known.clear()
@@ -214,8 +215,8 @@ def keyword_df(db: Database, terms: list[str]) -> dict[str, int]:
                 sql = f"SELECT term, doc FROM temp.{FTS_ROWS} WHERE term IN ({marks})"
                 got |= dict(db.execute(sql, chunk).fetchall())
         for t in todo:
-            known[t] = int(got.get(t, 0))
-    return {t: known[t] for t in terms}
+            out[t] = known[t] = int(got.get(t, 0))
+    return {t: out[t] for t in terms}
 
 
 def _bm25_sql(tf: str, q: str) -> str:
