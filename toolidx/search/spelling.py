@@ -2,13 +2,13 @@
 
 A slip is a word that is neither English (words.txt: MiniLM's vocabulary and the common words of
 tool catalogs, scripts/words.py) nor the catalog's own (no tool has it, as the keyword index stems
-it): it matches no tool and the model reads it as noise. Such a word is
-searched also as the English words one edit away that some tool has: a letter left out, mistyped,
-or two letters swapped (not one letter too many: "redis" less its i is a word, but rarely what was
-meant), beginning with the same letter; at most MAX_PER_WORD, the most common in the catalog
-first. Two edits found more slips' words wrong than right on the bench sets. They are added beside
-the slip, not in its place (it may be a name the catalog does not know), to the text that both
-halves of search read; the result says what was added.
+it): it matches no tool and the model reads it as noise. Such a word is searched also as the
+English words one edit away that some tool has: a letter left out, mistyped, or two letters
+swapped (not one letter too many: "redis" less its i is a word, but rarely what was meant),
+beginning with the same letter; at most MAX_PER_WORD, the most common in the catalog first. Two
+edits found more slips' words wrong than right on the bench sets. They are added beside the slip,
+not in its place (it may be a name the catalog does not know), to the text that both halves of
+search read; the result says what was added.
 
 Only what reads as a plain word is looked at: letters standing alone (not part of a path, a file
 name or an id, not quoted), lowercase, or capitalised as a sentence's first word; MIN_LEN letters
