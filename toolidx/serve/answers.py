@@ -209,7 +209,7 @@ def describe_tool(d: Discovery, args: dict) -> Answer:
 def get_tool_categories(d: Discovery, args: dict) -> Answer:
     from ..catalog.listing import categories
 
-    res = categories(d.db, filters=d.scope if not d.scope.is_empty() else None).to_json()
+    res = categories(d.db, filters=d.within()).to_json()
     payload: dict[str, Any] = {"categories": res.get("categories", [])}
     if args.get("include_tags", True):
         payload["tags"] = res.get("tags", [])

@@ -343,7 +343,7 @@ class Discovery:
             return default
 
     # --- scope and names ----------------------------------------------------------------------
-    def _within(self) -> Filters | None:
+    def within(self) -> Filters | None:
         """The scope as the store's filters: None for everything (stale tools too), as the scope
         sees it."""
         return None if self.scope.is_empty() else self.scope
@@ -358,7 +358,7 @@ class Discovery:
 
     def in_scope(self, ids: Iterable[str]) -> set[str]:
         """Those of `ids` that are tools in scope (one look-up, whatever the catalog's size)."""
-        return ids_within(self.db, list(ids), self._within())
+        return ids_within(self.db, list(ids), self.within())
 
     def tool(self, tool_id: str) -> dict | None:
         c = self._cache
@@ -376,7 +376,7 @@ class Discovery:
 
         name = (name or "").strip()
         try:
-            tool_id = resolve_tool_id(self.db, name, within=self._within(), aliases=self.exposed())
+            tool_id = resolve_tool_id(self.db, name, within=self.within(), aliases=self.exposed())
         except AmbiguousToolError as e:
             raise LookupProblem(
                 e.code,
@@ -456,7 +456,7 @@ class Discovery:
         if c.summary is None:
             from .stats import catalog_of
 
-            c.summary = catalog_of(self.db, self._within())
+            c.summary = catalog_of(self.db, self.within())
         return c.summary
 
     def instructions(self) -> str:

@@ -47,7 +47,7 @@ def resolve_checks(db: Any, required: list[str], scope: Filters) -> list[ToolChe
     from ..catalog.resolve import UnknownToolError, resolve_tool_id
     from ..diff.approved import approval_state, current_hash, server_changes
     from ..store.approvals import approvals
-    from ..store.catalog import ids_within
+    from ..store.catalog import tool_exists
     from ..store.tools import get_tool
 
     quarantine = scope.approved_only
@@ -70,7 +70,7 @@ def resolve_checks(db: Any, required: list[str], scope: Filters) -> list[ToolChe
             c.reason = "removed from the index meanwhile"
             continue
         c.id, c.server, c.indexed = tid, tool["server"], True
-        c.in_scope = bool(ids_within(db, [tid], within))
+        c.in_scope = tool_exists(db, tid, within)
         if quarantine:
             c.approved = approval_state(tool, approvals(db, [tid]).get(tid), server_changes(db, tool["server"]))
         c.hash = current_hash(tool)  # what the server's definition is compared with, computed
