@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -240,17 +240,9 @@ class ModeEval:
     groups: dict[str, dict[str, float]] | None = None  # with `by`: "level=2" -> its n and metrics
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "mode_used": self.mode_used,
-            "threshold": self.threshold,
-            "metrics": self.metrics,
-            "abstention": self.abstention,
-            "reliability": self.reliability,
-            "latency_ms": self.latency_ms,
-            "misses": self.misses,
-        }
-        if self.groups is not None:
-            out["groups"] = self.groups
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.groups is None:  # only with `by`
+            del out["groups"]
         return out
 
 
@@ -274,22 +266,9 @@ class EvalReport:
     paired_groups: dict[str, list[dict[str, Any]]]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "queries_path": self.queries_path,
-            "infeasible_path": self.infeasible_path,
-            "index": self.index,
-            "labels": self.labels,
-            "k": self.k,
-            "depth": self.depth,
-            "queries": self.queries,
-            "evaluated": self.evaluated,
-            "infeasible": self.infeasible,
-            "unresolved": self.unresolved,
-            "partly_unresolved": self.partly_unresolved,
-            "modes": {mode: e.to_json() for mode, e in self.modes.items()},
-            "paired": self.paired,
-            "paired_groups": self.paired_groups,
-        }
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["modes"] = {mode: e.to_json() for mode, e in self.modes.items()}
+        return out
 
 
 def evaluate(
