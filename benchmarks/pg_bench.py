@@ -758,31 +758,31 @@ async def _clients(replicas: list[dict], queries: list[str], deadline: float, cr
 
     async with AsyncExitStack() as stack:
 
-        async def rest(rep: int, web, i: int) -> None:
+        async def client(key: tuple[int, str], ask, i: int) -> None:
+            """Searches one after another until the deadline; `ask(query)` -> None or what went wrong."""
             j = i
             while time.perf_counter() < deadline:
                 j += 1
                 t0 = time.perf_counter()
                 try:
-                    r = await web.get("/v1/search", params={"q": queries[j % len(queries)], "k": 5})
-                    record((rep, "GET /v1/search"), t0, None if r.status_code == 200 else f"{r.status_code} {r.text}")
+                    error = await ask(queries[j % len(queries)])
                 except Exception as e:
-                    record((rep, "GET /v1/search"), t0, repr(e))
+                    error = repr(e)
+                record(key, t0, error)
 
-        async def mcp(rep: int, session, i: int) -> None:
-            j = i
-            while time.perf_counter() < deadline:
-                j += 1
-                t0 = time.perf_counter()
-                try:
-                    r = await session.call_tool("search_tools", {"query": queries[j % len(queries)]})
-                    record(
-                        (rep, "MCP search_tools"),
-                        t0,
-                        str(r.content[0].text if r.content else r) if r.is_error else None,
-                    )
-                except Exception as e:
-                    record((rep, "MCP search_tools"), t0, repr(e))
+        def rest(web):
+            async def ask(q: str) -> str | None:
+                r = await web.get("/v1/search", params={"q": q, "k": 5})
+                return None if r.status_code == 200 else f"{r.status_code} {r.text}"
+
+            return ask
+
+        def mcp(session):
+            async def ask(q: str) -> str | None:
+                r = await session.call_tool("search_tools", {"query": q})
+                return str(r.content[0].text if r.content else r) if r.is_error else None
+
+            return ask
 
         async def probe(rep: int, web) -> None:
             """The oldest crawl this replica has not shown yet, every 50 ms, by its marker word."""
@@ -823,9 +823,9 @@ async def _clients(replicas: list[dict], queries: list[str], deadline: float, cr
         async with anyio.create_task_group() as tg:
             for rep, webs, sessions in clients:
                 for i, web in enumerate(webs[:-1]):
-                    tg.start_soon(rest, rep, web, i * 7)
+                    tg.start_soon(client, (rep, "GET /v1/search"), rest(web), i * 7)
                 for i, session in enumerate(sessions):
-                    tg.start_soon(mcp, rep, session, i * 11)
+                    tg.start_soon(client, (rep, "MCP search_tools"), mcp(session), i * 11)
                 tg.start_soon(probe, rep, webs[-1])
     return {"requests": requests, "seen": seen, "samples": samples}
 
