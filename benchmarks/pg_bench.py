@@ -396,7 +396,8 @@ def pg_catalog(url: str, n: int, emb, schema: str = "") -> tuple[str, float | No
                 ):
                     for chunk in _vector_copy(rows, dim):
                         cp.write(chunk)
-            c.execute(f"SELECT setval(pg_get_serial_sequence('tools', 'rowid'), {n})")
+            # past the last rowid, which is n, or the base catalog's when n is smaller (it is whole)
+            c.execute("SELECT setval(pg_get_serial_sequence('tools', 'rowid'), (SELECT max(rowid) FROM tools))")
             c.execute(f"ALTER TABLE tool_terms ADD CONSTRAINT tool_terms_pkey {pkey}")
             for _, definition in indexes:
                 c.execute(definition)
