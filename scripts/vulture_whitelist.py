@@ -31,3 +31,5 @@ launch_differs  # unused variable (toolidx/crawl/merge.py): a JSON key of toolid
 approvals_dropped  # unused variable (toolidx/crawl/merge.py): a JSON key of toolidx merge
 do_GET  # unused method (tests/conftest.py): http.server calls its handler's methods by name
 log_message  # unused method (tests/conftest.py): http.server's logging hook, silenced
+latency_ms  # unused variable (toolidx/search/eval.py:238)
+infeasible_path  # unused variable (toolidx/search/eval.py:254)
