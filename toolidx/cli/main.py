@@ -172,8 +172,13 @@ def crawl(
     embedder = LazyEmbedder(choice, allow_download=True) if choice.name else None
     from .progress import crawl_progress
 
-    with crawl_progress(as_json) as progress:
-        summary = run_crawl(cfg, database, only=only, concurrency=concurrency, embedder=embedder, progress=progress)
+    try:
+        with crawl_progress(as_json) as progress:
+            summary = run_crawl(cfg, database, only=only, concurrency=concurrency, embedder=embedder, progress=progress)
+    except KeyboardInterrupt:
+        # a crawl writes in one transaction at its very end: stopped before or in it, nothing is kept
+        render.note("interrupted: nothing written, the index is as before")
+        raise typer.Exit(130) from None
     render.crawl_summary(summary, as_json)
     if summary.servers_failed:
         raise typer.Exit(EXIT_FAILURE)
@@ -188,8 +193,11 @@ def embed(
 ) -> None:
     """Fill in missing or outdated embeddings (after an offline first crawl, or a model change)."""
     from ..crawl.run import embed as embed_index
+    from .progress import step_progress
 
-    render.embed_result(embed_index(_open(db), model, str(model_path) if model_path else None), as_json)
+    with step_progress(as_json, "embed") as progress:
+        result = embed_index(_open(db), model, str(model_path) if model_path else None, progress)
+    render.embed_result(result, as_json)
 
 
 @app.command()
