@@ -362,6 +362,8 @@ def openapi_document(base_url: str | None = None) -> dict:
             "matched": {"type": "array", "items": {"type": "string"}},
             "why": {"type": ["string", "null"]},
             "signals": {"type": "object"},
+            "stale": {"type": "boolean", "description": "its server failed its last crawl"},
+            "note": {"type": "string", "description": "'stale: its server failed its last crawl (why)', or ''"},
         },
     }
     result = {
