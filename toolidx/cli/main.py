@@ -138,12 +138,18 @@ def _open(db: Optional[Path], create: bool = False):
 # --- crawl / embed -----------------------------------------------------------------------------
 @app.command()
 def crawl(
-    config: Path = typer.Option(
-        ...,
+    config: Optional[Path] = typer.Option(
+        None,
         "--config",
         "-c",
         envvar="TOOLIDX_CONFIG",
         help="mcpServers config (JSON or YAML; Claude Desktop, Cursor, VS Code files work as is).",
+    ),
+    from_clients: Optional[str] = typer.Option(
+        None,
+        "--from",
+        help="Crawl the servers these clients use, from their usual config files: "
+        "claude-desktop,claude-code,cursor,vscode or all (instead of --config).",
     ),
     db: Optional[Path] = DbOpt,
     server: List[str] = typer.Option([], "--server", "-s", help="Crawl only these servers (others are kept)."),
@@ -154,10 +160,25 @@ def crawl(
 ) -> None:
     """Connect to every configured MCP server and index its tools. Exit 1 if any server failed."""
     from ..core.embedding import LazyEmbedder, resolve_model
+    from ..core.errors import UsageError
     from ..crawl.config import load_config
     from ..crawl.run import run_crawl
 
-    cfg = load_config(config)
+    if from_clients is not None and config is not None:
+        raise UsageError("--from and --config name two sets of servers", fix="give one of them")
+    if from_clients is not None:
+        from ..crawl.client_configs import from_clients as find_client_servers
+        from ..crawl.client_configs import parse_clients
+
+        found = find_client_servers(parse_clients(from_clients))
+        render.client_configs(found)
+        cfg = found.config
+    elif config is None:
+        raise UsageError(
+            "say which servers to crawl", fix="pass --config PATH, or --from all for your clients' servers"
+        )
+    else:
+        cfg = load_config(config)
     only = list(server) or None
     cfg.enabled_servers(only)  # unknown --server names fail before the index is touched
     database = _open(db, create=True)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the result types only: render is imported on every start, t
     from ..catalog.listing import Categories, ToolPage
     from ..catalog.similar import SimilarTools
     from ..catalog.usage import Metrics
+    from ..crawl.client_configs import ClientConfigs
     from ..crawl.merge import MergeResult
     from ..crawl.run import EmbedResult
     from ..diff.audit import AuditReport
@@ -171,6 +172,19 @@ def crawl_summary(summary: CrawlSummary, as_json: bool) -> None:
         f"{plural(d['tools'], 'tool')} ({d['added']} added, {d['changed']} changed, {d['removed']} removed); "
         f"{d['embedded']} embedded" + ("" if d["semantic"] else " (keyword-only: no model)")
     )
+
+
+def client_configs(found: ClientConfigs) -> None:
+    """Which client files `crawl --from` read (on stderr, before the crawl), and what it merged."""
+    for f in found.files:
+        if f.error:
+            warning(f"{f.client}: {f.path}: left out: {f.error}")
+        else:
+            note(f"read {f.path} ({f.client}): {plural(len(f.servers), 'server')}")
+    for kept, others in found.duplicates.items():
+        note(f"{kept}: also listed as {', '.join(others)} (same launch line): crawled once")
+    for new, was in found.renamed.items():
+        note(f"{was}: another server has that name: crawled as {new}")
 
 
 def _stderr_notes(servers: Iterable[tuple[str, list[str] | None]]) -> None:
