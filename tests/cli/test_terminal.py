@@ -69,3 +69,16 @@ def test_serve_says_loopback_only_as_a_sentence(index):
     _, db = index
     r = run_pty("serve", "--db", db, "--http", "127.0.0.1:0", interrupt_after="Ctrl-C to stop")
     assert "(loopback only, no token)" in r.screen and "(no token (" not in r.screen, r.screen
+
+
+def test_doctor_fix_lines_wrap_between_words(tmp_path):
+    (tmp_path / "broken.json").write_text("{not json")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"mcpServers:\n  {LONG_SERVER}:\n    tools_file: broken.json\n")
+    db = tmp_path / "d.db"
+    assert run_cli("crawl", "--config", cfg, "--db", db, "--model", "none").code == 1
+    r = run_pty("doctor", "--db", db, "--config", cfg)
+    fixes = r.screen.split("└", 1)[1]  # the lines under the table
+    assert all(len(line) <= 80 for line in r.screen.splitlines()), r.screen
+    assert f"server {LONG_SERVER}:" in fixes and "toolidx crawl" in fixes
+    assert LONG_SERVER in fixes.split()[fixes.split().index("--server") + 1], fixes  # the name after --server, whole
