@@ -121,3 +121,10 @@ def test_usual_paths_per_os(tmp_path):
     ]
     linux = [str(p) for p, _ in candidate_files("cursor", home, cwd, {}, "linux")]
     assert linux == ["/Users/ann/.cursor/mcp.json", "/work/p/.cursor/mcp.json"]
+
+
+def test_run_from_home_a_file_that_is_both_user_and_project_is_read_once(machine, monkeypatch):
+    home, _ = machine
+    monkeypatch.chdir(home)
+    found = from_clients(["cursor"])
+    assert [f.path for f in found.files] == [str(home / ".cursor" / "mcp.json")] and not found.duplicates

@@ -132,11 +132,13 @@ def from_clients(
     found = ClientConfigs(Config(path=None, servers=[]))
     by_line: dict[tuple, ServerSpec] = {}
     names: set[str] = set()
+    seen: set[Path] = set()  # run from the home folder, ~/.cursor/mcp.json is also the project's
     for client in clients:
         for path, kind in candidate_files(client, home, cwd, environ, system):
             found.looked_in.append(str(path))
-            if not path.is_file():
+            if not path.is_file() or path.resolve() in seen:
                 continue
+            seen.add(path.resolve())
             entry = ClientFile(client, str(path), [])
             found.files.append(entry)
             try:
