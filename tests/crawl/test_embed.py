@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,18 @@ def test_crawl_and_embed_on_a_terminal_show_the_model_and_the_tools(tmp_path, mo
     assert e.code == 0, e.screen
     assert "loading the model…" in e.screen and f"embedding 32/{total} tools" in e.screen
     assert f"embedded {total} tools with" in e.screen
+
+
+def test_ctrl_c_during_embed_writes_nothing_and_says_so(tmp_path, model_path):
+    from conftest import run_pty
+
+    db = tmp_path / "i.db"
+    assert run_cli("crawl", "--config", config(tmp_path / "c.json", tools=300), "--db", db, "--model", "none").code == 0
+    r = run_pty("embed", "--db", db, "--model-path", model_path, interrupt_after="embedding 32/")
+    assert r.code == 130, r.screen
+    assert "interrupted: nothing written, the index is as before" in r.screen
+    with closing(open_db(db)) as d:
+        assert (
+            not d.get_meta("embed_model")
+            and int(d.scalar("SELECT count(*) FROM tools WHERE embed_hash IS NOT NULL")) == 0
+        )

@@ -216,8 +216,12 @@ def embed(
     from ..crawl.run import embed as embed_index
     from .progress import step_progress
 
-    with step_progress(as_json, "embed") as progress:
-        result = embed_index(_open(db), model, str(model_path) if model_path else None, progress)
+    try:
+        with step_progress(as_json, "embed") as progress:
+            result = embed_index(_open(db), model, str(model_path) if model_path else None, progress)
+    except KeyboardInterrupt:  # the vectors are written in one transaction after the last is computed
+        render.note("interrupted: nothing written, the index is as before")
+        raise typer.Exit(130) from None
     render.embed_result(result, as_json)
 
 
