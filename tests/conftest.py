@@ -148,6 +148,77 @@ def run_cli(*args: str) -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
+@dataclass
+class PtyResult:
+    code: int
+    screen: str  # everything the terminal received (stdout and stderr), escape sequences removed
+    raw: str  # as received, escape sequences and all
+
+
+def run_pty(
+    *args: Any,
+    columns: int = 80,
+    env: dict[str, str] | None = None,
+    interrupt_after: str | None = None,
+    timeout: float = 120,
+) -> PtyResult:
+    """Run `toolidx ARGS` in a new process on a pseudo-terminal `columns` wide: what a person
+    sees. `interrupt_after`: once the screen shows this text, send SIGINT to the process group,
+    as a terminal's Ctrl-C does (the servers the crawl started get it too)."""
+    import fcntl
+    import pty
+    import re
+    import select
+    import signal
+    import struct
+    import subprocess
+    import termios
+    import time
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    full_env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": "40", **(env or {})}
+    full_env.pop("CI", None)  # the live display is off in CI; this is a person's terminal
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolidx", *map(str, args)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=full_env,
+        start_new_session=True,
+    )
+    os.close(slave)
+    buf, sent = b"", False
+    deadline = time.monotonic() + timeout
+    ansi = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                raise AssertionError(
+                    f"toolidx {args} did not end in {timeout} s; screen:\n{buf.decode(errors='replace')}"
+                )
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: every writer has closed the terminal
+                    chunk = b""
+                if not chunk:
+                    break
+                buf += chunk
+            if interrupt_after and not sent and interrupt_after in ansi.sub("", buf.decode(errors="replace")):
+                os.killpg(proc.pid, signal.SIGINT)
+                sent = True
+        code = proc.wait(timeout=30)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    raw = buf.decode("utf-8", "replace")
+    return PtyResult(code, ansi.sub("", raw), raw)
+
+
 def raw_request(
     base: str, method: str, path: str, headers: dict, body: bytes | None = None, timeout: float = 30
 ) -> tuple[int, bytes]:

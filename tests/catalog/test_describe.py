@@ -8,6 +8,7 @@ import logging
 
 import jsonschema
 import pytest
+from conftest import run_cli
 from jsonschema.validators import validator_for
 
 from toolidx.catalog.describe import describe, example_arguments, parameter_table
@@ -422,3 +423,56 @@ def test_usage_metrics_and_examples_come_from_the_one_describe(tmp_path):
     assert broken.metrics.calls == 0 and broken.examples
     assert all(e["source"] != "recorded" for e in broken.examples)
     assert len(warned) == 2 and all("usage file unreadable" in w for w in warned)
+
+
+# tool names of real servers (the `everything` reference server among them), where the old scorer
+# answered made-up names with substrings: `nosuch/tool` -> everything/example_tool, toggle-...
+REAL_NAMES = {
+    "everything": [
+        "toggle-simulated-logging",
+        "echo",
+        "add",
+        "get-tiny-image",
+        "example_tool",
+        "long-running-operation",
+    ],
+    "shell": ["shell_whereis", "shell_which", "shell_free"],
+    "docs": ["add_footnote_to_document", "word_count"],
+    "biomcp": ["think", "search"],
+    "time": ["get_current_time", "convert_time"],
+}
+
+
+@pytest.fixture(scope="module")
+def real_names_db(tmp_path_factory) -> str:
+    d = tmp_path_factory.mktemp("names")
+    cfg = "mcpServers:\n"
+    for srv, names in REAL_NAMES.items():
+        tools = [{"name": n, "description": f"The {n} tool.", "inputSchema": {"type": "object"}} for n in names]
+        (d / f"{srv}.json").write_text(json.dumps({"tools": tools}))
+        cfg += f"  {srv}:\n    tools_file: {srv}.json\n"
+    (d / "c.yaml").write_text(cfg)
+    assert run_cli("crawl", "--config", d / "c.yaml", "--db", d / "t.db", "--model", "none").code == 0
+    return str(d / "t.db")
+
+
+@pytest.mark.parametrize("name", ["nosuch/tool", "hello_world", "nothing/here", "foo", "xyz/abc"])
+def test_a_name_like_no_tool_gets_no_suggestions(real_names_db, name):
+    """#36 item 10: made-up names got up to five unrelated ids."""
+    r = run_cli("describe", name, "--db", real_names_db, "--json")
+    assert r.code == 2 and json.loads(r.stdout)["suggestions"] == []
+    assert "did you mean" not in r.stderr and "toolidx list" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "name, meant",
+    [
+        ("time/get_curent_time", ["time/get_current_time"]),
+        ("shell/shel_which", ["shell/shell_which", "shell/shell_whereis"]),
+        ("everything/tiny-image", ["everything/get-tiny-image"]),
+    ],
+)
+def test_a_name_one_slip_from_a_tool_gets_it_and_no_noise(real_names_db, name, meant):
+    with pytest.raises(NotFoundError) as e:
+        describe(open_db(real_names_db), name)
+    assert e.value.suggestions == meant

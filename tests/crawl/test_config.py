@@ -295,3 +295,21 @@ def test_live_example_with_a_real_stdio_server(tmp_path, monkeypatch):
     # serve's way of starting it (what execute_tool does), from the index's record of the config
     c = run_cli("check", "--require", "notes/add_note", "--db", tmp_path / "l.db", "--json")
     assert c.code == 0, c.stdout + c.stderr
+
+
+def test_a_misspelt_key_gets_did_you_mean(tmp_path):
+    """#36 item 10: `comand` failed with "no `command`, `url` or `tools_file`" and no hint; a slip in
+    another key (`agrs`) let the server start without its arguments, unsaid."""
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps({"mcpServers": {"a": {"comand": "npx", "args": ["x"]}}}))
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    assert "no `command`, `url` or `tools_file`" in str(e.value)
+    assert e.value.fix == "unknown key `comand`: did you mean `command`?"
+
+    (tmp_path / "tools.json").write_text(json.dumps({"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}))
+    entry = {"tools_file": "tools.json", "agrs": ["x"], "autoApprove": [], "evn": {}, "transportType": "stdio"}
+    p.write_text(json.dumps({"mcpServers": {"b": entry}}))
+    r = run_cli("crawl", "--config", p, "--db", tmp_path / "t.db", "--model", "none")
+    assert r.code == 0 and "server 'b': unknown key `agrs`: did you mean `args`?" in r.stderr
+    assert "did you mean `env`?" in r.stderr and "autoApprove" not in r.stderr and "transportType" not in r.stderr

@@ -86,3 +86,39 @@ def test_live_display_renders_each_server():
     assert "beta" in text and "✗" in text and "timed out after 2 s" in text
     assert "gamma" in text and "waiting" in text
     assert "2/3 servers done, 1 failed; embedding 3/7 tools" in text
+
+
+def _tool_rows(db: Path) -> tuple[int, list[tuple]]:
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        crawls = con.execute("SELECT count(*) FROM crawls").fetchone()[0]
+        return crawls, con.execute("SELECT id, hash, stale FROM tools ORDER BY id").fetchall()
+    finally:
+        con.close()
+
+
+def test_ctrl_c_mid_crawl_says_nothing_was_written(tmp_path):
+    """#36 item 2: Ctrl-C on a terminal while a server is still being listed: exit 130, the live
+    table goes and one line says the index is as it was (it is)."""
+    from conftest import run_pty
+
+    db = tmp_path / "i.db"
+    first = {"mcpServers": {"good": {"command": sys.executable, "args": [str(RAW), "--tools", "2"]}}}
+    (tmp_path / "first.json").write_text(json.dumps(first))
+    assert run_cli("crawl", "--config", tmp_path / "first.json", "--db", db, "--model", "none").code == 0
+    before = _tool_rows(db)
+    second = {
+        "mcpServers": {
+            "good": {"command": sys.executable, "args": [str(RAW), "--tools", "3"]},  # a change, never written
+            "slow": {"command": sys.executable, "args": [str(RAW), "--mode", "slow-list"]},
+        }
+    }
+    (tmp_path / "second.json").write_text(json.dumps(second))
+    r = run_pty(
+        "crawl", "--config", tmp_path / "second.json", "--db", db, "--model", "none", interrupt_after="1/2 servers done"
+    )
+    assert r.code == 130, r.screen
+    assert "interrupted: nothing written, the index is as before" in r.screen
+    assert _tool_rows(db) == before

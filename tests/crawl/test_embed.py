@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,55 @@ def test_index_remembers_its_local_model_folder(tmp_path, model_path):
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["mode_used"] == "hybrid" and "warning" not in out.stderr
+
+
+def test_embed_in_a_pipe_says_what_it_does_as_it_goes(tmp_path, model_path):
+    """#36 item 1: `toolidx embed` printed nothing until done. In a pipe: plain lines on stderr,
+    the model loading, then tools embedded (the first at 0, the last at all of them)."""
+    db = tmp_path / "p.db"
+    assert run_cli("crawl", "--config", config(tmp_path / "c.json", tools=40), "--db", db, "--model", "none").code == 0
+    r = run_cli("embed", "--db", db, "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    lines = r.stderr.splitlines()
+    total = vec_count(db)
+    assert total > 40
+    assert lines[0] == "embed: loading the model…" and "embed: model loaded" in lines
+    steps = [ln for ln in lines if ln.startswith("embed: embedding ")]
+    assert steps[0] == f"embed: embedding 0/{total} tools" and steps[-1] == f"embed: embedding {total}/{total} tools"
+    assert r.stdout == "" and "embedded" in lines[-1]
+
+
+def test_crawl_and_embed_on_a_terminal_show_the_model_and_the_tools(tmp_path, model_path):
+    """#36 item 1: after the servers were done the screen stayed still while the model loaded and
+    the first 256 tools embedded; now the live line says each step."""
+    from conftest import run_pty
+
+    db = tmp_path / "t.db"
+    r = run_pty("crawl", "--config", config(tmp_path / "c.json", tools=40), "--db", db, "--model-path", model_path)
+    assert r.code == 0, r.screen
+    total = vec_count(db)
+    assert "loading the model…" in r.screen
+    assert f"embedding 0/{total} tools" in r.screen and f"embedding 32/{total} tools" in r.screen
+    later = tmp_path / "later.db"
+    assert (
+        run_cli("crawl", "--config", config(tmp_path / "c.json", tools=40), "--db", later, "--model", "none").code == 0
+    )
+    e = run_pty("embed", "--db", later, "--model-path", model_path)
+    assert e.code == 0, e.screen
+    assert "loading the model…" in e.screen and f"embedding 32/{total} tools" in e.screen
+    assert f"embedded {total} tools with" in e.screen
+
+
+def test_ctrl_c_during_embed_writes_nothing_and_says_so(tmp_path, model_path):
+    from conftest import run_pty
+
+    db = tmp_path / "i.db"
+    assert run_cli("crawl", "--config", config(tmp_path / "c.json", tools=300), "--db", db, "--model", "none").code == 0
+    r = run_pty("embed", "--db", db, "--model-path", model_path, interrupt_after="embedding 32/")
+    assert r.code == 130, r.screen
+    assert "interrupted: nothing written, the index is as before" in r.screen
+    with closing(open_db(db)) as d:
+        assert (
+            not d.get_meta("embed_model")
+            and int(d.scalar("SELECT count(*) FROM tools WHERE embed_hash IS NOT NULL")) == 0
+        )

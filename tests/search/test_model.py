@@ -11,6 +11,7 @@ import subprocess
 import sys
 import zipfile
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 from conftest import REPO, run_cli, write_config
@@ -103,18 +104,28 @@ def test_the_shipped_model_finds_tools_on_a_fixed_set(tmp_path):
         assert m["R@1"] >= 0.85 and m["R@5"] == 1.0, (mode, m, rep.modes[mode].misses)
 
 
-@pytest.mark.slow
-def test_the_shipped_model_loads_from_an_installed_wheel_offline(tmp_path):
-    """Build the wheel, unpack it, and crawl + search from it with no network, no ../shared and no
-    model setting: the model inside the wheel is found, embedded with and recorded."""
-    wheels = tmp_path / "wheels"
+def build_wheel(wheels) -> Path:
+    """toolidx's wheel, built from this checkout into `wheels` (no isolated, networked build)."""
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(REPO)],
         check=True,
         capture_output=True,
         timeout=300,
     )
-    wheel = next(wheels.glob("toolidx-*.whl"))
+    return next(Path(wheels).glob("toolidx-*.whl"))
+
+
+def offline_env(tmp_path) -> dict[str, str]:
+    """The environment of a user's machine: no model setting, no Hugging Face download, an empty cache."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLIDX_MODEL")}
+    return env | {"HF_HUB_OFFLINE": "1", "TOOLIDX_CACHE_DIR": str(tmp_path / "nocache"), "PYTHONPATH": ""}
+
+
+@pytest.mark.slow
+def test_the_shipped_model_loads_from_an_installed_wheel_offline(tmp_path):
+    """Build the wheel, unpack it, and crawl + search from it with no network, no ../shared and no
+    model setting: the model inside the wheel is found, embedded with and recorded."""
+    wheel = build_wheel(tmp_path / "wheels")
     assert wheel.stat().st_size < 30_000_000, f"wheel is {wheel.stat().st_size} bytes"
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as z:
@@ -123,8 +134,7 @@ def test_the_shipped_model_loads_from_an_installed_wheel_offline(tmp_path):
         assert "toolidx/search/words.txt" in names  # search.spelling reads it for a word no tool has
         z.extractall(site)
     cfg = write_config(tmp_path / "c.json", {"cat": {"tools_file": str(CATALOG)}})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLIDX_MODEL")}
-    env |= {"HF_HUB_OFFLINE": "1", "TOOLIDX_CACHE_DIR": str(tmp_path / "nocache"), "PYTHONPATH": ""}
+    env = offline_env(tmp_path)
 
     def toolidx(*args: str) -> str:
         code = (
@@ -147,3 +157,38 @@ def test_the_shipped_model_loads_from_an_installed_wheel_offline(tmp_path):
         assert d.get_meta("embed_model") == emb_mod.DEFAULT_MODEL
         assert d.get_meta("embed_model_sha256") == packaged().sha256
         assert not d.get_meta("embed_model_path"), "a packaged model is found by name, not by where it was"
+
+
+@pytest.mark.slow
+def test_pipx_installs_the_wheel_for_real_use(tmp_path):
+    """#36 item 9, as the README says: `pipx install` of the built wheel into folders of its own
+    (not this venv, not the clone), then its `toolidx` crawls a tools_file and searches with the
+    model inside the wheel, offline. Dependencies come from the package index pip is set up with."""
+    wheel = build_wheel(tmp_path / "wheels")
+    env = offline_env(tmp_path) | {
+        "PIPX_HOME": str(tmp_path / "pipx"),
+        "PIPX_BIN_DIR": str(tmp_path / "bin"),
+        "PIPX_MAN_DIR": str(tmp_path / "man"),
+        "VIRTUAL_ENV": "",
+    }
+    r = subprocess.run(
+        [sys.executable, "-m", "pipx", "install", str(wheel)], env=env, capture_output=True, text=True, timeout=900
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    exe = tmp_path / "bin" / "toolidx"
+    assert exe.is_file() and not str(exe.resolve()).startswith(str(REPO))
+    where = tmp_path / "user"  # no clone around: a folder of the user's, with their saved tool list
+    where.mkdir()
+    (where / "files-tools.json").write_text((REPO / "examples" / "files-tools.json").read_text())
+    (where / "servers.yaml").write_text("mcpServers:\n  files:\n    tools_file: files-tools.json\n")
+
+    def toolidx(*args: str) -> str:
+        r = subprocess.run([str(exe), *args], cwd=where, env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    crawled = json.loads(toolidx("crawl", "--config", "servers.yaml", "--db", "tools.db", "--json"))
+    assert crawled["semantic"] and crawled["embedded"] == crawled["tools"] > 0
+    found = json.loads(toolidx("search", "convert a pdf to text", "--db", "tools.db", "--json"))
+    assert found["mode_used"] == "hybrid" and found["hits"][0]["id"] == "files/pdf_to_text"
+    assert toolidx("--version").startswith("toolidx ")

@@ -138,12 +138,18 @@ def _open(db: Optional[Path], create: bool = False):
 # --- crawl / embed -----------------------------------------------------------------------------
 @app.command()
 def crawl(
-    config: Path = typer.Option(
-        ...,
+    config: Optional[Path] = typer.Option(
+        None,
         "--config",
         "-c",
         envvar="TOOLIDX_CONFIG",
         help="mcpServers config (JSON or YAML; Claude Desktop, Cursor, VS Code files work as is).",
+    ),
+    from_clients: Optional[str] = typer.Option(
+        None,
+        "--from",
+        help="Crawl the servers these clients use, from their usual config files: "
+        "claude-desktop,claude-code,cursor,vscode or all (instead of --config).",
     ),
     db: Optional[Path] = DbOpt,
     server: List[str] = typer.Option([], "--server", "-s", help="Crawl only these servers (others are kept)."),
@@ -154,10 +160,25 @@ def crawl(
 ) -> None:
     """Connect to every configured MCP server and index its tools. Exit 1 if any server failed."""
     from ..core.embedding import LazyEmbedder, resolve_model
+    from ..core.errors import UsageError
     from ..crawl.config import load_config
     from ..crawl.run import run_crawl
 
-    cfg = load_config(config)
+    if from_clients is not None and config is not None:
+        raise UsageError("--from and --config name two sets of servers", fix="give one of them")
+    if from_clients is not None:
+        from ..crawl.client_configs import from_clients as find_client_servers
+        from ..crawl.client_configs import parse_clients
+
+        found = find_client_servers(parse_clients(from_clients))
+        render.client_configs(found)
+        cfg = found.config
+    elif config is None:
+        raise UsageError(
+            "say which servers to crawl", fix="pass --config PATH, or --from all for your clients' servers"
+        )
+    else:
+        cfg = load_config(config)
     only = list(server) or None
     cfg.enabled_servers(only)  # unknown --server names fail before the index is touched
     database = _open(db, create=True)
@@ -172,8 +193,13 @@ def crawl(
     embedder = LazyEmbedder(choice, allow_download=True) if choice.name else None
     from .progress import crawl_progress
 
-    with crawl_progress(as_json) as progress:
-        summary = run_crawl(cfg, database, only=only, concurrency=concurrency, embedder=embedder, progress=progress)
+    try:
+        with crawl_progress(as_json) as progress:
+            summary = run_crawl(cfg, database, only=only, concurrency=concurrency, embedder=embedder, progress=progress)
+    except KeyboardInterrupt:
+        # a crawl writes in one transaction at its very end: stopped before or in it, nothing is kept
+        render.note("interrupted: nothing written, the index is as before")
+        raise typer.Exit(130) from None
     render.crawl_summary(summary, as_json)
     if summary.servers_failed:
         raise typer.Exit(EXIT_FAILURE)
@@ -188,8 +214,15 @@ def embed(
 ) -> None:
     """Fill in missing or outdated embeddings (after an offline first crawl, or a model change)."""
     from ..crawl.run import embed as embed_index
+    from .progress import step_progress
 
-    render.embed_result(embed_index(_open(db), model, str(model_path) if model_path else None), as_json)
+    try:
+        with step_progress(as_json, "embed") as progress:
+            result = embed_index(_open(db), model, str(model_path) if model_path else None, progress)
+    except KeyboardInterrupt:  # the vectors are written in one transaction after the last is computed
+        render.note("interrupted: nothing written, the index is as before")
+        raise typer.Exit(130) from None
+    render.embed_result(result, as_json)
 
 
 @app.command()

@@ -1,8 +1,12 @@
-"""Crawl progress: a live rich display per server on a terminal, plain lines in CI logs and pipes,
+"""Crawl and embed progress: a live rich display on a terminal, plain lines in CI logs and pipes,
 nothing with --json. All of it goes to stderr: stdout is for the summary table or JSON document.
 
 Which one: `--json` -> silent; stderr not a terminal, `CI` set, or TERM=dumb -> plain lines;
 otherwise the live display (cleared when done, the summary table follows).
+
+After the servers, a crawl may load the model and embed tools (tens of seconds on a large
+catalog): the steps say so ("loading the model…", "embedding 64/330 tools"), live on a terminal,
+and in a pipe as a plain line per step at most every PLAIN_EVERY seconds (and the last one).
 """
 
 from __future__ import annotations
@@ -18,6 +22,17 @@ from ..core.counts import plural
 from ..core.safetext import visible
 from ..core.servers import ServerResult, ServerSpec
 from ..crawl.run import QuietProgress
+
+PLAIN_EVERY = 2.0  # seconds between two plain lines of the same step (a CI log stays short)
+
+
+def step_text(what: str, done: int, total: int) -> str:
+    """A step of the work after the servers, as a person reads it."""
+    if what == "model":
+        return "loading the model…" if done < total else "model loaded"
+    if what == "embed":
+        return f"embedding {done}/{total} tools"
+    return f"{what}: {done}/{total}"
 
 
 class _SafeStream:
@@ -35,8 +50,10 @@ class _SafeStream:
 
 
 class PlainProgress:
-    def __init__(self, stream=None):
+    def __init__(self, stream=None, prefix: str = "crawl"):
         self.stream = _SafeStream(stream if stream is not None else sys.stderr)
+        self.prefix = prefix
+        self._last: tuple[str, float] = ("", 0.0)  # the step last printed, and when
 
     def begin(self, specs: list[ServerSpec]) -> None:
         self.stream.write(f"crawl: {len(specs)} server(s)\n")
@@ -57,7 +74,12 @@ class PlainProgress:
         self.stream.flush()
 
     def step(self, what: str, done: int, total: int) -> None:
-        self.stream.write(f"crawl: {what}: {done}/{total}\n")
+        now = time.monotonic()
+        last, at = self._last
+        if what == last and done < total and now - at < PLAIN_EVERY:
+            return
+        self._last = (what, now)
+        self.stream.write(f"{self.prefix}: {step_text(what, done, total)}\n")
         self.stream.flush()
 
 
@@ -77,7 +99,7 @@ class LiveProgress:
     def __init__(self, console: Any):
         self.console = console
         self.rows: dict[str, _Row] = {}
-        self.embed: tuple[int, int] | None = None
+        self.embed: tuple[str, int, int] | None = None  # the step after the servers, if any
         self.live: Any = None
 
     # rich calls this on every refresh, from its own thread: it only reads.
@@ -125,7 +147,7 @@ class LiveProgress:
             )
         footer = f"{done}/{len(self.rows)} servers done, {done - ok} failed"
         if self.embed:
-            footer += f"; embedding {self.embed[0]}/{self.embed[1]} tools"
+            footer += f"; {step_text(*self.embed)}"
         t.caption = footer
         return t
 
@@ -152,7 +174,35 @@ class LiveProgress:
             self.rows.pop(spec.name, None)
 
     def step(self, what: str, done: int, total: int) -> None:
-        self.embed = (done, total)
+        self.embed = (what, done, total)
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+
+class LiveSteps:
+    """One live line (spinner and step) for a command that has steps but no servers (`embed`)."""
+
+    def __init__(self, console: Any):
+        self.console = console
+        self.text = ""
+        self.live: Any = None
+
+    def __rich__(self) -> Any:
+        from rich.spinner import Spinner
+        from rich.text import Text
+
+        return Spinner("dots", text=Text(self.text), style="cyan")
+
+    def step(self, what: str, done: int, total: int) -> None:
+        self.text = step_text(what, done, total)
+        if self.live is None:
+            from rich.live import Live
+
+            self.live = Live(self, console=self.console, refresh_per_second=8, transient=True)
+            self.live.start()
 
     def close(self) -> None:
         if self.live is not None:
@@ -183,6 +233,24 @@ def crawl_progress(as_json: bool) -> Iterator[Any]:
     from rich.console import Console
 
     live = LiveProgress(Console(stderr=True, highlight=False))
+    try:
+        yield live
+    finally:
+        live.close()
+
+
+@contextmanager
+def step_progress(as_json: bool, prefix: str) -> Iterator[Any]:
+    """Progress of a command without servers (`embed`): its `step` method, shown as crawl's are."""
+    if as_json:
+        yield QuietProgress()
+        return
+    if not use_live():
+        yield PlainProgress(prefix=prefix)
+        return
+    from rich.console import Console
+
+    live = LiveSteps(Console(stderr=True, highlight=False))
     try:
         yield live
     finally:

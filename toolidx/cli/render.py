@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the result types only: render is imported on every start, t
     from ..catalog.listing import Categories, ToolPage
     from ..catalog.similar import SimilarTools
     from ..catalog.usage import Metrics
+    from ..crawl.client_configs import ClientConfigs
     from ..crawl.merge import MergeResult
     from ..crawl.run import EmbedResult
     from ..diff.audit import AuditReport
@@ -97,13 +98,33 @@ def error(exc: Exception, as_json: bool) -> None:
         emit_json("error", to_json() if to_json else {"error": type(exc).__name__, "message": line})
 
 
+def _remark(text: str) -> None:
+    """A line for a person on stderr. On a terminal it wraps between words, as a table's cells do
+    (the terminal itself would cut `toolidx crawl --server` mid-word at the 80th column)."""
+    try:
+        tty = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if not tty:
+        write(f"{text}\n", sys.stderr)
+        return
+    from rich.text import Text
+
+    err().print(Text(visible(text)), overflow="fold")
+
+
 def warning(message: str) -> None:
-    write(f"toolidx: warning: {message}\n", sys.stderr)
+    _remark(f"toolidx: warning: {message}")
 
 
 def note(message: str) -> None:
     """A human remark on stderr (never mixed into stdout data)."""
-    write(f"{message}\n", sys.stderr)
+    _remark(message)
+
+
+# Columns of names a person copies (tool ids, server names): never broken across lines, on an
+# 80-column terminal the other columns wrap instead (#36 item 7: `playwright/browser_ta` / `ke_screenshot`)
+WHOLE_COLUMNS = frozenset({"id", "tool", "server"})
 
 
 def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -> None:
@@ -116,8 +137,12 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -
     from rich.table import Table
 
     t = Table(title=_text(title) if title else None, show_lines=False, header_style="bold")
-    for c in columns:
-        t.add_column(c, overflow="fold")
+    for i, c in enumerate(columns):
+        if c in WHOLE_COLUMNS:
+            longest = max((len(visible(str(r[i]), keep_newlines=False)) for r in rows if r[i] is not None), default=0)
+            t.add_column(c, no_wrap=True, min_width=max(len(c), longest))
+        else:
+            t.add_column(c, overflow="fold")
     for r in rows:
         t.add_row(*(_text(v) for v in r))
     out().print(t)
@@ -147,6 +172,19 @@ def crawl_summary(summary: CrawlSummary, as_json: bool) -> None:
         f"{plural(d['tools'], 'tool')} ({d['added']} added, {d['changed']} changed, {d['removed']} removed); "
         f"{d['embedded']} embedded" + ("" if d["semantic"] else " (keyword-only: no model)")
     )
+
+
+def client_configs(found: ClientConfigs) -> None:
+    """Which client files `crawl --from` read (on stderr, before the crawl), and what it merged."""
+    for f in found.files:
+        if f.error:
+            warning(f"{f.client}: {f.path}: left out: {f.error}")
+        else:
+            note(f"read {f.path} ({f.client}): {plural(len(f.servers), 'server')}")
+    for kept, others in found.duplicates.items():
+        note(f"{kept}: also listed as {', '.join(others)} (same launch line): crawled once")
+    for new, was in found.renamed.items():
+        note(f"{was}: another server has that name: crawled as {new}")
 
 
 def _stderr_notes(servers: Iterable[tuple[str, list[str] | None]]) -> None:
@@ -615,7 +653,7 @@ def search_result(result: SearchResult, as_json: bool, max_tokens: int | None = 
                 f"{h['score']:.2f}" if h["score"] >= 0.005 else "<0.01",
                 h["id"],
                 h.get("description", ""),
-                h.get("why", ""),
+                "; ".join(filter(None, (h.get("note"), h.get("why")))),
             ]
             for h in payload["hits"]
         ]

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.files import not_regular
+from ..core.notices import warn_once
 from ..core.servers import DEFAULT_TIMEOUT, ServerSpec, server_name_problem
 from ..core.tooldoc import fix_strings
 
@@ -271,9 +272,14 @@ def _server(
     elif entry.get("url"):
         transport = "sse" if str(entry["url"]).rstrip("/").endswith("/sse") else "http"
     else:
+        slips = _slips(entry)
         raise err(
-            "no `command`, `url` or `tools_file`", "command", fix="say how to start (command) or reach (url) the server"
+            "no `command`, `url` or `tools_file`",
+            "command",
+            fix="; ".join(slips) if slips else "say how to start (command) or reach (url) the server",
         )
+    for slip in _slips(entry):  # `agrs`, `evn`: the server would start without them, unsaid
+        warn_once(f"config-key:{where}:{name}:{slip}", f"{where}: server {name!r}: {slip}")
 
     missing: list[str] = []
 
@@ -376,6 +382,48 @@ def _server(
             f"({', '.join(inputs)}): use ${{ENV_VAR}} instead"
         )
     return spec
+
+
+# the keys of a server entry toolidx reads (clients' other keys are ignored, unless one is a slip)
+ENTRY_KEYS = (
+    "type",
+    "transport",
+    "command",
+    "args",
+    "env",
+    "envFile",
+    "cwd",
+    "url",
+    "headers",
+    "tools_file",
+    "tags",
+    "category",
+    "tool_categories",
+    "timeout",
+    "trust_server_tags",
+    "enabled",
+    "disabled",
+)
+
+
+# other clients' keys close to one of ours: not slips (Cline's `transportType`)
+_CLIENT_KEYS = frozenset({"transportType"})
+
+
+def _slips(entry: dict) -> list[str]:
+    """`did you mean` for each key of `entry` that toolidx does not read but that is one edit (a
+    letter left out, added, mistyped or two swapped; any case) from one it does: `comand`, `agrs`,
+    `tool_file`. A client's own keys (`autoApprove`, `alwaysAllow`, `disabledTools`) are further."""
+    from rapidfuzz.distance import DamerauLevenshtein
+
+    out = []
+    for key in entry:
+        if not isinstance(key, str) or key in ENTRY_KEYS or key in _CLIENT_KEYS or len(key) < 3:
+            continue
+        close = [k for k in ENTRY_KEYS if DamerauLevenshtein.distance(key.lower(), k.lower()) <= 1]
+        if close:
+            out.append(f"unknown key `{key}`: did you mean `{close[0]}`?")
+    return out
 
 
 def _env_file(entry: dict, base: Path, x: Any, err: Any) -> dict[str, str]:

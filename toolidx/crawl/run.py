@@ -166,9 +166,12 @@ class EmbedResult:
         return {"embedded": self.embedded, "model": self.model}
 
 
-def embed(db: Database, model: str | None = None, model_path: str | None = None) -> EmbedResult:
+def embed(
+    db: Database, model: str | None = None, model_path: str | None = None, progress: CrawlProgress | None = None
+) -> EmbedResult:
     """`toolidx embed`: fill in missing or outdated vectors with the model the one resolution order
-    picks (`model` / `model_path`, the environment, the index's own model, the default)."""
+    picks (`model` / `model_path`, the environment, the index's own model, the default).
+    `progress.step` hears of the model loading and of the tools embedded."""
     from ..core.embedding import load_embedder, resolve_model
     from ..core.errors import ModelError
     from ..store.crawls import embed_missing
@@ -179,11 +182,14 @@ def embed(db: Database, model: str | None = None, model_path: str | None = None)
         indexed=db.get_meta("embed_model"),
         remembered_path=db.get_meta("embed_model_path"),
     )
+    progress = progress or QuietProgress()
+    progress.step("model", 0, 1)
     embedder = load_embedder(choice, allow_download=True)
+    progress.step("model", 1, 1)
     if embedder is None:
         raise ModelError(
             f"the embedding model {choice.name!r} cannot be loaded here",
             fix="pass --model-path DIR (or set TOOLIDX_MODEL_PATH) to a local copy of it, or leave "
             "--model unset for toolidx's own model",
         )
-    return EmbedResult(embed_missing(db, embedder), embedder.model)
+    return EmbedResult(embed_missing(db, embedder, progress.step), embedder.model)

@@ -90,6 +90,10 @@ class Hit(ToolCard):
     matched: list[str] = field(default_factory=list)  # query terms found in the tool's text
     why: str = ""
     signals: Signals = field(default_factory=Signals)  # the evidence behind the score
+    # its server failed its last crawl: the tool is as that server last listed it, and may be gone.
+    # Ranked as before, but every front-end shows `note` beside it (#36 item 5)
+    stale: bool = False
+    note: str = ""  # "stale: its server failed its last crawl (why)"; "" for a tool crawled fine
 
     def to_json(self) -> dict:
         return {
@@ -98,6 +102,8 @@ class Hit(ToolCard):
             "matched": self.matched,
             "why": self.why,
             "signals": self.signals.to_json(),
+            "stale": self.stale,
+            "note": self.note,
         }
 
 
@@ -475,4 +481,12 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) 
         matched=matched,
         why="; ".join(reasons) or "semantic",
         signals=signals,
+        stale=bool(row.get("stale")),
+        note=stale_note(row.get("stale_reason")) if row.get("stale") else "",
     )
+
+
+def stale_note(reason: str | None) -> str:
+    """What a stale hit says: why its server failed (the crawl's error, first line, cut)."""
+    why = first_line(reason, 120) if reason else ""
+    return "stale: its server failed its last crawl" + (f" ({why})" if why else "")

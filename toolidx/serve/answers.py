@@ -18,7 +18,7 @@ from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS
 from .texts import categories_text, describe_text, list_text, search_text, similar_text
 from .usage import scope_label
 
-HIT_KEYS = ("id", "title", "description", "score", "matched")
+HIT_KEYS = ("id", "title", "description", "score", "matched", "note")
 
 
 def answer(d: Discovery, name: str, args: dict) -> Answer:
@@ -49,7 +49,7 @@ def check_arguments(name: str, args: Any) -> Answer | None:
     errs = sorted(v.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path])
     if not errs:
         return None
-    lines = [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message[:200]}" for e in errs[:5]]
+    lines = [_argument_problem(e) for e in errs[:5]]
     return Answer(
         {"error": INVALID_ARGUMENTS, "code": INVALID_ARGUMENTS, "tool": name, "errors": lines},
         f"Error: invalid arguments for {name}:\n- " + "\n- ".join(lines),
@@ -89,6 +89,26 @@ def _schemas_for(d: Discovery, items: list[dict], key: str = "id") -> None:
             it["input_schema"] = t.get("input_schema")
 
 
+def _argument_problem(e: Any) -> str:
+    """One schema error as a line: the length and the limit first, the value quoted short (the
+    validator's own message quotes all of a 5,000-character query before it says what is wrong)."""
+    where = "/".join(str(p) for p in e.absolute_path) or "(root)"
+    value, bound = e.instance, e.validator_value
+    edge = "limit" if e.validator in ("maxLength", "maxItems") else "least"
+    if e.validator in ("maxLength", "minLength") and isinstance(value, str):
+        return f"{where}: {len(value):,} characters, the {edge} is {bound:,} ({_quote(value)})"
+    if e.validator in ("maxItems", "minItems") and isinstance(value, list):
+        return f"{where}: {len(value):,} items, the {edge} is {bound:,}"
+    shown = repr(value)
+    message = e.message.replace(shown, _quote(value)) if len(shown) > 60 else e.message
+    return f"{where}: {message[:200]}"
+
+
+def _quote(value: Any) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + "…"
+
+
 def search_tools(d: Discovery, args: dict) -> Answer:
     from ..search.hybrid import search
 
@@ -125,9 +145,8 @@ def search_tools(d: Discovery, args: dict) -> Answer:
         "hits": hits,
     }
     if payload["no_match"]:
-        payload["message"] = (
-            "No good match: no indexed tool fits this request well. Rephrase it, "
-            "or tell the user that no available tool does this."
+        payload["message"] = (  # search_text starts "No good match for QUERY." before it
+            "No indexed tool fits this request well. Rephrase it, or tell the user that no available tool does this."
         )
     if notes:
         payload["notes"] = notes

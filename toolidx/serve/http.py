@@ -281,7 +281,7 @@ def search_payload(disc: Discovery, params: Any) -> dict:
     if not q:
         raise UsageError("q: the query is missing", fix="ask /v1/search?q=what+you+want+to+do")
     if len(q) > MAX_QUERY_CHARS:
-        raise UsageError(f"q: longer than {MAX_QUERY_CHARS} characters")
+        raise UsageError(f"q: {len(q):,} characters, the limit is {MAX_QUERY_CHARS:,}", fix="ask in fewer words")
     k = _number(params, "k", int, 10)
     if not 1 <= k <= MAX_K:
         raise UsageError(f"k: must be 1..{MAX_K} (got {k})")
@@ -362,6 +362,8 @@ def openapi_document(base_url: str | None = None) -> dict:
             "matched": {"type": "array", "items": {"type": "string"}},
             "why": {"type": ["string", "null"]},
             "signals": {"type": "object"},
+            "stale": {"type": "boolean", "description": "its server failed its last crawl"},
+            "note": {"type": "string", "description": "'stale: its server failed its last crawl (why)', or ''"},
         },
     }
     result = {
@@ -617,7 +619,7 @@ def serve_http(
     base = f"{'https' if tls else 'http'}://{shown}:{bound}"
     policy = HostPolicy(host, bound, "https" if tls else "http", allow_hosts, allow_origins)
     app = build_app(server, tokens, policy, base)
-    auth = f"{plural(len(tokens), 'token')} required" if len(tokens) else "no token (loopback only)"
+    auth = f"{plural(len(tokens), 'token')} required" if len(tokens) else "loopback only, no token"
     sys.stderr.write(f"toolidx serve: MCP at {base}/mcp, search API at {base}/v1/search ({auth}); Ctrl-C to stop\n")
     sys.stderr.flush()
     from .limits import BACKLOG, connection_cap, guarded_protocol, quiet_loop_errors

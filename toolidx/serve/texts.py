@@ -33,6 +33,8 @@ def search_text(p: dict) -> str:
         lines = [f"{len(p['hits'])} match(es) for {p['query']!r} ({p.get('mode_used')}):"]
         for n, h in enumerate(p["hits"], 1):
             lines.append(f"{n}. {h['id']} ({h.get('score')}) — {h.get('description', '')}")
+            if h.get("note"):
+                lines.append(f"   {h['note']}")
             if "input_schema" in h:
                 lines.append(f"   input schema: {compact_json(h['input_schema'])}")
         lines.append("Next: describe_tool for the arguments, then execute_tool.")

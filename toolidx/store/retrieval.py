@@ -83,7 +83,7 @@ def hit_rows(db: Database, rowids: list[int]) -> dict[int, dict]:
     for marks, chunk in in_chunks(rowids):
         for r in db.query(
             f"SELECT rowid AS _rowid, id, server, name, title, description, read_only, "
-            f"destructive, stale FROM tools WHERE rowid IN ({marks})",
+            f"destructive, stale, stale_reason FROM tools WHERE rowid IN ({marks})",
             chunk,
         ):
             out[int(r.pop("_rowid"))] = r

@@ -1,0 +1,84 @@
+"""What a person sees on an 80-column terminal (#36 item 7), under a real pseudo-terminal: tool ids
+and server names are never broken across lines (they are copied), remarks wrap between words,
+and serve's first line reads as a sentence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli, run_pty
+
+PLAYWRIGHT = {
+    "tools": [
+        {
+            "name": "browser_take_screenshot",
+            "description": "Take a screenshot of the current page. You can't perform actions based on the "
+            "screenshot, use browser_snapshot for actions.",
+            "inputSchema": {"type": "object", "properties": {"filename": {"type": "string"}}},
+        },
+        {
+            "name": "browser_snapshot",
+            "description": "Capture accessibility snapshot of the current page, this is better than screenshot",
+            "inputSchema": {"type": "object", "properties": {}},
+        },
+    ]
+}
+LONG_SERVER = "playwright-browser-automation-with-a-long-name"
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> tuple[Path, Path]:
+    (tmp_path / "pw.json").write_text(json.dumps(PLAYWRIGHT))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"mcpServers:\n  playwright:\n    tools_file: pw.json\n  {LONG_SERVER}:\n    tools_file: pw.json\n")
+    db = tmp_path / "t.db"
+    assert run_cli("crawl", "--config", cfg, "--db", db, "--model", "none").code == 0
+    return cfg, db
+
+
+def _words_whole(screen: str, text: str) -> None:
+    """Every line fits 80 columns, and each word of `text` is on the screen unbroken."""
+    assert all(len(line) <= 80 for line in screen.splitlines()), screen
+    shown = screen.split()
+    for word in text.split():
+        assert word in shown, f"{word!r} broken across lines:\n{screen}"
+
+
+def test_search_table_keeps_tool_ids_whole_at_80_columns(index):
+    _, db = index
+    r = run_pty("search", "take a screenshot of the page", "--db", db, "--min-score", "0")
+    assert r.code == 0, r.screen
+    lines = r.screen.splitlines()
+    for tool_id in ("playwright/browser_take_screenshot", f"{LONG_SERVER}/browser_snapshot"):
+        assert any(tool_id in line for line in lines), r.screen
+    _words_whole(r.screen, "the index has no embeddings: search is keyword-only (run `toolidx embed` with a model")
+
+
+def test_crawl_summary_keeps_server_names_whole_and_wraps_its_line_between_words(index):
+    cfg, db = index
+    r = run_pty("crawl", "--config", cfg, "--db", db, "--model", "none")
+    assert r.code == 0, r.screen
+    table = r.screen.split("┏", 1)[1]  # the summary, after the live display
+    assert LONG_SERVER in table
+    _words_whole(table, "crawl 2: 2 ok, 0 failed; 2 tools (0 added, 0 changed, 0 removed); 0 embedded")
+
+
+def test_serve_says_loopback_only_as_a_sentence(index):
+    _, db = index
+    r = run_pty("serve", "--db", db, "--http", "127.0.0.1:0", interrupt_after="Ctrl-C to stop")
+    assert "(loopback only, no token)" in r.screen and "(no token (" not in r.screen, r.screen
+
+
+def test_doctor_fix_lines_wrap_between_words(tmp_path):
+    (tmp_path / "broken.json").write_text("{not json")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"mcpServers:\n  {LONG_SERVER}:\n    tools_file: broken.json\n")
+    db = tmp_path / "d.db"
+    assert run_cli("crawl", "--config", cfg, "--db", db, "--model", "none").code == 1
+    r = run_pty("doctor", "--db", db, "--config", cfg)
+    fixes = r.screen.split("└", 1)[1]  # the lines under the table
+    assert all(len(line) <= 80 for line in r.screen.splitlines()), r.screen
+    assert f"server {LONG_SERVER}:" in fixes and "toolidx crawl" in fixes
+    assert LONG_SERVER in fixes.split()[fixes.split().index("--server") + 1], fixes  # the name after --server, whole
