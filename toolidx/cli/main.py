@@ -138,29 +138,41 @@ def _open(db: Optional[Path], create: bool = False):
 # --- crawl / embed -----------------------------------------------------------------------------
 @app.command()
 def crawl(
-    config: Path = typer.Option(
-        ...,
+    config: Optional[Path] = typer.Option(
+        None,
         "--config",
         "-c",
         envvar="TOOLIDX_CONFIG",
-        help="mcpServers config (JSON or YAML; Claude Desktop, Cursor, VS Code files work as is).",
+        help="mcpServers config (JSON or YAML; Claude Desktop, Cursor, VS Code files work as is). "
+        "Default: the config the index was crawled from.",
     ),
     db: Optional[Path] = DbOpt,
     server: List[str] = typer.Option([], "--server", "-s", help="Crawl only these servers (others are kept)."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Servers at once (default 4)."),
     model: Optional[str] = ModelOpt,
     model_path: Optional[Path] = ModelPathOpt,
+    prune_other_configs: bool = typer.Option(
+        False,
+        "--prune-other-configs",
+        help="Also remove servers that other configs crawled into this index (a crawl removes only "
+        "its own config's servers); each one removed is named.",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Connect to every configured MCP server and index its tools. Exit 1 if any server failed."""
     from ..core.embedding import LazyEmbedder, resolve_model
     from ..crawl.config import load_config
-    from ..crawl.run import run_crawl
+    from ..crawl.run import recorded_config, run_crawl
 
-    cfg = load_config(config)
     only = list(server) or None
+    database = None
+    if config is None:  # a re-crawl: the config the index recorded
+        database = _open(db)
+        config = Path(recorded_config(database, only))
+        render.crawl_config(str(config))
+    cfg = load_config(config)
     cfg.enabled_servers(only)  # unknown --server names fail before the index is touched
-    database = _open(db, create=True)
+    database = database or _open(db, create=True)
     choice = resolve_model(
         model,
         str(model_path) if model_path else None,
@@ -173,7 +185,15 @@ def crawl(
     from .progress import crawl_progress
 
     with crawl_progress(as_json) as progress:
-        summary = run_crawl(cfg, database, only=only, concurrency=concurrency, embedder=embedder, progress=progress)
+        summary = run_crawl(
+            cfg,
+            database,
+            only=only,
+            concurrency=concurrency,
+            embedder=embedder,
+            progress=progress,
+            prune_other_configs=prune_other_configs,
+        )
     render.crawl_summary(summary, as_json)
     if summary.servers_failed:
         raise typer.Exit(EXIT_FAILURE)

@@ -200,6 +200,10 @@ PG_MIGRATIONS: list[str] = [
         approved_at  TEXT NOT NULL
     );
     """,
+    """
+    ALTER TABLE servers ADD COLUMN owner TEXT;
+    UPDATE servers SET owner = (SELECT config_path FROM crawls WHERE crawls.id = servers.last_crawl_id);
+    """,
 ]
 
 
