@@ -786,11 +786,11 @@ def doctor(
     usage_db: Optional[Path] = UsageDbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Check the install (SQLite, FTS5, sqlite-vec, fastembed, mcp), the index (schema, integrity,
-    failed servers, missing vectors), its usage file (readable, writable), the config (each
-    server's command, URL, tools_file, variables) and the model (loads, same model and dimension
-    as the index), each with a fix. Exit 1 when something fails (a usage problem only warns).
-    Starts no server and writes nothing."""
+    """Check the install (SQLite, FTS5, sqlite-vec, fastembed, mcp), the index (engine: SQLite file
+    or PostgreSQL and pgvector; schema, integrity, failed servers, missing vectors), its usage
+    file (readable, writable), the config (each server's command, URL, tools_file, variables) and
+    the model (loads, same model and dimension as the index), each with a fix. Exit 1 when
+    something fails (a usage problem only warns). Starts no server and writes nothing."""
     from ..health.doctor import doctor as run_doctor
     from ..store.db import default_db_path
 
