@@ -69,6 +69,7 @@ def test_prune_other_configs_needs_a_full_crawl(tmp_path):
     cfg = tools_file_config(tmp_path / "a.json", "a1")
     r = run_cli("crawl", "--config", cfg, "--db", tmp_path / "x.db", "--server", "a1", "--prune-other-configs")
     assert r.code == 2 and "needs a full crawl" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x.db").exists()  # refused before anything was opened
 
 
 def test_servers_crawled_before_the_migration_belong_to_the_config_their_crawl_recorded(tmp_path, db_target):

@@ -162,9 +162,10 @@ def crawl(
     """Connect to every configured MCP server and index its tools. Exit 1 if any server failed."""
     from ..core.embedding import LazyEmbedder, resolve_model
     from ..crawl.config import load_config
-    from ..crawl.run import recorded_config, run_crawl
+    from ..crawl.run import check_prune, recorded_config, run_crawl
 
     only = list(server) or None
+    check_prune(only, prune_other_configs)
     database = None
     if config is None:  # a re-crawl: the config the index recorded
         database = _open(db)

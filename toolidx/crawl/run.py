@@ -142,11 +142,7 @@ def run_crawl(
     """Crawl `config`'s enabled servers (`only`: these) into `db`. A full crawl removes the servers
     this config crawled before and no longer lists; other configs' servers in the same index stay
     unless `prune_other_configs` (docs/deploy.md: several CI jobs, one catalog)."""
-    if prune_other_configs and only:
-        raise UsageError(
-            "--prune-other-configs removes every server the crawl did not reach: it needs a full crawl",
-            fix="leave out --server, or leave out --prune-other-configs",
-        )
+    check_prune(only, prune_other_configs)
     specs = config.enabled_servers(only)
     progress = progress or QuietProgress()
     conc = concurrency or int(config.settings.get("concurrency", DEFAULT_CONCURRENCY))
@@ -163,6 +159,15 @@ def run_crawl(
         owner=config_owner(config),
         prune_other_configs=prune_other_configs,
     )
+
+
+def check_prune(only: list[str] | None, prune_other_configs: bool) -> None:
+    """UsageError for --prune-other-configs with --server (before anything is opened or written)."""
+    if prune_other_configs and only:
+        raise UsageError(
+            "--prune-other-configs removes every server the crawl did not reach: it needs a full crawl",
+            fix="leave out --server, or leave out --prune-other-configs",
+        )
 
 
 def config_owner(config: Config) -> str | None:
