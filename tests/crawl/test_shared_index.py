@@ -151,3 +151,18 @@ def test_a_recrawl_never_runs_a_config_named_by_an_index_from_elsewhere(tmp_path
     r = run_cli("crawl", "--db", db, "--model", "none")
     assert r.code == 2 and "no crawl on this machine read the config" in r.stderr
     assert f"--config {cfg.resolve()}" in r.stderr
+
+
+def test_a_merged_index_keeps_each_servers_config(tmp_path, db_target):
+    """Shards crawled apart and merged (into a file or a catalog): a later crawl of one shard's
+    config removes only that shard's servers."""
+    shard1 = tools_file_config(tmp_path / "shard1.json", "a1", "a2")
+    shard2 = tools_file_config(tmp_path / "shard2.json", "b1")
+    assert crawl(shard1, tmp_path / "s1.db").code == 0 and crawl(shard2, tmp_path / "s2.db").code == 0
+    _back_to_schema_3(str(tmp_path / "s2.db"))  # one input from before owners were recorded
+    m = run_cli("merge", tmp_path / "s1.db", tmp_path / "s2.db", "-o", db_target)
+    assert m.code == 0, m.stderr
+    tools_file_config(shard1, "a1")
+    r = crawl(shard1, db_target)
+    assert [x["server"] for x in r.json["removed_servers"]] == ["a2"] and r.json["other_configs_servers"] == 1
+    assert server_names(db_target) == ["a1", "b1"]
