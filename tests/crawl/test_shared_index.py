@@ -78,6 +78,8 @@ def test_servers_crawled_before_the_migration_belong_to_the_config_their_crawl_r
     assert crawl(team_a, db_target).code == 0
     assert crawl(team_b, db_target).code == 0
     _back_to_schema_3(db_target)  # an index as toolidx 1bf4733 left it: no servers.owner
+    looked = run_cli("doctor", "--db", db_target, "--model", "none", "--json")  # read-only: read as it is
+    assert looked.code == 0 and _by_name(looked.json)["index/open"]["status"] == "ok", looked.stdout
     d = open_db(db_target)  # migration 4 runs here
     try:
         owners = {r["name"]: r["owner"] for r in d.query("SELECT name, owner FROM servers")}
@@ -86,6 +88,10 @@ def test_servers_crawled_before_the_migration_belong_to_the_config_their_crawl_r
     assert owners == {"a1": str(team_a.resolve()), "a2": str(team_a.resolve()), "b1": str(team_b.resolve())}
     r = crawl(team_b, db_target)
     assert r.json["removed"] == 0 and server_names(db_target) == ["a1", "a2", "b1"]
+
+
+def _by_name(report: dict) -> dict[str, dict]:
+    return {f"{c['area']}/{c['name']}": c for c in report["checks"]}
 
 
 def _back_to_schema_3(target: str) -> None:

