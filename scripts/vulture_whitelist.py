@@ -29,6 +29,7 @@ embed_dim  # unused variable (toolidx/crawl/merge.py:33)
 requested  # unused variable (toolidx/serve/preflight.py:26): a JSON key of toolidx check
 launch_differs  # unused variable (toolidx/crawl/merge.py): a JSON key of toolidx merge
 approvals_dropped  # unused variable (toolidx/crawl/merge.py): a JSON key of toolidx merge
+other_configs_servers  # unused variable (toolidx/store/crawls.py): a JSON key of toolidx crawl
 do_GET  # unused method (tests/conftest.py): http.server calls its handler's methods by name
 log_message  # unused method (tests/conftest.py): http.server's logging hook, silenced
 latency_ms  # unused variable (toolidx/search/eval.py:238)

@@ -1268,3 +1268,25 @@ def test_22_refs_in_tool_schemas_read_no_file_and_fetch_no_url(tmp_path, ref_tar
     ]  # the rest of the schema is checked
     assert all(not is_error and payload["example_arguments"] for is_error, payload, _ in shown)
     assert all(r.code == 0 for r in described) and exported.code == 0, exported.stderr
+
+
+# --- #31 item 4: one catalog, several configs --------------------------------------------------------
+def test_31_4_a_crawl_of_one_config_removes_no_other_configs_servers(tmp_path, db_target, figure):
+    """Two CI jobs crawl team-a.json and team-b.json into one index (a file, or a PostgreSQL
+    catalog): B's crawl leaves A's servers alone; removing them takes --prune-other-configs."""
+    weather = str(Path(__file__).resolve().parents[1] / "examples" / "weather-tools.json")
+    team_a = write_config(tmp_path / "team-a.json", {"a1": {"tools_file": weather}, "a2": {"tools_file": weather}})
+    team_b = write_config(tmp_path / "team-b.json", {"b1": {"tools_file": weather}})
+    assert crawl(team_a, db_target).code == 0
+    b = crawl(team_b, db_target)
+    assert b.code == 0, b.stderr
+    d = open_db(db_target)
+    try:
+        kept = int(d.scalar("SELECT count(*) FROM tools WHERE server IN ('a1', 'a2')"))
+    finally:
+        d.close()
+    engine = "postgres" if db_target.startswith("postgresql://") else "file"
+    figure(f"team A's tools left after team B's crawl ({engine}) / B's 'removed'", f"{kept} of 6 / {b.json['removed']}")
+    assert (kept, b.json["removed"]) == (6, 0)
+    pruned = crawl(team_b, db_target, "--prune-other-configs")
+    assert sorted(r["server"] for r in pruned.json["removed_servers"]) == ["a1", "a2"] and pruned.json["removed"] == 6

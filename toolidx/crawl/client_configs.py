@@ -129,7 +129,9 @@ def from_clients(
     home = home or Path(environ.get("HOME") or environ.get("USERPROFILE") or Path.home())
     cwd = (cwd or Path.cwd()).resolve()
     system = system or sys.platform
-    found = ClientConfigs(Config(path=None, servers=[]))
+    # its identity in a shared index (servers.owner): a `--from` crawl prunes only what `--from` of
+    # the same clients crawled, never a --config crawl's servers
+    found = ClientConfigs(Config(path=None, servers=[], settings={"owner": "--from " + ",".join(clients)}))
     by_line: dict[tuple, ServerSpec] = {}
     names: set[str] = set()
     seen: set[Path] = set()  # run from the home folder, ~/.cursor/mcp.json is also the project's

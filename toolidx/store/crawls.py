@@ -38,6 +38,12 @@ class CrawlSummary:
     embedded: int = 0
     semantic: bool = False
     servers: list[dict] = field(default_factory=list)
+    # servers this crawl removed: [{server, tools, owner, other_config}] (owner: the config that had
+    # crawled it; other_config: not this one, removed by --prune-other-configs)
+    removed_servers: list[dict] = field(default_factory=list)
+    # servers of other configs in the index, left as they are (a full crawl prunes only its own)
+    other_configs_servers: int = 0
+    config: str | None = None  # the config crawled (its path)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,9 +82,14 @@ def write_crawl(
     prune: bool,
     started_at: str | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    owner: str | None = None,
+    prune_other_configs: bool = False,
 ) -> CrawlSummary:
-    """Store one crawl. `prune`: servers in the index that were not crawled are removed (a full
-    crawl of a config); otherwise they are kept and carried into this crawl's snapshot.
+    """Store one crawl. `prune` (a full crawl of a config): servers of this config (`owner`, by
+    default `config_path`) that were not crawled are removed; servers other configs crawled into
+    the same index stay, unless `prune_other_configs`. Without `prune` every server not crawled is
+    kept. Kept servers are carried into this crawl's snapshot. Each server written belongs to
+    `owner` from now on (servers.owner).
 
     Embeddings are computed before the write transaction, for tools whose embedded text changed
     (or all, when the model changed), so readers are never blocked and see one whole crawl.
@@ -113,8 +124,9 @@ def write_crawl(
                 todo = all_docs  # same name, other dimension: every vector must be redone
             vecs = dict(zip([d.id for d in todo], _embed(embedder, [d.embed_text for d in todo], progress)))
 
-    summary = CrawlSummary(crawl_id=0)
+    summary = CrawlSummary(crawl_id=0, config=config_path)
     ts = now_iso()
+    owner = owner or config_path
     with db.transaction():
         # another crawler may have written these servers since `existing` was read (writers take
         # turns, readers do not wait): what is in the index now decides what this crawl changes
@@ -161,7 +173,7 @@ def write_crawl(
                     }
                 )
                 continue
-            _write_server(db, r, crawl_id, ts)
+            _write_server(db, r, crawl_id, ts, owner)
             if r.ok:
                 _write_tools(db, r.spec.name, docs[r.spec.name], existing, vecs, embedder, ts, summary)
                 summary.servers_ok += 1
@@ -184,9 +196,18 @@ def write_crawl(
                 }
             )
         if prune:
-            for row in db.query("SELECT name FROM servers"):
-                if row["name"] not in crawled:
-                    summary.removed += _delete_server(db, row["name"])
+            for row in db.query("SELECT name, owner FROM servers ORDER BY name"):
+                if row["name"] in crawled:
+                    continue
+                mine = row["owner"] == owner
+                if not mine and not prune_other_configs:
+                    summary.other_configs_servers += 1
+                    continue
+                tools = _delete_server(db, row["name"])
+                summary.removed += tools
+                summary.removed_servers.append(
+                    {"server": row["name"], "tools": tools, "owner": row["owner"], "other_config": not mine}
+                )
         # snapshot of the whole index after this crawl
         db.execute("INSERT OR IGNORE INTO tool_versions(hash, definition) SELECT hash, definition FROM tools")
         db.execute(
@@ -231,7 +252,7 @@ def _embed(embedder: Embedder, texts: list[str], progress: Callable[[str, int, i
     return out
 
 
-def _write_server(db: Database, r: ServerResult, crawl_id: int, ts: str) -> None:
+def _write_server(db: Database, r: ServerResult, crawl_id: int, ts: str, owner: str | None) -> None:
     s = r.spec
     db.execute(
         "INSERT INTO crawl_servers(crawl_id, server, status, error, server_name, server_version, "
@@ -260,6 +281,7 @@ def _write_server(db: Database, r: ServerResult, crawl_id: int, ts: str) -> None
         crawled_at=r.started_at or ts,
         duration_ms=r.duration_ms,
         last_crawl_id=crawl_id,
+        owner=owner,
     )
     if r.ok:
         common.update(
@@ -387,3 +409,22 @@ def embed_missing(db: Database, embedder: Embedder, progress: Callable[[str, int
                 (text_hash(embedder.model, r["embed_text"]), r["rowid"]),
             )
     return len(todo)
+
+
+def recorded_configs(db: Database, servers: list[str] | None = None) -> list[str]:
+    """The config files the index's servers (those named, else all) were last crawled from, as the
+    crawls recorded them; an index without servers: the config its last crawl recorded."""
+    where, params = "", []
+    if servers:
+        where, params = f" AND s.name IN ({', '.join('?' * len(servers))})", list(servers)
+    rows = db.query(
+        "SELECT DISTINCT c.config_path AS path FROM servers s JOIN crawls c ON c.id = s.last_crawl_id "
+        f"WHERE c.config_path IS NOT NULL{where} ORDER BY 1",
+        params,
+    )
+    if rows:
+        return [r["path"] for r in rows]
+    if servers:  # servers the index does not hold yet: whichever configs crawled the others
+        return recorded_configs(db)
+    last = db.get_meta("config_path")
+    return [last] if last else []

@@ -80,6 +80,7 @@ def index_facts(db: Database) -> dict[str, Any]:
             else 0
         )
     return {
+        "engine": engine_facts(db),
         "schema_version": user_version,
         "schema_expected": len(MIGRATIONS),
         "is_toolidx": app_id == APPLICATION_ID,
@@ -90,4 +91,30 @@ def index_facts(db: Database) -> dict[str, Any]:
         "vectors": with_vectors if has_vectors else None,
         "outdated_vectors": outdated,
         **meta,
+    }
+
+
+def engine_facts(db: Database) -> dict[str, Any]:
+    """Which engine holds the index and how it searches vectors: {"engine": "sqlite" | "postgres",
+    "version", "vector": "sqlite-vec" | "pgvector" | "real[]" | None, "vector_version",
+    "pgvector_available": the version the server could install (PostgreSQL; None: not there)}."""
+    if not db.postgres:
+        version = db.scalar("SELECT sqlite_version()")
+        vec = db.scalar("SELECT vec_version()") if db.vec_available else None
+        return {
+            "engine": "sqlite",
+            "version": version,
+            "vector": "sqlite-vec" if vec else None,
+            "vector_version": vec,
+            "pgvector_available": None,
+        }
+    installed = db.scalar("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    available = db.scalar("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
+    kind = getattr(db, "vec_kind", None)
+    return {
+        "engine": "postgres",
+        "version": db.scalar("SHOW server_version"),
+        "vector": "pgvector" if kind == "vector" else "real[]" if kind else None,
+        "vector_version": installed,
+        "pgvector_available": available,
     }

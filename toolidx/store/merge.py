@@ -180,7 +180,8 @@ def _history(out: Database, sources: list[Source]) -> dict[tuple[int, int], int]
                 if server not in best or key > best[server][0]:
                     best[server] = (key, snap.get(server, []))
         rows = [row for _, tools in best.values() for row in tools]
-        merged = _insert(out, "crawls", {**crawl, "tool_count": len(rows)}, crawl_cols)
+        # ids from 1, as in a new file (a catalog's sequence is moved past them: _advance_ids)
+        merged = _insert(out, "crawls", {**crawl, "id": len(ids) + 1, "tool_count": len(rows)}, ["id", *crawl_cols])
         ids[(pos, crawl_id)] = merged
         for r in src.crawled.get(crawl_id, []):
             _insert(out, "crawl_servers", {**r, "crawl_id": merged}, server_cols)
@@ -215,13 +216,41 @@ _KEPT_META = ("application", "schema_version", "data_version", "usage_schema_ver
 
 def _clear(out: Database) -> None:
     """Empty a PostgreSQL catalog inside the merge's transaction: readers see the old catalog or
-    the merged one. (A file output is a new file renamed over the old one.)"""
-    out.execute(f"DROP TABLE IF EXISTS {vectors.TABLE}")
+    the merged one. (A file output is a new file renamed over the old one.) Only row deletes,
+    which readers do not wait for: no DROP, TRUNCATE or ALTER, whose exclusive lock would stall
+    every replica's searches until the merge commits (#31 item 8). The vector table stays (rows
+    deleted) unless the merged vectors need another one (`_vector_table`, at the end)."""
+    if vectors.has_table(out):
+        out.execute(f"DELETE FROM {vectors.TABLE}")
     for table in _CLEARED:
         out.execute(f"DELETE FROM {table}")
-    for table, column in (("crawls", "id"), ("tools", "rowid")):  # ids from 1, as in a new file
-        out.execute(f"ALTER TABLE {table} ALTER COLUMN {column} RESTART WITH 1")
     out.execute(f"DELETE FROM meta WHERE key NOT IN ({', '.join('?' * len(_KEPT_META))})", _KEPT_META)
+
+
+def _vector_table(out: Database, model: tuple[str, int] | None, kept: bool) -> None:
+    """Make the vector table fit the merged vectors, at the end of the merge (its final swap):
+    a table of another dimension, or one the merged index has no vectors for, is dropped here, so
+    the exclusive lock that takes is held only until the commit that follows. A table that fits
+    (`kept`: same dimension) was only emptied."""
+    if kept and model is not None:
+        out.set_meta("embed_model", model[0])
+        out.set_meta("embed_dim", str(model[1]))
+        return
+    if vectors.has_table(out):
+        out.execute(f"DROP TABLE {vectors.TABLE}")
+    if model is not None:
+        vectors.ensure_table(out, *model)
+
+
+def _advance_ids(out: Database) -> None:
+    """Merged rows carry ids from 1, as in a new file. A PostgreSQL identity's next value is moved
+    past them with setval (never back: setval outlives a rollback, and the old rows would then
+    come back with ids the sequence hands out again), not ALTER ... RESTART (an exclusive lock)."""
+    for table, column in (("crawls", "id"), ("tools", "rowid")):
+        out.execute(
+            f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+            f"GREATEST((SELECT max({column}) FROM {table}), nextval(pg_get_serial_sequence('{table}', '{column}'))))"
+        )
 
 
 def write_merged(
@@ -237,13 +266,14 @@ def write_merged(
     in the same transaction). Returns counts: servers, tools, crawls, vectors (copied) and
     missing_vectors (tools that need `toolidx embed`)."""
     counts = {"servers": 0, "tools": 0, "crawls": 0, "vectors": 0, "missing_vectors": 0}
+    pending: list[tuple[int, bytes]] = []  # vectors, written once the table fits (_vector_table)
     with out.transaction():
+        kept = False
         if replace:
+            kept = model is not None and vectors.has_table(out) and out.get_meta("embed_dim") == str(model[1])
             _clear(out)
-        if model is not None:
-            vectors.ensure_table(out, *model)
-            if model_path:
-                out.set_meta("embed_model_path", model_path)
+        if model_path and model is not None:
+            out.set_meta("embed_model_path", model_path)
         for s in sources:
             with s.db.lock:
                 versions = s.db.conn.execute("SELECT hash, definition FROM tool_versions").fetchall()
@@ -259,22 +289,43 @@ def write_merged(
             )
         ids = _history(out, sources)
         counts["crawls"] = len(ids)
+        next_rowid = [1]
         server_cols, tool_cols = _columns(out, "servers"), [c for c in _columns(out, "tools") if c != "rowid"]
         for s in sources:
             mine = [name for name in s.servers if owner[name] is s]
             for name in mine:
                 row = dict(s.servers[name])
+                row["owner"] = row.get("owner") or _crawl_config(s, row.get("last_crawl_id"))
                 row["last_crawl_id"] = ids.get((s.position, row.get("last_crawl_id") or -1))
                 _insert(out, "servers", row, server_cols)
                 counts["servers"] += 1
-                _copy_tools(out, s, row, tool_cols, model is not None and s.model == model, counts)
+                _copy_tools(out, s, row, tool_cols, model is not None and s.model == model, counts, pending, next_rowid)
         if ids:
             out.set_meta("last_crawl_id", str(max(ids.values())))
+        if replace or model is not None:
+            _vector_table(out, model, kept)
+        for rowid, blob in pending:
+            vectors.put(out, rowid, blob)
+        if out.postgres:
+            _advance_ids(out)
     return counts
 
 
+def _crawl_config(src: Source, crawl_id: Any) -> str | None:
+    """The config an input's crawl recorded: the owner of a server from an index made before
+    servers recorded one (servers.owner, migration 4)."""
+    return next((c.get("config_path") for c in src.crawls if c["id"] == crawl_id), None)
+
+
 def _copy_tools(
-    out: Database, src: Source, server: dict, columns: list[str], with_vectors: bool, counts: dict[str, int]
+    out: Database,
+    src: Source,
+    server: dict,
+    columns: list[str],
+    with_vectors: bool,
+    counts: dict[str, int],
+    pending: list[tuple[int, bytes]],
+    next_rowid: list[int],
 ) -> None:
     label = server_words(server["name"], server.get("server_name"), server.get("server_title"))
     fts_rows: list[tuple[int, dict[str, str]]] = []
@@ -288,9 +339,10 @@ def _copy_tools(
         if blob is None:
             row["embed_hash"] = None
             counts["missing_vectors"] += 1
-        rowid = _insert(out, "tools", row, columns)
+        row["rowid"], next_rowid[0] = next_rowid[0], next_rowid[0] + 1  # from 1, as in a new file
+        rowid = _insert(out, "tools", row, ["rowid", *columns])
         if blob is not None:
-            vectors.put(out, rowid, blob)
+            pending.append((rowid, blob))
             counts["vectors"] += 1
         # the keyword row, derived again from the definition exactly as a crawl derives it
         doc = build_tooldoc(

@@ -3,8 +3,9 @@
 `PRAGMA user_version` holds how many migrations have been applied. The vector table is not here:
 its dimension depends on the embedding model, so `store.vectors` creates it when vectors arrive.
 
-A migration listed in ADDITIVE only creates new tables: a file it has not been applied to can
-still be opened read-only (a downloaded baseline), and its readers treat the missing table as empty.
+A migration listed in ADDITIVE only creates new tables (or a column no reader reads): a file it has
+not been applied to can still be opened read-only (a downloaded baseline), and its readers treat the
+missing table as empty.
 """
 
 MIGRATIONS: list[str] = [
@@ -142,6 +143,15 @@ MIGRATIONS: list[str] = [
         approved_at  TEXT NOT NULL
     );
     """,
+    # 4: which config each server belongs to (#31): a crawl prunes only servers of its own config.
+    # Its identity: the config's `toolidx.owner` if it names one, else the config file's absolute
+    # path. Rows crawled before this migration belong to the config their last crawl recorded.
+    """
+    ALTER TABLE servers ADD COLUMN owner TEXT;
+    UPDATE servers SET owner = (SELECT config_path FROM crawls WHERE crawls.id = servers.last_crawl_id);
+    """,
 ]
 
-ADDITIVE = frozenset({2, 3})  # migrations (numbered from 1) that only add tables
+# migrations (numbered from 1) that only add tables, or a column only writers read (4: a crawl
+# reads servers.owner to prune; a reader of a file without it has nothing to prune)
+ADDITIVE = frozenset({2, 3, 4})

@@ -41,7 +41,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from ..core.errors import DatabaseError
 from .cache import IndexCache
 from .db import Database
-from .migrations import MIGRATIONS
+from .migrations import ADDITIVE, MIGRATIONS
 
 SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_SCHEMA = "toolidx"
@@ -199,6 +199,10 @@ PG_MIGRATIONS: list[str] = [
         approved_by  TEXT NOT NULL,
         approved_at  TEXT NOT NULL
     );
+    """,
+    """
+    ALTER TABLE servers ADD COLUMN owner TEXT;
+    UPDATE servers SET owner = (SELECT config_path FROM crawls WHERE crawls.id = servers.last_crawl_id);
     """,
 ]
 
@@ -648,6 +652,8 @@ def _migrate(raw: Any, schema: str, shown: str, *, readonly: bool, create: bool)
     usage_current = bool(exists) and _meta_int(raw, schema, "usage_schema_version") >= len(PG_USAGE_MIGRATIONS)
     if version == len(MIGRATIONS) and (usage_current or readonly):
         return
+    if readonly and 0 < version < len(MIGRATIONS) and all(i + 1 in ADDITIVE for i in range(version, len(MIGRATIONS))):
+        return  # as a file (sqlitefile.check_readable): what it lacks, readers do without
     if readonly:
         raise DatabaseError(
             f"index schema v{version} differs from this toolidx's v{len(MIGRATIONS)} and it was opened read-only",

@@ -321,10 +321,12 @@ def vector_knn(db: Database, query: bytes, k: int, filters: Filters | None = Non
 
 
 def _array_cosine(column: str) -> str:
-    """Cosine of a real[] column with the parameter, in SQL (no pgvector)."""
+    """Cosine of a real[] column with the parameter, in SQL (no pgvector). In double precision: a
+    product of two small reals underflows real, which PostgreSQL raises as an error (every
+    semantic search failed on a catalog without pgvector)."""
     return (
         f"(SELECT sum(a * b) / nullif(sqrt(sum(a * a)) * sqrt(sum(b * b)), 0) "
-        f"FROM unnest({column}, ?::real[]) AS x(a, b))"
+        f"FROM unnest({column}::float8[], ?::float8[]) AS x(a, b))"
     )
 
 
