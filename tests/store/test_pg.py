@@ -54,6 +54,16 @@ def test_translate_turns_sqlite_spellings_into_postgresql():
 def test_the_url_shown_never_holds_the_password():
     assert public_url("postgresql://app:s3cret@db.example:5432/tools") == "postgresql://app:***@db.example:5432/tools"
     assert public_url("postgresql://app@db/tools") == "postgresql://app@db/tools"
+    # libpq's other spellings of a secret, and any query key named like one (#31 item 6)
+    assert (
+        public_url(
+            "postgresql://app:p%40ss@db/t?password=a1&sslpassword=b2&passfile=/p&sslkey=/k&PGPASSWORD=c3&schema=x"
+        )
+        == "postgresql://app:***@db/t?password=***&sslpassword=***&passfile=***&sslkey=***&PGPASSWORD=***&schema=x"
+    )
+    assert public_url("postgresql://db/t?sslmode=require&application_name=ci") == (
+        "postgresql://db/t?sslmode=require&application_name=ci"
+    )
 
 
 def test_both_engines_have_every_migration():
