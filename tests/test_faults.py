@@ -1290,3 +1290,77 @@ def test_31_4_a_crawl_of_one_config_removes_no_other_configs_servers(tmp_path, d
     assert (kept, b.json["removed"]) == (6, 0)
     pruned = crawl(team_b, db_target, "--prune-other-configs")
     assert sorted(r["server"] for r in pruned.json["removed_servers"]) == ["a1", "a2"] and pruned.json["removed"] == 6
+
+
+# --- 23: one server's text and a shared catalog ---------------------------------------------------
+def _stored(target: str) -> dict:
+    """What an index holds of each tool and server, text as stored."""
+    db = open_db(target, readonly=True)
+    try:
+        return {
+            "tools": db.query(
+                "SELECT id, name, description, definition, input_schema, param_names, embed_text, hash "
+                "FROM tools ORDER BY id"
+            ),
+            "servers": db.query(
+                "SELECT name, status, server_name, server_title, instructions, error, stderr_tail, "
+                "protocol_version, tool_count FROM servers ORDER BY name"
+            ),
+        }
+    finally:
+        db.close()
+
+
+def test_23_one_servers_text_cannot_lose_a_shared_catalogs_crawl(tmp_path, pg_url, figure):
+    """A NUL in one server's description, parameter name, schema, serverInfo and instructions, a
+    failing server whose stderr holds a NUL, and a tool with one 6,000-character word rolled a
+    whole crawl into PostgreSQL back (DataError; btree 'index row size 6016'): 0 tools written.
+    Both engines now store the same cleaned text (NUL as U+FFFD, words cut at 128 characters, the
+    query side alike), and a file holding NULs merges into PostgreSQL."""
+    cfg = write_config(
+        tmp_path / "c.json",
+        {"good": raw("ok"), "nul": raw("nul"), "crashy": raw("crash-nul")},
+    )
+    f = str(tmp_path / "c.db")
+    runs = {t: run_cli("crawl", "--config", cfg, "--db", t, "--model", "none", "--json") for t in (f, pg_url)}
+    for r in runs.values():
+        assert r.code == 1 and r.json["servers_failed"] == 1, r.stderr  # crashy failed, the rest landed
+    on_file, on_pg = _stored(f), _stored(pg_url)
+    figure("tools landed in PostgreSQL / in the file (of 7)", f"{len(on_pg['tools'])} / {len(on_file['tools'])}")
+    assert on_pg == on_file  # the same cleaned text on both engines
+    assert [t["id"] for t in on_pg["tools"]] == [
+        "good/tool_0",
+        "good/tool_1",
+        "good/tool_2",
+        "nul/long_word",
+        "nul/nul_desc",
+        "nul/nul_param",
+        "nul/plain",
+    ]
+    assert "\x00" not in json.dumps(on_pg) and "\\u0000" not in json.dumps(on_pg)
+    tools = {t["id"]: t for t in on_pg["tools"]}
+    assert tools["nul/nul_desc"]["description"] == "Reads a\ufffd file with a NUL."
+    schema = json.loads(tools["nul/nul_param"]["input_schema"])
+    assert schema["properties"]["pa\ufffdth"]["enum"] == ["a\ufffdb", "c"] and schema["required"] == ["pa\ufffdth"]
+    servers = {s["name"]: s for s in on_pg["servers"]}
+    assert servers["nul"]["server_name"] == "rawmcp-nul\ufffd" and "\ufffd" in servers["nul"]["instructions"]
+    assert servers["crashy"]["status"] == "failed" and "config.\ufffdtoml" in servers["crashy"]["stderr_tail"]
+    # the long word is found by itself on both engines (the query cut as the index was)
+    word = "zq" * 3000
+    for t in (f, pg_url):
+        r = run_cli("search", word, "--db", t, "--mode", "keyword", "--min-score", "0", "--json")
+        assert r.code == 0 and r.json["hits"][0]["id"] == "nul/long_word", (t, r.stdout[:500], r.stderr)
+    # a file holding NUL (written elsewhere, or before this was cleaned) merges into PostgreSQL
+    old = open_db(f)
+    with old.transaction():
+        old.execute("UPDATE tools SET description = description || char(0) WHERE id = 'good/tool_0'")
+        old.execute("UPDATE tools SET definition = json_set(definition, '$.title', 'x' || char(0) || 'y')")
+        old.execute("UPDATE servers SET instructions = 'say' || char(0)")
+        old.execute("UPDATE crawl_servers SET error = 'e' || char(0)")
+    old.close()
+    merged = run_cli("merge", f, "-o", pg_url, "--json")
+    assert merged.code == 0, merged.stderr
+    after = _stored(pg_url)
+    figure("tools in PostgreSQL after merging a file holding NULs (of 7)", len(after["tools"]))
+    assert len(after["tools"]) == 7 and "\\u0000" not in json.dumps(after)
+    assert json.loads(next(t for t in after["tools"] if t["id"] == "good/tool_0")["definition"])["title"] == "x\ufffdy"

@@ -79,7 +79,8 @@ def test_token_env_must_be_set():
 def test_a_token_scope_narrows_the_server_scope():
     server = Filters(servers=["git", "time"], read_only=False)
     assert Filters(servers=["git"]).narrowed_by(server).servers == ["git"]
-    assert Filters(servers=["memory"]).narrowed_by(server).servers == ["\x00nothing"]  # never wider
+    outside = Filters(servers=["memory"]).narrowed_by(server)
+    assert outside.nothing and outside.servers == ["git", "time"]  # matches nothing, and never wider
     assert Filters(read_only=True).narrowed_by(server).servers == ["git", "time"]
 
 

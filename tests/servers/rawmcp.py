@@ -18,6 +18,9 @@ Modes:
                  markup and bidi overrides (terminal injection)
   bad-strings    a page with valid tools, one with a lone surrogate (\ud800) in its description,
                  one whose schema nests 300 levels deep
+  nul            NUL (U+0000) in a description, a parameter name, a schema's strings, serverInfo
+                 and instructions, and a tool whose description holds one 6,000-character word
+  crash-nul      like crash-start, with a NUL in what it writes to stderr
 Calls: arguments {"die": true} exit 5; {"sleep": S} answer after S s; {"rpc_error": CODE,
 "message": M} answer with that JSON-RPC error.
 Options: --tools N (ok mode), --version V, --prefix P (renames the tools), --desc-suffix S (changes
@@ -77,8 +80,9 @@ def main() -> None:
         with open(a.stubborn, "w") as f:
             f.write(f"{os.getpid()} {child.pid}\n")
 
-    if mode == "crash-start":
-        sys.stderr.write("fatal: cannot open configuration /nonexistent/config.toml\n")
+    if mode in ("crash-start", "crash-nul"):
+        nul = "\x00" if mode == "crash-nul" else ""
+        sys.stderr.write(f"fatal: cannot open configuration /nonexistent/config.{nul}toml\n")
         sys.stderr.flush()
         sys.exit(3)
     sys.stderr.write(f"rawmcp starting in mode {mode}\n")
@@ -127,6 +131,17 @@ def main() -> None:
             tool("deep_schema", "Deep schema.", inputSchema=deep),
             tool("good_two", "Another valid tool."),
         ]
+    elif mode == "nul":
+        tools = [
+            tool("nul_desc", "Reads a\x00 file with a NUL."),
+            tool("nul_param", "A NUL in a parameter name."),
+            tool("long_word", "Decodes " + "zq" * 3000 + " blobs."),
+            tool("plain", "A plain tool."),
+        ]
+        props = tools[1]["inputSchema"]["properties"]
+        props["pa\x00th"] = props.pop("path")
+        props["pa\x00th"].update(default="a\x00b", enum=["a\x00b", "c"])
+        tools[1]["inputSchema"]["required"] = ["pa\x00th"]
     elif mode == "big":
         tools = [tool("huge_doc", "Large description. " + "x" * (1024 * 1024)), tool("small", "Small.")]
     else:
@@ -160,11 +175,11 @@ def main() -> None:
                         "protocolVersion": "2025-06-18",
                         "capabilities": {"tools": {"listChanged": True}, "logging": {}},
                         "serverInfo": {
-                            "name": f"rawmcp-{mode}",
+                            "name": f"rawmcp-{mode}" + ("\x00" if mode == "nul" else ""),
                             "version": a.version,
-                            "title": "Raw MCP" + (HOSTILE if mode == "hostile" else ""),
+                            "title": "Raw MCP" + (HOSTILE if mode == "hostile" else "\x00" if mode == "nul" else ""),
                         },
-                        "instructions": f"Test server in {mode} mode. {said}".strip(),
+                        "instructions": f"Test server in {mode} mode.{chr(0) if mode == 'nul' else ''} {said}".strip(),
                     },
                 }
             )

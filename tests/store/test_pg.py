@@ -46,14 +46,24 @@ def test_translate_turns_sqlite_spellings_into_postgresql():
         == "SELECT j.value FROM tools t, jsonb_array_elements_text((t.tags)::jsonb) AS j(value) WHERE TRUE GROUP BY j.value"
     )
     assert (
-        translate("SELECT 1 FROM tools t WHERE t.name REGEXP ? AND instr(lower(t.description), lower(?)) > 0")
-        == "SELECT 1 FROM tools t WHERE t.name ~* %s AND strpos(lower(t.description), lower(%s)) > 0"
+        translate("SELECT 1 FROM tools t WHERE t.name = ? AND instr(lower(t.description), lower(?)) > 0")
+        == "SELECT 1 FROM tools t WHERE t.name = %s AND strpos(lower(t.description), lower(%s)) > 0"
     )
 
 
 def test_the_url_shown_never_holds_the_password():
     assert public_url("postgresql://app:s3cret@db.example:5432/tools") == "postgresql://app:***@db.example:5432/tools"
     assert public_url("postgresql://app@db/tools") == "postgresql://app@db/tools"
+    # libpq's other spellings of a secret, and any query key named like one (#31 item 6)
+    assert (
+        public_url(
+            "postgresql://app:p%40ss@db/t?password=a1&sslpassword=b2&passfile=/p&sslkey=/k&PGPASSWORD=c3&schema=x"
+        )
+        == "postgresql://app:***@db/t?password=***&sslpassword=***&passfile=***&sslkey=***&PGPASSWORD=***&schema=x"
+    )
+    assert public_url("postgresql://db/t?sslmode=require&application_name=ci") == (
+        "postgresql://db/t?sslmode=require&application_name=ci"
+    )
 
 
 def test_both_engines_have_every_migration():
@@ -857,3 +867,158 @@ def test_no_command_prints_the_password_of_the_url(pg_url, tmp_path):
     assert outs[-1].code == 1 and "***" in outs[-1].stdout
     for r in outs:
         assert "s3cret" not in r.stdout + r.stderr, (r.stdout + r.stderr)[:2000]
+
+
+SCOPED = "scoped-token-0123456789abcdef"
+ADMIN_TOKEN = "admin-token-0123456789abcdefgh"
+
+
+def _ask(base: str, path: str, token: str, params: list[tuple[str, str]]) -> tuple[int, dict]:
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    req = urllib.request.Request(
+        f"{base}{path}?{urllib.parse.urlencode(params)}", headers={"Authorization": f"Bearer {token}"}
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def _mcp_answers(base: str, token: str, calls: list[tuple[str, dict]]) -> list[tuple[bool, dict]]:
+    """(is_error, structured answer) of each tool call over one MCP session, with a bearer token."""
+    import anyio
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async def main() -> list[tuple[bool, dict]]:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with http, Client(streamable_http_client(base + "/mcp", http_client=http), mode="legacy") as c:
+            return [(r.is_error, r.structured_content or {}) for r in [await c.call_tool(n, a) for n, a in calls]]
+
+    return anyio.run(main)
+
+
+@pytest.mark.slow
+def test_what_postgresql_refuses_or_reads_otherwise_is_answered_as_on_the_file(tmp_path, pg_url, figure):
+    """A real serve --http on the catalog (#31 items 5, 7): a NUL in /v1/search's filters or in
+    describe_tool/execute_tool names gave 500 / internal_error, and so did asking outside a token's
+    scope (the scope's "\\x00nothing" marker reached PostgreSQL); name_pattern ran as ~*, where
+    \\z, (?P<n>), \\pL, \\Q..\\E and counts over 255 failed and \\b matched nothing. Now: no
+    match, a clean error, and RE2's meaning, as on a file."""
+    cfg = write_config(tmp_path / "c.json", {"a": raw("ok", "--prefix", "alpha_"), "b": raw("ok", "--prefix", "beta_")})
+    assert run_cli("crawl", "--config", cfg, "--db", pg_url, "--model", "none").code == 0
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{ADMIN_TOKEN}\n{SCOPED} servers=a\n")
+    err = tmp_path / "r.err"
+    proc, base = _replica(pg_url, err, "--config", str(cfg), "--token-file", str(tokens), "--record-examples")
+    search = [("q", "reads a file"), ("mode", "keyword"), ("min_score", "0")]
+    try:
+        patterns = {
+            r"\balpha": 3,
+            r"tool_0\z": 2,
+            r"(?P<x>beta)_": 3,
+            r"^\pL+_tool": 6,
+            r"\Qalpha_\E": 3,
+            "^a{1,300}l": 3,
+        }
+        for pattern, want in patterns.items():
+            code, doc = _ask(base, "/v1/search", ADMIN_TOKEN, [*search, ("name_pattern", pattern)])
+            assert code == 200 and len(doc["hits"]) == want, (pattern, code, doc)
+        nul = [("server", "a\x00"), ("tag", "alpha\x00"), ("category", "x\x00"), ("exclude_tag", "alpha\x00")]
+        nul += [("description_contains", "file\x00"), ("name_pattern", "alpha\x00")]
+        for p in nul:
+            code, doc = _ask(base, "/v1/search", ADMIN_TOKEN, [*search, p])
+            assert code == 200 and len(doc["hits"]) == (6 if p[0] == "exclude_tag" else 0), (p, code, doc)
+        code, doc = _ask(base, "/v1/search", ADMIN_TOKEN, [("q", "reads\x00 a file\x00"), ("mode", "keyword")])
+        assert code == 200, doc
+        code, doc = _ask(base, "/v1/search", SCOPED, [*search, ("server", "b")])  # outside the token's scope
+        assert code == 200 and doc["hits"] == [], doc
+        code, doc = _ask(base, "/v1/search", SCOPED, search)
+        assert code == 200 and {h["id"].split("/")[0] for h in doc["hits"]} == {"a"}, doc
+        answers = _mcp_answers(
+            base,
+            SCOPED,
+            [
+                ("describe_tool", {"tool_name": "a/alpha_tool_0\x00"}),
+                ("execute_tool", {"tool_name": "a/alpha_tool_0\x00", "arguments": {"path": "x"}}),
+                ("describe_tool", {"tool_name": "b/beta_tool_0"}),
+                ("search_tools", {"query": "reads a file", "filters": {"servers": ["b"]}}),
+                ("search_tools", {"query": "reads a file", "filters": {"servers": ["a\x00"], "tags": ["\x00"]}}),
+                ("execute_tool", {"tool_name": "a/alpha_tool_0", "arguments": {"path": "x\x00y"}}),
+            ],
+        )
+        assert [a[1].get("error") for a in answers[:3]] == ["unknown_tool", "unknown_tool", "out_of_scope"], answers
+        assert all(not is_error and a["hits"] == [] for is_error, a in answers[3:5]), answers[3:5]
+        assert not answers[5][0], answers[5]
+        assert _until(lambda: _usage_json(pg_url)["calls"] >= 1)  # the call with NUL arguments was recorded
+        figure(
+            "internal errors / tracebacks on PostgreSQL from 21 requests with NUL or outside the token's "
+            "scope (every /v1/search one answered 200)",
+            f"{json.dumps(answers).count('internal_error')} / {err.read_text().count('Traceback')}",
+        )
+        assert "Traceback" not in err.read_text() and "internal_error" not in json.dumps(answers)
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_no_secret_spelling_of_a_catalog_url_is_shown_while_the_database_is_down(tmp_path, pg_url, pg_server, figure):
+    """libpq reads a password from `user:pass@` and from `?password=`, `sslpassword`, `passfile`:
+    all of them were printed as given (only `user:pass@` was masked) by doctor, error lines,
+    describe, search and /v1/search's 503 body while the database was down (#31 item 6)."""
+    secret = "S3cretFromThe"
+    url = pg_url.replace("postgres:@", f"postgres:{secret}User@", 1)
+    url += f"&password={secret}Query&sslpassword={secret}Ssl&passfile=/nonexistent/{secret}File"
+    cfg = write_config(tmp_path / "c.json", {"a": raw("ok")})
+    outs = [run_cli("crawl", "--config", cfg, "--db", url, "--model", "none", "--json")]
+    assert outs[0].code == 0, outs[0].stderr
+    closed = f"postgresql://bob:{secret}User@127.0.0.1:{_closed_port()}/db?password={secret}Query&PGPASSWORD={secret}Pg"
+
+    def commands(target: str) -> list:
+        return [
+            run_cli("doctor", "--db", target, "--model", "none"),
+            run_cli("doctor", "--db", target, "--model", "none", "--json"),
+            run_cli("search", "reads a file", "--db", target, "--mode", "keyword"),
+            run_cli("describe", "a/tool_0", "--db", target, "--json"),
+            run_cli("list", "--db", target),
+            run_cli("stats", "--db", target, "--json"),
+        ]
+
+    outs += commands(closed)
+    assert all(r.code != 0 for r in outs[1:]), [(r.code, r.stdout, r.stderr) for r in outs]
+    err = tmp_path / "r.err"
+    proc, base = _replica(url, err, "--config", str(cfg))
+    answers = []
+    try:
+        assert _status(base, "/v1/search", q="file", mode="keyword")[0] == 200
+        server = _pg_handle(pg_server)
+        server.stop()
+        try:
+            answers.append(_status(base, "/v1/search", q="file", mode="keyword", min_score=0))
+            assert answers[0][0] == 503, answers
+            assert _until(lambda: _status(base, "/healthz")[0] == 503)
+            answers.append(_status(base, "/healthz"))
+            outs += commands(url)
+        finally:
+            server.ensure_postgres_running()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    shown = json.dumps(answers) + err.read_text() + "".join(r.stdout + r.stderr for r in outs)
+    figure("secret occurrences in 13 outputs and 2 answers while the catalog is down", shown.count(secret))
+    assert "***" in shown and secret not in shown, [line for line in shown.splitlines() if secret in line][:5]

@@ -110,9 +110,10 @@ def test_index_cache_is_per_version_and_bounded_by_names(db_target):
 
 
 def test_filter_sql_keeps_what_each_filter_says(db_target):
-    """store.tools.where: every Filters field as SQL over real rows, REGEXP (RE2; PostgreSQL's ~*)
-    included, on a file and on PostgreSQL (db_target)."""
+    """store.tools.where: every Filters field as SQL over real rows, name_pattern (RE2: SQLite's
+    REGEXP, the names it finds on PostgreSQL) included, on a file and on PostgreSQL (db_target)."""
     from toolidx.core.filters import Filters
+    from toolidx.store import catalog
     from toolidx.store.tools import filtered_rowids
 
     db = open_db(db_target, create=True)
@@ -147,7 +148,24 @@ def test_filter_sql_keeps_what_each_filter_says(db_target):
         (Filters(has_examples=True, example_ids=["git/git_push"]), {2}),
         (Filters(has_examples=True), set()),
         (Filters(servers=["git"], read_only=True, approved_only=True), set()),
+        # name_pattern is RE2 on both engines (PostgreSQL's ~* read \\b as a backspace, and
+        # failed on \\z, (?P<n>), \\pL, \\Q..\\E and counts over 255: #31 item 5)
+        (Filters(name_pattern=r"\bread"), {3}),
+        (Filters(name_pattern=r"push\z"), {2}),
+        (Filters(name_pattern=r"(?P<verb>read)_"), {3}),
+        (Filters(name_pattern=r"^\pL+_pdf"), {3}),
+        (Filters(name_pattern=r"\Qgit_\E"), {1, 2}),
+        (Filters(name_pattern=r"^g{1,300}it"), {1, 2}),
+        # what PostgreSQL refuses (NUL) matches nothing, as on the file (#31 item 7)
+        (Filters(servers=["git\x00"]), set()),
+        (Filters(tags=["vcs\x00"], categories=["dev\x00"]), set()),
+        (Filters(description_contains="pdf\x00"), set()),
+        (Filters(name_pattern="git\x00"), set()),
+        # a request outside a fixed scope: nothing, never the whole scope
+        (Filters(servers=["docs"]).narrowed_by(Filters(servers=["git"])), set()),
+        (Filters(categories=["docs"]).narrowed_by(Filters(servers=["git"], categories=["dev"])), set()),
     ]
     for f, want in cases:
         assert filtered_rowids(db, f) == want, f
+        assert catalog.count_tools(db, f) == (3 if want is None else len(want)), f
     db.close()

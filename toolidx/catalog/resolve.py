@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from ..core.errors import AMBIGUOUS_TOOL, OUT_OF_SCOPE, UNKNOWN_TOOL, NotFoundError, UsageError
 from ..core.filters import Filters
+from ..core.tooldoc import fix_strings
 from ..store import catalog as q
 from ..store.db import Database
 
@@ -98,7 +99,8 @@ def resolve_tool_id(
     """The id of the tool `text` names. `within`: the scope the caller may use (None: every tool),
     checked by look-ups, never by holding the ids in scope; `aliases`: extra names -> ids. Raises
     UsageError (empty), AmbiguousToolError, OutOfScopeError or UnknownToolError."""
-    name = (text or "").strip()
+    # looked up as a crawl would have stored it (NUL and lone surrogates as U+FFFD), both engines
+    name = fix_strings(text or "").strip()
     if not name:
         raise UsageError("no tool id given", fix="name a tool as SERVER/TOOL, e.g. `git/git_status`")
 

@@ -61,8 +61,17 @@ class Filters:
     # with has_examples: the ids of those tools (catalog.examples.example_tool_ids: whether an
     # example validates is a JSON Schema check SQL cannot make), filled in by whoever reads
     example_ids: list[str] = field(default_factory=list)
+    # the request asked only for servers, tags or categories outside a fixed scope (narrowed_by):
+    # no tool passes, whatever the other filters say
+    nothing: bool = False
 
     def __post_init__(self) -> None:
+        from .tooldoc import fix_strings
+
+        # what the index holds was cleaned so (NUL, lone surrogates): a value is looked up as it
+        # would have been stored, the same on both engines (PostgreSQL refuses NUL outright)
+        for f in ("servers", "tags", "exclude_tags", "categories", "description_contains", "name_pattern"):
+            setattr(self, f, fix_strings(getattr(self, f)))
         if self.name_pattern:
             compile_pattern(self.name_pattern)
 
@@ -75,15 +84,21 @@ class Filters:
         if scope is None or scope.is_empty():
             return self
 
+        outside = False
+
         def within(mine: list[str], theirs: list[str]) -> list[str]:
+            nonlocal outside
             if not theirs:
                 return mine
             if not mine:
                 return list(theirs)
             inside = [v for v in mine if v in theirs]
-            return inside or ["\x00nothing"]  # asked only for things outside the scope
+            if not inside:  # asked only for things outside the scope: `nothing`, and a reader
+                outside = True  # that looks at the lists alone still stays inside the scope
+                return list(theirs)
+            return inside
 
-        return replace(
+        narrowed = replace(
             self,
             servers=within(self.servers, scope.servers),
             tags=within(self.tags, scope.tags),
@@ -97,6 +112,8 @@ class Filters:
             has_examples=self.has_examples or scope.has_examples,
             example_ids=self.example_ids or scope.example_ids,
         )
+        narrowed.nothing = narrowed.nothing or outside or scope.nothing
+        return narrowed
 
     def to_json(self, *, complete: bool = False) -> dict:
         """The filters that are set, as JSON, in field order: what answers and reports show

@@ -256,19 +256,21 @@ class ServerResult:
         return self.status == "ok"
 
     def mask_secrets(self) -> ServerResult:
-        """Mask the spec's secrets in everything the server said and every error, and replace lone
-        surrogates (in place; idempotent). Crawl calls it where a result is handed on to the
-        display and the store."""
+        """Mask the spec's secrets in everything the server said and every error, and clean what
+        no index can store (`tooldoc.fix_strings`: lone surrogates, NUL) the same way for both
+        engines (in place; idempotent). Crawl calls it where a result is handed on to the display
+        and the store, and the store calls it again on what it receives."""
         from .tooldoc import fix_strings
 
         mask = masker(self.spec.secrets())
 
-        def m(text: Any) -> Any:  # lone surrogates (not storable) replaced, then secrets masked
+        def m(text: Any) -> Any:  # what cannot be stored replaced, then secrets masked
             return mask(fix_strings(text))
 
         self.error, self.stderr_tail = m(self.error), m(self.stderr_tail)
         self.server_name, self.server_title = m(self.server_name), m(self.server_title)
         self.server_version, self.instructions = m(self.server_version), m(self.instructions)
+        self.protocol_version = m(self.protocol_version)
         self.capabilities = mask_deep(self.capabilities, m)
         self.tools = mask_deep(self.tools, m)
         self.invalid_tools = mask_deep(self.invalid_tools, m)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .tooldoc import split_name
+from .tooldoc import cap_words, split_name
 
 MAX_TERMS = 48  # a pasted page must not become a 2,000-term OR query
 MAX_QUERY_CHARS = 4000  # the longest query read, and accepted by serve and HTTP (the model reads ~256 tokens)
@@ -194,7 +194,7 @@ def query_terms(text: str) -> list[str]:
         # digits alone ("on March 3 2023") say little; inside an identifier (tool_01234, v2_api)
         # they are what tells it from its siblings, so they stay
         ident = not word.isdigit() and any(ch.isdigit() for ch in word)
-        for w in split_name(word):
+        for w in map(cap_words, split_name(word)):  # a long word as the index cut it
             if (
                 w in seen
                 or w in STOP_WORDS

@@ -97,7 +97,16 @@ def safe_names(
 
 
 MAX_DEPTH = 200  # JSON nesting a tool may have (real schemas stay under 40; diff compares up to 200)
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# what no index may store: lone surrogates (not encodable text) and NUL (PostgreSQL refuses it
+# in text, and as \u0000 in jsonb); both become U+FFFD, on both engines (fix_strings)
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# the longest word the keyword index keeps: PostgreSQL's btree holds at most ~2,700 bytes per
+# posting key (one 6,000-character word rolled a whole crawl back); 128 characters are at most
+# 512 bytes in UTF-8, and no real identifier is longer
+MAX_WORD_CHARS = 128
+# a run of characters that may form one keyword token (everything but white space and ASCII
+# punctuation and controls): only such a long run is looked at character by character
+_LONG_RUN = re.compile(f"[^\\s\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]{{{MAX_WORD_CHARS + 1},}}")
 
 
 def json_depth(value: Any, limit: int = MAX_DEPTH) -> int:
@@ -120,9 +129,12 @@ def json_depth(value: Any, limit: int = MAX_DEPTH) -> int:
 
 
 def fix_strings(value: Any) -> Any:
-    """`value` (JSON) with lone surrogates (valid JSON `\\ud800`, not encodable text) replaced by
-    U+FFFD in every string and key. Returns `value` itself when nothing needed fixing (or when
-    it nests too deep to walk: such a tool is rejected by `validate_tool` anyway)."""
+    """`value` (JSON) with lone surrogates (valid JSON `\\ud800`, not encodable text) and NUL
+    (U+0000, which PostgreSQL cannot store) replaced by U+FFFD in every string and key: the one
+    cleaning of text from elsewhere before either engine stores it (crawl's hand-off to the store,
+    `ServerResult.mask_secrets`; merge; and what is looked up, so a look-up finds what was
+    stored). Returns `value` itself when nothing needed fixing (or when it nests too deep to walk:
+    such a tool is rejected by `validate_tool` anyway)."""
     try:
         return _fix(value)
     except RecursionError:
@@ -131,7 +143,7 @@ def fix_strings(value: Any) -> Any:
 
 def _fix(value: Any) -> Any:
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+        return _UNSTORABLE.sub("\ufffd", value) if _UNSTORABLE.search(value) else value
     if isinstance(value, list):
         fixed = [_fix(v) for v in value]
         return value if all(a is b for a, b in zip(fixed, value)) else fixed
@@ -141,6 +153,28 @@ def _fix(value: Any) -> Any:
             return value
         return dict(pairs)
     return value
+
+
+def cap_words(text: str) -> str:
+    """`text` with every word longer than MAX_WORD_CHARS cut to its first MAX_WORD_CHARS
+    characters: what the keyword index stores (`ToolDoc.fts_row`, both engines) and what a query
+    looks up (`core.tokens.query_terms`), so a long word matches itself. A word is a run of
+    letters, digits, marks and private-use characters: at least what FTS5's unicode61 tokenizer
+    reads as one token, so no token it cuts is longer."""
+    if not _LONG_RUN.search(text):
+        return text
+    return _LONG_RUN.sub(lambda m: _cap_run(m.group(0)), text)
+
+
+def _cap_run(run: str) -> str:
+    out: list[str] = []
+    n = 0
+    for ch in run:
+        cat = unicodedata.category(ch)
+        n = n + 1 if cat[0] in "LNM" or cat == "Co" else 0
+        if n <= MAX_WORD_CHARS:
+            out.append(ch)
+    return "".join(out)
 
 
 def validate_tool(raw: Any) -> str | None:
@@ -250,7 +284,7 @@ class ToolDoc:
         return self.definition.get("inputSchema")
 
     def fts_row(self) -> dict[str, str]:
-        return {
+        row = {
             "name": " ".join([self.name, *split_name(self.name)]),
             "title": self.title or "",
             "description": self.description,
@@ -258,6 +292,7 @@ class ToolDoc:
             "tags": " ".join(self.tags),
             "params": self.params_text,
         }
+        return {k: cap_words(v) for k, v in row.items()}
 
 
 def server_words(server: str, *labels: str | None) -> str:

@@ -19,19 +19,19 @@ LIST_COLUMNS = (
 )
 
 
-def _where(filters: Filters | None) -> tuple[str, list]:
-    return filter_sql(filters, "t") if filters is not None else ("1", [])
+def _where(db: Database, filters: Filters | None) -> tuple[str, list]:
+    return filter_sql(db, filters, "t") if filters is not None else ("1", [])
 
 
 def count_tools(db: Database, filters: Filters | None = None) -> int:
-    where, params = _where(filters)
+    where, params = _where(db, filters)
     return int(db.scalar(f"SELECT count(*) FROM tools t WHERE {where}", params))
 
 
 def page_tools(
     db: Database, *, sort: str, descending: bool, limit: int, offset: int, filters: Filters | None = None
 ) -> list[dict]:
-    where, params = _where(filters)
+    where, params = _where(db, filters)
     direction = "DESC" if descending else "ASC"
     order = ", ".join(f"{c} {direction}" for c in SORTS[sort])
     # every row: SQLite's LIMIT -1 is PostgreSQL's LIMIT NULL
@@ -44,7 +44,7 @@ def page_tools(
 
 
 def category_counts(db: Database, filters: Filters | None = None) -> list[dict]:
-    where, params = _where(filters)
+    where, params = _where(db, filters)
     return db.query(
         f"SELECT t.category AS name, count(*) AS count FROM tools t WHERE {where} "
         "GROUP BY t.category ORDER BY count DESC, name",
@@ -53,7 +53,7 @@ def category_counts(db: Database, filters: Filters | None = None) -> list[dict]:
 
 
 def tag_counts(db: Database, filters: Filters | None = None) -> list[dict]:
-    where, params = _where(filters)
+    where, params = _where(db, filters)
     return db.query(
         f"SELECT j.value AS name, count(*) AS count FROM tools t, json_each(t.tags) j "
         f"WHERE {where} GROUP BY j.value ORDER BY count DESC, name",
@@ -63,7 +63,7 @@ def tag_counts(db: Database, filters: Filters | None = None) -> list[dict]:
 
 def server_counts(db: Database, filters: Filters | None = None) -> list[dict]:
     """Every server with its matching tools, stale tools, and last crawl status."""
-    where, params = _where(filters)
+    where, params = _where(db, filters)
     return db.query(
         "SELECT s.name, s.status, s.error, s.stderr_tail, s.transport, s.category, s.crawled_at, s.last_ok_at, "
         "coalesce(c.count, 0) AS count, coalesce(c.stale, 0) AS stale "
@@ -80,7 +80,7 @@ def server_summary(
     `first` by name, in name order, then the `largest` with the most tools (count, then name) and
     any of `named`). Counted in the database, one pass over the tools (an index-only scan with no
     filter) and look-ups: a catalog of 200k servers sends a few hundred rows. Run it in a snapshot."""
-    where, params = _where(filters)
+    where, params = _where(db, filters)
     grouped = f"SELECT t.server AS name, count(*) AS count FROM tools t WHERE {where} GROUP BY t.server"
     # equal counts by code point, as Python orders names (the texts rank the rows they get again)
     by_code = 'name COLLATE "C"' if db.postgres else "name"
@@ -107,7 +107,7 @@ def server_summary(
 def category_summary(db: Database, filters: Filters | None, limit: int) -> tuple[int, list[dict]]:
     """(named categories of the tools passing `filters`, the first `limit` of them by size as in
     category_counts, [{name, count}])."""
-    where, params = _where(filters)
+    where, params = _where(db, filters)
     rows = db.query(
         "SELECT name, count, count(*) OVER () AS categories FROM (SELECT t.category AS name, count(*) AS count "
         f"FROM tools t WHERE ({where}) AND t.category <> '' GROUP BY t.category) c ORDER BY count DESC, name LIMIT ?",
@@ -117,25 +117,25 @@ def category_summary(db: Database, filters: Filters | None, limit: int) -> tuple
 
 
 def id_names(db: Database, filters: Filters | None = None) -> list[dict]:
-    where, params = _where(filters)
+    where, params = _where(db, filters)
     return db.query(f"SELECT t.id, t.server, t.name FROM tools t WHERE {where} ORDER BY t.id", params)
 
 
 def ids_named(db: Database, name: str, filters: Filters | None = None) -> list[str]:
-    where, params = _where(filters)
+    where, params = _where(db, filters)
     rows = db.query(f"SELECT t.id FROM tools t WHERE ({where}) AND t.name = ? ORDER BY t.id", [*params, name])
     return [r["id"] for r in rows]
 
 
 def tool_exists(db: Database, tool_id: str, filters: Filters | None = None) -> bool:
-    where, params = _where(filters)
+    where, params = _where(db, filters)
     return db.scalar(f"SELECT 1 FROM tools t WHERE ({where}) AND t.id = ?", [*params, tool_id]) is not None
 
 
 def ids_within(db: Database, ids: list[str], filters: Filters | None) -> set[str]:
     """Those of `ids` that are tools passing `filters` (a scope check by look-up, not a set of
     every id in scope)."""
-    where, params = _where(filters)
+    where, params = _where(db, filters)
     out: set[str] = set()
     for marks, chunk in in_chunks(sorted(set(ids))):
         rows = db.query(f"SELECT t.id FROM tools t WHERE ({where}) AND t.id IN ({marks})", [*params, *chunk])

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.servers import launch_hash
-from ..core.tooldoc import build_tooldoc, server_words
+from ..core.tooldoc import build_tooldoc, canonical_json, fix_strings, server_words
 from . import approvals, keywords, vectors
 from .approvals import stored_hash
 from .db import Database
+from .tools import JSON_COLUMNS, SERVER_JSON_COLUMNS
 
 Key = tuple[str, int]  # (when a server was crawled, input position): the larger one wins
 
@@ -72,6 +73,28 @@ def _connect(row: dict) -> dict:
     return c if isinstance(c, dict) else {}
 
 
+_JSON_TEXT = frozenset(JSON_COLUMNS) | frozenset(SERVER_JSON_COLUMNS)
+
+
+def _clean(value: Any, json_text: bool = False) -> Any:
+    """A value read from an input, cleaned as a crawl cleans what it stores (`fix_strings`): an
+    index from elsewhere, or one written before NUL was cleaned, may hold a NUL, which PostgreSQL
+    refuses, in its text or as \\u0000 in its JSON (`json_text`: parsed, cleaned, written again)."""
+    if not isinstance(value, str):
+        return value
+    value = fix_strings(value)
+    if json_text and "\\u0000" in value:
+        try:
+            return canonical_json(fix_strings(json.loads(value)))
+        except (ValueError, RecursionError):
+            return value
+    return value
+
+
+def _clean_row(row: dict) -> dict:
+    return {k: _clean(v, k in _JSON_TEXT) for k, v in row.items()}
+
+
 def read_source(db: Database, position: int) -> Source:
     model = None
     if vectors.has_table(db) and db.get_meta("embed_model") and db.get_meta("embed_dim"):
@@ -86,17 +109,18 @@ def read_source(db: Database, position: int) -> Source:
         db,
         position,
         model,
-        {r["name"]: r for r in db.query(f"SELECT * FROM servers ORDER BY {order['servers']}")},
-        db.query("SELECT * FROM crawls ORDER BY id"),
+        {r["name"]: r for r in map(_clean_row, db.query(f"SELECT * FROM servers ORDER BY {order['servers']}"))},
+        [_clean_row(r) for r in db.query("SELECT * FROM crawls ORDER BY id")],
         int(db.scalar("SELECT count(*) FROM tools")),
     )
     for r in db.query(f"SELECT * FROM crawl_servers ORDER BY {order['crawl_servers']}"):
-        src.crawled.setdefault(int(r["crawl_id"]), []).append(r)
+        src.crawled.setdefault(int(r["crawl_id"]), []).append(_clean_row(r))
     with db.lock:
         rows = db.conn.execute(
             f"SELECT crawl_id, tool_id, server, name, hash, stale FROM crawl_tools ORDER BY {order['crawl_tools']}"
         ).fetchall()
     for crawl_id, *row in rows:
+        row = [_clean(v) for v in row]
         src.snapshot.setdefault(int(crawl_id), {}).setdefault(row[1], []).append(tuple(row))
     src.approvals = len(approvals.approvals(db))
     return src
@@ -277,6 +301,7 @@ def write_merged(
         for s in sources:
             with s.db.lock:
                 versions = s.db.conn.execute("SELECT hash, definition FROM tool_versions").fetchall()
+            versions = [(h, _clean(d, json_text=True)) for h, d in versions]
             # keyed by the hash of the text, whatever key the input gave it
             s.versions = {h: stored_hash(d) for h, d in versions}
             s.snapshot = {
@@ -331,6 +356,7 @@ def _copy_tools(
     fts_rows: list[tuple[int, dict[str, str]]] = []
     for row in src.db.query("SELECT rowid AS _rowid, * FROM tools WHERE server = ? ORDER BY rowid", (server["name"],)):
         old = row.pop("_rowid")
+        row = _clean_row(row)
         row["hash"] = stored_hash(row["definition"])  # the input's own hash column is not evidence
         out.execute(
             "INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)", (row["hash"], row["definition"])

@@ -3,7 +3,7 @@ file, for many crawlers and many serve replicas on one catalog.
 
 `PgDatabase` has `Database`'s interface, so the store modules run their statements unchanged;
 `translate` turns the SQLite spellings they use (`?` placeholders, INSERT OR IGNORE / REPLACE,
-json_each, REGEXP, instr, `WHERE 1`) into PostgreSQL's. Where a module needs what only one engine
+json_each, instr, `WHERE 1`) into PostgreSQL's. Where a module needs what only one engine
 has (FTS5, sqlite-vec, PRAGMA), it branches on `db.postgres` (its `dialect`) itself, inside store/.
 
 - Tables live in their own schema (`toolidx`, or `?schema=` in the URL), so the database may hold
@@ -39,6 +39,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..core.errors import DatabaseError
+from ..core.tooldoc import fix_strings
 from .cache import IndexCache
 from .db import Database
 from .migrations import ADDITIVE, MIGRATIONS
@@ -211,14 +212,48 @@ def is_url(target: Any) -> bool:
     return isinstance(target, str) and target.startswith(SCHEMES)
 
 
+# query keys that hold a secret or say where one is: libpq's password, sslpassword, passfile,
+# sslkey, and any spelling with pass/secret/token/key/auth/cred in it (PGPASSWORD, api_token)
+_SECRET_KEY = re.compile(r"pass|secret|token|key|auth|cred", re.I)
+
+
 def public_url(url: str) -> str:
-    """The URL with its password replaced by ***: what toolidx prints and stores (db.path)."""
-    parts = urlsplit(url)
-    if not parts.password:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """The URL with every secret replaced by ***: the password of `user:pass@` and the value of
+    each secret query key (`?password=`, `sslpassword`, `passfile`, ...). The one masking of a
+    catalog URL: what toolidx prints, stores (db.path) and puts in errors and HTTP answers."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if parts.password:
+            user = netloc.rpartition("@")[0].partition(":")[0]
+            netloc = f"{user}:***@{netloc.rpartition('@')[2]}"
+    except ValueError:  # not a URL urlsplit can read: nothing of it is shown
+        return url.partition("://")[0] + "://***"
+    query = re.sub(
+        r"(^|&)([^&=]*)=([^&]*)",
+        lambda m: f"{m.group(1)}{m.group(2)}=***" if _SECRET_KEY.search(m.group(2)) else m.group(0),
+        parts.query,
+    )
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secret values `public_url` hides (as written and percent-decoded), longest first: to
+    mask them in text that is not the URL (a driver's error message)."""
+    from urllib.parse import unquote
+
+    found: list[str] = []
+    try:
+        parts = urlsplit(url)
+        if parts.password:
+            found.append(parts.password)
+    except ValueError:
+        return []
+    for m in re.finditer(r"(?:^|&)([^&=]*)=([^&]*)", parts.query):
+        if _SECRET_KEY.search(m.group(1)):
+            found.append(m.group(2))
+    found += [unquote(v) for v in found]
+    return sorted({v for v in found if v}, key=len, reverse=True)
 
 
 def _split_schema(url: str) -> tuple[str, str]:
@@ -253,7 +288,6 @@ def translate(sql: str) -> str:
             out.append(part.replace("%", "%%"))
             continue
         p = part.replace("%", "%%").replace("?", "%s")
-        p = re.sub(r"\bREGEXP\b", "~*", p)  # RE2 is used case-insensitive (core.filters.compile_pattern)
         p = re.sub(r"\binstr\(", "strpos(", p)
         p = _JSON_EACH.sub(
             lambda m: f"jsonb_array_elements_text(({m.group(1)})::jsonb) AS {m.group(3) or 'je'}(value)", p
@@ -322,7 +356,7 @@ class PgConnection:
 
     def execute(self, sql: str, params: Any = ()) -> _Result:
         text = translate(sql)
-        args = tuple(params) if params is not None else ()
+        args = _storable(params) if params is not None else ()
         if self.raw.closed and not self.open_tx:  # dropped since the last statement: a new one first
             self._reconnect()
         try:
@@ -349,7 +383,7 @@ class PgConnection:
         return _Result(cur, text.endswith(" RETURNING rowid") or text.endswith(" RETURNING id"))
 
     def executemany(self, sql: str, seq: Any) -> None:
-        rows = [tuple(r) for r in seq]
+        rows = [_storable(r) for r in seq]
         if rows:
             if self.raw.closed and not self.open_tx:
                 self._reconnect()
@@ -388,6 +422,13 @@ class PgConnection:
 
     def close(self) -> None:
         self.raw.close()
+
+
+def _storable(params: Any) -> tuple:
+    """Statement parameters with what PostgreSQL refuses in text (NUL) cleaned as the store cleans
+    what it writes (`fix_strings`): a look-up holding NUL finds what was stored for it, or nothing,
+    as on the file, never a DataError (an agent's filter, a tool name asked for)."""
+    return tuple(fix_strings(p) if isinstance(p, str) else p for p in params)
 
 
 def _is_read(text: str) -> bool:
@@ -531,6 +572,13 @@ def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
+def _said(e: BaseException, url: str) -> str:
+    """The driver's one line about `e`, with the URL's secrets masked (it may quote the URL)."""
+    from ..core.servers import masker
+
+    return str(masker([v for v in url_secrets(url) if len(v) >= 3])(_first_line(e)))
+
+
 def _numeric_loader() -> Any:
     """numeric (sum, avg) as int or float, as sqlite returns them, not Decimal (JSON output)."""
     from psycopg.adapt import Loader
@@ -562,7 +610,7 @@ def open_pg(url: str, *, create: bool = False, readonly: bool = False) -> PgData
         _session(raw, schema, vec_kind)
     except psycopg.Error as e:
         raw.close()
-        raise DatabaseError(f"cannot open the catalog: {_first_line(e)}", where=shown) from None
+        raise DatabaseError(f"cannot open the catalog: {_said(e, url)}", where=shown) from None
     except DatabaseError:
         raw.close()
         raise
@@ -574,7 +622,7 @@ def open_pg(url: str, *, create: bool = False, readonly: bool = False) -> PgData
             _session(again, schema, vec_kind)
         except psycopg.Error as e:
             again.close()
-            raise DatabaseError(f"cannot reconnect to the catalog: {_first_line(e)}", where=shown) from None
+            raise DatabaseError(f"cannot reconnect to the catalog: {_said(e, url)}", where=shown) from None
         return again
 
     return PgDatabase(PgConnection(raw, reopen, shown), shown, schema, vec_kind, vec_err)
@@ -588,14 +636,14 @@ def _connect(target: str, shown: str, what: str) -> Any:
         raw = psycopg.connect(target, autocommit=True, connect_timeout=10)
     except psycopg.Error as e:
         raise DatabaseError(
-            f"{what}: {_first_line(e)}", where=shown, fix="check the URL and that the server is running"
+            f"{what}: {_said(e, target)}", where=shown, fix="check the URL and that the server is running"
         ) from None
     raw.adapters.register_loader("numeric", _numeric_loader())
     try:
         raw.execute(f"SET lock_timeout = '{LOCK_WAIT}'")
     except psycopg.Error as e:
         raw.close()
-        raise DatabaseError(f"{what}: {_first_line(e)}", where=shown) from None
+        raise DatabaseError(f"{what}: {_said(e, target)}", where=shown) from None
     return raw
 
 

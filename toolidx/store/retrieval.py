@@ -24,10 +24,10 @@ def _bm25(weights: tuple[float, ...]) -> str:
     return f"-bm25(tools_fts, {', '.join(repr(float(x)) for x in weights)})"
 
 
-def _filter_sql(filters: Filters | None) -> tuple[str, list]:
+def _filter_sql(db: Database, filters: Filters | None) -> tuple[str, list]:
     if filters is None or filters.is_empty():
         return "", []
-    where, params = filter_sql(filters, "t")
+    where, params = filter_sql(db, filters, "t")
     return f" AND f.rowid IN (SELECT t.rowid FROM tools t WHERE {where})", params
 
 
@@ -37,7 +37,7 @@ def fts_candidates(
     """(rowid, BM25 score >= 0, higher is better) of the best `limit` tools for an FTS5 query."""
     if not match:
         return []
-    fsql, fparams = _filter_sql(filters)
+    fsql, fparams = _filter_sql(db, filters)
     rows = db.execute(
         f"SELECT f.rowid, {_bm25(weights)} AS s FROM tools_fts f "
         f"WHERE tools_fts MATCH ?{fsql} ORDER BY s DESC, f.rowid LIMIT ?",
@@ -95,7 +95,7 @@ def filtered_count(db: Database, filters: Filters | None) -> int:
         if in_database(db):  # a count is a scan in PostgreSQL: once per catalog version
             return db.cache.get("tool_count", lambda: int(db.scalar("SELECT count(*) FROM tools")))
         return int(db.scalar("SELECT count(*) FROM tools"))
-    where, params = filter_sql(filters, "t")
+    where, params = filter_sql(db, filters, "t")
     return int(db.scalar(f"SELECT count(*) FROM tools t WHERE {where}", params))
 
 
@@ -175,10 +175,10 @@ def in_database(db: Database) -> bool:
     return db.postgres
 
 
-def _pg_filter(filters: Filters | None, column: str) -> tuple[str, list]:
+def _pg_filter(db: Database, filters: Filters | None, column: str) -> tuple[str, list]:
     if filters is None or filters.is_empty():
         return "", []
-    where, params = filter_sql(filters, "t")
+    where, params = filter_sql(db, filters, "t")
     return f" AND {column} IN (SELECT t.rowid FROM tools t WHERE {where})", params
 
 
@@ -242,7 +242,7 @@ def keyword_candidates(
     if not tokens:
         return []
     _, avgdl = keyword_totals(db)
-    fsql, fparams = _pg_filter(filters, "s.rowid")
+    fsql, fparams = _pg_filter(db, filters, "s.rowid")
 
     def factors(pairs: list[tuple[str, float]]) -> tuple[list[str], list[float]]:
         merged: dict[str, float] = {}
@@ -304,7 +304,7 @@ def vector_knn(db: Database, query: bytes, k: int, filters: Filters | None = Non
     if not _has_vectors(db):
         return []
     cast, value = vectors.pg_value(db, query)
-    fsql, fparams = _pg_filter(filters, "v.rowid")
+    fsql, fparams = _pg_filter(db, filters, "v.rowid")
     if cast == "::vector":
         sql = (
             f"SELECT v.rowid, 1 - (v.embedding <=> ?{cast}) AS s FROM {vectors.TABLE} v WHERE TRUE{fsql} "
