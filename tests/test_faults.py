@@ -918,6 +918,69 @@ def test_17_launch_lines_from_a_shared_index_never_run_unless_trusted(tmp_path, 
     assert not ran_before and mark.exists()  # the explicit flag runs it
 
 
+def test_17_an_index_opened_elsewhere_runs_what_was_crawled_not_what_the_folder_holds(tmp_path, monkeypatch, figure):
+    """The bundled example (every install crawls it) says `${TOOLIDX_PYTHON} notes_server.py` in
+    `cwd: .`. Its index copied elsewhere, or a downloaded index repeating that line, opened from a
+    folder holding an attacker's notes_server.py, used to run that script (the line was rebuilt
+    against the caller's folder and its text was trusted). Launch lines are now pinned at crawl
+    (absolute cwd); a relative line (an index crawled before, or forged) is refused in one line
+    even when its text is trusted, and even with --trust-index."""
+    import shutil
+
+    from toolidx.core.servers import launch_hash
+    from toolidx.store import trust
+
+    repo = Path(__file__).resolve().parent.parent
+    install = tmp_path / "install"
+    shutil.copytree(repo / "examples", install / "examples")
+    own = install / "example.db"
+    monkeypatch.chdir(install)
+    r = crawl(install / "examples" / "live.yaml", own)
+    assert r.code == 0, r.stderr
+    attacker = tmp_path / "downloads"
+    attacker.mkdir()
+    mark = tmp_path / "ran.txt"  # the attacker's notes_server.py leaves this behind when it runs
+    (attacker / "notes_server.py").write_text(f"import pathlib\npathlib.Path({str(mark)!r}).write_text('ran')\n")
+    copied = attacker / "copied.db"  # to another machine, or its config since moved: no config to read
+    shutil.copy(own, copied)
+    with contextlib.closing(open_db(copied)) as db:
+        db.conn.execute("DELETE FROM meta WHERE key = 'config_path'")
+        db.conn.commit()
+    # a forged (or pre-upgrade) index: the example's line as it was stored, trusted as text, as
+    # every install's crawl of the example recorded it before launch lines were pinned
+    relative = {"args": ["notes_server.py"], "command": "${TOOLIDX_PYTHON}", "cwd": ".", "timeout": 60.0}
+    relative["transport"] = "stdio"
+    trust.record([("notes", launch_hash(relative))], None)
+    forged = attacker / "evil.db"
+    shutil.copy(own, forged)
+    with contextlib.closing(open_db(forged)) as db:
+        db.conn.execute("UPDATE servers SET connect = ? WHERE name = 'notes'", (json.dumps(relative),))
+        db.conn.execute("DELETE FROM meta WHERE key = 'config_path'")
+        db.conn.commit()
+    monkeypatch.chdir(attacker)
+
+    async def body(c):
+        return await call(c, "execute_tool", {"tool_name": "notes/search_notes", "arguments": {"query": "x"}})
+
+    outcomes = {}
+    for label, db, extra in (
+        ("copied", copied, ()),
+        ("forged", forged, ()),
+        ("forged --trust-index", forged, ("--trust-index",)),
+    ):
+        chk = run_cli("check", "--db", db, "--require", "notes/add_note", "--json", *extra)
+        outcomes[label] = (chk.code, chk.json["tools"][0].get("reason") if chk.json else chk.stderr)
+    is_error, _, text = serve(forged, body)
+    ran = mark.exists()
+    figure("attacker's notes_server.py runs from an index opened in its folder (check x3 + execute_tool)", int(ran))
+    assert not ran, outcomes
+    assert outcomes["copied"][0] == 0, outcomes  # the user's own example, from where it was crawled
+    for label in ("forged", "forged --trust-index"):
+        code, reason = outcomes[label]
+        assert code == 1 and "depends on the folder it is opened from" in reason and "crawl its config again" in reason
+    assert is_error and "never resolved against this folder" in text, text
+
+
 @pytest.mark.slow  # serve --http probed for 3 s by the clock
 def test_15_a_hostile_name_pattern_stalls_no_one(tmp_path, figure):
     """`(a+)+$` against long tool names backtracked for minutes inside SQLite's REGEXP with the GIL
