@@ -981,6 +981,79 @@ def test_17_an_index_opened_elsewhere_runs_what_was_crawled_not_what_the_folder_
     assert is_error and "never resolved against this folder" in text, text
 
 
+# --- 23: what toolidx writes is the user's alone ----------------------------------------------------
+def test_23_files_toolidx_creates_are_private_under_umask_002(tmp_path, monkeypatch, figure):
+    """Under umask 002 (a shared group's default) the state folder, the trust store, the usage file
+    (it holds call arguments), an index and its -wal/-shm and a merge's output were made 0664/0775:
+    the group could read them, and write the trust store, then read as before. Now each is 0600 /
+    0700 whatever the umask; a trust store, or its folder, that others can write is refused in
+    one line saying what to chmod; a token file every user can read is warned about."""
+    import logging
+
+    from toolidx.core import notices
+    from toolidx.serve.access import load_tokens
+    from toolidx.store.usage import open_usage
+
+    old = os.umask(0o002)
+    try:
+        state = tmp_path / "state" / "toolidx"
+        monkeypatch.setenv("TOOLIDX_STATE_DIR", str(state))
+        listing = tmp_path / "cat.json"
+        listing.write_text(json.dumps([{"name": "t", "description": "A tool.", "inputSchema": {"type": "object"}}]))
+        cfg = write_config(tmp_path / "c.json", {"c": {"tools_file": str(listing)}})
+        db = tmp_path / "idx" / "sub" / "i.db"
+        assert crawl(cfg, db).code == 0
+        merged = tmp_path / "out" / "m.db"
+        assert run_cli("merge", db, "-o", merged).code == 0
+        usage = open_usage(tmp_path / "u" / "usage.db")
+        assert usage is not None
+        with contextlib.closing(open_db(db)):  # open for writing: its -wal and -shm are there
+            made = [
+                *(tmp_path / d for d in ("state", "state/toolidx", "idx", "idx/sub", "out", "u")),
+                *(state / "trusted.db", db, Path(f"{db}-wal"), Path(f"{db}-shm"), merged, tmp_path / "u" / "usage.db"),
+            ]
+            modes = {str(p.relative_to(tmp_path)): p.stat().st_mode & 0o777 for p in made}
+        usage.close()
+        shared = {p: oct(m) for p, m in modes.items() if m & 0o077}
+        left = [p.name for p in (tmp_path / "out").iterdir() if p.name != "m.db"]
+
+        refusals = []
+        for loose in (state, state / "trusted.db"):
+            loose.chmod(0o775 if loose.is_dir() else 0o664)
+            chk = run_cli("check", "--db", db, "--require", "c/t", "--json")
+            notices.reset()  # crawl's warning is said once a process
+            again = crawl(cfg, db)
+            refusals.append((chk.code, chk.json["tools"][0]["reason"], again.stderr))
+            loose.chmod(0o700 if loose.is_dir() else 0o600)
+
+        tokens = tmp_path / "tokens.txt"
+        tokens.write_text("A" * 40 + "\n")  # 0664
+        said: list[str] = []
+        catch = logging.Handler()
+        catch.emit = lambda r: said.append(r.getMessage())  # type: ignore[method-assign]
+        logging.getLogger("toolidx").addHandler(catch)
+        try:
+            notices.reset()
+            load_tokens(token_file=tokens)
+            tokens.chmod(0o600)
+            notices.reset()
+            load_tokens(token_file=tokens)
+        finally:
+            logging.getLogger("toolidx").removeHandler(catch)
+        warned = [m for m in said if "--token-file" in m]
+    finally:
+        os.umask(old)
+    figure(
+        "files and folders made group/other-accessible under umask 002 / loose trust stores read",
+        f"{len(shared)} of {len(modes)} / {sum('writable by' not in reason for _, reason, _ in refusals)} of {len(refusals)}",
+    )
+    assert shared == {} and left == [], (shared, left)
+    for (code, reason, crawl_err), where in zip(refusals, (state, state / "trusted.db")):
+        assert code == 1 and "writable by its group," in reason and f"chmod go-w {where}" in reason, reason
+        assert "\n" not in reason and f"chmod go-w {where}" in crawl_err, crawl_err
+    assert len(warned) == 1 and "readable by every user" in warned[0] and f"chmod 600 {tokens}" in warned[0]
+
+
 @pytest.mark.slow  # serve --http probed for 3 s by the clock
 def test_15_a_hostile_name_pattern_stalls_no_one(tmp_path, figure):
     """`(a+)+$` against long tool names backtracked for minutes inside SQLite's REGEXP with the GIL

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import UsageError
+from ..core.files import readable_by_others
 from ..core.filters import Filters
+from ..core.notices import warn_once
 
 MIN_TOKEN_CHARS = 16
 _SCOPE_KEYS = ("servers", "tags", "categories")
@@ -125,6 +127,12 @@ def load_tokens(
                 f"--token-file {path}: cannot be read ({type(e).__name__}: {why})",
                 fix="check the path and its permissions",
             ) from None
+        if readable_by_others(path):  # served all the same: the file is the user's to fix
+            warn_once(
+                f"token-file:{path}",
+                f"--token-file {path}: readable by every user of this machine, who can then call serve "
+                f"with its tokens: chmod 600 {path}",
+            )
         before = len(entries)
         for n, line in enumerate(text.splitlines(), 1):
             line = line.strip()

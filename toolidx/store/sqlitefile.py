@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DatabaseError
-from ..core.files import NotRegularFile, open_regular
+from ..core.files import NotRegularFile, open_regular, private_file
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -123,6 +123,15 @@ def open_file(
     target, uri = spath, False
     if readonly and not memory:
         target, uri = readonly_uri(Path(spath), wal=kind.wal), True
+    elif not memory:
+        try:
+            private_file(spath)  # SQLite would make it (and its -wal, -shm) readable by all
+        except OSError as e:
+            raise DatabaseError(
+                kind.cannot_open.format(e=e.strerror),
+                where=spath,
+                fix="make its folder writable, or name a file in another folder",
+            ) from None
     try:
         conn = mod.connect(target, isolation_level=None, check_same_thread=False, timeout=kind.timeout_s, uri=uri)
     except mod.Error as e:
