@@ -1054,6 +1054,100 @@ def test_23_files_toolidx_creates_are_private_under_umask_002(tmp_path, monkeypa
     assert len(warned) == 1 and "readable by every user" in warned[0] and f"chmod 600 {tokens}" in warned[0]
 
 
+def _toolidx_limited(cwd: Path, limit: int | None, *args: object):
+    """`toolidx ARGS` in a subprocess whose files may not grow past `limit` bytes (RLIMIT_FSIZE,
+    SIGXFSZ ignored: a write past it fails with EFBIG, as on a full disk)."""
+    import subprocess
+
+    script = "import resource, signal, sys\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+    if limit is not None:
+        script += f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
+    script += "from toolidx.cli.main import main\nsys.argv = ['toolidx', *sys.argv[1:]]\nmain()\n"
+    return subprocess.run(
+        [sys.executable, "-c", script, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+@contextlib.contextmanager
+def _read_only_folder(path: Path, files: list[Path]):
+    """`path` holding copies of `files`, then read-only to toolidx: chmod for a user, a tmpfs
+    remounted read-only for root (whom chmod does not stop); None where neither is possible."""
+    import shutil
+    import subprocess
+
+    path.mkdir()
+    if os.geteuid() != 0:
+        for f in files:
+            shutil.copy(f, path)
+        path.chmod(0o555)
+        try:
+            yield path
+        finally:
+            path.chmod(0o755)
+        return
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(path)], capture_output=True).returncode:
+        yield None
+        return
+    try:
+        for f in files:
+            shutil.copy(f, path)
+        subprocess.run(["mount", "-o", "remount,ro", str(path)], check=True, capture_output=True)
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], capture_output=True)
+
+
+def test_23_a_full_disk_or_a_read_only_folder_ends_in_one_line_and_leaves_nothing(tmp_path, figure):
+    """A crawl or a merge that the disk refuses (full: here a file-size limit, EFBIG) ended in a
+    traceback (`cannot rollback - no transaction is active` over the real error); a merge into a
+    read-only folder in one too (unlinking its temporary file). Each now ends in one line (what,
+    where, what to do), exit 2, the index as it was and no temporary file left; a crawl into a
+    read-only index is refused before it starts a server."""
+    listing = tmp_path / "big.json"
+    tools = [
+        {"name": f"tool_{i}", "description": f"Tool {i} does one thing. " * 20, "inputSchema": {"type": "object"}}
+        for i in range(600)
+    ]
+    listing.write_text(json.dumps({"tools": tools}))
+    cfg = write_config(tmp_path / "big-config.json", {"big": {"tools_file": str(listing)}})
+    full = tmp_path / "full"
+    full.mkdir()
+    good = tmp_path / "good.db"
+    assert crawl(cfg, good).code == 0
+    before = good.read_bytes()
+    runs = {
+        "crawl, disk full": _toolidx_limited(
+            full, 300_000, "crawl", "--config", cfg, "--db", "new.db", "--model", "none"
+        ),
+        "crawl again, disk full": _toolidx_limited(
+            full, 300_000, "crawl", "--config", cfg, "--db", good, "--model", "none", "--server", "big"
+        ),
+        "merge, disk full": _toolidx_limited(full, 300_000, "merge", good, "-o", "m.db"),
+    }
+    left = sorted(p.name for p in full.iterdir() if p.name != "new.db")  # crawl makes its index first
+    with _read_only_folder(tmp_path / "ro", [good]) as ro:
+        if ro is not None:
+            runs["merge into a read-only folder"] = _toolidx_limited(tmp_path, None, "merge", good, "-o", ro / "m.db")
+            runs["crawl into a read-only index"] = _toolidx_limited(
+                tmp_path, None, "crawl", "--config", cfg, "--db", ro / "good.db", "--model", "none"
+            )
+            left += sorted(p.name for p in ro.iterdir() if p.name != "good.db")
+    tracebacks = sum("Traceback" in r.stderr for r in runs.values())
+    figure(
+        "full disk / read-only folder: tracebacks / files left behind",
+        f"{tracebacks} of {len(runs)} / {len(left)}"
+        + ("" if ro is not None else " (no read-only folder as root here)"),
+    )
+    assert tracebacks == 0 and left == [], ({k: r.stderr[-400:] for k, r in runs.items()}, left)
+    for what, r in runs.items():
+        last = r.stderr.strip().splitlines()[-1]
+        assert r.returncode == 2 and last.startswith("toolidx: error: ") and " — " in last, (what, r.stderr)
+    assert "cannot write" in runs["merge, disk full"].stderr and "is unchanged" in runs["merge, disk full"].stderr
+    assert good.read_bytes() == before
+    if ro is not None:
+        assert "read-only" in runs["crawl into a read-only index"].stderr
+
+
 @pytest.mark.slow  # serve --http probed for 3 s by the clock
 def test_15_a_hostile_name_pattern_stalls_no_one(tmp_path, figure):
     """`(a+)+$` against long tool names backtracked for minutes inside SQLite's REGEXP with the GIL

@@ -109,7 +109,7 @@ def _temp_path(output: Path) -> Path:
 
 def _remove(path: Path) -> None:
     for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # not there, or a read-only folder: then nothing was made
             p.unlink()
 
 
@@ -178,6 +178,11 @@ def merge_indexes(inputs: list[str | os.PathLike], output: str | os.PathLike) ->
         os.replace(tmp, output)
         with contextlib.suppress(OSError):
             _fsync(output.parent)
+    except DatabaseError as e:
+        _remove(tmp)
+        if e.where != str(tmp):
+            raise
+        raise DatabaseError(f"{e.what}; {output} is unchanged", where=str(output), fix=e.fix) from None
     except BaseException:
         _remove(tmp)
         raise

@@ -124,7 +124,14 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False, read
             private_dir(p.parent)
         else:
             check_header(p, label="the index", fix=_FOREIGN_FIX)
-    readonly = readonly or (spath != ":memory:" and _frozen(p))
+    frozen = spath != ":memory:" and _frozen(p)
+    if frozen and create:  # a crawl: refused before it starts a server, not when it writes
+        raise DatabaseError(
+            "cannot be written here (read-only file and folder)",
+            where=spath,
+            fix="make the file and its folder writable, or crawl into another --db",
+        )
+    readonly = readonly or frozen
     vec: list[tuple[bool, str | None]] = []
 
     def setup(conn: Any) -> None:
