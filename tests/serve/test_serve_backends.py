@@ -42,7 +42,7 @@ def test_spec_from_the_index_takes_secrets_from_the_environment():
 
 def test_spec_source_prefers_config_then_index(tmp_path):
     cfg = tmp_path / "c.json"
-    cfg.write_text(json.dumps({"mcpServers": {"a": {"command": "from-config", "env": {"K": "${K}"}}}}))
+    cfg.write_text(json.dumps({"mcpServers": {"a": {"command": "from-config", "env": {"K": "${K}"}, "cwd": "."}}}))
     rows = {
         "a": {"transport": "stdio", "connect": {"transport": "stdio", "command": "from-index", "cwd": str(tmp_path)}},
         "b": {"transport": "stdio", "connect": {"transport": "stdio", "command": "only-indexed", "cwd": str(tmp_path)}},
@@ -119,7 +119,7 @@ def test_launch_lines_only_the_index_vouches_for_are_not_run(tmp_path):
     from toolidx.store import trust
 
     cfg = tmp_path / "c.json"
-    cfg.write_text(json.dumps({"mcpServers": {"a": {"command": "from-config"}}}))
+    cfg.write_text(json.dumps({"mcpServers": {"a": {"command": "from-config", "cwd": "."}}}))
     rows = {
         "a": {"transport": "stdio", "connect": {"transport": "stdio", "command": "from-index", "cwd": "/"}},
         "b": {"transport": "stdio", "connect": {"transport": "stdio", "command": "evil", "args": ["-x"], "cwd": "/"}},
@@ -209,3 +209,16 @@ def test_a_crawl_stores_its_launch_lines_pinned_and_serve_refuses_relative_ones(
         rows = {"s": {"transport": "stdio", "connect": {**line, **change}}}
         with pytest.raises(BackendUnavailable, match="never resolved against this folder"):
             SpecSource(server_row=rows.get, trust_index=True).spec("s")
+    # a config that names no cwd, read through the index: the server runs where the crawl ran it
+    from toolidx.core.servers import launch_hash
+    from toolidx.store import trust
+
+    rows = {"rel": {"transport": "stdio", "connect": stored["rel"]}}
+    src = SpecSource(server_row=rows.get, index_config_path=lambda: str(cfg))
+    trust.record([], str(cfg))
+    assert trust.trusted_launch(launch_hash(stored["rel"]))  # the crawl above recorded it
+    spec, where = src.spec("rel")
+    assert where == str(cfg) and spec.cwd == str(tmp_path) and spec.args == ["server.py"]
+    rows["rel"]["connect"] = {**stored["rel"], "cwd": "."}  # an index from before: no folder to use
+    with pytest.raises(BackendUnavailable, match="names no cwd"):
+        src.spec("rel")

@@ -122,8 +122,9 @@ def launch_relative(connect: Any, environ: Any) -> str | None:
         return f"command {command!r}"
     if isinstance(env_file, str) and not os.path.isabs(here(env_file)):
         return f"envFile {env_file!r}"
-    env = c.get("env") if isinstance(c.get("env"), dict) else {}
-    for v in [cwd, command, *(c.get("args") or []), *env.values(), env_file]:
+    env = c.get("env")
+    kept = list(env.values()) if isinstance(env, dict) else []
+    for v in [cwd, command, *(c.get("args") or []), *kept, env_file]:
         found = FOLDER_VAR.search(v) if isinstance(v, str) else None
         if found:
             return found.group(0)
@@ -178,7 +179,10 @@ class SpecSource:
             if found is not None and (self.trust_index or trusted_config(found)):
                 cfg = load_config(found, environ=dict(env))
                 if any(s.name == name for s in cfg.servers):
-                    return self._pick(cfg, name), str(found)
+                    spec = self._pick(cfg, name)
+                    if spec.transport == "stdio" and not spec.raw.get("cwd"):
+                        spec.cwd = self._crawled_in(name, env)  # not the folder serve happens to run in
+                    return spec, str(found)
             row = self.server_row(name)
             if row is None:
                 raise BackendUnavailable(f"server {name!r} is not in the index")
@@ -191,6 +195,23 @@ class SpecSource:
             return spec_from_index(name, row, dict(env)), "index"
         except ToolidxError as e:
             raise BackendUnavailable(f"cannot read how to start {name!r}: {e}") from None
+
+    def _crawled_in(self, name: str, env: Any) -> str:
+        """The folder the crawl ran `name` in, for a config that names no `cwd` (the server ran where
+        toolidx ran): from the index's pinned launch line, when this machine's crawl wrote it."""
+        from ..store.trust import trusted_launch
+
+        row = self.server_row(name) or {}
+        connect = row.get("connect") or {}
+        relative = launch_relative(connect, env) if connect else "no launch line"
+        if relative is None and (self.trust_index or trusted_launch(launch_hash(connect))):
+            return expand(connect["cwd"], env)[0]
+        index = f"the index {self.db_path}" if self.db_path else "the index"
+        raise BackendUnavailable(
+            f"not starting server {name!r}: its config names no cwd, and {index} holds no folder a crawl on "
+            "this machine ran it in (it would run in whatever folder serve runs in): crawl its config again, "
+            "or pass --config naming it"
+        )
 
     @staticmethod
     def _pick(cfg: Any, name: str) -> ServerSpec:
