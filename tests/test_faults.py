@@ -1034,10 +1034,10 @@ def test_23_files_toolidx_creates_are_private_under_umask_002(tmp_path, monkeypa
         logging.getLogger("toolidx").addHandler(catch)
         try:
             notices.reset()
-            load_tokens(token_file=tokens)
+            load_tokens(token_file=tokens).warn_if_loose()  # what serve --http says once listening
             tokens.chmod(0o600)
             notices.reset()
-            load_tokens(token_file=tokens)
+            load_tokens(token_file=tokens).warn_if_loose()
         finally:
             logging.getLogger("toolidx").removeHandler(catch)
         warned = [m for m in said if "--token-file" in m]

@@ -95,10 +95,8 @@ def private_file(path: str | os.PathLike) -> bool:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
     except FileExistsError:
         return False
-    try:
-        os.fchmod(fd, PRIVATE_FILE)
-    finally:
-        os.close(fd)
+    os.close(fd)
+    os.chmod(path, PRIVATE_FILE)  # the umask may have taken more than group and others' bits
     return True
 
 
