@@ -918,6 +918,236 @@ def test_17_launch_lines_from_a_shared_index_never_run_unless_trusted(tmp_path, 
     assert not ran_before and mark.exists()  # the explicit flag runs it
 
 
+def test_17_an_index_opened_elsewhere_runs_what_was_crawled_not_what_the_folder_holds(tmp_path, monkeypatch, figure):
+    """The bundled example (every install crawls it) says `${TOOLIDX_PYTHON} notes_server.py` in
+    `cwd: .`. Its index copied elsewhere, or a downloaded index repeating that line, opened from a
+    folder holding an attacker's notes_server.py, used to run that script (the line was rebuilt
+    against the caller's folder and its text was trusted). Launch lines are now pinned at crawl
+    (absolute cwd); a relative line (an index crawled before, or forged) is refused in one line
+    even when its text is trusted, and even with --trust-index."""
+    import shutil
+
+    from toolidx.core.servers import launch_hash
+    from toolidx.store import trust
+
+    repo = Path(__file__).resolve().parent.parent
+    install = tmp_path / "install"
+    shutil.copytree(repo / "examples", install / "examples")
+    own = install / "example.db"
+    monkeypatch.chdir(install)
+    r = crawl(install / "examples" / "live.yaml", own)
+    assert r.code == 0, r.stderr
+    attacker = tmp_path / "downloads"
+    attacker.mkdir()
+    mark = tmp_path / "ran.txt"  # the attacker's notes_server.py leaves this behind when it runs
+    (attacker / "notes_server.py").write_text(f"import pathlib\npathlib.Path({str(mark)!r}).write_text('ran')\n")
+    copied = attacker / "copied.db"  # to another machine, or its config since moved: no config to read
+    shutil.copy(own, copied)
+    with contextlib.closing(open_db(copied)) as db:
+        db.conn.execute("DELETE FROM meta WHERE key = 'config_path'")
+        db.conn.commit()
+    # a forged (or pre-upgrade) index: the example's line as it was stored, trusted as text, as
+    # every install's crawl of the example recorded it before launch lines were pinned
+    relative = {"args": ["notes_server.py"], "command": "${TOOLIDX_PYTHON}", "cwd": ".", "timeout": 60.0}
+    relative["transport"] = "stdio"
+    trust.record([("notes", launch_hash(relative))], None)
+    forged = attacker / "evil.db"
+    shutil.copy(own, forged)
+    with contextlib.closing(open_db(forged)) as db:
+        db.conn.execute("UPDATE servers SET connect = ? WHERE name = 'notes'", (json.dumps(relative),))
+        db.conn.execute("DELETE FROM meta WHERE key = 'config_path'")
+        db.conn.commit()
+    monkeypatch.chdir(attacker)
+
+    async def body(c):
+        return await call(c, "execute_tool", {"tool_name": "notes/search_notes", "arguments": {"query": "x"}})
+
+    outcomes = {}
+    for label, db, extra in (
+        ("copied", copied, ()),
+        ("forged", forged, ()),
+        ("forged --trust-index", forged, ("--trust-index",)),
+    ):
+        chk = run_cli("check", "--db", db, "--require", "notes/add_note", "--json", *extra)
+        outcomes[label] = (chk.code, chk.json["tools"][0].get("reason") if chk.json else chk.stderr)
+    is_error, _, text = serve(forged, body)
+    ran = mark.exists()
+    figure("attacker's notes_server.py runs from an index opened in its folder (check x3 + execute_tool)", int(ran))
+    assert not ran, outcomes
+    assert outcomes["copied"][0] == 0, outcomes  # the user's own example, from where it was crawled
+    for label in ("forged", "forged --trust-index"):
+        code, reason = outcomes[label]
+        assert code == 1 and "depends on the folder it is opened from" in reason and "crawl its config again" in reason
+    assert is_error and "never resolved against this folder" in text, text
+
+
+# --- 23: what toolidx writes is the user's alone ----------------------------------------------------
+def test_23_files_toolidx_creates_are_private_under_umask_002(tmp_path, monkeypatch, figure):
+    """Under umask 002 (a shared group's default) the state folder, the trust store, the usage file
+    (it holds call arguments), an index and its -wal/-shm and a merge's output were made 0664/0775:
+    the group could read them, and write the trust store, then read as before. Now each is 0600 /
+    0700 whatever the umask; a trust store, or its folder, that others can write is refused in
+    one line saying what to chmod; a token file every user can read is warned about."""
+    import logging
+
+    from toolidx.core import notices
+    from toolidx.serve.access import load_tokens
+    from toolidx.store.usage import open_usage
+
+    old = os.umask(0o002)
+    try:
+        state = tmp_path / "state" / "toolidx"
+        monkeypatch.setenv("TOOLIDX_STATE_DIR", str(state))
+        listing = tmp_path / "cat.json"
+        listing.write_text(json.dumps([{"name": "t", "description": "A tool.", "inputSchema": {"type": "object"}}]))
+        cfg = write_config(tmp_path / "c.json", {"c": {"tools_file": str(listing)}})
+        db = tmp_path / "idx" / "sub" / "i.db"
+        assert crawl(cfg, db).code == 0
+        merged = tmp_path / "out" / "m.db"
+        assert run_cli("merge", db, "-o", merged).code == 0
+        usage = open_usage(tmp_path / "u" / "usage.db")
+        assert usage is not None
+        with contextlib.closing(open_db(db)):  # open for writing: its -wal and -shm are there
+            made = [
+                *(tmp_path / d for d in ("state", "state/toolidx", "idx", "idx/sub", "out", "u")),
+                *(state / "trusted.db", db, Path(f"{db}-wal"), Path(f"{db}-shm"), merged, tmp_path / "u" / "usage.db"),
+            ]
+            modes = {str(p.relative_to(tmp_path)): p.stat().st_mode & 0o777 for p in made}
+        usage.close()
+        shared = {p: oct(m) for p, m in modes.items() if m & 0o077}
+        left = [p.name for p in (tmp_path / "out").iterdir() if p.name != "m.db"]
+
+        refusals = []
+        for loose in (state, state / "trusted.db"):
+            loose.chmod(0o775 if loose.is_dir() else 0o664)
+            chk = run_cli("check", "--db", db, "--require", "c/t", "--json")
+            notices.reset()  # crawl's warning is said once a process
+            again = crawl(cfg, db)
+            refusals.append((chk.code, chk.json["tools"][0]["reason"], again.stderr))
+            loose.chmod(0o700 if loose.is_dir() else 0o600)
+
+        tokens = tmp_path / "tokens.txt"
+        tokens.write_text("A" * 40 + "\n")  # 0664
+        said: list[str] = []
+        catch = logging.Handler()
+        catch.emit = lambda r: said.append(r.getMessage())  # type: ignore[method-assign]
+        logging.getLogger("toolidx").addHandler(catch)
+        try:
+            notices.reset()
+            load_tokens(token_file=tokens).warn_if_loose()  # what serve --http says once listening
+            tokens.chmod(0o600)
+            notices.reset()
+            load_tokens(token_file=tokens).warn_if_loose()
+        finally:
+            logging.getLogger("toolidx").removeHandler(catch)
+        warned = [m for m in said if "--token-file" in m]
+    finally:
+        os.umask(old)
+    figure(
+        "files and folders made group/other-accessible under umask 002 / loose trust stores read",
+        f"{len(shared)} of {len(modes)} / {sum('writable by' not in reason for _, reason, _ in refusals)} of {len(refusals)}",
+    )
+    assert shared == {} and left == [], (shared, left)
+    for (code, reason, crawl_err), where in zip(refusals, (state, state / "trusted.db")):
+        assert code == 1 and "writable by its group," in reason and f"chmod go-w {where}" in reason, reason
+        assert "\n" not in reason and f"chmod go-w {where}" in crawl_err, crawl_err
+    assert len(warned) == 1 and "readable by every user" in warned[0] and f"chmod 600 {tokens}" in warned[0]
+
+
+def _toolidx_limited(cwd: Path, limit: int | None, *args: object):
+    """`toolidx ARGS` in a subprocess whose files may not grow past `limit` bytes (RLIMIT_FSIZE,
+    SIGXFSZ ignored: a write past it fails with EFBIG, as on a full disk)."""
+    import subprocess
+
+    script = "import resource, signal, sys\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+    if limit is not None:
+        script += f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
+    script += "from toolidx.cli.main import main\nsys.argv = ['toolidx', *sys.argv[1:]]\nmain()\n"
+    return subprocess.run(
+        [sys.executable, "-c", script, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+@contextlib.contextmanager
+def _read_only_folder(path: Path, files: list[Path]):
+    """`path` holding copies of `files`, then read-only to toolidx: chmod for a user, a tmpfs
+    remounted read-only for root (whom chmod does not stop); None where neither is possible."""
+    import shutil
+    import subprocess
+
+    path.mkdir()
+    if os.geteuid() != 0:
+        for f in files:
+            shutil.copy(f, path)
+        path.chmod(0o555)
+        try:
+            yield path
+        finally:
+            path.chmod(0o755)
+        return
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(path)], capture_output=True).returncode:
+        yield None
+        return
+    try:
+        for f in files:
+            shutil.copy(f, path)
+        subprocess.run(["mount", "-o", "remount,ro", str(path)], check=True, capture_output=True)
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], capture_output=True)
+
+
+def test_23_a_full_disk_or_a_read_only_folder_ends_in_one_line_and_leaves_nothing(tmp_path, figure):
+    """A crawl or a merge that the disk refuses (full: here a file-size limit, EFBIG) ended in a
+    traceback (`cannot rollback - no transaction is active` over the real error); a merge into a
+    read-only folder in one too (unlinking its temporary file). Each now ends in one line (what,
+    where, what to do), exit 2, the index as it was and no temporary file left; a crawl into a
+    read-only index is refused before it starts a server."""
+    listing = tmp_path / "big.json"
+    tools = [
+        {"name": f"tool_{i}", "description": f"Tool {i} does one thing. " * 20, "inputSchema": {"type": "object"}}
+        for i in range(600)
+    ]
+    listing.write_text(json.dumps({"tools": tools}))
+    cfg = write_config(tmp_path / "big-config.json", {"big": {"tools_file": str(listing)}})
+    full = tmp_path / "full"
+    full.mkdir()
+    good = tmp_path / "good.db"
+    assert crawl(cfg, good).code == 0
+    before = good.read_bytes()
+    runs = {
+        "crawl, disk full": _toolidx_limited(
+            full, 300_000, "crawl", "--config", cfg, "--db", "new.db", "--model", "none"
+        ),
+        "crawl again, disk full": _toolidx_limited(
+            full, 300_000, "crawl", "--config", cfg, "--db", good, "--model", "none", "--server", "big"
+        ),
+        "merge, disk full": _toolidx_limited(full, 300_000, "merge", good, "-o", "m.db"),
+    }
+    left = sorted(p.name for p in full.iterdir() if p.name != "new.db")  # crawl makes its index first
+    with _read_only_folder(tmp_path / "ro", [good]) as ro:
+        if ro is not None:
+            runs["merge into a read-only folder"] = _toolidx_limited(tmp_path, None, "merge", good, "-o", ro / "m.db")
+            runs["crawl into a read-only index"] = _toolidx_limited(
+                tmp_path, None, "crawl", "--config", cfg, "--db", ro / "good.db", "--model", "none"
+            )
+            left += sorted(p.name for p in ro.iterdir() if p.name != "good.db")
+    tracebacks = sum("Traceback" in r.stderr for r in runs.values())
+    figure(
+        "full disk / read-only folder: tracebacks / files left behind",
+        f"{tracebacks} of {len(runs)} / {len(left)}"
+        + ("" if ro is not None else " (no read-only folder as root here)"),
+    )
+    assert tracebacks == 0 and left == [], ({k: r.stderr[-400:] for k, r in runs.items()}, left)
+    for what, r in runs.items():
+        last = r.stderr.strip().splitlines()[-1]
+        assert r.returncode == 2 and last.startswith("toolidx: error: ") and " — " in last, (what, r.stderr)
+    assert "cannot write" in runs["merge, disk full"].stderr and "is unchanged" in runs["merge, disk full"].stderr
+    assert good.read_bytes() == before
+    if ro is not None:
+        assert "read-only" in runs["crawl into a read-only index"].stderr
+
+
 @pytest.mark.slow  # serve --http probed for 3 s by the clock
 def test_15_a_hostile_name_pattern_stalls_no_one(tmp_path, figure):
     """`(a+)+$` against long tool names backtracked for minutes inside SQLite's REGEXP with the GIL

@@ -8,7 +8,7 @@ import json
 import re
 
 import pytest
-from conftest import crawl, write_config
+from conftest import crawl, raw, write_config
 
 from toolidx.serve.backends import BackendUnavailable, SpecSource, spec_from_index
 from toolidx.serve.discovery import Discovery, api_names
@@ -42,10 +42,10 @@ def test_spec_from_the_index_takes_secrets_from_the_environment():
 
 def test_spec_source_prefers_config_then_index(tmp_path):
     cfg = tmp_path / "c.json"
-    cfg.write_text(json.dumps({"mcpServers": {"a": {"command": "from-config", "env": {"K": "${K}"}}}}))
+    cfg.write_text(json.dumps({"mcpServers": {"a": {"command": "from-config", "env": {"K": "${K}"}, "cwd": "."}}}))
     rows = {
-        "a": {"transport": "stdio", "connect": {"transport": "stdio", "command": "from-index"}},
-        "b": {"transport": "stdio", "connect": {"transport": "stdio", "command": "only-indexed"}},
+        "a": {"transport": "stdio", "connect": {"transport": "stdio", "command": "from-index", "cwd": str(tmp_path)}},
+        "b": {"transport": "stdio", "connect": {"transport": "stdio", "command": "only-indexed", "cwd": str(tmp_path)}},
     }
     src = SpecSource(server_row=rows.get, index_config_path=lambda: str(cfg), environ={"K": "v"}, trust_index=True)
     spec, where = src.spec("a")
@@ -119,10 +119,10 @@ def test_launch_lines_only_the_index_vouches_for_are_not_run(tmp_path):
     from toolidx.store import trust
 
     cfg = tmp_path / "c.json"
-    cfg.write_text(json.dumps({"mcpServers": {"a": {"command": "from-config"}}}))
+    cfg.write_text(json.dumps({"mcpServers": {"a": {"command": "from-config", "cwd": "."}}}))
     rows = {
-        "a": {"transport": "stdio", "connect": {"transport": "stdio", "command": "from-index"}},
-        "b": {"transport": "stdio", "connect": {"transport": "stdio", "command": "evil", "args": ["-x"]}},
+        "a": {"transport": "stdio", "connect": {"transport": "stdio", "command": "from-index", "cwd": "/"}},
+        "b": {"transport": "stdio", "connect": {"transport": "stdio", "command": "evil", "args": ["-x"], "cwd": "/"}},
     }
     src = SpecSource(server_row=rows.get, index_config_path=lambda: str(cfg), db_path="shared.db")
     for name, shown in (("a", "from-index"), ("b", "evil")):
@@ -158,3 +158,67 @@ def test_spec_from_the_index_uses_the_env_the_config_wrote(tmp_path):
     assert "API_KEY" in rebuilt.problem and "--config" in rebuilt.problem
     del connect["env_secret"], entry["env"]["API_KEY"]
     assert spec_from_index("s", {"connect": connect}, {"TOKEN": "t0k3n-xyz"}).problem is None
+
+
+def test_a_crawl_stores_its_launch_lines_pinned_and_serve_refuses_relative_ones(tmp_path, monkeypatch):
+    """What a crawl stores runs the same from any folder: cwd absolute (the crawl's own folder when
+    the config names none), a relative command with a folder part absolute, `${PWD}` and
+    `${workspaceFolder}` substituted, envFile absolute; `${VAR}`s that may hold secrets stay
+    templates. A stored line that still depends on the folder is refused, --trust-index or not."""
+    from toolidx.serve.backends import launch_relative
+
+    project = tmp_path / "project"
+    (project / "bin").mkdir(parents=True)
+    (project / "bin" / "srv").write_text("")
+    (project / ".env").write_text("A=1\n")
+    cfg = write_config(
+        project / "c.json",
+        {
+            "rel": {"command": "python", "args": ["server.py"]},
+            "dot": {"command": "./bin/srv", "cwd": ".", "envFile": ".env", "args": ["${workspaceFolder}/x"]},
+            "tpl": {"command": "python", "cwd": "${SECRET_DIR}", "args": ["--t", "${SECRET_TOKEN}"]},
+            "ok": raw("ok"),  # one that starts, so the crawl writes the index
+        },
+    )
+    monkeypatch.setenv("SECRET_DIR", str(tmp_path / "s3cret-dir"))
+    monkeypatch.setenv("SECRET_TOKEN", "s3cret-token")
+    monkeypatch.chdir(tmp_path)
+    assert crawl(cfg, tmp_path / "i.db").code == 1
+    from toolidx.store.db import open_db
+
+    db = open_db(tmp_path / "i.db")
+    stored = {n: json.loads(c) for n, c in db.conn.execute("SELECT name, connect FROM servers")}
+    db.close()
+    assert stored["rel"]["cwd"] == str(tmp_path)  # where the crawl ran it
+    assert stored["dot"]["cwd"] == str(project) and stored["dot"]["command"] == str(project / "bin" / "srv")
+    assert stored["dot"]["args"] == [f"{project}/x"] and stored["dot"]["env_file"] == str(project / ".env")
+    assert stored["tpl"]["cwd"] == "${SECRET_DIR}" and stored["tpl"]["args"] == ["--t", "${SECRET_TOKEN}"]
+    env = {"SECRET_DIR": "/abs"}
+    assert [launch_relative(c, env) for c in stored.values()] == [None] * 4
+    line = {"transport": "stdio", "command": "python", "args": ["s.py"], "cwd": "/p"}
+    for change, shown in (
+        ({"cwd": None}, "no working folder"),
+        ({"cwd": "."}, "working folder '.'"),
+        ({"cwd": "${NOPE:-.}"}, "working folder"),
+        ({"command": "./srv"}, "command './srv'"),
+        ({"args": ["${PWD}/s.py"]}, "${PWD}"),
+        ({"env_file": ".env"}, "envFile '.env'"),
+    ):
+        relative = launch_relative({**line, **change}, env)
+        assert relative is not None and shown in relative, (change, relative)
+        rows = {"s": {"transport": "stdio", "connect": {**line, **change}}}
+        with pytest.raises(BackendUnavailable, match="never resolved against this folder"):
+            SpecSource(server_row=rows.get, trust_index=True).spec("s")
+    # a config that names no cwd, read through the index: the server runs where the crawl ran it
+    from toolidx.core.servers import launch_hash
+    from toolidx.store import trust
+
+    rows = {"rel": {"transport": "stdio", "connect": stored["rel"]}}
+    src = SpecSource(server_row=rows.get, index_config_path=lambda: str(cfg))
+    trust.record([], str(cfg))
+    assert trust.trusted_launch(launch_hash(stored["rel"]))  # the crawl above recorded it
+    spec, where = src.spec("rel")
+    assert where == str(cfg) and spec.cwd == str(tmp_path) and spec.args == ["server.py"]
+    rows["rel"]["connect"] = {**stored["rel"], "cwd": "."}  # an index from before: no folder to use
+    with pytest.raises(BackendUnavailable, match="names no cwd"):
+        src.spec("rel")

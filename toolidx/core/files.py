@@ -1,6 +1,10 @@
 """Files toolidx reads that a user named (an index, a usage file, a merge input, a tools_file, a
 config): only regular files. A FIFO opened for reading waits for a writer that never comes, and a
 device (/dev/zero) never ends, so either would hang a command; both are refused in one line.
+
+Files and folders toolidx creates (indexes and their -wal/-shm, the usage file, which holds call
+arguments, the trust store and the state folder, merge's temporary file) are private to the user,
+whatever the umask: `private_file` and `private_dir` are the one way they are made.
 """
 
 from __future__ import annotations
@@ -62,3 +66,54 @@ def open_regular(path: str | os.PathLike, mode: str = "rb", **kw: Any) -> IO[Any
     except BaseException:
         os.close(fd)
         raise
+
+
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+def private_dir(path: str | os.PathLike) -> None:
+    """Make the folder `path`, and each missing folder above it, readable by the user only (0700);
+    folders already there are left as they are."""
+    p = Path(path)
+    if p.is_dir():
+        return
+    if not p.parent.exists():
+        private_dir(p.parent)
+    try:
+        os.mkdir(p, PRIVATE_DIR)
+    except FileExistsError:
+        return
+    os.chmod(p, PRIVATE_DIR)  # the umask may have taken more than group and others' bits, or fewer
+
+
+def private_file(path: str | os.PathLike) -> bool:
+    """Create `path` empty, readable by the user only (0600), unless something is there; True when
+    it was created. SQLite gives a database's -wal, -shm and journal the mode of the database file,
+    so an index or usage file made here first keeps every file beside it private too."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    os.chmod(path, PRIVATE_FILE)  # the umask may have taken more than group and others' bits
+    return True
+
+
+def writable_by_others(path: str | os.PathLike) -> str | None:
+    """Who besides the user may write `path` ("its group", "others", "its group and others"), or
+    None (also when nothing is there)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    who = [w for bit, w in ((stat.S_IWGRP, "its group"), (stat.S_IWOTH, "others")) if mode & bit]
+    return " and ".join(who) or None
+
+
+def readable_by_others(path: str | os.PathLike) -> bool:
+    """Whether every user of this machine may read `path` (False when nothing is there)."""
+    try:
+        return bool(os.stat(path).st_mode & stat.S_IROTH)
+    except OSError:
+        return False

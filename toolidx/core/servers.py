@@ -3,6 +3,7 @@ hand-off from crawl (live servers and tools_file) to the store, and from the con
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,11 @@ class ServerSpec:
     # values that came from the environment through ${VAR} anywhere in the entry (command, args,
     # cwd, url, env, headers, envFile): secrets, masked wherever server output or errors go
     from_env: list[str] = field(default_factory=list, repr=False)
+    # the values the folder-dependent variables (FOLDER_VARS) had where the config was read: the
+    # index keeps them substituted, so its launch line never depends on where it is opened
+    here: dict[str, str] = field(default_factory=dict, repr=False)
+    env_file: str | None = None  # `envFile` as read (a path); the index keeps it absolute
+    folder: str | None = None  # the folder the entry's relative paths are read from (absolute)
 
     def secrets(self) -> list[str]:
         """Every value to mask, longest first: `env` and `headers` values, values expanded from
@@ -59,7 +65,15 @@ class ServerSpec:
         r = self.raw
         out: dict[str, Any] = {"transport": self.transport}
         if self.transport == "stdio":
-            out.update(command=r.get("command"), args=list(r.get("args") or []), cwd=r.get("cwd"))
+            # resolved where it was crawled: what runs is pinned to this folder, never rebuilt
+            # against the folder serve or check is started in (an index may be opened anywhere)
+            cwd = self._pinned_path(r.get("cwd"), self.cwd)
+            command = self._pinned(r.get("command"))
+            if isinstance(command, str) and "${" not in command and relative_with_folder(command):
+                inside = os.path.join(cwd, command)
+                command = os.path.normpath(inside) if os.path.exists(inside) else os.path.abspath(command)
+            args = [self._pinned(a) for a in r.get("args") or []]
+            out.update(command=command, args=args, cwd=cwd)
         elif self.transport in ("http", "sse"):
             out["url"] = _mask_literal_query(r.get("url"))
         else:
@@ -71,16 +85,44 @@ class ServerSpec:
             out["env_keys"] = sorted(self.env)
             env = r.get("env")
             written: dict[Any, Any] = env if isinstance(env, dict) else {}
-            out["env"] = {str(k): str(v) for k, v in written.items() if plain_env_value(v, self.env.get(str(k)))}
+            out["env"] = {
+                str(k): self._pinned(str(v)) for k, v in written.items() if plain_env_value(v, self.env.get(str(k)))
+            }
             secret = sorted(str(k) for k in written if str(k) not in out["env"])
             if secret:
                 out["env_secret"] = secret
             if isinstance(r.get("envFile"), str):
-                out["env_file"] = r["envFile"]  # a path, read at launch as at crawl
+                out["env_file"] = self._pinned_path(r["envFile"], self.env_file)  # read at launch as at crawl
         if self.headers:
             out["header_keys"] = sorted(self.headers)
         out["timeout"] = self.timeout
         return out
+
+    def _pinned(self, value: Any) -> Any:
+        """`value` as written, with the folder-dependent variables replaced by their values here."""
+        if not isinstance(value, str) or "${" not in value:
+            return value
+        return FOLDER_VAR.sub(lambda m: self.here.get(m.group(1)) or m.group(0), value)
+
+    def _pinned_path(self, written: Any, resolved: str | None) -> str:
+        """A folder or file path of the entry, absolute. One that names a variable is kept as
+        written (its value may be a secret), made absolute when only a relative part remains;
+        serve refuses one whose value is relative where it runs."""
+        if isinstance(written, str) and "${" in written:
+            p = self._pinned(written)
+            return p if p.startswith("${") or os.path.isabs(p) else os.path.join(self.folder or os.getcwd(), p)
+        return os.path.abspath(resolved or os.curdir)
+
+
+# variables whose value is the folder a command runs in: kept as written, an index opened in
+# another folder would run something else
+FOLDER_VARS = ("PWD", "workspaceFolder")
+FOLDER_VAR = re.compile(r"\$\{(?:env:)?(" + "|".join(FOLDER_VARS) + r")(?::-[^}]*)?\}")
+
+
+def relative_with_folder(command: str) -> bool:
+    """A relative command with a folder part (`./server`, `.venv/bin/python`): found from a folder."""
+    return not os.path.isabs(command) and ("/" in command or os.sep in command)
 
 
 STDERR_LINES = 5  # what crawl, doctor and categories show of a failed server's stderr

@@ -19,7 +19,7 @@ from typing import Any
 from ..core.errors import ConfigError
 from ..core.files import not_regular
 from ..core.notices import warn_once
-from ..core.servers import DEFAULT_TIMEOUT, ServerSpec, server_name_problem
+from ..core.servers import DEFAULT_TIMEOUT, FOLDER_VARS, ServerSpec, server_name_problem
 from ..core.tooldoc import fix_strings
 
 DEFAULT_CONCURRENCY = 4
@@ -299,6 +299,7 @@ def _server(
         env_vars = ChainMap(env_vars, implied)
     inputs: list[str] = []
     from_env: list[str] = []
+    here = {k: str(env_vars[k]) for k in FOLDER_VARS if env_vars.get(k)}
 
     def expanded(value: Any, key: str) -> str:
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
@@ -314,7 +315,9 @@ def _server(
             raise err("must be a mapping of names to strings", key)
         return {str(k): expanded(val, f"{key}.{k}") for k, val in mapping.items()}
 
-    spec = ServerSpec(name=name, transport=transport, raw=dict(entry), from_env=from_env)
+    spec = ServerSpec(
+        name=name, transport=transport, raw=dict(entry), from_env=from_env, here=here, folder=os.path.abspath(base)
+    )
     if transport == "stdio":
         if not entry.get("command"):
             raise err("stdio transport needs `command`", "command")
@@ -323,7 +326,9 @@ def _server(
         if not isinstance(args, list):
             raise err("must be a list of strings", "args")
         spec.args = [expanded(a, "args") for a in args]
-        spec.env = {**_env_file(entry, base, expanded, err), **xmap("env")}
+        if entry.get("envFile"):
+            spec.env_file = os.path.abspath(base / expanded(entry["envFile"], "envFile"))
+        spec.env = {**_env_file(entry, spec.env_file, err), **xmap("env")}
         if entry.get("cwd"):
             spec.cwd = str(base / expanded(entry["cwd"], "cwd"))
     elif transport in ("http", "sse"):
@@ -428,13 +433,12 @@ def _slips(entry: dict) -> list[str]:
     return out
 
 
-def _env_file(entry: dict, base: Path, x: Any, err: Any) -> dict[str, str]:
-    """VS Code's `envFile`: KEY=VALUE lines (dotenv); `env` wins over it."""
-    if not entry.get("envFile"):
+def _env_file(entry: dict, path: str | None, err: Any) -> dict[str, str]:
+    """VS Code's `envFile` (at `path`): KEY=VALUE lines (dotenv); `env` wins over it."""
+    if not path:
         return {}
-    path = base / x(entry["envFile"], "envFile")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise err(f"cannot read {entry['envFile']}: {e.strerror}", "envFile") from None
     out: dict[str, str] = {}

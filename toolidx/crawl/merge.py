@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DatabaseError, UsageError
+from ..core.files import private_dir
 from ..store import merge as store
 from ..store.db import Database, open_db
 from ..store.pg import is_url, public_url
@@ -108,7 +109,7 @@ def _temp_path(output: Path) -> Path:
 
 def _remove(path: Path) -> None:
     for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # not there, or a read-only folder: then nothing was made
             p.unlink()
 
 
@@ -156,7 +157,7 @@ def merge_indexes(inputs: list[str | os.PathLike], output: str | os.PathLike) ->
     tmp = _temp_path(output)
     try:
         sources, model, owner, conflicts, model_path = _read(targets, opened)
-        output.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(output.parent)
         _remove(tmp)
         untrusted = sorted(name for name, s in owner.items() if not trusted_launch(s.launch(name)["hash"]))
         out = open_db(tmp, create=True)
@@ -177,6 +178,11 @@ def merge_indexes(inputs: list[str | os.PathLike], output: str | os.PathLike) ->
         os.replace(tmp, output)
         with contextlib.suppress(OSError):
             _fsync(output.parent)
+    except DatabaseError as e:
+        _remove(tmp)
+        if e.where != str(tmp):
+            raise
+        raise DatabaseError(f"{e.what}; {output} is unchanged", where=str(output), fix=e.fix) from None
     except BaseException:
         _remove(tmp)
         raise

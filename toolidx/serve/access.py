@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import UsageError
+from ..core.files import readable_by_others
 from ..core.filters import Filters
+from ..core.notices import warn_once
 
 MIN_TOKEN_CHARS = 16
 _SCOPE_KEYS = ("servers", "tags", "categories")
@@ -75,8 +77,19 @@ class Tokens:
     """The accepted tokens. `match` compares the offered token with every one in constant time
     (per token: SHA-256 digests compared with hmac.compare_digest, no early exit)."""
 
-    def __init__(self, entries: list[tuple[str, Grant]]):
+    def __init__(self, entries: list[tuple[str, Grant]], loose_file: Path | None = None):
         self._entries = [(hashlib.sha256(t.encode()).digest(), g) for t, g in entries]
+        self.loose_file = loose_file  # a --token-file every user of this machine can read
+
+    def warn_if_loose(self) -> None:
+        """Said once serve has started (a start-up error stays the one line): the file is the
+        user's to fix, and the tokens are served all the same."""
+        if self.loose_file is not None:
+            warn_once(
+                f"token-file:{self.loose_file}",
+                f"--token-file {self.loose_file}: readable by every user of this machine, who can then "
+                f"call serve with its tokens: chmod 600 {self.loose_file}",
+            )
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -139,6 +152,8 @@ def load_tokens(
                 f"--token-file {path}: holds no token",
                 fix="write one token per line: TOKEN [servers=a,b] [tags=x] [read-only]",
             )
+        if readable_by_others(path):
+            return Tokens(entries, loose_file=path)
     return Tokens(entries)
 
 

@@ -29,8 +29,8 @@ from typing import Any
 import anyio
 
 from ..core.errors import BaseExceptionGroup, ToolidxError
-from ..core.servers import ServerSpec, launch_hash, stderr_lines
-from ..crawl.config import build_config, load_config
+from ..core.servers import FOLDER_VAR, ServerSpec, launch_hash, relative_with_folder, stderr_lines
+from ..crawl.config import build_config, expand, load_config
 
 log = logging.getLogger("toolidx")
 
@@ -102,6 +102,45 @@ def untrusted_message(name: str, connect: Any, db_path: str | None) -> str:
     )
 
 
+def launch_relative(connect: Any, environ: Any) -> str | None:
+    """What in a stored launch line (`servers.connect`) depends on the folder it is opened from, or
+    None. A crawl stores the line pinned (absolute cwd, command and envFile, `${PWD}` substituted);
+    an index crawled before (`cwd: "."`, no cwd with `python server.py`), or a forged one, rebuilt
+    in the caller's folder would run whatever that folder holds, so it is not run at all. A path
+    kept as a `${VAR}` template must still be absolute once expanded here."""
+    c = connect if isinstance(connect, dict) else {}
+    if c.get("transport") != "stdio":
+        return None
+
+    def here(v: Any) -> str:
+        return expand(v, environ)[0] if isinstance(v, str) and "${" in v else v
+
+    cwd, command, env_file = c.get("cwd"), c.get("command"), c.get("env_file")
+    if not isinstance(cwd, str) or not os.path.isabs(here(cwd)):
+        return f"working folder {cwd!r}" if cwd else "no working folder"
+    if isinstance(command, str) and relative_with_folder(here(command)):
+        return f"command {command!r}"
+    if isinstance(env_file, str) and not os.path.isabs(here(env_file)):
+        return f"envFile {env_file!r}"
+    env = c.get("env")
+    kept = list(env.values()) if isinstance(env, dict) else []
+    for v in [cwd, command, *(c.get("args") or []), *kept, env_file]:
+        found = FOLDER_VAR.search(v) if isinstance(v, str) else None
+        if found:
+            return found.group(0)
+    return None
+
+
+def relative_message(name: str, relative: str, db_path: str | None) -> str:
+    """The one-line refusal of a launch line that means something else in each folder."""
+    return (
+        f"not starting server {name!r}: its launch line in the index{' ' + db_path if db_path else ''} "
+        f"depends on the folder it is opened from ({relative[:80]}: crawled before launch lines were "
+        "pinned), and is never resolved against this folder: crawl its config again, or pass "
+        "--config naming that config"
+    )
+
+
 def _existing(path: str, near: str | None) -> Path | None:
     p = Path(path).expanduser()
     if p.is_file():
@@ -140,16 +179,39 @@ class SpecSource:
             if found is not None and (self.trust_index or trusted_config(found)):
                 cfg = load_config(found, environ=dict(env))
                 if any(s.name == name for s in cfg.servers):
-                    return self._pick(cfg, name), str(found)
+                    spec = self._pick(cfg, name)
+                    if spec.transport == "stdio" and not spec.raw.get("cwd"):
+                        spec.cwd = self._crawled_in(name, env)  # not the folder serve happens to run in
+                    return spec, str(found)
             row = self.server_row(name)
             if row is None:
                 raise BackendUnavailable(f"server {name!r} is not in the index")
             connect = row.get("connect") or {}
             if not self.trust_index and not trusted_launch(launch_hash(connect)):
                 raise BackendUnavailable(untrusted_message(name, connect, self.db_path))
+            relative = launch_relative(connect, env)
+            if relative:  # even with --trust-index: its meaning would be this folder's, not the index's
+                raise BackendUnavailable(relative_message(name, relative, self.db_path))
             return spec_from_index(name, row, dict(env)), "index"
         except ToolidxError as e:
             raise BackendUnavailable(f"cannot read how to start {name!r}: {e}") from None
+
+    def _crawled_in(self, name: str, env: Any) -> str:
+        """The folder the crawl ran `name` in, for a config that names no `cwd` (the server ran where
+        toolidx ran): from the index's pinned launch line, when this machine's crawl wrote it."""
+        from ..store.trust import trusted_launch
+
+        row = self.server_row(name) or {}
+        connect = row.get("connect") or {}
+        relative = launch_relative(connect, env) if connect else "no launch line"
+        if relative is None and (self.trust_index or trusted_launch(launch_hash(connect))):
+            return expand(connect["cwd"], env)[0]
+        index = f"the index {self.db_path}" if self.db_path else "the index"
+        raise BackendUnavailable(
+            f"not starting server {name!r}: its config names no cwd, and {index} holds no folder a crawl on "
+            "this machine ran it in (it would run in whatever folder serve runs in): crawl its config again, "
+            "or pass --config naming it"
+        )
 
     @staticmethod
     def _pick(cfg: Any, name: str) -> ServerSpec:

@@ -612,6 +612,7 @@ def serve_http(
         check_tls(*tls)
     server = build_server(db_path, grants=tokens.grants, **options)
     sock = listen(host, port)
+    tokens.warn_if_loose()
     import uvicorn
 
     bound = sock.getsockname()[1]

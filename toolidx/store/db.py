@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DatabaseError
+from ..core.files import private_dir
 from .cache import IndexCache
 from .migrations import ADDITIVE, MIGRATIONS
 from .sqlitefile import FileKind, SqliteFile, check_header, open_file, sqlite_module
@@ -120,10 +121,17 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False, read
                 raise DatabaseError(
                     "no index here", where=spath, fix="build one with `toolidx crawl --config FILE --db PATH`"
                 )
-            p.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(p.parent)
         else:
             check_header(p, label="the index", fix=_FOREIGN_FIX)
-    readonly = readonly or (spath != ":memory:" and _frozen(p))
+    frozen = spath != ":memory:" and _frozen(p)
+    if frozen and create:  # a crawl: refused before it starts a server, not when it writes
+        raise DatabaseError(
+            "cannot be written here (read-only file and folder)",
+            where=spath,
+            fix="make the file and its folder writable, or crawl into another --db",
+        )
+    readonly = readonly or frozen
     vec: list[tuple[bool, str | None]] = []
 
     def setup(conn: Any) -> None:

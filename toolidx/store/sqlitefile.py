@@ -15,13 +15,13 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import DatabaseError
-from ..core.files import NotRegularFile, open_regular
+from ..core.files import NotRegularFile, open_regular, private_file
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -123,6 +123,15 @@ def open_file(
     target, uri = spath, False
     if readonly and not memory:
         target, uri = readonly_uri(Path(spath), wal=kind.wal), True
+    elif not memory:
+        try:
+            private_file(spath)  # SQLite would make it (and its -wal, -shm) readable by all
+        except OSError as e:
+            raise DatabaseError(
+                kind.cannot_open.format(e=e.strerror),
+                where=spath,
+                fix="make its folder writable, or name a file in another folder",
+            ) from None
     try:
         conn = mod.connect(target, isolation_level=None, check_same_thread=False, timeout=kind.timeout_s, uri=uri)
     except mod.Error as e:
@@ -194,7 +203,7 @@ def migrate(kind: FileKind, conn: Any, where: str) -> None:
         raise DatabaseError(kind.newer.format(found=version, ours=ours), where=where, fix=kind.newer_fix)
     if version == ours:
         return
-    with write_transaction(conn):
+    with write_transaction(conn, where):
         # re-read inside the lock: another process may have migrated meanwhile
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         for i in range(version, ours):
@@ -207,16 +216,43 @@ def migrate(kind: FileKind, conn: Any, where: str) -> None:
             kind.on_migrated(conn, ours)
 
 
+# what a write meets when the disk or the file will not take it (full, over the size limit, read
+# only): SQLite's error names, and their words for Pythons before 3.11 (no sqlite_errorname)
+_CANNOT_WRITE = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN")
+_CANNOT_WRITE_WORDS = ("database or disk is full", "disk I/O error", "readonly database", "unable to open database")
+
+
+def cannot_write(e: BaseException, where: str | None) -> DatabaseError | None:
+    """The one line for a write the disk or the file refused, or None for any other error."""
+    name = getattr(e, "sqlite_errorname", None) or ""
+    if not (name.startswith(_CANNOT_WRITE) or any(w in str(e) for w in _CANNOT_WRITE_WORDS)):
+        return None
+    return DatabaseError(
+        f"cannot write ({e}); the change was rolled back",
+        where=where,
+        fix="free disk space, or make the file and its folder writable, then run the command again",
+    )
+
+
 @contextmanager
-def write_transaction(conn: Any) -> Iterator[Any]:
-    """One write transaction (BEGIN IMMEDIATE) on `conn`: readers see all of it or none of it."""
-    conn.execute("BEGIN IMMEDIATE")
+def write_transaction(conn: Any, where: str | None = None) -> Iterator[Any]:
+    """One write transaction (BEGIN IMMEDIATE) on `conn`: readers see all of it or none of it. A
+    write the disk refuses raises DatabaseError (see cannot_write) after the rollback."""
     try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:  # after a full disk or an I/O error SQLite has ended it itself
+                with suppress(Exception):  # the first error says more
+                    conn.execute("ROLLBACK")
+            raise
+    except Exception as e:
+        refused = cannot_write(e, where)
+        if refused is None:
+            raise
+        raise refused from None
 
 
 def statements(script: str) -> list[str]:
@@ -279,7 +315,7 @@ class SqliteFile:
     @contextmanager
     def transaction(self) -> Iterator[Any]:
         """One write transaction (BEGIN IMMEDIATE): readers see all of it or none of it."""
-        with self.lock, write_transaction(self.conn) as conn:
+        with self.lock, write_transaction(self.conn, getattr(self, "path", None)) as conn:
             yield conn
 
     @contextmanager

@@ -6,7 +6,8 @@ the user passes --config, or --trust-index for that run).
 It lives outside every index, in the user's state folder (`TOOLIDX_STATE_DIR`, else
 `$XDG_STATE_HOME/toolidx`, else `~/.local/state/toolidx`), file `trusted.db`: an index file is
 what may come from elsewhere (a merged shard, a download), so it cannot vouch for itself. A
-crawl records what it read from the config the user named; nothing else writes here.
+crawl records what it read from the config the user named; nothing else writes here. So the file
+and its folder are the user's alone (0600 / 0700): one that others can write is refused.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from ..core.clock import now_iso
 from ..core.errors import DatabaseError
+from ..core.files import private_dir, writable_by_others
 from ..core.notices import warn_once
 from .sqlitefile import FileKind, open_file, write_transaction
 
@@ -69,14 +71,31 @@ def config_key(path: str | os.PathLike) -> str:
         return os.path.abspath(os.path.expanduser(str(path)))
 
 
+class UnsafeTrustStore(DatabaseError):
+    """The trust store, or its folder, can be written by someone else, who could then make serve
+    and check start their commands: it is not read (nor written) until the user fixes that."""
+
+
+def _refuse_if_shared(path: Path) -> None:
+    for p, what in ((path.parent, "folder"), (path, "file")):
+        who = writable_by_others(p)
+        if who:
+            raise UnsafeTrustStore(
+                f"the trust store's {what} is writable by {who}, who could make toolidx start their commands: not read",
+                where=str(p),
+                fix=f"chmod go-w {p}",
+            )
+
+
 @contextlib.contextmanager
 def _connect(write: bool) -> Iterator[Any]:
     path = trust_path()
+    _refuse_if_shared(path)
     if not write and not path.is_file():
         yield None
         return
     if write:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
     _, conn = open_file(TRUST_FILE, path, readonly=not write)
     try:
         yield conn
@@ -97,6 +116,8 @@ def record(launch: Iterable[tuple[str, str]], config_path: str | None) -> None:
                 )
     except Exception as e:  # the crawl itself succeeded; only serve-without---config is lost
         why = e.what if isinstance(e, DatabaseError) else e
+        if isinstance(e, UnsafeTrustStore):
+            why = f"{e.what}; {e.fix}"
         warn_once(
             "trust-file",
             f"cannot record this crawl's launch lines in {trust_path()} ({why}): "
@@ -110,6 +131,8 @@ def _has(table: str, column: str, value: str) -> bool:
             if conn is None:
                 return False
             return conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (value,)).fetchone() is not None
+    except UnsafeTrustStore:  # said, in one line, where serve and check explain a refusal
+        raise
     except Exception:  # unreadable or not ours: nothing is trusted
         return False
 

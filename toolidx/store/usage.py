@@ -31,7 +31,7 @@ from typing import Any
 
 from ..core.clock import now_iso
 from ..core.errors import DatabaseError, UsageError
-from ..core.files import not_regular
+from ..core.files import not_regular, private_dir
 from .db import Database
 from .pg import is_url, public_url
 from .sqlitefile import FileKind, SqliteFile, check_header, open_file
@@ -445,7 +445,7 @@ def open_usage(target: str | os.PathLike, *, create: bool = True) -> UsageStore 
         if not create:
             return None
         try:
-            p.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(p.parent)
         except OSError as e:
             raise DatabaseError(f"cannot create the usage file's folder: {e.strerror}", where=str(p)) from None
     else:
