@@ -1,0 +1,165 @@
+"""What each console page shows, read through the library functions the CLI and the meta-tools use
+(no HTTP, no HTML here): each function takes the Discovery of the visitor's grant (its scope) and
+returns the plain data its template renders. Run in worker threads, as serve's answers are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.errors import NotFoundError, UsageError
+from ...core.redact import redact
+from ..discovery import Discovery
+
+SIMILAR = 5
+CRAWLS_LISTED = 30
+
+
+def facets(d: Discovery) -> dict[str, Any]:
+    """The servers, tags and categories in scope, for the search filters."""
+    from ...catalog.listing import categories
+
+    res = categories(d.db, filters=d.within()).to_json()
+    servers = [
+        s for s in res.get("servers", []) if s.get("count") and (not d.scope.servers or s["name"] in d.scope.servers)
+    ]
+    return {
+        "servers": [s["name"] for s in servers],
+        "tags": [t["name"] for t in res.get("tags", [])],
+        "categories": [c["name"] for c in res.get("categories", []) if c.get("count")],
+        "total": res.get("total", 0),
+    }
+
+
+def search(d: Discovery, params: Any) -> dict[str, Any]:
+    """The `/v1/search` answer (the `toolidx search --json` object) for the form's parameters."""
+    from ..http import search_payload
+
+    return search_payload(d, params)
+
+
+def tool(d: Discovery, name: str) -> dict[str, Any]:
+    """One tool in full (catalog.describe, as `toolidx describe --detail full`), with its usage
+    metrics and examples of this scope, its approval and the tools most like it in scope.
+    Raises LookupProblem when it is not in scope."""
+    from ...catalog.describe import describe
+    from ...diff.approved import approval_json
+    from ...store import approvals
+    from ..answers import get_similar_tools
+    from ..usage import scope_label
+
+    row = d.resolve(name)
+    out = describe(
+        d.db,
+        row["id"],
+        "full",
+        usage=d.usage_store(),
+        metrics=True,
+        examples=True,
+        scope=scope_label(d.scope),
+    ).to_json()
+    out["approval"] = approval_json(approvals.approvals(d.db, [row["id"]]).get(row["id"]))
+    out["similar"] = get_similar_tools(d, {"tool_name": row["id"], "limit": SIMILAR}).payload.get("similar", [])
+    return out
+
+
+def servers(d: Discovery) -> dict[str, Any]:
+    """Each server in scope as its last crawl left it (errors with secret-looking values
+    redacted), and the recent crawls."""
+    from ...catalog.listing import categories
+    from ...diff.history import history
+    from ...store.tools import list_servers
+
+    counts = {s["name"]: s.get("count", 0) for s in categories(d.db, filters=d.within()).to_json().get("servers", [])}
+    rows = []
+    for s in list_servers(d.db):
+        if d.scope.servers and s["name"] not in d.scope.servers:
+            continue
+        rows.append(
+            {
+                "name": s["name"],
+                "transport": s.get("transport"),
+                "version": s.get("server_version"),
+                "category": s.get("category"),
+                "status": s.get("status"),
+                "error": redact(s.get("error"))[0] if s.get("error") else None,
+                "stderr_tail": redact(s.get("stderr_tail"))[0] if s.get("stderr_tail") else None,
+                "tools": counts.get(s["name"], 0),
+                "crawled_at": s.get("crawled_at"),
+                "last_ok_at": s.get("last_ok_at"),
+                "stale": s.get("status") != "ok" and bool(counts.get(s["name"])),
+            }
+        )
+    crawls = history(d.db, CRAWLS_LISTED, list(d.scope.servers) or None).to_json()["crawls"]
+    return {"servers": rows, "crawls": crawls}
+
+
+def changes(d: Discovery, from_ref: str | None, to_ref: str | None) -> dict[str, Any]:
+    """The diff between two crawls (diff.history, as `toolidx diff --from --to`), inside the scope's
+    servers, and the crawls to pick from."""
+    from ...diff.history import diff_crawls, history
+
+    servers = list(d.scope.servers) or None
+    crawls = history(d.db, CRAWLS_LISTED, servers).to_json()["crawls"]
+    try:
+        result = diff_crawls(d.db, from_ref or None, to_ref or None, servers).to_json()
+        problem = None
+    except (NotFoundError, UsageError) as e:
+        result, problem = None, str(e)
+    if result is not None:
+        _keep_in_scope(d, result)
+    return {"crawls": crawls, "diff": result, "problem": problem, "from": from_ref or "", "to": to_ref or ""}
+
+
+def quarantine(d: Discovery) -> dict[str, Any]:
+    """What awaits approval in scope, field by field against the approved definition
+    (diff.approved, as `toolidx diff --approved`), and the approvals that can be revoked."""
+    from ...diff.approved import awaiting_approval
+    from ...store import approvals
+
+    servers = list(d.scope.servers) or None
+    result = awaiting_approval(d.db, servers).to_json()
+    _keep_in_scope(d, result)
+    approved = approvals.approvals(d.db)
+    kept = d.in_scope(approved) if not d.scope.is_empty() else set(approved)
+    rows = [{"id": tid, "by": r.get("approved_by"), "at": r.get("approved_at")} for tid, r in sorted(approved.items())]
+    return {"diff": result, "approved": [r for r in rows if r["id"] in kept]}
+
+
+def approve(d: Discovery, tool_id: str, by: str, revoke: bool) -> dict[str, Any]:
+    """Approve (or revoke) one tool as `toolidx approve` does (catalog.approvals), on its own
+    connection: serve's is for reading. Only a tool in scope (revoking: an approval whose tool
+    left the index too)."""
+    from ...catalog.approvals import approve as record
+    from ...store.db import open_db
+
+    if not (d.in_scope([tool_id]) or (revoke and d.scope.is_empty())):
+        raise NotFoundError(f"no tool {tool_id!r} in scope", fix="pick a tool from the quarantine page")
+    db = open_db(d.db_path)
+    try:
+        return record(db, [tool_id], revoke=revoke, by=by).to_json()
+    finally:
+        db.close()
+
+
+def usage(d: Discovery) -> dict[str, Any]:
+    """Calls, success rate, p50/p95 and last use per tool and per server (`toolidx stats --usage`)."""
+    from ...catalog.usage import usage_report
+
+    report = d.usage_read(lambda u: usage_report(d.db, u, d.within()), None)
+    if report is None:
+        report = usage_report(d.db, None)
+    out = report.to_json()
+    top = max([t.get("calls", 0) for t in out.get("tools", [])] or [0])
+    out["top"] = top
+    return out
+
+
+def _keep_in_scope(d: Discovery, diff: dict[str, Any]) -> None:
+    """Drop from a diff's JSON the tools a scope narrower than servers (tags, categories,
+    read-only) hides; removed tools are kept when their server is in scope."""
+    if d.scope.is_empty():
+        return
+    ids = [t["id"] for s in diff.get("servers", []) for t in s.get("tools", [])]
+    kept = d.in_scope(ids)
+    for s in diff.get("servers", []):
+        s["tools"] = [t for t in s.get("tools", []) if t["id"] in kept or t.get("change") == "removed"]
