@@ -32,7 +32,9 @@ SECURITY_HEADERS = {
     "content-security-policy": "default-src 'self'; script-src 'self'; object-src 'none'; "
     "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",  # `toolidx ui`'s one-time link must not leak in a Referer
+    # never to another site (a no-referrer policy would make Chromium send `Origin: null` on the
+    # forms, which HostGuard refuses)
+    "referrer-policy": "same-origin",
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
@@ -174,7 +176,10 @@ class Console:
         return page
 
     async def search_page(self, request: Any) -> Any:
-        params = request.query_params
+        from starlette.datastructures import QueryParams
+
+        # a filter left at "any" sends an empty value: no filter, as /v1/search without it
+        params = QueryParams([(k, v) for k, v in request.query_params.multi_items() if v != ""])
         q = (params.get("q") or "").strip()
 
         def read(d: Discovery) -> dict[str, Any]:
