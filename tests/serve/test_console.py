@@ -301,7 +301,7 @@ def test_approve_with_an_admin_token_and_not_without(console, browser):
     browser.get(base + "/quarantine")
     assert browser.find_element(By.CSS_SELECTOR, 'article[data-id="hostile/convert_document"]')
     assert not browser.find_elements(By.CSS_SELECTOR, ".approve-btn")
-    with http_session(base, READER) as s:
+    with HttpSession(base, READER) as s:
         status, body = s.post("/quarantine/approve", {"id": "hostile/convert_document"})
         assert status == 403 and "admin" in body
     assert not _approved_on_page(browser, base)["hostile/convert_document"][0].startswith("console:")
@@ -355,7 +355,6 @@ def test_a_hostile_description_is_only_text(console, browser):
 def test_usage_page_after_calls(console, browser):
     """Calls through /mcp show up per tool and per server, with a chart."""
     import anyio
-
     from test_serve_http import call, with_client
 
     base, _ = console
@@ -380,7 +379,7 @@ def test_usage_page_after_calls(console, browser):
 
 
 # --- what a browser cannot show -------------------------------------------------------------------------
-class http_session(contextlib.AbstractContextManager):
+class HttpSession(contextlib.AbstractContextManager):
     """A signed-in session over plain HTTP, as a script (or a forger) would drive the forms."""
 
     def __init__(self, base: str, token: str):
@@ -443,11 +442,11 @@ def test_forms_need_their_csrf_token_and_pages_a_session(console):
         base, "POST", "/quarantine/approve", {**host, "Content-Type": "application/x-www-form-urlencoded"}, form
     )
     assert status == 403
-    with http_session(base, ADMIN) as s:
+    with HttpSession(base, ADMIN) as s:
         assert s.get("/servers")[0] == 200
         # an admin's session, but a form without its token (or with another session's): refused
         assert s.post("/quarantine/approve", {"id": "hostile/evil", "csrf": ""})[0] == 403
-        with http_session(base, READER) as other:
+        with HttpSession(base, READER) as other:
             theirs = _csrf(other.get("/")[1])
         assert s.post("/quarantine/approve", {"id": "hostile/evil", "csrf": theirs})[0] == 403
         # a page on another origin posting with the cookie: HostGuard's 403, as for the rest of serve
@@ -463,7 +462,7 @@ def test_forms_need_their_csrf_token_and_pages_a_session(console):
         )
         assert h["x-content-type-options"] == "nosniff" and h["referrer-policy"] == "same-origin"
     # a token scoped to one server sees only it
-    with http_session(base, TIME_ONLY) as s:
+    with HttpSession(base, TIME_ONLY) as s:
         assert s.get("/tool?id=hostile/evil")[0] == 404
         page = s.get("/servers")[1]
         assert ">time<" in page and ">hostile<" not in page
