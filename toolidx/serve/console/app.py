@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import anyio
 
@@ -135,7 +136,7 @@ class Console:
             Route("/tool", self.tool_page, methods=["GET"]),
             Route("/servers", self.simple("servers.html", pages.servers), methods=["GET"]),
             Route("/changes", self.changes_page, methods=["GET"]),
-            Route("/quarantine", self.simple("quarantine.html", pages.quarantine), methods=["GET"]),
+            Route("/quarantine", self.quarantine_page, methods=["GET"]),
             Route("/usage", self.simple("usage.html", pages.usage), methods=["GET"]),
             Route("/quarantine/approve", self.approve, methods=["POST"]),
             Route("/quarantine/revoke", self.revoke, methods=["POST"]),
@@ -199,6 +200,9 @@ class Console:
     async def tool_page(self, request: Any) -> Any:
         return await self._read(request, "tool.html", pages.tool, request.query_params.get("id") or "")
 
+    async def quarantine_page(self, request: Any) -> Any:
+        return await self._read(request, "quarantine.html", pages.quarantine, request.query_params.get("server"))
+
     async def changes_page(self, request: Any) -> Any:
         p = request.query_params
         return await self._read(request, "changes.html", pages.changes, p.get("from"), p.get("to"))
@@ -233,7 +237,8 @@ class Console:
         except ToolidxError as e:
             return self.render(request, "error.html", visitor, 400, message=str(e), suggestions=[])
         log.info(f"console: {visitor.grant.label} {done['action']}d {tool_id} at {done['at']}")
-        return RedirectResponse("/quarantine", status_code=303, headers=SECURITY_HEADERS)
+        back = "/quarantine?" + urlencode({"server": tool_id.partition("/")[0]})
+        return RedirectResponse(back, status_code=303, headers=SECURITY_HEADERS)
 
     def _forbidden(self, request: Any, visitor: Visitor | None, message: str) -> Any:
         return self.render(request, "error.html", visitor, 403, message=message, suggestions=[])

@@ -4,6 +4,10 @@ returns the plain data its template renders. Run in worker threads, as serve's a
 
 from __future__ import annotations
 
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from ...core.errors import NotFoundError, UsageError
@@ -12,13 +16,38 @@ from ..discovery import Discovery
 
 SIMILAR = 5
 CRAWLS_LISTED = 30
+TOOL_DIFFS_SHOWN = 200  # per page: a first crawl of 10,000 tools is 10,000 "added" (the CLI has them all)
+
+
+_MEMO: OrderedDict[tuple, Any] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+
+
+def _memo(d: Discovery, what: str, read: Callable[[], Any]) -> Any:
+    """`read()`, kept while the index is unchanged (a crawl or an approval changes its data
+    version): what every page shows beside its answer is read once per version, not per page
+    load (150 ms at 10,000 tools). A few entries only: one per scope and kind."""
+    key = (what, json.dumps(d.scope.to_json(), sort_keys=True, default=str), id(d.db), d.db.data_version())
+    with _MEMO_LOCK:
+        if key in _MEMO:
+            return _MEMO[key]
+    value = read()
+    with _MEMO_LOCK:
+        _MEMO[key] = value
+        while len(_MEMO) > 32:
+            _MEMO.popitem(last=False)
+    return value
+
+
+def _categories(d: Discovery) -> dict[str, Any]:
+    from ...catalog.listing import categories
+
+    return _memo(d, "categories", lambda: categories(d.db, filters=d.within()).to_json())
 
 
 def facets(d: Discovery) -> dict[str, Any]:
     """The servers, tags and categories in scope, for the search filters."""
-    from ...catalog.listing import categories
-
-    res = categories(d.db, filters=d.within()).to_json()
+    res = _categories(d)
     servers = [
         s for s in res.get("servers", []) if s.get("count") and (not d.scope.servers or s["name"] in d.scope.servers)
     ]
@@ -65,11 +94,14 @@ def tool(d: Discovery, name: str) -> dict[str, Any]:
 def servers(d: Discovery) -> dict[str, Any]:
     """Each server in scope as its last crawl left it (errors with secret-looking values
     redacted), and the recent crawls."""
-    from ...catalog.listing import categories
+    return _memo(d, "servers", lambda: _servers(d))
+
+
+def _servers(d: Discovery) -> dict[str, Any]:
     from ...diff.history import history
     from ...store.tools import list_servers
 
-    counts = {s["name"]: s.get("count", 0) for s in categories(d.db, filters=d.within()).to_json().get("servers", [])}
+    counts = {s["name"]: s.get("count", 0) for s in _categories(d).get("servers", [])}
     rows = []
     for s in list_servers(d.db):
         if d.scope.servers and s["name"] not in d.scope.servers:
@@ -107,22 +139,44 @@ def changes(d: Discovery, from_ref: str | None, to_ref: str | None) -> dict[str,
         result, problem = None, str(e)
     if result is not None:
         _keep_in_scope(d, result)
+        _cap(result)
     return {"crawls": crawls, "diff": result, "problem": problem, "from": from_ref or "", "to": to_ref or ""}
 
 
-def quarantine(d: Discovery) -> dict[str, Any]:
-    """What awaits approval in scope, field by field against the approved definition
-    (diff.approved, as `toolidx diff --approved`), and the approvals that can be revoked."""
+def quarantine(d: Discovery, server: str | None = None) -> dict[str, Any]:
+    """What awaits approval in scope: per server, how many tools were never approved and how many
+    changed since their approval (by definition hash); for one server (`server`, else the first
+    with a changed tool, else the first with any), each tool field by field against the approved
+    definition (diff.approved, as `toolidx diff --approved --server S`: a whole catalog's field
+    diff takes seconds at 10,000 tools); and the approvals that can be revoked."""
     from ...diff.approved import awaiting_approval
     from ...store import approvals
 
-    servers = list(d.scope.servers) or None
-    result = awaiting_approval(d.db, servers).to_json()
-    _keep_in_scope(d, result)
     approved = approvals.approvals(d.db)
-    kept = d.in_scope(approved) if not d.scope.is_empty() else set(approved)
+    current = _memo(d, "hashes", lambda: approvals.current_hashes(d.db, servers=list(d.scope.servers) or None))
+    kept = d.in_scope(current) if not d.scope.is_empty() else set(current)
+    waiting: dict[str, dict[str, int]] = {}
+    for tid in sorted(kept):
+        a = approved.get(tid)
+        kind = "never" if a is None else "changed" if a["hash"] != current[tid] else None
+        if kind:
+            counts = waiting.setdefault(tid.partition("/")[0], {"never": 0, "changed": 0})
+            counts[kind] += 1
+    if server not in waiting:
+        server = next((s for s, c in waiting.items() if c["changed"]), next(iter(waiting), None))
+    result = None
+    if server is not None:
+        result = awaiting_approval(d.db, [server]).to_json()
+        _keep_in_scope(d, result)
+        _cap(result)
     rows = [{"id": tid, "by": r.get("approved_by"), "at": r.get("approved_at")} for tid, r in sorted(approved.items())]
-    return {"diff": result, "approved": [r for r in rows if r["id"] in kept]}
+    in_scope = set(approved) if d.scope.is_empty() else d.in_scope(approved)
+    return {
+        "waiting": waiting,
+        "server": server,
+        "diff": result,
+        "approved": [r for r in rows if r["id"] in in_scope],
+    }
 
 
 def approve(d: Discovery, tool_id: str, by: str, revoke: bool) -> dict[str, Any]:
@@ -163,3 +217,14 @@ def _keep_in_scope(d: Discovery, diff: dict[str, Any]) -> None:
     kept = d.in_scope(ids)
     for s in diff.get("servers", []):
         s["tools"] = [t for t in s.get("tools", []) if t["id"] in kept or t.get("change") == "removed"]
+
+
+def _cap(diff: dict[str, Any]) -> None:
+    """Keep the first TOOL_DIFFS_SHOWN tool diffs (the most severe first within each server, as
+    listed) and say in `hidden` how many more there are."""
+    left, hidden = TOOL_DIFFS_SHOWN, 0
+    for s in diff.get("servers", []):
+        tools = s.get("tools", [])
+        s["tools"], hidden = tools[:left], hidden + max(0, len(tools) - left)
+        left = max(0, left - len(tools))
+    diff["hidden"] = hidden
