@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+import urllib.request
 
 from bench_index import embedder
 from search_speed import _catalog
@@ -54,7 +55,6 @@ def main() -> None:
         m = re.search(r"MCP at (http://\S+:\d+)/mcp", line)
         assert m, line
         base = m.group(1)
-        import urllib.request
 
         for _ in range(600):  # the model loads at start: hybrid search waits for it
             if json.loads(urllib.request.urlopen(base + "/healthz").read())["model"] != "loading":

@@ -134,7 +134,7 @@ class Console:
         return [
             Route("/", self.search_page, methods=["GET"]),
             Route("/tool", self.tool_page, methods=["GET"]),
-            Route("/servers", self.simple("servers.html", pages.servers), methods=["GET"]),
+            Route("/servers", self.servers_page, methods=["GET"]),
             Route("/changes", self.changes_page, methods=["GET"]),
             Route("/quarantine", self.quarantine_page, methods=["GET"]),
             Route("/usage", self.simple("usage.html", pages.usage), methods=["GET"]),
@@ -199,6 +199,10 @@ class Console:
 
     async def tool_page(self, request: Any) -> Any:
         return await self._read(request, "tool.html", pages.tool, request.query_params.get("id") or "")
+
+    async def servers_page(self, request: Any) -> Any:
+        page = request.query_params.get("page") or "1"
+        return await self._read(request, "servers.html", pages.servers, int(page) if page.isdigit() else 1)
 
     async def quarantine_page(self, request: Any) -> Any:
         return await self._read(request, "quarantine.html", pages.quarantine, request.query_params.get("server"))

@@ -16,6 +16,7 @@ from ..discovery import Discovery
 
 SIMILAR = 5
 CRAWLS_LISTED = 30
+SERVERS_PER_PAGE = 100
 TOOL_DIFFS_SHOWN = 200  # per page: a first crawl of 10,000 tools is 10,000 "added" (the CLI has them all)
 
 
@@ -91,10 +92,16 @@ def tool(d: Discovery, name: str) -> dict[str, Any]:
     return out
 
 
-def servers(d: Discovery) -> dict[str, Any]:
+def servers(d: Discovery, page: int = 1) -> dict[str, Any]:
     """Each server in scope as its last crawl left it (errors with secret-looking values
-    redacted), and the recent crawls."""
-    return _memo(d, "servers", lambda: _servers(d))
+    redacted), failed ones first, SERVERS_PER_PAGE a page; and the recent crawls."""
+    everything = _memo(d, "servers", lambda: _servers(d))
+    rows = everything["servers"]
+    pages = max(1, -(-len(rows) // SERVERS_PER_PAGE))
+    page = min(max(1, page), pages)
+    shown = rows[(page - 1) * SERVERS_PER_PAGE : page * SERVERS_PER_PAGE]
+    failed = sum(1 for r in rows if r["status"] != "ok")
+    return {**everything, "servers": shown, "page": page, "pages": pages, "total": len(rows), "failed": failed}
 
 
 def _servers(d: Discovery) -> dict[str, Any]:
@@ -121,6 +128,7 @@ def _servers(d: Discovery) -> dict[str, Any]:
                 "stale": s.get("status") != "ok" and bool(counts.get(s["name"])),
             }
         )
+    rows.sort(key=lambda r: (r["status"] == "ok", r["name"]))
     crawls = history(d.db, CRAWLS_LISTED, list(d.scope.servers) or None).to_json()["crawls"]
     return {"servers": rows, "crawls": crawls}
 
@@ -171,8 +179,12 @@ def quarantine(d: Discovery, server: str | None = None) -> dict[str, Any]:
         _cap(result)
     rows = [{"id": tid, "by": r.get("approved_by"), "at": r.get("approved_at")} for tid, r in sorted(approved.items())]
     in_scope = set(approved) if d.scope.is_empty() else d.in_scope(approved)
+    # the servers with changed tools first, then the most waiting: a page, not 2,000 rows
+    ranked = sorted(waiting, key=lambda s: (-waiting[s]["changed"], -waiting[s]["never"], s))
+    listed = ranked[:SERVERS_PER_PAGE] + ([server] if server in ranked[SERVERS_PER_PAGE:] else [])
     return {
-        "waiting": waiting,
+        "waiting": {s: waiting[s] for s in listed},
+        "more_servers": len(waiting) - len(listed),
         "server": server,
         "diff": result,
         "approved": [r for r in rows if r["id"] in in_scope],
