@@ -10,6 +10,7 @@ server is escaped by the templates (Jinja2 autoescape; links are only ever built
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,10 @@ class Console:
             env.filters["pct"] = lambda v: "–" if v is None else f"{100 * v:.0f}%"
             env.filters["ms"] = lambda v: "–" if v is None else f"{v:.0f} ms"
             env.filters["score"] = lambda v: f"{v:.2f}"
+            # JSON as text, escaped by autoescape like any other (tojson's \u003c is for <script>)
+            env.filters["json"] = lambda v, indent=None: visible(
+                json.dumps(v, ensure_ascii=False, indent=indent, default=str)
+            )
             self._env = env
         return self._env
 
