@@ -263,6 +263,9 @@ def test_search_then_a_tool_page_in_the_browser(console, browser):
     browser.get(base + "/?" + urllib.parse.urlencode({"q": "store facts", "server": "memory"}))
     ids = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#hits .tool-link")]
     assert ids and all(i.startswith("memory/") for i in ids)
+    # a bad filter is the API's one-line error, on the page
+    browser.get(base + "/?" + urllib.parse.urlencode({"q": "store facts", "name_pattern": "(unclosed"}))
+    assert "name_pattern" in browser.find_element(By.ID, "problem").text
 
 
 def test_a_diff_between_two_crawls_field_by_field(console, browser):
