@@ -283,6 +283,12 @@ def test_a_diff_between_two_crawls_field_by_field(console, browser):
     assert art.find_elements(By.CSS_SELECTOR, "ins")  # the description's word diff
     shot(browser, "changes")
     # pick the crawls in the form: 1 -> 2 adds the hostile server (and the audit flags its text)
+    # the tool's own history links to the same diff
+    browser.get(base + "/tool?id=hostile/convert_document")
+    history = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#history tbody tr")]
+    assert history[0].startswith("3 ") and "changed" in history[0] and "added" in history[1], history
+    browser.find_element(By.CSS_SELECTOR, "#history a").click()
+    assert "crawl 2 → 3" in wait(browser, lambda d: d.find_element(By.ID, "summary")).text
     browser.get(base + "/changes?from=1&to=2")
     added = browser.find_element(By.CSS_SELECTOR, 'article[data-id="hostile/evil"]')
     assert "added" in added.text.lower()

@@ -69,10 +69,12 @@ def search(d: Discovery, params: Any) -> dict[str, Any]:
 
 def tool(d: Discovery, name: str) -> dict[str, Any]:
     """One tool in full (catalog.describe, as `toolidx describe --detail full`), with its usage
-    metrics and examples of this scope, its approval and the tools most like it in scope.
+    metrics and examples of this scope, its approval, the tools most like it in scope and the
+    crawls that changed it.
     Raises LookupProblem when it is not in scope."""
     from ...catalog.describe import describe
     from ...diff.approved import approval_json
+    from ...diff.history import tool_history
     from ...store import approvals
     from ..answers import get_similar_tools
     from ..usage import scope_label
@@ -89,6 +91,7 @@ def tool(d: Discovery, name: str) -> dict[str, Any]:
     ).to_json()
     out["approval"] = approval_json(approvals.approvals(d.db, [row["id"]]).get(row["id"]))
     out["similar"] = get_similar_tools(d, {"tool_name": row["id"], "limit": SIMILAR}).payload.get("similar", [])
+    out["history"] = tool_history(d.db, row["id"], CRAWLS_LISTED)
     return out
 
 
