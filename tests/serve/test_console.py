@@ -499,7 +499,7 @@ def test_login_cookie_flags_and_a_wrong_token(console):
     body = urllib.parse.urlencode({"token": READER, "csrf": _csrf(page)}).encode()
     conn.request("POST", "/login", body=body, headers=headers)
     r = conn.getresponse()
-    flags = [c for c in r.headers.get_all("set-cookie") if c.startswith("toolidx_session=")][0].lower()
+    flags = [c for c in r.headers.get_all("set-cookie") if c.startswith(f"toolidx_session_{u.port}=")][0].lower()
     conn.close()
     assert r.status == 303 and "httponly" in flags and "samesite=strict" in flags and "path=/" in flags
 

@@ -62,6 +62,12 @@ def local_access(user: str) -> tuple[Tokens, Sessions, str]:
     return Tokens([(secrets.token_urlsafe(32), grant)]), Sessions(once, grant), once
 
 
+def _named(cookie: str, request: Any) -> str:
+    """The cookie's name for this server: browsers share a host's cookies across its ports, so
+    `toolidx ui` and a `serve --http` on one machine would otherwise sign each other out."""
+    return f"{cookie}_{request.url.port or ''}"
+
+
 class Visitor:
     """Who is asking: their grant, and their session (None without tokens)."""
 
@@ -122,7 +128,7 @@ class Console:
     def visitor(self, request: Any) -> Visitor | None:
         if not len(self.tokens):
             return Visitor(ANONYMOUS, None)
-        s = self.sessions.get(request.cookies.get(COOKIE))
+        s = self.sessions.get(request.cookies.get(_named(COOKIE, request)))
         return Visitor(s.grant, s) if s else None
 
     def view(self, visitor: Visitor) -> Discovery:
@@ -268,7 +274,7 @@ class Console:
             grant = self.sessions.redeem(once)
             if grant is not None:
                 response = RedirectResponse("/", status_code=303, headers=SECURITY_HEADERS)
-                self._cookie(response, COOKIE, self.sessions.open(grant).sid, MAX_AGE_S)
+                self._cookie(response, _named(COOKIE, request), self.sessions.open(grant).sid, MAX_AGE_S)
                 return response
             problem, status = "this link was already used: run `toolidx ui` again, or sign in with a token", 403
         if not len(self.tokens):
@@ -277,14 +283,14 @@ class Console:
         response = self.render(
             request, "login.html", None, status, login_csrf=self.sessions.csrf("login:" + pre), problem=problem
         )
-        self._cookie(response, LOGIN_COOKIE, pre, 900)
+        self._cookie(response, _named(LOGIN_COOKIE, request), pre, 900)
         return response
 
     async def login(self, request: Any) -> Any:
         from starlette.responses import RedirectResponse
 
         form = await request.form()
-        pre = request.cookies.get(LOGIN_COOKIE)
+        pre = request.cookies.get(_named(LOGIN_COOKIE, request))
         if not pre or not self.sessions.csrf_ok("login:" + pre, form.get("csrf")):
             return await self.login_page(request, "this form has expired: sign in again", 403)
         grant = self.tokens.match(str(form.get("token") or "").strip()) if len(self.tokens) else None
@@ -292,8 +298,8 @@ class Console:
             log.info("console: login with a wrong token")
             return await self.login_page(request, "this token is not accepted here", 401)
         response = RedirectResponse("/", status_code=303, headers=SECURITY_HEADERS)
-        self._cookie(response, COOKIE, self.sessions.open(grant).sid, MAX_AGE_S)
-        response.delete_cookie(LOGIN_COOKIE, path="/")
+        self._cookie(response, _named(COOKIE, request), self.sessions.open(grant).sid, MAX_AGE_S)
+        response.delete_cookie(_named(LOGIN_COOKIE, request), path="/")
         log.info(f"console: {grant.label} signed in at {now_iso()}")
         return response
 
@@ -307,5 +313,5 @@ class Console:
                 return self._forbidden(request, visitor, "this form has expired: reload the page")
             self.sessions.close(visitor.session.sid)
         response = RedirectResponse("/login", status_code=303, headers=SECURITY_HEADERS)
-        response.delete_cookie(COOKIE, path="/")
+        response.delete_cookie(_named(COOKIE, request), path="/")
         return response
