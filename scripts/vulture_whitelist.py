@@ -34,3 +34,4 @@ do_GET  # unused method (tests/conftest.py): http.server calls its handler's met
 log_message  # unused method (tests/conftest.py): http.server's logging hook, silenced
 latency_ms  # unused variable (toolidx/search/eval.py:238)
 infeasible_path  # unused variable (toolidx/search/eval.py:254)
+binary_location  # unused attribute (tests/serve/test_console.py, benchmarks/console_speed.py): Selenium reads ChromeOptions' browser path

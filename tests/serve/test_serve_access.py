@@ -49,6 +49,17 @@ def test_token_file_scopes_and_matching(tmp_path):
     assert git.scope == Filters(servers=["git", "github"], tags=["vcs"], read_only=True)
     assert tokens.match(f"{TOKEN}-cat").scope == Filters(categories=["search"])
     assert tokens.match("nope") is None and tokens.match(TOKEN[:-1]) is None and tokens.match("") is None
+    assert not any(g.admin for g in tokens.grants)  # no token may approve unless marked admin
+
+
+def test_admin_marks_a_token_that_may_approve(tmp_path):
+    f = tmp_path / "tokens"
+    f.write_text(f"{TOKEN} admin\n{TOKEN}-git servers=git admin\n{TOKEN}-ro\n")
+    tokens = load_tokens("TEAM", f, environ={"TEAM": f"{TOKEN}-env"})
+    admin, git, ro, env = (tokens.match(t) for t in (TOKEN, f"{TOKEN}-git", f"{TOKEN}-ro", f"{TOKEN}-env"))
+    assert admin.admin and admin.scope.is_empty()  # `admin` is no scope: it sees everything
+    assert git.admin and git.scope == Filters(servers=["git"])
+    assert not ro.admin and not env.admin  # --token-env's token can never approve
 
 
 @pytest.mark.parametrize(
@@ -58,7 +69,7 @@ def test_token_file_scopes_and_matching(tmp_path):
         ("# only\n", "holds no token"),
         ("short\n", "line 1: a token must be 16"),
         (f"{TOKEN} servers=\n", "line 1: unknown scope"),
-        (f"\n{TOKEN} admin\n", "line 2: unknown scope"),
+        (f"\n{TOKEN} superuser\n", "line 2: unknown scope"),
     ],
 )
 def test_bad_token_files(tmp_path, text, want):

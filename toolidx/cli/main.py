@@ -692,6 +692,42 @@ def serve(
 
 
 @app.command()
+def ui(
+    db: Optional[Path] = DbOpt,
+    port: int = typer.Option(0, "--port", "-p", min=0, max=65535, help="Port on 127.0.0.1 (default: any free one)."),
+    open_browser: bool = typer.Option(True, "--open/--no-open", help="Open the link in the default browser."),
+    usage_db: Optional[Path] = UsageDbOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print the link as toolidx's versioned JSON."),
+) -> None:
+    """Open the web console on a local index: search, tools, servers, changes, quarantine (approve),
+    usage. Loopback only, behind a one-time link (printed, and opened unless --no-open); needs
+    `pip install 'toolidx[console]'`. Runs until Ctrl-C. Exit 2: no index, or the port is in use."""
+    from ..catalog.approvals import approver
+    from ..serve.console.app import local_access
+    from ..serve.http import serve_http
+    from ..store.db import default_db_path
+
+    tokens, sessions, once = local_access(approver())
+
+    def ready(base: str) -> None:
+        link = f"{base}/login?once={once}"
+        render.ui_link(link, as_json)
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(link)
+
+    serve_http(
+        str(db or default_db_path()),
+        ("127.0.0.1", port),
+        tokens,
+        sessions=sessions,
+        announce=ready,
+        usage_db=str(usage_db) if usage_db else None,
+    )
+
+
+@app.command()
 def check(
     require: List[str] = typer.Option(
         [], "--require", "-r", help="SERVER/TOOL that must be callable (repeatable, or comma-separated)."

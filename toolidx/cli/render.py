@@ -495,6 +495,16 @@ def serve_config(res: ClientEntry, as_json: bool) -> None:
         note(line)
 
 
+def ui_link(url: str, as_json: bool) -> None:
+    """`toolidx ui`'s one-time link, on stdout at once (the server keeps running after it)."""
+    if as_json:
+        emit_json("ui", {"url": url})
+    else:
+        write(f"{url}\n")
+        note("Open this link in your browser to use the console (it works once); Ctrl-C to stop.")
+    sys.stdout.flush()
+
+
 def export_result(res: ExportResult, as_json: bool, output: Path | None = None) -> None:
     """The bare tool list, document or module (or, with --json, the envelope) on stdout or into
     `output`."""

@@ -175,3 +175,33 @@ def audit(db: Database, servers: list[str] | None = None, crawl: str | None = No
         if t.hash in defs
     )
     return audit_definitions(items, {"db": db.path, "crawl_id": cid}, servers)
+
+
+def tool_history(db: Database, tool_id: str, limit: int = 30) -> list[dict[str, Any]]:
+    """What the last `limit` crawls did to one tool, newest first: {crawl_id, started_at, change}
+    with change added | changed | removed (its definition hash against the crawl before), for the
+    crawls that changed it."""
+    ids = store.crawl_ids(db)[-(limit + 1) :]
+    seen = {r["crawl_id"]: r["hash"] for r in store.tool_rows(db, tool_id, ids)}
+    out: list[dict[str, Any]] = []
+    for before, cid in zip([None, *ids], ids):
+        old, new = seen.get(before) if before is not None else None, seen.get(cid)
+        change = (
+            None
+            if old == new or (before is None and new is not None and len(ids) > limit)
+            else "added"
+            if old is None
+            else "removed"
+            if new is None
+            else "changed"
+        )
+        if change:
+            out.append(
+                {
+                    "crawl_id": cid,
+                    "previous": before,
+                    "started_at": (store.get_crawl(db, cid) or {}).get("started_at"),
+                    "change": change,
+                }
+            )
+    return out[::-1]

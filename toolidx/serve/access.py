@@ -3,11 +3,13 @@ scope. No HTTP or MCP import here (the CLI checks its flags with this module bef
 
 Token file format (`--token-file PATH`), one token a line; blank lines and `#` comments are skipped:
 
-    TOKEN [servers=a,b] [tags=x,y] [categories=c,d] [read-only]
+    TOKEN [servers=a,b] [tags=x,y] [categories=c,d] [read-only] [admin]
 
 A token is 16 or more printable characters without spaces. Its scope narrows the server's own
-scope (`--server`, `--tag`, `--category`, `--read-only`), never widens it. `--token-env NAME`
-takes one token (the whole value of the variable) with no scope of its own.
+scope (`--server`, `--tag`, `--category`, `--read-only`), never widens it. `admin` lets it also
+change what the index records (the console's approve and revoke, inside its scope); no other
+token can, `--token-env NAME`'s included (one token, the whole value of the variable, with no
+scope of its own).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Grant:
 
     label: str
     scope: Filters = field(default_factory=Filters, compare=False, hash=False)
+    admin: bool = field(default=False, compare=False, hash=False)  # may approve and revoke (console)
 
 
 ANONYMOUS = Grant("anonymous")
@@ -146,11 +149,13 @@ def load_tokens(
             token, *options = line.split()
             where = f"--token-file {path} line {n}"
             _check_token(token, where)
-            entries.append((token, Grant(f"file:{path.name}:{n}", _scope(options, where))))
+            admin = "admin" in options
+            scope = _scope([o for o in options if o != "admin"], where)
+            entries.append((token, Grant(f"file:{path.name}:{n}", scope, admin)))
         if len(entries) == before:
             raise UsageError(
                 f"--token-file {path}: holds no token",
-                fix="write one token per line: TOKEN [servers=a,b] [tags=x] [read-only]",
+                fix="write one token per line: TOKEN [servers=a,b] [tags=x] [read-only] [admin]",
             )
         if readable_by_others(path):
             return Tokens(entries, loose_file=path)
@@ -176,7 +181,7 @@ def _scope(options: list[str], where: str) -> Filters:
         names = [v for v in value.split(",") if v]
         if not eq or key not in _SCOPE_KEYS or not names:
             raise UsageError(
-                f"{where}: unknown scope {opt[:40]!r}", fix="use servers=a,b tags=x,y categories=c read-only"
+                f"{where}: unknown scope {opt[:40]!r}", fix="use servers=a,b tags=x,y categories=c read-only admin"
             )
         values.setdefault(key, []).extend(names)
     return Filters(

@@ -35,6 +35,7 @@ from ..core.tokens import MAX_QUERY_CHARS
 from ..core.vocabulary import JSON_VERSION
 from ..core.vocabulary import SEARCH_MODES as MODES
 from .access import ANONYMOUS, Grant, HostPolicy, Tokens, check_allowed, is_loopback
+from .console import PATHS as CONSOLE_PATHS
 from .discovery import Discovery
 
 log = logging.getLogger("toolidx")
@@ -168,8 +169,8 @@ class BearerAuth:
         self.opening: dict[str, int] = {}  # grant label -> opening requests under way
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("path") in OPEN_PATHS:
-            await self.app(scope, receive, send)
+        if scope["type"] != "http" or scope.get("path") in OPEN_PATHS or scope.get("path") in CONSOLE_PATHS:
+            await self.app(scope, receive, send)  # the console checks its own sessions (console/app.py)
             return
         if scope.get("path") not in TOKEN_PATHS:
             # A 401 here would send MCP clients into OAuth discovery: on a 401 they fetch
@@ -471,8 +472,12 @@ def openapi_document(base_url: str | None = None) -> dict:
 
 
 # --- the app --------------------------------------------------------------------------------------
-def build_app(server: Any, tokens: Tokens, policy: HostPolicy, base_url: str | None = None) -> Any:
-    """The ASGI app: MCP at /mcp plus the search API, behind HostGuard then BearerAuth."""
+def build_app(
+    server: Any, tokens: Tokens, policy: HostPolicy, base_url: str | None = None, sessions: Any = None
+) -> Any:
+    """The ASGI app: MCP at /mcp plus the search API and the console, behind HostGuard then
+    BearerAuth. `sessions`: the console's (console.sessions.Sessions; `toolidx ui` brings one
+    holding its one-time link)."""
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.requests import Request
     from starlette.responses import JSONResponse
@@ -515,6 +520,9 @@ def build_app(server: Any, tokens: Tokens, policy: HostPolicy, base_url: str | N
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
     ]
+    from .console.app import Console
+
+    routes += Console(server, tokens, https=policy.scheme == "https", sessions=sessions).routes()
     off = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # HostGuard checks every bind
     app = server.streamable_http_app(
         custom_starlette_routes=routes, max_sessions=MAX_SESSIONS, json_response=True, transport_security=off
@@ -597,12 +605,16 @@ def serve_http(
     tls: tuple[str, str] | None = None,
     allow_hosts: tuple[str, ...] = (),
     allow_origins: tuple[str, ...] = (),
+    sessions: Any = None,
+    announce: Any = None,
     **options: Any,
 ) -> None:
     """`toolidx serve --http`: check the tokens and the TLS files, build the server (index errors
     first), bind the port (errors before anything serves), then serve until SIGINT/SIGTERM.
     `tls`: (certificate chain, private key) PEM files: HTTPS instead of plain HTTP. `allow_hosts`,
-    `allow_origins`: more Host names and browser origins to answer (access.HostPolicy)."""
+    `allow_origins`: more Host names and browser origins to answer (access.HostPolicy).
+    `sessions`: the console's (`toolidx ui`'s, with its one-time link); `announce(base_url)` is
+    called once the port is bound."""
     from .server import build_server
 
     host, port = address
@@ -619,10 +631,12 @@ def serve_http(
     shown = f"[{host}]" if ":" in host else host
     base = f"{'https' if tls else 'http'}://{shown}:{bound}"
     policy = HostPolicy(host, bound, "https" if tls else "http", allow_hosts, allow_origins)
-    app = build_app(server, tokens, policy, base)
+    app = build_app(server, tokens, policy, base, sessions)
     auth = f"{plural(len(tokens), 'token')} required" if len(tokens) else "loopback only, no token"
     sys.stderr.write(f"toolidx serve: MCP at {base}/mcp, search API at {base}/v1/search ({auth}); Ctrl-C to stop\n")
     sys.stderr.flush()
+    if announce is not None:
+        announce(base)
     from .limits import BACKLOG, connection_cap, guarded_protocol, quiet_loop_errors
 
     # A request head over h11's 16 KiB gets 400; idle keep-alive connections close after 5 s.

@@ -30,6 +30,18 @@ def snapshot_rows(db: Database, crawl_id: int, servers: list[str] | None = None)
         return db.conn.execute(sql, params).fetchall()
 
 
+def tool_rows(db: Database, tool_id: str, crawl_ids: list[int]) -> list[dict]:
+    """{crawl_id, hash, stale} of `tool_id` in each of `crawl_ids` that had it (by the primary
+    key: no scan of every crawl's tools)."""
+    if not crawl_ids:
+        return []
+    marks = ", ".join("?" * len(crawl_ids))
+    return db.query(
+        f"SELECT crawl_id, hash, stale FROM crawl_tools WHERE crawl_id IN ({marks}) AND tool_id = ? ORDER BY crawl_id",
+        [*crawl_ids, tool_id],
+    )
+
+
 def crawl_server_rows(db: Database, crawl_id: int) -> list[dict]:
     return db.query("SELECT * FROM crawl_servers WHERE crawl_id = ?", (crawl_id,))
 

@@ -1,0 +1,245 @@
+"""What each console page shows, read through the library functions the CLI and the meta-tools use
+(no HTTP, no HTML here): each function takes the Discovery of the visitor's grant (its scope) and
+returns the plain data its template renders. Run in worker threads, as serve's answers are."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from ...core.errors import NotFoundError, UsageError
+from ...core.redact import redact
+from ..discovery import Discovery
+
+SIMILAR = 5
+CRAWLS_LISTED = 30
+SERVERS_PER_PAGE = 100
+TOOL_DIFFS_SHOWN = 200  # per page: a first crawl of 10,000 tools is 10,000 "added" (the CLI has them all)
+
+
+_MEMO: OrderedDict[tuple, Any] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+
+
+def _memo(d: Discovery, what: str, read: Callable[[], Any]) -> Any:
+    """`read()`, kept while the index is unchanged (a crawl or an approval changes its data
+    version): what every page shows beside its answer is read once per version, not per page
+    load (150 ms at 10,000 tools). A few entries only: one per scope and kind."""
+    key = (what, json.dumps(d.scope.to_json(), sort_keys=True, default=str), id(d.db), d.db.data_version())
+    with _MEMO_LOCK:
+        if key in _MEMO:
+            return _MEMO[key]
+    value = read()
+    with _MEMO_LOCK:
+        _MEMO[key] = value
+        while len(_MEMO) > 32:
+            _MEMO.popitem(last=False)
+    return value
+
+
+def _categories(d: Discovery) -> dict[str, Any]:
+    from ...catalog.listing import categories
+
+    return _memo(d, "categories", lambda: categories(d.db, filters=d.within()).to_json())
+
+
+def facets(d: Discovery) -> dict[str, Any]:
+    """The servers, tags and categories in scope, for the search filters."""
+    res = _categories(d)
+    servers = [
+        s for s in res.get("servers", []) if s.get("count") and (not d.scope.servers or s["name"] in d.scope.servers)
+    ]
+    return {
+        "servers": [s["name"] for s in servers],
+        "tags": [t["name"] for t in res.get("tags", [])],
+        "categories": [c["name"] for c in res.get("categories", []) if c.get("count")],
+        "total": res.get("total", 0),
+    }
+
+
+def search(d: Discovery, params: Any) -> dict[str, Any]:
+    """The `/v1/search` answer (the `toolidx search --json` object) for the form's parameters."""
+    from ..http import search_payload
+
+    return search_payload(d, params)
+
+
+def tool(d: Discovery, name: str) -> dict[str, Any]:
+    """One tool in full (catalog.describe, as `toolidx describe --detail full`), with its usage
+    metrics and examples of this scope, its approval, the tools most like it in scope and the
+    crawls that changed it.
+    Raises LookupProblem when it is not in scope."""
+    from ...catalog.describe import describe
+    from ...diff.approved import approval_json
+    from ...diff.history import tool_history
+    from ...store import approvals
+    from ..answers import get_similar_tools
+    from ..usage import scope_label
+
+    row = d.resolve(name)
+    out = describe(
+        d.db,
+        row["id"],
+        "full",
+        usage=d.usage_store(),
+        metrics=True,
+        examples=True,
+        scope=scope_label(d.scope),
+    ).to_json()
+    out["approval"] = approval_json(approvals.approvals(d.db, [row["id"]]).get(row["id"]))
+    out["similar"] = get_similar_tools(d, {"tool_name": row["id"], "limit": SIMILAR}).payload.get("similar", [])
+    out["history"] = tool_history(d.db, row["id"], CRAWLS_LISTED)
+    return out
+
+
+def servers(d: Discovery, page: int = 1) -> dict[str, Any]:
+    """Each server in scope as its last crawl left it (errors with secret-looking values
+    redacted), failed ones first, SERVERS_PER_PAGE a page; and the recent crawls."""
+    everything = _memo(d, "servers", lambda: _servers(d))
+    rows = everything["servers"]
+    pages = max(1, -(-len(rows) // SERVERS_PER_PAGE))
+    page = min(max(1, page), pages)
+    shown = rows[(page - 1) * SERVERS_PER_PAGE : page * SERVERS_PER_PAGE]
+    failed = sum(1 for r in rows if r["status"] != "ok")
+    return {**everything, "servers": shown, "page": page, "pages": pages, "total": len(rows), "failed": failed}
+
+
+def _servers(d: Discovery) -> dict[str, Any]:
+    from ...diff.history import history
+    from ...store.tools import list_servers
+
+    counts = {s["name"]: s.get("count", 0) for s in _categories(d).get("servers", [])}
+    rows = []
+    for s in list_servers(d.db):
+        if d.scope.servers and s["name"] not in d.scope.servers:
+            continue
+        rows.append(
+            {
+                "name": s["name"],
+                "transport": s.get("transport"),
+                "version": s.get("server_version"),
+                "category": s.get("category"),
+                "status": s.get("status"),
+                "error": redact(s.get("error"))[0] if s.get("error") else None,
+                "stderr_tail": redact(s.get("stderr_tail"))[0] if s.get("stderr_tail") else None,
+                "tools": counts.get(s["name"], 0),
+                "crawled_at": s.get("crawled_at"),
+                "last_ok_at": s.get("last_ok_at"),
+                "stale": s.get("status") != "ok" and bool(counts.get(s["name"])),
+            }
+        )
+    rows.sort(key=lambda r: (r["status"] == "ok", r["name"]))
+    crawls = history(d.db, CRAWLS_LISTED, list(d.scope.servers) or None).to_json()["crawls"]
+    return {"servers": rows, "crawls": crawls}
+
+
+def changes(d: Discovery, from_ref: str | None, to_ref: str | None) -> dict[str, Any]:
+    """The diff between two crawls (diff.history, as `toolidx diff --from --to`), inside the scope's
+    servers, and the crawls to pick from."""
+    from ...diff.history import diff_crawls, history
+
+    servers = list(d.scope.servers) or None
+    crawls = history(d.db, CRAWLS_LISTED, servers).to_json()["crawls"]
+    try:
+        result = diff_crawls(d.db, from_ref or None, to_ref or None, servers).to_json()
+        problem = None
+    except (NotFoundError, UsageError) as e:
+        result, problem = None, str(e)
+    if result is not None:
+        _keep_in_scope(d, result)
+        _cap(result)
+    return {"crawls": crawls, "diff": result, "problem": problem, "from": from_ref or "", "to": to_ref or ""}
+
+
+def quarantine(d: Discovery, server: str | None = None) -> dict[str, Any]:
+    """What awaits approval in scope: per server, how many tools were never approved and how many
+    changed since their approval (by definition hash); for one server (`server`, else the first
+    with a changed tool, else the first with any), each tool field by field against the approved
+    definition (diff.approved, as `toolidx diff --approved --server S`: a whole catalog's field
+    diff takes seconds at 10,000 tools); and the approvals that can be revoked."""
+    from ...diff.approved import awaiting_approval
+    from ...store import approvals
+
+    approved = approvals.approvals(d.db)
+    current = _memo(d, "hashes", lambda: approvals.current_hashes(d.db, servers=list(d.scope.servers) or None))
+    kept = d.in_scope(current) if not d.scope.is_empty() else set(current)
+    waiting: dict[str, dict[str, int]] = {}
+    for tid in sorted(kept):
+        a = approved.get(tid)
+        kind = "never" if a is None else "changed" if a["hash"] != current[tid] else None
+        if kind:
+            counts = waiting.setdefault(tid.partition("/")[0], {"never": 0, "changed": 0})
+            counts[kind] += 1
+    if server not in waiting:
+        server = next((s for s, c in waiting.items() if c["changed"]), next(iter(waiting), None))
+    result = None
+    if server is not None:
+        result = awaiting_approval(d.db, [server]).to_json()
+        _keep_in_scope(d, result)
+        _cap(result)
+    rows = [{"id": tid, "by": r.get("approved_by"), "at": r.get("approved_at")} for tid, r in sorted(approved.items())]
+    in_scope = set(approved) if d.scope.is_empty() else d.in_scope(approved)
+    # the servers with changed tools first, then the most waiting: a page, not 2,000 rows
+    ranked = sorted(waiting, key=lambda s: (-waiting[s]["changed"], -waiting[s]["never"], s))
+    listed = ranked[:SERVERS_PER_PAGE] + ([server] if server in ranked[SERVERS_PER_PAGE:] else [])
+    return {
+        "waiting": {s: waiting[s] for s in listed},
+        "more_servers": len(waiting) - len(listed),
+        "server": server,
+        "diff": result,
+        "approved": [r for r in rows if r["id"] in in_scope],
+    }
+
+
+def approve(d: Discovery, tool_id: str, by: str, revoke: bool) -> dict[str, Any]:
+    """Approve (or revoke) one tool as `toolidx approve` does (catalog.approvals), on its own
+    connection: serve's is for reading. Only a tool in scope (revoking: an approval whose tool
+    left the index too)."""
+    from ...catalog.approvals import approve as record
+    from ...store.db import open_db
+
+    if not (d.in_scope([tool_id]) or (revoke and d.scope.is_empty())):
+        raise NotFoundError(f"no tool {tool_id!r} in scope", fix="pick a tool from the quarantine page")
+    db = open_db(d.db_path)
+    try:
+        return record(db, [tool_id], revoke=revoke, by=by).to_json()
+    finally:
+        db.close()
+
+
+def usage(d: Discovery) -> dict[str, Any]:
+    """Calls, success rate, p50/p95 and last use per tool and per server (`toolidx stats --usage`)."""
+    from ...catalog.usage import usage_report
+
+    report = d.usage_read(lambda u: usage_report(d.db, u, d.within()), None)
+    if report is None:
+        report = usage_report(d.db, None)
+    out = report.to_json()
+    top = max([t.get("calls", 0) for t in out.get("tools", [])] or [0])
+    out["top"] = top
+    return out
+
+
+def _keep_in_scope(d: Discovery, diff: dict[str, Any]) -> None:
+    """Drop from a diff's JSON the tools a scope narrower than servers (tags, categories,
+    read-only) hides; removed tools are kept when their server is in scope."""
+    if d.scope.is_empty():
+        return
+    ids = [t["id"] for s in diff.get("servers", []) for t in s.get("tools", [])]
+    kept = d.in_scope(ids)
+    for s in diff.get("servers", []):
+        s["tools"] = [t for t in s.get("tools", []) if t["id"] in kept or t.get("change") == "removed"]
+
+
+def _cap(diff: dict[str, Any]) -> None:
+    """Keep the first TOOL_DIFFS_SHOWN tool diffs (the most severe first within each server, as
+    listed) and say in `hidden` how many more there are."""
+    left, hidden = TOOL_DIFFS_SHOWN, 0
+    for s in diff.get("servers", []):
+        tools = s.get("tools", [])
+        s["tools"], hidden = tools[:left], hidden + max(0, len(tools) - left)
+        left = max(0, left - len(tools))
+    diff["hidden"] = hidden
