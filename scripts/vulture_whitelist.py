@@ -33,3 +33,5 @@ do_GET  # unused method (tests/conftest.py): http.server calls its handler's met
 log_message  # unused method (tests/conftest.py): http.server's logging hook, silenced
 latency_ms  # unused variable (toolidx/search/eval.py:238)
 infeasible_path  # unused variable (toolidx/search/eval.py:254)
+_make_search_tool  # unused method (toolidx/integrations/fastmcp.py): FastMCP's BaseSearchTransform calls it
+_search  # unused method (toolidx/integrations/fastmcp.py): BaseSearchTransform's search hook
