@@ -273,3 +273,23 @@ def test_sdk_server_tool_search(model_path):
             assert found["tools"][0]["name"] == "play_music" and live.catalog is not None and live.catalog.embedded == 1
 
     anyio.run(main)
+
+
+def test_example_fastmcp_server(tmp_path, model_path):
+    """examples/fastmcp_server.py --demo: searched and called in-process, as the README's 5-minute path runs it."""
+    pytest.importorskip("fastmcp")
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    env = {**os.environ, "HOME": str(tmp_path), "TOOLIDX_MODEL_PATH": model_path}
+    cmd = [sys.executable, str(REPO / "examples" / "fastmcp_server.py"), "--size", "40", "--demo", "list my invoices"]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    lines = p.stdout.splitlines()
+    assert lines[0] == "tools/list: ['whoami', 'search_tools', 'call_tool']"
+    assert lines[1].split()[1] == "list_invoice", p.stdout
+    assert lines[-1] == 'call_tool: list_invoice called with {"query": "x"}'
+    assert (tmp_path / ".cache" / "toolidx-example" / "tools.db").is_file()
