@@ -45,6 +45,7 @@ __all__ = ["API_VERSION", "Catalog", "Description", "Filters", "LiveCatalog", "S
 
 API_VERSION = 1
 DEFAULT_SERVER = "server"  # the server part of ids (`server/tool`) in a catalog built from tools
+SOURCE_KEY, SOURCE_SKIPPED = "api_tools_key", "api_tools_skipped"  # meta: the tools a catalog was last built from
 PYTHON = Spelling((), "=")  # hints name the keyword arguments: "min_score=0 shows it anyway"
 
 
@@ -67,10 +68,21 @@ def tool_dict(tool: Any) -> dict:
     return fix_strings(out)
 
 
-def tools_key(tools: Sequence[dict]) -> str:
-    """Equal for equal tool lists, whatever their order: when a catalog must be refreshed."""
-    text = json.dumps(sorted(tools, key=lambda t: str(t.get("name"))), sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+_KEY_FIELDS = ("name", "title", "description", "parameters", "input_schema", "output_schema", "annotations", "meta")
+
+
+def tools_key(tools: Sequence[Any]) -> str:
+    """Equal for equal tool lists, whatever their order: when a catalog must be refreshed. Read
+    from the objects' own fields (turning 1,000 pydantic tools into dicts for each search would
+    cost more than the search)."""
+
+    def fields(t: Any) -> Any:
+        if isinstance(t, dict):
+            return t
+        return [getattr(t, f, None) for f in _KEY_FIELDS]
+
+    rows = sorted(json.dumps(fields(t), sort_keys=True, default=repr, ensure_ascii=False) for t in tools)
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
 
 
 def _embedder(model: str | None, model_path: str | None, indexed: str | None = None) -> Embedder | None:
@@ -137,6 +149,14 @@ class Catalog:
         are embedded, removed ones dropped. Returns how many tools were embedded."""
         if self.server is None:
             raise UsageError("this catalog was opened from an index file", fix="crawl the index again instead")
+        tools = list(tools)
+        # what the file holds already, written from these very tools with this model: a restart
+        # of an unchanged server reads its cache and writes nothing
+        key = f"{self.server}:{self.embedder.model if self.embedder else None}:{tools_key(tools)}"
+        with self._lock:
+            if self.db.get_meta(SOURCE_KEY) == key:
+                self.skipped, self.embedded = json.loads(self.db.get_meta(SOURCE_SKIPPED) or "[]"), 0
+                return 0
         spec = ServerSpec(name=self.server, transport="tools_file")
         res = ServerResult(spec, "ok", now_iso(), server_name=self.server)
         seen: set[str] = set()
@@ -151,6 +171,8 @@ class Catalog:
             res.tools.append(t)
         with self._lock:
             summary = write_crawl(self.db, [res], embedder=self.embedder, config_path=None, prune=True)
+            self.db.set_meta(SOURCE_KEY, key)
+            self.db.set_meta(SOURCE_SKIPPED, json.dumps(skipped))
             self.skipped, self.embedded = skipped, summary.embedded
         return summary.embedded
 
@@ -241,13 +263,12 @@ class LiveCatalog:
         self._lock = threading.Lock()
 
     def current(self, tools: Sequence[Any]) -> Catalog:
-        dicts = [tool_dict(t) for t in tools]
-        key = tools_key(dicts)
+        key = tools_key(tools)
         with self._lock:
             if self.catalog is None:
-                self.catalog = Catalog.from_tools(dicts, **self._args)  # type: ignore[arg-type]
+                self.catalog = Catalog.from_tools(tools, **self._args)  # type: ignore[arg-type]
                 self.catalog.warm()
             elif key != self._key:
-                self.catalog.update(dicts)
+                self.catalog.update(tools)
             self._key = key
             return self.catalog
