@@ -169,10 +169,10 @@ def test_fastmcp_transform(model_path):
             nothing = await search("bake a chocolate cake for the birthday party")
             assert nothing["tools"] == [] and nothing["no_match"] is True
             # max results: the transform's default, and the caller's limit
-            transform._min_score = 0.0
+            transform.min_score = 0.0
             assert len((await search("a tool"))["tools"]) == 3
             assert len((await search("a tool", limit=5))["tools"]) == 5
-            transform._min_score = None
+            transform.min_score = None
             # call_tool runs a hidden tool; hidden tools stay callable by name; unknown names are refused
             r = await c.call_tool("call_tool", {"name": "stock_price", "arguments": {"ticker": "ACME"}})
             assert r.content[0].text == 'stock_price ran with {"ticker": "ACME"}'
@@ -293,3 +293,16 @@ def test_example_fastmcp_server(tmp_path, model_path):
     assert lines[1].split()[1] == "list_invoice", p.stdout
     assert lines[-1] == 'call_tool: list_invoice called with {"query": "x"}'
     assert (tmp_path / ".cache" / "toolidx-example" / "tools.db").is_file()
+
+
+def test_core_never_imports_fastmcp():
+    """FastMCP is an extra: the CLI, serve and the API load without it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, toolidx.cli.main, toolidx.serve.server, toolidx.integrations.catalog, "
+        "toolidx.integrations.mcpsdk; assert 'fastmcp' not in sys.modules, 'fastmcp imported'"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr

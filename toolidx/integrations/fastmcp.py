@@ -69,7 +69,7 @@ class ToolidxSearchTransform(BaseSearchTransform):
             search_tool_name=search_tool_name,
             call_tool_name=call_tool_name,
         )
-        self._min_score = min_score
+        self.min_score = min_score  # None: the calibrated gate
         self.live = LiveCatalog(server=server, cache=cache, model=model, model_path=model_path)
 
     def _make_search_tool(self) -> Tool:
@@ -99,7 +99,7 @@ class ToolidxSearchTransform(BaseSearchTransform):
 
         def run() -> dict[str, Any]:
             catalog = self.live.current(tools)
-            res = catalog.search(query, limit=max(1, min(limit, 50)), min_score=self._min_score)
+            res = catalog.search(query, limit=max(1, min(limit, 50)), min_score=self.min_score)
             found = []
             for h in res.hits:
                 if h.name in by_name:
