@@ -123,7 +123,8 @@ def add_tool_search(
     pinned = set(always_visible or [])
     meta = _meta_tools(search_tool_name, describe_tool_name, call_tool_name, max_results)
     meta_names = {t.name for t in meta}
-    live = LiveCatalog(server=getattr(low, "name", None) or "server", cache=cache, model=model, model_path=model_path)
+    label = str(getattr(low, "name", None) or "server").replace("/", "-")  # '/' separates server and tool in ids
+    live = LiveCatalog(server=label, cache=cache, model=model, model_path=model_path)
 
     async def own_tools(ctx: Any) -> list[Tool]:
         tools: list[Tool] = []
