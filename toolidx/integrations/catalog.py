@@ -68,21 +68,35 @@ def tool_dict(tool: Any) -> dict:
     return fix_strings(out)
 
 
-_KEY_FIELDS = ("name", "title", "description", "parameters", "input_schema", "output_schema", "annotations", "meta")
+def _text_of(tool: Any) -> str:
+    """What of a tool definition the index ranks by (names, texts, parameters and their types,
+    annotations), as one string, read from a dict or straight from an SDK or FastMCP object."""
+    if isinstance(tool, dict):
+        get: Any = tool.get
+        schema = tool.get("inputSchema") or tool.get("input_schema")
+    else:
+
+        def get(key: str) -> Any:
+            return getattr(tool, key, None)
+
+        schema = get("parameters") if get("parameters") is not None else get("input_schema")
+    schema = schema if isinstance(schema, dict) else {}
+    parts = [str(get("name")), str(get("title") or ""), str(get("description") or ""), repr(get("annotations"))]
+    props = schema.get("properties")
+    for name, prop in props.items() if isinstance(props, dict) else ():
+        prop = prop if isinstance(prop, dict) else {}
+        parts += [str(name), str(prop.get("type")), str(prop.get("description") or ""), repr(prop.get("enum"))]
+    parts.append(repr(schema.get("required")))
+    return "\x1f".join(parts)
 
 
 def tools_key(tools: Sequence[Any]) -> str:
     """Equal for equal tool lists, whatever their order: when a catalog must be refreshed. Read
-    from the objects' own fields (turning 1,000 pydantic tools into dicts for each search would
-    cost more than the search)."""
-
-    def fields(t: Any) -> Any:
-        if isinstance(t, dict):
-            return t
-        return [getattr(t, f, None) for f in _KEY_FIELDS]
-
-    rows = sorted(json.dumps(fields(t), sort_keys=True, default=repr, ensure_ascii=False) for t in tools)
-    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
+    from the objects' own fields, not their JSON (turning 1,000 pydantic tools into JSON for each
+    search costs more than the search); a change deeper in a schema than a parameter's type,
+    description and enum shows at the next change of those (search answers carry the live
+    definitions whatever the catalog holds)."""
+    return hashlib.sha256("\x1e".join(sorted(_text_of(t) for t in tools)).encode()).hexdigest()
 
 
 def _embedder(model: str | None, model_path: str | None, indexed: str | None = None) -> Embedder | None:
