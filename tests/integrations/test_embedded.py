@@ -179,6 +179,8 @@ def test_fastmcp_transform(model_path):
             assert (await c.call_tool("git_commit", {"message": "m"})).content[0].text.startswith("git_commit ran")
             with pytest.raises(ToolError, match="Unknown tool"):
                 await c.call_tool("call_tool", {"name": "no_such_tool", "arguments": {}})
+            with pytest.raises(ToolError, match="the query is empty"):  # toolidx's one-line error, what to do
+                await search("  ")
             # the server's tools change: the next search embeds the new tool only, and forgets a removed one
             assert transform.live.catalog is not None and transform.live.catalog.embedded == len(TOOLS) - 1
             server.add_tool(stub("play_music", "Play a song on the speakers.", {"song": "string"}))

@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 try:
+    from fastmcp.exceptions import ToolError
     from fastmcp.server.context import Context
     from fastmcp.server.transforms.search.base import BaseSearchTransform
     from fastmcp.tools.base import Tool
 except ImportError as e:  # pragma: no cover - the extra is not installed
     raise ImportError(f"toolidx.integrations.fastmcp needs FastMCP ({e}): pip install 'toolidx[fastmcp]'") from None
 
+from ..core.errors import ToolidxError
 from .catalog import LiveCatalog, tool_dict
 
 __all__ = ["ToolidxSearchTransform"]
@@ -109,7 +111,10 @@ class ToolidxSearchTransform(BaseSearchTransform):
                 out["notes"] = res.notes
             return out
 
-        return await anyio.to_thread.run_sync(run)
+        try:
+            return await anyio.to_thread.run_sync(run)
+        except ToolidxError as e:  # bad input (an empty query): the agent reads what to do
+            raise ToolError(str(e)) from None
 
     async def _search(self, tools: Sequence[Tool], query: str) -> Sequence[Tool]:
         """BaseSearchTransform's hook: the matching tools, best first, without their scores."""
