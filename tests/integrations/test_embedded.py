@@ -308,3 +308,38 @@ def test_core_never_imports_fastmcp():
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
+
+
+def test_sdk_lowlevel_server_paginated(model_path):
+    """A low-level Server whose own tools/list pages: every page is searched, calls reach its handler."""
+    from mcp import Client
+    from mcp.server.lowlevel import Server
+    from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
+
+    from toolidx.integrations.mcpsdk import add_tool_search
+
+    defs = tool_defs()
+    pages = [defs[:4], defs[4:8], defs[8:]]
+    calls = []
+
+    async def list_tools(ctx, params):
+        n = int(params.cursor or 0)
+        tools = [Tool(name=d["name"], description=d["description"], input_schema=d["inputSchema"]) for d in pages[n]]
+        return ListToolsResult(tools=tools, next_cursor=str(n + 1) if n + 1 < len(pages) else None)
+
+    async def call_tool(ctx, params):
+        calls.append((params.name, params.arguments))
+        return CallToolResult(content=[TextContent(type="text", text=f"ran {params.name}")])
+
+    server = Server("low/level", on_list_tools=list_tools, on_call_tool=call_tool)
+    add_tool_search(server, model_path=model_path)
+
+    async def main():
+        async with Client(server) as c:
+            assert [t.name for t in (await c.list_tools()).tools] == ["search_tools", "describe_tool", "call_tool"]
+            found = (await c.call_tool("search_tools", {"query": "latest price of a stock ticker"})).structured_content
+            assert found["tools"][0]["name"] == "stock_price"  # on the last page
+            r = await c.call_tool("call_tool", {"name": "stock_price", "arguments": {"ticker": "ACME"}})
+            assert r.content[0].text == "ran stock_price" and calls == [("stock_price", {"ticker": "ACME"})]
+
+    anyio.run(main)
