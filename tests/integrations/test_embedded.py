@@ -11,6 +11,7 @@ import anyio
 import pytest
 from conftest import run_cli
 
+from toolidx.core.filters import Filters
 from toolidx.integrations.catalog import Catalog, LiveCatalog
 
 TOOLS = [
@@ -80,6 +81,10 @@ def test_catalog_from_tools_searches_and_describes(model_path):
         assert len(cat.search("bake a chocolate cake", min_score=0, limit=3).hits) == 3
         # the CLI's filters
         assert [h.name for h in cat.search("files", name_pattern="^list", min_score=0).hits] == ["list_files"]
+        by_text = cat.search("files", filters=Filters(description_contains="directory"), min_score=0)
+        assert [h.name for h in by_text.hits] == ["list_files"]
+        both = cat.search("message", servers=["demo"], filters=Filters(description_contains="email"), min_score=0)
+        assert [h.name for h in both.hits] == ["send_email"]
         d = cat.describe("resize_image", detail="schema")
         assert d.id == "demo/resize_image" and [p["name"] for p in d.parameters or []] == ["path", "width"]
         full = cat.describe("demo/resize_image", detail="full").full

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from dataclasses import replace
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -212,6 +213,7 @@ class Catalog:
         exclude_tags: Sequence[str] = (),
         categories: Sequence[str] = (),
         name_pattern: str | None = None,
+        description_contains: str | None = None,
         read_only: bool = False,
         no_destructive: bool = False,
     ) -> SearchResult:
@@ -225,11 +227,14 @@ class Catalog:
             exclude_tags=list(exclude_tags),
             categories=list(categories),
             name_pattern=name_pattern,
+            description_contains=description_contains,
             read_only=read_only,
             no_destructive=no_destructive,
         )
-        if filters is not None:
-            f = f.narrowed_by(filters)
+        if filters is not None:  # both: the keyword filters inside `filters`
+            f = filters if f.is_empty() else f.narrowed_by(filters)
+            if f.description_contains is None and filters.description_contains is not None:
+                f = replace(f, description_contains=filters.description_contains)
         with self._lock:
             return search(
                 self.db,
