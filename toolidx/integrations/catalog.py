@@ -25,8 +25,8 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from dataclasses import replace
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
