@@ -101,7 +101,7 @@ def catalog_tools(path: Path, limit: int) -> list[Tool]:
     return tools
 
 
-def build(tools_file: str | None = None, size: int = 200) -> FastMCP:
+def build(tools_file: str | None = None, size: int = 200) -> tuple[FastMCP, ToolidxSearchTransform]:
     mcp = FastMCP("Example business API")
     for tool in catalog_tools(Path(tools_file), size) if tools_file else generated_tools(size):
         mcp.add_tool(tool)
@@ -112,8 +112,9 @@ def build(tools_file: str | None = None, size: int = 200) -> FastMCP:
         return "demo user"
 
     # the one line: list_tools now shows whoami, search_tools and call_tool
-    mcp.add_transform(ToolidxSearchTransform(always_visible=["whoami"], cache="~/.cache/toolidx-example/tools.db"))
-    return mcp
+    search = ToolidxSearchTransform(always_visible=["whoami"], cache="~/.cache/toolidx-example/tools.db")
+    mcp.add_transform(search)
+    return mcp, search
 
 
 async def demo(mcp: FastMCP, query: str) -> None:
@@ -139,7 +140,8 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=200, help="how many tools (default 200)")
     ap.add_argument("--demo", metavar="QUERY", help="search in-process and print the answer, instead of serving")
     args = ap.parse_args()
-    mcp = build(args.tools, args.size)
+    mcp, search = build(args.tools, args.size)
+    asyncio.run(search.prepare(mcp))  # embed (or read from the cache) now, not at the first search
     if args.demo:
         asyncio.run(demo(mcp, args.demo))
     else:

@@ -207,10 +207,15 @@ def test_fastmcp_transform_vector_cache(tmp_path, model_path):
 
     async def start() -> tuple[str, int]:
         transform = ToolidxSearchTransform(cache=tmp_path / "tools.db", model_path=model_path)
-        async with Client(fastmcp_server(TOOLS, transform)) as c:
+        server = fastmcp_server(TOOLS, transform)
+        await transform.prepare(server)  # built before any client asks
+        assert transform.live.catalog is not None
+        built, embedded = transform.live.catalog, transform.live.catalog.embedded
+        async with Client(server) as c:
             r = await c.call_tool("search_tools", {"query": "translate this sentence into French"})
-            assert transform.live.catalog is not None
-            return r.structured_content["tools"][0]["name"], transform.live.catalog.embedded
+        # the first search found the catalog prepare built, current: nothing rebuilt nor re-embedded
+        assert transform.live.catalog is built and transform.live.catalog.embedded == embedded
+        return r.structured_content["tools"][0]["name"], embedded
 
     assert anyio.run(start) == ("translate_text", len(TOOLS))
     assert anyio.run(start) == ("translate_text", 0)

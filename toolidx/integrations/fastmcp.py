@@ -116,6 +116,19 @@ class ToolidxSearchTransform(BaseSearchTransform):
         except ToolidxError as e:  # bad input (an empty query): the agent reads what to do
             raise ToolError(str(e)) from None
 
+    async def prepare(self, server: Any) -> None:
+        """Build the catalog now, embedding what the cache lacks, instead of at the first
+        `search_tools` (a first start of 1,000 tools embeds for seconds, on a small machine
+        minutes): `asyncio.run(transform.prepare(mcp))` before `mcp.run()`."""
+        from types import SimpleNamespace
+
+        import anyio
+
+        # the catalog as search_tools will read it: this transform bypassed, middleware applied
+        tools = await self.get_tool_catalog(SimpleNamespace(fastmcp=server))  # type: ignore[arg-type]
+        hidden = [t for t in tools if t.name not in self._always_visible]
+        await anyio.to_thread.run_sync(self.live.current, hidden)
+
     async def _search(self, tools: Sequence[Tool], query: str) -> Sequence[Tool]:
         """BaseSearchTransform's hook: the matching tools, best first, without their scores."""
         answer = await self.answer(tools, query, self._max_results)
