@@ -2,7 +2,7 @@
 
     python benchmarks/peers.py [--sets etom,livemcp,livemcp-natural] [--json OUT.json]
 
-Two peers, each a ranker over plain tool dicts ({id, server, name, description, input_schema}):
+Three peers, each a ranker over plain tool dicts ({id, server, name, description, input_schema}):
 
 - `CodexBM25`: Codex's `tool_search` over MCP tools (codex-rs/core/src/tools/handlers/tool_search.rs,
   read in openai/codex). Each tool is one document, the space-joined fields: the qualified name
@@ -25,6 +25,9 @@ Two peers, each a ranker over plain tool dicts ({id, server, name, description, 
   description containing it as a word 2. Nothing public says it drops stop words, so it does not;
   `claude-code-kw-nostop` (reported, not counted as a peer) is the same search with English stop
   words left out of the query, to show how much of the gap that choice explains.
+- `FastMCPBM25`: FastMCP's `BM25SearchTransform` itself (the `fastmcp` extra; left out without it),
+  its search hook over FastMCP tools named `server__tool`; benchmarks/embedded.py measures it and
+  toolidx's transform through a real `fastmcp.Client`.
 
 toolidx hybrid runs on an index built with `toolidx crawl` from a tools_file config of the same
 tools.jsonl (cached in $TOOLIDX_BENCH_CACHE, default /tmp/toolidx-bench), with min_score 0 (the
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import math
 import re
@@ -401,12 +405,51 @@ class ClaudeCodeKeyword:
         return [self.tools[n]["id"] for n in order[:k]]
 
 
+# --- FastMCP: BM25SearchTransform -----------------------------------------------------------------
+class FastMCPBM25:
+    """FastMCP's own BM25SearchTransform (fastmcp.server.transforms.search.bm25), run, not
+    reproduced: each tool a FastMCP Tool named `server__tool` (how a server that mounts others names
+    their tools), ranked by the transform's search hook, what its `search_tools` runs on the listed
+    catalog (the round trip through `fastmcp.Client` is benchmarks/embedded.py's). Needs the
+    `fastmcp` extra; without it the peer is left out."""
+
+    def __init__(self, tools: list[dict]):
+        import asyncio
+
+        from fastmcp.server.transforms.search import BM25SearchTransform
+        from fastmcp.tools.base import Tool
+
+        class Listed(Tool):
+            async def run(self, arguments: dict[str, Any]) -> Any:
+                raise NotImplementedError("ranked, never called")
+
+        self.ids: dict[str, str] = {}
+        self.tools = []
+        for t in tools:
+            name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{t.get('server')}__{t['name']}")[:128]
+            if name in self.ids:
+                continue
+            schema = t.get("input_schema") if isinstance(t.get("input_schema"), dict) else {}
+            self.ids[name] = t["id"]
+            self.tools.append(Listed(name=name, description=t.get("description") or "", parameters=schema))
+        self.transform = BM25SearchTransform()
+        self.loop = asyncio.new_event_loop()
+
+    def rank(self, query: str, k: int = 10) -> list[str]:
+        self.transform._max_results = k
+        found = self.loop.run_until_complete(self.transform._search(self.tools, query))
+        return [self.ids[t.name] for t in found]
+
+
 PEERS: dict[str, Callable[[list[dict]], Any]] = {
     "codex-bm25": CodexBM25,
     "claude-code-keyword": ClaudeCodeKeyword,
     "claude-code-kw-nostop": lambda tools: ClaudeCodeKeyword(tools, drop_stop_words=True),
 }
 FAITHFUL = ("codex-bm25", "claude-code-keyword")  # the variant is a sensitivity check, not a peer
+if importlib.util.find_spec("fastmcp") is not None:  # the `fastmcp` extra (the test extra has it)
+    PEERS["fastmcp-bm25"] = FastMCPBM25
+    FAITHFUL += ("fastmcp-bm25",)
 
 
 # --- toolidx hybrid ----------------------------------------------------------------------------------

@@ -35,3 +35,5 @@ log_message  # unused method (tests/conftest.py): http.server's logging hook, si
 latency_ms  # unused variable (toolidx/search/eval.py:238)
 infeasible_path  # unused variable (toolidx/search/eval.py:254)
 binary_location  # unused attribute (tests/serve/test_console.py, benchmarks/console_speed.py): Selenium reads ChromeOptions' browser path
+_make_search_tool  # unused method (toolidx/integrations/fastmcp.py): FastMCP's BaseSearchTransform calls it
+_search  # unused method (toolidx/integrations/fastmcp.py): BaseSearchTransform's search hook

@@ -71,3 +71,15 @@ def test_claude_code_keyword_query_forms():
     assert k.rank("+slack message") == ["slack/send_message"]  # required term in the name
     assert k.rank("pull request")[0] == "github/create_pull_request"  # name parts first
     assert k.rank("repository")[0] == "github/list_issues"  # then the description
+
+
+def test_fastmcp_bm25_is_fastmcps_own_transform():
+    """The FastMCP peer runs BM25SearchTransform itself (the `fastmcp` extra), parameters indexed."""
+    import pytest
+
+    pytest.importorskip("fastmcp")
+    assert "fastmcp-bm25" in peers.PEERS and "fastmcp-bm25" in peers.FAITHFUL
+    f = peers.FastMCPBM25(TOOLS)
+    assert f.rank("open a pull request", 5)[0] == "github/create_pull_request"
+    assert f.rank("timezone", 5) == ["time/get_current_time"]
+    assert f.rank("zzz qqq", 5) == []

@@ -1,0 +1,293 @@
+"""toolidx's Python API (version `API_VERSION`): a catalog of MCP tools to search and describe,
+opened from an index file or built in memory from a server's own tool definitions. No CLI, no SQL.
+
+    from toolidx.integrations.catalog import Catalog
+
+    catalog = Catalog.from_tools(tools, cache="~/.cache/my-server/tools.db")  # tools/list dicts or mcp Tools
+    result = catalog.search("convert a pdf to text", limit=5)   # SearchResult: hits, scores, no_match
+    for hit in result.hits:
+        print(hit.name, hit.score, hit.why)
+    print(catalog.describe("convert_pdf", detail="schema").to_json())
+
+    catalog = Catalog.open("tools.db")   # an index `toolidx crawl` wrote
+
+`search` is the CLI's search (`toolidx.search.hybrid.search`: the same ranking, filters, calibrated
+scores and "no good match"), `describe` the CLI's describe. A catalog built from tools is embedded
+once; with `cache` its vectors are kept in that file by each tool's embedded text, so a restart with
+the same tools embeds nothing and `update` embeds only the tools that changed.
+
+Compatibility: within one `API_VERSION` the names and parameters below only grow (new keyword
+arguments with defaults, new result fields); the results' `to_json()` are the CLI's `--json` bodies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..catalog.describe import Description, describe
+from ..core.clock import now_iso
+from ..core.embedding import QUERY_THREADS, Embedder, load_embedder, resolve_model
+from ..core.errors import ModelError, UsageError
+from ..core.filters import Filters
+from ..core.servers import ServerResult, ServerSpec, server_name_problem
+from ..core.tooldoc import fix_strings, validate_tool
+from ..search.hybrid import SearchResult, Spelling, get_query_embedder, search, warm
+from ..store.crawls import write_crawl
+from ..store.db import Database, open_db
+from ..store.retrieval import filtered_count
+
+__all__ = ["API_VERSION", "Catalog", "Description", "Filters", "LiveCatalog", "SearchResult", "tool_dict"]
+
+API_VERSION = 1
+DEFAULT_SERVER = "server"  # the server part of ids (`server/tool`) in a catalog built from tools
+SOURCE_KEY, SOURCE_SKIPPED = "api_tools_key", "api_tools_skipped"  # meta: the tools a catalog was last built from
+PYTHON = Spelling((), "=")  # hints name the keyword arguments: "min_score=0 shows it anyway"
+
+
+def tool_dict(tool: Any) -> dict:
+    """A tool definition as `tools/list` sends it (camelCase keys), from a dict in that shape (or
+    the bench shape: `input_schema`), an mcp `Tool`, or a FastMCP `Tool`."""
+    if hasattr(tool, "to_mcp_tool"):  # FastMCP's Tool
+        tool = tool.to_mcp_tool()
+    if hasattr(tool, "model_dump"):  # the SDK's Tool (pydantic, snake_case attributes)
+        tool = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+    if not isinstance(tool, dict):
+        raise UsageError(f"a tool must be a dict or an MCP Tool, not {type(tool).__name__}")
+    out = {k: v for k, v in tool.items() if k not in ("id", "server", "server_title")}
+    if "inputSchema" not in out and isinstance(out.get("input_schema"), dict):
+        out["inputSchema"] = out.pop("input_schema")
+    if "outputSchema" not in out and isinstance(out.get("output_schema"), dict):
+        out["outputSchema"] = out.pop("output_schema")
+    if out.get("description") is None:
+        out.pop("description", None)
+    return fix_strings(out)
+
+
+def _text_of(tool: Any) -> str:
+    """What of a tool definition the index ranks by (names, texts, parameters and their types,
+    annotations), as one string, read from a dict or straight from an SDK or FastMCP object."""
+    if isinstance(tool, dict):
+        get: Any = tool.get
+        schema = tool.get("inputSchema") or tool.get("input_schema")
+    else:
+
+        def get(key: str) -> Any:
+            return getattr(tool, key, None)
+
+        schema = get("parameters") if get("parameters") is not None else get("input_schema")
+    schema = schema if isinstance(schema, dict) else {}
+    parts = [str(get("name")), str(get("title") or ""), str(get("description") or ""), repr(get("annotations"))]
+    props = schema.get("properties")
+    for name, prop in props.items() if isinstance(props, dict) else ():
+        prop = prop if isinstance(prop, dict) else {}
+        parts += [str(name), str(prop.get("type")), str(prop.get("description") or ""), repr(prop.get("enum"))]
+    parts.append(repr(schema.get("required")))
+    return "\x1f".join(parts)
+
+
+def tools_key(tools: Sequence[Any]) -> str:
+    """Equal for equal tool lists, whatever their order: when a catalog must be refreshed. Read
+    from the objects' own fields, not their JSON (turning 1,000 pydantic tools into JSON for each
+    search costs more than the search); a change deeper in a schema than a parameter's type,
+    description and enum shows at the next change of those (search answers carry the live
+    definitions whatever the catalog holds)."""
+    return hashlib.sha256("\x1e".join(sorted(_text_of(t) for t in tools)).encode()).hexdigest()
+
+
+def _embedder(model: str | None, model_path: str | None, indexed: str | None = None) -> Embedder | None:
+    choice = resolve_model(model, model_path, indexed=indexed)
+    emb = load_embedder(choice, threads=QUERY_THREADS)
+    if emb is None and choice.explicit:
+        raise ModelError(f"the embedding model {choice.name!r} cannot be loaded", fix="check model_path")
+    return emb
+
+
+class Catalog:
+    """The tools of one index, to search and describe. Make one with `Catalog.open` (an index file)
+    or `Catalog.from_tools` (tool definitions, in memory or in a cache file). Thread-safe."""
+
+    def __init__(self, db: Database, embedder: Embedder | None, *, server: str | None = None):
+        self.db = db
+        self.embedder = embedder
+        self.server = server  # the server part of ids when built from tools
+        self.skipped: list[dict[str, Any]] = []  # [{"name", "reason"}]: tools left out at the last build
+        self.embedded = 0  # tools embedded at the last build or update (0: every vector was cached)
+        self._lock = threading.Lock()
+
+    # --- making one --------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path, *, model: str | None = None, model_path: str | None = None) -> Catalog:
+        """The index at `path` (what `toolidx crawl` wrote), read-only, with the model it was
+        embedded with (or `model` / `model_path`). Raises DatabaseError for a missing or foreign file."""
+        db = open_db(path, readonly=True)
+        if model or model_path:
+            emb = _embedder(model, model_path, db.get_meta("embed_model"))
+        else:
+            emb = get_query_embedder(db)
+        return cls(db, emb)
+
+    @classmethod
+    def from_tools(
+        cls,
+        tools: Iterable[Any],
+        *,
+        server: str = DEFAULT_SERVER,
+        cache: str | Path | None = None,
+        model: str | None = None,
+        model_path: str | None = None,
+        embedder: Embedder | None = None,
+    ) -> Catalog:
+        """A catalog of `tools` (dicts in `tools/list` shape, mcp or FastMCP `Tool`s) under the
+        server name `server` (ids `server/tool`). In memory, or in the file `cache` (made if
+        missing; one file per catalog): there the vectors are kept by tool text, so the next start
+        with the same tools embeds nothing. The model: `embedder`, else `model` / `model_path`,
+        else the usual order (TOOLIDX_MODEL_PATH, toolidx's own). Invalid tools are left out and
+        listed in `skipped`."""
+        problem = server_name_problem(server)
+        if problem:
+            raise UsageError(problem, fix="pass server= a name without '/'")
+        path = ":memory:" if cache is None else str(Path(cache).expanduser())
+        db = open_db(path, create=True)
+        emb = embedder if embedder is not None else _embedder(model, model_path, db.get_meta("embed_model"))
+        catalog = cls(db, emb, server=server)
+        catalog.update(tools)
+        return catalog
+
+    def update(self, tools: Iterable[Any]) -> int:
+        """Make the catalog hold exactly `tools` (a catalog built from tools): changed and new tools
+        are embedded, removed ones dropped. Returns how many tools were embedded."""
+        if self.server is None:
+            raise UsageError("this catalog was opened from an index file", fix="crawl the index again instead")
+        tools = list(tools)
+        # what the file holds already, written from these very tools with this model: a restart
+        # of an unchanged server reads its cache and writes nothing
+        key = f"{self.server}:{self.embedder.model if self.embedder else None}:{tools_key(tools)}"
+        with self._lock:
+            if self.db.get_meta(SOURCE_KEY) == key:
+                self.skipped, self.embedded = json.loads(self.db.get_meta(SOURCE_SKIPPED) or "[]"), 0
+                return 0
+        spec = ServerSpec(name=self.server, transport="tools_file")
+        res = ServerResult(spec, "ok", now_iso(), server_name=self.server)
+        seen: set[str] = set()
+        skipped: list[dict[str, Any]] = []
+        for raw in tools:
+            t = tool_dict(raw)
+            reason = validate_tool(t) or ("duplicate name" if t["name"] in seen else None)
+            if reason:
+                skipped.append({"name": t.get("name"), "reason": reason})
+                continue
+            seen.add(t["name"])
+            res.tools.append(t)
+        with self._lock:
+            summary = write_crawl(self.db, [res], embedder=self.embedder, config_path=None, prune=True)
+            self.db.set_meta(SOURCE_KEY, key)
+            self.db.set_meta(SOURCE_SKIPPED, json.dumps(skipped))
+            self.skipped, self.embedded = skipped, summary.embedded
+        return summary.embedded
+
+    def warm(self) -> None:
+        """Load now what the first search would (postings, vectors, the model's buffers)."""
+        with self._lock:
+            warm(self.db, self.embedder)
+
+    # --- reading it ----------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return filtered_count(self.db, None)
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        min_score: float | None = None,
+        mode: str = "hybrid",
+        filters: Filters | None = None,
+        servers: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        exclude_tags: Sequence[str] = (),
+        categories: Sequence[str] = (),
+        name_pattern: str | None = None,
+        description_contains: str | None = None,
+        read_only: bool = False,
+        no_destructive: bool = False,
+    ) -> SearchResult:
+        """`toolidx search`: the tools that serve `query`, best first, each with a calibrated score
+        in [0, 1] and why it matched; `no_match` (and no hits) when none is good enough.
+        `min_score` replaces that threshold (0: the best tools whatever their score). The keyword
+        filters are the CLI's options; `filters` a whole `Filters` (they are combined)."""
+        f = Filters(
+            servers=list(servers),
+            tags=list(tags),
+            exclude_tags=list(exclude_tags),
+            categories=list(categories),
+            name_pattern=name_pattern,
+            description_contains=description_contains,
+            read_only=read_only,
+            no_destructive=no_destructive,
+        )
+        if filters is not None:  # both: the keyword filters inside `filters`
+            f = filters if f.is_empty() else f.narrowed_by(filters)
+            if f.description_contains is None and filters.description_contains is not None:
+                f = replace(f, description_contains=filters.description_contains)
+        with self._lock:
+            return search(
+                self.db,
+                query,
+                mode=mode,
+                limit=limit,
+                filters=None if f.is_empty() else f,
+                min_score=min_score,
+                embedder=self.embedder,
+                spelling=PYTHON,
+            )
+
+    def describe(self, tool: str, detail: str = "summary") -> Description:
+        """`toolidx describe`: one tool (its id, or its bare name) at `detail` (summary | schema |
+        full: the schemas and an example of valid arguments)."""
+        with self._lock:
+            return describe(self.db, tool, detail)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class LiveCatalog:
+    """A catalog that follows a server's changing tool list: `current(tools)` returns the catalog
+    of exactly these tools, refreshed (changed tools embedded) only when the list changed. What the
+    FastMCP transform and the SDK helper search."""
+
+    def __init__(
+        self,
+        *,
+        server: str = DEFAULT_SERVER,
+        cache: str | Path | None = None,
+        model: str | None = None,
+        model_path: str | None = None,
+    ):
+        self._args = {"server": server, "cache": cache, "model": model, "model_path": model_path}
+        self.catalog: Catalog | None = None  # built at the first `current`
+        self._key: str | None = None
+        self._lock = threading.Lock()
+
+    def current(self, tools: Sequence[Any]) -> Catalog:
+        key = tools_key(tools)
+        with self._lock:
+            if self.catalog is None:
+                self.catalog = Catalog.from_tools(tools, **self._args)  # type: ignore[arg-type]
+                self.catalog.warm()
+            elif key != self._key:
+                self.catalog.update(tools)
+            self._key = key
+            return self.catalog
