@@ -311,6 +311,108 @@ def test_05_serve_stops_its_backends_on_eof_and_signals(tmp_path, how, figure):
             p.kill()
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every live descendant of `pid`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for n in os.listdir("/proc"):
+        if n.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                ppid = int(Path(f"/proc/{n}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(n))
+    found, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            found.append(c)
+            todo.append(c)
+    return [x for x in found if alive(x)]
+
+
+@pytest.mark.slow  # a crawl with the model, then up to 5 serve processes per case
+@pytest.mark.parametrize("how", ["stdin-eof", "sigterm", "sigint"])
+def test_05_serve_exits_clean_while_its_model_loads(tmp_path, how, servers_config, model_path, figure):
+    """Claude Desktop's restart: execute_tool on a Node server (memory) and on one that leaves a child
+    of its own behind (in its own session, as a launched browser is), then stdin closed or a signal
+    at once, while the model still loads in the background. serve must exit 0 without an abort
+    (1bf4733: 'terminate called without an active exception', -6, in about half the runs, when
+    interpreter exit killed the loading thread inside ONNX Runtime) and leave no process behind
+    (1bf4733: the child outlived every stop, the server having exited on stdin EOF)."""
+    import signal
+    import subprocess
+
+    import toolidx
+
+    pidfile = tmp_path / "children"
+    cfg = write_config(
+        tmp_path / "servers.json",
+        {"memory": servers_config["mcpServers"]["memory"], "raw": raw("ok", "--leave-child", str(pidfile))},
+    )
+    r = run_cli("crawl", "--config", cfg, "--db", tmp_path / "m.db", "--model-path", model_path, "--json")
+    assert r.code == 0, r.stderr
+    env = {**os.environ, "PYTHONPATH": str(Path(toolidx.__file__).parents[1])}
+    runs = aborts = failed_exits = left = 0
+    deadline = time.monotonic() + 60
+    while runs < 5 and time.monotonic() < deadline:
+        pidfile.write_text("")
+        p = subprocess.Popen(
+            [sys.executable, "-m", "toolidx", "serve", "--db", str(tmp_path / "m.db")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+            env=env,
+        )
+        tree: list[int] = []
+        try:
+            assert p.stdin is not None and p.stdout is not None and p.stderr is not None
+            lines = [
+                MCP_INIT.decode(),
+                json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                *(
+                    json.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": 2 + i,
+                            "method": "tools/call",
+                            "params": {"name": "execute_tool", "arguments": {"tool_name": t, "arguments": a}},
+                        }
+                    )
+                    for i, (t, a) in enumerate([("memory/read_graph", {}), ("raw/tool_0", {"path": "x"})])
+                ),
+            ]
+            for line in lines:
+                p.stdin.write((line.strip() + "\n").encode())
+                p.stdin.flush()
+                if '"id"' in line:
+                    answer = json.loads(p.stdout.readline())
+                    assert "error" not in answer and not answer["result"].get("isError"), answer
+            tree = sorted(set(_descendants(p.pid)) | {int(x) for x in pidfile.read_text().split()})
+            assert len(tree) >= 2, tree
+            if how == "stdin-eof":
+                p.stdin.close()
+            else:
+                p.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGINT)
+            p.wait(30)
+            err = p.stderr.read().decode(errors="replace")
+            deadline_left = time.monotonic() + 3
+            while any(alive(x) for x in tree) and time.monotonic() < deadline_left:
+                time.sleep(0.05)
+            runs += 1
+            aborts += "terminate called" in err or "Fatal Python error" in err or p.returncode == -6
+            failed_exits += p.returncode != 0
+            left += sum(alive(x) for x in tree)
+        finally:
+            for x in tree:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(x, signal.SIGKILL)
+            if p.poll() is None:
+                p.kill()
+    figure(
+        f"serve {how} during the model load: aborts, non-zero exits, processes left ({runs} runs)",
+        (aborts, failed_exits, left),
+    )
+    assert runs >= 2 and aborts == 0 and failed_exits == 0 and left == 0, (runs, aborts, failed_exits, left)
+
+
 # --- 7: one bad catalog does not sink the crawl; ids are unambiguous -------------------------------
 def _rows(path: Path, rows: list[dict]) -> str:
     schema = {"type": "object", "properties": {}}

@@ -24,7 +24,9 @@ Options: --tools N (ok mode), --version V, --prefix P (renames the tools), --des
 the first tool's description), --init-delay SEC (slow start), --say-env NAME (instructions report
 that variable, to check what environment a server gets), --init-error CODE:MESSAGE (answer
 initialize with that JSON-RPC error), --stubborn PIDFILE (starts a child process, writes both pids
-to PIDFILE, ignores SIGTERM and keeps running after stdin closes: a backend only SIGKILL stops).
+to PIDFILE, ignores SIGTERM and keeps running after stdin closes: a backend only SIGKILL stops),
+--leave-child PIDFILE (starts a child in a session of its own, as a launched browser is, writes its
+pid to PIDFILE and exits on stdin EOF without stopping it: the child outlives the server).
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ def main() -> None:
     ap.add_argument("--say-env", action="append", default=[])
     ap.add_argument("--init-error", default=None)
     ap.add_argument("--stubborn", default=None)
+    ap.add_argument("--leave-child", default=None)
     a = ap.parse_args()
     mode = a.mode
     if a.stubborn:
@@ -76,6 +79,11 @@ def main() -> None:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
         with open(a.stubborn, "w") as f:
             f.write(f"{os.getpid()} {child.pid}\n")
+
+    if a.leave_child:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"], start_new_session=True)
+        with open(a.leave_child, "a") as f:
+            f.write(f"{child.pid}\n")
 
     if mode == "crash-start":
         sys.stderr.write("fatal: cannot open configuration /nonexistent/config.toml\n")

@@ -12,6 +12,7 @@ Imports mcp (~1 s): only crawl (for live servers) and serve import this module.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -103,6 +104,72 @@ def _install_spawn_hook() -> None:
 
     spawn._toolidx_hook = True  # type: ignore[attr-defined]
     stdio._create_platform_compatible_process = spawn
+
+
+# --- what a server leaves behind ------------------------------------------------------------------
+# The SDK stops a server by closing its stdin and, when it does not exit, killing its process group.
+# A server that exits on stdin EOF leaves its children running (an npx -> node chain whose node
+# ignores EOF, a browser it launched in a group of its own): so its descendants are noted before the
+# stop and whatever of them outlives it is ended too. Linux (/proc) only; elsewhere the SDK's kill.
+END_GRACE_S = 2.0
+
+
+def _descendants(pid: int) -> list[tuple[int, str]]:
+    """(pid, start time) of every live descendant of `pid`: the start time tells a process from a
+    later one given the same pid."""
+    try:
+        names = [n for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return []
+    children: dict[int, list[int]] = {}
+    for n in names:
+        stat = _proc_stat(int(n))
+        if stat is not None:
+            children.setdefault(int(stat[1]), []).append(int(n))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            stat = _proc_stat(child)
+            if stat is not None:
+                found.append((child, stat[19]))
+                todo.append(child)
+    return found
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (state first), None for a process that is
+    gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].decode().split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in ("Z", "X") else fields
+
+
+def _same(pid: int, started: str) -> bool:
+    stat = _proc_stat(pid)
+    return stat is not None and stat[19] == started
+
+
+async def _end_processes(tree: list[tuple[int, str]]) -> None:
+    """SIGTERM what is left of `tree`, SIGKILL what is left of that after END_GRACE_S."""
+    import signal
+
+    left = [(p, t) for p, t in tree if _same(p, t)]
+    if not left:
+        return
+    with anyio.CancelScope(shield=True):  # a shutdown by signal arrives as a cancellation
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for p, _ in left:
+                with contextlib.suppress(OSError):
+                    os.kill(p, sig)
+            with anyio.move_on_after(END_GRACE_S):
+                while left:
+                    await anyio.sleep(0.02)
+                    left = [(p, t) for p, t in left if _same(p, t)]
+            if not left:
+                return
 
 
 # --- stderr capture -----------------------------------------------------------------------------
@@ -491,7 +558,8 @@ def _command_path(spec: ServerSpec) -> str:
 
 
 @asynccontextmanager
-async def _transport(spec: ServerSpec, stderr: _StderrFile | None) -> AsyncIterator[tuple[Any, Any]]:
+async def _transport(spec: ServerSpec, stderr: _StderrFile | None, processes: list) -> AsyncIterator[tuple[Any, Any]]:
+    """The streams to the server; `processes` gets the one the stdio transport starts."""
     if spec.transport == "stdio":
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -504,8 +572,15 @@ async def _transport(spec: ServerSpec, stderr: _StderrFile | None) -> AsyncItera
         )
         # the SDK hands errlog to the child as its stderr: any file with a descriptor will do
         errlog = cast(TextIO, stderr.file if stderr else sys.stderr)
-        async with stdio_client(params, errlog=errlog) as (r, w):
-            yield r, w
+        tree: list[tuple[int, str]] = []
+        try:
+            async with stdio_client(params, errlog=errlog) as (r, w):
+                try:
+                    yield r, w
+                finally:  # before the stop: once the server is gone, its children are no longer its
+                    tree = _descendants(processes[0].pid) if processes else []
+        finally:
+            await _end_processes(tree)
     elif spec.transport == "http":
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
@@ -542,7 +617,7 @@ async def open_session(
     processes: list = []
     token: Token[list | None] | None = _spawned.set(processes)
     try:
-        async with _transport(spec, stderr) as (read, write):
+        async with _transport(spec, stderr, processes) as (read, write):
             if token is not None:
                 _spawned.reset(token)
             token = None
