@@ -1370,3 +1370,55 @@ def test_22_refs_in_tool_schemas_read_no_file_and_fetch_no_url(tmp_path, ref_tar
     ]  # the rest of the schema is checked
     assert all(not is_error and payload["example_arguments"] for is_error, payload, _ in shown)
     assert all(r.code == 0 for r in described) and exported.code == 0, exported.stderr
+
+
+# --- 23: a backend's huge answer ---------------------------------------------------------------------
+def test_23_a_huge_backend_answer_is_refused_at_16_mib_and_delays_no_one(tmp_path, figure):
+    """A backend answering with 120 MiB on one line: the SDK appended each 64 KiB chunk to the line so
+    far, so the answer was read for the whole call timeout while every other request on serve's loop
+    waited seconds. Now the line is drained unread past 16 MiB (crawl.connect.MAX_ANSWER_BYTES) and the
+    call answered at once with one line, its id at the start of the answer or at its end; 8 MiB still
+    comes through; other requests meanwhile answer as usual, and the backend serves the next call."""
+    db = index(tmp_path, {"big": raw("ok")})
+
+    async def body(c):
+        probes: list[float] = []
+        done = anyio.Event()
+
+        async def probe() -> None:
+            while not done.is_set():
+                t0 = time.perf_counter()
+                await c.call_tool("describe_tool", {"tool_name": "big/tool_1"})
+                probes.append(time.perf_counter() - t0)
+                await anyio.sleep(0.05)
+
+        answers = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(probe)
+            for args in ({"huge_mb": 120}, {"huge_mb": 120, "id_last": True}):
+                t0 = time.perf_counter()
+                r = await call(
+                    c,
+                    "execute_tool",
+                    {"tool_name": "big/tool_0", "arguments": {"path": "x", **args}, "timeout_ms": 30000},
+                )
+                answers.append((r, time.perf_counter() - t0))
+            done.set()
+        under = await call(c, "execute_tool", {"tool_name": "big/tool_0", "arguments": {"path": "x", "huge_mb": 8}})
+        after = await call(c, "execute_tool", {"tool_name": "big/tool_0", "arguments": {"path": "x"}})
+        return answers, probes, under, after
+
+    answers, probes, under, after = serve(db, body)
+    figure(
+        "120 MiB one-line answer: seconds to the refusal (id first / last); other requests meanwhile, slowest (s)",
+        f"{answers[0][1]:.2f} / {answers[1][1]:.2f}; {len(probes)}, {max(probes):.2f}",
+    )
+    for (is_error, sc, text), secs in answers:
+        assert is_error and "over 16 MiB on one line" in sc["message"], sc
+        assert "\n" not in sc["message"] and secs < 10, (sc["message"], secs)
+    # a rate, not the slowest probe: on a loaded 2-core box one probe can wait for the CPU (1bf4733:
+    # 53 probes in 63 s, the slowest 2.7 s; now ~10 a second)
+    rate = len(probes) / (answers[0][1] + answers[1][1])
+    assert rate > 3, (rate, probes)
+    assert not under[0] and len(under[2]) >= 8 << 20, under[1]
+    assert not after[0] and "called tool_0" in after[2]

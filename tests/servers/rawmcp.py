@@ -19,7 +19,8 @@ Modes:
   bad-strings    a page with valid tools, one with a lone surrogate (\ud800) in its description,
                  one whose schema nests 300 levels deep
 Calls: arguments {"die": true} exit 5; {"sleep": S} answer after S s; {"rpc_error": CODE,
-"message": M} answer with that JSON-RPC error.
+"message": M} answer with that JSON-RPC error; {"huge_mb": N} answer with N MiB of text on one line
+(with "id_last": true, the id written after the result).
 Options: --tools N (ok mode), --version V, --prefix P (renames the tools), --desc-suffix S (changes
 the first tool's description), --init-delay SEC (slow start), --say-env NAME (instructions report
 that variable, to check what environment a server gets), --init-error CODE:MESSAGE (answer
@@ -212,6 +213,17 @@ def main() -> None:
                         "error": {"code": int(args["rpc_error"]), "message": args.get("message", "tool exploded")},
                     }
                 )
+                continue
+            if "huge_mb" in args:
+                head, tail = '{"jsonrpc": "2.0", ', f', "id": {json.dumps(mid)}}}\n'
+                if not args.get("id_last"):
+                    head, tail = f'{{"jsonrpc": "2.0", "id": {json.dumps(mid)}, ', "}\n"
+                out.write(head + '"result": {"content": [{"type": "text", "text": "')
+                block = "x" * (1 << 20)
+                for _ in range(int(args["huge_mb"])):
+                    out.write(block)
+                out.write('"}]}' + tail)
+                out.flush()
                 continue
             time.sleep(float(args.get("sleep", 0)))
             send(

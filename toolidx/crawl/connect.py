@@ -31,6 +31,8 @@ from ..core.errors import BaseExceptionGroup
 from ..core.servers import ServerResult, ServerSpec
 from ..core.tooldoc import fix_strings, json_depth, validate_tool
 
+log = logging.getLogger("toolidx")
+
 STDERR_TAIL_BYTES = 4096
 MAX_PAGES = 10_000  # a server whose cursors never end is reported, not followed forever
 
@@ -97,6 +99,8 @@ def _install_spawn_hook() -> None:
 
     async def spawn(*args: Any, **kwargs: Any) -> Any:
         process = await orig(*args, **kwargs)
+        if sys.platform != "win32":  # the Windows job is looked up by the process object itself
+            process = _CappedProcess(process)
         holder = _spawned.get()
         if holder is not None:
             holder.append(process)
@@ -104,6 +108,91 @@ def _install_spawn_hook() -> None:
 
     spawn._toolidx_hook = True  # type: ignore[attr-defined]
     stdio._create_platform_compatible_process = spawn
+
+
+# --- a server's answers, one line each, capped ------------------------------------------------------
+# The SDK reads a server's stdout by appending each chunk to the line so far (quadratic): one 120 MiB
+# line took the whole call timeout and held the event loop, every other serve client with it. Lines
+# reach the SDK whole (no copy per chunk) and at most MAX_ANSWER_BYTES long; a longer one is drained
+# unread and replaced by a JSON-RPC error for its request id, so the call fails at once.
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+ANSWER_OVER_LIMIT = "answer_over_limit"  # the refusal's error data: BackendPool tells it from the server's
+
+
+class _CappedProcess:
+    """A server process whose stdout is read through _CappedLines (all else is the process's)."""
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+        self.stdout = _CappedLines(inner.stdout) if inner.stdout is not None else None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _CappedLines(anyio.abc.ByteReceiveStream):
+    """A server's stdout handed on in whole lines of at most MAX_ANSWER_BYTES (see above)."""
+
+    def __init__(self, inner: Any, cap: int = MAX_ANSWER_BYTES):
+        self._inner, self._cap = inner, cap
+        self._held: list[bytes] = []  # the line so far
+        self._size = 0
+        self._over = False  # draining a line over the cap
+        self._refused = False  # its refusal already handed on
+        self._head = b""
+        self._tail = b""
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            out = self._feed(await self._inner.receive())
+            if out:
+                return out
+
+    def _feed(self, chunk: bytes) -> bytes:
+        out: list[bytes] = []
+        while chunk:
+            nl = chunk.find(b"\n")
+            part, chunk = (chunk, b"") if nl < 0 else (chunk[: nl + 1], chunk[nl + 1 :])
+            if not self._over:
+                self._held.append(part)
+                self._size += len(part)
+                if self._size > self._cap:
+                    self._over, self._refused = True, False
+                    self._head = b"".join(self._held)[:4096]
+                    self._held, self._size = [], 0
+                    out.append(self._refusal(self._head))
+                elif nl >= 0:
+                    out.append(b"".join(self._held))
+                    self._held, self._size = [], 0
+            if self._over:
+                self._tail = (self._tail + part[-300:])[-300:]
+                if nl >= 0:
+                    if not self._refused:  # its id was not at the start: perhaps at the end
+                        out.append(self._refusal(self._head + b" " + self._tail))
+                    self._over, self._head, self._tail = False, b"", b""
+        return b"".join(out)
+
+    def _refusal(self, seen: bytes) -> bytes:
+        import json
+
+        rid = request_id_of(seen.decode("utf-8", errors="replace"))
+        if rid is None:
+            return b""
+        self._refused = True
+        log.warning(f"a server answer over {self._cap >> 20} MiB was not read")
+        error = {
+            "code": -32603,
+            "message": f"the server's answer is over {self._cap >> 20} MiB on one line (toolidx's limit): not read",
+            "data": ANSWER_OVER_LIMIT,
+        }
+        return (json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}) + "\n").encode()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    @property
+    def extra_attributes(self) -> Any:
+        return self._inner.extra_attributes
 
 
 # --- what a server leaves behind ------------------------------------------------------------------
