@@ -1422,3 +1422,64 @@ def test_23_a_huge_backend_answer_is_refused_at_16_mib_and_delays_no_one(tmp_pat
     assert rate > 3, (rate, probes)
     assert not under[0] and len(under[2]) >= 8 << 20, under[1]
     assert not after[0] and "called tool_0" in after[2]
+
+
+def test_16_a_pipelined_request_is_not_cut_by_the_head_deadline(tmp_path, figure):
+    """Two requests sent at once on one keep-alive connection: the second, an execute_tool that takes
+    longer than the head deadline, was cut (1bf4733: 408 and the connection closed, the deadline
+    re-armed after the first answer although the second's head had arrived). Only a client that
+    sends no head is cut. Deadline shortened to 1.5 s here (10 s in serve)."""
+    import http.client
+    import socket
+
+    db = index(tmp_path, {"s": raw("ok")})
+    prelude = "import toolidx.serve.limits as lim; lim.HEAD_TIMEOUT_S = 1.5"
+    with _http_serve(db, tmp_path, prelude=prelude) as (base, _):
+        port = int(base.rsplit(":", 1)[1])
+        host = {"Host": f"127.0.0.1:{port}"}
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("POST", "/mcp", body=MCP_INIT, headers={**MCP_HEADERS, **host})
+        r = conn.getresponse()
+        r.read()
+        session = {
+            **MCP_HEADERS,
+            **host,
+            "mcp-session-id": r.getheader("mcp-session-id") or "",
+            "MCP-Protocol-Version": "2025-06-18",
+        }
+        conn.request(
+            "POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), headers=session
+        )
+        conn.getresponse().read()
+        conn.close()
+        call = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {
+                    "name": "execute_tool",
+                    "arguments": {"tool_name": "s/tool_0", "arguments": {"path": "x", "sleep": 3}},
+                },
+            }
+        ).encode()
+        heads = "".join(
+            f"{k}: {v}\r\n" for k, v in {**session, "Content-Length": len(call), "Connection": "close"}.items()
+        )
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        t0 = time.perf_counter()
+        s.sendall(
+            f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+            + f"POST /mcp HTTP/1.1\r\n{heads}\r\n".encode()
+            + call
+        )
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+        secs = time.perf_counter() - t0
+        s.close()
+    answered = b"called tool_0" in data
+    figure(
+        "a 3 s execute_tool pipelined behind /healthz, head deadline 1.5 s: answered, in (s)", f"{answered}, {secs:.1f}"
+    )
+    assert answered and b"408" not in data, data[-500:]
