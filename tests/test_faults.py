@@ -1413,7 +1413,7 @@ def test_23_a_huge_backend_answer_is_refused_at_16_mib_and_delays_no_one(tmp_pat
         "120 MiB one-line answer: seconds to the refusal (id first / last); other requests meanwhile, slowest (s)",
         f"{answers[0][1]:.2f} / {answers[1][1]:.2f}; {len(probes)}, {max(probes):.2f}",
     )
-    for (is_error, sc, text), secs in answers:
+    for (is_error, sc, _text), secs in answers:
         assert is_error and "over 16 MiB on one line" in sc["message"], sc
         assert "\n" not in sc["message"] and secs < 10, (sc["message"], secs)
     # a rate, not the slowest probe: on a loaded 2-core box one probe can wait for the CPU (1bf4733:

@@ -99,8 +99,7 @@ def _install_spawn_hook() -> None:
 
     async def spawn(*args: Any, **kwargs: Any) -> Any:
         process = await orig(*args, **kwargs)
-        if sys.platform != "win32":  # the Windows job is looked up by the process object itself
-            process = _CappedProcess(process)
+        _cap_stdout(process)
         holder = _spawned.get()
         if holder is not None:
             holder.append(process)
@@ -119,15 +118,13 @@ MAX_ANSWER_BYTES = 16 * 1024 * 1024
 ANSWER_OVER_LIMIT = "answer_over_limit"  # the refusal's error data: BackendPool tells it from the server's
 
 
-class _CappedProcess:
-    """A server process whose stdout is read through _CappedLines (all else is the process's)."""
-
-    def __init__(self, inner: Any):
-        self._inner = inner
-        self.stdout = _CappedLines(inner.stdout) if inner.stdout is not None else None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+def _cap_stdout(process: Any) -> None:
+    """Read the server's stdout through _CappedLines. The SDK needs the process object itself (it
+    checks its type before killing it), so the stream is swapped inside it: anyio's asyncio Process
+    keeps it in `_stdout`, behind its `stdout` property. Another backend, or Windows: uncapped."""
+    inner = getattr(process, "_stdout", None)
+    if inner is not None and sys.platform != "win32":
+        process._stdout = _CappedLines(inner)
 
 
 class _CappedLines(anyio.abc.ByteReceiveStream):
