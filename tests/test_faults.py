@@ -413,6 +413,83 @@ def test_05_serve_exits_clean_while_its_model_loads(tmp_path, how, servers_confi
     assert runs >= 2 and aborts == 0 and failed_exits == 0 and left == 0, (runs, aborts, failed_exits, left)
 
 
+@pytest.mark.slow  # a crawl with the model, then a serve --http process per case
+@pytest.mark.parametrize("how", ["sigterm", "sigint", "sighup"])
+def test_05_serve_http_stops_clean_on_signals(tmp_path, how, model_path, figure):
+    """serve --http stopped by a signal right after an execute_tool, the model loading or not: exit
+    0 with no abort, the call recorded in the usage file, the backend and the child it left stopped
+    (1bf4733: uvicorn raised SIGTERM again under the default handler once it was done, so serve
+    died -15 before the usage queue was written; SIGHUP killed it with its backends running)."""
+    import re
+    import signal
+    import subprocess
+    import urllib.request
+
+    import toolidx
+
+    pidfile = tmp_path / "children"
+    cfg = write_config(tmp_path / "servers.json", {"raw": raw("ok", "--leave-child", str(pidfile))})
+    db = tmp_path / "h.db"
+    assert run_cli("crawl", "--config", cfg, "--db", db, "--model-path", model_path, "--json").code == 0
+    pidfile.write_text("")
+    err = tmp_path / "serve.err"
+    env = {**os.environ, "PYTHONPATH": str(Path(toolidx.__file__).parents[1])}
+    with open(err, "w") as errf:
+        p = subprocess.Popen(
+            [sys.executable, "-m", "toolidx", "serve", "--db", str(db), "--http", "127.0.0.1:0"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errf,
+            cwd=tmp_path,
+            env=env,
+        )
+    tree: list[int] = []
+    try:
+        deadline, base = time.monotonic() + 60, None
+        while base is None and time.monotonic() < deadline:
+            m = re.search(r"MCP at (http://\S+:\d+)/mcp", err.read_text())
+            base = m.group(1) if m else None
+            assert p.poll() is None, err.read_text()
+            time.sleep(0.05)
+        assert base, err.read_text()
+
+        def post(body: bytes, sid: str | None = None) -> tuple[str | None, bytes]:
+            headers = {**MCP_HEADERS, **({"mcp-session-id": sid, "MCP-Protocol-Version": "2025-06-18"} if sid else {})}
+            with urllib.request.urlopen(urllib.request.Request(base + "/mcp", body, headers), timeout=30) as r:
+                return r.headers.get("mcp-session-id"), r.read()
+
+        sid, _ = post(MCP_INIT)
+        post(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode(), sid)
+        args = {"tool_name": "raw/tool_0", "arguments": {"path": "x"}}
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "execute_tool", "arguments": args},
+        }
+        assert b"called tool_0" in post(json.dumps(call).encode(), sid)[1]
+        tree = sorted(set(_descendants(p.pid)) | {int(x) for x in pidfile.read_text().split()})
+        assert len(tree) >= 2, tree
+        p.send_signal({"sigterm": signal.SIGTERM, "sigint": signal.SIGINT, "sighup": signal.SIGHUP}[how])
+        p.wait(30)
+        left_by = time.monotonic() + 3
+        while any(alive(x) for x in tree) and time.monotonic() < left_by:
+            time.sleep(0.05)
+        left = sum(alive(x) for x in tree)
+    finally:
+        for x in tree:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(x, signal.SIGKILL)
+        if p.poll() is None:
+            p.kill()
+    said = err.read_text()
+    metrics = run_cli("describe", "raw/tool_0", "--metrics", "--db", db, "--json")
+    calls = metrics.json["metrics"]["calls"] if metrics.code == 0 and metrics.json.get("metrics") else 0
+    figure(f"serve --http stopped by {how}: exit code, processes left, calls recorded", (p.returncode, left, calls))
+    assert p.returncode == 0 and "terminate called" not in said and "Fatal Python error" not in said, said[-500:]
+    assert left == 0 and calls == 1, (left, metrics.stdout[:500])
+
+
 # --- 7: one bad catalog does not sink the crawl; ids are unambiguous -------------------------------
 def _rows(path: Path, rows: list[dict]) -> str:
     schema = {"type": "object", "properties": {}}
