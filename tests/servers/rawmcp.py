@@ -22,12 +22,15 @@ Modes:
                  and instructions, and a tool whose description holds one 6,000-character word
   crash-nul      like crash-start, with a NUL in what it writes to stderr
 Calls: arguments {"die": true} exit 5; {"sleep": S} answer after S s; {"rpc_error": CODE,
-"message": M} answer with that JSON-RPC error.
+"message": M} answer with that JSON-RPC error; {"huge_mb": N} answer with N MiB of text on one line
+(with "id_last": true, the id written after the result).
 Options: --tools N (ok mode), --version V, --prefix P (renames the tools), --desc-suffix S (changes
 the first tool's description), --init-delay SEC (slow start), --say-env NAME (instructions report
 that variable, to check what environment a server gets), --init-error CODE:MESSAGE (answer
 initialize with that JSON-RPC error), --stubborn PIDFILE (starts a child process, writes both pids
-to PIDFILE, ignores SIGTERM and keeps running after stdin closes: a backend only SIGKILL stops).
+to PIDFILE, ignores SIGTERM and keeps running after stdin closes: a backend only SIGKILL stops),
+--leave-child PIDFILE (starts a child in a session of its own, as a launched browser is, writes its
+pid to PIDFILE and exits on stdin EOF without stopping it: the child outlives the server).
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ def main() -> None:
     ap.add_argument("--say-env", action="append", default=[])
     ap.add_argument("--init-error", default=None)
     ap.add_argument("--stubborn", default=None)
+    ap.add_argument("--leave-child", default=None)
     a = ap.parse_args()
     mode = a.mode
     if a.stubborn:
@@ -79,6 +83,11 @@ def main() -> None:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
         with open(a.stubborn, "w") as f:
             f.write(f"{os.getpid()} {child.pid}\n")
+
+    if a.leave_child:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"], start_new_session=True)
+        with open(a.leave_child, "a") as f:
+            f.write(f"{child.pid}\n")
 
     if mode in ("crash-start", "crash-nul"):
         nul = "\x00" if mode == "crash-nul" else ""
@@ -219,6 +228,17 @@ def main() -> None:
                         "error": {"code": int(args["rpc_error"]), "message": args.get("message", "tool exploded")},
                     }
                 )
+                continue
+            if "huge_mb" in args:
+                head, tail = '{"jsonrpc": "2.0", ', f', "id": {json.dumps(mid)}}}\n'
+                if not args.get("id_last"):
+                    head, tail = f'{{"jsonrpc": "2.0", "id": {json.dumps(mid)}, ', "}\n"
+                out.write(head + '"result": {"content": [{"type": "text", "text": "')
+                block = "x" * (1 << 20)
+                for _ in range(int(args["huge_mb"])):
+                    out.write(block)
+                out.write('"}]}' + tail)
+                out.flush()
                 continue
             time.sleep(float(args.get("sleep", 0)))
             send(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any, List, Optional
@@ -1106,7 +1107,19 @@ def main(argv: list[str] | None = None) -> None:
             with contextlib.suppress(Exception):  # closing folds the WAL into the file: a copied index is whole
                 database.close()
         _opened.clear()
-    sys.exit(code if isinstance(code, int) else 0)
+    _exit(code if isinstance(code, int) else 0, process=argv is None)
+
+
+def _exit(code: int, process: bool) -> None:
+    """End with `code`. `process`: main runs as the program (its own argv), not called in-process
+    (tests): then serve stopped with its model still loading ends without finalizing the
+    interpreter (serve.discovery.model_loading says why), its output flushed."""
+    discovery = sys.modules.get("toolidx.serve.discovery")  # imported by serve only
+    if process and discovery is not None and discovery.model_loading():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

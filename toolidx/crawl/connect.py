@@ -12,6 +12,7 @@ Imports mcp (~1 s): only crawl (for live servers) and serve import this module.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -29,6 +30,8 @@ from .. import __version__
 from ..core.errors import BaseExceptionGroup
 from ..core.servers import ServerResult, ServerSpec
 from ..core.tooldoc import fix_strings, json_depth, validate_tool
+
+log = logging.getLogger("toolidx")
 
 STDERR_TAIL_BYTES = 4096
 MAX_PAGES = 10_000  # a server whose cursors never end is reported, not followed forever
@@ -96,6 +99,7 @@ def _install_spawn_hook() -> None:
 
     async def spawn(*args: Any, **kwargs: Any) -> Any:
         process = await orig(*args, **kwargs)
+        _cap_stdout(process)
         holder = _spawned.get()
         if holder is not None:
             holder.append(process)
@@ -103,6 +107,155 @@ def _install_spawn_hook() -> None:
 
     spawn._toolidx_hook = True  # type: ignore[attr-defined]
     stdio._create_platform_compatible_process = spawn
+
+
+# --- a server's answers, one line each, capped ------------------------------------------------------
+# The SDK reads a server's stdout by appending each chunk to the line so far (quadratic): one 120 MiB
+# line took the whole call timeout and held the event loop, every other serve client with it. Lines
+# reach the SDK whole (no copy per chunk) and at most MAX_ANSWER_BYTES long; a longer one is drained
+# unread and replaced by a JSON-RPC error for its request id, so the call fails at once.
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+ANSWER_OVER_LIMIT = "answer_over_limit"  # the refusal's error data: BackendPool tells it from the server's
+
+
+def _cap_stdout(process: Any) -> None:
+    """Read the server's stdout through _CappedLines. The SDK needs the process object itself (it
+    checks its type before killing it), so the stream is swapped inside it: anyio's asyncio Process
+    keeps it in `_stdout`, behind its `stdout` property. Another backend, or Windows: uncapped."""
+    inner = getattr(process, "_stdout", None)
+    if inner is not None and sys.platform != "win32":
+        process._stdout = _CappedLines(inner)
+
+
+class _CappedLines(anyio.abc.ByteReceiveStream):
+    """A server's stdout handed on in whole lines of at most MAX_ANSWER_BYTES (see above)."""
+
+    def __init__(self, inner: Any, cap: int = MAX_ANSWER_BYTES):
+        self._inner, self._cap = inner, cap
+        self._held: list[bytes] = []  # the line so far
+        self._size = 0
+        self._over = False  # draining a line over the cap
+        self._refused = False  # its refusal already handed on
+        self._head = b""
+        self._tail = b""
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            out = self._feed(await self._inner.receive())
+            if out:
+                return out
+
+    def _feed(self, chunk: bytes) -> bytes:
+        out: list[bytes] = []
+        while chunk:
+            nl = chunk.find(b"\n")
+            part, chunk = (chunk, b"") if nl < 0 else (chunk[: nl + 1], chunk[nl + 1 :])
+            if not self._over:
+                self._held.append(part)
+                self._size += len(part)
+                if self._size > self._cap:
+                    self._over, self._refused = True, False
+                    self._head = b"".join(self._held)[:4096]
+                    self._held, self._size = [], 0
+                    out.append(self._refusal(self._head))
+                elif nl >= 0:
+                    out.append(b"".join(self._held))
+                    self._held, self._size = [], 0
+            if self._over:
+                self._tail = (self._tail + part[-300:])[-300:]
+                if nl >= 0:
+                    if not self._refused:  # its id was not at the start: perhaps at the end
+                        out.append(self._refusal(self._head + b" " + self._tail))
+                    self._over, self._head, self._tail = False, b"", b""
+        return b"".join(out)
+
+    def _refusal(self, seen: bytes) -> bytes:
+        import json
+
+        rid = request_id_of(seen.decode("utf-8", errors="replace"))
+        if rid is None:
+            return b""
+        self._refused = True
+        log.warning(f"a server answer over {self._cap >> 20} MiB was not read")
+        error = {
+            "code": -32603,
+            "message": f"the server's answer is over {self._cap >> 20} MiB on one line (toolidx's limit): not read",
+            "data": ANSWER_OVER_LIMIT,
+        }
+        return (json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}) + "\n").encode()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    @property
+    def extra_attributes(self) -> Any:
+        return self._inner.extra_attributes
+
+
+# --- what a server leaves behind ------------------------------------------------------------------
+# The SDK stops a server by closing its stdin and, when it does not exit, killing its process group.
+# A server that exits on stdin EOF leaves its children running (an npx -> node chain whose node
+# ignores EOF, a browser it launched in a group of its own): so its descendants are noted before the
+# stop and whatever of them outlives it is ended too. Linux (/proc) only; elsewhere the SDK's kill.
+END_GRACE_S = 2.0
+
+
+def _descendants(pid: int) -> list[tuple[int, str]]:
+    """(pid, start time) of every live descendant of `pid`: the start time tells a process from a
+    later one given the same pid."""
+    try:
+        names = [n for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return []
+    children: dict[int, list[int]] = {}
+    for n in names:
+        stat = _proc_stat(int(n))
+        if stat is not None:
+            children.setdefault(int(stat[1]), []).append(int(n))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            stat = _proc_stat(child)
+            if stat is not None:
+                found.append((child, stat[19]))
+                todo.append(child)
+    return found
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (state first), None for a process that is
+    gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].decode().split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in ("Z", "X") else fields
+
+
+def _same(pid: int, started: str) -> bool:
+    stat = _proc_stat(pid)
+    return stat is not None and stat[19] == started
+
+
+async def _end_processes(tree: list[tuple[int, str]]) -> None:
+    """SIGTERM what is left of `tree`, SIGKILL what is left of that after END_GRACE_S."""
+    import signal
+
+    left = [(p, t) for p, t in tree if _same(p, t)]
+    if not left:
+        return
+    with anyio.CancelScope(shield=True):  # a shutdown by signal arrives as a cancellation
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for p, _ in left:
+                with contextlib.suppress(OSError):
+                    os.kill(p, sig)
+            with anyio.move_on_after(END_GRACE_S):
+                while left:
+                    await anyio.sleep(0.02)
+                    left = [(p, t) for p, t in left if _same(p, t)]
+            if not left:
+                return
 
 
 # --- stderr capture -----------------------------------------------------------------------------
@@ -491,7 +644,8 @@ def _command_path(spec: ServerSpec) -> str:
 
 
 @asynccontextmanager
-async def _transport(spec: ServerSpec, stderr: _StderrFile | None) -> AsyncIterator[tuple[Any, Any]]:
+async def _transport(spec: ServerSpec, stderr: _StderrFile | None, processes: list) -> AsyncIterator[tuple[Any, Any]]:
+    """The streams to the server; `processes` gets the one the stdio transport starts."""
     if spec.transport == "stdio":
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -504,8 +658,15 @@ async def _transport(spec: ServerSpec, stderr: _StderrFile | None) -> AsyncItera
         )
         # the SDK hands errlog to the child as its stderr: any file with a descriptor will do
         errlog = cast(TextIO, stderr.file if stderr else sys.stderr)
-        async with stdio_client(params, errlog=errlog) as (r, w):
-            yield r, w
+        tree: list[tuple[int, str]] = []
+        try:
+            async with stdio_client(params, errlog=errlog) as (r, w):
+                try:
+                    yield r, w
+                finally:  # before the stop: once the server is gone, its children are no longer its
+                    tree = _descendants(processes[0].pid) if processes else []
+        finally:
+            await _end_processes(tree)
     elif spec.transport == "http":
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
@@ -542,7 +703,7 @@ async def open_session(
     processes: list = []
     token: Token[list | None] | None = _spawned.set(processes)
     try:
-        async with _transport(spec, stderr) as (read, write):
+        async with _transport(spec, stderr, processes) as (read, write):
             if token is not None:
                 _spawned.reset(token)
             token = None

@@ -56,6 +56,7 @@ FIX_REFUSED = (
 FIX_RESTARTED = "try again: the server process ended and is started afresh on the next call"
 FIX_TIMED_OUT = "try again with a longer timeout, or a smaller request"
 FIX_NOT_STARTED = "the server did not start (the reason above): tell the user; a retry only starts it again"
+FIX_TOO_LARGE = "ask the tool for less (a smaller page, range or file), or tell the user its answer is too large"
 
 
 # --- where specs come from ------------------------------------------------------------------------
@@ -347,12 +348,18 @@ class BackendPool:
     async def call(self, server: str, tool: str, arguments: dict, timeout: float) -> dict:
         """The CallToolResult as wire JSON. Raises BackendUnavailable (with the server's last
         stderr line when it died)."""
-        from ..crawl.connect import BackendError, RemoteError
+        from ..crawl.connect import ANSWER_OVER_LIMIT, MAX_ANSWER_BYTES, BackendError, RemoteError
 
         conn = await self.connection(server)
         try:
             return await conn.call_tool(tool, arguments, timeout)
         except RemoteError as e:
+            if e.data == ANSWER_OVER_LIMIT:  # drained unread by the transport, not the server's error
+                raise BackendUnavailable(
+                    f"server {server!r} answered {tool} with over {MAX_ANSWER_BYTES >> 20} MiB on one line: "
+                    "not read (toolidx's limit per answer)",
+                    fix=FIX_TOO_LARGE,
+                ) from None
             raise BackendUnavailable(
                 conn.spec.mask(f"server {server!r} refused the call: {e}"), fix=FIX_REFUSED
             ) from None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -115,6 +116,19 @@ def check_servers(db: Database, where: str, names: list[str], what: str, sep: st
     )
 
 
+# the background loads of this process (see model_loading)
+_loaders: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+def model_loading() -> bool:
+    """True while a model started by Model.start is still loading. Such a process must end with
+    os._exit, not by finalizing the interpreter: CPython (before 3.14) ends a daemon thread that
+    takes the GIL back during finalization with pthread_exit, and that forced unwind through ONNX
+    Runtime's C++ frames calls std::terminate (serve exits -6, 'terminate called without an active
+    exception'), after its backends were stopped and its usage written, but an abort all the same."""
+    return any(t.is_alive() for t in list(_loaders))
+
+
 class Model:
     """The query embedder serve loads in the background, shared by a server and its scoped views,
     and the one model policy of every front (search_tools over stdio and HTTP, /v1/search): the
@@ -126,6 +140,7 @@ class Model:
         self.state = "not loaded"  # loading | ready | unavailable
         self.done = threading.Event()
         self.wait_s = MODEL_WAIT_S
+        self._thread: threading.Thread | None = None
 
     def start(self, db: Database) -> None:
         """Load in a background thread, once: the sooner it loads, the less the first search by
@@ -134,7 +149,9 @@ class Model:
         if self.state != "not loaded":
             return
         self.state = "loading"
-        threading.Thread(target=self.load, args=(db,), name="toolidx-model", daemon=True).start()
+        self._thread = threading.Thread(target=self.load, args=(db,), name="toolidx-model", daemon=True)
+        _loaders.add(self._thread)
+        self._thread.start()
 
     def load(self, db: Database) -> None:
         """Load the query embedder for `db` (slow: run it in a background thread). Until it is

@@ -598,6 +598,22 @@ def check_tls(cert: str, key: str) -> None:
         ) from None
 
 
+def _stop_on_signals(userver: Any) -> None:
+    """SIGINT, SIGTERM and SIGHUP stop serve cleanly (exit 0, the usage queue written, the backends
+    stopped by the lifespan). uvicorn handles SIGINT/SIGTERM while it serves, then raises the signal
+    again under the handler it found: the default one would kill the process (-15) before the usage
+    queue is written; SIGHUP's would kill it at once, backends left running. Main thread only."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, lambda _s, _f: setattr(userver, "should_exit", True))
+
+
 def serve_http(
     db_path: str,
     address: tuple[str, int],
@@ -658,6 +674,7 @@ def serve_http(
         quiet_loop_errors(asyncio.get_running_loop(), REFUSALS)
         await userver.serve(sockets=[sock])
 
+    _stop_on_signals(userver)
     try:
         asyncio.run(run())
     finally:

@@ -101,9 +101,12 @@ def guarded_protocol(cap: int, refusals: Callable[[str, str], None]) -> type:
                 self._arm(BODY_TIMEOUT_S)
 
         def on_response_complete(self) -> None:
-            super().on_response_complete()
+            # the next head is awaited from now, before uvicorn starts a request the client sent
+            # behind this one (pipelined): starting it ends the wait (handle_events) instead of
+            # this re-arming the head deadline under a request that is running
             if not self.transport.is_closing():
                 self._await_head()
+            super().on_response_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
             waiting.pop(self, None)

@@ -1,7 +1,7 @@
 """`toolidx serve` over stdio, the transport MCP clients start it with (`http.py` is the other):
 the server speaks on private copies of fd 0/1 read and written by the event loop, stray output goes
 to stderr, an over-long or unreadable request is answered with an error instead of silence, and
-SIGTERM/SIGHUP end the run like stdin EOF (the backends stopped with it).
+SIGTERM/SIGHUP/SIGINT end the run like stdin EOF (the backends stopped with it).
 """
 
 from __future__ import annotations
@@ -33,12 +33,14 @@ def run_stdio(server: Any) -> None:
 
 
 async def _stop_on_signal(scope: Any) -> None:
-    """SIGTERM / SIGHUP end the run like stdin EOF does: the lifespan closes the backend pool,
+    """SIGTERM / SIGHUP / SIGINT end the run like stdin EOF does: the lifespan closes the backend pool,
     which stops each backend as crawl does (stdin EOF, then SIGTERM, then SIGKILL of its process
     group). Without this, the default action would kill serve and leave the backends running."""
     import signal
 
-    wanted = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+    # SIGINT too: as KeyboardInterrupt it would unwind the loop from wherever it lands (exit 130)
+    names = ("SIGTERM", "SIGHUP", "SIGINT")
+    wanted = [s for s in (getattr(signal, n, None) for n in names) if s is not None]
     try:
         with anyio.open_signal_receiver(*wanted) as signals:
             async for signum in signals:
