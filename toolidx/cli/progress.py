@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -224,33 +224,29 @@ def use_live(stream: Any = None) -> bool:
 
 @contextmanager
 def crawl_progress(as_json: bool) -> Iterator[Any]:
-    if as_json:
-        yield QuietProgress()
-        return
-    if not use_live():
-        yield PlainProgress()
-        return
-    from rich.console import Console
-
-    live = LiveProgress(Console(stderr=True, highlight=False))
-    try:
-        yield live
-    finally:
-        live.close()
+    with _progress(as_json, PlainProgress, LiveProgress) as p:
+        yield p
 
 
 @contextmanager
 def step_progress(as_json: bool, prefix: str) -> Iterator[Any]:
     """Progress of a command without servers (`embed`): its `step` method, shown as crawl's are."""
+    with _progress(as_json, lambda: PlainProgress(prefix=prefix), LiveSteps) as p:
+        yield p
+
+
+@contextmanager
+def _progress(as_json: bool, plain: Callable[[], Any], live_kind: Callable[[Any], Any]) -> Iterator[Any]:
+    """Quiet under --json, plain lines in a pipe, a live display on a terminal (closed on the way out)."""
     if as_json:
         yield QuietProgress()
         return
     if not use_live():
-        yield PlainProgress(prefix=prefix)
+        yield plain()
         return
     from rich.console import Console
 
-    live = LiveSteps(Console(stderr=True, highlight=False))
+    live = live_kind(Console(stderr=True, highlight=False))
     try:
         yield live
     finally:
