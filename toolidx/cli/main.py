@@ -18,6 +18,14 @@ from typer.core import TyperCommand
 from ..core.errors import EXIT_FAILURE, EXIT_USAGE, ToolidxError
 from . import render
 
+
+def _doc(key: str) -> str:
+    """Search's parameter `key` as --help says it: written once for every front-end."""
+    from ..search.request import CLI, PARAM
+
+    return PARAM[key].help(CLI)
+
+
 # An option's value named as click and man pages name it (typer >= 0.28 writes `<int range>`, `<str>`)
 _METAVARS = {
     "int": "INTEGER",
@@ -268,17 +276,15 @@ def merge(
 
 
 # --- catalog: describe / list / categories / similar -------------------------------------------
-CatServerOpt = typer.Option([], "--server", "-s", help="Only these servers (repeatable).")
-CatTagOpt = typer.Option([], "--tag", "-t", help="Only tools with any of these tags (repeatable).")
-CatExcludeTagOpt = typer.Option([], "--exclude-tag", help="Drop tools with any of these tags.")
-CatCategoryOpt = typer.Option([], "--category", help="Only these categories (repeatable).")
-CatNamePatternOpt = typer.Option(None, "--name-pattern", help="Regex searched in tool names (case-insensitive).")
-CatDescOpt = typer.Option(None, "--description-contains", help="Substring of the description (case-insensitive).")
-CatReadOnlyOpt = typer.Option(False, "--read-only", help="Only tools annotated readOnlyHint: true.")
-CatNoDestructiveOpt = typer.Option(False, "--no-destructive", help="Drop tools annotated destructiveHint: true.")
-CatHasExamplesOpt = typer.Option(
-    False, "--has-examples", help="Only tools with usage examples (schema, saved list, recorded calls)."
-)
+CatServerOpt = typer.Option([], "--server", "-s", help=_doc("servers"))
+CatTagOpt = typer.Option([], "--tag", "-t", help=_doc("tags"))
+CatExcludeTagOpt = typer.Option([], "--exclude-tag", help=_doc("exclude_tags"))
+CatCategoryOpt = typer.Option([], "--category", help=_doc("categories"))
+CatNamePatternOpt = typer.Option(None, "--name-pattern", help=_doc("name_pattern"))
+CatDescOpt = typer.Option(None, "--description-contains", help=_doc("description_contains"))
+CatReadOnlyOpt = typer.Option(False, "--read-only", help=_doc("read_only"))
+CatNoDestructiveOpt = typer.Option(False, "--no-destructive", help=_doc("no_destructive"))
+CatHasExamplesOpt = typer.Option(False, "--has-examples", help=_doc("has_examples"))
 UsageDbOpt = typer.Option(
     None,
     "--usage-db",
@@ -975,10 +981,10 @@ def audit(
 # --- search / eval -----------------------------------------------------------------------------
 @app.command()
 def search(
-    query: str = typer.Argument(..., help="What you want to do, in plain words (or a tool name)."),
+    query: str = typer.Argument(..., help=_doc("query")),
     db: Optional[Path] = DbOpt,
-    limit: int = typer.Option(10, "--limit", "-n", min=1, help="At most this many hits."),
-    mode: str = typer.Option("hybrid", "--mode", "-m", help="hybrid | keyword | semantic."),
+    limit: int = typer.Option(10, "--limit", "-n", min=1, help=_doc("limit")),
+    mode: str = typer.Option("hybrid", "--mode", "-m", help=_doc("mode")),
     server: List[str] = CatServerOpt,
     tag: List[str] = CatTagOpt,
     exclude_tag: List[str] = CatExcludeTagOpt,
@@ -989,19 +995,16 @@ def search(
     no_destructive: bool = CatNoDestructiveOpt,
     has_examples: bool = CatHasExamplesOpt,
     usage_db: Optional[Path] = UsageDbOpt,
-    min_score: Optional[float] = typer.Option(
-        None,
-        "--min-score",
-        help="Drop hits below this score (0..1); default: the calibrated "
-        "'no good match' threshold. 0 always shows the best tools.",
-    ),
+    min_score: Optional[float] = typer.Option(None, "--min-score", help=_doc("min_score")),
     max_tokens: Optional[int] = MaxTokensOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Find tools for a task: keyword + semantic + fuzzy-name ranking, scores in [0, 1]. Says so
     (no hits, exit 1) when no tool is a good match."""
-    from ..search.hybrid import search as run_search
+    from ..core.embedding import INDEX_MODEL
+    from ..search.request import SearchRequest
 
+    request = SearchRequest(query, mode, limit, min_score).check()
     database = _open(db)
     filters = _catalog_filters(
         server,
@@ -1016,7 +1019,9 @@ def search(
         database=database,
         usage_db=usage_db,
     )
-    result = run_search(database, query, mode=mode, limit=limit, filters=filters, min_score=min_score)
+    if filters is not None:
+        request.filters = filters
+    result = request.run(database, INDEX_MODEL)
     render.search_result(result, as_json, max_tokens)
     if result.no_match:
         raise typer.Exit(EXIT_FAILURE)
