@@ -92,7 +92,9 @@ class _DbUrl(_PathBase):
 
 
 def _db_target(value: str) -> Path:
-    if not value.startswith(("postgresql://", "postgres://")):  # the catalog in PostgreSQL (store/pg.py)
+    from ..store.db import is_pg_url
+
+    if not is_pg_url(value):
         return Path(value)
     target = _DbUrl(".")
     target.url = value
