@@ -617,43 +617,24 @@ def serve(
     scope = Filters(
         servers=list(server), tags=list(tag), categories=list(category), read_only=read_only, approved_only=quarantine
     )
-    if print_config and http is not None:  # the entry that connects to a running serve --http
-        from ..serve.access import is_loopback, parse_address
-        from .clients import http_client_config
-
-        host, port = parse_address(http)
-        render.serve_config(
-            http_client_config(
-                client, host, port, tls=bool(tls_cert), token=bool(token_env or token_file) or not is_loopback(host)
-            ),
-            as_json,
-        )
-        return
     if print_config:
-        from ..store.db import default_db_path
-        from .clients import client_config
-
-        db_path = str(db or default_db_path())
+        entry = dict(
+            config_path=str(config) if config else None,
+            servers=list(server),
+            tags=list(tag),
+            categories=list(category),
+            read_only=read_only,
+            expose_tools=expose_tools,
+            pins=list(pin),
+            max_tokens=max_tokens if max_tokens != 4000 else None,
+            always_load=always_load,
+            quarantine=quarantine,
+            usage_db=str(usage_db) if usage_db else None,
+            record_examples=record_examples,
+            trust_index=trust_index,
+        )
         render.serve_config(
-            client_config(
-                client,
-                db_path,
-                index_config_path=_open(db).get_meta("config_path"),
-                config_path=str(config) if config else None,
-                servers=list(server),
-                tags=list(tag),
-                categories=list(category),
-                read_only=read_only,
-                expose_tools=expose_tools,
-                pins=list(pin),
-                max_tokens=max_tokens if max_tokens != 4000 else None,
-                always_load=always_load,
-                quarantine=quarantine,
-                usage_db=str(usage_db) if usage_db else None,
-                record_examples=record_examples,
-                trust_index=trust_index,
-            ),
-            as_json,
+            _client_entry(db, client, http, entry, tls=bool(tls_cert), token=bool(token_env or token_file)), as_json
         )
         return
     from ..store.db import default_db_path
@@ -670,6 +651,7 @@ def serve(
         record_examples=record_examples,
         trust_index=trust_index,
     )
+    db_path = str(db or default_db_path())
     if http is None:
         if token_env or token_file or tls_cert or tls_key or allow_host or allow_origin:
             raise UsageError(
@@ -678,8 +660,41 @@ def serve(
             )
         from ..serve.stdio import serve_stdio
 
-        serve_stdio(str(db or default_db_path()), **options)
+        serve_stdio(db_path, **options)
         return
+    _serve_http(db_path, http, token_env, token_file, tls_cert, tls_key, allow_host, allow_origin, options)
+
+
+def _client_entry(db: Optional[Path], client: str, http: Optional[str], entry: dict, *, tls: bool, token: bool) -> Any:
+    """serve --print-config: the client's entry that starts this serve over stdio (`entry`: its
+    options), or with --http the one that connects to a running serve --http."""
+    if http is not None:
+        from ..serve.access import is_loopback, parse_address
+        from .clients import http_client_config
+
+        host, port = parse_address(http)
+        return http_client_config(client, host, port, tls=tls, token=token or not is_loopback(host))
+    from ..store.db import default_db_path
+    from .clients import client_config
+
+    return client_config(
+        client, str(db or default_db_path()), index_config_path=_open(db).get_meta("config_path"), **entry
+    )
+
+
+def _serve_http(
+    db_path: str,
+    http: str,
+    token_env: Optional[str],
+    token_file: Optional[Path],
+    tls_cert: Optional[Path],
+    tls_key: Optional[Path],
+    allow_host: List[str],
+    allow_origin: List[str],
+    options: dict,
+) -> None:
+    """serve --http: its address, tokens and TLS checked, then serve_http until stopped."""
+    from ..core.errors import UsageError
     from ..serve.access import load_tokens, parse_address
     from ..serve.http import serve_http
 
@@ -689,13 +704,7 @@ def serve(
         raise UsageError("--tls-cert and --tls-key go together", fix="give both PEM files, or neither")
     tls = (str(tls_cert), str(tls_key)) if tls_cert and tls_key else None
     serve_http(
-        str(db or default_db_path()),
-        address,
-        tokens,
-        tls=tls,
-        allow_hosts=tuple(allow_host),
-        allow_origins=tuple(allow_origin),
-        **options,
+        db_path, address, tokens, tls=tls, allow_hosts=tuple(allow_host), allow_origins=tuple(allow_origin), **options
     )
 
 
