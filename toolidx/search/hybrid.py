@@ -5,7 +5,7 @@ Every hit gets a score in [0, 1] that means the same thing for every query: an e
 probability that the tool serves the request, from a small logistic model over absolute evidence
 (cosine similarity, BM25, query-term coverage, fuzzy name match) and over how far the hit stands
 out of the query's best candidates, fitted on the bench sets (`toolidx.search.calibration`,
-docs/search-research.md). Below a calibrated threshold search returns nothing and
+docs/research/search.md). Below a calibrated threshold search returns nothing and
 says so ("no good match") instead of the least-bad tools.
 
 Keyword mode imports no numpy, fastembed or mcp, so a keyword search in a new process is fast.
@@ -36,7 +36,7 @@ FUZZY_CUTOFF = 75.0
 # share means the same on every catalog. A score reads the list (calibration.LIST_K), so a runner-up
 # far behind a clear first hit scores low even when it serves the query too: over every bench set,
 # 0.005 hides 0-1 relevant tool of a top 5 per mode and model, 0.01 1-5, 0.05 21-47
-# (docs/search-research.md). --min-score X shows every hit scoring X or more instead.
+# (docs/research/search.md). --min-score X shows every hit scoring X or more instead.
 RUNNER_UP_SHARE = 0.005
 
 
@@ -265,7 +265,7 @@ def gather(
         return cands.setdefault(r, {"bm25": 0.0, "cos": None, "fuzzy": 0.0})
 
     qv = None
-    hybrid = mode_used == "hybrid"  # reads quoted values and rare words differently (docs/search-research.md)
+    hybrid = mode_used == "hybrid"  # reads quoted values and rare words differently (docs/research/search.md)
     if mode_used in ("hybrid", "semantic") and text:
         etext = quoted.strip_quoted(text) if hybrid else text
         qv = _embed_in_background(embedder, etext[:2000])  # beside the keyword half, on another core
