@@ -144,3 +144,11 @@ def test_unknown_servers_are_checked_in_one_place(lexical_catalog):
     ):
         r = run_cli(*args, "--db", lexical_catalog)
         assert r.code != 0 and "no server named 'nope'" in r.stderr, (args, r.stderr)
+
+
+def test_the_store_only_writes_a_crawl():
+    """(#33) store.crawls writes what the crawl hands it: which tools to embed, the embedding
+    itself, its warnings and the trust file are crawl/write.py's."""
+    store = (Path(__file__).parents[1] / "toolidx" / "store" / "crawls.py").read_text()
+    for decided_by_the_crawl in ("embed_documents", "LazyEmbedder", "warn_once", "trust.record", "model_changed"):
+        assert decided_by_the_crawl not in store, decided_by_the_crawl

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..core.clock import now_iso
 from ..core.embedding import Embedder, LazyEmbedder, text_hash
 from ..core.notices import warn_once
 from ..core.servers import ServerResult, launch_hash
@@ -65,6 +66,15 @@ def store_crawl(
         owner=owner,
         prune_other_configs=prune_other_configs,
     )
+    started = {r.spec.name: r.started_at or started_at or now_iso() for r in results}
+    for row in summary.servers:
+        if row.get("superseded_by"):  # the latest crawl of a server wins, whichever commits last
+            name = row["server"]
+            warn_once(
+                f"superseded:{name}",
+                f"{name}: the index holds a later crawl of it (at {row['superseded_by']}); this crawl's "
+                f"result, from {started[name]}, was not written",
+            )
     # this crawl read these launch lines from the config the user named: serve may later start
     # them from the index's record with no --config (store/trust.py says why outside the index)
     trust.record([(r.spec.name, launch_hash(r.spec.public())) for r in results], config_path)

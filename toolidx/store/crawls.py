@@ -13,7 +13,6 @@ from typing import Any
 from .. import __version__
 from ..core.clock import now_iso
 from ..core.embedding import Embedder, text_hash
-from ..core.notices import warn_once
 from ..core.servers import ServerResult, stderr_lines
 from ..core.tooldoc import ToolDoc, canonical_json
 from . import keywords, vectors
@@ -115,11 +114,6 @@ def write_crawl(
             crawled.add(r.spec.name)
             newer = _newer_crawl(db, r, ts)
             if newer is not None:  # the latest crawl of a server wins, whichever commits last
-                warn_once(
-                    f"superseded:{r.spec.name}",
-                    f"{r.spec.name}: the index holds a later crawl of it (at {newer}); this crawl's "
-                    f"result, from {r.started_at or ts}, was not written",
-                )
                 summary.servers.append(
                     {
                         "server": r.spec.name,
