@@ -110,3 +110,13 @@ def test_bad_parameters_are_named_as_each_front_end_spells_them(discovery):
         SearchRequest("time", min_score=2.0).check(CLI)
     with pytest.raises(UsageError, match=r"^search_type: unknown search mode 'magic'"):
         SearchRequest("time", mode="magic").check(META)
+
+
+def test_the_console_form_has_every_parameter():
+    """The web console's search form sends /v1/search's parameters (it calls search_payload):
+    every one has a field there."""
+    import re
+
+    form = (Path(__file__).parents[2] / "toolidx" / "serve" / "console" / "templates" / "search.html").read_text()
+    fields = set(re.findall(r'name="(\w+)"', form))
+    assert {p.names[HTTP] for p in PARAMS} <= fields, {p.names[HTTP] for p in PARAMS} - fields
