@@ -90,7 +90,7 @@ PARAMS: tuple[Param, ...] = (
     _list("categories", "Only these categories", "--category", "category"),
     _p(
         "name_pattern",
-        "Regex searched in the tool name (RE2, case-insensitive)",
+        "Regex on the tool name (RE2, case-insensitive)",
         {"type": "string"},
         "--name-pattern",
         "name_pattern",
@@ -99,17 +99,17 @@ PARAMS: tuple[Param, ...] = (
     ),
     _p(
         "description_contains",
-        "Text the description must contain (case-insensitive)",
+        "Text the description must contain",
         {"type": "string"},
         "--description-contains",
         "description_contains",
         "filters.description_contains",
         filter=True,
     ),
-    _flag("read_only", "Only tools annotated read-only (readOnlyHint: true)", "--read-only", "read_only"),
+    _flag("read_only", "Only tools marked read-only", "--read-only", "read_only"),
     _flag(
         "no_destructive",
-        "Drop tools annotated destructive (destructiveHint: true)",
+        "Drop tools marked destructive",
         "--no-destructive",
         "no_destructive",
     ),
@@ -121,8 +121,7 @@ PARAMS: tuple[Param, ...] = (
     ),
     _p(
         "min_score",
-        "Drop matches scoring below this (0..1); default: the calibrated 'no good match' threshold, "
-        "0 always shows the best tools",
+        "Drop matches scoring below this (0..1); default: the calibrated no-match threshold",
         {"type": "number", "minimum": 0, "maximum": 1},
         "--min-score",
         "min_score",
