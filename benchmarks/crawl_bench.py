@@ -29,7 +29,7 @@ from _common import BENCH, MODEL, servers_dir
 from toolidx.core.embedding import load_embedder, resolve_model
 from toolidx.crawl.config import build_config, load_config
 from toolidx.crawl.run import QuietProgress, gather_results, run_crawl
-from toolidx.store.crawls import _embed, docs_for
+from toolidx.crawl.write import docs_for, embed_texts
 from toolidx.store.db import open_db
 
 
@@ -88,7 +88,7 @@ def bench_embedding(embedder, model_path: str, texts: list[str], repeat: int) ->
 
     def run_ours() -> float:
         t0 = time.perf_counter()
-        out = _embed(embedder, docs, None)
+        out = embed_texts(embedder, docs, None)
         assert len(out) == len(texts)
         return time.perf_counter() - t0
 

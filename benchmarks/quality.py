@@ -8,7 +8,7 @@ Sets: ETOM levels 1+2 and level 2 alone, with ETOM's impossible requests; LiveMC
 prompts; livemcp-natural (short requests typed the way people look for a tool) per style (plain,
 terse, typo, long, name) and its impossible requests per kind (far, near). These are the sets
 benchmarks/fit_fusion.py fits hybrid's constants on, leave-one-set-out (its held-out numbers are
-in docs/search-research.md). Never used to fit or choose anything (held out): ETOM level 3 (every listed
+in docs/research/search.md). Never used to fit or choose anything (held out): ETOM level 3 (every listed
 tool needed), ETOM level 4 (every step, any alternative), LiveMCPBench as "every tool needed" and
 its relaxed superset in steps form.
 

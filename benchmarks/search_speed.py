@@ -3,7 +3,7 @@
     python benchmarks/search_speed.py [--sizes 1000,10000,50000] [--queries 200]
 
 Catalogs are built from the real bench tools (ETOM + LiveMCPBench, 2,902 tools) repeated with
-distinct server names ("etom-r2/..."), written with store.crawls.write_crawl; the embedding of
+distinct server names ("etom-r2/..."), written with crawl.write.store_crawl; the embedding of
 each distinct text is computed once and its vector reused for the copies (as a crawl of 50k real
 tools would have 50k vectors, the vector table is full size). Queries: ETOM level 1-2 and
 LiveMCPBench requests. Targets (issue 3): warm in-process hybrid p50 <= 15 ms and p95 <= 40 ms
@@ -31,7 +31,7 @@ from bench_index import embedder, fingerprint, model_tag
 def _catalog(n: int, emb) -> Path:
     from toolidx.core.servers import ServerSpec
     from toolidx.crawl.sources import load_tools_file
-    from toolidx.store.crawls import write_crawl
+    from toolidx.crawl.write import store_crawl
     from toolidx.store.db import open_db
 
     path = CACHE / f"speed-{n}-{fingerprint()}-{model_tag()}.db"
@@ -74,7 +74,7 @@ def _catalog(n: int, emb) -> Path:
     tmp.unlink(missing_ok=True)
     t0 = time.time()
     db = open_db(tmp, create=True)
-    write_crawl(db, results, embedder=Reuse(emb), config_path=None, prune=True)
+    store_crawl(db, results, embedder=Reuse(emb), config_path=None, prune=True)
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
     tmp.rename(path)

@@ -92,6 +92,34 @@ def test_architecture_page_matches_the_package():
     assert layered == folders
 
 
+def test_what_architecture_says_of_sql_and_the_checks_holds():
+    """(#33) docs/architecture.md: SQL lives only in store/ (crawl's merge ran `PRAGMA
+    wal_checkpoint` itself); test.sh runs the suite and check.sh the linters; store/'s own
+    docstring names both engines; each name vulture is told to ignore still exists."""
+    import re
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+    sql = re.compile(r"\.(execute|executemany|query|scalar)\(|\bPRAGMA\b|\b(SELECT|INSERT INTO|UPDATE|DELETE FROM) \w")
+    outside = [
+        f"{p.relative_to(REPO)}:{n}"
+        for p in sorted((REPO / "toolidx").rglob("*.py"))
+        if "store" not in p.relative_to(REPO / "toolidx").parts
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if sql.search(line) and not line.lstrip().startswith("#")
+    ]
+    assert outside == ["toolidx/core/schemas/examples.py:84"], outside  # an example value, "SELECT 1"
+    test_sh, check_sh = (REPO / "scripts" / "test.sh").read_text(), (REPO / "scripts" / "check.sh").read_text()
+    assert not re.search(r"\b(ruff|mypy|lint-imports|vulture)\b", test_sh.split("set -euo")[1])
+    assert all(tool in check_sh for tool in ("ruff", "mypy", "lint-imports", "vulture"))
+    assert "test.sh runs no linter" in (REPO / "docs" / "architecture.md").read_text()
+    assert "PostgreSQL" in (REPO / "toolidx" / "store" / "__init__.py").read_text()
+    vulture = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["vulture"]
+    code = "\n".join(p.read_text() for d in vulture["paths"] for p in (REPO / d).rglob("*.py"))
+    for name in vulture["ignore_names"]:
+        assert re.search(r"\b" + name.replace("*", r"\w*") + r"\b", code), f"vulture ignores {name}, which is gone"
+
+
 def test_tests_follow_the_package_layout():
     """Each tests/<folder>/ is named for a folder of the package (data and servers aside, and
     benchmarks/, whose scripts are tested there)."""
@@ -233,10 +261,10 @@ def _slug(heading: str) -> str:
 
 def test_links_between_pages_reach_their_sections():
     """Every relative link in the README and docs/ names a file that exists and, with #anchor, a
-    heading of it (docs/search.md's research sections moved to docs/search-research.md)."""
+    heading of it (docs/search.md's research sections moved to docs/research/search.md)."""
     import re
 
-    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
     broken = []
     for page in pages:
         text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
@@ -253,10 +281,26 @@ def test_links_between_pages_reach_their_sections():
 
 def test_search_page_is_for_users_and_the_record_is_whole():
     """docs/search.md is what a user reads (how to search, modes, scores, the gate, eval, models);
-    the measurements live in docs/search-research.md, which it links."""
+    the measurements live in docs/research/search.md, which it links; nothing names the record's
+    old place beside the user pages (#33). The user page says how it ranks on both engines, with
+    the field weights the code uses."""
+    import re
+
     user = (REPO / "docs" / "search.md").read_text()
-    record = (REPO / "docs" / "search-research.md").read_text()
-    assert len(user.splitlines()) < 250 and "search-research.md" in user
+    record = (REPO / "docs" / "research" / "search.md").read_text()
+    assert len(user.splitlines()) < 250 and "](research/search.md" in user
+    assert not (REPO / "docs" / "search-research.md").exists()
+    for folder in ("docs", "benchmarks", "tests", "training"):
+        for f in (REPO / folder).rglob("*"):
+            if f.suffix in (".md", ".py") and f.name != "test_docs.py":
+                assert "search-research" not in f.read_text(), f
+    assert "search-research" not in (REPO / "README.md").read_text()
+    engines = user.split("### On an index file and on PostgreSQL")[1].split("\n## ")[0]
+    code = "\n".join(p.read_text() for p in (REPO / "toolidx").rglob("*.py"))
+    weights = [float(w) for w in re.search(r"FTS_WEIGHTS = \(([^)]*)\)", code).group(1).split(",")]
+    said = [float(w) for w in re.findall(r"(?:name|title|description|server|tags|parameters) ([\d.]+)", engines)]
+    assert said == weights, (said, weights)
+    assert "PostgreSQL" in engines and "pgvector" in engines and "FTS5" in engines
     for section in (
         "## Modes",
         "## What the score means",
@@ -264,6 +308,7 @@ def test_search_page_is_for_users_and_the_record_is_whole():
         "## `toolidx eval",
         "## Choosing a model",
         "### Model",
+        "### On an index file and on PostgreSQL",
     ):
         assert section in user, section
     for section in (

@@ -125,3 +125,30 @@ def test_budgets_count_the_json_agents_see():
     value = {"name": "ünïcode", "n": [1, 2.5, None], "nested": {"k": "v"}}
     assert compact_json(value) == '{"name":"ünïcode","n":[1,2.5,null],"nested":{"k":"v"}}'
     assert estimate_tokens(value) == -(-len(compact_json(value)) // 4)
+
+
+def test_unknown_servers_are_checked_in_one_place(lexical_catalog):
+    """(#33) "no server named ..." was written five times, the postgresql:// test three: each is
+    now one function (core.errors.check_servers, store.db.is_pg_url), and every command that
+    names servers says the same line."""
+    package = Path(__file__).parents[1] / "toolidx"
+    sources = {p: p.read_text() for p in package.rglob("*.py")}
+    assert [p.name for p, text in sources.items() if "no server named" in text] == ["errors.py"]
+    # store/pg.py keeps its own `is_url` until the engines' retrieval split (#33) moves it
+    assert {p.name for p, text in sources.items() if '"postgres://"' in text} <= {"db.py", "pg.py"}
+    for args in (
+        ("diff", "--approved", "--server", "nope"),
+        ("audit", "--server", "nope"),
+        ("approve", "--server", "nope"),
+        ("crawl", "--config", CATALOG / "servers.yaml", "--server", "nope"),
+    ):
+        r = run_cli(*args, "--db", lexical_catalog)
+        assert r.code != 0 and "no server named 'nope'" in r.stderr, (args, r.stderr)
+
+
+def test_the_store_only_writes_a_crawl():
+    """(#33) store.crawls writes what the crawl hands it: which tools to embed, the embedding
+    itself, its warnings and the trust file are crawl/write.py's."""
+    store = (Path(__file__).parents[1] / "toolidx" / "store" / "crawls.py").read_text()
+    for decided_by_the_crawl in ("embed_documents", "LazyEmbedder", "warn_once", "trust.record", "model_changed"):
+        assert decided_by_the_crawl not in store, decided_by_the_crawl

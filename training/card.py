@@ -67,7 +67,7 @@ Test (never trained on, nothing chosen on them):
 Of the test catalog's {ov['test tools']} tools, {ov['same text']} have the same text as a training tool and
 {ov['same name in ETOM training half']} share a name with a tool of ETOM's training half.
 Hybrid search (the default mode) with this model's own fitted constants, on every bench set and
-style: docs/search-research.md ("toolidx's model").
+style: docs/research/search.md ("toolidx's model").
 
 ## Limits
 

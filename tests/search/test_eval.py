@@ -335,11 +335,11 @@ def test_quality_floor_on_etom_sample(etom_sample, embedder, bench_dir):
     db = open_db(etom_sample / "etom.db")
     r = evaluate(db, etom_sample / "queries.jsonl", infeasible=etom_sample / "infeasible.jsonl", embedder=embedder)
     h, k, s = (r.modes[m].metrics for m in ("hybrid", "keyword", "semantic"))
-    # floors well under what the method measures (docs/search-research.md), above the plain baselines
+    # floors well under what the method measures (docs/research/search.md), above the plain baselines
     assert h["R@1"] >= 0.82 and h["R@5"] >= 0.94, h
     assert h["MRR@10"] > max(k["MRR@10"], s["MRR@10"]), (h, k, s)
     # the gate is fitted to cost at most 1 point of R@5 on every catalog (benchmarks/fit_fusion.py),
-    # which leaves it abstaining on about a tenth of ETOM's impossible requests (docs/search-research.md)
+    # which leaves it abstaining on about a tenth of ETOM's impossible requests (docs/research/search.md)
     assert h["R@5"] - h["R@5@threshold"] <= 0.01, h
     assert r.modes["hybrid"].abstention["rate"] > 0
     db.close()

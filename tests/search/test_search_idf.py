@@ -1,5 +1,5 @@
 """Hybrid search's BM25 weighs each query word by idf**calibration.IDF_POWER instead of idf
-(docs/search-research.md: long requests). Checked against FTS5's own one-word bm25() on a real index: the
+(docs/research/search.md: long requests). Checked against FTS5's own one-word bm25() on a real index: the
 weighted score is exactly the sum of each word's FTS5 term rescaled by idf**(IDF_POWER - 1)."""
 
 from __future__ import annotations

@@ -76,6 +76,7 @@ def test_lists_the_meta_tools_with_exact_schemas(serve_index):
         "name_pattern",
         "description_contains",
         "read_only",
+        "no_destructive",
         "has_examples",
         "min_score",
     }

@@ -8,7 +8,7 @@ import getpass
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import NotFoundError, UsageError
+from ..core.errors import UsageError, check_servers
 from ..store import approvals as store
 from ..store.db import Database
 from ..store.tools import list_servers
@@ -33,14 +33,7 @@ def _targets(db: Database, ids: list[str], servers: list[str], everything: bool,
     kept = store.approvals(db, ids) if revoke else {}
     out = [i if i in kept else resolve_tool_id(db, i) for i in ids]
     if servers:
-        known = {s["name"] for s in list_servers(db)}
-        missing = [s for s in servers if s not in known]
-        if missing:
-            raise NotFoundError(
-                f"no server named {', '.join(map(repr, missing))} in the index",
-                where=db.path,
-                fix="servers here: " + (", ".join(sorted(known)) or "none (crawl first)"),
-            )
+        check_servers(servers, {s["name"] for s in list_servers(db)}, where=db.path)
         out += sorted(store.current_hashes(db, servers=servers))
     return list(dict.fromkeys(out))
 

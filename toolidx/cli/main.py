@@ -19,6 +19,14 @@ from typer.core import TyperCommand
 from ..core.errors import EXIT_FAILURE, EXIT_USAGE, ToolidxError
 from . import render
 
+
+def _doc(key: str) -> str:
+    """Search's parameter `key` as --help says it: written once for every front-end."""
+    from ..search.request import CLI, PARAM
+
+    return PARAM[key].help(CLI)
+
+
 # An option's value named as click and man pages name it (typer >= 0.28 writes `<int range>`, `<str>`)
 _METAVARS = {
     "int": "INTEGER",
@@ -85,7 +93,9 @@ class _DbUrl(_PathBase):
 
 
 def _db_target(value: str) -> Path:
-    if not value.startswith(("postgresql://", "postgres://")):  # the catalog in PostgreSQL (store/pg.py)
+    from ..store.db import is_pg_url
+
+    if not is_pg_url(value):
         return Path(value)
     target = _DbUrl(".")
     target.url = value
@@ -269,17 +279,15 @@ def merge(
 
 
 # --- catalog: describe / list / categories / similar -------------------------------------------
-CatServerOpt = typer.Option([], "--server", "-s", help="Only these servers (repeatable).")
-CatTagOpt = typer.Option([], "--tag", "-t", help="Only tools with any of these tags (repeatable).")
-CatExcludeTagOpt = typer.Option([], "--exclude-tag", help="Drop tools with any of these tags.")
-CatCategoryOpt = typer.Option([], "--category", help="Only these categories (repeatable).")
-CatNamePatternOpt = typer.Option(None, "--name-pattern", help="Regex searched in tool names (case-insensitive).")
-CatDescOpt = typer.Option(None, "--description-contains", help="Substring of the description (case-insensitive).")
-CatReadOnlyOpt = typer.Option(False, "--read-only", help="Only tools annotated readOnlyHint: true.")
-CatNoDestructiveOpt = typer.Option(False, "--no-destructive", help="Drop tools annotated destructiveHint: true.")
-CatHasExamplesOpt = typer.Option(
-    False, "--has-examples", help="Only tools with usage examples (schema, saved list, recorded calls)."
-)
+CatServerOpt = typer.Option([], "--server", "-s", help=_doc("servers"))
+CatTagOpt = typer.Option([], "--tag", "-t", help=_doc("tags"))
+CatExcludeTagOpt = typer.Option([], "--exclude-tag", help=_doc("exclude_tags"))
+CatCategoryOpt = typer.Option([], "--category", help=_doc("categories"))
+CatNamePatternOpt = typer.Option(None, "--name-pattern", help=_doc("name_pattern"))
+CatDescOpt = typer.Option(None, "--description-contains", help=_doc("description_contains"))
+CatReadOnlyOpt = typer.Option(False, "--read-only", help=_doc("read_only"))
+CatNoDestructiveOpt = typer.Option(False, "--no-destructive", help=_doc("no_destructive"))
+CatHasExamplesOpt = typer.Option(False, "--has-examples", help=_doc("has_examples"))
 UsageDbOpt = typer.Option(
     None,
     "--usage-db",
@@ -610,43 +618,24 @@ def serve(
     scope = Filters(
         servers=list(server), tags=list(tag), categories=list(category), read_only=read_only, approved_only=quarantine
     )
-    if print_config and http is not None:  # the entry that connects to a running serve --http
-        from ..serve.access import is_loopback, parse_address
-        from .clients import http_client_config
-
-        host, port = parse_address(http)
-        render.serve_config(
-            http_client_config(
-                client, host, port, tls=bool(tls_cert), token=bool(token_env or token_file) or not is_loopback(host)
-            ),
-            as_json,
-        )
-        return
     if print_config:
-        from ..store.db import default_db_path
-        from .clients import client_config
-
-        db_path = str(db or default_db_path())
+        entry = dict(
+            config_path=str(config) if config else None,
+            servers=list(server),
+            tags=list(tag),
+            categories=list(category),
+            read_only=read_only,
+            expose_tools=expose_tools,
+            pins=list(pin),
+            max_tokens=max_tokens if max_tokens != 4000 else None,
+            always_load=always_load,
+            quarantine=quarantine,
+            usage_db=str(usage_db) if usage_db else None,
+            record_examples=record_examples,
+            trust_index=trust_index,
+        )
         render.serve_config(
-            client_config(
-                client,
-                db_path,
-                index_config_path=_open(db).get_meta("config_path"),
-                config_path=str(config) if config else None,
-                servers=list(server),
-                tags=list(tag),
-                categories=list(category),
-                read_only=read_only,
-                expose_tools=expose_tools,
-                pins=list(pin),
-                max_tokens=max_tokens if max_tokens != 4000 else None,
-                always_load=always_load,
-                quarantine=quarantine,
-                usage_db=str(usage_db) if usage_db else None,
-                record_examples=record_examples,
-                trust_index=trust_index,
-            ),
-            as_json,
+            _client_entry(db, client, http, entry, tls=bool(tls_cert), token=bool(token_env or token_file)), as_json
         )
         return
     from ..store.db import default_db_path
@@ -663,6 +652,7 @@ def serve(
         record_examples=record_examples,
         trust_index=trust_index,
     )
+    db_path = str(db or default_db_path())
     if http is None:
         if token_env or token_file or tls_cert or tls_key or allow_host or allow_origin:
             raise UsageError(
@@ -671,8 +661,41 @@ def serve(
             )
         from ..serve.stdio import serve_stdio
 
-        serve_stdio(str(db or default_db_path()), **options)
+        serve_stdio(db_path, **options)
         return
+    _serve_http(db_path, http, token_env, token_file, tls_cert, tls_key, allow_host, allow_origin, options)
+
+
+def _client_entry(db: Optional[Path], client: str, http: Optional[str], entry: dict, *, tls: bool, token: bool) -> Any:
+    """serve --print-config: the client's entry that starts this serve over stdio (`entry`: its
+    options), or with --http the one that connects to a running serve --http."""
+    if http is not None:
+        from ..serve.access import is_loopback, parse_address
+        from .clients import http_client_config
+
+        host, port = parse_address(http)
+        return http_client_config(client, host, port, tls=tls, token=token or not is_loopback(host))
+    from ..store.db import default_db_path
+    from .clients import client_config
+
+    return client_config(
+        client, str(db or default_db_path()), index_config_path=_open(db).get_meta("config_path"), **entry
+    )
+
+
+def _serve_http(
+    db_path: str,
+    http: str,
+    token_env: Optional[str],
+    token_file: Optional[Path],
+    tls_cert: Optional[Path],
+    tls_key: Optional[Path],
+    allow_host: List[str],
+    allow_origin: List[str],
+    options: dict,
+) -> None:
+    """serve --http: its address, tokens and TLS checked, then serve_http until stopped."""
+    from ..core.errors import UsageError
     from ..serve.access import load_tokens, parse_address
     from ..serve.http import serve_http
 
@@ -682,13 +705,7 @@ def serve(
         raise UsageError("--tls-cert and --tls-key go together", fix="give both PEM files, or neither")
     tls = (str(tls_cert), str(tls_key)) if tls_cert and tls_key else None
     serve_http(
-        str(db or default_db_path()),
-        address,
-        tokens,
-        tls=tls,
-        allow_hosts=tuple(allow_host),
-        allow_origins=tuple(allow_origin),
-        **options,
+        db_path, address, tokens, tls=tls, allow_hosts=tuple(allow_host), allow_origins=tuple(allow_origin), **options
     )
 
 
@@ -976,10 +993,10 @@ def audit(
 # --- search / eval -----------------------------------------------------------------------------
 @app.command()
 def search(
-    query: str = typer.Argument(..., help="What you want to do, in plain words (or a tool name)."),
+    query: str = typer.Argument(..., help=_doc("query")),
     db: Optional[Path] = DbOpt,
-    limit: int = typer.Option(10, "--limit", "-n", min=1, help="At most this many hits."),
-    mode: str = typer.Option("hybrid", "--mode", "-m", help="hybrid | keyword | semantic."),
+    limit: int = typer.Option(10, "--limit", "-n", min=1, help=_doc("limit")),
+    mode: str = typer.Option("hybrid", "--mode", "-m", help=_doc("mode")),
     server: List[str] = CatServerOpt,
     tag: List[str] = CatTagOpt,
     exclude_tag: List[str] = CatExcludeTagOpt,
@@ -990,19 +1007,16 @@ def search(
     no_destructive: bool = CatNoDestructiveOpt,
     has_examples: bool = CatHasExamplesOpt,
     usage_db: Optional[Path] = UsageDbOpt,
-    min_score: Optional[float] = typer.Option(
-        None,
-        "--min-score",
-        help="Drop hits below this score (0..1); default: the calibrated "
-        "'no good match' threshold. 0 always shows the best tools.",
-    ),
+    min_score: Optional[float] = typer.Option(None, "--min-score", help=_doc("min_score")),
     max_tokens: Optional[int] = MaxTokensOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Find tools for a task: keyword + semantic + fuzzy-name ranking, scores in [0, 1]. Says so
     (no hits, exit 1) when no tool is a good match."""
-    from ..search.hybrid import search as run_search
+    from ..core.embedding import INDEX_MODEL
+    from ..search.request import SearchRequest
 
+    request = SearchRequest(query, mode, limit, min_score).check()
     database = _open(db)
     filters = _catalog_filters(
         server,
@@ -1017,7 +1031,9 @@ def search(
         database=database,
         usage_db=usage_db,
     )
-    result = run_search(database, query, mode=mode, limit=limit, filters=filters, min_score=min_score)
+    if filters is not None:
+        request.filters = filters
+    result = request.run(database, INDEX_MODEL)
     render.search_result(result, as_json, max_tokens)
     if result.no_match:
         raise typer.Exit(EXIT_FAILURE)

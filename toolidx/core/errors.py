@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 # Python 3.10 has no BaseExceptionGroup; anyio depends on the backport there.
 if sys.version_info >= (3, 11):
@@ -87,3 +88,24 @@ class ModelError(ToolidxError):
     """The embedding model was asked for explicitly and cannot be loaded."""
 
     code = MODEL_ERROR
+
+
+def check_servers(
+    asked: list[str] | None,
+    known: Any,
+    *,
+    within: str = "in the index",
+    where: str | None = None,
+    fix: str | None = None,
+    error: type[ToolidxError] = NotFoundError,
+) -> None:
+    """The one "no server named ..." check: `error` naming every server of `asked` not in `known`
+    (`within`: where it was looked for), with the known names (the first 20) as the fix."""
+    missing = [s for s in asked or [] if s not in known]
+    if not missing:
+        return
+    names = sorted(known)
+    if fix is None:
+        fix = f"known: {', '.join(names[:20])}" if names else "no servers here (crawl first)"
+    what = f"no server named {', '.join(map(repr, missing))}"
+    raise error(f"{what} {within}" if within else what, where=where, fix=fix)

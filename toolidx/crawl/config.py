@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, check_servers
 from ..core.files import not_regular
 from ..core.notices import warn_once
 from ..core.servers import DEFAULT_TIMEOUT, FOLDER_VARS, ServerSpec, server_name_problem
@@ -50,14 +50,7 @@ class Config:
     def enabled_servers(self, only: list[str] | None = None) -> list[ServerSpec]:
         out = [s for s in self.servers if s.enabled]
         if only:
-            names = {s.name for s in self.servers}
-            missing = [n for n in only if n not in names]
-            if missing:
-                raise ConfigError(
-                    f"no server named {', '.join(map(repr, missing))}",
-                    where=self.path,
-                    fix=f"known: {', '.join(sorted(names))}",
-                )
+            check_servers(only, {s.name for s in self.servers}, within="", where=self.path, error=ConfigError)
             out = [s for s in self.servers if s.name in only]
         return out
 

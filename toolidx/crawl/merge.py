@@ -166,14 +166,14 @@ def merge_indexes(inputs: list[str | os.PathLike], output: str | os.PathLike) ->
             configs = {s.db.get_meta("config_path") for s in sources}
             if len(configs) == 1 and None not in configs:
                 out.set_meta("config_path", configs.pop())
-            out.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            store.checkpoint(out)
         finally:
             out.close()
         with contextlib.suppress(OSError):
             _fsync(tmp)
         if output.exists():  # fold the old file's WAL in first, so none is left to replay onto the new one
             old = open_db(output)
-            old.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            store.checkpoint(old)
             old.close()
         os.replace(tmp, output)
         with contextlib.suppress(OSError):

@@ -16,10 +16,11 @@ from ..core.clock import now_iso
 from ..core.embedding import Embedder, LazyEmbedder
 from ..core.errors import UsageError
 from ..core.servers import ServerResult, ServerSpec
-from ..store.crawls import CrawlSummary, recorded_configs, write_crawl
+from ..store.crawls import CrawlSummary, recorded_configs
 from ..store.db import Database
 from .config import DEFAULT_CONCURRENCY, Config
 from .sources import load_tools_file
+from .write import store_crawl
 
 
 class CrawlProgress(Protocol):
@@ -148,7 +149,7 @@ def run_crawl(
     conc = concurrency or int(config.settings.get("concurrency", DEFAULT_CONCURRENCY))
     started = now_iso()
     results = asyncio.run(gather_results(specs, conc, progress))
-    return write_crawl(
+    return store_crawl(
         db,
         results,
         embedder=embedder,
@@ -236,7 +237,7 @@ def embed(
     `progress.step` hears of the model loading and of the tools embedded."""
     from ..core.embedding import load_embedder, resolve_model
     from ..core.errors import ModelError
-    from ..store.crawls import embed_missing
+    from .write import embed_missing
 
     choice = resolve_model(
         model,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.counts import plural
-from ..core.errors import NotFoundError
+from ..core.errors import check_servers
 from ..core.tooldoc import definition_hash
 from ..store import approvals as store
 from ..store import history
@@ -52,14 +52,7 @@ def awaiting_approval(db: Database, servers: list[str] | None = None) -> DiffRes
     if servers:
         from ..store.tools import list_servers
 
-        known = {s["name"] for s in list_servers(db)}
-        missing = [s for s in servers if s not in known]
-        if missing:
-            raise NotFoundError(
-                f"no server named {', '.join(map(repr, missing))} in the index",
-                where=db.path,
-                fix=f"known: {', '.join(sorted(known)[:20])}",
-            )
+        check_servers(servers, {s["name"] for s in list_servers(db)}, where=db.path)
     result = diff_snapshots(approved_snapshot(db, servers), current_snapshot(db, servers), servers=servers)
     approved = store.approvals(db)
     for s in result.servers:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import NotFoundError, UsageError
+from ..core.errors import NotFoundError, UsageError, check_servers
 from ..store import history as store
 from ..store.db import Database
 from .audit import AuditReport, audit_definitions
@@ -60,12 +60,7 @@ def _check_servers(snaps: list[Snapshot], servers: list[str] | None) -> None:
     known = set()
     for s in snaps:
         known |= {t.server for t in s.tools.values()} | set(s.servers)
-    missing = [s for s in servers if s not in known]
-    if missing:
-        raise NotFoundError(
-            f"no server named {', '.join(map(repr, missing))} in either crawl",
-            fix=f"known: {', '.join(sorted(known)[:20])}",
-        )
+    check_servers(servers, known, within="in either crawl")
 
 
 def diff_crawls(
@@ -155,15 +150,8 @@ def audit(db: Database, servers: list[str] | None = None, crawl: str | None = No
     the model."""
     if crawl is None:
         rows = store.current_definitions(db, servers)
-        if servers:
-            _known = {r["server"] for r in rows}
-            missing = [s for s in servers if s not in _known]
-            if missing:
-                raise NotFoundError(
-                    f"no server named {', '.join(map(repr, missing))} in the index",
-                    where=db.path,
-                    fix="see `toolidx history` or the crawl summary",
-                )
+        known = {r["server"] for r in rows}
+        check_servers(servers, known, where=db.path, fix="see `toolidx history` or the crawl summary")
         items = ((r["id"], r["server"], r["name"], r["definition"]) for r in rows)
         return audit_definitions(items, {"db": db.path, "crawl_id": None}, servers)
     cid = resolve_crawl(db, crawl)

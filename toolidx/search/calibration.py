@@ -1,6 +1,6 @@
 """From retrieval evidence to a score in [0, 1] that means the same thing for every query, and
 the "no good match" thresholds. Constants fitted on the bench sets by benchmarks/fit_fusion.py
-(docs/search-research.md has the tables); refit them there if the method changes.
+(docs/research/search.md has the tables); refit them there if the method changes.
 
 Per candidate tool the evidence is:
 - cos: cosine similarity of the query and tool embeddings (absolute: comparable across queries);
@@ -41,7 +41,7 @@ from pathlib import Path
 # Fitted together by benchmarks/fit_fusion.py over every bench set and query style (ETOM levels
 # 1-4, LiveMCPBench task prompts and steps, livemcp-natural plain / terse / typo / long / name),
 # each catalog weighing the same, with leave-one-set-out validation, and kept only where no set is
-# significantly worse than before, than cosine alone or than BM25 alone (docs/search-research.md).
+# significantly worse than before, than cosine alone or than BM25 alone (docs/research/search.md).
 # A short request is read mostly by meaning: bm25_rel is relative to the query's best BM25, so it
 # is 1 for the best keyword match even when that tool shares one ordinary word with a paraphrase
 # ("show me what's on the page" and a tool whose parameters say "page"). A long one (a task with
@@ -111,7 +111,7 @@ def hybrid_weights(n_terms: int | None, fit: ModelFit | None = None) -> tuple[fl
 # Hybrid's BM25 weighs each query word by sqrt(idf) instead of idf (bm25.candidates): in a long
 # request the rarest word (an id, a place name) would otherwise outvote the several ordinary words
 # that say what to do, and the embedding already rewards the rare, specific ones. Measured
-# (docs/search-research.md): ETOM L1+L2 R@1 +.005, L2 +.006, LiveMCP R@5 +2 queries; idf**0.3 to idf**0.7
+# (docs/research/search.md): ETOM L1+L2 R@1 +.005, L2 +.006, LiveMCP R@5 +2 queries; idf**0.3 to idf**0.7
 # all gain, so 0.5 is not a knife-edge. Quoted values weigh less too (toolidx.search.quoted). Keyword
 # mode keeps plain BM25 (its own calibration).
 IDF_POWER = 0.5
@@ -133,7 +133,7 @@ KW_LISTWISE = (0.625, 3.537, -1.712)  # keyword's (a, b, c), see LIST_K (fit_fus
 # for a first hit that clearly beats the rest, about 1/2 each for two alike (a tool on two servers),
 # small for a flat list (an impossible request matches many tools a little). Over the best 10 only,
 # so it does not depend on how many candidates a catalog yields; 5 and 20 measured alike
-# (docs/search-research.md). Fewer than 10 (a catalog or a scope of a few tools) are padded with
+# (docs/research/search.md). Fewer than 10 (a catalog or a scope of a few tools) are padded with
 # the weakest: among 3 tools an impossible request's best would otherwise hold a third of the odds
 # and read as an answer ("book a table" among 3 unrelated tools: 0.09, over the gate; now 0.006).
 LIST_K = 10
@@ -143,7 +143,7 @@ LIST_K = 10
 # prompts (each pooled; fit_fusion.py). The served natural requests with the least evidence (a
 # typo, a paraphrase sharing no word with the tool) score as low as many impossible requests, so
 # the gate abstains on few of them: the score of the best hit, a calibrated P(relevant), says how
-# sure the answer is (docs/search-research.md has the tables).
+# sure the answer is (docs/research/search.md has the tables).
 KEYWORD_THRESHOLD = 0.1
 
 

@@ -285,8 +285,9 @@ def evaluate(
     min_score: float | None = None,
 ) -> EvalReport:
     """Run every query in every mode and report the metrics (see the module doc)."""
+    from ..core.vocabulary import SEARCH_MODES as MODES
     from ..store.tools import all_ids
-    from .hybrid import MODES, get_query_embedder, search, warm
+    from .hybrid import get_query_embedder, search, warm
 
     if labels not in LABELS:
         raise UsageError(f"unknown labels {labels!r}", fix="use any, all or steps")

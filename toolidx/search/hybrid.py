@@ -5,7 +5,7 @@ Every hit gets a score in [0, 1] that means the same thing for every query: an e
 probability that the tool serves the request, from a small logistic model over absolute evidence
 (cosine similarity, BM25, query-term coverage, fuzzy name match) and over how far the hit stands
 out of the query's best candidates, fitted on the bench sets (`toolidx.search.calibration`,
-docs/search-research.md). Below a calibrated threshold search returns nothing and
+docs/research/search.md). Below a calibrated threshold search returns nothing and
 says so ("no good match") instead of the least-bad tools.
 
 Keyword mode imports no numpy, fastembed or mcp, so a keyword search in a new process is fast.
@@ -17,17 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.embedding import INDEX_MODEL, Embedder, QueryEmbedder
-from ..core.errors import UsageError
 from ..core.filters import Filters
 from ..core.notices import warn_once
 from ..core.tokens import STOP_WORDS, query_terms
 from ..core.toolcard import ToolCard
 from ..core.tooldoc import first_line, split_name
-from ..core.vocabulary import SEARCH_MODES as MODES
 from ..store import retrieval
 from ..store.tools import filtered_rowids
 from . import bm25, quoted, spelling
 from . import calibration as cal
+from .request import SPELLINGS, SearchRequest, Spelling
 
 POOL = 50  # candidates taken from each retriever before fusion
 FUZZY_MAX_TERMS = 4  # fuzzy name matching is for short, name-like queries ("git_stauts")
@@ -37,26 +36,11 @@ FUZZY_CUTOFF = 75.0
 # share means the same on every catalog. A score reads the list (calibration.LIST_K), so a runner-up
 # far behind a clear first hit scores low even when it serves the query too: over every bench set,
 # 0.005 hides 0-1 relevant tool of a top 5 per mode and model, 0.01 1-5, 0.05 21-47
-# (docs/search-research.md). --min-score X shows every hit scoring X or more instead.
+# (docs/research/search.md). --min-score X shows every hit scoring X or more instead.
 RUNNER_UP_SHARE = 0.005
 
 
-@dataclass(frozen=True)
-class Spelling:
-    """How a front-end names search's options in the hints and errors it passes on: an agent over
-    MCP sets `filters.min_score`, an HTTP client `min_score=`, a person `--min-score`."""
-
-    names: tuple[tuple[str, str], ...]  # (option, as the front-end writes it)
-    sep: str = " "  # between that name and a value
-
-    def name(self, option: str) -> str:
-        return dict(self.names).get(option, option)
-
-    def setting(self, option: str, value: Any) -> str:
-        return f"{self.name(option)}{self.sep}{value}"
-
-
-CLI = Spelling((("limit", "--limit"), ("min_score", "--min-score")))
+CLI = SPELLINGS["cli"]  # the hints name the CLI's flags by default
 
 
 @dataclass
@@ -119,6 +103,9 @@ class SearchResult:
     considered: int = 0  # tools that passed the filters
     gate: float = 0.0  # the calibrated "no good match" threshold for this query (min_score aside)
     corrections: dict[str, list[str]] = field(default_factory=dict)  # slip -> words searched beside it
+    # the note (also in `notes`) that says why mode_used is not mode: a front-end that knows
+    # better why it searched without the model says that instead (SearchRequest.run)
+    fallback: str = ""
 
     def to_json(self) -> dict:
         return {
@@ -278,7 +265,7 @@ def gather(
         return cands.setdefault(r, {"bm25": 0.0, "cos": None, "fuzzy": 0.0})
 
     qv = None
-    hybrid = mode_used == "hybrid"  # reads quoted values and rare words differently (docs/search-research.md)
+    hybrid = mode_used == "hybrid"  # reads quoted values and rare words differently (docs/research/search.md)
     if mode_used in ("hybrid", "semantic") and text:
         etext = quoted.strip_quoted(text) if hybrid else text
         qv = _embed_in_background(embedder, etext[:2000])  # beside the keyword half, on another core
@@ -371,17 +358,9 @@ def search(
     threshold (0 returns the best tools whatever their score). `embedder=INDEX_MODEL` loads the
     index's model (see get_query_embedder); None searches without one. `spelling`: how the caller
     names the options in hints and errors (the CLI's flags by default)."""
-    if mode not in MODES:
-        raise UsageError(f"unknown search mode {mode!r}", fix=f"use one of: {', '.join(MODES)}")
-    if limit < 1:
-        raise UsageError(f"{spelling.name('limit')} must be at least 1 (got {limit})")
-    if min_score is not None and not 0.0 <= min_score <= 1.0:
-        raise UsageError(f"{spelling.name('min_score')} must be between 0 and 1 (got {min_score})")
-    if not _prepare(query):  # bad input, not "no good match"
-        raise UsageError(
-            "the query is empty: nothing to search for", fix='say what the tool should do, e.g. "convert a pdf to text"'
-        )
+    SearchRequest(query, mode, limit, min_score).check()  # bad input, not "no good match"
     notes: list[str] = []
+    fallback = ""
     if embedder is INDEX_MODEL:
         embedder = get_query_embedder(db) if mode != "keyword" else None
     with db.snapshot():
@@ -389,7 +368,8 @@ def search(
             db, query, mode=mode, filters=filters, embedder=embedder, pool=max(POOL, limit)
         )
         if mode_used != mode:
-            notes.append(f"{mode} search needs embeddings; ran keyword search instead")
+            fallback = f"{mode} search needs embeddings; ran keyword search instead"
+            notes.append(fallback)
         if fixes:
             notes.append(
                 "also searched for " + "; ".join(f"{', '.join(words)} (for {slip!r})" for slip, words in fixes.items())
@@ -452,6 +432,7 @@ def search(
         considered=considered,
         gate=gate,
         corrections=fixes,
+        fallback=fallback,
     )
 
 

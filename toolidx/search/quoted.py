@@ -5,7 +5,7 @@ for "AI"`, `rename the event 'Team Lunch'`, `create a list named "My Tasks"`. Th
 little about which tool serves the request, but in a long request they are often the rarest words
 (highest idf) and they pull the embedding towards whatever the value happens to mean. Hybrid
 search therefore weighs a word that occurs only inside quotes by QUOTED_WEIGHT in BM25 and embeds
-the request without its quoted spans (docs/search-research.md: ETOM L2 R@1 +.012, LiveMCP unchanged). A
+the request without its quoted spans (docs/research/search.md: ETOM L2 R@1 +.012, LiveMCP unchanged). A
 request that is nothing but quotes is read as it is.
 """
 

@@ -13,7 +13,7 @@ search read; the result says what was added.
 Only what reads as a plain word is looked at: letters standing alone (not part of a path, a file
 name or an id, not quoted), lowercase, or capitalised as a sentence's first word; MIN_LEN letters
 or more, at most MAX_WORDS slips a request. What this bought and cost on the bench sets:
-docs/search-research.md ("Typing slips").
+docs/research/search.md ("Typing slips").
 """
 
 from __future__ import annotations

@@ -6,11 +6,12 @@ see `execute`): a structured payload within the server's token budget plus the c
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ..core.budget import fit_budget
 from ..core.errors import INVALID_ARGUMENTS, ToolidxError
-from ..core.filters import Filters, compile_pattern
+from ..core.filters import Filters
 from ..core.schemas import compile_validator
 from ..core.toolcard import compact
 from .discovery import Answer, Discovery, LookupProblem, error_answer
@@ -61,25 +62,24 @@ def call_timeout(args: dict) -> float:
     return float(args.get("timeout_ms") or DEFAULT_TIMEOUT_MS) / 1000.0
 
 
-def _spelling() -> Any:
-    """search's `Spelling` for agents: its options as search_tools' arguments name them."""
-    from ..search.hybrid import Spelling
-
-    return Spelling((("min_score", "filters.min_score"), ("name_pattern", "filters.name_pattern")), ": ")
-
-
 def _filters(d: Discovery, args: dict) -> Filters:
+    from ..search.request import META, filters_of
+
     f = dict(args.get("filters") or {})
     f.pop("min_score", None)
-    if f.get("name_pattern"):  # checked before Filters does, to name it as the agent wrote it
-        compile_pattern(f["name_pattern"], _spelling().name("name_pattern"))
-    if f.get("has_examples"):
-        from ..catalog.examples import example_tool_ids
+    return with_examples(d, filters_of(f, META)).narrowed_by(d.scope)
 
-        label = scope_label(d.scope)  # recorded examples of this very scope only
-        ids = d.usage_read(lambda u: example_tool_ids(d.db, u, label), None)
-        f["example_ids"] = ids if ids is not None else example_tool_ids(d.db)
-    return Filters(**f).narrowed_by(d.scope)
+
+def with_examples(d: Discovery, f: Filters) -> Filters:
+    """`f` with the ids of the tools that have examples, when it asks only for those: recorded
+    examples of this very scope only."""
+    if not f.has_examples:
+        return f
+    from ..catalog.examples import example_tool_ids
+
+    label = scope_label(d.scope)
+    ids = d.usage_read(lambda u: example_tool_ids(d.db, u, label), None)
+    return replace(f, example_ids=ids if ids is not None else example_tool_ids(d.db))
 
 
 def _schemas_for(d: Discovery, items: list[dict], key: str = "id") -> None:
@@ -110,23 +110,12 @@ def _quote(value: Any) -> str:
 
 
 def search_tools(d: Discovery, args: dict) -> Answer:
-    from ..search.hybrid import search
+    from ..search.request import META, from_meta
 
-    query, limit = args["query"], args.get("limit", 5)
-    mode = args.get("search_type", "hybrid")
-    min_score = (args.get("filters") or {}).get("min_score")
-    filters = _filters(d, args)
-    embedder, without_model = d.model.query_embedder(mode)
-    res = search(
-        d.db,
-        query,
-        mode=mode,
-        limit=limit,
-        filters=filters,
-        min_score=min_score,
-        embedder=embedder,
-        spelling=_spelling(),
-    )
+    req = from_meta(args)
+    req.filters = with_examples(d, req.filters).narrowed_by(d.scope)
+    embedder, without_model = d.model.query_embedder(req.mode)
+    res = req.run(d.db, embedder, META, without_model)
     full = res.to_json()
     hits = [{k: h[k] for k in HIT_KEYS if h.get(k) not in (None, "", [])} for h in full.get("hits", [])]
     for h in hits:
@@ -135,11 +124,8 @@ def search_tools(d: Discovery, args: dict) -> Answer:
     if args.get("include_schemas"):
         _schemas_for(d, hits)
     notes = list(full.get("notes") or [])
-    if without_model:
-        notes = [n for n in notes if "needs embeddings" not in n]
-        notes.append(without_model)
     payload: dict[str, Any] = {
-        "query": query,
+        "query": req.query,
         "mode_used": full.get("mode_used"),
         "no_match": bool(full.get("no_match")),
         "hits": hits,

@@ -30,10 +30,7 @@ import anyio
 from .. import __version__
 from ..core.counts import plural
 from ..core.errors import DatabaseError, ToolidxError, UsageError
-from ..core.filters import Filters, compile_pattern
-from ..core.tokens import MAX_QUERY_CHARS
 from ..core.vocabulary import JSON_VERSION
-from ..core.vocabulary import SEARCH_MODES as MODES
 from .access import ANONYMOUS, Grant, HostPolicy, Tokens, check_allowed, is_loopback
 from .console import PATHS as CONSOLE_PATHS
 from .discovery import Discovery
@@ -42,7 +39,6 @@ log = logging.getLogger("toolidx")
 
 OPEN_PATHS = ("/healthz", "/openapi.json")
 TOKEN_PATHS = ("/mcp", "/v1/search")  # every other path is 404, with no token asked for
-MAX_K = 100
 MAX_SESSIONS = 1000  # open MCP sessions, all tokens together
 SESSIONS_PER_TOKEN = 100  # open MCP sessions one token may hold
 
@@ -276,79 +272,32 @@ async def _unauthorized(send: Any, offered: bool) -> None:
 def search_payload(disc: Discovery, params: Any) -> dict:
     """The `toolidx search --json` object for the query parameters `params` (a multi-dict:
     `getlist`, `get`), inside `disc`'s scope. Raises UsageError for bad parameters."""
-    from ..search.hybrid import Spelling, search
+    from ..search.request import HTTP, from_http
 
-    q = (params.get("q") or "").strip()
-    if not q:
-        raise UsageError("q: the query is missing", fix="ask /v1/search?q=what+you+want+to+do")
-    if len(q) > MAX_QUERY_CHARS:
-        raise UsageError(f"q: {len(q):,} characters, the limit is {MAX_QUERY_CHARS:,}", fix="ask in fewer words")
-    k = _number(params, "k", int, 10)
-    if not 1 <= k <= MAX_K:
-        raise UsageError(f"k: must be 1..{MAX_K} (got {k})")
-    mode = params.get("mode") or "hybrid"
-    if mode not in MODES:
-        raise UsageError(f"mode: unknown {mode!r}", fix=f"use one of: {', '.join(MODES)}")
-    min_score = _number(params, "min_score", float, None)
-    spelling = Spelling((("limit", "k"),), "=")
-    if pattern := params.get("name_pattern"):  # checked before Filters does, to name it as the client wrote it
-        compile_pattern(pattern, spelling.name("name_pattern"))
-    filters = Filters(
-        servers=params.getlist("server"),
-        tags=params.getlist("tag"),
-        exclude_tags=params.getlist("exclude_tag"),
-        categories=params.getlist("category"),
-        name_pattern=params.get("name_pattern") or None,
-        description_contains=params.get("description_contains") or None,
-        read_only=_flag(params, "read_only"),
-        no_destructive=_flag(params, "no_destructive"),
-    )
-    filters = filters.narrowed_by(disc.scope)
-    embedder, without_model = disc.model.query_embedder(mode)  # search_tools' policy: waits for a loading model
-    res = search(
-        disc.db,
-        q,
-        mode=mode,
-        limit=k,
-        filters=None if filters.is_empty() else filters,
-        min_score=min_score,
-        embedder=embedder,
-        spelling=spelling,
-    )
-    out = res.to_json()
-    if without_model:
-        out["notes"] = [n for n in out.get("notes") or [] if "needs embeddings" not in n] + [without_model]
+    req = from_http(params)
+    if req.filters.has_examples:  # recorded examples of this very scope only, as search_tools reads them
+        from .answers import with_examples
+
+        req.filters = with_examples(disc, req.filters)
+    req.filters = req.filters.narrowed_by(disc.scope)
+    embedder, without_model = disc.model.query_embedder(req.mode)  # search_tools' policy: waits for a loading model
+    out = req.run(disc.db, embedder, HTTP, without_model).to_json()
     return {"toolidx": JSON_VERSION, "command": "search", **out}
-
-
-def _number(params: Any, key: str, kind: Any, default: Any) -> Any:
-    raw = params.get(key)
-    if raw in (None, ""):
-        return default
-    try:
-        return kind(raw)
-    except ValueError:
-        raise UsageError(f"{key}: not a number ({raw[:40]!r})") from None
-
-
-def _flag(params: Any, key: str) -> bool:
-    raw = (params.get(key) or "").lower()
-    if raw in ("", "0", "false", "no"):
-        return False
-    if raw in ("1", "true", "yes"):
-        return True
-    raise UsageError(f"{key}: must be true or false (got {raw[:40]!r})")
 
 
 def openapi_document(base_url: str | None = None) -> dict:
     """OpenAPI 3.1 for the search API (the MCP endpoint is described by MCP itself)."""
-    repeated = {"type": "array", "items": {"type": "string"}}
+    from ..search.request import HTTP, PARAMS, Param, json_schema
 
-    def param(name: str, schema: dict, text: str, required: bool = False, many: bool = False) -> dict:
-        p: dict[str, Any] = {"name": name, "in": "query", "required": required, "description": text, "schema": schema}
-        if many:
-            p.update(style="form", explode=True)
-        return p
+    def param(p: Param) -> dict:
+        name = p.names[HTTP]
+        out: dict[str, Any] = {"name": name, "in": "query", "required": p.key == "query"}
+        schema = json_schema(p.key, HTTP)
+        out["description"] = schema.pop("description")
+        out["schema"] = schema
+        if p.many:
+            out.update(style="form", explode=True)
+        return out
 
     hit = {
         "type": "object",
@@ -414,35 +363,7 @@ def openapi_document(base_url: str | None = None) -> dict:
                 "get": {
                     "operationId": "searchTools",
                     "summary": "Find tools for a task (hybrid ranking, calibrated scores)",
-                    "parameters": [
-                        param(
-                            "q",
-                            {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
-                            "what to do, in plain words (or a tool name)",
-                            required=True,
-                        ),
-                        param(
-                            "k",
-                            {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": 10},
-                            "at most this many hits",
-                        ),
-                        param("mode", {"type": "string", "enum": list(MODES), "default": "hybrid"}, "ranking"),
-                        param("server", repeated, "only these servers (repeat)", many=True),
-                        param("tag", repeated, "only tools with any of these tags (repeat)", many=True),
-                        param("exclude_tag", repeated, "no tools with these tags (repeat)", many=True),
-                        param("category", repeated, "only these categories (repeat)", many=True),
-                        param("name_pattern", {"type": "string"}, "regex searched in the tool name"),
-                        param("description_contains", {"type": "string"}, "substring of the description"),
-                        param("read_only", {"type": "boolean", "default": False}, "only tools annotated read-only"),
-                        param(
-                            "no_destructive", {"type": "boolean", "default": False}, "no tools annotated destructive"
-                        ),
-                        param(
-                            "min_score",
-                            {"type": "number", "minimum": 0, "maximum": 1},
-                            "drop hits below this score; default: the calibrated no-match threshold",
-                        ),
-                    ],
+                    "parameters": [param(p) for p in PARAMS if p.names[HTTP]],
                     "responses": {
                         "200": {
                             "description": "the ranked hits (no_match true when nothing fits well)",

@@ -11,8 +11,8 @@ import copy
 from typing import Any
 
 from ..core.counts import plural
-from ..core.tokens import MAX_QUERY_CHARS
 from ..core.vocabulary import DETAIL_LEVELS, SEARCH_MODES
+from ..search.request import FILTER_KEYS, META, json_schema
 
 SEARCH_TYPES = [SEARCH_MODES[0], SEARCH_MODES[2], SEARCH_MODES[1]]  # the description's order: semantic, keyword
 DETAILS = list(DETAIL_LEVELS)
@@ -27,45 +27,23 @@ MAX_LIST_ITEMS = 100  # values in one filter list
 MAX_PAGE = 100_000
 
 
-def _strings(what: str) -> dict:
-    return {
-        "type": "array",
-        "items": {"type": "string", "maxLength": MAX_NAME_CHARS},
-        "maxItems": MAX_LIST_ITEMS,
-        "description": what,
-    }
+def _meta_param(key: str) -> dict:
+    """search's parameter `key` as the meta-tools publish it: its doc and schema written once
+    (search.request.PARAMS), with the request limits above."""
+    schema = json_schema(key, META)
+    if schema.get("type") == "array":
+        schema.update(items={"type": "string", "maxLength": MAX_NAME_CHARS}, maxItems=MAX_LIST_ITEMS)
+    elif schema.get("type") == "string" and key != "query":
+        schema["maxLength"] = MAX_NAME_CHARS
+    if schema.get("type") == "boolean":
+        schema.pop("default", None)
+    return schema
 
 
 _FILTERS = {
     "type": "object",
     "description": "Optional narrowing; lists match any of their values.",
-    "properties": {
-        "servers": _strings("Only these servers."),
-        "tags": _strings("Only tools with one of these tags (e.g. read-only)."),
-        "exclude_tags": _strings("Drop tools with any of these tags (e.g. destructive)."),
-        "categories": _strings("Only these categories."),
-        "name_pattern": {
-            "type": "string",
-            "maxLength": MAX_NAME_CHARS,
-            "description": "Regex on the tool name, case-insensitive.",
-        },
-        "description_contains": {
-            "type": "string",
-            "maxLength": MAX_NAME_CHARS,
-            "description": "Text the description must contain.",
-        },
-        "read_only": {"type": "boolean", "description": "Only tools marked read-only."},
-        "has_examples": {
-            "type": "boolean",
-            "description": "Only tools with usage examples (from their schema, a saved list or recorded calls).",
-        },
-        "min_score": {
-            "type": "number",
-            "minimum": 0,
-            "maximum": 1,
-            "description": "Drop matches scoring below this (0..1).",
-        },
-    },
+    "properties": {key: _meta_param(key) for key in (*FILTER_KEYS, "min_score")},
     "additionalProperties": False,
 }
 
@@ -100,20 +78,8 @@ META_TOOLS: list[dict] = [
         "inputSchema": {
             "type": "object",
             "properties": {
-                "query": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": MAX_QUERY_CHARS,
-                    "description": "The task in plain words, e.g. \"current time in Tokyo\" or "
-                    "\"list files in a folder\". Tool names and keywords also work.",
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 50,
-                    "default": 5,
-                    "description": "How many matches at most.",
-                },
+                "query": _meta_param("query"),
+                "limit": _meta_param("limit"),
                 "filters": _filters(search=True),
                 "include_schemas": {
                     "type": "boolean",
@@ -121,13 +87,7 @@ META_TOOLS: list[dict] = [
                     "description": "Also return each match's input schema (costs context; "
                     "usually describe_tool on the one you pick is better).",
                 },
-                "search_type": {
-                    "type": "string",
-                    "enum": SEARCH_TYPES,
-                    "default": "hybrid",
-                    "description": "hybrid (best, default): meaning + keywords; semantic: meaning "
-                    "only; keyword: exact words only.",
-                },
+                "search_type": {**_meta_param("mode"), "enum": SEARCH_TYPES},
             },
             "required": ["query"],
             "additionalProperties": False,

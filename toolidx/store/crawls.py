@@ -7,17 +7,15 @@ A crawl is a full snapshot: `crawl_tools` lists every tool the index held after 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import __version__
 from ..core.clock import now_iso
-from ..core.embedding import Embedder, LazyEmbedder, text_hash
-from ..core.notices import warn_once
-from ..core.servers import ServerResult, launch_hash, stderr_lines
-from ..core.tooldoc import ToolDoc, build_tooldoc, canonical_json, server_words
-from . import keywords, trust, vectors
+from ..core.embedding import Embedder, text_hash
+from ..core.servers import ServerResult, stderr_lines
+from ..core.tooldoc import ToolDoc, canonical_json
+from . import keywords, vectors
 from .db import Database, in_chunks
 
 
@@ -49,22 +47,6 @@ class CrawlSummary:
         return asdict(self)
 
 
-def docs_for(result: ServerResult) -> list[ToolDoc]:
-    spec = result.spec
-    label = server_words(spec.name, result.server_name, result.server_title)
-    return [
-        build_tooldoc(
-            t,
-            spec.name,
-            config_tags=spec.tags,
-            category=spec.tool_categories.get(str(t["name"])) or spec.category,
-            trust_server_tags=spec.trust_server_tags,
-            server_label=label,
-        )
-        for t in result.tools
-    ]
-
-
 def _j(v: Any) -> str | None:
     return None if v is None else canonical_json(v)
 
@@ -73,57 +55,34 @@ def _bool(v: bool | None) -> int | None:
     return None if v is None else int(v)
 
 
+def embed_hashes(db: Database) -> dict[str, str | None]:
+    """Each tool's id and the hash of the text its vector was computed from (None: no vector)."""
+    return {row["id"]: row["embed_hash"] for row in db.query("SELECT id, embed_hash FROM tools")}
+
+
 def write_crawl(
     db: Database,
     results: list[ServerResult],
+    docs: dict[str, list[ToolDoc]],
     *,
-    embedder: Embedder | LazyEmbedder | None,
+    vecs: dict[str, bytes],
+    embedder: Embedder | None,
     config_path: str | None,
     prune: bool,
     started_at: str | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
     owner: str | None = None,
     prune_other_configs: bool = False,
 ) -> CrawlSummary:
-    """Store one crawl. `prune` (a full crawl of a config): servers of this config (`owner`, by
-    default `config_path`) that were not crawled are removed; servers other configs crawled into
-    the same index stay, unless `prune_other_configs`. Without `prune` every server not crawled is
-    kept. Kept servers are carried into this crawl's snapshot. Each server written belongs to
-    `owner` from now on (servers.owner).
-
-    Embeddings are computed before the write transaction, for tools whose embedded text changed
-    (or all, when the model changed), so readers are never blocked and see one whole crawl.
-    """
+    """Store one crawl in one transaction: `docs` (per server that answered, its tools), `vecs` (by
+    tool id, computed by `embedder` before the transaction, so readers are never blocked and see
+    one whole crawl). What to embed is the crawl's decision (crawl/write.py). `prune` (a full crawl
+    of a config): servers of this config (`owner`, by default `config_path`) that were not crawled
+    are removed; servers other configs crawled into the same index stay, unless
+    `prune_other_configs`. Without `prune` every server not crawled is kept. Kept servers are
+    carried into this crawl's snapshot. Each server written belongs to `owner` from now on
+    (servers.owner)."""
     for r in results:
         r.mask_secrets()  # idempotent; crawl has done it already, other writers may not have
-    docs = {r.spec.name: docs_for(r) for r in results if r.ok}
-    existing = {row["id"]: row for row in db.query("SELECT rowid, id, server, hash, embed_hash FROM tools")}
-
-    vecs: dict[str, bytes] = {}
-    if embedder is not None and not db.vec_available:
-        warn_once("vec", f"{db.vec_error}: semantic search is off, keyword search works")
-        embedder = None
-    if embedder is not None:
-        all_docs = [d for ds in docs.values() for d in ds]
-        model_changed = vectors.model_changed(db, embedder.model, embedder.sha256)
-        todo = [
-            d
-            for d in all_docs
-            if model_changed or (existing.get(d.id) or {}).get("embed_hash") != text_hash(embedder.model, d.embed_text)
-        ]
-        if not todo:
-            embedder = None  # nothing to embed: the model need not even load
-        elif isinstance(embedder, LazyEmbedder):
-            if progress:  # loading takes seconds: say so, the servers' display has gone still
-                progress("model", 0, 1)
-            embedder = embedder.get()  # None (warned once) when the model cannot be had
-            if progress:
-                progress("model", 1, 1)
-        if embedder is not None:
-            if db.get_meta("embed_dim") not in (None, str(embedder.dim)):
-                todo = all_docs  # same name, other dimension: every vector must be redone
-            vecs = dict(zip([d.id for d in todo], _embed(embedder, [d.embed_text for d in todo], progress)))
-
     summary = CrawlSummary(crawl_id=0, config=config_path)
     ts = now_iso()
     owner = owner or config_path
@@ -131,7 +90,7 @@ def write_crawl(
         # another crawler may have written these servers since `existing` was read (writers take
         # turns, readers do not wait): what is in the index now decides what this crawl changes
         names = {r.spec.name for r in results}
-        existing = {k: v for k, v in existing.items() if v["server"] not in names}
+        existing: dict[str, dict] = {}
         for marks, chunk in in_chunks(sorted(names)):
             existing.update(
                 {
@@ -155,11 +114,6 @@ def write_crawl(
             crawled.add(r.spec.name)
             newer = _newer_crawl(db, r, ts)
             if newer is not None:  # the latest crawl of a server wins, whichever commits last
-                warn_once(
-                    f"superseded:{r.spec.name}",
-                    f"{r.spec.name}: the index holds a later crawl of it (at {newer}); this crawl's "
-                    f"result, from {r.started_at or ts}, was not written",
-                )
                 summary.servers.append(
                     {
                         "server": r.spec.name,
@@ -225,9 +179,6 @@ def write_crawl(
         db.set_meta("last_crawl_id", str(crawl_id))
         if config_path:
             db.set_meta("config_path", config_path)
-    # this crawl read these launch lines from the config the user named: serve may later start
-    # them from the index's record with no --config (store/trust.py says why outside the index)
-    trust.record([(r.spec.name, launch_hash(r.spec.public())) for r in results], config_path)
     return summary
 
 
@@ -236,20 +187,6 @@ def _newer_crawl(db: Database, r: ServerResult, ts: str) -> str | None:
     ran at the same time and committed first), that crawl's time; else None."""
     at = db.scalar("SELECT crawled_at FROM servers WHERE name = ?", (r.spec.name,))
     return at if at is not None and at > (r.started_at or ts) else None
-
-
-def _embed(embedder: Embedder, texts: list[str], progress: Callable[[str, int, int], None] | None) -> list[bytes]:
-    """Vectors for `texts`, in chunks so the progress display moves every second or two: 320 tools
-    took 20-24 s on a busy 2-core machine in chunks of 32 or of 256 alike (#36 item 1)."""
-    out: list[bytes] = []
-    step = 32
-    if progress and texts:
-        progress("embed", 0, len(texts))
-    for i in range(0, len(texts), step):
-        out.extend(embedder.embed_documents(texts[i : i + step]))
-        if progress:
-            progress("embed", min(i + step, len(texts)), len(texts))
-    return out
 
 
 def _write_server(db: Database, r: ServerResult, crawl_id: int, ts: str, owner: str | None) -> None:
@@ -388,27 +325,22 @@ def _delete_server(db: Database, name: str) -> int:
     return len(rows)
 
 
-def embed_missing(db: Database, embedder: Embedder, progress: Callable[[str, int, int], None] | None = None) -> int:
-    """Embed every tool whose vector is missing or out of date (`toolidx embed`). Returns how many."""
-    if not db.vec_available:
-        warn_once("vec", f"{db.vec_error}: semantic search is off, keyword search works")
-        return 0
-    model_changed = vectors.model_changed(db, embedder.model, embedder.sha256) or db.get_meta("embed_dim") != str(
-        embedder.dim
-    )
-    rows = db.query("SELECT rowid, id, embed_text, embed_hash FROM tools")
-    todo = [r for r in rows if model_changed or r["embed_hash"] != text_hash(embedder.model, r["embed_text"])]
-    blobs = _embed(embedder, [r["embed_text"] for r in todo], progress)
+def embed_rows(db: Database) -> list[dict]:
+    """Every tool's rowid, embedded text and the hash its vector was computed from (`toolidx embed`)."""
+    return db.query("SELECT rowid, id, embed_text, embed_hash FROM tools")
+
+
+def write_vectors(db: Database, embedder: Embedder, rows: list[dict], blobs: list[bytes]) -> None:
+    """Store `blobs`, the vectors `embedder` computed for `rows` (from `embed_rows`), in one transaction."""
     with db.transaction():
         vectors.ensure_table(db, embedder.model, embedder.dim, embedder.sha256)
         vectors.remember_model(db, embedder)
-        for r, blob in zip(todo, blobs):
+        for r, blob in zip(rows, blobs):
             vectors.put(db, r["rowid"], blob)
             db.execute(
                 "UPDATE tools SET embed_hash = ? WHERE rowid = ?",
                 (text_hash(embedder.model, r["embed_text"]), r["rowid"]),
             )
-    return len(todo)
 
 
 def recorded_configs(db: Database, servers: list[str] | None = None) -> list[str]:

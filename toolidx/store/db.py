@@ -97,6 +97,15 @@ def in_chunks(values: list) -> Iterator[tuple[str, list]]:
         yield ", ".join("?" * len(chunk)), chunk
 
 
+PG_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_pg_url(target: Any) -> bool:
+    """Whether `target` names a catalog in PostgreSQL (store/pg.py) rather than an index file:
+    the one test, which `open_db` and the CLI's --db make before anything is opened."""
+    return isinstance(target, str) and target.startswith(PG_SCHEMES)
+
+
 def open_db(path: str | os.PathLike | None = None, *, create: bool = False, readonly: bool = False) -> Database:
     """Open (and with `create`, make) an index. Migrations are applied on open.
 
@@ -107,7 +116,7 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False, read
     file from a newer toolidx. A foreign or corrupt file is never written to.
     """
     given = os.fspath(path) if path is not None else os.environ.get(DEFAULT_DB_ENV, "")
-    if given.startswith(("postgresql://", "postgres://")):  # the catalog in PostgreSQL (store/pg.py)
+    if is_pg_url(given):
         from .pg import open_pg
 
         return open_pg(given, create=create, readonly=readonly)

@@ -410,6 +410,12 @@ FROM servers WHERE why IS NOT NULL ORDER BY rowid LIMIT 1
 """
 
 
+def checkpoint(db: Database) -> None:
+    """Fold the file's write-ahead log into it and empty the log, so the file alone is the index
+    (merge renames it into place)."""
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
 def malformed_row(db: Database) -> str | None:
     """The first row of `db` whose JSON columns cannot be parsed ("tool s/t: its tags are not
     JSON"), or None. Read-only: an input is checked whole before anything is written. (A

@@ -1,0 +1,122 @@
+"""One search request for every front-end (#33): each parameter is documented once and published
+the same on the CLI's --help, search_tools' schema and /v1/search's OpenAPI; every filter works on
+every front-end; a front-end's own note on a missing model replaces search's by field, not by
+matching its words."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from starlette.datastructures import QueryParams
+
+from toolidx.search.request import CLI, FILTER_KEYS, HTTP, META, PARAM, PARAMS
+from toolidx.serve.answers import answer
+
+TOOLS = {
+    "tools": [
+        {
+            "name": "get_current_time",
+            "description": "Get the current time in a timezone.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"timezone": {"type": "string"}},
+                "examples": [{"timezone": "Asia/Tokyo"}],
+            },
+            "annotations": {"readOnlyHint": True},
+        },
+        {
+            "name": "set_time_zone",
+            "description": "Set the time zone of the clock.",
+            "inputSchema": {"type": "object", "properties": {"zone": {"type": "string"}}},
+            "annotations": {"destructiveHint": True},
+        },
+    ]
+}
+
+
+@pytest.fixture
+def discovery(tmp_path: Path):
+    from toolidx.serve.server import build_server
+
+    (tmp_path / "clock.json").write_text(json.dumps(TOOLS))
+    (tmp_path / "c.yaml").write_text("mcpServers:\n  time:\n    tools_file: clock.json\n")
+    db = tmp_path / "t.db"
+    assert run_cli("crawl", "--config", tmp_path / "c.yaml", "--db", db, "--model", "none").code == 0
+    return build_server(str(db), load_model=False).discovery
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_every_parameter_is_published_on_every_front_end_as_documented_once():
+    from typer.testing import CliRunner
+
+    from toolidx.cli.main import app
+    from toolidx.serve.http import openapi_document
+    from toolidx.serve.metatools import META_TOOLS
+
+    help_text = _flat(CliRunner().invoke(app, ["search", "--help"], terminal_width=400).output)
+    schema = next(t for t in META_TOOLS if t["name"] == "search_tools")["inputSchema"]["properties"]
+    api = {p["name"]: p for p in openapi_document()["paths"]["/v1/search"]["get"]["parameters"]}
+    assert set(FILTER_KEYS) >= {"servers", "no_destructive", "has_examples", "read_only", "name_pattern"}
+    for p in PARAMS:
+        assert all(p.names[front] for front in (CLI, META, HTTP)), f"{p.key} is missing on a front-end"
+        cli = p.names[CLI]
+        assert cli in help_text and _flat(p.help(CLI)) in help_text, p.key
+        meta = p.names[META].removeprefix("filters.")
+        where = schema["filters"]["properties"] if p.names[META].startswith("filters.") else schema
+        assert where[meta]["description"] == p.help(META), p.key
+        assert api[p.names[HTTP]]["description"] == p.help(HTTP), p.key
+    # the limits each reader gets
+    assert schema["limit"]["maximum"] == 50 and api["k"]["schema"]["maximum"] == 100
+
+
+@pytest.mark.parametrize("flag, kept", [("has_examples", "time/get_current_time"), ("no_destructive", None)])
+def test_every_filter_works_on_every_front_end(discovery, flag, kept):
+    from toolidx.serve.http import search_payload
+
+    query = "time zone clock"
+    everything = search_payload(discovery, QueryParams({"q": query, "min_score": "0", "mode": "keyword"}))
+    assert {h["id"] for h in everything["hits"]} == {"time/get_current_time", "time/set_time_zone"}
+    api = search_payload(discovery, QueryParams({"q": query, "min_score": "0", "mode": "keyword", flag: "true"}))
+    meta = answer(
+        discovery, "search_tools", {"query": query, "search_type": "keyword", "filters": {flag: True, "min_score": 0}}
+    ).payload
+    assert [h["id"] for h in api["hits"]] == [h["id"] for h in meta["hits"]] == ["time/get_current_time"]
+    assert PARAM[flag].names[HTTP] == flag
+
+
+def test_a_front_ends_note_on_the_model_replaces_searchs_own(discovery):
+    discovery.model.state = "unavailable"
+    a = answer(discovery, "search_tools", {"query": "current time", "search_type": "semantic"})
+    notes = a.payload["notes"]
+    assert notes == ["semantic model unavailable: keyword results"], notes
+
+
+def test_bad_parameters_are_named_as_each_front_end_spells_them(discovery):
+    from toolidx.core.errors import UsageError
+    from toolidx.search.request import SearchRequest
+    from toolidx.serve.http import search_payload
+
+    with pytest.raises(UsageError, match=r"^k: must be 1\.\.100 \(got 101\)"):
+        search_payload(discovery, QueryParams({"q": "time", "k": "101"}))
+    with pytest.raises(UsageError, match=r"^has_examples: must be true or false"):
+        search_payload(discovery, QueryParams({"q": "time", "has_examples": "perhaps"}))
+    with pytest.raises(UsageError, match=r"^--min-score: must be between 0 and 1"):
+        SearchRequest("time", min_score=2.0).check(CLI)
+    with pytest.raises(UsageError, match=r"^search_type: unknown search mode 'magic'"):
+        SearchRequest("time", mode="magic").check(META)
+
+
+def test_the_console_form_has_every_parameter():
+    """The web console's search form sends /v1/search's parameters (it calls search_payload):
+    every one has a field there."""
+    import re
+
+    form = (Path(__file__).parents[2] / "toolidx" / "serve" / "console" / "templates" / "search.html").read_text()
+    fields = set(re.findall(r'name="(\w+)"', form))
+    assert {p.names[HTTP] for p in PARAMS} <= fields, {p.names[HTTP] for p in PARAMS} - fields
