@@ -104,7 +104,8 @@ def test_catalog_open_answers_as_the_cli(catalog_db):
         Catalog.open(catalog_db.parent / "missing.db")
 
 
-def test_vector_cache_second_start_embeds_nothing(tmp_path, embedder):
+def test_vector_cache_second_start_embeds_nothing(tmp_path, embedder, monkeypatch):
+    monkeypatch.setenv("TOOLIDX_STATE_DIR", str(tmp_path / "state"))
     cache = tmp_path / "cache" / "tools.db"
     first = Counting(embedder)
     a = Catalog.from_tools(tool_defs(), cache=cache, embedder=first)
@@ -122,6 +123,8 @@ def test_vector_cache_second_start_embeds_nothing(tmp_path, embedder):
     assert b.update(changed) == 2 and again.documents == 2
     assert len(b) == len(TOOLS) and b.search("play some music").hits[0].name == "play_music"
     assert b.search("convert pdf", min_score=0).hits[0].name != "convert_pdf"
+    # tools handed over in memory vouch for no launch line: the user's trust store is never written
+    assert not (tmp_path / "state").exists()
 
 
 # --- FastMCP -------------------------------------------------------------------------------------

@@ -46,10 +46,12 @@ def store_crawl(
     progress: Progress | None = None,
     owner: str | None = None,
     prune_other_configs: bool = False,
+    vouch: bool = True,
 ) -> CrawlSummary:
     """Store one crawl (`store.crawls.write_crawl` says what `prune`, `owner` and
     `prune_other_configs` keep), embedding before the write what needs it, and record in the
-    trust file the launch lines it read."""
+    trust file the launch lines it read (`vouch`; not for tools handed over in memory, which no
+    launch line serves)."""
     for r in results:
         r.mask_secrets()  # before anything of a server's answer is kept
     docs = {r.spec.name: docs_for(r) for r in results if r.ok}
@@ -77,7 +79,8 @@ def store_crawl(
             )
     # this crawl read these launch lines from the config the user named: serve may later start
     # them from the index's record with no --config (store/trust.py says why outside the index)
-    trust.record([(r.spec.name, launch_hash(r.spec.public())) for r in results], config_path)
+    if vouch:
+        trust.record([(r.spec.name, launch_hash(r.spec.public())) for r in results], config_path)
     return summary
 
 

@@ -37,8 +37,8 @@ from ..core.errors import ModelError, UsageError
 from ..core.filters import Filters
 from ..core.servers import ServerResult, ServerSpec, server_name_problem
 from ..core.tooldoc import fix_strings, validate_tool
+from ..crawl.write import store_crawl
 from ..search.hybrid import SearchResult, Spelling, get_query_embedder, search, warm
-from ..store.crawls import write_crawl
 from ..store.db import Database, open_db
 from ..store.retrieval import filtered_count
 
@@ -185,7 +185,7 @@ class Catalog:
             seen.add(t["name"])
             res.tools.append(t)
         with self._lock:
-            summary = write_crawl(self.db, [res], embedder=self.embedder, config_path=None, prune=True)
+            summary = store_crawl(self.db, [res], embedder=self.embedder, config_path=None, prune=True, vouch=False)
             self.db.set_meta(SOURCE_KEY, key)
             self.db.set_meta(SOURCE_SKIPPED, json.dumps(skipped))
             self.skipped, self.embedded = skipped, summary.embedded
