@@ -407,11 +407,13 @@ def test_concurrent_crawls_of_different_servers_all_land(tmp_path, db_target):
 @pytest.mark.slow
 def test_two_crawls_of_one_server_keep_the_later_one(tmp_path, db_target):
     """The crawl that started first but commits last is not written over the later one, and says so."""
-    old = write_config(tmp_path / "old.json", {"s": raw("ok", "--desc-suffix", " OLD", "--init-delay", "2.5")})
+    old = write_config(tmp_path / "old.json", {"s": raw("ok", "--desc-suffix", " OLD", "--init-delay", "6")})
     new = write_config(tmp_path / "new.json", {"s": raw("ok", "--desc-suffix", " NEW")})
     assert run_cli("crawl", "--config", new, "--db", db_target, "--model", "none").code == 0  # the catalog exists
     slow = _crawler(old, db_target)
-    time.sleep(1.0)  # the slow crawl has started its server; this one starts later and commits first
+    # the slow crawl has started its server; this one starts later and commits first (5 s of margin:
+    # on a loaded 2-core machine a crawl process can take 2-3 s to start and commit)
+    time.sleep(1.0)
     fast = _crawler(new, db_target)
     _, fast_err = fast.communicate(timeout=60)
     slow_out, slow_err = slow.communicate(timeout=60)
