@@ -203,7 +203,8 @@ class Retrieval(ABC):
         return out
 
     def tool_count(self) -> int:
-        return int(self.db.scalar("SELECT count(*) FROM tools"))
+        """How many tools the index holds, counted once per index version (every search asks)."""
+        return self.db.cache.get("tool_count", lambda: int(self.db.scalar("SELECT count(*) FROM tools")))
 
     def filtered_count(self, filters: Filters | None) -> int:
         """How many tools pass the filters."""

@@ -206,9 +206,5 @@ class PgRetrieval(Retrieval):
     def cosines(self, query: bytes, rowids: list[int]) -> dict[int, float]:
         return vector_cosines(self.db, query, rowids)
 
-    def tool_count(self) -> int:
-        # a count is a scan in PostgreSQL: once per catalog version
-        return self.db.cache.get("tool_count", super().tool_count)
-
     def warm(self, *, embeddings: bool) -> bool:
         return False  # a replica holds no catalog (store/pg.py)
