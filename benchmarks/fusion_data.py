@@ -37,7 +37,8 @@ def _key() -> str:
     h = hashlib.sha256((fingerprint() + model_tag()).encode())
     for f in (
         "toolidx/search/hybrid.py",
-        "toolidx/search/bm25.py",
+        "toolidx/store/retrieval.py",
+        "toolidx/store/retrieval_sqlite.py",
         "toolidx/core/tokens.py",
         "toolidx/search/quoted.py",
         "toolidx/search/spelling.py",

@@ -1,4 +1,4 @@
-"""toolidx.search.bm25: keyword candidates scored in Python from cached postings must give FTS5's own
+"""store.retrieval_sqlite: keyword candidates scored in Python from cached postings must give FTS5's own
 bm25() scores, whether the postings were fetched word by word or preloaded, follow a new crawl,
 and honour filters. Checked against FTS5 itself on the real ETOM catalog (2,375 tools, so the
 common-word path runs: "get", "list", "file" are in more than 200 tools)."""
@@ -13,8 +13,7 @@ import pytest
 
 from toolidx.core.filters import Filters
 from toolidx.core.tokens import fts_query, query_terms
-from toolidx.search import bm25
-from toolidx.store import retrieval
+from toolidx.store import retrieval, retrieval_sqlite
 from toolidx.store.db import open_db
 
 
@@ -47,8 +46,8 @@ def _fresh(db):
 
 def _common(db, terms):
     """Which terms take the common-word path."""
-    index, scratch = bm25._get(db)
-    cut = max(bm25.COMMON_MIN_DF, bm25.COMMON_SHARE * index.nrow)
+    index, scratch = retrieval_sqlite._get(db)
+    cut = max(retrieval.COMMON_MIN_DF, retrieval.COMMON_SHARE * index.nrow)
     toks = scratch.cut(terms)
     return [w for w in terms if len(toks[w]) == 1 and len(index.postings(db, toks[w][0], w)) > cut]
 
@@ -60,8 +59,8 @@ def test_scores_are_fts5_bm25_and_rankings_match_where_exact(etom_kw, queries):
     shortcut = exact = same_top = 0
     for q in queries:
         terms = query_terms(q)
-        ours = bm25.candidates(db, terms, 50)
-        fts = retrieval.fts_candidates(db, fts_query(terms), 50)
+        ours = db.retrieval.keyword(terms, 50)
+        fts = retrieval_sqlite.fts_candidates(db, fts_query(terms), 50)
         theirs = dict(fts)
         for r, s in ours:  # every score we give is FTS5's score for that tool
             if r in theirs:
@@ -89,18 +88,18 @@ def test_postgresql_ranks_as_the_file_common_words_split_alike(etom_kw, queries,
     names = [dict(db.execute("SELECT rowid, id FROM tools").fetchall()) for db in (file, pg)]
 
     def ranked(db, ids, terms):
-        got = [(ids[r], round(s, 6)) for r, s in bm25.candidates(db, terms, 20)]
+        got = [(ids[r], round(s, 6)) for r, s in db.retrieval.keyword(terms, 20)]
         return sorted(got, key=lambda x: (-x[1], x[0]))  # a tie may come in either order
 
     split = compared = 0
     for q in queries:
         terms = query_terms(q)
-        if any(len(t) != 1 for t in (bm25.stems(file, terms) or {}).values()):
+        if any(len(t) != 1 for t in (file.retrieval.stems(terms) or {}).values()):
             continue
         on_pg = ranked(pg, names[1], terms)
         assert ranked(file, names[0], terms) == on_pg, q
         with monkeypatch.context() as m:
-            m.setattr(bm25, "COMMON_SHARE", 1.0)  # no word is common: every tool that has one
+            m.setattr(retrieval, "COMMON_SHARE", 1.0)  # no word is common: every tool that has one
             split += ranked(pg, names[1], terms) != on_pg
         compared += 1
     assert compared > 100 and split > 10, (compared, split)
@@ -111,21 +110,21 @@ def test_postgresql_ranks_as_the_file_common_words_split_alike(etom_kw, queries,
 def test_preloaded_postings_give_the_same_answers(etom_kw, queries, monkeypatch):
     db = open_db(etom_kw)
     _fresh(db)
-    lazy = {q: bm25.candidates(db, query_terms(q), 50) for q in queries[:60]}
+    lazy = {q: db.retrieval.keyword(query_terms(q), 50) for q in queries[:60]}
     _fresh(db)
-    monkeypatch.setattr(bm25, "PRELOAD_CHUNK", 300)  # many steps; "get" alone needs a bigger one
-    assert bm25.preload(db)
-    index, _ = bm25._get(db)
+    monkeypatch.setattr(retrieval_sqlite, "PRELOAD_CHUNK", 300)  # many steps; "get" alone needs a bigger one
+    assert db.retrieval.warm(embeddings=False)
+    index, _ = retrieval_sqlite._get(db)
     vocab = (
         db.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, tools_fts, row)")
         and db.execute("SELECT count(*), sum(doc) FROM temp.v").fetchone()
     )
     assert index.complete and (len(index.cache), index.cached) == tuple(vocab)
     for q in queries[:60]:  # FTS5 scored the words one by one, preload scored them in Python
-        got = bm25.candidates(db, query_terms(q), 50)
+        got = db.retrieval.keyword(query_terms(q), 50)
         assert [r for r, _ in got] == [r for r, _ in lazy[q]], q
         assert [s for _, s in got] == pytest.approx([s for _, s in lazy[q]], rel=1e-9)
-    assert bm25.candidates(db, ["zzqxnotaword"], 10) == []
+    assert db.retrieval.keyword(["zzqxnotaword"], 10) == []
     db.close()
 
 
@@ -133,12 +132,14 @@ def test_matched_terms_are_fts5_matches(etom_kw, queries):
     db = open_db(etom_kw)
     for q in queries[:80] + ["e-mail attachments"]:
         terms = query_terms(q)
-        shown = [r for r, _ in retrieval.fts_candidates(db, fts_query(terms), 10)]
-        want = retrieval.matched_terms(db, terms, shown)
-        assert bm25.matched_terms(db, terms, shown) == want, q
-        assert bm25.matched_terms(db, terms, shown, many=True) == want, q  # hybrid's numpy path
-        many = [r for r, _ in retrieval.fts_candidates(db, fts_query(terms), 100)] + [10**9]  # no such tool
-        assert bm25.matched_terms(db, terms, many, many=True) == retrieval.matched_terms(db, terms, many), q
+        shown = [r for r, _ in retrieval_sqlite.fts_candidates(db, fts_query(terms), 10)]
+        want = retrieval_sqlite.fts_matched_terms(db, terms, shown)
+        assert db.retrieval.matched_terms(terms, shown) == want, q
+        assert db.retrieval.matched_terms(terms, shown, many=True) == want, q  # hybrid's numpy path
+        many = [r for r, _ in retrieval_sqlite.fts_candidates(db, fts_query(terms), 100)] + [10**9]  # no such tool
+        assert db.retrieval.matched_terms(terms, many, many=True) == retrieval_sqlite.fts_matched_terms(
+            db, terms, many
+        ), q
     db.close()
 
 
@@ -146,12 +147,12 @@ def test_filters_narrow_candidates_like_fts5(etom_kw):
     db = open_db(etom_kw)
     for q in ("list files in a directory", "get the weather forecast", "send an email message"):
         terms = query_terms(q)
-        top = [r for r, _ in retrieval.fts_candidates(db, fts_query(terms), 40)]
+        top = [r for r, _ in retrieval_sqlite.fts_candidates(db, fts_query(terms), 40)]
         servers = sorted({db.scalar("SELECT server FROM tools WHERE rowid = ?", (r,)) for r in top[5:40]})
         f = Filters(servers=servers)
-        ours = bm25.candidates(db, terms, 20, f)
+        ours = db.retrieval.keyword(terms, 20, f)
         if not _common(db, terms):
-            fts = retrieval.fts_candidates(db, fts_query(terms), 20, f)
+            fts = retrieval_sqlite.fts_candidates(db, fts_query(terms), 20, f)
             assert [r for r, _ in ours] == [r for r, _ in fts]
             assert [s for _, s in ours] == pytest.approx([s for _, s in fts], rel=1e-9)
         got = {db.scalar("SELECT server FROM tools WHERE rowid = ?", (r,)) for r, _ in ours}
@@ -168,8 +169,8 @@ def test_cached_postings_follow_a_new_crawl(tmp_path, cli):
     path = tmp_path / "s.db"
     assert cli("crawl", "--config", tmp_path / "servers.yaml", "--db", path, "--model", "none").code == 0
     db = open_db(path)
-    assert bm25.preload(db)
-    assert bm25.candidates(db, ["zeppelin"], 5) == []
+    assert db.retrieval.warm(embeddings=False)
+    assert db.retrieval.keyword(["zeppelin"], 5) == []
     with open(tmp_path / "tools.jsonl", "a") as f:
         f.write(
             json.dumps(
@@ -184,7 +185,7 @@ def test_cached_postings_follow_a_new_crawl(tmp_path, cli):
             + "\n"
         )
     assert cli("crawl", "--config", tmp_path / "servers.yaml", "--db", path, "--model", "none").code == 0
-    hits = bm25.candidates(db, ["zeppelin"], 5)
+    hits = db.retrieval.keyword(["zeppelin"], 5)
     assert len(hits) == 1
     assert db.scalar("SELECT name FROM tools WHERE rowid = ?", (hits[0][0],)) == "book_zeppelin_ride"
     db.close()
@@ -216,3 +217,26 @@ def test_single_query_path_gives_fastembeds_vectors(model_path):
         ours = np.frombuffer(q.embed_query(text), dtype=np.float32)
         theirs = np.asarray(next(iter(q._te.query_embed([text]))), dtype=np.float32)
         assert ours.shape == theirs.shape and float(ours @ theirs) > 0.99999, text
+
+
+def test_a_search_counts_the_catalog_once_per_index_version(etom_kw, tmp_path):
+    """Every search reports how many tools it considered: counted once per index version on the
+    file as on PostgreSQL (a count(*) per query was about a quarter of a keyword search at 10k
+    tools), and counted anew after a write."""
+    from toolidx.search.hybrid import search
+
+    path = tmp_path / "etom.db"
+    shutil.copy(etom_kw, path)
+    db = open_db(path)
+    try:
+        first = search(db, "convert a pdf", mode="keyword", embedder=None).considered
+        seen: list[str] = []
+        db.conn.set_trace_callback(seen.append)
+        assert search(db, "send an email", mode="keyword", embedder=None).considered == first
+        db.conn.set_trace_callback(None)
+        assert seen and not [s for s in seen if "count(*)" in s.lower()]
+        with db.transaction():
+            db.execute("DELETE FROM tools WHERE rowid = (SELECT max(rowid) FROM tools)")
+        assert search(db, "send an email", mode="keyword", embedder=None).considered == first - 1
+    finally:
+        db.close()

@@ -494,18 +494,17 @@ def test_a_few_tools_do_not_make_a_weak_match_an_answer(run):
 
 
 def test_word_counts_survive_their_cache_filling_up(keyword_db_path, monkeypatch):
-    """retrieval.keyword_df clears its per-version cache when full: the words a query already had
-    counted are still answered (a KeyError there failed the search)."""
-    from toolidx.search import bm25
+    """Retrieval.document_counts clears its per-version cache when full: the words a query already
+    had counted are still answered (a KeyError there failed the search)."""
     from toolidx.store import retrieval
     from toolidx.store.db import open_db
 
     db = open_db(keyword_db_path)
     try:
         with db.snapshot():
-            first = bm25.document_frequency(db, ["weather", "forecast"])
+            first = db.retrieval.document_frequency(["weather", "forecast"])
             monkeypatch.setattr(retrieval, "MAX_DF_CACHED", 2)
-            again = bm25.document_frequency(db, ["weather", "forecast", "file", "message"])
+            again = db.retrieval.document_frequency(["weather", "forecast", "file", "message"])
         assert first == {"weather": 2, "forecast": 1}
         assert again == {**first, "file": again["file"], "message": again["message"]} and again["file"] > 0
     finally:

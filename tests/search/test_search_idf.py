@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from toolidx.core.tokens import fts_query, query_terms
-from toolidx.search import bm25
 from toolidx.search import calibration as cal
-from toolidx.store import retrieval
+from toolidx.store import retrieval_sqlite
 from toolidx.store.db import open_db
 
 DATA = Path(__file__).parents[1] / "data"
@@ -44,7 +43,7 @@ def _expected(db, terms, power):
     n = int(db.scalar("SELECT count(*) FROM tools"))
     total: dict[int, float] = {}
     for w in terms:
-        rows = retrieval.fts_candidates(db, fts_query([w]), 10_000)
+        rows = retrieval_sqlite.fts_candidates(db, fts_query([w]), 10_000)
         if not rows:
             continue
         idf = max(math.log((n - len(rows) + 0.5) / (len(rows) + 0.5)), 1e-6)  # FTS5's idf
@@ -56,11 +55,11 @@ def _expected(db, terms, power):
 @pytest.mark.parametrize("query", QUERIES)
 def test_idf_power_rescales_each_word_of_fts5_bm25(idx_db, query):
     terms = query_terms(query)
-    plain = bm25.candidates(idx_db, terms, 50)
-    fts = retrieval.fts_candidates(idx_db, fts_query(terms), 50)
+    plain = idx_db.retrieval.keyword(terms, 50)
+    fts = retrieval_sqlite.fts_candidates(idx_db, fts_query(terms), 50)
     assert [r for r, _ in plain] == [r for r, _ in fts]  # idf_power 1: FTS5's own bm25
     assert [s for _, s in plain] == pytest.approx([s for _, s in fts], rel=1e-9)
-    got = dict(bm25.candidates(idx_db, terms, 50, idf_power=cal.IDF_POWER))
+    got = dict(idx_db.retrieval.keyword(terms, 50, idf_power=cal.IDF_POWER))
     want = _expected(idx_db, terms, cal.IDF_POWER)
     assert set(got) == set(want)
     for r, s in got.items():
@@ -102,9 +101,9 @@ def test_quoted_values_weigh_less_and_stay_out_of_the_embedding():
 
 def test_term_weights_scale_single_words(idx_db):
     terms = query_terms("merge pdf files into one document")
-    plain = dict(bm25.candidates(idx_db, terms, 50))
-    low = dict(bm25.candidates(idx_db, terms, 50, term_weights={"pdf": 0.25}))
-    pdf = dict(bm25.candidates(idx_db, ["pdf"], 50))
+    plain = dict(idx_db.retrieval.keyword(terms, 50))
+    low = dict(idx_db.retrieval.keyword(terms, 50, term_weights={"pdf": 0.25}))
+    pdf = dict(idx_db.retrieval.keyword(["pdf"], 50))
     assert pdf and set(low) == set(plain)
     for r in plain:
         assert low[r] == pytest.approx(plain[r] - 0.75 * pdf.get(r, 0.0), rel=1e-9)
@@ -133,7 +132,7 @@ def test_hybrid_coverage_is_the_share_of_query_words_a_tool_has(idx_db, embedder
 def test_name_words_count_the_tool_name_words_a_query_has_as_the_index_stems_them(idx_db):
     from toolidx.search.hybrid import _name_words
 
-    rows = {n: r for r, n in retrieval.tool_names(idx_db)}
+    rows = {n: r for r, n in idx_db.retrieval.tool_names()}
 
     def count(query, name):
         return _name_words(idx_db, query_terms(query), [rows[name]])[rows[name]]
@@ -153,7 +152,7 @@ def test_a_query_with_two_name_words_adds_name_weight_to_the_hybrid_score(idx_db
     model = idx_db.get_meta("embed_model")
     fit = cal.fit_for(model)
     cands, terms, _, _ = gather(idx_db, q, mode="hybrid", filters=None, embedder=embedder)
-    rows = {n: r for r, n in retrieval.tool_names(idx_db)}
+    rows = {n: r for r, n in idx_db.retrieval.tool_names()}
 
     def z(name_weight):  # the ranking value search scores by, with the name weight set to name_weight
         monkeypatch.setitem(cal.FITS, model, dataclasses.replace(fit, name=name_weight))

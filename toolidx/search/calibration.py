@@ -108,7 +108,7 @@ def hybrid_weights(n_terms: int | None, fit: ModelFit | None = None) -> tuple[fl
     return tuple(a * (1 - w) + b * w for a, b in zip(short, LONG_WEIGHTS))  # type: ignore[return-value]
 
 
-# Hybrid's BM25 weighs each query word by sqrt(idf) instead of idf (bm25.candidates): in a long
+# Hybrid's BM25 weighs each query word by sqrt(idf) instead of idf (Retrieval.keyword's idf_power): in a long
 # request the rarest word (an id, a place name) would otherwise outvote the several ordinary words
 # that say what to do, and the embedding already rewards the rare, specific ones. Measured
 # (docs/research/search.md): ETOM L1+L2 R@1 +.005, L2 +.006, LiveMCP R@5 +2 queries; idf**0.3 to idf**0.7

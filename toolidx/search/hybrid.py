@@ -22,10 +22,10 @@ from ..core.notices import warn_once
 from ..core.tokens import STOP_WORDS, query_terms
 from ..core.toolcard import ToolCard
 from ..core.tooldoc import first_line, split_name
-from ..store import retrieval
+from ..core.vocabulary import SEARCH_MODES as MODES
 from ..store.tools import filtered_rowids
-from . import bm25, quoted, spelling
 from . import calibration as cal
+from . import quoted, spelling
 from .request import SPELLINGS, SearchRequest, Spelling
 
 POOL = 50  # candidates taken from each retriever before fusion
@@ -190,16 +190,12 @@ def warm(db, embedder: QueryEmbedder = INDEX_MODEL) -> None:
     """Load now what the first searches would load: every word's keyword postings, the vector
     matrix, the tool names (and their words' stems) and the model (a long-lived process: `toolidx
     serve`, benchmarks)."""
-    bm25.preload(db)
-    if not retrieval.in_database(db):  # PostgreSQL: a replica holds no catalog (store/pg.py)
-        _all_names(db)
-        _name_stems_for(db, None)
     if embedder is INDEX_MODEL:
         embedder = get_query_embedder(db)
+    if db.retrieval.warm(embeddings=embedder is not None):  # the engine holds the catalog in memory
+        _all_names(db)
+        _name_stems_for(db, None)
     if embedder is not None:
-        from . import vecmatrix
-
-        vecmatrix.preload(db)
         embedder.embed_query("warm up")  # ONNX Runtime's first run allocates its buffers
 
 
@@ -208,7 +204,7 @@ def _all_names(db) -> tuple[list[int], list[str]]:
     """(rowids, names as words) of every tool, once per index version."""
 
     def build() -> tuple[list[int], list[str]]:
-        rows = retrieval.tool_names(db)
+        rows = db.retrieval.tool_names()
         return [r for r, _ in rows], [" ".join(split_name(n)) for _, n in rows]
 
     return db.cache.get("names", build, size=lambda entry: len(entry[0]))
@@ -223,7 +219,7 @@ def _fuzzy(db, terms: list[str], pool: int, filters: Filters | None, candidates:
     from rapidfuzz import fuzz, process
 
     if candidates:
-        rows = retrieval.names_for(db, candidates)
+        rows = db.retrieval.names_for(candidates)
         rowids, names = [r for r, _ in rows], [" ".join(split_name(n)) for _, n in rows]
         allowed = None  # candidates already passed the filters
     else:
@@ -272,7 +268,7 @@ def gather(
     tw = quoted.term_weights(text, terms) if hybrid else None
     if mode_used in ("hybrid", "keyword"):
         for rank, (r, s) in enumerate(
-            bm25.candidates(db, terms, pool, filters, idf_power=cal.IDF_POWER if hybrid else 1.0, term_weights=tw)
+            db.retrieval.keyword(terms, pool, filters, idf_power=cal.IDF_POWER if hybrid else 1.0, term_weights=tw)
         ):
             c = slot(r)
             c["bm25"], c["kw_rank"] = s, rank
@@ -280,13 +276,11 @@ def gather(
         _cover(db, terms, tw, cands)
     if qv is not None:
         qv = qv.result()
-        from . import vecmatrix
-
-        for rank, (r, s) in enumerate(vecmatrix.knn(db, qv, pool, filters)):
+        for rank, (r, s) in enumerate(db.retrieval.knn(qv, pool, filters)):
             c = slot(r)
             c["cos"], c["vec_rank"] = s, rank
         missing = [r for r, c in cands.items() if c["cos"] is None]
-        for r, s in vecmatrix.cosine_for(db, qv, missing).items():
+        for r, s in db.retrieval.cosines(qv, missing).items():
             cands[r]["cos"] = s
     if mode_used in ("hybrid", "keyword"):
         for r, s in _fuzzy(db, typed, pool, filters, list(cands)).items():
@@ -308,7 +302,7 @@ def _cover(db, terms: list[str], tw: dict[str, float] | None, cands: dict[int, d
         return
     tw = tw or {}
     total = sum(tw.get(w, 1.0) for w in terms)
-    for r, words in bm25.matched_terms(db, terms, todo, many=True).items():
+    for r, words in db.retrieval.matched_terms(terms, todo, many=True).items():
         c = cands[r]
         c["matched"] = words
         c["coverage"] = sum(tw.get(w, 1.0) for w in words) / total if total else 0.0
@@ -324,10 +318,10 @@ def _name_stems_for(db, rowids: list[int] | None) -> dict[int, frozenset[str]]:
         words = {r: n.split() for r, n in zip(*_all_names(db))}
     else:
         todo = [r for r in rowids if r not in known]
-        words = {r: split_name(n) for r, n in retrieval.names_for(db, todo)} if todo else {}
+        words = {r: split_name(n) for r, n in db.retrieval.names_for(todo)} if todo else {}
     if words:
         names = {r: [w for w in ws if w not in STOP_WORDS] for r, ws in words.items()}
-        cut = bm25.stems(db, list({w for ws in names.values() for w in ws}))
+        cut = db.retrieval.stems(list({w for ws in names.values() for w in ws}))
         if cut is not None:
             for r, ws in names.items():
                 known[r] = frozenset(t for w in ws for t in cut[w])
@@ -338,7 +332,7 @@ def _name_words(db, terms: list[str], rowids: list[int]) -> dict[int, int]:
     """How many of each tool name's words the query has ("bar" and "chart" of generate_bar_chart),
     compared as the keyword index stems them."""
     known = _name_stems_for(db, rowids)
-    cut = bm25.stems(db, terms) or {}
+    cut = db.retrieval.stems(terms) or {}
     said = {t for w in terms for t in cut.get(w, ())}
     return {r: len(known[r] & said) for r in rowids if r in known}
 
@@ -389,10 +383,10 @@ def search(
             )
         gate = cal.threshold(cal.effective_mode(cands, mode_used), len(terms), model) if calibrated else 0.0
         threshold = gate if min_score is None else float(min_score)
-        total = retrieval.filtered_count(db, None)
+        total = db.retrieval.filtered_count(None)
         scored = cal.score_candidates(cands, mode_used, total, model=model, n_terms=len(terms))
         order = sorted(scored, key=lambda r: -scored[r])
-        rows = retrieval.hit_rows(db, order[: limit * 2 + 10])
+        rows = db.retrieval.hit_rows(order[: limit * 2 + 10])
         # as shown (4 decimals), ties by the unrounded score: low scores round alike
         ranked = sorted(rows, key=lambda r: (-round(scored[r], 4), -scored[r], rows[r]["id"]))
         if min_score is None:
@@ -407,8 +401,8 @@ def search(
         if mode_used == "hybrid":
             matched = {r: cands[r].get("matched", []) for r in kept}
         else:
-            matched = bm25.matched_terms(db, terms, kept) if mode_used != "semantic" else {}
-        considered = total if filters is None or filters.is_empty() else retrieval.filtered_count(db, filters)
+            matched = db.retrieval.matched_terms(terms, kept) if mode_used != "semantic" else {}
+        considered = total if filters is None or filters.is_empty() else db.retrieval.filtered_count(filters)
     if not terms and mode_used == "keyword":
         notes.append("the query has no searchable words (only stop words, bare numbers or symbols)")
     hits = [_hit(rows[r], scored[r], matched.get(r, []), cands[r], mode_used) for r in kept]

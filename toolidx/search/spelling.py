@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..core.notices import warn_once
 from ..core.tokens import MAX_QUERY_CHARS, STOP_WORDS
-from . import bm25, quoted
+from . import quoted
 
 WORDS = Path(__file__).with_name("words.txt")
 MIN_LEN = 4  # shorter words have too many neighbours one edit away ("teh": the, ten, tea, ...)
@@ -79,11 +79,11 @@ def corrections(db, text: str) -> dict[str, list[str]]:
         return {}
     # the catalog's words first: a lookup the search makes anyway, and the word list (~10 ms to
     # read) is then read only for a request with a word no tool has
-    df = bm25.document_frequency(db, seen)
+    df = db.retrieval.document_frequency(seen)
     slips = [w for w in seen if not df[w]]
     if slips:
         english, english_stems = _english()
-        cut = bm25.stems(db, slips) or {}
+        cut = db.retrieval.stems(slips) or {}
         # an inflection the list lacks ("pasted", "renting") is known by its stem
         slips = [w for w in slips if w not in english and not set(cut.get(w, ())) <= english_stems][:MAX_WORDS]
     if not slips:
@@ -98,7 +98,7 @@ def corrections(db, text: str) -> dict[str, list[str]]:
         # a letter left out, mistyped or swapped; not one too many: "redis", "printf", "leaky"
         # less a letter are words, rarely what was meant
         near[w] = [c for c, _, _ in found if len(c) >= len(w) and c not in STOP_WORDS]
-    df = bm25.document_frequency(db, sorted({c for cs in near.values() for c in cs}))
+    df = db.retrieval.document_frequency(sorted({c for cs in near.values() for c in cs}))
     out: dict[str, list[str]] = {}
     for w, cs in near.items():
         if known := sorted((c for c in cs if df[c]), key=lambda c: (-df[c], c)):

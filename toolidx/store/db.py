@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import DatabaseError
 from ..core.files import private_dir
@@ -16,6 +17,9 @@ from .cache import IndexCache
 from .migrations import ADDITIVE, MIGRATIONS
 from .sqlitefile import FileKind, SqliteFile, check_header, open_file, sqlite_module
 from .sqlitefile import statements as _statements  # noqa: F401  (store/pg.py splits its migrations with it)
+
+if TYPE_CHECKING:
+    from .retrieval import Retrieval
 
 # sqlite_module is sqlitefile's, named here too: callers (tests among them) take it from here
 __all__ = ["APPLICATION_ID", "Database", "default_db_path", "in_chunks", "load_vec", "open_db", "sqlite_module"]
@@ -66,6 +70,13 @@ class Database(SqliteFile):
         self.vec_available = vec_available
         self.vec_error = vec_error
         self.cache = IndexCache(self.version_key)  # what readers derive from this index (cache.py)
+
+    @cached_property
+    def retrieval(self) -> Retrieval:
+        """What search asks of this index (store/retrieval.py), this engine's implementation."""
+        from .retrieval_sqlite import SqliteRetrieval
+
+        return SqliteRetrieval(self)
 
     # --- meta -------------------------------------------------------------------------------
     def get_meta(self, key: str, default: str | None = None) -> str | None:

@@ -1,6 +1,6 @@
 """`Index`: what the rest of toolidx may ask of an open index, whatever holds it. `db.Database` (a
 SQLite file) is one; another backend offers the same members. Its `conn`, `lock` and `module` are
-SQLite's own and stay inside store/ (search.bm25 borrows `module` for a scratch in-memory SQLite)."""
+SQLite's own and stay inside store/ (store.retrieval borrows `module` for its in-memory query tokenizer)."""
 
 from __future__ import annotations
 

@@ -43,6 +43,7 @@ from ..core.tooldoc import fix_strings
 from .cache import IndexCache
 from .db import Database
 from .migrations import ADDITIVE, MIGRATIONS
+from .retrieval import Retrieval
 
 SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_SCHEMA = "toolidx"
@@ -441,13 +442,19 @@ class PgDatabase(Database):
 
     dialect = "postgres"
 
+    @functools.cached_property
+    def retrieval(self) -> Retrieval:
+        from .retrieval_pg import PgRetrieval
+
+        return PgRetrieval(self)
+
     def __init__(self, conn: PgConnection, path: str, schema: str, vec_kind: str | None, vec_error: str | None):
         self.conn = conn
         self.path = path
         self.schema = schema
         from .db import sqlite_module
 
-        self.module = sqlite_module()  # search.bm25's scratch tokenizer is an in-memory SQLite
+        self.module = sqlite_module()  # the query tokenizer (store.retrieval) is an in-memory SQLite
         self.vec_kind = vec_kind  # "vector" (pgvector) | "array" (real[], exact scan)
         self.vec_available = vec_kind is not None
         self.vec_error = vec_error

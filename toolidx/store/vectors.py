@@ -99,7 +99,7 @@ def knn(db: Database, query: bytes, k: int) -> list[tuple[int, float]]:
     if not has_table(db):
         return []
     if db.postgres:
-        from .retrieval import vector_knn
+        from .retrieval_pg import vector_knn
 
         return [(r, 1.0 - s) for r, s in vector_knn(db, query, k)]
     rows = db.execute(

@@ -1,0 +1,45 @@
+"""search/ ranks through store.retrieval's interface and never asks which engine it is on (#33):
+no engine test, no engine module, and each engine's implementation picked once per open index."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SEARCH = ROOT / "toolidx" / "search"
+ENGINE_WORDS = re.compile(r"in_database|postgres|dialect|retrieval_pg|retrieval_sqlite|\bstore\.pg\b|\.pg import")
+
+
+def test_search_names_no_engine():
+    found = [
+        f"{p.relative_to(ROOT)}:{n}: {line.strip()}"
+        for p in sorted(SEARCH.rglob("*.py"))
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if ENGINE_WORDS.search(line.lower())
+    ]
+    assert not found, "search/ branches on the engine:\n" + "\n".join(found)
+
+
+def test_an_import_contract_keeps_engines_out_of_search():
+    """lint-imports (scripts/check.sh) enforces it; this keeps it from being dropped."""
+    text = (ROOT / "pyproject.toml").read_text()
+    block = text[text.index('source_modules = ["toolidx.search"]') :].split("\n\n")[0]
+    for module in ("toolidx.store.pg", "toolidx.store.retrieval_sqlite", "toolidx.store.retrieval_pg"):
+        assert f'"{module}"' in block
+
+
+def test_each_engine_opens_with_its_own_retrieval(db_target):
+    from toolidx.store.db import open_db
+    from toolidx.store.retrieval import Retrieval
+    from toolidx.store.retrieval_pg import PgRetrieval
+    from toolidx.store.retrieval_sqlite import SqliteRetrieval
+
+    db = open_db(db_target, create=True)
+    try:
+        r = db.retrieval
+        assert isinstance(r, Retrieval) and r is db.retrieval  # picked once
+        assert type(r) is (PgRetrieval if str(db_target).startswith("postgresql") else SqliteRetrieval)
+        assert r.keyword(["weather"], 5) == [] and r.knn(b"\0" * 16, 5) == []
+    finally:
+        db.close()

@@ -1,0 +1,493 @@
+"""Retrieval on a SQLite file: keyword candidates scored in Python from cached per-word BM25 terms
+(FTS5's own scores, faster), and nearest vectors from a matrix held in memory.
+
+Keywords. FTS5 computes bm25() for every row that matches any query word, and a request's common
+words match half of a large catalog: at 10k tools a query cost ~10 ms in FTS5. bm25 is a sum over
+the query's words of idf(word) * f(weighted tf, doc length), so each word's term for each tool is
+computed once and cached per process and index version (16 bytes a tool: rowids and values in
+two arrays). A query is then sums over cached arrays, with the rare/common split of
+store.retrieval. An exact variant (MaxScore: prove that no unseen tool can enter the top 50, else
+run the full query) had to fall back on most queries and was no faster.
+
+A word not cached yet is scored by FTS5 itself (a one-word query: its bm25() is exactly that
+word's term). `warm` caches every word at once from the fts5vocab table with the same formula and
+constants as fts5_aux.c (a long-lived process: `toolidx serve`, benchmarks), after which a keyword
+query runs no SQL but the shown hits' rows.
+
+Stemming: query words are cut by the index's own tokenizer (an empty copy of tools_fts in an
+in-memory database), so "files" shares the cached terms of "file" exactly as FTS5 would. A word
+the tokenizer cuts in several tokens is an FTS5 phrase ("e-mail"): such queries go to FTS5.
+
+Vectors. sqlite-vec's KNN reads and scores every stored vector on each query (brute force), and
+its `rowid IN (...)` lookup for exact cosines scans too: together ~15-35 ms a hybrid query at 10k
+tools on this project's CI box. The same vectors as one normalised float32 matrix (loaded once per
+process and index version, 15 MB at 10k tools) answer both with one matrix-vector product (< 1 ms).
+Only semantic/hybrid search uses it, and those have numpy already (the model needs it). Scores
+equal sqlite-vec's cosine to float32 precision; ties are broken by rowid.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from array import array
+from bisect import bisect_left
+from collections import OrderedDict
+
+from ..core.filters import Filters
+from ..core.tokens import fts_query
+from . import vectors
+from .db import Database, in_chunks
+from .retrieval import FTS_COLUMNS, FTS_WEIGHTS, K1, B, QueryTokenizer, Retrieval, fetch_size, lock, split_common
+from .tools import filtered_rowids
+from .tools import where as filter_sql
+
+PRELOAD_CHUNK = 50_000  # word occurrences read per preload step (~0.1 s of work between searches)
+MAX_CACHED = 4_000_000  # cached (word, tool) terms per process (16 bytes each: 64 MB at most)
+FTS_VOCAB = "tools_fts_vinst"  # a temp fts5vocab table: one row per word occurrence
+FTS_ROWS = "tools_fts_vrow"  # another: one row per word, with how many tools have it
+
+
+# --- FTS5's SQL ---------------------------------------------------------------------------------
+def _bm25(weights: tuple[float, ...]) -> str:
+    """-bm25(...) with the column weights: the score, higher is better."""
+    return f"-bm25(tools_fts, {', '.join(repr(float(x)) for x in weights)})"
+
+
+def _filter_sql(db: Database, filters: Filters | None) -> tuple[str, list]:
+    if filters is None or filters.is_empty():
+        return "", []
+    where, params = filter_sql(db, filters, "t")
+    return f" AND f.rowid IN (SELECT t.rowid FROM tools t WHERE {where})", params
+
+
+def fts_candidates(
+    db: Database, match: str, limit: int, filters: Filters | None = None, weights: tuple[float, ...] = FTS_WEIGHTS
+) -> list[tuple[int, float]]:
+    """(rowid, BM25 score >= 0, higher is better) of the best `limit` tools for an FTS5 query."""
+    if not match:
+        return []
+    fsql, fparams = _filter_sql(db, filters)
+    rows = db.execute(
+        f"SELECT f.rowid, {_bm25(weights)} AS s FROM tools_fts f "
+        f"WHERE tools_fts MATCH ?{fsql} ORDER BY s DESC, f.rowid LIMIT ?",
+        [match, *fparams, limit],
+    ).fetchall()
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def fts_matched_terms(db: Database, terms: list[str], rowids: list[int]) -> dict[int, list[str]]:
+    """Which query terms each tool matches in the keyword index (FTS5 stemming included)."""
+    out: dict[int, list[str]] = {r: [] for r in rowids}
+    if not terms or not rowids:
+        return out
+    marks = ", ".join("?" * len(rowids))
+    sql = " UNION ALL ".join(
+        f"SELECT {i}, rowid FROM tools_fts WHERE tools_fts MATCH ? AND rowid IN ({marks})" for i in range(len(terms))
+    )
+    params: list = []
+    for t in terms:
+        params += [fts_query([t]), *rowids]
+    for i, rowid in db.execute(sql, params):
+        out[int(rowid)].append(terms[int(i)])
+    return out
+
+
+def fts_schema(db: Database) -> str | None:
+    """The CREATE statement of tools_fts: the tokenizer query words must be stemmed with."""
+    return db.scalar("SELECT sql FROM sqlite_master WHERE name = 'tools_fts'")
+
+
+def ensure_fts_vocab(db: Database) -> None:
+    # a temp table: nothing is written to the index (which may be read-only), nothing to migrate
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{FTS_VOCAB} USING fts5vocab(main, tools_fts, instance)")
+
+
+def fts_totals(db: Database) -> bytes | None:
+    """FTS5's averages record (varints: row count, then tokens per column), which bm25() reads."""
+    return db.scalar("SELECT block FROM tools_fts_data WHERE id = 1")
+
+
+def fts_word_scores(db: Database, word: str, weights: tuple[float, ...]) -> list[tuple[int, float]]:
+    """(rowid, BM25 score) of every tool containing one query word, by rowid: the word's term
+    in the BM25 score of any query that has it."""
+    return db.execute(
+        f"SELECT rowid, {_bm25(weights)} FROM tools_fts WHERE tools_fts MATCH ? ORDER BY rowid", (fts_query([word]),)
+    ).fetchall()
+
+
+def fts_postings_from(db: Database, start: str, limit: int) -> list[tuple[str, int, str]]:
+    """(term, rowid, column) of indexed word occurrences, in term order from `start` on."""
+    return db.execute(f"SELECT term, doc, col FROM temp.{FTS_VOCAB} WHERE term >= ? LIMIT ?", (start, limit)).fetchall()
+
+
+def fts_docsizes(db: Database) -> list[tuple[int, bytes]]:
+    """(rowid, docsize record: tokens per column) of every tool."""
+    return db.execute("SELECT id, sz FROM tools_fts_docsize").fetchall()
+
+
+def fts_row_counts(db: Database, tokens: list[str]) -> dict[str, int]:
+    """How many tools hold each token: FTS5's own count, from a temp vocabulary table (the index
+    may be read-only)."""
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{FTS_ROWS} USING fts5vocab(main, tools_fts, row)")
+    got: dict[str, int] = {}
+    for marks, chunk in in_chunks(tokens):
+        got |= dict(db.execute(f"SELECT term, doc FROM temp.{FTS_ROWS} WHERE term IN ({marks})", chunk).fetchall())
+    return got
+
+
+def all_vectors(db: Database) -> list[tuple[int, bytes]]:
+    """(rowid, float32 blob) of every stored embedding."""
+    if not vectors.has_table(db):
+        return []
+    return db.execute(f"SELECT rowid, embedding FROM {vectors.TABLE}").fetchall()
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite varints (FTS5's docsize and averages records)."""
+    out, i, n = [], 0, len(blob)
+    while i < n:
+        v = 0
+        for j in range(9):
+            b = blob[i]
+            i += 1
+            if j == 8:
+                v = (v << 8) | b
+                break
+            v = (v << 7) | (b & 0x7F)
+            if not b & 0x80:
+                break
+        out.append(v)
+    return out
+
+
+class _Postings:
+    """One word's bm25 term per tool, compact (16 bytes a tool): rowids ascending, values."""
+
+    __slots__ = ("rows", "vals")
+
+    def __init__(self, rows: array, vals: array):
+        self.rows, self.vals = rows, vals
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def items(self):
+        return zip(self.rows, self.vals)
+
+    def __contains__(self, rowid: int) -> bool:
+        i = bisect_left(self.rows, rowid)
+        return i < len(self.rows) and self.rows[i] == rowid
+
+
+_EMPTY = _Postings(array("q"), array("d"))
+
+
+class _Index:
+    """What one index version needs: row count, mean length, and each word's postings."""
+
+    def __init__(self, db, weights):
+        tot = _varints(fts_totals(db) or b"")
+        self.nrow = tot[0] if tot else 0
+        self.avgdl = (sum(tot[1:]) / self.nrow) if self.nrow else 1.0
+        self.weights = weights
+        self.wcol = dict(zip(FTS_COLUMNS, weights))
+        self.cache: OrderedDict[str, _Postings] = OrderedDict()
+        self.cached = 0
+        self.doclen: dict[int, int] = {}  # tokens per tool (preload), from FTS5's docsize records
+        self.complete = False  # every word of the index is cached: a miss means no tool has it
+        self.evicted = False
+
+    def idf(self, df: int) -> float:
+        v = math.log((self.nrow - df + 0.5) / (df + 0.5))
+        return v if v > 0 else 1e-6  # as FTS5
+
+    def _score_and_put(self, token: str, freq: dict[int, float]) -> None:
+        """FTS5's bm25 term from a word's weighted term frequencies, as fts5_aux.c computes it."""
+        idf = self.idf(len(freq))
+        norm, base, dl = K1 * B / self.avgdl, K1 * (1 - B), self.doclen
+        rows = sorted(freq)
+        self._put(
+            token,
+            _Postings(
+                array("q", rows),
+                array("d", (idf * (freq[d] * (K1 + 1.0)) / (freq[d] + base + norm * dl[d]) for d in rows)),
+            ),
+        )
+
+    def _put(self, token: str, p: _Postings) -> _Postings:
+        if token in self.cache:
+            self.cached -= len(self.cache[token])
+        self.cache[token] = p
+        self.cached += len(p)
+        while self.cached > MAX_CACHED and len(self.cache) > 1:
+            _, old = self.cache.popitem(last=False)
+            self.cached -= len(old)
+            self.evicted = True
+        return p
+
+    def postings(self, db, token: str, word: str) -> _Postings:
+        """The bm25 term per tool of `word`, cut by the tokenizer into `token` (the cache key);
+        empty when no tool has it. FTS5 scores a one-word query faster than Python can."""
+        hit = self.cache.get(token)
+        if hit is not None:
+            self.cache.move_to_end(token)
+            return hit
+        if self.complete:
+            return _EMPTY
+        rows = fts_word_scores(db, word, self.weights)
+        if not rows:
+            return _EMPTY
+        return self._put(token, _Postings(array("q", (r for r, _ in rows)), array("d", (v for _, v in rows))))
+
+    def preload_chunk(self, db, start: str) -> str | None:
+        """Cache the words from `start` on, PRELOAD_CHUNK occurrences at a time (fts5vocab walks
+        the index in term order); the next start, or None at the end."""
+        if not self.doclen:
+            ensure_fts_vocab(db)
+            for doc, sz in fts_docsizes(db):
+                self.doclen[doc] = sum(_varints(sz))
+        limit = PRELOAD_CHUNK
+        while True:
+            rows = fts_postings_from(db, start, limit)
+            if len(rows) < limit:
+                nxt = None
+                break
+            nxt = rows[-1][0]  # may be cut short: taken again by the next chunk
+            if nxt != rows[0][0]:
+                rows = [r for r in rows if r[0] != nxt]
+                break
+            limit *= 2  # one word in more places than a chunk holds
+        wcol = self.wcol
+        term = ""  # rows come grouped by term
+        freq: dict[int, float] = {}  # the term's weighted frequency per tool
+        for word, doc, col in rows:
+            if word != term:
+                if freq:
+                    self._score_and_put(term, freq)
+                term, freq = word, {}
+            freq[doc] = freq.get(doc, 0.0) + wcol.get(col, 1.0)
+        if freq:
+            self._score_and_put(term, freq)
+        return nxt
+
+
+def _get(db, weights=FTS_WEIGHTS) -> tuple[_Index, QueryTokenizer] | None:
+    """This index version's postings (per field weights) and tokenizer, from the index's cache;
+    None when the index has no keyword table. The caller holds the lock."""
+    scratch = db.retrieval.tokenizer()
+    if scratch is None:
+        return None
+    index = db.cache.get(f"bm25_postings{tuple(weights)}", lambda: _Index(db, weights), size=lambda entry: entry.cached)
+    return index, scratch
+
+
+def preload(db) -> bool:
+    """Cache every word's postings now (a long-lived process, before its first queries). Chunk by
+    chunk, each in its own read snapshot, so searches in other threads go on meanwhile; a crawl
+    committing in between starts a new index version, and this one is dropped."""
+    start: str | None = ""
+    index: _Index | None = None
+    while start is not None:
+        with db.snapshot(), lock:  # the order search takes them in
+            got = _get(db)
+            if got is None or (index is not None and got[0] is not index):
+                return False
+            index = got[0]
+            if index.complete:
+                return True
+            start = index.preload_chunk(db, start)
+    if index is not None:
+        with lock:
+            index.complete = not index.evicted
+    return True
+
+
+def _sum(words: list[tuple[_Postings, float]]) -> dict[int, float]:
+    """rowid -> the sum of each word's term times its factor, added in word order. The first
+    word's terms and a factor of 1 are taken as they are (0 + x and x * 1 are x exactly: the
+    same floats as the plain loop, with less of it in Python)."""
+    if not words:
+        return {}
+    (p, s), rest = words[0], words[1:]
+    acc = dict(zip(p.rows, p.vals)) if s == 1.0 else {d: v * s for d, v in zip(p.rows, p.vals)}
+    get = acc.get
+    for p, s in rest:
+        if s == 1.0:
+            for d, v in zip(p.rows, p.vals):
+                acc[d] = get(d, 0.0) + v
+        else:
+            for d, v in zip(p.rows, p.vals):
+                acc[d] = get(d, 0.0) + v * s
+    return acc
+
+
+def _top(acc: dict[int, float], k: int) -> list[tuple[int, float]]:
+    """The k best (rowid, score), ties by rowid as FTS5's ORDER BY s DESC, rowid."""
+    if len(acc) > k:
+        edge = heapq.nlargest(k, acc.values())[-1]
+        items = [(r, s) for r, s in acc.items() if s >= edge]
+    else:
+        items = list(acc.items())
+    items.sort(key=lambda x: (-x[1], x[0]))
+    return items[:k]
+
+
+# --- the vector matrix --------------------------------------------------------------------------
+def _build_matrix(db):
+    import numpy as np
+
+    rows = all_vectors(db)
+    if rows:
+        ids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
+        m = np.frombuffer(b"".join(b for _, b in rows), dtype=np.float32).reshape(len(rows), -1)
+        norms = np.linalg.norm(m, axis=1)
+        norms[norms == 0] = 1.0
+        m = m / norms[:, None]
+    else:
+        ids, m = np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    pos = {int(r): i for i, r in enumerate(ids)}
+    return ids, m, pos
+
+
+def _matrix(db):
+    """(rowids, unit vectors, rowid -> row) for the index as it is now, built once per version."""
+    return db.cache.get("vectors", lambda: _build_matrix(db), size=lambda entry: len(entry[0]))
+
+
+def _unit_query(blob: bytes, dim: int):
+    import numpy as np
+
+    q = np.frombuffer(blob, dtype=np.float32)
+    if q.shape[0] != dim:
+        return None
+    n = float(np.linalg.norm(q))
+    return q / n if n else q
+
+
+class SqliteRetrieval(Retrieval):
+    """A SQLite file: BM25 summed from FTS5's postings cached per index version, phrases by FTS5
+    itself, cosines from the vector matrix."""
+
+    def keyword(
+        self,
+        terms: list[str],
+        limit: int,
+        filters: Filters | None = None,
+        weights: tuple[float, ...] = FTS_WEIGHTS,
+        idf_power: float = 1.0,
+        term_weights: dict[str, float] | None = None,
+    ) -> list[tuple[int, float]]:
+        if not terms:
+            return []
+        db = self.db
+        with lock:
+            got = _get(db, weights)
+            if got is None:
+                return fts_candidates(db, fts_query(terms), limit, filters, weights)
+            index, scratch = got
+            toks = scratch.cut(terms)
+            if any(len(toks[w]) != 1 for w in terms):  # a phrase: FTS5's phrase rules apply
+                return fts_candidates(db, fts_query(terms), limit, filters, weights)
+            words: list[tuple[tuple[_Postings, float], int]] = []
+            for w in terms:
+                p = index.postings(db, toks[w][0], w)
+                if p:  # len(p) is the word's document frequency
+                    s = index.idf(len(p)) ** (idf_power - 1.0) if idf_power != 1.0 else 1.0
+                    if term_weights:
+                        s *= term_weights.get(w, 1.0)
+                    words.append(((p, s), len(p)))
+            rare, common = split_common(words, index.nrow)
+        allowed = filtered_rowids(db, filters)
+        acc = _sum(rare)
+        if allowed is not None:
+            acc = {d: v for d, v in acc.items() if d in allowed}
+        if not common:
+            return _top(acc, limit)
+        top = sorted(_top(acc, fetch_size(limit)))  # by rowid: one forward walk per word
+        cand = [r for r, _ in top]
+        add = [s for _, s in top]
+        for p, s in common:
+            rows, vals, n, lo = p.rows, p.vals, len(p.rows), 0
+            for j, r in enumerate(cand):
+                lo = bisect_left(rows, r, lo)
+                if lo < n and rows[lo] == r:
+                    add[j] += vals[lo] * s
+        scored = sorted(zip(cand, add), key=lambda x: (-x[1], x[0]))
+        return scored[:limit]
+
+    def _tokenizer_sql(self) -> str | None:
+        return fts_schema(self.db)
+
+    def _count_docs(self, tokens: list[str]) -> dict[str, int]:
+        return fts_row_counts(self.db, tokens)
+
+    def matched_terms(self, terms: list[str], rowids: list[int], *, many: bool = False) -> dict[int, list[str]]:
+        """Answered from the cached postings; many=True: one vectorised search per word instead
+        of a bisect per tool and word (~1 ms a query at 10k)."""
+        if not terms or not rowids:
+            return {r: [] for r in rowids}
+        db = self.db
+        with lock:
+            got = _get(db)
+            if got is None:
+                return fts_matched_terms(db, terms, rowids)
+            index, scratch = got
+            toks = scratch.cut(terms)
+            phrases = [w for w in terms if len(toks[w]) != 1]
+            pm = fts_matched_terms(db, phrases, rowids) if phrases else {}
+            posts = {w: index.postings(db, toks[w][0], w) for w in terms if len(toks[w]) == 1}
+        if not many:  # keyword mode: the shown hits only, and no numpy import on its cold start
+            return {r: [w for w in terms if (r in posts[w] if w in posts else w in pm.get(r, ()))] for r in rowids}
+        import numpy as np
+
+        cand = np.asarray(rowids, dtype=np.int64)
+        has: dict[str, list[bool]] = {}
+        for w, p in posts.items():
+            rows = np.frombuffer(p.rows, dtype=np.int64)
+            if not len(rows):
+                continue
+            i = np.minimum(np.searchsorted(rows, cand), len(rows) - 1)
+            has[w] = (rows[i] == cand).tolist()
+        return {
+            r: [w for w in terms if (has[w][j] if w in has else w not in posts and w in pm.get(r, ()))]
+            for j, r in enumerate(rowids)
+        }
+
+    def knn(self, query: bytes, k: int, filters: Filters | None = None) -> list[tuple[int, float]]:
+        import numpy as np
+
+        ids, m, _ = _matrix(self.db)
+        if not len(ids):
+            return []
+        q = _unit_query(query, m.shape[1])
+        if q is None:
+            return []
+        sims = m @ q
+        allowed = filtered_rowids(self.db, filters)
+        if allowed is not None:
+            idx = np.nonzero(np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed))))[0]
+            sims, ids = sims[idx], ids[idx]
+        # one spare past k: a tie at the edge is ordered by rowid
+        part = np.argpartition(-sims, k)[: k + 1] if k < len(sims) else np.arange(len(sims))
+        order = sorted(part.tolist(), key=lambda i: (-float(sims[i]), int(ids[i])))[:k]
+        return [(int(ids[i]), float(sims[i])) for i in order]
+
+    def cosines(self, query: bytes, rowids: list[int]) -> dict[int, float]:
+        ids, m, pos = _matrix(self.db)
+        if not rowids or not len(ids):
+            return {}
+        q = _unit_query(query, m.shape[1])
+        if q is None:
+            return {}
+        have = [r for r in rowids if r in pos]
+        if not have:
+            return {}
+        sims = m[[pos[r] for r in have]] @ q
+        return {r: float(s) for r, s in zip(have, sims)}
+
+    def warm(self, *, embeddings: bool) -> bool:
+        preload(self.db)
+        if embeddings:
+            _matrix(self.db)
+        return True
