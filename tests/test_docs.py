@@ -290,7 +290,7 @@ def test_search_page_is_for_users_and_the_record_is_whole():
     record = (REPO / "docs" / "research" / "search.md").read_text()
     assert len(user.splitlines()) < 250 and "](research/search.md" in user
     assert not (REPO / "docs" / "search-research.md").exists()
-    for folder in ("docs", "benchmarks", "tests", "training"):
+    for folder in ("docs", "benchmarks", "tests", "training", "toolidx"):
         for f in (REPO / folder).rglob("*"):
             if f.suffix in (".md", ".py") and f.name != "test_docs.py":
                 assert "search-research" not in f.read_text(), f

@@ -40,7 +40,6 @@ from ..core.tooldoc import fix_strings, validate_tool
 from ..crawl.write import store_crawl
 from ..search.hybrid import SearchResult, Spelling, get_query_embedder, search, warm
 from ..store.db import Database, open_db
-from ..store.retrieval import filtered_count
 
 __all__ = ["API_VERSION", "Catalog", "Description", "Filters", "LiveCatalog", "SearchResult", "tool_dict"]
 
@@ -198,7 +197,7 @@ class Catalog:
 
     # --- reading it ----------------------------------------------------------------------------------
     def __len__(self) -> int:
-        return filtered_count(self.db, None)
+        return self.db.retrieval.filtered_count(None)
 
     def search(
         self,

@@ -22,7 +22,6 @@ from ..core.notices import warn_once
 from ..core.tokens import STOP_WORDS, query_terms
 from ..core.toolcard import ToolCard
 from ..core.tooldoc import first_line, split_name
-from ..core.vocabulary import SEARCH_MODES as MODES
 from ..store.tools import filtered_rowids
 from . import calibration as cal
 from . import quoted, spelling

@@ -19,7 +19,7 @@ from .tools import where as filter_sql
 # Name and title weigh above the description (a name is a dense summary); the server words weigh
 # like the name so "On Semgrep, ..." reaches Semgrep's tools; parameter text weighs least
 # (long, repetitive) but still helps when a request names an argument. Tuned on the bench sets
-# (docs/search-research.md, benchmarks/quality.py).
+# (docs/research/search.md, benchmarks/quality.py).
 FTS_WEIGHTS = (3.0, 2.0, 1.0, 2.5, 1.0, 0.6)
 FTS_COLUMNS = ("name", "title", "description", "server", "tags", "params")
 K1, B = 1.2, 0.75  # FTS5's bm25() constants (fts5_aux.c), on both engines
@@ -29,7 +29,7 @@ K1, B = 1.2, 0.75  # FTS5's bm25() constants (fts5_aux.c), on both engines
 # (in up to COMMON_SHARE of the tools) are summed over all their tools; the best RARE_FETCH tools
 # by that rare part are the candidates, and each common word's term is added to those alone. A
 # tool that matches only common words, or whose rare part is outside the fetched rows, is not a
-# candidate; ETOM and LiveMCP quality are unchanged by it (docs/search-research.md). A query with
+# candidate; ETOM and LiveMCP quality are unchanged by it (docs/research/search.md). A query with
 # no rare word, or no common one, is scored exactly (every matching tool).
 COMMON_SHARE = 0.03
 COMMON_MIN_DF = 200  # below this a word's postings are short: sum them all
