@@ -42,12 +42,25 @@ from ..store.crawls import write_crawl
 from ..store.db import Database, open_db
 from ..store.retrieval import filtered_count
 
-__all__ = ["API_VERSION", "Catalog", "Description", "Filters", "LiveCatalog", "SearchResult", "tool_dict"]
+__all__ = [
+    "API_VERSION",
+    "Catalog",
+    "Description",
+    "Filters",
+    "LiveCatalog",
+    "SearchResult",
+    "agent_answer",
+    "tool_dict",
+]
 
 API_VERSION = 1
 DEFAULT_SERVER = "server"  # the server part of ids (`server/tool`) in a catalog built from tools
 SOURCE_KEY, SOURCE_SKIPPED = "api_tools_key", "api_tools_skipped"  # meta: the tools a catalog was last built from
 PYTHON = Spelling((), "=")  # hints name the keyword arguments: "min_score=0 shows it anyway"
+# An agent calling search_tools cannot set min_score (the server author does): its "no good match"
+# note says what it can do instead.
+PYTHON_HINT = f" ({PYTHON.setting('min_score', 0)} shows it anyway)"
+AGENT_HINT = "; describe the task in other words, or call a tool you already know by its name"
 
 
 def tool_dict(tool: Any) -> dict:
@@ -291,3 +304,16 @@ class LiveCatalog:
                 self.catalog.update(tools)
             self._key = key
             return self.catalog
+
+
+def agent_answer(catalog: Catalog, tools: Sequence[Any], query: str, limit: int, min_score: float | None) -> dict:
+    """`search_tools`' answer to an agent over MCP: the best of `tools` (the server's live
+    definitions, as `tools/list` has them) each with its score and why it matched, `no_match`, and
+    the notes in words an agent can act on."""
+    by_name = {t.name if hasattr(t, "name") else t["name"]: t for t in tools}
+    res = catalog.search(query, limit=limit, min_score=min_score)
+    found = [{**tool_dict(by_name[h.name]), "score": h.score, "why": h.why} for h in res.hits if h.name in by_name]
+    out: dict[str, Any] = {"tools": found, "no_match": res.no_match}
+    if res.notes:
+        out["notes"] = [n.replace(PYTHON_HINT, AGENT_HINT) for n in res.notes]
+    return out
