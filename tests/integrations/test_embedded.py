@@ -157,6 +157,8 @@ def test_fastmcp_transform(model_path):
 
     transform = ToolidxSearchTransform(always_visible=["get_weather"], max_results=3, model_path=model_path)
     server = fastmcp_server(TOOLS, transform)
+    # the model loads in the background from the start, not at the first search
+    assert transform.live._loading is not None and transform.live.catalog is None
 
     async def main():
         async with Client(server) as c:
@@ -196,6 +198,24 @@ def test_fastmcp_transform(model_path):
             server.local_provider.remove_tool("convert_pdf")
             after = await search("turn a pdf file into text", limit=5)
             assert "convert_pdf" not in [t["name"] for t in after["tools"]]
+
+    anyio.run(main)
+
+
+def test_fastmcp_transform_model_that_does_not_load(tmp_path):
+    """A model folder that does not load, loaded in the background: the first search says so."""
+    pytest.importorskip("fastmcp")
+    from fastmcp import Client
+    from fastmcp.exceptions import ToolError
+
+    from toolidx.integrations.fastmcp import ToolidxSearchTransform
+
+    server = fastmcp_server(TOOLS, ToolidxSearchTransform(model_path=str(tmp_path / "no-model")))
+
+    async def main():
+        async with Client(server) as c:
+            with pytest.raises(ToolError, match="model directory not found"):
+                await c.call_tool("search_tools", {"query": "turn a pdf into text"})
 
     anyio.run(main)
 

@@ -293,12 +293,42 @@ class LiveCatalog:
         self.catalog: Catalog | None = None  # built at the first `current`
         self._key: str | None = None
         self._lock = threading.Lock()
+        self._loading: threading.Thread | None = None
+        self._loaded: tuple[Embedder | None, BaseException | None] | None = None
+
+    def preload(self) -> None:
+        """Start loading the model in a background thread, so that the first `current` (a
+        server's first search) finds it loaded: what the server integrations do when they are made,
+        while the server starts and its client connects (0.6-1 s on a busy 2-core machine)."""
+        if self._loading is None and self.catalog is None:
+            self._loading = threading.Thread(target=self._load, name="toolidx-model", daemon=True)
+            self._loading.start()
+
+    def _load(self) -> None:
+        try:
+            cache = self._args["cache"]
+            indexed = None
+            if cache is not None and Path(str(cache)).expanduser().is_file():  # the model the cache was embedded with
+                db = open_db(Path(str(cache)).expanduser(), readonly=True)
+                try:
+                    indexed = db.get_meta("embed_model")
+                finally:
+                    db.close()
+            self._loaded = (_embedder(self._args["model"], self._args["model_path"], indexed), None)  # type: ignore[arg-type]
+        except BaseException as e:  # raised by the first `current`, as a load there would
+            self._loaded = (None, e)
 
     def current(self, tools: Sequence[Any]) -> Catalog:
         key = tools_key(tools)
         with self._lock:
             if self.catalog is None:
-                self.catalog = Catalog.from_tools(tools, **self._args)  # type: ignore[arg-type]
+                embedder = None
+                if self._loading is not None:
+                    self._loading.join()
+                    embedder, error = self._loaded or (None, None)
+                    if error is not None:
+                        raise error
+                self.catalog = Catalog.from_tools(tools, embedder=embedder, **self._args)  # type: ignore[arg-type]
                 self.catalog.warm()
             elif key != self._key:
                 self.catalog.update(tools)

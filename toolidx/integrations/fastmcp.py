@@ -73,6 +73,7 @@ class ToolidxSearchTransform(BaseSearchTransform):
         )
         self.min_score = min_score  # None: the calibrated gate
         self.live = LiveCatalog(server=server, cache=cache, model=model, model_path=model_path)
+        self.live.preload()  # the model loads while the server starts
         self._search_tool: Tool | None = None
 
     def _make_search_tool(self) -> Tool:

@@ -138,6 +138,7 @@ def add_tool_search(
     meta_names = {t.name for t in meta}
     label = str(getattr(low, "name", None) or "server").replace("/", "-")  # '/' separates server and tool in ids
     live = ToolSearch(server=label, cache=cache, model=model, model_path=model_path)
+    live.preload()  # the model loads while the server starts
 
     async def own_tools(ctx: Any) -> list[Tool]:
         tools: list[Tool] = []
