@@ -37,3 +37,6 @@ infeasible_path  # unused variable (toolidx/search/eval.py:254)
 binary_location  # unused attribute (tests/serve/test_console.py, benchmarks/console_speed.py): Selenium reads ChromeOptions' browser path
 _make_search_tool  # unused method (toolidx/integrations/fastmcp.py): FastMCP's BaseSearchTransform calls it
 _search  # unused method (toolidx/integrations/fastmcp.py): BaseSearchTransform's search hook
+graph_optimization_level  # unused attribute (toolidx/core/embedding.py): onnxruntime SessionOptions, read by the session
+intra_op_num_threads  # unused attribute (toolidx/core/embedding.py): onnxruntime SessionOptions
+inter_op_num_threads  # unused attribute (toolidx/core/embedding.py): onnxruntime SessionOptions

@@ -227,3 +227,56 @@ def test_ctrl_c_during_embed_writes_nothing_and_says_so(tmp_path, model_path):
             not d.get_meta("embed_model")
             and int(d.scalar("SELECT count(*) FROM tools WHERE embed_hash IS NOT NULL")) == 0
         )
+
+
+QUERY_TEXTS = [
+    "convert a pdf to text",
+    "send an email to the team about tomorrow's meeting",
+    "word " * 700,  # past the 512-token truncation
+    "[CLS] hello [SEP] [PAD] [MASK] x [UNK]",  # special tokens as text
+    "Ünïcödé 東京 🚀",
+    "",
+]
+
+
+@pytest.mark.parametrize("which", ["model_path", "packaged"])
+def test_query_vectors_without_fastembed_are_fastembeds_byte_for_byte(which, model_path, monkeypatch):
+    """A search loads a model folder with onnxruntime and tokenizers alone (importing fastembed cost
+    0.5-1 s of a server's start): its query vectors are fastembed's, bytes and all, for the shared
+    MiniLM and toolidx's own model (whose tokenizer.json pads to a fixed 128, which fastembed does not)."""
+    import numpy as np
+    from fastembed import TextEmbedding
+
+    from toolidx.core import embedding
+    from toolidx.core.embedding import DEFAULT_MODEL, QUERY_THREADS, FastEmbedder, load_embedder, resolve_model
+
+    monkeypatch.setattr(embedding, "_cache", {})  # loaded here, not the session's embedder
+    choice = resolve_model(None, model_path) if which == "model_path" else resolve_model(DEFAULT_MODEL)
+    assert embedding.is_packaged(choice.path) == (which == "packaged")
+    assert choice.path
+    emb = load_embedder(choice, threads=QUERY_THREADS)
+    assert isinstance(emb, FastEmbedder) and emb._te is None  # fastembed not loaded for queries
+    te = TextEmbedding(
+        model_name=choice.architecture, specific_model_path=choice.path, local_files_only=True, threads=QUERY_THREADS
+    )
+    for text in QUERY_TEXTS:
+        want = np.asarray(next(iter(te.query_embed([text]))), dtype=np.float32).tobytes()
+        assert emb.embed_query(text) == want, text[:40]
+    # documents still go through fastembed's batches, made at the first batch
+    assert emb.embed_documents(QUERY_TEXTS[:2]) == [
+        np.asarray(v, dtype=np.float32).tobytes() for v in te.embed(QUERY_TEXTS[:2])
+    ]
+    assert emb._te is not None
+
+
+def test_a_search_never_imports_fastembed(tmp_path, model_path):
+    """The query embedder of a model folder, loaded and run, leaves fastembed unimported."""
+    import subprocess
+
+    code = (
+        "import sys; from toolidx.core.embedding import *; "
+        f"e = load_embedder(resolve_model(None, {model_path!r}), threads=QUERY_THREADS); e.embed_query('hi'); "
+        "print('fastembed' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

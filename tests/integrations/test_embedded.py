@@ -160,6 +160,8 @@ def test_fastmcp_transform(model_path):
 
     transform = ToolidxSearchTransform(always_visible=["get_weather"], max_results=3, model_path=model_path)
     server = fastmcp_server(TOOLS, transform)
+    # the model loads in the background from the start, not at the first search
+    assert transform.live._loading is not None and transform.live.catalog is None
 
     async def main():
         async with Client(server) as c:
@@ -176,6 +178,8 @@ def test_fastmcp_transform(model_path):
             assert "get_weather" not in [t["name"] for t in (await search("weather forecast for a city"))["tools"]]
             nothing = await search("bake a chocolate cake for the birthday party")
             assert nothing["tools"] == [] and nothing["no_match"] is True
+            # the agent cannot set min_score: the note says what it can do
+            assert "min_score" not in nothing["notes"][0] and "in other words" in nothing["notes"][0]
             # max results: the transform's default, and the caller's limit
             transform.min_score = 0.0
             assert len((await search("a tool"))["tools"]) == 3
@@ -197,6 +201,24 @@ def test_fastmcp_transform(model_path):
             server.local_provider.remove_tool("convert_pdf")
             after = await search("turn a pdf file into text", limit=5)
             assert "convert_pdf" not in [t["name"] for t in after["tools"]]
+
+    anyio.run(main)
+
+
+def test_fastmcp_transform_model_that_does_not_load(tmp_path):
+    """A model folder that does not load, loaded in the background: the first search says so."""
+    pytest.importorskip("fastmcp")
+    from fastmcp import Client
+    from fastmcp.exceptions import ToolError
+
+    from toolidx.integrations.fastmcp import ToolidxSearchTransform
+
+    server = fastmcp_server(TOOLS, ToolidxSearchTransform(model_path=str(tmp_path / "no-model")))
+
+    async def main():
+        async with Client(server) as c:
+            with pytest.raises(ToolError, match="model directory not found"):
+                await c.call_tool("search_tools", {"query": "turn a pdf into text"})
 
     anyio.run(main)
 
@@ -257,6 +279,9 @@ def test_sdk_server_tool_search(model_path):
     assert isinstance(live, LiveCatalog)
 
     async def main():
+        await live.prepare()  # built before any client asks, from the hidden tools
+        built = live.catalog
+        assert built is not None and len(built) == 3 and built.embedded == 3
         async with Client(server) as c:
             listed = [t.name for t in (await c.list_tools()).tools]
             assert listed == ["get_weather", "search_tools", "describe_tool", "call_tool"]
@@ -268,9 +293,11 @@ def test_sdk_server_tool_search(model_path):
             assert found["tools"][0]["name"] == "convert_pdf" and found["tools"][0]["score"] > 0.5
             assert found["tools"][0]["inputSchema"]["required"] == ["path"] and found["tools"][0]["why"]
             assert "get_weather" not in [t["name"] for t in found["tools"]]
-            assert (await call("search_tools", {"query": "bake a chocolate cake for the party"})).structured_content[
-                "no_match"
-            ]
+            # the first search found the catalog prepare built, current
+            assert live.catalog is built and built.embedded == 3
+            nothing = (await call("search_tools", {"query": "bake a chocolate cake for the party"})).structured_content
+            assert nothing["no_match"] and "min_score" not in nothing["notes"][0]
+            assert "in other words" in nothing["notes"][0]
             d = (await call("describe_tool", {"name": "send_email"})).structured_content
             assert [p["name"] for p in d["parameters"]] == ["to", "body"]
             r = await call("call_tool", {"name": "stock_price", "arguments": {"ticker": "ACME"}})

@@ -215,7 +215,7 @@ def test_single_query_path_gives_fastembeds_vectors(model_path):
     assert q._one is not None  # the shortcut is on for MiniLM
     for text in ("convert a pdf file to markdown", "x", "Überprüfung 搜索 🔥 " * 30, "a " * 600):
         ours = np.frombuffer(q.embed_query(text), dtype=np.float32)
-        theirs = np.asarray(next(iter(q._te.query_embed([text]))), dtype=np.float32)
+        theirs = np.asarray(next(iter(q._text_embedding().query_embed([text]))), dtype=np.float32)
         assert ours.shape == theirs.shape and float(ours @ theirs) > 0.99999, text
 
 

@@ -24,6 +24,7 @@ says so once.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import socket
@@ -164,24 +165,110 @@ def to_blob(vec: Any) -> bytes:
 
 
 class FastEmbedder:
-    def __init__(self, model: str, te: Any, path: str | None = None, sha256: str | None = None):
+    """`te`: fastembed's TextEmbedding, or a function that makes it when a batch of documents first
+    needs it (then `one`, the direct query runner, embeds queries: see _direct_query_runner)."""
+
+    def __init__(self, model: str, te: Any, path: str | None = None, sha256: str | None = None, one: Any = None):
         self.model = model
         # the local folder it was loaded from, if any, to be remembered by the index; a packaged
         # model is found by its name (the package may move)
         self.path = None if is_packaged(path) else path
         self.sha256 = sha256
-        self._te = te
-        probe = next(iter(te.query_embed(["probe"])))
-        self.dim = len(probe)
-        self._one = _single_query_runner(te, probe)
+        self._te: Any = None if one is not None else te
+        self._make_te: Any = te if one is not None else None
+        if one is not None:
+            self.dim = len(one("probe"))
+            self._one = one
+        else:
+            probe = next(iter(te.query_embed(["probe"])))
+            self.dim = len(probe)
+            self._one = _single_query_runner(te, probe)
+
+    def _text_embedding(self) -> Any:
+        if self._te is None:
+            self._te = self._make_te()
+        return self._te
 
     def embed_documents(self, texts: Sequence[str]) -> list[bytes]:
-        return [to_blob(v) for v in self._te.embed(list(texts), batch_size=BATCH_SIZE)]
+        return [to_blob(v) for v in self._text_embedding().embed(list(texts), batch_size=BATCH_SIZE)]
 
     def embed_query(self, text: str) -> bytes:
         if self._one is not None:
             return to_blob(self._one(text))
-        return to_blob(next(iter(self._te.query_embed([text]))))
+        return to_blob(next(iter(self._text_embedding().query_embed([text]))))
+
+
+def _mean_pooled_runner(sess: Any, tok: Any) -> Any:
+    """One text through a tokenizer and an ONNX session, mean-pooled and normalised: what fastembed
+    computes for its mean-pooled models (all-MiniLM-L6-v2 among them)."""
+    import numpy as np
+
+    names = {i.name for i in sess.get_inputs()}
+
+    def run(text: str) -> Any:
+        enc = tok.encode_batch([text])[0]
+        ids = np.array([enc.ids], dtype=np.int64)
+        mask = np.array([enc.attention_mask], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in names:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        tokens = sess.run(None, feed)[0][0]
+        v = (tokens * mask[0][:, None]).sum(axis=0) / max(int(mask.sum()), 1)
+        n = float(np.linalg.norm(v))
+        return v / n if n else v
+
+    return run
+
+
+def _direct_query_runner(folder: str, threads: int | None) -> Any:
+    """The query runner of an all-MiniLM-L6-v2-layout folder, loaded with onnxruntime and
+    tokenizers alone: importing fastembed (huggingface_hub, its image models) costs 0.5-1 s of a
+    server's start, and a search with cached vectors embeds only queries. The tokenizer and session
+    are set up as fastembed's load_tokenizer and _load_onnx_model do (truncation, special tokens,
+    padding, graph optimisation, threads), so the vectors are fastembed's, byte for byte
+    (tests/crawl/test_embed.py). None when the folder has anything this does not read."""
+    try:
+        import onnxruntime as ort
+        from tokenizers import AddedToken, Tokenizer
+
+        d = Path(folder)
+        cfg = json.loads((d / "tokenizer_config.json").read_text())
+        limits = [v for v in (cfg.get("model_max_length"), cfg.get("max_length")) if type(v) is int and v > 0]
+        if not limits or min(limits) > 1 << 20 or not (d / "model.onnx").is_file():
+            return None
+        tok = Tokenizer.from_file(str(d / "tokenizer.json"))
+        direction = cfg.get("truncation_side") or (tok.truncation or {}).get("direction", "right")
+        tok.enable_truncation(max_length=min(limits), direction=direction)
+        special = d / "special_tokens_map.json"
+        for value in json.loads(special.read_text()).values() if special.is_file() else ():
+            for token in value if isinstance(value, list) else [value]:
+                tok.add_special_tokens([token if isinstance(token, str) else AddedToken(**token)])
+        # padding to the batch's longest, never a fixed length (a folder's tokenizer.json may say
+        # 128: the padded positions change the vector's last bits)
+        padding = tok.padding or {}
+        config = json.loads((d / "config.json").read_text()) if (d / "config.json").is_file() else {}
+        pad_token = padding.get("pad_token") or cfg.get("pad_token")
+        pad_id = padding.get("pad_id", config.get("pad_token_id"))
+        pad_id = tok.token_to_id(pad_token) if pad_id is None and pad_token else pad_id
+        if pad_token is None or pad_id is None:
+            return None
+        tok.enable_padding(
+            direction=cfg.get("padding_side") or padding.get("direction", "right"),
+            pad_id=pad_id,
+            pad_type_id=padding.get("pad_type_id", 0),
+            pad_token=pad_token,
+            pad_to_multiple_of=padding.get("pad_to_multiple_of"),
+            length=None,
+        )
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if threads is not None:
+            so.intra_op_num_threads = threads
+            so.inter_op_num_threads = threads
+        sess = ort.InferenceSession(str(d / "model.onnx"), providers=["CPUExecutionProvider"], sess_options=so)
+    except Exception:  # anything unexpected: fastembed loads it
+        return None
+    return _mean_pooled_runner(sess, tok)
 
 
 def _single_query_runner(te: Any, probe: Any) -> Any:
@@ -199,20 +286,7 @@ def _single_query_runner(te: Any, probe: Any) -> Any:
     sess, tok = getattr(impl, "model", None), getattr(impl, "tokenizer", None)
     if type(impl) is not PooledNormalizedEmbedding or sess is None or tok is None:
         return None
-    names = {i.name for i in sess.get_inputs()}
-
-    def run(text: str) -> Any:
-        enc = tok.encode_batch([text])[0]
-        ids = np.array([enc.ids], dtype=np.int64)
-        mask = np.array([enc.attention_mask], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in names:
-            feed["token_type_ids"] = np.zeros_like(ids)
-        tokens = sess.run(None, feed)[0][0]
-        v = (tokens * mask[0][:, None]).sum(axis=0) / max(int(mask.sum()), 1)
-        n = float(np.linalg.norm(v))
-        return v / n if n else v
-
+    run = _mean_pooled_runner(sess, tok)
     try:
         same = float(np.dot(run("probe"), np.asarray(probe))) > 0.99999
     except Exception:  # a layout this code does not know: fastembed's own path is always right
@@ -259,20 +333,28 @@ def load_embedder(choice: ModelChoice, *, allow_download: bool = False, threads:
         logger.disable("fastembed")  # its download retries log loudly; we say it once, below
     except ImportError:
         pass
-    try:
-        from fastembed import TextEmbedding
-    except ImportError:
+    if importlib.util.find_spec("fastembed") is None:
         warn_once("model", "fastembed is not installed: search is keyword-only")
         return None
     emb = None
     try:
         if choice.path:
             check_model_path(choice)
-            te = TextEmbedding(
-                model_name=choice.architecture, specific_model_path=choice.path, local_files_only=True, threads=threads
-            )
-            emb = FastEmbedder(choice.name, te, str(Path(choice.path).resolve()), choice.sha256)
+            path = choice.path
+
+            def text_embedding() -> Any:
+                from fastembed import TextEmbedding
+
+                return TextEmbedding(
+                    model_name=choice.architecture, specific_model_path=path, local_files_only=True, threads=threads
+                )
+
+            one = _direct_query_runner(path, threads) if choice.architecture == MINILM else None
+            te = text_embedding if one is not None else text_embedding()
+            emb = FastEmbedder(choice.name, te, str(Path(path).resolve()), choice.sha256, one=one)
         else:
+            from fastembed import TextEmbedding
+
             cdir = cache_dir()
             try:
                 te = TextEmbedding(model_name=choice.name, cache_dir=str(cdir), local_files_only=True, threads=threads)

@@ -41,12 +41,25 @@ from ..crawl.write import store_crawl
 from ..search.hybrid import SearchResult, Spelling, get_query_embedder, search, warm
 from ..store.db import Database, open_db
 
-__all__ = ["API_VERSION", "Catalog", "Description", "Filters", "LiveCatalog", "SearchResult", "tool_dict"]
+__all__ = [
+    "API_VERSION",
+    "Catalog",
+    "Description",
+    "Filters",
+    "LiveCatalog",
+    "SearchResult",
+    "agent_answer",
+    "tool_dict",
+]
 
 API_VERSION = 1
 DEFAULT_SERVER = "server"  # the server part of ids (`server/tool`) in a catalog built from tools
 SOURCE_KEY, SOURCE_SKIPPED = "api_tools_key", "api_tools_skipped"  # meta: the tools a catalog was last built from
 PYTHON = Spelling((), "=")  # hints name the keyword arguments: "min_score=0 shows it anyway"
+# An agent calling search_tools cannot set min_score (the server author does): its "no good match"
+# note says what it can do instead.
+PYTHON_HINT = f" ({PYTHON.setting('min_score', 0)} shows it anyway)"
+AGENT_HINT = "; describe the task in other words, or call a tool you already know by its name"
 
 
 def tool_dict(tool: Any) -> dict:
@@ -279,14 +292,57 @@ class LiveCatalog:
         self.catalog: Catalog | None = None  # built at the first `current`
         self._key: str | None = None
         self._lock = threading.Lock()
+        self._loading: threading.Thread | None = None
+        self._loaded: tuple[Embedder | None, BaseException | None] | None = None
+
+    def preload(self) -> None:
+        """Start loading the model in a background thread, so that the first `current` (a
+        server's first search) finds it loaded: what the server integrations do when they are made,
+        while the server starts and its client connects (0.6-1 s on a busy 2-core machine)."""
+        if self._loading is None and self.catalog is None:
+            self._loading = threading.Thread(target=self._load, name="toolidx-model", daemon=True)
+            self._loading.start()
+
+    def _load(self) -> None:
+        try:
+            cache = self._args["cache"]
+            indexed = None
+            if cache is not None and Path(str(cache)).expanduser().is_file():  # the model the cache was embedded with
+                db = open_db(Path(str(cache)).expanduser(), readonly=True)
+                try:
+                    indexed = db.get_meta("embed_model")
+                finally:
+                    db.close()
+            self._loaded = (_embedder(self._args["model"], self._args["model_path"], indexed), None)  # type: ignore[arg-type]
+        except BaseException as e:  # raised by the first `current`, as a load there would
+            self._loaded = (None, e)
 
     def current(self, tools: Sequence[Any]) -> Catalog:
         key = tools_key(tools)
         with self._lock:
             if self.catalog is None:
-                self.catalog = Catalog.from_tools(tools, **self._args)  # type: ignore[arg-type]
+                embedder = None
+                if self._loading is not None:
+                    self._loading.join()
+                    embedder, error = self._loaded or (None, None)
+                    if error is not None:
+                        raise error
+                self.catalog = Catalog.from_tools(tools, embedder=embedder, **self._args)  # type: ignore[arg-type]
                 self.catalog.warm()
             elif key != self._key:
                 self.catalog.update(tools)
             self._key = key
             return self.catalog
+
+
+def agent_answer(catalog: Catalog, tools: Sequence[Any], query: str, limit: int, min_score: float | None) -> dict:
+    """`search_tools`' answer to an agent over MCP: the best of `tools` (the server's live
+    definitions, as `tools/list` has them) each with its score and why it matched, `no_match`, and
+    the notes in words an agent can act on."""
+    by_name = {t.name if hasattr(t, "name") else t["name"]: t for t in tools}
+    res = catalog.search(query, limit=limit, min_score=min_score)
+    found = [{**tool_dict(by_name[h.name]), "score": h.score, "why": h.why} for h in res.hits if h.name in by_name]
+    out: dict[str, Any] = {"tools": found, "no_match": res.no_match}
+    if res.notes:
+        out["notes"] = [n.replace(PYTHON_HINT, AGENT_HINT) for n in res.notes]
+    return out

@@ -32,7 +32,7 @@ except ImportError as e:  # pragma: no cover - the extra is not installed
     raise ImportError(f"toolidx.integrations.fastmcp needs FastMCP ({e}): pip install 'toolidx[fastmcp]'") from None
 
 from ..core.errors import ToolidxError
-from .catalog import LiveCatalog, tool_dict
+from .catalog import LiveCatalog, agent_answer
 
 __all__ = ["ToolidxSearchTransform"]
 
@@ -73,8 +73,17 @@ class ToolidxSearchTransform(BaseSearchTransform):
         )
         self.min_score = min_score  # None: the calibrated gate
         self.live = LiveCatalog(server=server, cache=cache, model=model, model_path=model_path)
+        self.live.preload()  # the model loads while the server starts
+        self._search_tool: Tool | None = None
 
     def _make_search_tool(self) -> Tool:
+        # FastMCP asks for the tool at every tools/list and tools/call: made once (its schema is
+        # read from the function's signature, 2 ms a call)
+        if self._search_tool is None:
+            self._search_tool = self._new_search_tool()
+        return self._search_tool
+
+    def _new_search_tool(self) -> Tool:
         transform = self
 
         async def search_tools(
@@ -97,19 +106,9 @@ class ToolidxSearchTransform(BaseSearchTransform):
         """search_tools' answer over `tools` (the catalog refreshed first when they changed)."""
         import anyio
 
-        by_name = {t.name: t for t in tools}
-
         def run() -> dict[str, Any]:
             catalog = self.live.current(tools)
-            res = catalog.search(query, limit=max(1, min(limit, 50)), min_score=self.min_score)
-            found = []
-            for h in res.hits:
-                if h.name in by_name:
-                    found.append({**tool_dict(by_name[h.name]), "score": h.score, "why": h.why})
-            out: dict[str, Any] = {"tools": found, "no_match": res.no_match}
-            if res.notes:
-                out["notes"] = res.notes
-            return out
+            return agent_answer(catalog, tools, query, max(1, min(limit, 50)), self.min_score)
 
         try:
             return await anyio.to_thread.run_sync(run)

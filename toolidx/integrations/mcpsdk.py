@@ -6,7 +6,8 @@ registered, for `MCPServer` or the low-level `Server`.
 
     server = MCPServer("My server")
     ...  # @server.tool() definitions
-    add_tool_search(server, cache="~/.cache/my-server/tools.db")
+    search = add_tool_search(server, cache="~/.cache/my-server/tools.db")
+    anyio.run(search.prepare)  # optional: build the catalog now, not at the first search
 
 It wraps the server's own `tools/list` and `tools/call` handlers: `tools/list` then shows the
 pinned tools (`always_visible`) and three tools, `search_tools` (toolidx's hybrid ranking, scores,
@@ -32,11 +33,23 @@ from mcp.types import (
 )
 
 from ..core.errors import ToolidxError, UsageError
-from .catalog import LiveCatalog, tool_dict
+from .catalog import LiveCatalog, agent_answer
 
-__all__ = ["add_tool_search"]
+__all__ = ["ToolSearch", "add_tool_search"]
 
 MAX_LIMIT = 50
+
+
+class ToolSearch(LiveCatalog):
+    """What `add_tool_search` returns: the catalog its search_tools reads, and `prepare`."""
+
+    _prepare: Any = None  # set by add_tool_search: the server's hidden tools, read without a request
+
+    async def prepare(self) -> None:
+        """Build the catalog now (the model loaded, what the cache lacks embedded) instead of at
+        the first `search_tools`: `anyio.run(search.prepare)` before the server runs. The server's
+        own tools/list handler is called with no request context (`ctx` None)."""
+        await self._prepare()
 
 
 def _result(payload: Any, error: bool = False) -> CallToolResult:
@@ -109,10 +122,10 @@ def add_tool_search(
     search_tool_name: str = "search_tools",
     describe_tool_name: str = "describe_tool",
     call_tool_name: str = "call_tool",
-) -> LiveCatalog:
+) -> ToolSearch:
     """Put toolidx's search in front of `server`'s tools (an `MCPServer` or a low-level `Server`
     with `tools/list` and `tools/call` handlers). The arguments are `ToolidxSearchTransform`'s
-    (toolidx.integrations.fastmcp). Returns the catalog it searches."""
+    (toolidx.integrations.fastmcp). Returns the catalog it searches (`prepare()` builds it now)."""
     import anyio
 
     low = getattr(server, "_lowlevel_server", server)  # MCPServer keeps its handlers on a low-level Server
@@ -124,7 +137,8 @@ def add_tool_search(
     meta = _meta_tools(search_tool_name, describe_tool_name, call_tool_name, max_results)
     meta_names = {t.name for t in meta}
     label = str(getattr(low, "name", None) or "server").replace("/", "-")  # '/' separates server and tool in ids
-    live = LiveCatalog(server=label, cache=cache, model=model, model_path=model_path)
+    live = ToolSearch(server=label, cache=cache, model=model, model_path=model_path)
+    live.preload()  # the model loads while the server starts
 
     async def own_tools(ctx: Any) -> list[Tool]:
         tools: list[Tool] = []
@@ -146,17 +160,9 @@ def add_tool_search(
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
             return _result({"error": f"limit must be an integer from 1 to {MAX_LIMIT}"}, error=True)
         hidden = [t for t in await own_tools(ctx) if t.name not in pinned]
-        by_name = {t.name: t for t in hidden}
 
         def run() -> dict[str, Any]:
-            res = live.current(hidden).search(query, limit=limit, min_score=min_score)
-            found = [
-                {**tool_dict(by_name[h.name]), "score": h.score, "why": h.why} for h in res.hits if h.name in by_name
-            ]
-            out: dict[str, Any] = {"tools": found, "no_match": res.no_match}
-            if res.notes:
-                out["notes"] = res.notes
-            return out
+            return agent_answer(live.current(hidden), hidden, query, limit, min_score)
 
         return _result(await anyio.to_thread.run_sync(run))
 
@@ -188,6 +194,11 @@ def add_tool_search(
             return _result({"error": f"unknown tool: {name!r}", "fix": f"find it with {search_tool_name}"}, error=True)
         return await own_call(ctx, CallToolRequestParams(name=name, arguments=arguments))
 
+    async def prepare() -> None:
+        hidden = [t for t in await own_tools(None) if t.name not in pinned]
+        await anyio.to_thread.run_sync(live.current, hidden)
+
+    live._prepare = prepare
     low.add_request_handler("tools/list", PaginatedRequestParams, list_tools)
     low.add_request_handler("tools/call", CallToolRequestParams, call_tool)
     return live
