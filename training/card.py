@@ -65,6 +65,16 @@ def _table(rows: dict) -> str:
     return "\n".join(out)
 
 
+def _broad(report: dict) -> str:
+    """evaluate.py's `broad` line: the mean over the validation sets a choice is made on."""
+    if "broad" not in report:
+        return ""
+    label = {"MiniLM": "MiniLM", "ref": "shipped", "tuned": "this"}
+    cells = ", ".join(f"{label.get(n, n)} {b['R@1']:.3f} / {b['R@5']:.3f}" for n, b in report["broad"].items())
+    n = next(iter(report["broad"].values()))["sets"]
+    return f"\nMean R@1 / R@5 over the {n} validation sets of 25 requests or more (ToolRet's two left out): {cells}.\n"
+
+
 def _staged(tr: dict) -> str:
     if not tr.get("sources"):
         return ""
@@ -108,7 +118,7 @@ Validation (held out from training; where a setting is to be chosen. This run tu
 issue's headroom recipe, run longer, with near misses and typing slips):
 
 {_table(report['validation'])}
-
+{_broad(report)}
 Test (never trained on, nothing chosen on them):
 
 {_table(report['test'])}
