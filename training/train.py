@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 BASE = HERE.parents[1] / "shared" / "models" / "all-MiniLM-L6-v2-fp32"
-LOG_EVERY = 25
+LOG_EVERY = 10
 
 
 def mean_pool(hidden, mask):
@@ -59,6 +59,7 @@ def main() -> int:
     ap.add_argument("--scale", type=float, default=20.0, help="cosine -> logit scale of the loss")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--no-sources", action="store_true", help="v1's data only (MetaTool, ETOM)")
     args = ap.parse_args()
 
     import torch
@@ -67,7 +68,7 @@ def main() -> int:
 
     seed_everything(args.seed, args.threads)
 
-    examples = training_examples(seed=args.seed)
+    examples = training_examples(seed=args.seed, sources=not args.no_sources)
     tok = AutoTokenizer.from_pretrained(args.base)
     model = AutoModel.from_pretrained(args.base)
     model.train()
@@ -98,10 +99,11 @@ def main() -> int:
         q = encode([e.query for e in batch], args.query_len)
         d = encode(texts, args.doc_len)
         logits = args.scale * q @ d.T
-        # the same tool text can stand twice in a batch (two requests for one tool): mask the copy
+        # the same tool text can stand twice in a batch (two requests for one tool), and a request
+        # that needs two tools has its other one among the batch's texts: mask those, not negatives
         for i, e in enumerate(batch):
             for j, t in enumerate(texts):
-                if j != i and t == e.positive:
+                if j != i and (t == e.positive or t in e.also):
                     logits[i, j] = -1e4
         loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
         loss.backward()
