@@ -2,7 +2,7 @@
 `add_transform` call at the bottom of `build`).
 
     pip install "toolidx[fastmcp]"
-    python examples/fastmcp_server.py --demo "refund an invoice"     # search it in-process, print the answer
+    python examples/fastmcp_server.py --demo "list all invoices"     # search it in-process, print the answer
     python examples/fastmcp_server.py                                 # serve it over stdio (for an MCP client)
     python examples/fastmcp_server.py --tools ../shared/bench/livemcp/tools.jsonl   # 200 real tool definitions
 
