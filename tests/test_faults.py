@@ -57,6 +57,24 @@ async def call(c, name, args):
     return r.is_error, r.structured_content or {}, r.content[0].text if r.content else ""
 
 
+def serve_process(db: Path, cwd: Path, *flags: str, stdin=None, stdout=None, stderr=None):
+    """`toolidx serve --db DB [flags]` in a process of its own, on the toolidx under test (its
+    folder first on PYTHONPATH), run in `cwd`; each stream piped unless given."""
+    import subprocess
+
+    import toolidx
+
+    pipe = subprocess.PIPE
+    return subprocess.Popen(
+        [sys.executable, "-m", "toolidx", "serve", "--db", str(db), *flags],
+        stdin=pipe if stdin is None else stdin,
+        stdout=pipe if stdout is None else stdout,
+        stderr=pipe if stderr is None else stderr,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(Path(toolidx.__file__).parents[1])},
+    )
+
+
 def index_blob(tmp_path: Path, stem: str) -> bytes:
     return b"".join(p.read_bytes() for p in tmp_path.glob(f"{stem}.db*"))
 
@@ -243,17 +261,7 @@ def test_05_serve_stops_its_backends_on_eof_and_signals(tmp_path, how, figure):
 
     pidfile = tmp_path / "pids"
     db = index(tmp_path, {"stub": raw("ok", "--stubborn", str(pidfile))})
-    import toolidx
-
-    env = {**os.environ, "PYTHONPATH": str(Path(toolidx.__file__).parents[1])}  # the toolidx under test
-    p = subprocess.Popen(
-        [sys.executable, "-m", "toolidx", "serve", "--db", str(db)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=tmp_path,
-        env=env,
-    )
+    p = serve_process(db, tmp_path, stderr=subprocess.DEVNULL)
     pids: list[int] = []
     try:
 
@@ -337,9 +345,6 @@ def test_05_serve_exits_clean_while_its_model_loads(tmp_path, how, servers_confi
     interpreter exit killed the loading thread inside ONNX Runtime) and leave no process behind
     (1bf4733: the child outlived every stop, the server having exited on stdin EOF)."""
     import signal
-    import subprocess
-
-    import toolidx
 
     pidfile = tmp_path / "children"
     cfg = write_config(
@@ -348,19 +353,11 @@ def test_05_serve_exits_clean_while_its_model_loads(tmp_path, how, servers_confi
     )
     r = run_cli("crawl", "--config", cfg, "--db", tmp_path / "m.db", "--model-path", model_path, "--json")
     assert r.code == 0, r.stderr
-    env = {**os.environ, "PYTHONPATH": str(Path(toolidx.__file__).parents[1])}
     runs = aborts = failed_exits = left = 0
     deadline = time.monotonic() + 60
     while runs < 5 and time.monotonic() < deadline:
         pidfile.write_text("")
-        p = subprocess.Popen(
-            [sys.executable, "-m", "toolidx", "serve", "--db", str(tmp_path / "m.db")],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=tmp_path,
-            env=env,
-        )
+        p = serve_process(tmp_path / "m.db", tmp_path)
         tree: list[int] = []
         try:
             assert p.stdin is not None and p.stdout is not None and p.stderr is not None
@@ -425,23 +422,15 @@ def test_05_serve_http_stops_clean_on_signals(tmp_path, how, model_path, figure)
     import subprocess
     import urllib.request
 
-    import toolidx
-
     pidfile = tmp_path / "children"
     cfg = write_config(tmp_path / "servers.json", {"raw": raw("ok", "--leave-child", str(pidfile))})
     db = tmp_path / "h.db"
     assert run_cli("crawl", "--config", cfg, "--db", db, "--model-path", model_path, "--json").code == 0
     pidfile.write_text("")
     err = tmp_path / "serve.err"
-    env = {**os.environ, "PYTHONPATH": str(Path(toolidx.__file__).parents[1])}
     with open(err, "w") as errf:
-        p = subprocess.Popen(
-            [sys.executable, "-m", "toolidx", "serve", "--db", str(db), "--http", "127.0.0.1:0"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=errf,
-            cwd=tmp_path,
-            env=env,
+        p = serve_process(
+            db, tmp_path, "--http", "127.0.0.1:0", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf
         )
     tree: list[int] = []
     try:
@@ -585,20 +574,9 @@ class _Stdio:
     """`toolidx serve` as a subprocess, spoken to in raw JSON-RPC lines."""
 
     def __init__(self, db: Path, tmp_path: Path):
-        import os
         import subprocess
 
-        import toolidx
-
-        env = {**os.environ, "PYTHONPATH": str(Path(toolidx.__file__).parents[1])}
-        self.p = subprocess.Popen(
-            [sys.executable, "-m", "toolidx", "serve", "--db", str(db)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd=tmp_path,
-            env=env,
-        )
+        self.p = serve_process(db, tmp_path, stderr=subprocess.DEVNULL)
         self.ask(
             {
                 "jsonrpc": "2.0",
