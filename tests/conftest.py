@@ -281,6 +281,18 @@ def raw(mode: str = "ok", *args: str, **extra) -> dict:
     return {"command": sys.executable, "args": [str(RAW), "--mode", mode, *args], **extra}
 
 
+def discovery_over(tmp_path: Path, tools: dict):
+    """serve's state (no model) over an index of `tools` (a tools/list result), crawled from a
+    tools_file as server `time`."""
+    from toolidx.serve.server import build_server
+
+    (tmp_path / "clock.json").write_text(json.dumps(tools))
+    (tmp_path / "c.yaml").write_text("mcpServers:\n  time:\n    tools_file: clock.json\n")
+    db = tmp_path / "t.db"
+    assert run_cli("crawl", "--config", tmp_path / "c.yaml", "--db", db, "--model", "none").code == 0
+    return build_server(str(db), load_model=False).discovery
+
+
 def write_config(path: Path, servers: dict, **settings) -> Path:
     """An mcpServers config file (with a `toolidx:` block when settings are given)."""
     data: dict = {"mcpServers": servers}

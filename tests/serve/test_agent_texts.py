@@ -4,11 +4,10 @@ once."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import discovery_over
 
 from toolidx.core.tokens import MAX_QUERY_CHARS
 from toolidx.serve.answers import answer
@@ -26,13 +25,7 @@ TOOLS = {
 
 @pytest.fixture
 def discovery(tmp_path: Path):
-    from toolidx.serve.server import build_server
-
-    (tmp_path / "clock.json").write_text(json.dumps(TOOLS))
-    (tmp_path / "c.yaml").write_text("mcpServers:\n  time:\n    tools_file: clock.json\n")
-    db = tmp_path / "t.db"
-    assert run_cli("crawl", "--config", tmp_path / "c.yaml", "--db", db, "--model", "none").code == 0
-    return build_server(str(db), load_model=False).discovery
+    return discovery_over(tmp_path, TOOLS)
 
 
 def test_a_too_long_query_is_told_its_length_and_the_limit(discovery):

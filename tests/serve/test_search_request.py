@@ -5,11 +5,10 @@ matching its words."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import discovery_over
 from starlette.datastructures import QueryParams
 
 from toolidx.search.request import CLI, FILTER_KEYS, HTTP, META, PARAM, PARAMS
@@ -39,13 +38,7 @@ TOOLS = {
 
 @pytest.fixture
 def discovery(tmp_path: Path):
-    from toolidx.serve.server import build_server
-
-    (tmp_path / "clock.json").write_text(json.dumps(TOOLS))
-    (tmp_path / "c.yaml").write_text("mcpServers:\n  time:\n    tools_file: clock.json\n")
-    db = tmp_path / "t.db"
-    assert run_cli("crawl", "--config", tmp_path / "c.yaml", "--db", db, "--model", "none").code == 0
-    return build_server(str(db), load_model=False).discovery
+    return discovery_over(tmp_path, TOOLS)
 
 
 def _flat(text: str) -> str:
