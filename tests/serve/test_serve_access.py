@@ -93,6 +93,8 @@ def test_a_token_scope_narrows_the_server_scope():
     outside = Filters(servers=["memory"]).narrowed_by(server)
     assert outside.nothing and outside.servers == ["git", "time"]  # matches nothing, and never wider
     assert Filters(read_only=True).narrowed_by(server).servers == ["git", "time"]
+    # a scope's text filter stays when the request names none (it was dropped: wider than the scope)
+    assert Filters(servers=["git"]).narrowed_by(Filters(description_contains="log")).description_contains == "log"
 
 
 def test_a_token_scope_keeps_the_servers_quarantine():

@@ -105,6 +105,7 @@ class Filters:
             categories=within(self.categories, scope.categories),
             exclude_tags=sorted(set(self.exclude_tags) | set(scope.exclude_tags)),
             name_pattern=self.name_pattern or scope.name_pattern,
+            description_contains=self.description_contains or scope.description_contains,
             read_only=self.read_only or scope.read_only,
             no_destructive=self.no_destructive or scope.no_destructive,
             include_stale=self.include_stale and scope.include_stale,

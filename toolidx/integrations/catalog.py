@@ -26,7 +26,6 @@ import hashlib
 import json
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -245,8 +244,6 @@ class Catalog:
         )
         if filters is not None:  # both: the keyword filters inside `filters`
             f = filters if f.is_empty() else f.narrowed_by(filters)
-            if f.description_contains is None and filters.description_contains is not None:
-                f = replace(f, description_contains=filters.description_contains)
         with self._lock:
             return search(
                 self.db,
