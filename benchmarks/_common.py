@@ -5,7 +5,8 @@ Imported first by every benchmark (`from _common import ...`: a script's own fol
 it puts this checkout ahead of any installed toolidx, so a benchmark always measures the code beside it.
 
 - the model: TOOLIDX_MODEL_PATH, default ../shared/models/all-MiniLM-L6-v2-onnx-int8 (the model the
-  first constants were fitted on); toolidx's own is `toolidx/models/tool-minilm-l6` (PACKAGED)
+  first constants were fitted on); toolidx's own are `toolidx/models/tool-minilm-l6-v2` (PACKAGED, the default) and
+  `toolidx/models/tool-minilm-l6` (PACKAGED_V1)
 - the bench sets: TOOLIDX_BENCH_DIR, default ../shared/bench
 - indexes built from them: TOOLIDX_BENCH_CACHE, default /tmp/toolidx-bench
 - the real servers: TOOLIDX_TEST_SERVERS, default ~/.cache/toolidx/test-servers (where
@@ -25,7 +26,8 @@ SHARED = REPO.parent / "shared"
 BENCH = Path(os.environ.get("TOOLIDX_BENCH_DIR", SHARED / "bench"))
 CACHE = Path(os.environ.get("TOOLIDX_BENCH_CACHE", "/tmp/toolidx-bench"))
 MODEL = os.environ.get("TOOLIDX_MODEL_PATH") or str(SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8")
-PACKAGED = str(REPO / "toolidx" / "models" / "tool-minilm-l6")
+PACKAGED = str(REPO / "toolidx" / "models" / "tool-minilm-l6-v2")  # the default model
+PACKAGED_V1 = str(REPO / "toolidx" / "models" / "tool-minilm-l6")  # kept for indexes embedded with it
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 

@@ -62,6 +62,7 @@ GRID_RAMP = (None, (4, 16), (6, 14), (8, 16), (10, 20))
 BEFORE = (0.6, 0.15, 0.02)  # the constants this fit replaces (fitted on ETOM alone)
 LABELS = {"etom L3 (all)": "all", "etom L4 (steps)": "steps", "livemcp relaxed": "steps"}
 R5_LOSS_MAX = 0.01
+KEEP_FUSION = False
 
 
 def weights(cfg: tuple, n_terms: int) -> tuple[float, float, float]:
@@ -148,6 +149,9 @@ def hybrid() -> dict:
     bm_only = {s: per_query(data[s], lambda ev, n: np.array([e["bm25"] for _, e in ev]), lab[s]) for s in fit_sets}
     grid = [(a, c, n, r) for a, c, n in itertools.product(GRID_COS, GRID_COV, GRID_NAME) for r in GRID_RAMP]
     grid.append((*BEFORE, None))
+    known = current()
+    if KEEP_FUSION and known:  # --keep-fusion: this model's fusion as calibration.json holds it
+        grid = [(known.cos, known.coverage, known.name, known.ramp), (*BEFORE, None)]
     perf = {k: {s: per_query(data[s], lambda ev, nt, k=k: z_values(ev, k, nt), lab[s]) for s in fit_sets} for k in grid}
     before = perf[(*BEFORE, None)]
 
@@ -210,6 +214,7 @@ def hybrid() -> dict:
         known.listwise["hybrid"] if known else None,
         known.threshold["hybrid"] if known else None,
     )
+    marks, t = actions(data, items, final, Calibration(np.array(own), tuple(lw)), fit_sets, lab)
     a, c, n, ramp = final
     return {
         "cos": a,
@@ -219,7 +224,123 @@ def hybrid() -> dict:
         "platt": own,
         "listwise": lw,
         "threshold": t,
+        "action": list(marks),
     }
+
+
+GRID_MARKS = (0.0, 1.0, 2.0, 4.0, 6.0, 10.0)  # in the score's logit (calibration.score_candidates)
+
+
+def marked_scores(it, cal_, marks: tuple[float, float]) -> np.ndarray:
+    """calibration.score_candidates with the action marks (it[5]: opposed, it[6]: reads only)
+    weighed by `marks`."""
+    if not len(it[1]):
+        return np.zeros(0)
+    lg = cal_.logits(it)
+    a, b, c = cal_.lw
+    x = a * lg + b * odds_shares(lg) + c - marks[0] * it[5]
+    if marks[1] and it[6][int(np.argmax(x))]:  # a list led by a tool that only reads: all of it, order kept
+        x = x - marks[1]
+    return 1 / (1 + np.exp(-np.clip(x, -40, 40)))
+
+
+def first_hits(items_s: list, cal_, marks: tuple[float, float]) -> np.ndarray:
+    """Per query: (first hit's score, it serves, a relevant tool in the top 5, exempt from the gate)."""
+    out = []
+    for it in items_s:
+        p = marked_scores(it, cal_, marks)
+        order = sorted(range(len(p)), key=lambda i: (-p[i], it[1][i]))
+        out.append(
+            (
+                float(p[order[0]]) if order else 0.0,
+                bool(order) and bool(it[4][order[0]]),
+                bool(it[4][order[:5]].any()) if order else False,
+                it[0]["n_terms"] < cal.GATE_MIN_TERMS,
+            )
+        )
+    return np.array(out, float).reshape(-1, 4)
+
+
+def gate_threshold(tops: dict) -> float:
+    """The highest threshold whose feasible R@5 loss is <= 1 point on each catalog (pooled)."""
+    best = THRESHOLDS[0]
+    for t in THRESHOLDS:
+        if all(
+            ((r[:, 2] > 0) & (r[:, 0] < t) & (r[:, 3] == 0)).sum() / len(r) <= R5_LOSS_MAX
+            for r in (np.vstack([tops[s] for s in sets]) for sets in CATALOGS.values())
+        ):
+            best = t
+    return best
+
+
+def actions(data: dict, items: dict, fusion: tuple, cal_, fit_sets: list[str], lab: dict):
+    """The action marks' weights (search.actions), in the score's logit, with the fusion and the
+    calibration fixed: a grid over (opposed, reads_only). A point's ranking (by the marked score)
+    must be no more than 1 point of R@5 below the unmarked one on any set, multi-tool sets
+    included, and not significantly worse; its threshold is re-picked on the feasible sets alone
+    (feasible R@5 within 1 point per catalog), so what it turns away of each impossible set is
+    measured on data the threshold never saw. The pick: the best mean abstention over the
+    impossible sets, each weighing the same; leave-one-set-out over them shows the pick held out.
+    Returns (weights, threshold)."""
+    marked = {}
+    for s, rows in data.items():  # every set's items with their marks, multi-tool sets too
+        base = {q["id"]: it for q, it in zip((q for q, _ in rows), items.get(s, []))}
+        marked[s] = [
+            (
+                q,
+                [t for t, _ in ev],
+                base[q["id"]][2] if q["id"] in base else z_values(ev, fusion, q["n_terms"])[:, None],
+                np.zeros(len(ev)),
+                np.array([t in set(q["relevant"]) for t, _ in ev], bool),
+                np.array([e.get("opposed", 0) for _, e in ev], float),
+                np.array([e.get("reads_only", 0) for _, e in ev], float),
+            )
+            for q, ev in rows
+        ]
+
+    def ranking(s, marks):
+        out = []
+        for it in marked[s]:
+            p = marked_scores(it, cal_, marks) if len(it[1]) else np.zeros(0)
+            top = [it[1][i] for i in sorted(range(len(p)), key=lambda i: (-p[i], it[1][i]))][:10]
+            gold = it[0]["steps"] if lab[s] == "steps" else it[0]["relevant"]
+            m = ranking_metrics(top, gold, lab[s], (1, 5))
+            out.append((m["R@1"], m["R@5"]))
+        return np.array(out)
+
+    base_rank = {s: ranking(s, (0.0, 0.0)) for s in fit_sets}
+    table = {}
+    print("\n1b. action marks (opposed, reads_only) in the score's logit; abstention per impossible set")
+    head = " ".join(f"{s:>16s}" for s in INFEASIBLE)
+    print(f"  {'weights':12s} {'ok':>3s} {'threshold':>9s} {head}   worst R@5 change")
+    for marks in itertools.product(GRID_MARKS, GRID_MARKS):
+        perf = {s: ranking(s, marks) for s in fit_sets}
+        drop = {s: float(perf[s][:, 1].mean() - base_rank[s][:, 1].mean()) for s in fit_sets}
+        worse = [s for s in fit_sets if drop[s] < -R5_LOSS_MAX or significantly_worse(perf[s], base_rank[s])]
+        tops = {s: first_hits(marked[s], cal_, marks) for s in [*FEASIBLE, *INFEASIBLE]}
+        th = gate_threshold(tops)
+        held = {s: float(((tops[s][:, 0] < th) & (tops[s][:, 3] == 0)).mean()) for s in INFEASIBLE}
+        table[marks] = (not worse, held, th)
+        w = min(drop, key=drop.get)
+        print(
+            f"  {str(marks):12s} {'no' if worse else 'yes':>3s} {th:9.4f} "
+            + " ".join(f"{held[s]:16.3f}" for s in INFEASIBLE)
+            + f"   {drop[w]:+.3f} ({w})"
+            + (f"  worse: {', '.join(worse)}" if worse else ""),
+            flush=True,
+        )
+
+    def pick(sets):
+        ok = [k for k, v in table.items() if v[0]] or [(0.0, 0.0)]
+        return max(ok, key=lambda k: (round(float(np.mean([table[k][1][s] for s in sets])), 4), -sum(k)))
+
+    for s in INFEASIBLE:
+        k = pick([t for t in INFEASIBLE if t != s])
+        none = table[(0.0, 0.0)][1][s]
+        print(f"  picked without {s}: {k}; {s} turned away {table[k][1][s]:.3f} (no marks: {none:.3f})")
+    final = pick(list(INFEASIBLE))
+    print(f"  all impossible sets -> {final}, threshold {table[final][2]}")
+    return final, table[final][2]
 
 
 CATALOGS = {
@@ -249,7 +370,7 @@ class Calibration:
         self.w, self.lw = w, lw
 
     def logits(self, item) -> np.ndarray:
-        _, _, x, off, _ = item
+        x, off = item[2], item[3]
         return x @ self.w[:-1] + self.w[-1] + off
 
     def scores(self, item) -> np.ndarray:
@@ -447,7 +568,7 @@ def write(model: str, hyb: dict, sem: tuple[list[float], list[float], float]) ->
 
     doc = json.loads(cal.FITS_FILE.read_text())
     doc["models"][model] = {
-        **{k: hyb[k] for k in ("cos", "coverage", "name", "ramp")},
+        **{k: hyb[k] for k in ("cos", "coverage", "name", "ramp", "action")},
         "platt": {"hybrid": hyb["platt"], "semantic": sem[0]},
         "listwise": {"hybrid": hyb["listwise"], "semantic": sem[1]},
         "threshold": {"hybrid": hyb["threshold"], "semantic": round(sem[2], 4)},
@@ -463,7 +584,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", choices=("hybrid", "keyword", "semantic"))
     ap.add_argument("--write", action="store_true", help="store the fit in toolidx/search/calibration.json")
+    ap.add_argument(
+        "--keep-fusion", action="store_true", help="keep this model's fusion weights (calibration.json); fit the rest"
+    )
     args = ap.parse_args()
+    global KEEP_FUSION
+    KEEP_FUSION = args.keep_fusion
     if args.write and args.only:
         ap.error("--write needs every mode's fit (no --only)")
     out: dict = {}

@@ -8,7 +8,9 @@ Cached in $TOOLIDX_BENCH_CACHE (outside the repository: the bench data stay in .
 by the index fingerprint and the search code, so a change to gathering refreshes it.
 The sets (one per style or kind, so leave-one-set-out can hold out each):
 etom L1, etom L2, etom infeasible, livemcp (task prompts), natural plain / terse / typo / long /
-name, natural far / near (impossible requests).
+name, natural far / near (impossible requests), clinc oos (CLINC150's out-of-scope requests,
+written by people, against LiveMCPBench's catalog: impossible there too; ../shared/train/clinc150,
+CC BY 3.0, never trained on).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+import random
 
-from _common import BENCH, CACHE, REPO
+from _common import BENCH, CACHE, REPO, SHARED
 from bench_index import build, embedder, fingerprint, model_tag, trained_queries
 
 FEASIBLE = (
@@ -30,7 +33,8 @@ FEASIBLE = (
     "natural long",
     "natural name",
 )
-INFEASIBLE = ("etom infeasible", "natural far", "natural near")
+INFEASIBLE = ("etom infeasible", "natural far", "natural near", "clinc oos")
+CLINC_OOS = 300  # of CLINC150's 1,000 oos_test requests (seeded sample): as many as the largest other set
 
 
 def _key() -> str:
@@ -41,6 +45,7 @@ def _key() -> str:
         "toolidx/store/retrieval_sqlite.py",
         "toolidx/core/tokens.py",
         "toolidx/search/quoted.py",
+        "toolidx/search/actions.py",
         "toolidx/search/spelling.py",
         "toolidx/search/words.txt",
         "benchmarks/fusion_data.py",
@@ -69,6 +74,13 @@ def specs():
         out[f"natural {style}"] = ("livemcp", [q for q in nat if q["style"] == style])
     for kind in ("far", "near"):
         out[f"natural {kind}"] = ("livemcp", [q for q in nat_x if q["kind"] == kind])
+    oos = [
+        {"id": q["qid"], "query": q["query"], "relevant": []}
+        for q in _queries(SHARED / "train" / "clinc150" / "queries_no_tool.jsonl")
+        if q["split"] == "oos_test"
+    ]
+    random.Random(5).shuffle(oos)
+    out["clinc oos"] = ("livemcp", oos[:CLINC_OOS])
     return out
 
 
@@ -116,6 +128,7 @@ def load(refresh: bool = False, held: bool = False, mode: str = "hybrid") -> dic
                 (
                     {
                         "id": q["id"],
+                        "query": q["query"],
                         "relevant": q["relevant"],
                         "steps": q.get("steps"),
                         "n_terms": len(terms),

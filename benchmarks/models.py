@@ -1,7 +1,8 @@
-"""all-MiniLM-L6-v2 and toolidx's own model side by side, from one run: every bench set and style,
-hybrid (each model with its own fitted constants) and plain cosine, beside BM25, with paired sign
-tests of the two models, the "no good match" gate, the score of a right first answer, and the
-query embedding's latency.
+"""all-MiniLM-L6-v2 and toolidx's own models (v1, and v2, the default) side by side, from one run:
+every bench set and style, hybrid (each model with its own fitted constants) and plain cosine,
+beside BM25, with paired sign tests of v2 against MiniLM and against v1, the "no good match" gate
+(the impossible sets, CLINC150's out-of-scope requests among them), the score of a right first
+answer, and the query embedding's latency.
 
     python benchmarks/models.py [--json OUT.json]
 
@@ -10,7 +11,7 @@ both models: the rest of ETOM is a held-out catalog half for it, and the LiveMCP
 (livemcp, livemcp-natural) was never trained on. Where ../shared/train/toolret exists, its two
 subsets join as catalogs of another style that no constant was fitted on (toolret.py). Exits 1
 when toolidx's model is significantly worse (sign test p < 0.05) than MiniLM on any set at R@1 or
-R@5 in hybrid mode.
+R@5 in hybrid mode. Each model leaves out the ETOM queries any of them was trained on.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ import statistics
 import sys
 import time
 
-from _common import BENCH, MODEL, PACKAGED
+from _common import BENCH, MODEL, PACKAGED, PACKAGED_V1
 from bench_index import build, embedder, trained_queries
+from fusion_data import specs as fit_specs
 from toolret import SUBSETS, convert
 
-MODELS = {"MiniLM": MODEL, "toolidx": PACKAGED}
+MODELS = {"MiniLM": MODEL, "v1": PACKAGED_V1, "v2": PACKAGED}
+NEW, REFS = "v2", ("MiniLM", "v1")  # the default model, and what it is compared with
 STYLES = ("plain", "terse", "typo", "long", "name")
 
 
@@ -55,6 +58,7 @@ def sets() -> dict[str, tuple[str, list[dict], str]]:
     out["etom infeasible"] = ("etom", _jsonl(BENCH / "etom" / "queries_infeasible.jsonl"), "none")
     out["natural far"] = ("livemcp", [q for q in nat_x if q["kind"] == "far"], "none")
     out["natural near"] = ("livemcp", [q for q in nat_x if q["kind"] == "near"], "none")
+    out["clinc oos"] = ("livemcp", fit_specs()["clinc oos"][1], "none")
     return out
 
 
@@ -133,29 +137,27 @@ def main() -> int:
         return sum(r[k] for r in rows) / len(rows) if rows else 0.0
 
     feasible = [s for s, (_, _, lab) in spec.items() if lab != "none"]
+    columns = [("bm25", "keyword")] + [(m, mode) for mode in ("semantic", "hybrid") for m in MODELS]
+    heads = ["bm25"] + [f"{m} {'cos' if mode == 'semantic' else 'hyb'}" for m, mode in columns[1:]]
     print(
-        f"{'set':17s} {'n':>4s}  {'bm25':>11s}  {'MiniLM cos':>11s}  {'toolidx cos':>11s}  "
-        f"{'MiniLM hyb':>11s}  {'toolidx hyb':>11s}   toolidx vs MiniLM, hybrid (R@1; R@5)"
+        f"{'set':17s} {'n':>4s}  "
+        + "  ".join(f"{h:>11s}" for h in heads)
+        + "   "
+        + "; ".join(f"{NEW} vs {r}, hybrid (R@1; R@5)" for r in REFS)
     )
     failures = []
     for s in feasible:
         cells = []
-        for key in (
-            ("bm25", "keyword"),
-            ("MiniLM", "semantic"),
-            ("toolidx", "semantic"),
-            ("MiniLM", "hybrid"),
-            ("toolidx", "hybrid"),
-        ):
+        for key in columns:
             rows = res[(*key, s)]
             cells.append(f"{mean(rows, 'R@1'):.3f}/{mean(rows, 'R@5'):.3f}")
-        a, b = res[("toolidx", "hybrid", s)], res[("MiniLM", "hybrid", s)]
-        failures += [f"{s} {k}" for k in ("R@1", "R@5") if worse_than(a, b, k)]
-        print(
-            f"{s:17s} {len(a):4d}  "
-            + "  ".join(f"{c:>11s}" for c in cells)
-            + f"   {sign(a, b, 'R@1')}; {sign(a, b, 'R@5')}"
-        )
+        a = res[(NEW, "hybrid", s)]
+        tests = []
+        for ref in REFS:
+            b = res[(ref, "hybrid", s)]
+            failures += [f"{s} {k} (vs {ref})" for k in ("R@1", "R@5") if ref == "MiniLM" and worse_than(a, b, k)]
+            tests.append(f"{sign(a, b, 'R@1')}; {sign(a, b, 'R@5')}")
+        print(f"{s:17s} {len(a):4d}  " + "  ".join(f"{c:>11s}" for c in cells) + "   " + " | ".join(tests))
     nat_sets = [f"natural {st}" for st in STYLES]
     print("\nhybrid, each model at its own gate:")
     for label in MODELS:
@@ -166,12 +168,13 @@ def main() -> int:
 
         ab = {
             s: 1 - mean(res[(label, "hybrid", s)], "answered")
-            for s in ("etom infeasible", "natural far", "natural near")
+            for s in ("etom infeasible", "natural far", "natural near", "clinc oos")
         }
         right = [r["top"] for n in nat_sets for r in res[(label, "hybrid", n)] if r["right_top"]]
         print(
             f"  {label:8s} turned away: etom {ab['etom infeasible']:.3f}, natural far {ab['natural far']:.3f}, "
-            f"near {ab['natural near']:.3f}; feasible R@5 lost: etom {loss(['etom L1', 'etom L2']):.3f}, "
+            f"near {ab['natural near']:.3f}, clinc oos {ab['clinc oos']:.3f}; "
+            f"feasible R@5 lost: etom {loss(['etom L1', 'etom L2']):.3f}, "
             f"natural {loss(nat_sets):.3f}, livemcp {loss(['livemcp']):.3f}"
             + "".join(f", {s} {loss([s]):.3f}" for s in feasible if s.startswith("toolret"))
             + "; median score of a right "

@@ -1,7 +1,10 @@
 """Rebuild toolidx's model end to end: data -> fine-tune -> ONNX -> int8 -> model.json and the
-model card, into toolidx/models/tool-minilm-l6/.
+model card, into toolidx/models/tool-minilm-l6-v2/ (the default model, v2).
 
-    python training/build.py [--steps 360] [--skip-train] [--v2 --out build/v2/model --work build/v2]
+    python training/build.py [--steps 360] [--skip-train] [--out DIR --work DIR] [--v1]
+
+--v1 rebuilds v1 (MetaTool and ETOM only) into toolidx/models/tool-minilm-l6/, kept in the package
+for indexes embedded with it.
 
 Every step is seeded; the log (build/train/) records pairs/second and minutes. After it, refit
 search's constants for the model (benchmarks/fit_fusion.py --write with TOOLIDX_MODEL_PATH set to
@@ -22,13 +25,14 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
 
-NAME = "toolidx/tool-minilm-l6-v1"
-VERSION = "1"
-# the v2 candidate: v1's recipe and compute plus the staged licensed sets (data.SOURCES); built
-# with --v2 into build/ until it is measured and shipped (training/README.md, "v2 candidate")
-NAME_V2 = "toolidx/tool-minilm-l6-v2"
-VERSION_V2 = "2"
-OUT = REPO / "toolidx" / "models" / "tool-minilm-l6"
+# v2, the default: v1's recipe and compute plus the staged licensed sets (data.SOURCES)
+NAME = "toolidx/tool-minilm-l6-v2"
+VERSION = "2"
+OUT = REPO / "toolidx" / "models" / "tool-minilm-l6-v2"
+# v1 (round 8): MetaTool and ETOM only; kept in the package for the indexes embedded with it
+NAME_V1 = "toolidx/tool-minilm-l6-v1"
+VERSION_V1 = "1"
+OUT_V1 = REPO / "toolidx" / "models" / "tool-minilm-l6"
 WORK = REPO / "build" / "train"
 
 
@@ -41,12 +45,13 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=360)
     ap.add_argument("--skip-train", action="store_true", help="export the checkpoint already in build/train")
-    ap.add_argument("--out", type=Path, default=OUT, help="the model folder (default: the package's)")
+    ap.add_argument("--out", type=Path, help="the model folder (default: the package's)")
     ap.add_argument("--work", type=Path, default=WORK, help="checkpoint and logs")
-    ap.add_argument("--v2", action="store_true", help="train on the staged licensed sets too (the v2 candidate)")
+    ap.add_argument("--v1", action="store_true", help="rebuild v1: MetaTool and ETOM only, no staged sets")
     args = ap.parse_args()
-    out, work = args.out, args.work
-    name, version = (NAME_V2, VERSION_V2) if args.v2 else (NAME, VERSION)
+    work = args.work
+    name, version, out = (NAME_V1, VERSION_V1, OUT_V1) if args.v1 else (NAME, VERSION, OUT)
+    out = args.out or out
     from data import sources_used, trained_on
     from export import export
 
@@ -60,7 +65,7 @@ def main() -> int:
             str(ckpt),
             "--steps",
             str(args.steps),
-            *([] if args.v2 else ["--no-sources"]),
+            *(["--no-sources"] if args.v1 else []),
         )
     digest = export(ckpt, out)
     log = json.loads((ckpt / "train_log.json").read_text())
@@ -85,9 +90,9 @@ def main() -> int:
         "trained_on": trained_on(),
     }
     (out / "model.json").write_text(json.dumps(card, indent=1) + "\n")
-    # the v2 candidate is measured beside the shipped model too; scores are kept by model file in
-    # the cache, so MiniLM and the shipped model are measured once across builds
-    ref = ["--ref", str(OUT)] if args.v2 and out != OUT else []
+    # v2 is measured beside v1 too; scores are kept by model file in the cache, so MiniLM and v1
+    # are measured once across builds
+    ref = [] if args.v1 else ["--ref", str(OUT_V1)]
     run(
         str(HERE / "evaluate.py"),
         str(out),

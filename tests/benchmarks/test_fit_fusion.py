@@ -42,6 +42,9 @@ def _well_formed(model: str, f: dict) -> list[str]:
             bad.append(f"{model}: threshold.{mode} = {t!r}, want a score in (0, 1)")
     if any(set(f.get(k, {})) != {"hybrid", "semantic"} for k in ("platt", "listwise", "threshold")):
         bad.append(f"{model}: modes {[sorted(f.get(k, {})) for k in ('platt', 'listwise', 'threshold')]}")
+    action = f.get("action")  # weights subtracted from the score's logit: never negative
+    if not (isinstance(action, list) and len(action) == 2 and all(isinstance(x, float) and x >= 0 for x in action)):
+        bad.append(f"{model}: action = {action!r}, want [opposed >= 0, reads_only >= 0]")
     if not (isinstance(f.get("fitted"), str) and f["fitted"]):
         bad.append(f"{model}: no `fitted` (on what, by what)")
     return bad
@@ -57,17 +60,21 @@ def test_the_shipped_file_is_the_one_the_loader_reads_and_is_well_formed():
     for model, f in doc["models"].items():
         got = dataclasses.asdict(cal.FITS[model])
         got["ramp"] = list(got["ramp"]) if got["ramp"] else None
+        got["action"] = list(got["action"])
         for k in ("platt", "listwise"):
             got[k] = {mode: list(v) for mode, v in got[k].items()}
         assert got == f, model
 
 
 def test_every_model_toolidx_ships_or_defaults_to_is_calibrated():
-    """The reference model (keyword-only and model-less scores) and toolidx's own model, by the
-    name its model.json gives (the index's embed_model), each have a fit."""
-    packaged = json.loads((REPO / "toolidx" / "models" / "tool-minilm-l6" / "model.json").read_text())["name"]
-    assert {cal.REFERENCE_MODEL, packaged} <= set(cal.FITS)
-    assert all(cal.is_calibrated(m) for m in (cal.REFERENCE_MODEL, packaged))
+    """The reference model (keyword-only and model-less scores) and toolidx's own models (v2, the
+    default, and v1), by the names their model.json give (the index's embed_model), each have a fit."""
+    packaged = {
+        json.loads((REPO / "toolidx" / "models" / folder / "model.json").read_text())["name"]
+        for folder in ("tool-minilm-l6-v2", "tool-minilm-l6")
+    }
+    assert len(packaged) == 2 and {cal.REFERENCE_MODEL, *packaged} <= set(cal.FITS)
+    assert all(cal.is_calibrated(m) for m in (cal.REFERENCE_MODEL, *packaged))
 
 
 def test_what_write_stores_is_what_the_loader_reads(tmp_path, monkeypatch):
@@ -84,6 +91,7 @@ def test_what_write_stores_is_what_the_loader_reads(tmp_path, monkeypatch):
         "platt": [9.5, -7.25],
         "listwise": [0.5, 10.0, -2.9],
         "threshold": 0.004,
+        "action": [4.0, 2.0],
     }
     fit_fusion.write("test/new-model", hyb, ([10.5, -7.0], [0.6, 9.0, -3.1], 0.00612))
     fits = cal._read_fits()
@@ -94,4 +102,5 @@ def test_what_write_stores_is_what_the_loader_reads(tmp_path, monkeypatch):
     assert new.platt == {"hybrid": (9.5, -7.25), "semantic": (10.5, -7.0)}
     assert new.listwise == {"hybrid": (0.5, 10.0, -2.9), "semantic": (0.6, 9.0, -3.1)}
     assert new.threshold == {"hybrid": 0.004, "semantic": 0.0061}
+    assert new.action == (4.0, 2.0)
     assert not _well_formed("test/new-model", json.loads(copy.read_text())["models"]["test/new-model"])

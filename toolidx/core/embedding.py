@@ -72,7 +72,9 @@ def packaged_models() -> dict[str, ModelCard]:
     return {c.name: c for c in cards if c is not None}
 
 
-DEFAULT_MODEL = "toolidx/tool-minilm-l6-v1"
+# v2 (issue 32); v1 stays in the package for the indexes embedded with it (they keep searching with
+# it, with its own constants, until `toolidx embed --model toolidx/tool-minilm-l6-v2`)
+DEFAULT_MODEL = "toolidx/tool-minilm-l6-v2"
 
 
 class Embedder(Protocol):

@@ -68,6 +68,9 @@ class ModelFit:
     listwise: dict[str, tuple[float, float, float]]  # mode -> (a, b, c): the score's logit a*l + b*share + c
     threshold: dict[str, float]  # mode -> the "no good match" gate
     fitted: str  # on what, by what
+    # hybrid's weights of the action marks (search.actions): (opposed, reads_only), subtracted
+    # from the score's logit after the list is read; (0, 0) for a model fitted before they existed
+    action: tuple[float, float] = (0.0, 0.0)
 
 
 def _read_fits() -> dict[str, ModelFit]:
@@ -82,6 +85,7 @@ def _read_fits() -> dict[str, ModelFit]:
             {k: (v[0], v[1], v[2]) for k, v in f["listwise"].items()},
             dict(f["threshold"]),
             f["fitted"],
+            tuple(f.get("action", (0.0, 0.0))),  # type: ignore[arg-type]
         )
         for m, f in raw["models"].items()
     }
@@ -267,13 +271,26 @@ def score_candidates(
     if mode != "keyword" and not is_calibrated(model):
         return uncalibrated_scores(cands, mode)
     mode = effective_mode(cands, mode)
+    opposed_w = reads_w = 0.0
     if mode == "keyword":  # its z is a logit already, and its constants belong to no model
         (slope, bias), (a, b, c) = (1.0, 0.0), KW_LISTWISE
     else:
         fit = fit_for(model)
         (slope, bias), (a, b, c) = fit.platt[mode], fit.listwise[mode]
+        if mode == "hybrid":
+            opposed_w, reads_w = fit.action
     logits = {r: slope * z + bias for r, z in ranking_values(cands, mode, n_tools, n_terms, model).items()}
     shares = odds_shares(logits)
     for r, share in shares.items():
         cands[r]["share"] = share
-    return {r: _sigmoid(a * x + b * shares[r] + c) for r, x in logits.items()}
+    # The action marks count after the list is read (the share says how far a hit stands out
+    # among the tools found, whatever they do). A tool that does the opposite of the request falls
+    # below its neighbours; a best tool that only reads what the request would change lowers the
+    # whole list alike, its order kept: a task may need that tool as a step (find, then book), but
+    # a list led by it does not do what was asked (fit_fusion.py measured both ways).
+    final = {r: a * x + b * shares[r] + c - opposed_w * cands[r].get("opposed", 0) for r, x in logits.items()}
+    if reads_w and final:
+        best = max(final, key=final.__getitem__)
+        if cands[best].get("reads_only"):
+            final = {r: x - reads_w for r, x in final.items()}
+    return {r: _sigmoid(x) for r, x in final.items()}

@@ -23,8 +23,8 @@ from ..core.tokens import STOP_WORDS, query_terms
 from ..core.toolcard import ToolCard
 from ..core.tooldoc import first_line, split_name
 from ..store.tools import filtered_rowids
+from . import actions, quoted, spelling
 from . import calibration as cal
-from . import quoted, spelling
 from .request import SPELLINGS, SearchRequest, Spelling
 
 POOL = 50  # candidates taken from each retriever before fusion
@@ -55,10 +55,14 @@ class Signals:
     # the hit's share of the odds of the query's 10 best candidates (calibration.odds_shares): what
     # its score reads of the list beside it; None where the scores are uncalibrated
     share: float | None = None
+    # hybrid: the tool's action contradicts the request's (1), or the request changes something
+    # and the tool only reads (1); search.actions
+    opposed: int | None = None
+    reads_only: int | None = None
 
     def to_json(self) -> dict[str, float]:
         out: dict[str, float] = {"bm25": self.bm25, "fuzzy": self.fuzzy}
-        for key in ("cosine", "coverage", "name_words", "share"):
+        for key in ("cosine", "coverage", "name_words", "share", "opposed", "reads_only"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -286,6 +290,7 @@ def gather(
             slot(r)["fuzzy"] = s
     if hybrid:
         _cover(db, terms, tw, cands)
+        _mark_actions(db, text, cands)
     for c in cands.values():
         if c["cos"] is None:
             c["cos"] = 0.0
@@ -307,6 +312,21 @@ def _cover(db, terms: list[str], tw: dict[str, float] | None, cands: dict[int, d
         c["coverage"] = sum(tw.get(w, 1.0) for w in words) / total if total else 0.0
     for r, n in _name_words(db, terms, todo).items():
         cands[r]["name_words"] = n
+
+
+def _mark_actions(db, text: str, cands: dict[int, dict]) -> None:
+    """Each candidate's action marks (search.actions): "opposed" when the tool does the opposite
+    of what the request asks, "reads_only" when the request changes something and the tool only
+    reads. Names are read once per index version."""
+    asked, first = actions.request_action(text), actions.first_word(text)
+    if first is None:
+        return
+    names: dict[int, str] = db.cache.get("action_names", dict, size=len)
+    todo = [r for r in cands if r not in names]
+    if todo:
+        names.update(db.retrieval.names_for(todo))
+    for r, c in cands.items():
+        c["opposed"], c["reads_only"] = actions.marks(asked, names.get(r, ""), first)
 
 
 def _name_stems_for(db, rowids: list[int] | None) -> dict[int, frozenset[str]]:
@@ -437,12 +457,17 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) 
         reasons.append(f"fuzzy name ({ev['fuzzy']:.2f})")
     if mode_used != "keyword" and ev.get("cos", 0) > 0:
         reasons.append(f"semantic ({ev['cos']:.2f})")
+    if ev.get("opposed"):
+        reasons.append("its action is the opposite of the request's")
+    elif ev.get("reads_only"):
+        reasons.append("it only reads; the request changes something")
     signals = Signals(bm25=round(ev.get("bm25", 0.0), 3), fuzzy=round(ev.get("fuzzy", 0.0), 3))
     if mode_used != "keyword":
         signals.cosine = round(ev.get("cos", 0.0), 4)
     if mode_used == "hybrid":
         signals.coverage = round(ev.get("coverage", 0.0), 3)
         signals.name_words = ev.get("name_words", 0)
+        signals.opposed, signals.reads_only = ev.get("opposed", 0), ev.get("reads_only", 0)
     if "share" in ev:
         signals.share = round(ev["share"], 3)
     return Hit(

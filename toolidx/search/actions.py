@@ -1,0 +1,183 @@
+"""What a request asks done, and whether a tool does the opposite (issue 32).
+
+An embedding reads "delete a directory" and `create_directory` as close (the same object, verbs
+of one family), and so does BM25 (the shared word). The gate then lets through, with confidence,
+a tool that would do the opposite of what was asked. This module reads the action of each side
+with a small verb lexicon, and hybrid's evidence gets two marks (search.hybrid.gather):
+
+- `opposed`: the tool's action contradicts the request's: antonyms (create / delete, start /
+  stop, complete / reopen, buy / sell, upload / download), an update asked of a tool that creates
+  or deletes, or the same verb with a negating prefix (lock / unlock, enable / disable, activate /
+  deactivate, follow / unfollow);
+- `reads_only`: the request changes something (creates, deletes, updates, sends, buys, starts,
+  ...) and the tool only reads (get, list, search, ...): "buy 0.1 ETH" and `get_price`.
+
+Their weights belong to the model they were fitted on (calibration.ModelFit.action,
+benchmarks/fit_fusion.py): a mark lowers the hit's score (its final logit, after the list is read),
+so a marked tool falls below an unmarked one of like evidence, and a request whose best tools are
+all marked falls under the "no good match" threshold.
+
+Only plain English verbs are read; a request with none ("I finished it, my task list should show
+that") or a tool name with none (`weather`) gets no mark. The request's action is the first verb
+of the lexicon among its first words, after the polite openings ("can you please", "I want to").
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ..core.tooldoc import split_name
+
+READ, CREATE, DELETE, UPDATE, START, STOP, COMPLETE, REOPEN, BUY, SELL, UPLOAD, DOWNLOAD, SEND = (
+    "read",
+    "create",
+    "delete",
+    "update",
+    "start",
+    "stop",
+    "complete",
+    "reopen",
+    "buy",
+    "sell",
+    "upload",
+    "download",
+    "send",
+)
+
+VERBS: dict[str, str] = {}
+for _action, _words in {
+    READ: "get list show find search read fetch view look lookup check retrieve query browse see describe "
+    "display inspect count lists gets shows finds searches reads fetches views retrieves describes "
+    # what reads and computes but changes nothing, and the nouns tools are named with for it
+    "parse analyze summarize extract calculate whois searcher getter finder reader viewer fetcher details "
+    "info",
+    CREATE: "create add make insert register new creates adds makes inserts registers build builds "
+    "compose draft write writes schedule remind record log draw reserve book",
+    DELETE: "delete remove erase destroy purge trash discard wipe deletes removes erases destroys uninstall cancel",
+    UPDATE: "update edit modify change rename amend updates edits modifies changes renames set adjust "
+    "increase decrease scale rotate assign renew fix stamp upvote vote",
+    START: "start launch resume begin starts launches resumes begins boot play stream enable activate",
+    STOP: "stop kill halt pause terminate stops kills halts pauses terminates abort disable deactivate",
+    COMPLETE: "complete finish completes finishes done",
+    REOPEN: "reopen undo revert uncomplete reopens undoes reverts",
+    BUY: "buy purchase buys purchases order pay",
+    SELL: "sell sells",
+    UPLOAD: "upload push publish submit uploads pushes publishes submits",
+    DOWNLOAD: "download pull downloads pulls",
+    SEND: "send post reply sends posts replies share call",
+}.items():
+    for _w in _words.split():
+        VERBS[_w] = _action
+
+# two-word verbs, read before the one-word ones
+PHRASES = {
+    ("take", "back"): REOPEN,
+    ("roll", "back"): REOPEN,
+    ("turn", "off"): STOP,
+    ("shut", "down"): STOP,
+    ("turn", "on"): START,
+    ("look", "up"): READ,
+    ("get", "rid"): DELETE,
+    ("set", "up"): CREATE,
+    ("sign", "up"): CREATE,
+    ("sign", "me"): CREATE,
+    ("kick", "off"): START,
+    ("turn", "up"): UPDATE,
+    ("turn", "down"): UPDATE,
+    ("place", "a"): BUY,
+    ("place", "an"): BUY,
+    ("mark", "done"): COMPLETE,
+    ("mark", "complete"): COMPLETE,
+    ("cross", "off"): COMPLETE,
+}
+
+OPPOSITES = {
+    frozenset((CREATE, DELETE)),
+    frozenset((START, STOP)),
+    frozenset((COMPLETE, REOPEN)),
+    frozenset((BUY, SELL)),
+    frozenset((UPLOAD, DOWNLOAD)),
+}
+# an update asked of a tool that creates or deletes: "change the record" and `create_record`; an
+# undo asked of a tool that does ("take back my last move" and `make_move`)
+ASKED_NOT_DONE = {(UPDATE, CREATE), (UPDATE, DELETE)} | {
+    (REOPEN, done) for done in (CREATE, COMPLETE, START, UPLOAD, SEND, BUY, UPDATE)
+}
+# actions that change something; asked of a tool that only reads, the tool cannot do them
+WRITES = frozenset((CREATE, DELETE, UPDATE, START, STOP, COMPLETE, REOPEN, BUY, SELL, UPLOAD, SEND))
+NEGATING = ("un", "dis", "de")
+# words a request opens with before its verb ("could you please help me to ...")
+OPENING = frozenset(
+    " ".join(
+        (
+            "can could would will you please pls kindly i i'd id we me my help want wanna like need to let",
+            "lets let's just go ahead and try hey hi ok okay so now also then",
+        )
+    ).split()
+)
+QUESTION = frozenset(("what", "what's", "whats", "which", "how", "who", "where", "when", "is", "are"))
+LOOK_AHEAD = 8  # the request's verb is among its first words
+_WORD = re.compile(r"[a-z][a-z']*")
+
+
+def request_action(query: str) -> tuple[str, str] | None:
+    """(action, verb) of a request, or None when none of its first words is a known verb."""
+    words = _WORD.findall(query.lower())[:LOOK_AHEAD]
+    for i, w in enumerate(words):
+        if i + 1 < len(words) and (w, words[i + 1]) in PHRASES:
+            return PHRASES[(w, words[i + 1])], w
+        if w in VERBS:
+            return VERBS[w], w
+        if w not in OPENING:
+            # a question asks to read; a noun first ("weather in Paris") says no action
+            return (READ, w) if w in QUESTION else None
+    return None
+
+
+@lru_cache(maxsize=65536)
+def tool_action(name: str) -> tuple[str, str] | None:
+    """(action, verb) of a tool from its name's words (`create_directory`, `issue_create`,
+    `getWeather`): the first word when it is a known verb, else the last, else the first known
+    verb between them; None when it has none."""
+    words = split_name(name)
+    pairs = list(zip(words, words[1:]))
+    if pairs and pairs[0] in PHRASES:
+        return PHRASES[pairs[0]], words[0]
+    # verb_noun (`create_issue`) or noun_verb (`issue_create`, `todo_list_add`); else the first verb
+    for w in (words[:1] + words[-1:] + words[1:-1]) if words else []:
+        if w in VERBS:
+            return VERBS[w], w
+    return None
+
+
+def _negated(a: str, b: str) -> bool:
+    """`unlock` / `lock`, `disable` / `enable`, `deactivate` / `activate`."""
+    for p in NEGATING:
+        if (a.startswith(p) and a[len(p) :] == b) or (b.startswith(p) and b[len(p) :] == a):
+            return min(len(a), len(b)) >= 3
+    return False
+
+
+def marks(asked: tuple[str, str] | None, name: str, asked_word: str | None = None) -> tuple[int, int]:
+    """(opposed, reads_only) of a tool named `name` for a request whose action is `asked`;
+    `asked_word` is the request's first word after its opening (for the negated pairs)."""
+    tool = tool_action(name)
+    words = split_name(name)
+    if asked_word and any(_negated(asked_word, w) for w in words):
+        return 1, 0
+    if asked is None or tool is None:
+        return 0, 0
+    a, t = asked[0], tool[0]
+    if a == t:
+        return 0, 0
+    opposed = frozenset((a, t)) in OPPOSITES or (a, t) in ASKED_NOT_DONE
+    return int(opposed), int(not opposed and a in WRITES and t == READ)
+
+
+def first_word(query: str) -> str | None:
+    """The request's first word after its opening: the verb, when it has one."""
+    for w in _WORD.findall(query.lower())[:LOOK_AHEAD]:
+        if w not in OPENING:
+            return w
+    return None
