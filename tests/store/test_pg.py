@@ -18,37 +18,55 @@ from toolidx.core.clock import now_iso
 from toolidx.core.errors import DatabaseError
 from toolidx.store.db import open_db
 from toolidx.store.migrations import MIGRATIONS
-from toolidx.store.pg import PG_MIGRATIONS, RECONNECT_PAUSE_S, public_url, translate
+from toolidx.store.pg import PG_MIGRATIONS, RECONNECT_PAUSE_S, public_url, pyformat
 from toolidx.store.usage import MAX_EXAMPLES_PER_TOOL, open_usage, usage_path
 
-# --- SQL translation (no server) --------------------------------------------------------------------
+# --- SQL (no server) ---------------------------------------------------------------------------------
 
 
-def test_translate_turns_sqlite_spellings_into_postgresql():
+def test_postgresql_runs_the_store_statements_as_written():
+    """(#33) store/pg.py turns `?` into psycopg's `%s` and doubles `%`, outside string literals,
+    and rewrites nothing else: an SQLite-only spelling reaches PostgreSQL as written (and fails
+    there, in the tests), so the store must write what both engines speak or ask `db.sql`."""
     assert (
-        translate("SELECT id FROM tools WHERE id = ? AND name LIKE '50%?'")
+        pyformat("SELECT id FROM tools WHERE id = ? AND name LIKE '50%?'")
         == "SELECT id FROM tools WHERE id = %s AND name LIKE '50%%?'"
     )  # a literal's ? is no placeholder
-    assert (
-        translate("INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)")
-        == "INSERT INTO tool_versions(hash, definition) VALUES (%s, %s) ON CONFLICT DO NOTHING"
+    assert pyformat("SELECT 'it''s ?', ? FROM t WHERE a LIKE ? || '%'") == (
+        "SELECT 'it''s ?', %s FROM t WHERE a LIKE %s || '%%'"
     )
-    assert translate("INSERT OR REPLACE INTO server_approvals(server, hash, title) VALUES (?, ?, ?)").endswith(
-        "ON CONFLICT (server) DO UPDATE SET hash = excluded.hash, title = excluded.title"
+    for sqlite_only in (
+        "INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (%s, %s)",
+        "INSERT INTO crawls(started_at) VALUES (%s)",
+        "SELECT j.value FROM tools t, json_each(t.tags) j WHERE 1 GROUP BY j.value",
+        "SELECT 1 FROM tools t WHERE instr(lower(t.description), lower(%s)) > 0",
+    ):
+        assert pyformat(sqlite_only.replace("%s", "?")) == sqlite_only
+
+
+def test_the_store_writes_no_sqlite_only_spelling():
+    """(#33) What the engines spell differently is asked of `db.sql` (store/dialect.py); what
+    SQLite alone has (FTS5, sqlite-vec, PRAGMA) runs only on a file. No store module writes INSERT
+    OR IGNORE/REPLACE, instr, json_each, json_type or `WHERE 1`, or reads lastrowid."""
+    import re
+
+    store = REPO / "toolidx" / "store"
+    sqlite_only = re.compile(
+        r"INSERT OR (IGNORE|REPLACE)|(?<![.\w])(instr|json_each|json_type)\(|WHERE 1\b|lastrowid|\"1\", \[\]"
     )
-    assert translate("INSERT INTO crawls(started_at) VALUES (?)").endswith(" RETURNING id")
-    assert translate("SELECT 1 FROM tools t WHERE EXISTS (SELECT 1 FROM json_each(t.tags) WHERE value IN (?))") == (
-        "SELECT 1 FROM tools t WHERE EXISTS (SELECT 1 FROM jsonb_array_elements_text((t.tags)::jsonb) "
-        "AS je(value) WHERE value IN (%s))"
-    )
-    assert (
-        translate("SELECT j.value FROM tools t, json_each(t.tags) j WHERE 1 GROUP BY j.value")
-        == "SELECT j.value FROM tools t, jsonb_array_elements_text((t.tags)::jsonb) AS j(value) WHERE TRUE GROUP BY j.value"
-    )
-    assert (
-        translate("SELECT 1 FROM tools t WHERE t.name = ? AND instr(lower(t.description), lower(?)) > 0")
-        == "SELECT 1 FROM tools t WHERE t.name = %s AND strpos(lower(t.description), lower(%s)) > 0"
-    )
+    found = {
+        f"{p.name}:{n}: {line.strip()}"
+        for p in store.glob("*.py")
+        if p.name != "dialect.py"
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if sqlite_only.search(line)
+    }
+    # merge's check of a file's JSON columns runs on an SQLite input only (malformed_row)
+    assert {f.partition(":")[0] for f in found} <= {"merge.py"}, sorted(found)
+    from toolidx.store import merge
+
+    checks = merge._MALFORMED_TOOL + merge._MALFORMED_SERVER
+    assert all(f.partition(": ")[2] in checks for f in found), sorted(found)
 
 
 def test_the_url_shown_never_holds_the_password():
@@ -204,6 +222,7 @@ CATALOG_COMMANDS = [
     ("list",),
     ("list", "--tag", "vcs", "--exclude-tag", "community", "--sort", "server"),
     ("list", "--description-contains", "REPOSITORY", "--category", "dev"),
+    ("list", "--has-examples"),  # the tools whose schema holds examples: JSON paths in SQL (#33)
     ("categories",),
     ("similar", "git/git_commit"),
     ("history",),

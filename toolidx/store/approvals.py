@@ -111,7 +111,9 @@ def record(db: Database, ids: list[str], by: str, at: str) -> list[dict]:
             ).fetchall()
             versions = [(stored_hash(d), d) for _, d, _ in found]
             rows += [(tid, h, prev) for (tid, _, prev), (h, _) in zip(found, versions)]
-            conn.executemany("INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)", versions)
+            conn.executemany(
+                "INSERT INTO tool_versions(hash, definition) VALUES (?, ?) ON CONFLICT DO NOTHING", versions
+            )
         conn.executemany(
             "INSERT INTO approvals(tool_id, hash, approved_by, approved_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT(tool_id) DO UPDATE SET hash = excluded.hash, "
@@ -120,8 +122,10 @@ def record(db: Database, ids: list[str], by: str, at: str) -> list[dict]:
         )
         texts = server_texts(db, sorted({tid.partition("/")[0] for tid, _, _ in rows}))
         conn.executemany(
-            "INSERT OR REPLACE INTO server_approvals(server, hash, title, instructions, approved_by, "
-            "approved_at) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO server_approvals(server, hash, title, instructions, approved_by, approved_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (server) DO UPDATE SET hash = excluded.hash, "
+            "title = excluded.title, instructions = excluded.instructions, "
+            "approved_by = excluded.approved_by, approved_at = excluded.approved_at",
             [
                 (s, text_hash(t["title"], t["instructions"]), t["title"], t["instructions"], by, at)
                 for s, t in texts.items()

@@ -20,7 +20,7 @@ LIST_COLUMNS = (
 
 
 def _where(db: Database, filters: Filters | None) -> tuple[str, list]:
-    return filter_sql(db, filters, "t") if filters is not None else ("1", [])
+    return filter_sql(db, filters, "t") if filters is not None else ("TRUE", [])
 
 
 def count_tools(db: Database, filters: Filters | None = None) -> int:
@@ -55,7 +55,7 @@ def category_counts(db: Database, filters: Filters | None = None) -> list[dict]:
 def tag_counts(db: Database, filters: Filters | None = None) -> list[dict]:
     where, params = _where(db, filters)
     return db.query(
-        f"SELECT j.value AS name, count(*) AS count FROM tools t, json_each(t.tags) j "
+        f"SELECT j.value AS name, count(*) AS count FROM tools t, {db.sql.json_each('t.tags', 'j')} "
         f"WHERE {where} GROUP BY j.value ORDER BY count DESC, name",
         params,
     )
@@ -157,11 +157,13 @@ def documented_example_rows(db: Database) -> list[dict]:
     """Tools whose input schema or saved definition may hold examples of their own (the schema's
     `examples`, a property's `examples` / `default`, a tools_file row's `examples`): {id,
     input_schema, definition}, decoded. Whether one validates is the caller's check."""
+    q = db.sql
     rows = db.query(
-        "SELECT id, input_schema, definition FROM tools t WHERE json_type(t.input_schema, '$.examples') IS NOT NULL "
-        "OR json_type(t.definition, '$.examples') IS NOT NULL "
-        "OR EXISTS (SELECT 1 FROM json_each(t.input_schema, '$.properties') p WHERE p.type = 'object' "
-        "AND (json_type(p.value, '$.examples') IS NOT NULL OR json_type(p.value, '$.default') IS NOT NULL)) "
+        f"SELECT id, input_schema, definition FROM tools t WHERE {q.json_has('t.input_schema', 'examples')} "
+        f"OR {q.json_has('t.definition', 'examples')} "
+        f"OR EXISTS (SELECT 1 FROM {q.json_members('t.input_schema', 'properties', 'p')} "
+        f"WHERE {q.member_is_object('p')} "
+        f"AND ({q.json_has('p.value', 'examples')} OR {q.json_has('p.value', 'default')})) "
         "ORDER BY id"
     )
     return [decode(r, ("input_schema", "definition")) for r in rows]

@@ -100,11 +100,12 @@ def write_crawl(
                     )
                 }
             )
-        cur = db.execute(
-            "INSERT INTO crawls(started_at, config_path, toolidx_version) VALUES (?, ?, ?)",
-            (started_at or ts, config_path, __version__),
+        crawl_id = summary.crawl_id = int(
+            db.scalar(
+                "INSERT INTO crawls(started_at, config_path, toolidx_version) VALUES (?, ?, ?) RETURNING id",
+                (started_at or ts, config_path, __version__),
+            )
         )
-        crawl_id = summary.crawl_id = int(cur.lastrowid)
         if embedder is not None:
             if vectors.ensure_table(db, embedder.model, embedder.dim, embedder.sha256):
                 db.execute("UPDATE tools SET embed_hash = NULL")
@@ -163,7 +164,10 @@ def write_crawl(
                     {"server": row["name"], "tools": tools, "owner": row["owner"], "other_config": not mine}
                 )
         # snapshot of the whole index after this crawl
-        db.execute("INSERT OR IGNORE INTO tool_versions(hash, definition) SELECT hash, definition FROM tools")
+        db.execute(
+            "INSERT INTO tool_versions(hash, definition) SELECT hash, definition FROM tools WHERE TRUE "
+            "ON CONFLICT DO NOTHING"
+        )
         db.execute(
             "INSERT INTO crawl_tools(crawl_id, tool_id, server, name, hash, stale) "
             "SELECT ?, id, server, name, hash, stale FROM tools",
@@ -285,10 +289,10 @@ def _write_tools(
             values.update(id=d.id, first_seen=ts)
             cols = list(values)
             rowid = int(
-                db.execute(
-                    f"INSERT INTO tools({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                db.scalar(
+                    f"INSERT INTO tools({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING rowid",
                     [values[c] for c in cols],
-                ).lastrowid
+                )
             )
             summary.added += 1
         else:

@@ -30,7 +30,11 @@ _FOREIGN_FIX = "point --db at a toolidx index, or at a new file name"
 
 
 def _record_version(conn: Any, version: int) -> None:
-    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(version),))
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES ('schema_version', ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (str(version),),
+    )
 
 
 INDEX = FileKind(

@@ -166,13 +166,10 @@ def _columns(db: Database, table: str) -> list[str]:
     return [r["name"] for r in db.query(f"PRAGMA table_info({table})")]
 
 
-def _insert(db: Database, table: str, row: dict[str, Any], columns: list[str]) -> int:
-    """Insert one row; the new row's id (tools' rowid, crawls' id; 0 for tables without one in PostgreSQL)."""
+def _insert(db: Database, table: str, row: dict[str, Any], columns: list[str]) -> None:
+    """Insert one row (an id, tools' rowid or crawls' id, is the row's own: the merge numbers them)."""
     cols = [c for c in columns if c in row]
-    cur = db.execute(
-        f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", [row[c] for c in cols]
-    )
-    return int(cur.lastrowid or 0)
+    db.execute(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", [row[c] for c in cols])
 
 
 def _history(out: Database, sources: list[Source]) -> dict[tuple[int, int], int]:
@@ -205,7 +202,8 @@ def _history(out: Database, sources: list[Source]) -> dict[tuple[int, int], int]
                     best[server] = (key, snap.get(server, []))
         rows = [row for _, tools in best.values() for row in tools]
         # ids from 1, as in a new file (a catalog's sequence is moved past them: _advance_ids)
-        merged = _insert(out, "crawls", {**crawl, "id": len(ids) + 1, "tool_count": len(rows)}, ["id", *crawl_cols])
+        merged = len(ids) + 1
+        _insert(out, "crawls", {**crawl, "id": merged, "tool_count": len(rows)}, ["id", *crawl_cols])
         ids[(pos, crawl_id)] = merged
         for r in src.crawled.get(crawl_id, []):
             _insert(out, "crawl_servers", {**r, "crawl_id": merged}, server_cols)
@@ -309,7 +307,7 @@ def write_merged(
                 for cid, snap in s.snapshot.items()
             }
             out.conn.executemany(
-                "INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)",
+                "INSERT INTO tool_versions(hash, definition) VALUES (?, ?) ON CONFLICT DO NOTHING",
                 [(s.versions[h], d) for h, d in versions],
             )
         ids = _history(out, sources)
@@ -359,14 +357,16 @@ def _copy_tools(
         row = _clean_row(row)
         row["hash"] = stored_hash(row["definition"])  # the input's own hash column is not evidence
         out.execute(
-            "INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)", (row["hash"], row["definition"])
+            "INSERT INTO tool_versions(hash, definition) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            (row["hash"], row["definition"]),
         )
         blob = vectors.get(src.db, old) if with_vectors and row.get("embed_hash") else None
         if blob is None:
             row["embed_hash"] = None
             counts["missing_vectors"] += 1
         row["rowid"], next_rowid[0] = next_rowid[0], next_rowid[0] + 1  # from 1, as in a new file
-        rowid = _insert(out, "tools", row, ["rowid", *columns])
+        rowid = row["rowid"]
+        _insert(out, "tools", row, ["rowid", *columns])
         if blob is not None:
             pending.append((rowid, blob))
             counts["vectors"] += 1

@@ -9,7 +9,7 @@ from .tools import where as filter_sql
 
 def definitions_by_server(db: Database, filters: Filters | None = None) -> dict[str, list[str]]:
     """server -> the tools' definitions as sent (compact JSON text), in id order."""
-    where, params = filter_sql(db, filters, "t") if filters is not None else ("1", [])
+    where, params = filter_sql(db, filters, "t") if filters is not None else ("TRUE", [])
     out: dict[str, list[str]] = {}
     for r in db.query(f"SELECT t.server, t.definition FROM tools t WHERE {where} ORDER BY t.id", params):
         out.setdefault(r["server"], []).append(r["definition"])

@@ -48,23 +48,27 @@ def where(db: Database, filters: Filters, alias: str = "t") -> tuple[str, list]:
         conds.append(f"{a}.category IN ({', '.join('?' * len(f.categories))})")
         params += f.categories
     if f.tags:
-        conds.append(f"EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value IN ({', '.join('?' * len(f.tags))}))")
+        conds.append(
+            f"EXISTS (SELECT 1 FROM {db.sql.json_each(f'{a}.tags', 'tg')} "
+            f"WHERE tg.value IN ({', '.join('?' * len(f.tags))}))"
+        )
         params += f.tags
     if f.exclude_tags:
         conds.append(
-            f"NOT EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value IN ({', '.join('?' * len(f.exclude_tags))}))"
+            f"NOT EXISTS (SELECT 1 FROM {db.sql.json_each(f'{a}.tags', 'tg')} "
+            f"WHERE tg.value IN ({', '.join('?' * len(f.exclude_tags))}))"
         )
         params += f.exclude_tags
     if f.name_pattern and db.postgres:
         # RE2 on both engines: PostgreSQL's ~* is another dialect (\\b, \\z, (?P<n>), \\pL, counts
         # over 255), so its names are matched here and the condition names them
-        conds.append(f"{a}.name IN (SELECT value FROM json_each(?))")
+        conds.append(f"{a}.name IN (SELECT nm.value FROM {db.sql.json_each('?', 'nm')})")
         params.append(json.dumps(names_matching(db, f.name_pattern)))
     elif f.name_pattern:
         conds.append(f"{a}.name REGEXP ?")  # regexp() below, registered on every connection by store.db
         params.append(f.name_pattern)
     if f.description_contains:
-        conds.append(f"instr(lower({a}.description), lower(?)) > 0")
+        conds.append(f"{db.sql.strpos(f'lower({a}.description)', 'lower(?)')} > 0")
         params.append(f.description_contains)
     if f.read_only:
         conds.append(f"{a}.read_only = 1")
@@ -73,9 +77,9 @@ def where(db: Database, filters: Filters, alias: str = "t") -> tuple[str, list]:
     if not f.include_stale:
         conds.append(f"{a}.stale = 0")
     if f.has_examples:  # one parameter however many ids
-        conds.append(f"{a}.id IN (SELECT value FROM json_each(?))")
+        conds.append(f"{a}.id IN (SELECT ex.value FROM {db.sql.json_each('?', 'ex')})")
         params.append(json.dumps(f.example_ids))
-    sql = " AND ".join(conds) or "1"
+    sql = " AND ".join(conds) or "TRUE"
     if f.approved_only:
         sql = f"({sql}) AND EXISTS (SELECT 1 FROM approvals ap WHERE ap.tool_id = {a}.id)"
     return sql, params
