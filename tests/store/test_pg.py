@@ -91,42 +91,88 @@ def test_both_engines_have_every_migration():
 # --- the catalog's contract ---------------------------------------------------------------------------
 
 
-def _columns_sqlite(path: str) -> dict[str, list[str]]:
-    db = open_db(path, create=True)
-    names = [
-        r["name"]
-        for r in db.query(
-            "SELECT name FROM sqlite_master WHERE type = 'table' "
-            "AND name NOT LIKE 'tools_fts%' AND name NOT LIKE 'sqlite_%'"
-        )
-    ]
-    out = {n: [r["name"] for r in db.query(f"PRAGMA table_info({n})")] for n in names}
-    db.close()
+# a column's type, as each engine names it, by the family that both engines read back alike
+_FAMILY = {
+    "TEXT": "text",
+    "text": "text",
+    "INTEGER": "integer",
+    "bigint": "integer",
+    "integer": "integer",
+    "smallint": "integer",
+    "REAL": "real",
+    "double precision": "real",
+}
+
+
+def _shape_sqlite(rows) -> dict[str, dict]:
+    """{table: {columns: [(name, type family)], primary_key: [...], indexes: {(columns, unique)}}}
+    of an SQLite file (`rows` runs a statement on it), FTS5's tables left out."""
+    out: dict[str, dict] = {}
+    for (table,) in rows(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'tools_fts%' AND name NOT LIKE 'sqlite_%'"
+    ):
+        info = rows(f"PRAGMA table_info({table})")
+        indexes = set()
+        for _, name, unique, origin, _ in rows(f"PRAGMA index_list({table})"):
+            if origin != "pk":
+                indexes.add((tuple(r[2] for r in rows(f"PRAGMA index_info({name})")), bool(unique)))
+        out[table] = {
+            "columns": [(r[1], _FAMILY[r[2]]) for r in info],
+            "primary_key": [r[1] for r in sorted((r for r in info if r[5]), key=lambda r: r[5])],
+            "indexes": indexes,
+        }
     return out
 
 
-def test_postgresql_has_the_file_tables_and_columns(pg_url, tmp_path):
-    db = open_db(pg_url, create=True)
-    rows = db.query(
-        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = ? "
+def _shape_pg(db) -> dict[str, dict]:
+    """The same of the catalog's schema in PostgreSQL."""
+    out: dict[str, dict] = {}
+    for r in db.query(
+        "SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = ? "
         "ORDER BY table_name, ordinal_position",
         (db.schema,),
-    )
+    ):
+        t = out.setdefault(r["table_name"], {"columns": [], "primary_key": [], "indexes": set()})
+        t["columns"].append((r["column_name"], _FAMILY[r["data_type"]]))
+    for r in db.query(
+        "SELECT c.relname AS tbl, i.indisprimary AS pk, i.indisunique AS uniq, "
+        "array_to_string(array(SELECT a.attname FROM unnest(i.indkey[0:i.indnkeyatts - 1]) WITH ORDINALITY AS k(n, o) "
+        "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.n ORDER BY k.o), ',') AS cols "
+        "FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace s ON s.oid = c.relnamespace "
+        "WHERE s.nspname = ?",
+        (db.schema,),
+    ):
+        t = out[r["tbl"]]
+        if r["pk"]:
+            t["primary_key"] = r["cols"].split(",")
+        else:
+            t["indexes"].add((tuple(r["cols"].split(",")), bool(r["uniq"])))
+    return out
+
+
+def test_both_engines_make_one_schema(pg_url, tmp_path):
+    """(#33) The schema is written once per engine (migrations.py, pg.PG_MIGRATIONS; usage.py's
+    two lists): a fresh file and a fresh catalog hold the same tables, columns in the same order
+    with types of one family, primary keys and indexes, but for what each engine keeps its own."""
+    db = open_db(pg_url, create=True)
+    pg = _shape_pg(db)
     db.close()
-    pg: dict[str, list[str]] = {}
-    for r in rows:
-        pg.setdefault(r["table_name"], []).append(r["column_name"])
+    f = open_db(str(tmp_path / "f.db"), create=True)
+    on_file = _shape_sqlite(f.rows)
+    f.close()
+    u = open_usage(tmp_path / "u.db")
+    usage_file = _shape_sqlite(u.rows)
+    u.close()
     # the keyword index is FTS5's tools_fts in a file, postings of the same tokens here; usage
     # (a file of its own beside an index file) is the catalog's calls and examples here
-    assert set(pg) - set(_columns_sqlite(str(tmp_path / "f.db"))) == {"tool_terms", "tool_docsize", "calls", "examples"}
-    for table, cols in _columns_sqlite(str(tmp_path / "f.db")).items():
-        assert pg[table] == cols, table
-    u = open_usage(tmp_path / "u.db")
-    for table in ("calls", "examples"):
-        on_file = [r[1] for r in u.rows(f"PRAGMA table_info({table})")]
-        # SQLite's implicit rowid, the tie-break of two examples recorded in one millisecond, is a column here
-        assert [c for c in pg[table] if c != "rowid"] == on_file, table
-    u.close()
+    assert set(pg) == set(on_file) | {"tool_terms", "tool_docsize"} | set(usage_file)
+    # a catalog's names filter (--name-pattern) asks for names by the hundred: an index here
+    pg["tools"]["indexes"].remove((("name",), False))
+    for table, shape in [*on_file.items(), *usage_file.items()]:
+        if table == "examples":  # SQLite's implicit rowid (the tie-break of two examples of one `at`) is a column here
+            assert pg[table]["columns"][-1] == ("rowid", "integer")
+            pg[table]["columns"].pop()
+        assert pg[table] == shape, table
 
 
 def test_concurrent_first_connects_migrate_once(pg_url):
