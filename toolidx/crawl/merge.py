@@ -20,8 +20,8 @@ from typing import Any
 from ..core.errors import DatabaseError, UsageError
 from ..core.files import private_dir
 from ..store import merge as store
-from ..store.db import Database, open_db
-from ..store.pg import is_url, public_url
+from ..store.db import Database, is_pg_url, open_db
+from ..store.pg import public_url
 from ..store.trust import trusted_launch
 
 
@@ -61,7 +61,7 @@ Target = Path | str  # an index file, or a postgresql:// URL
 
 def _target(p: str | os.PathLike) -> Target:
     text = os.fspath(p)
-    return text if is_url(text) else Path(text).expanduser()
+    return text if is_pg_url(text) else Path(text).expanduser()
 
 
 def _same(a: Target, b: Target) -> bool:

@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..core.errors import DatabaseError
 from ..core.files import private_dir
@@ -115,7 +115,7 @@ def in_chunks(values: list) -> Iterator[tuple[str, list]]:
 PG_SCHEMES = ("postgresql://", "postgres://")
 
 
-def is_pg_url(target: Any) -> bool:
+def is_pg_url(target: Any) -> TypeGuard[str]:
     """Whether `target` names a catalog in PostgreSQL (store/pg.py) rather than an index file:
     the one test, which `open_db` and the CLI's --db make before anything is opened."""
     return isinstance(target, str) and target.startswith(PG_SCHEMES)

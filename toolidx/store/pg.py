@@ -48,7 +48,6 @@ from .dialect import POSTGRES, SqliteSql
 from .migrations import ADDITIVE, MIGRATIONS
 from .retrieval import Retrieval
 
-SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_SCHEMA = "toolidx"
 CHANNEL = "toolidx_catalog"
 WRITE_LOCK = 0x54494458  # advisory lock key of writers ("TIDX", as the file's application_id)
@@ -201,10 +200,6 @@ PG_MIGRATIONS: list[str] = [
     UPDATE servers SET owner = (SELECT config_path FROM crawls WHERE crawls.id = servers.last_crawl_id);
     """,
 ]
-
-
-def is_url(target: Any) -> bool:
-    return isinstance(target, str) and target.startswith(SCHEMES)
 
 
 # query keys that hold a secret or say where one is: libpq's password, sslpassword, passfile,

@@ -32,8 +32,8 @@ from typing import Any
 from ..core.clock import now_iso
 from ..core.errors import DatabaseError, UsageError
 from ..core.files import not_regular, private_dir
-from .db import Database
-from .pg import is_url, public_url
+from .db import Database, is_pg_url
+from .pg import public_url
 from .sqlitefile import FileKind, SqliteFile, check_header, open_file
 
 USAGE_ENV = "TOOLIDX_USAGE_DB"
@@ -166,7 +166,7 @@ def usage_path(index_path: str | os.PathLike, explicit: str | os.PathLike | None
     open, a device never ends): a bad argument, not a usage file to warn about and go on without."""
     for given, name in ((explicit, "--usage-db"), (os.environ.get(USAGE_ENV), USAGE_ENV)):
         if given:
-            if is_url(os.fspath(given)):
+            if is_pg_url(os.fspath(given)):
                 raise UsageError(
                     f"{name}: names a usage file, not a database URL",
                     where=public_url(os.fspath(given)),
@@ -182,7 +182,7 @@ def usage_path(index_path: str | os.PathLike, explicit: str | os.PathLike | None
                     fix=f"name a usage file (a new one is made there) with --usage-db / {USAGE_ENV}",
                 )
             return p
-    if is_url(os.fspath(index_path)):
+    if is_pg_url(os.fspath(index_path)):
         return os.fspath(index_path)
     index = Path(index_path).expanduser()
     beside = index.with_name(index.name + ".usage.db")
@@ -352,7 +352,7 @@ def usage_facts(target: str | os.PathLike) -> dict[str, Any]:
     URL), read without writing (no migration): {"schema_version", "current", "calls",
     "tools_called", "tools_with_examples", "last_call", "writable"}. Raises DatabaseError for a
     file that is not a usage file, or is corrupt, or a catalog that cannot be read."""
-    if isinstance(target, str) and is_url(target):
+    if is_pg_url(target):
         return _pg_facts(target)
     p = Path(target)
     check_header(p, label="the usage file", subject="usage file is ", fix=_FIX)
@@ -426,7 +426,7 @@ def open_usage(target: str | os.PathLike, *, create: bool = True) -> UsageStore 
     was recorded yet), or a catalog in PostgreSQL (its usage tables are made by the catalog's
     migrations on connect). Raises DatabaseError for a file that is not a usage file or is
     corrupt (left untouched), or a catalog that cannot be opened."""
-    if isinstance(target, str) and is_url(target):
+    if is_pg_url(target):
         from .pg import open_pg
 
         db = open_pg(target, readonly=not create)
