@@ -175,6 +175,27 @@ def test_both_engines_make_one_schema(pg_url, tmp_path):
         assert pg[table] == shape, table
 
 
+def test_every_layer_names_the_index_not_an_engine(db_target):
+    """(#33) `store.index.Index` is what code outside store/ names (39 signatures named the SQLite
+    `Database`): each engine's open index is one, at run time as mypy checks it in open_db."""
+    import re
+
+    from toolidx.store.index import Index
+
+    db = open_db(db_target, create=True)
+    assert isinstance(db, Index) and db.retrieval is not None
+    db.close()
+    package = REPO / "toolidx"
+    named = [
+        f"{p.relative_to(package)}:{n}: {line.strip()}"
+        for p in sorted(package.rglob("*.py"))
+        if p.relative_to(package).parts[0] != "store"
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(r"\bDatabase\b(?!Error)", line)
+    ]
+    assert named == [], named
+
+
 def test_concurrent_first_connects_migrate_once(pg_url):
     errors: list[BaseException] = []
     opened = []

@@ -19,6 +19,7 @@ from .sqlitefile import FileKind, SqliteFile, check_header, open_file, sqlite_mo
 from .sqlitefile import statements as _statements  # noqa: F401  (store/pg.py splits its migrations with it)
 
 if TYPE_CHECKING:
+    from .index import Index
     from .retrieval import Retrieval
 
 # sqlite_module is sqlitefile's, named here too: callers (tests among them) take it from here
@@ -65,8 +66,9 @@ def default_db_path() -> Path:
 
 
 class Database(SqliteFile):
-    """A connection to one index file. Thread-safe for serve's worker threads via a lock. Its
-    interface, the one every reader above store/ uses, is `store.index.Index`."""
+    """A connection to one index file. Thread-safe for serve's worker threads via a lock. What
+    the layers above store/ and the store modules name is its interface, `store.index.Index`,
+    which store/pg.py's PgDatabase (a subclass, with its own connection) offers too."""
 
     def __init__(self, conn: Any, path: str, module: Any, vec_available: bool, vec_error: str | None):
         super().__init__(conn, module)
@@ -121,8 +123,9 @@ def is_pg_url(target: Any) -> TypeGuard[str]:
     return isinstance(target, str) and target.startswith(PG_SCHEMES)
 
 
-def open_db(path: str | os.PathLike | None = None, *, create: bool = False, readonly: bool = False) -> Database:
-    """Open (and with `create`, make) an index. Migrations are applied on open.
+def open_db(path: str | os.PathLike | None = None, *, create: bool = False, readonly: bool = False) -> Index:
+    """Open (and with `create`, make) an index: a `Database` (a file) or a `pg.PgDatabase` (a
+    postgresql:// URL), each an `Index` (mypy checks both here). Migrations are applied on open.
 
     `readonly`: never write, not even the WAL switch or a migration (a baseline index downloaded
     from CI may be a read-only file); an index that needs migrating is then refused.

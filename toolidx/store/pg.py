@@ -45,6 +45,7 @@ from ..core.tooldoc import fix_strings
 from .cache import IndexCache
 from .db import Database
 from .dialect import POSTGRES, SqliteSql
+from .index import Index
 from .migrations import ADDITIVE, MIGRATIONS
 from .retrieval import Retrieval
 
@@ -752,7 +753,7 @@ def _statements(script: str) -> list[str]:
     return split(script)
 
 
-def table_exists(db: Database, name: str) -> bool:
+def table_exists(db: Index, name: str) -> bool:
     """Whether the catalog has the table `name` (either engine)."""
     if db.postgres:
         return (
@@ -765,7 +766,7 @@ def table_exists(db: Database, name: str) -> bool:
     return db.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)) is not None
 
 
-def pg_integrity(db: Database) -> list[str]:
+def pg_integrity(db: Index) -> list[str]:
     """What doctor reports as the index's integrity: ["ok"], or what is missing (tools the keyword
     index lacks); PostgreSQL checks its own pages."""
     missing = int(

@@ -32,7 +32,8 @@ from typing import Any
 from ..core.clock import now_iso
 from ..core.errors import DatabaseError, UsageError
 from ..core.files import not_regular, private_dir
-from .db import Database, is_pg_url
+from .db import is_pg_url
+from .index import Index
 from .pg import public_url
 from .sqlitefile import FileKind, SqliteFile, check_header, open_file
 
@@ -211,7 +212,7 @@ class UsageStore:
     connection). Thread-safe (the engine's connection is behind a lock); every write is one short
     transaction of its own. `where` names it in messages (a path, or the URL without password)."""
 
-    def __init__(self, engine: SqliteFile, where: str, *, owned: bool = True):
+    def __init__(self, engine: SqliteFile | Index, where: str, *, owned: bool = True):
         self.engine = engine
         self.where = where
         self.owned = owned  # False: the catalog's own connection (the CLI's), closed with the catalog
@@ -225,7 +226,7 @@ class UsageStore:
         """One short write transaction: the file's, or on PostgreSQL one that takes no writers'
         lock (store/pg.py)."""
         if self.postgres:
-            with self.engine.row_transaction() as conn:  # type: ignore[attr-defined]
+            with self.engine.row_transaction() as conn:  # type: ignore[union-attr]  # PgDatabase's
                 yield conn
         else:
             with self.engine.transaction() as conn:
@@ -407,7 +408,7 @@ def _pg_facts(url: str) -> dict[str, Any]:
     }
 
 
-def _pg_version(db: SqliteFile) -> int:
+def _pg_version(db: SqliteFile | Index) -> int:
     """The catalog's usage tables' schema version (0: not made yet); DatabaseError when a newer
     toolidx made them."""
     version = int(db.scalar("SELECT value FROM meta WHERE key = 'usage_schema_version'") or 0)
@@ -454,7 +455,7 @@ def open_usage(target: str | os.PathLike, *, create: bool = True) -> UsageStore 
     return UsageStore(SqliteFile(conn, mod), str(p))
 
 
-def catalog_usage(db: Database, explicit: str | os.PathLike | None = None) -> UsageStore | None:
+def catalog_usage(db: Index, explicit: str | os.PathLike | None = None) -> UsageStore | None:
     """The usage of the open index `db`, for reading (the CLI): a catalog in PostgreSQL's own tables,
     on the catalog's connection; else the usage file (None when nothing was recorded yet). Raises
     as `usage_path` and `open_usage` do."""
