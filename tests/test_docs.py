@@ -120,6 +120,18 @@ def test_what_architecture_says_of_sql_and_the_checks_holds():
         assert re.search(r"\b" + name.replace("*", r"\w*") + r"\b", code), f"vulture ignores {name}, which is gone"
 
 
+def test_one_name_per_module():
+    """(#33) Three usage.py and two merge.py held different things: catalog.metrics (a tool's
+    usage metrics, the report), serve.recorder (recording calls), store.usage (the usage store);
+    crawl.combine (`toolidx merge`: files, checks, rename) and store.merge (its SQL). The names
+    still shared are a layer's module and the store module holding its SQL, or core.schemas'."""
+    from collections import Counter
+
+    stems = Counter(p.stem for p in (REPO / "toolidx").rglob("*.py") if p.stem not in ("__init__", "__main__"))
+    shared = sorted(stem for stem, n in stems.items() if n > 1)
+    assert shared == ["approvals", "catalog", "examples", "history", "keywords", "stats"]
+
+
 def test_tests_follow_the_package_layout():
     """Each tests/<folder>/ is named for a folder of the package (data and servers aside, and
     benchmarks/, whose scripts are tested there)."""

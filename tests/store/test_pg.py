@@ -610,7 +610,7 @@ def test_a_merge_into_a_catalog_never_blocks_its_readers(tmp_path, pg_url, model
     """#31 item 8: readers (every replica's searches) read the old catalog while a merge writes
     the new one: no exclusive lock before the merge's final swap. The merge is held half-way (its
     tools written, not committed) while a reader searches, by keyword and by vector."""
-    from toolidx.crawl.merge import merge_indexes
+    from toolidx.crawl.combine import merge_indexes
     from toolidx.store import merge as store_merge
     from toolidx.store import vectors
 

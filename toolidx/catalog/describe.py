@@ -21,8 +21,8 @@ from ..store.index import Index
 from ..store.tools import get_server, get_tool
 from ..store.usage import UsageStore
 from .examples import tool_examples
+from .metrics import Metrics, tool_usage
 from .resolve import UnknownToolError, resolve_tool_id
-from .usage import Metrics, tool_usage
 
 __all__ = ["describe", "example_arguments", "parameter_table", "DETAILS", "Description", "FullDetail"]
 

@@ -206,7 +206,7 @@ class _Served:
         self.generation = 0  # bumped on each reload: every view drops its caches on a change
         self.lock = threading.Lock()
         self.model = Model()
-        self.usage: Any = None  # serve.usage.Usage, set by build_server
+        self.usage: Any = None  # serve.recorder.Usage, set by build_server
         self.expose_tools = expose_tools
         self.pin_names: list[str] = []
         self.max_tokens = max_tokens

@@ -22,7 +22,7 @@ from .metatools import META_TOOLS, SHOWN_SERVERS, SUMMARY_NAMES, meta_tools
 
 if TYPE_CHECKING:
     from ..catalog.listing import CatalogSummary
-    from ..catalog.usage import UsageReport
+    from ..catalog.metrics import UsageReport
 
 
 @dataclass
@@ -100,7 +100,7 @@ def catalog_of(db: Index, filters: Filters | None) -> CatalogSummary:
 
 def index_stats(db: Index, filters: Filters | None = None, usage: UsageReport | None = None) -> IndexStats:
     """Tokens of every tool definition in scope, per server, against the meta-tools'; with `usage`
-    (`catalog.usage.usage_report`), the usage report beside them."""
+    (`catalog.metrics.usage_report`), the usage report beside them."""
     defs = definitions_by_server(db, filters)
     status = server_statuses(db)
     rows: list[ServerTokens] = []
