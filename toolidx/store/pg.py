@@ -402,7 +402,9 @@ def _is_read(text: str) -> bool:
 
 
 class PgDatabase(Database):
-    """A connection to one toolidx catalog in PostgreSQL; Database's interface (module docstring)."""
+    """A connection to one toolidx catalog in PostgreSQL: an `Index`, as `Database` is (module
+    docstring). It subclasses Database for the members both engines share (one, rows, meta, close)
+    and replaces its connection, transactions and versions with PostgreSQL's."""
 
     dialect = "postgres"
     sql: SqliteSql = POSTGRES
