@@ -22,7 +22,7 @@ from pathlib import Path
 
 from _common import BENCH
 
-from toolidx.crawl.merge import merge_indexes
+from toolidx.crawl.combine import merge_indexes
 from toolidx.search.hybrid import search
 from toolidx.store.db import open_db
 

@@ -18,17 +18,17 @@ tool_tokens  # unused variable (toolidx/serve/stats.py:35)
 meta_tokens  # unused variable (toolidx/serve/stats.py:37)
 saved_tokens  # unused variable (toolidx/serve/stats.py:38)
 saving_pct  # unused variable (toolidx/serve/stats.py:39)
-success_rate  # unused variable (toolidx/catalog/listing.py, catalog/usage.py: usage in JSON)
-last_used  # unused variable (toolidx/catalog/listing.py, catalog/usage.py)
-p50_ms  # unused variable (toolidx/catalog/usage.py)
-p95_ms  # unused variable (toolidx/catalog/usage.py)
-outcomes  # unused variable (toolidx/catalog/usage.py)
-missing_vectors  # unused variable (toolidx/crawl/merge.py:31)
-embed_model  # unused variable (toolidx/crawl/merge.py:32)
-embed_dim  # unused variable (toolidx/crawl/merge.py:33)
+success_rate  # unused variable (toolidx/catalog/listing.py, catalog/metrics.py: usage in JSON)
+last_used  # unused variable (toolidx/catalog/listing.py, catalog/metrics.py)
+p50_ms  # unused variable (toolidx/catalog/metrics.py)
+p95_ms  # unused variable (toolidx/catalog/metrics.py)
+outcomes  # unused variable (toolidx/catalog/metrics.py)
+missing_vectors  # unused variable (toolidx/crawl/combine.py:31)
+embed_model  # unused variable (toolidx/crawl/combine.py:32)
+embed_dim  # unused variable (toolidx/crawl/combine.py:33)
 requested  # unused variable (toolidx/serve/preflight.py:26): a JSON key of toolidx check
-launch_differs  # unused variable (toolidx/crawl/merge.py): a JSON key of toolidx merge
-approvals_dropped  # unused variable (toolidx/crawl/merge.py): a JSON key of toolidx merge
+launch_differs  # unused variable (toolidx/crawl/combine.py): a JSON key of toolidx merge
+approvals_dropped  # unused variable (toolidx/crawl/combine.py): a JSON key of toolidx merge
 other_configs_servers  # unused variable (toolidx/store/crawls.py): a JSON key of toolidx crawl
 do_GET  # unused method (tests/conftest.py): http.server calls its handler's methods by name
 log_message  # unused method (tests/conftest.py): http.server's logging hook, silenced

@@ -134,8 +134,7 @@ def test_unknown_servers_are_checked_in_one_place(lexical_catalog):
     package = Path(__file__).parents[1] / "toolidx"
     sources = {p: p.read_text() for p in package.rglob("*.py")}
     assert [p.name for p, text in sources.items() if "no server named" in text] == ["errors.py"]
-    # store/pg.py keeps its own `is_url` until the engines' retrieval split (#33) moves it
-    assert {p.name for p, text in sources.items() if '"postgres://"' in text} <= {"db.py", "pg.py"}
+    assert [p.name for p, text in sources.items() if '"postgres://"' in text] == ["db.py"]
     for args in (
         ("diff", "--approved", "--server", "nope"),
         ("audit", "--server", "nope"),

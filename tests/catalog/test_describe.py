@@ -299,10 +299,11 @@ def test_every_real_tool_gets_a_valid_example(catalog_real_db, cli):
     assert r.code == 0 and r.json["example_arguments"] == {"message": "Hello, world"}  # a plausible value by name
 
 
-def test_only_examples_that_validate_are_shown_and_counted(tmp_path, cli):
+def test_only_examples_that_validate_are_shown_and_counted(tmp_path, cli, db_target):
     """A schema default that breaks its own pattern, or a saved example of an older schema, is
     neither shown by describe --examples nor counted by --has-examples; generated values follow
-    the parameter's name."""
+    the parameter's name. On both engines: the tools with examples are found by JSON paths in SQL
+    (store.catalog.documented_example_rows, db.sql's spellings)."""
     tools = [
         {
             "name": "good",
@@ -349,7 +350,7 @@ def test_only_examples_that_validate_are_shown_and_counted(tmp_path, cli):
     ]
     (tmp_path / "t.json").write_text(json.dumps(tools))
     (tmp_path / "c.json").write_text(json.dumps({"mcpServers": {"x": {"tools_file": str(tmp_path / "t.json")}}}))
-    db = tmp_path / "x.db"
+    db = db_target
     assert cli("crawl", "--config", tmp_path / "c.json", "--db", db, "--model", "none").code == 0
     r = cli("list", "--db", db, "--has-examples", "--json")
     assert [t["id"] for t in r.json["items"]] == ["x/good"]

@@ -18,37 +18,55 @@ from toolidx.core.clock import now_iso
 from toolidx.core.errors import DatabaseError
 from toolidx.store.db import open_db
 from toolidx.store.migrations import MIGRATIONS
-from toolidx.store.pg import PG_MIGRATIONS, RECONNECT_PAUSE_S, public_url, translate
+from toolidx.store.pg import PG_MIGRATIONS, RECONNECT_PAUSE_S, public_url, pyformat
 from toolidx.store.usage import MAX_EXAMPLES_PER_TOOL, open_usage, usage_path
 
-# --- SQL translation (no server) --------------------------------------------------------------------
+# --- SQL (no server) ---------------------------------------------------------------------------------
 
 
-def test_translate_turns_sqlite_spellings_into_postgresql():
+def test_postgresql_runs_the_store_statements_as_written():
+    """(#33) store/pg.py turns `?` into psycopg's `%s` and doubles `%`, outside string literals,
+    and rewrites nothing else: an SQLite-only spelling reaches PostgreSQL as written (and fails
+    there, in the tests), so the store must write what both engines speak or ask `db.sql`."""
     assert (
-        translate("SELECT id FROM tools WHERE id = ? AND name LIKE '50%?'")
+        pyformat("SELECT id FROM tools WHERE id = ? AND name LIKE '50%?'")
         == "SELECT id FROM tools WHERE id = %s AND name LIKE '50%%?'"
     )  # a literal's ? is no placeholder
-    assert (
-        translate("INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)")
-        == "INSERT INTO tool_versions(hash, definition) VALUES (%s, %s) ON CONFLICT DO NOTHING"
+    assert pyformat("SELECT 'it''s ?', ? FROM t WHERE a LIKE ? || '%'") == (
+        "SELECT 'it''s ?', %s FROM t WHERE a LIKE %s || '%%'"
     )
-    assert translate("INSERT OR REPLACE INTO server_approvals(server, hash, title) VALUES (?, ?, ?)").endswith(
-        "ON CONFLICT (server) DO UPDATE SET hash = excluded.hash, title = excluded.title"
+    for sqlite_only in (
+        "INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (%s, %s)",
+        "INSERT INTO crawls(started_at) VALUES (%s)",
+        "SELECT j.value FROM tools t, json_each(t.tags) j WHERE 1 GROUP BY j.value",
+        "SELECT 1 FROM tools t WHERE instr(lower(t.description), lower(%s)) > 0",
+    ):
+        assert pyformat(sqlite_only.replace("%s", "?")) == sqlite_only
+
+
+def test_the_store_writes_no_sqlite_only_spelling():
+    """(#33) What the engines spell differently is asked of `db.sql` (store/dialect.py); what
+    SQLite alone has (FTS5, sqlite-vec, PRAGMA) runs only on a file. No store module writes INSERT
+    OR IGNORE/REPLACE, instr, json_each, json_type or `WHERE 1`, or reads lastrowid."""
+    import re
+
+    store = REPO / "toolidx" / "store"
+    sqlite_only = re.compile(
+        r"INSERT OR (IGNORE|REPLACE)|(?<![.\w])(instr|json_each|json_type)\(|WHERE 1\b|lastrowid|\"1\", \[\]"
     )
-    assert translate("INSERT INTO crawls(started_at) VALUES (?)").endswith(" RETURNING id")
-    assert translate("SELECT 1 FROM tools t WHERE EXISTS (SELECT 1 FROM json_each(t.tags) WHERE value IN (?))") == (
-        "SELECT 1 FROM tools t WHERE EXISTS (SELECT 1 FROM jsonb_array_elements_text((t.tags)::jsonb) "
-        "AS je(value) WHERE value IN (%s))"
-    )
-    assert (
-        translate("SELECT j.value FROM tools t, json_each(t.tags) j WHERE 1 GROUP BY j.value")
-        == "SELECT j.value FROM tools t, jsonb_array_elements_text((t.tags)::jsonb) AS j(value) WHERE TRUE GROUP BY j.value"
-    )
-    assert (
-        translate("SELECT 1 FROM tools t WHERE t.name = ? AND instr(lower(t.description), lower(?)) > 0")
-        == "SELECT 1 FROM tools t WHERE t.name = %s AND strpos(lower(t.description), lower(%s)) > 0"
-    )
+    found = {
+        f"{p.name}:{n}: {line.strip()}"
+        for p in store.glob("*.py")
+        if p.name != "dialect.py"
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if sqlite_only.search(line)
+    }
+    # merge's check of a file's JSON columns runs on an SQLite input only (malformed_row)
+    assert {f.partition(":")[0] for f in found} <= {"merge.py"}, sorted(found)
+    from toolidx.store import merge
+
+    checks = merge._MALFORMED_TOOL + merge._MALFORMED_SERVER
+    assert all(f.partition(": ")[2] in checks for f in found), sorted(found)
 
 
 def test_the_url_shown_never_holds_the_password():
@@ -73,42 +91,109 @@ def test_both_engines_have_every_migration():
 # --- the catalog's contract ---------------------------------------------------------------------------
 
 
-def _columns_sqlite(path: str) -> dict[str, list[str]]:
-    db = open_db(path, create=True)
-    names = [
-        r["name"]
-        for r in db.query(
-            "SELECT name FROM sqlite_master WHERE type = 'table' "
-            "AND name NOT LIKE 'tools_fts%' AND name NOT LIKE 'sqlite_%'"
-        )
-    ]
-    out = {n: [r["name"] for r in db.query(f"PRAGMA table_info({n})")] for n in names}
-    db.close()
+# a column's type, as each engine names it, by the family that both engines read back alike
+_FAMILY = {
+    "TEXT": "text",
+    "text": "text",
+    "INTEGER": "integer",
+    "bigint": "integer",
+    "integer": "integer",
+    "smallint": "integer",
+    "REAL": "real",
+    "double precision": "real",
+}
+
+
+def _shape_sqlite(rows) -> dict[str, dict]:
+    """{table: {columns: [(name, type family)], primary_key: [...], indexes: {(columns, unique)}}}
+    of an SQLite file (`rows` runs a statement on it), FTS5's tables left out."""
+    out: dict[str, dict] = {}
+    for (table,) in rows(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'tools_fts%' AND name NOT LIKE 'sqlite_%'"
+    ):
+        info = rows(f"PRAGMA table_info({table})")
+        indexes = set()
+        for _, name, unique, origin, _ in rows(f"PRAGMA index_list({table})"):
+            if origin != "pk":
+                indexes.add((tuple(r[2] for r in rows(f"PRAGMA index_info({name})")), bool(unique)))
+        out[table] = {
+            "columns": [(r[1], _FAMILY[r[2]]) for r in info],
+            "primary_key": [r[1] for r in sorted((r for r in info if r[5]), key=lambda r: r[5])],
+            "indexes": indexes,
+        }
     return out
 
 
-def test_postgresql_has_the_file_tables_and_columns(pg_url, tmp_path):
-    db = open_db(pg_url, create=True)
-    rows = db.query(
-        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = ? "
+def _shape_pg(db) -> dict[str, dict]:
+    """The same of the catalog's schema in PostgreSQL."""
+    out: dict[str, dict] = {}
+    for r in db.query(
+        "SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = ? "
         "ORDER BY table_name, ordinal_position",
         (db.schema,),
-    )
+    ):
+        t = out.setdefault(r["table_name"], {"columns": [], "primary_key": [], "indexes": set()})
+        t["columns"].append((r["column_name"], _FAMILY[r["data_type"]]))
+    for r in db.query(
+        "SELECT c.relname AS tbl, i.indisprimary AS pk, i.indisunique AS uniq, "
+        "array_to_string(array(SELECT a.attname FROM unnest(i.indkey[0:i.indnkeyatts - 1]) WITH ORDINALITY AS k(n, o) "
+        "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.n ORDER BY k.o), ',') AS cols "
+        "FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace s ON s.oid = c.relnamespace "
+        "WHERE s.nspname = ?",
+        (db.schema,),
+    ):
+        t = out[r["tbl"]]
+        if r["pk"]:
+            t["primary_key"] = r["cols"].split(",")
+        else:
+            t["indexes"].add((tuple(r["cols"].split(",")), bool(r["uniq"])))
+    return out
+
+
+def test_both_engines_make_one_schema(pg_url, tmp_path):
+    """(#33) The schema is written once per engine (migrations.py, pg.PG_MIGRATIONS; usage.py's
+    two lists): a fresh file and a fresh catalog hold the same tables, columns in the same order
+    with types of one family, primary keys and indexes, but for what each engine keeps its own."""
+    db = open_db(pg_url, create=True)
+    pg = _shape_pg(db)
     db.close()
-    pg: dict[str, list[str]] = {}
-    for r in rows:
-        pg.setdefault(r["table_name"], []).append(r["column_name"])
+    f = open_db(str(tmp_path / "f.db"), create=True)
+    on_file = _shape_sqlite(f.rows)
+    f.close()
+    u = open_usage(tmp_path / "u.db")
+    usage_file = _shape_sqlite(u.rows)
+    u.close()
     # the keyword index is FTS5's tools_fts in a file, postings of the same tokens here; usage
     # (a file of its own beside an index file) is the catalog's calls and examples here
-    assert set(pg) - set(_columns_sqlite(str(tmp_path / "f.db"))) == {"tool_terms", "tool_docsize", "calls", "examples"}
-    for table, cols in _columns_sqlite(str(tmp_path / "f.db")).items():
-        assert pg[table] == cols, table
-    u = open_usage(tmp_path / "u.db")
-    for table in ("calls", "examples"):
-        on_file = [r[1] for r in u.rows(f"PRAGMA table_info({table})")]
-        # SQLite's implicit rowid, the tie-break of two examples recorded in one millisecond, is a column here
-        assert [c for c in pg[table] if c != "rowid"] == on_file, table
-    u.close()
+    assert set(pg) == set(on_file) | {"tool_terms", "tool_docsize"} | set(usage_file)
+    # a catalog's names filter (--name-pattern) asks for names by the hundred: an index here
+    pg["tools"]["indexes"].remove((("name",), False))
+    for table, shape in [*on_file.items(), *usage_file.items()]:
+        if table == "examples":  # SQLite's implicit rowid (the tie-break of two examples of one `at`) is a column here
+            assert pg[table]["columns"][-1] == ("rowid", "integer")
+            pg[table]["columns"].pop()
+        assert pg[table] == shape, table
+
+
+def test_every_layer_names_the_index_not_an_engine(db_target):
+    """(#33) `store.index.Index` is what code outside store/ names (39 signatures named the SQLite
+    `Database`): each engine's open index is one, at run time as mypy checks it in open_db."""
+    import re
+
+    from toolidx.store.index import Index
+
+    db = open_db(db_target, create=True)
+    assert isinstance(db, Index) and db.retrieval is not None
+    db.close()
+    package = REPO / "toolidx"
+    named = [
+        f"{p.relative_to(package)}:{n}: {line.strip()}"
+        for p in sorted(package.rglob("*.py"))
+        if p.relative_to(package).parts[0] != "store"
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(r"\bDatabase\b(?!Error)", line)
+    ]
+    assert named == [], named
 
 
 def test_concurrent_first_connects_migrate_once(pg_url):
@@ -204,6 +289,7 @@ CATALOG_COMMANDS = [
     ("list",),
     ("list", "--tag", "vcs", "--exclude-tag", "community", "--sort", "server"),
     ("list", "--description-contains", "REPOSITORY", "--category", "dev"),
+    ("list", "--has-examples"),  # the tools whose schema holds examples: JSON paths in SQL (#33)
     ("categories",),
     ("similar", "git/git_commit"),
     ("history",),
@@ -524,7 +610,7 @@ def test_a_merge_into_a_catalog_never_blocks_its_readers(tmp_path, pg_url, model
     """#31 item 8: readers (every replica's searches) read the old catalog while a merge writes
     the new one: no exclusive lock before the merge's final swap. The merge is held half-way (its
     tools written, not committed) while a reader searches, by keyword and by vector."""
-    from toolidx.crawl.merge import merge_indexes
+    from toolidx.crawl.combine import merge_indexes
     from toolidx.store import merge as store_merge
     from toolidx.store import vectors
 

@@ -17,12 +17,12 @@ from ..core.schemas import example_arguments, parameter_table, required_params, 
 from ..core.toolcard import ToolSummary
 from ..core.tooldoc import annotation_tags
 from ..core.vocabulary import DETAIL_LEVELS as DETAILS
-from ..store.db import Database
+from ..store.index import Index
 from ..store.tools import get_server, get_tool
 from ..store.usage import UsageStore
 from .examples import tool_examples
+from .metrics import Metrics, tool_usage
 from .resolve import UnknownToolError, resolve_tool_id
-from .usage import Metrics, tool_usage
 
 __all__ = ["describe", "example_arguments", "parameter_table", "DETAILS", "Description", "FullDetail"]
 
@@ -108,7 +108,7 @@ class Description(ToolSummary):
         return out
 
 
-def _server_info(db: Database, name: str) -> dict | None:
+def _server_info(db: Index, name: str) -> dict | None:
     s = get_server(db, name)
     if s is None:
         return None
@@ -144,7 +144,7 @@ def _read(usage: UsageStore | None, read: Callable[[UsageStore | None], _T]) -> 
 
 
 def describe(
-    db: Database,
+    db: Index,
     tool_id: str,
     detail: str = "summary",
     *,

@@ -273,7 +273,7 @@ def merge(
     """Merge index files into one: tools, servers, crawl history and vectors (copied, when the models
     match). A server in several inputs comes from the one that crawled it last (reported). Exit 2,
     with nothing written, when the inputs' models differ or OUT is an input."""
-    from ..crawl.merge import merge_indexes
+    from ..crawl.combine import merge_indexes
 
     render.merge_result(merge_indexes(list(inputs), output), as_json)
 
@@ -811,7 +811,7 @@ def stats(
     filters = Filters(servers=list(server)) if server else None
     report = None
     if usage:
-        from ..catalog.usage import usage_report
+        from ..catalog.metrics import usage_report
         from ..store.usage import shown, usage_path
 
         report = usage_report(database, _usage(database, usage_db), filters, shown(usage_path(database.path, usage_db)))

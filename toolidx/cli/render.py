@@ -26,10 +26,10 @@ if TYPE_CHECKING:  # the result types only: render is imported on every start, t
     from ..catalog.approvals import Approval
     from ..catalog.describe import Description
     from ..catalog.listing import Categories, ToolPage
+    from ..catalog.metrics import Metrics
     from ..catalog.similar import SimilarTools
-    from ..catalog.usage import Metrics
     from ..crawl.client_configs import ClientConfigs
-    from ..crawl.merge import MergeResult
+    from ..crawl.combine import MergeResult
     from ..crawl.run import EmbedResult
     from ..diff.audit import AuditReport
     from ..diff.history import CrawlHistory

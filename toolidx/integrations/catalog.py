@@ -38,7 +38,8 @@ from ..core.servers import ServerResult, ServerSpec, server_name_problem
 from ..core.tooldoc import fix_strings, validate_tool
 from ..crawl.write import store_crawl
 from ..search.hybrid import SearchResult, Spelling, get_query_embedder, search, warm
-from ..store.db import Database, open_db
+from ..store.db import open_db
+from ..store.index import Index
 
 __all__ = [
     "API_VERSION",
@@ -123,7 +124,7 @@ class Catalog:
     """The tools of one index, to search and describe. Make one with `Catalog.open` (an index file)
     or `Catalog.from_tools` (tool definitions, in memory or in a cache file). Thread-safe."""
 
-    def __init__(self, db: Database, embedder: Embedder | None, *, server: str | None = None):
+    def __init__(self, db: Index, embedder: Embedder | None, *, server: str | None = None):
         self.db = db
         self.embedder = embedder
         self.server = server  # the server part of ids when built from tools

@@ -21,7 +21,7 @@ from ..core.filters import Filters
 from ..serve.backends import BackendPool, SpecSource
 from ..serve.discovery import Discovery
 from ..serve.execute import execute
-from ..serve.usage import Usage
+from ..serve.recorder import Usage
 from ..store.tools import get_server
 
 MAX_TOOLS = 10_000  # both APIs: at most 10,000 tools in one request

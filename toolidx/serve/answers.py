@@ -16,8 +16,8 @@ from ..core.schemas import compile_validator
 from ..core.toolcard import compact
 from .discovery import Answer, Discovery, LookupProblem, error_answer
 from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS
+from .recorder import scope_label
 from .texts import categories_text, describe_text, list_text, search_text, similar_text
-from .usage import scope_label
 
 HIT_KEYS = ("id", "title", "description", "score", "matched", "note")
 

@@ -13,7 +13,7 @@ from typing import Any
 from ..core.errors import BACKEND_UNAVAILABLE, INVALID_ARGUMENTS
 from .backends import BackendPool, BackendUnavailable
 from .discovery import Discovery, error_answer
-from .usage import Usage
+from .recorder import Usage
 
 UNAVAILABLE_FIX = "try again"  # when nothing more specific is known (backends.BackendUnavailable.fix)
 

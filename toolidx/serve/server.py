@@ -28,7 +28,7 @@ from .backends import BackendPool, SpecSource
 from .discovery import DEFAULT_MAX_TOKENS, Discovery, error_answer
 from .execute import execute
 from .metatools import DEFAULT_TIMEOUT_MS, META_NAMES, meta_tools
-from .usage import Usage
+from .recorder import Usage
 
 log = logging.getLogger("toolidx")
 

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.budget import CHARS_PER_TOKEN, estimate_tokens
 from ..core.filters import Filters
-from ..store.db import Database
+from ..store.index import Index
 from ..store.stats import definitions_by_server, server_statuses
 from .metatools import META_TOOLS, SHOWN_SERVERS, SUMMARY_NAMES, meta_tools
 
 if TYPE_CHECKING:
     from ..catalog.listing import CatalogSummary
-    from ..catalog.usage import UsageReport
+    from ..catalog.metrics import UsageReport
 
 
 @dataclass
@@ -90,7 +90,7 @@ class IndexStats:
         return out
 
 
-def catalog_of(db: Database, filters: Filters | None) -> CatalogSummary:
+def catalog_of(db: Index, filters: Filters | None) -> CatalogSummary:
     """The catalog summary serve puts in its instructions and search_tools' description: counted
     in the database, a few hundred names at most whatever the catalog's size (SUMMARY_NAMES)."""
     from ..catalog.listing import summary
@@ -98,9 +98,9 @@ def catalog_of(db: Database, filters: Filters | None) -> CatalogSummary:
     return summary(db, filters, names=SUMMARY_NAMES, largest=SHOWN_SERVERS)
 
 
-def index_stats(db: Database, filters: Filters | None = None, usage: UsageReport | None = None) -> IndexStats:
+def index_stats(db: Index, filters: Filters | None = None, usage: UsageReport | None = None) -> IndexStats:
     """Tokens of every tool definition in scope, per server, against the meta-tools'; with `usage`
-    (`catalog.usage.usage_report`), the usage report beside them."""
+    (`catalog.metrics.usage_report`), the usage report beside them."""
     defs = definitions_by_server(db, filters)
     status = server_statuses(db)
     rows: list[ServerTokens] = []

@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 
 from ..core.tooldoc import definition_hash
-from .db import Database, in_chunks
+from .db import in_chunks
+from .index import Index
 
 TABLE = "approvals"
 SERVER_TABLE = "server_approvals"
 
 
-def has_table(db: Database, table: str = TABLE) -> bool:
+def has_table(db: Index, table: str = TABLE) -> bool:
     from .pg import table_exists
 
     return table_exists(db, table)
@@ -34,7 +35,7 @@ def text_hash(title: str | None, instructions: str | None) -> str:
     return definition_hash({"title": title, "instructions": instructions})
 
 
-def server_texts(db: Database, servers: list[str]) -> dict[str, dict]:
+def server_texts(db: Index, servers: list[str]) -> dict[str, dict]:
     """server -> {"title", "instructions"} as the index holds them now (servers not there: absent)."""
     out: dict[str, dict] = {}
     for marks, chunk in in_chunks(list(dict.fromkeys(servers))):
@@ -43,7 +44,7 @@ def server_texts(db: Database, servers: list[str]) -> dict[str, dict]:
     return out
 
 
-def server_approvals(db: Database, servers: list[str]) -> dict[str, dict]:
+def server_approvals(db: Index, servers: list[str]) -> dict[str, dict]:
     """server -> {"server", "hash", "title", "instructions", "approved_by", "approved_at"}: the text
     approved with its tools (none before migration 3, or for a read-only index that lacks it)."""
     if not has_table(db, SERVER_TABLE):
@@ -55,7 +56,7 @@ def server_approvals(db: Database, servers: list[str]) -> dict[str, dict]:
     return out
 
 
-def approvals(db: Database, ids: list[str] | None = None) -> dict[str, dict]:
+def approvals(db: Index, ids: list[str] | None = None) -> dict[str, dict]:
     """tool id -> {"tool_id", "hash", "approved_by", "approved_at"}; all of them, or those of `ids`."""
     if not has_table(db):
         return {}
@@ -77,7 +78,7 @@ def stored_hash(definition: str | None) -> str:
         return "unreadable definition"
 
 
-def current_hashes(db: Database, ids: list[str] | None = None, servers: list[str] | None = None) -> dict[str, str]:
+def current_hashes(db: Index, ids: list[str] | None = None, servers: list[str] | None = None) -> dict[str, str]:
     """tool id -> the hash of its definition (computed), for the tools now in the index (all, or
     `ids`, or `servers`' tools)."""
     if ids is not None:
@@ -97,7 +98,7 @@ def current_hashes(db: Database, ids: list[str] | None = None, servers: list[str
     return {r["id"]: stored_hash(r["definition"]) for r in db.query(sql + " ORDER BY id", params)}
 
 
-def record(db: Database, ids: list[str], by: str, at: str) -> list[dict]:
+def record(db: Index, ids: list[str], by: str, at: str) -> list[dict]:
     """Approve the current definition of each tool in `ids`, in one transaction. Returns, per id,
     {"id", "hash", "previous_hash"} (previous_hash: what was approved before, or None). The approved
     definition is kept in tool_versions (a crawl keeps it there too), so a later change can be diffed."""
@@ -111,7 +112,9 @@ def record(db: Database, ids: list[str], by: str, at: str) -> list[dict]:
             ).fetchall()
             versions = [(stored_hash(d), d) for _, d, _ in found]
             rows += [(tid, h, prev) for (tid, _, prev), (h, _) in zip(found, versions)]
-            conn.executemany("INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)", versions)
+            conn.executemany(
+                "INSERT INTO tool_versions(hash, definition) VALUES (?, ?) ON CONFLICT DO NOTHING", versions
+            )
         conn.executemany(
             "INSERT INTO approvals(tool_id, hash, approved_by, approved_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT(tool_id) DO UPDATE SET hash = excluded.hash, "
@@ -120,8 +123,10 @@ def record(db: Database, ids: list[str], by: str, at: str) -> list[dict]:
         )
         texts = server_texts(db, sorted({tid.partition("/")[0] for tid, _, _ in rows}))
         conn.executemany(
-            "INSERT OR REPLACE INTO server_approvals(server, hash, title, instructions, approved_by, "
-            "approved_at) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO server_approvals(server, hash, title, instructions, approved_by, approved_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (server) DO UPDATE SET hash = excluded.hash, "
+            "title = excluded.title, instructions = excluded.instructions, "
+            "approved_by = excluded.approved_by, approved_at = excluded.approved_at",
             [
                 (s, text_hash(t["title"], t["instructions"]), t["title"], t["instructions"], by, at)
                 for s, t in texts.items()
@@ -130,7 +135,7 @@ def record(db: Database, ids: list[str], by: str, at: str) -> list[dict]:
     return [{"id": tid, "hash": h, "previous_hash": prev} for tid, h, prev in sorted(rows)]
 
 
-def revoke(db: Database, ids: list[str]) -> list[str]:
+def revoke(db: Index, ids: list[str]) -> list[str]:
     """Remove the approvals of `ids`; returns the ids that had one."""
     with db.transaction() as conn:
         had: list[str] = []

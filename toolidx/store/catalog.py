@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..core.filters import Filters
-from .db import Database, in_chunks
+from .db import in_chunks
+from .index import Index
 from .tools import decode
 from .tools import where as filter_sql
 
@@ -19,17 +20,17 @@ LIST_COLUMNS = (
 )
 
 
-def _where(db: Database, filters: Filters | None) -> tuple[str, list]:
-    return filter_sql(db, filters, "t") if filters is not None else ("1", [])
+def _where(db: Index, filters: Filters | None) -> tuple[str, list]:
+    return filter_sql(db, filters, "t") if filters is not None else ("TRUE", [])
 
 
-def count_tools(db: Database, filters: Filters | None = None) -> int:
+def count_tools(db: Index, filters: Filters | None = None) -> int:
     where, params = _where(db, filters)
     return int(db.scalar(f"SELECT count(*) FROM tools t WHERE {where}", params))
 
 
 def page_tools(
-    db: Database, *, sort: str, descending: bool, limit: int, offset: int, filters: Filters | None = None
+    db: Index, *, sort: str, descending: bool, limit: int, offset: int, filters: Filters | None = None
 ) -> list[dict]:
     where, params = _where(db, filters)
     direction = "DESC" if descending else "ASC"
@@ -43,7 +44,7 @@ def page_tools(
     return [decode(r) for r in rows]
 
 
-def category_counts(db: Database, filters: Filters | None = None) -> list[dict]:
+def category_counts(db: Index, filters: Filters | None = None) -> list[dict]:
     where, params = _where(db, filters)
     return db.query(
         f"SELECT t.category AS name, count(*) AS count FROM tools t WHERE {where} "
@@ -52,16 +53,16 @@ def category_counts(db: Database, filters: Filters | None = None) -> list[dict]:
     )
 
 
-def tag_counts(db: Database, filters: Filters | None = None) -> list[dict]:
+def tag_counts(db: Index, filters: Filters | None = None) -> list[dict]:
     where, params = _where(db, filters)
     return db.query(
-        f"SELECT j.value AS name, count(*) AS count FROM tools t, json_each(t.tags) j "
+        f"SELECT j.value AS name, count(*) AS count FROM tools t, {db.sql.json_each('t.tags', 'j')} "
         f"WHERE {where} GROUP BY j.value ORDER BY count DESC, name",
         params,
     )
 
 
-def server_counts(db: Database, filters: Filters | None = None) -> list[dict]:
+def server_counts(db: Index, filters: Filters | None = None) -> list[dict]:
     """Every server with its matching tools, stale tools, and last crawl status."""
     where, params = _where(db, filters)
     return db.query(
@@ -74,7 +75,7 @@ def server_counts(db: Database, filters: Filters | None = None) -> list[dict]:
 
 
 def server_summary(
-    db: Database, filters: Filters | None, *, first: int, largest: int, named: list[str]
+    db: Index, filters: Filters | None, *, first: int, largest: int, named: list[str]
 ) -> tuple[int, int, list[dict]]:
     """(tools passing `filters`, servers having one, [{name, count}] of those servers: the first
     `first` by name, in name order, then the `largest` with the most tools (count, then name) and
@@ -104,7 +105,7 @@ def server_summary(
     return int(top[0]["tools"]), int(top[0]["servers"]), [{"name": r["name"], "count": r["count"]} for r in rows]
 
 
-def category_summary(db: Database, filters: Filters | None, limit: int) -> tuple[int, list[dict]]:
+def category_summary(db: Index, filters: Filters | None, limit: int) -> tuple[int, list[dict]]:
     """(named categories of the tools passing `filters`, the first `limit` of them by size as in
     category_counts, [{name, count}])."""
     where, params = _where(db, filters)
@@ -116,23 +117,23 @@ def category_summary(db: Database, filters: Filters | None, limit: int) -> tuple
     return (int(rows[0]["categories"]) if rows else 0), [{"name": r["name"], "count": r["count"]} for r in rows]
 
 
-def id_names(db: Database, filters: Filters | None = None) -> list[dict]:
+def id_names(db: Index, filters: Filters | None = None) -> list[dict]:
     where, params = _where(db, filters)
     return db.query(f"SELECT t.id, t.server, t.name FROM tools t WHERE {where} ORDER BY t.id", params)
 
 
-def ids_named(db: Database, name: str, filters: Filters | None = None) -> list[str]:
+def ids_named(db: Index, name: str, filters: Filters | None = None) -> list[str]:
     where, params = _where(db, filters)
     rows = db.query(f"SELECT t.id FROM tools t WHERE ({where}) AND t.name = ? ORDER BY t.id", [*params, name])
     return [r["id"] for r in rows]
 
 
-def tool_exists(db: Database, tool_id: str, filters: Filters | None = None) -> bool:
+def tool_exists(db: Index, tool_id: str, filters: Filters | None = None) -> bool:
     where, params = _where(db, filters)
     return db.scalar(f"SELECT 1 FROM tools t WHERE ({where}) AND t.id = ?", [*params, tool_id]) is not None
 
 
-def ids_within(db: Database, ids: list[str], filters: Filters | None) -> set[str]:
+def ids_within(db: Index, ids: list[str], filters: Filters | None) -> set[str]:
     """Those of `ids` that are tools passing `filters` (a scope check by look-up, not a set of
     every id in scope)."""
     where, params = _where(db, filters)
@@ -143,25 +144,27 @@ def ids_within(db: Database, ids: list[str], filters: Filters | None) -> set[str
     return out
 
 
-def tool_rowid(db: Database, tool_id: str) -> int | None:
+def tool_rowid(db: Index, tool_id: str) -> int | None:
     v = db.scalar("SELECT rowid FROM tools WHERE id = ?", (tool_id,))
     return None if v is None else int(v)
 
 
-def lexical_rows(db: Database) -> list[dict]:
+def lexical_rows(db: Index) -> list[dict]:
     """What the lexical fallback of `similar` compares: every tool's name, text and params."""
     return db.query("SELECT rowid, id, server, name, title, description FROM tools ORDER BY id")
 
 
-def documented_example_rows(db: Database) -> list[dict]:
+def documented_example_rows(db: Index) -> list[dict]:
     """Tools whose input schema or saved definition may hold examples of their own (the schema's
     `examples`, a property's `examples` / `default`, a tools_file row's `examples`): {id,
     input_schema, definition}, decoded. Whether one validates is the caller's check."""
+    q = db.sql
     rows = db.query(
-        "SELECT id, input_schema, definition FROM tools t WHERE json_type(t.input_schema, '$.examples') IS NOT NULL "
-        "OR json_type(t.definition, '$.examples') IS NOT NULL "
-        "OR EXISTS (SELECT 1 FROM json_each(t.input_schema, '$.properties') p WHERE p.type = 'object' "
-        "AND (json_type(p.value, '$.examples') IS NOT NULL OR json_type(p.value, '$.default') IS NOT NULL)) "
+        f"SELECT id, input_schema, definition FROM tools t WHERE {q.json_has('t.input_schema', 'examples')} "
+        f"OR {q.json_has('t.definition', 'examples')} "
+        f"OR EXISTS (SELECT 1 FROM {q.json_members('t.input_schema', 'properties', 'p')} "
+        f"WHERE {q.member_is_object('p')} "
+        f"AND ({q.json_has('p.value', 'examples')} OR {q.json_has('p.value', 'default')})) "
         "ORDER BY id"
     )
     return [decode(r, ("input_schema", "definition")) for r in rows]

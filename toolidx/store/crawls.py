@@ -16,7 +16,8 @@ from ..core.embedding import Embedder, text_hash
 from ..core.servers import ServerResult, stderr_lines
 from ..core.tooldoc import ToolDoc, canonical_json
 from . import keywords, vectors
-from .db import Database, in_chunks
+from .db import in_chunks
+from .index import Index
 
 
 @dataclass
@@ -55,13 +56,13 @@ def _bool(v: bool | None) -> int | None:
     return None if v is None else int(v)
 
 
-def embed_hashes(db: Database) -> dict[str, str | None]:
+def embed_hashes(db: Index) -> dict[str, str | None]:
     """Each tool's id and the hash of the text its vector was computed from (None: no vector)."""
     return {row["id"]: row["embed_hash"] for row in db.query("SELECT id, embed_hash FROM tools")}
 
 
 def write_crawl(
-    db: Database,
+    db: Index,
     results: list[ServerResult],
     docs: dict[str, list[ToolDoc]],
     *,
@@ -100,11 +101,12 @@ def write_crawl(
                     )
                 }
             )
-        cur = db.execute(
-            "INSERT INTO crawls(started_at, config_path, toolidx_version) VALUES (?, ?, ?)",
-            (started_at or ts, config_path, __version__),
+        crawl_id = summary.crawl_id = int(
+            db.scalar(
+                "INSERT INTO crawls(started_at, config_path, toolidx_version) VALUES (?, ?, ?) RETURNING id",
+                (started_at or ts, config_path, __version__),
+            )
         )
-        crawl_id = summary.crawl_id = int(cur.lastrowid)
         if embedder is not None:
             if vectors.ensure_table(db, embedder.model, embedder.dim, embedder.sha256):
                 db.execute("UPDATE tools SET embed_hash = NULL")
@@ -163,7 +165,10 @@ def write_crawl(
                     {"server": row["name"], "tools": tools, "owner": row["owner"], "other_config": not mine}
                 )
         # snapshot of the whole index after this crawl
-        db.execute("INSERT OR IGNORE INTO tool_versions(hash, definition) SELECT hash, definition FROM tools")
+        db.execute(
+            "INSERT INTO tool_versions(hash, definition) SELECT hash, definition FROM tools WHERE TRUE "
+            "ON CONFLICT DO NOTHING"
+        )
         db.execute(
             "INSERT INTO crawl_tools(crawl_id, tool_id, server, name, hash, stale) "
             "SELECT ?, id, server, name, hash, stale FROM tools",
@@ -182,14 +187,14 @@ def write_crawl(
     return summary
 
 
-def _newer_crawl(db: Database, r: ServerResult, ts: str) -> str | None:
+def _newer_crawl(db: Index, r: ServerResult, ts: str) -> str | None:
     """When the index holds a crawl of `r`'s server that started after `r` did (a crawler that
     ran at the same time and committed first), that crawl's time; else None."""
     at = db.scalar("SELECT crawled_at FROM servers WHERE name = ?", (r.spec.name,))
     return at if at is not None and at > (r.started_at or ts) else None
 
 
-def _write_server(db: Database, r: ServerResult, crawl_id: int, ts: str, owner: str | None) -> None:
+def _write_server(db: Index, r: ServerResult, crawl_id: int, ts: str, owner: str | None) -> None:
     s = r.spec
     db.execute(
         "INSERT INTO crawl_servers(crawl_id, server, status, error, server_name, server_version, "
@@ -242,7 +247,7 @@ def _write_server(db: Database, r: ServerResult, crawl_id: int, ts: str, owner: 
 
 
 def _write_tools(
-    db: Database,
+    db: Index,
     server: str,
     docs: list[ToolDoc],
     existing: dict[str, dict],
@@ -285,10 +290,10 @@ def _write_tools(
             values.update(id=d.id, first_seen=ts)
             cols = list(values)
             rowid = int(
-                db.execute(
-                    f"INSERT INTO tools({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                db.scalar(
+                    f"INSERT INTO tools({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING rowid",
                     [values[c] for c in cols],
-                ).lastrowid
+                )
             )
             summary.added += 1
         else:
@@ -311,13 +316,13 @@ def _write_tools(
     keywords.put_many(db, fts_rows)
 
 
-def _delete_tool(db: Database, rowid: int) -> None:
+def _delete_tool(db: Index, rowid: int) -> None:
     keywords.delete(db, [rowid])
     vectors.delete(db, [rowid])
     db.execute("DELETE FROM tools WHERE rowid = ?", (rowid,))
 
 
-def _delete_server(db: Database, name: str) -> int:
+def _delete_server(db: Index, name: str) -> int:
     rows = db.query("SELECT rowid FROM tools WHERE server = ?", (name,))
     for row in rows:
         _delete_tool(db, row["rowid"])
@@ -325,12 +330,12 @@ def _delete_server(db: Database, name: str) -> int:
     return len(rows)
 
 
-def embed_rows(db: Database) -> list[dict]:
+def embed_rows(db: Index) -> list[dict]:
     """Every tool's rowid, embedded text and the hash its vector was computed from (`toolidx embed`)."""
     return db.query("SELECT rowid, id, embed_text, embed_hash FROM tools")
 
 
-def write_vectors(db: Database, embedder: Embedder, rows: list[dict], blobs: list[bytes]) -> None:
+def write_vectors(db: Index, embedder: Embedder, rows: list[dict], blobs: list[bytes]) -> None:
     """Store `blobs`, the vectors `embedder` computed for `rows` (from `embed_rows`), in one transaction."""
     with db.transaction():
         vectors.ensure_table(db, embedder.model, embedder.dim, embedder.sha256)
@@ -343,7 +348,7 @@ def write_vectors(db: Database, embedder: Embedder, rows: list[dict], blobs: lis
             )
 
 
-def recorded_configs(db: Database, servers: list[str] | None = None) -> list[str]:
+def recorded_configs(db: Index, servers: list[str] | None = None) -> list[str]:
     """The config files the index's servers (those named, else all) were last crawled from, as the
     crawls recorded them; an index without servers: the config its last crawl recorded."""
     where, params = "", []

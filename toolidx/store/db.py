@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..core.errors import DatabaseError
 from ..core.files import private_dir
@@ -19,6 +19,7 @@ from .sqlitefile import FileKind, SqliteFile, check_header, open_file, sqlite_mo
 from .sqlitefile import statements as _statements  # noqa: F401  (store/pg.py splits its migrations with it)
 
 if TYPE_CHECKING:
+    from .index import Index
     from .retrieval import Retrieval
 
 # sqlite_module is sqlitefile's, named here too: callers (tests among them) take it from here
@@ -30,7 +31,11 @@ _FOREIGN_FIX = "point --db at a toolidx index, or at a new file name"
 
 
 def _record_version(conn: Any, version: int) -> None:
-    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(version),))
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES ('schema_version', ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (str(version),),
+    )
 
 
 INDEX = FileKind(
@@ -61,8 +66,9 @@ def default_db_path() -> Path:
 
 
 class Database(SqliteFile):
-    """A connection to one index file. Thread-safe for serve's worker threads via a lock. Its
-    interface, the one every reader above store/ uses, is `store.index.Index`."""
+    """A connection to one index file. Thread-safe for serve's worker threads via a lock. What
+    the layers above store/ and the store modules name is its interface, `store.index.Index`,
+    which store/pg.py's PgDatabase (a subclass, with its own connection) offers too."""
 
     def __init__(self, conn: Any, path: str, module: Any, vec_available: bool, vec_error: str | None):
         super().__init__(conn, module)
@@ -111,14 +117,15 @@ def in_chunks(values: list) -> Iterator[tuple[str, list]]:
 PG_SCHEMES = ("postgresql://", "postgres://")
 
 
-def is_pg_url(target: Any) -> bool:
+def is_pg_url(target: Any) -> TypeGuard[str]:
     """Whether `target` names a catalog in PostgreSQL (store/pg.py) rather than an index file:
     the one test, which `open_db` and the CLI's --db make before anything is opened."""
     return isinstance(target, str) and target.startswith(PG_SCHEMES)
 
 
-def open_db(path: str | os.PathLike | None = None, *, create: bool = False, readonly: bool = False) -> Database:
-    """Open (and with `create`, make) an index. Migrations are applied on open.
+def open_db(path: str | os.PathLike | None = None, *, create: bool = False, readonly: bool = False) -> Index:
+    """Open (and with `create`, make) an index: a `Database` (a file) or a `pg.PgDatabase` (a
+    postgresql:// URL), each an `Index` (mypy checks both here). Migrations are applied on open.
 
     `readonly`: never write, not even the WAL switch or a migration (a baseline index downloaded
     from CI may be a read-only file); an index that needs migrating is then refused.

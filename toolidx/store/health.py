@@ -8,7 +8,8 @@ from typing import Any
 
 from ..core.embedding import text_hash
 from . import vectors
-from .db import APPLICATION_ID, Database, load_vec
+from .db import APPLICATION_ID, load_vec
+from .index import Index
 from .migrations import MIGRATIONS
 from .sqlitefile import sqlite_module
 
@@ -47,7 +48,7 @@ def engine() -> dict[str, Any]:
     }
 
 
-def index_facts(db: Database) -> dict[str, Any]:
+def index_facts(db: Index) -> dict[str, Any]:
     """The index's schema version against this toolidx's, SQLite's quick integrity check, what
     was crawled and what is missing: servers that failed their last crawl, tools without a vector."""
     with db.snapshot():
@@ -94,7 +95,7 @@ def index_facts(db: Database) -> dict[str, Any]:
     }
 
 
-def engine_facts(db: Database) -> dict[str, Any]:
+def engine_facts(db: Index) -> dict[str, Any]:
     """Which engine holds the index and how it searches vectors: {"engine": "sqlite" | "postgres",
     "version", "vector": "sqlite-vec" | "pgvector" | "real[]" | None, "vector_version",
     "pgvector_available": the version the server could install (PostgreSQL; None: not there)}."""

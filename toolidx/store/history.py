@@ -6,18 +6,19 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from .db import Database, in_chunks
+from .db import in_chunks
+from .index import Index
 
 
-def crawl_ids(db: Database) -> list[int]:
+def crawl_ids(db: Index) -> list[int]:
     return [int(r["id"]) for r in db.query("SELECT id FROM crawls ORDER BY id")]
 
 
-def get_crawl(db: Database, crawl_id: int) -> dict | None:
+def get_crawl(db: Index, crawl_id: int) -> dict | None:
     return db.one("SELECT * FROM crawls WHERE id = ?", (crawl_id,))
 
 
-def snapshot_rows(db: Database, crawl_id: int, servers: list[str] | None = None) -> list[tuple]:
+def snapshot_rows(db: Index, crawl_id: int, servers: list[str] | None = None) -> list[tuple]:
     """(tool_id, server, name, hash, stale) tuples for every tool in one crawl's snapshot; no
     definitions, so a diff parses only the definitions that differ. Tuples, not dicts: a
     10,000-tool crawl is read in a few milliseconds."""
@@ -30,7 +31,7 @@ def snapshot_rows(db: Database, crawl_id: int, servers: list[str] | None = None)
         return db.conn.execute(sql, params).fetchall()
 
 
-def tool_rows(db: Database, tool_id: str, crawl_ids: list[int]) -> list[dict]:
+def tool_rows(db: Index, tool_id: str, crawl_ids: list[int]) -> list[dict]:
     """{crawl_id, hash, stale} of `tool_id` in each of `crawl_ids` that had it (by the primary
     key: no scan of every crawl's tools)."""
     if not crawl_ids:
@@ -42,11 +43,11 @@ def tool_rows(db: Database, tool_id: str, crawl_ids: list[int]) -> list[dict]:
     )
 
 
-def crawl_server_rows(db: Database, crawl_id: int) -> list[dict]:
+def crawl_server_rows(db: Index, crawl_id: int) -> list[dict]:
     return db.query("SELECT * FROM crawl_servers WHERE crawl_id = ?", (crawl_id,))
 
 
-def definitions(db: Database, hashes: Iterable[str]) -> dict[str, dict]:
+def definitions(db: Index, hashes: Iterable[str]) -> dict[str, dict]:
     """hash -> parsed definition."""
     hs = list(dict.fromkeys(hashes))
     out: dict[str, dict] = {}
@@ -56,7 +57,7 @@ def definitions(db: Database, hashes: Iterable[str]) -> dict[str, dict]:
     return out
 
 
-def current_definitions(db: Database, servers: list[str] | None = None) -> list[dict]:
+def current_definitions(db: Index, servers: list[str] | None = None) -> list[dict]:
     """id, server, name, definition of every tool in the index now (for the audit)."""
     sql = "SELECT id, server, name, definition FROM tools"
     params: list = []
@@ -66,7 +67,7 @@ def current_definitions(db: Database, servers: list[str] | None = None) -> list[
     return [{**r, "definition": _loads(r["definition"])} for r in db.query(sql + " ORDER BY id", params)]
 
 
-def crawl_history(db: Database, limit: int | None = 20, servers: list[str] | None = None) -> list[dict]:
+def crawl_history(db: Index, limit: int | None = 20, servers: list[str] | None = None) -> list[dict]:
     """Crawls, newest first, each with tool counts and added/removed/changed against the crawl
     before it (by tool id and definition hash: a rename counts as one removed plus one added)."""
     rows = db.query("SELECT * FROM crawls ORDER BY id DESC" + (" LIMIT ?" if limit else ""), (limit,) if limit else ())
@@ -140,7 +141,7 @@ def crawl_history(db: Database, limit: int | None = 20, servers: list[str] | Non
     return out
 
 
-def crawl_snapshot(db: Database, crawl_id: int) -> dict[str, dict]:
+def crawl_snapshot(db: Index, crawl_id: int) -> dict[str, dict]:
     """tool id -> {server, name, hash, stale, definition} as of one crawl."""
     rows = db.query(
         "SELECT ct.tool_id, ct.server, ct.name, ct.hash, ct.stale, tv.definition "

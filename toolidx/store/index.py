@@ -1,41 +1,45 @@
-"""`Index`: what the rest of toolidx may ask of an open index, whatever holds it. `db.Database` (a
-SQLite file) is one; another backend offers the same members. Its `conn`, `lock` and `module` are
-SQLite's own and stay inside store/ (store.retrieval borrows `module` for its in-memory query tokenizer)."""
+"""`Index`: an open index, whichever engine holds it: what every signature above store/ and the
+store modules' own name. `db.Database` (a SQLite file) and `pg.PgDatabase` (a catalog in
+PostgreSQL) both satisfy it (tests/store/test_pg.py checks both, mypy each use).
+
+Above store/, only the members before the SQL ones are used: where it is, whether it can run a
+vector search, the cache of what readers derive, `retrieval` (what search asks), the meta
+values, snapshots and versions. The SQL members, the connection and its lock are for store/'s
+modules (SQL lives only there: tests/test_docs.py); `postgres` says which engine, for what one
+engine has and the other lacks (FTS5, sqlite-vec, PRAGMA), and `sql` how each spells what both
+have (store/dialect.py)."""
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .cache import IndexCache
+
+if TYPE_CHECKING:
+    from .dialect import SqliteSql
+    from .retrieval import Retrieval
 
 
 @runtime_checkable
 class Index(Protocol):
-    path: str  # where it is, as errors name it
+    path: str  # where it is, as errors name it (a catalog's URL without its secrets)
     vec_available: bool  # whether vector search can run on it
     vec_error: str | None  # why not
     cache: IndexCache  # what readers derive from it, valid while version_key() is unchanged
 
-    def execute(self, sql: str, params: Any = ()) -> Any: ...
-
-    def query(self, sql: str, params: Any = ()) -> list[dict]: ...
-
-    def one(self, sql: str, params: Any = ()) -> dict | None: ...
-
-    def scalar(self, sql: str, params: Any = ()) -> Any: ...
-
-    def transaction(self) -> AbstractContextManager[Any]:
-        """One write transaction: readers see all of it or none of it."""
-        ...
-
-    def snapshot(self) -> AbstractContextManager[Any]:
-        """A read transaction: several queries see the same committed index."""
+    @property
+    def retrieval(self) -> Retrieval:
+        """What search asks of this index, this engine's implementation."""
         ...
 
     def get_meta(self, key: str, default: str | None = None) -> str | None: ...
 
     def set_meta(self, key: str, value: str | None) -> None: ...
+
+    def snapshot(self) -> AbstractContextManager[Any]:
+        """A read transaction: several queries see the same committed index."""
+        ...
 
     def data_version(self) -> int:
         """Changes whenever another connection commits."""
@@ -46,3 +50,25 @@ class Index(Protocol):
         ...
 
     def close(self) -> None: ...
+
+    # --- for store/'s modules only --------------------------------------------------------------
+    conn: Any  # the engine's connection (sqlite3's, or store.pg.PgConnection), used under `lock`
+    lock: Any  # a threading.RLock: one statement or transaction at a time on `conn`
+    sql: SqliteSql  # the engine's spelling of what the two write differently
+
+    @property
+    def postgres(self) -> bool: ...
+
+    def execute(self, sql: str, params: Any = ()) -> Any: ...
+
+    def query(self, sql: str, params: Any = ()) -> list[dict]: ...
+
+    def one(self, sql: str, params: Any = ()) -> dict | None: ...
+
+    def scalar(self, sql: str, params: Any = ()) -> Any: ...
+
+    def rows(self, sql: str, params: Any = ()) -> list[tuple]: ...
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """One write transaction: readers see all of it or none of it."""
+        ...

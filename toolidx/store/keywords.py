@@ -13,7 +13,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from .db import Database, in_chunks
+from .db import in_chunks
+from .index import Index
 from .migrations import MIGRATIONS
 
 FTS_COLUMNS = ("name", "title", "description", "server", "tags", "params")  # tools_fts's, in order
@@ -73,7 +74,7 @@ def tokenizer() -> Tokenizer:
         return _tokenizer
 
 
-def put_many(db: Database, rows: list[tuple[int, dict[str, str]]]) -> None:
+def put_many(db: Index, rows: list[tuple[int, dict[str, str]]]) -> None:
     """Index (rowid, fts_row) pairs, replacing what those tools had. Inside the crawl's transaction."""
     if not rows:
         return
@@ -92,7 +93,7 @@ def put_many(db: Database, rows: list[tuple[int, dict[str, str]]]) -> None:
     _copy(db, "tool_docsize (rowid, len)", sizes)
 
 
-def _copy(db: Database, target: str, rows: Iterable[tuple]) -> None:
+def _copy(db: Index, target: str, rows: Iterable[tuple]) -> None:
     """COPY into PostgreSQL: a crawl of 10k tools writes ~1M postings, 20x faster than INSERTs."""
     raw: Any = db.conn.raw
     with db.lock, raw.cursor() as cur, cur.copy(f"COPY {target} FROM STDIN") as cp:
@@ -101,7 +102,7 @@ def _copy(db: Database, target: str, rows: Iterable[tuple]) -> None:
     db.conn.total_changes += 1
 
 
-def delete(db: Database, rowids: list[int]) -> None:
+def delete(db: Index, rowids: list[int]) -> None:
     """Drop these tools from the keyword index."""
     if not rowids:
         return

@@ -24,7 +24,7 @@ from ..core.servers import launch_hash
 from ..core.tooldoc import build_tooldoc, canonical_json, fix_strings, server_words
 from . import approvals, keywords, vectors
 from .approvals import stored_hash
-from .db import Database
+from .index import Index
 from .tools import JSON_COLUMNS, SERVER_JSON_COLUMNS
 
 Key = tuple[str, int]  # (when a server was crawled, input position): the larger one wins
@@ -34,7 +34,7 @@ Key = tuple[str, int]  # (when a server was crawled, input position): the larger
 class Source:
     """One input index, read whole (its crawl history as per-crawl server sets and tool rows)."""
 
-    db: Database
+    db: Index
     position: int
     model: tuple[str, int] | None  # (embed_model, embed_dim) of its vectors; None: no vectors
     servers: dict[str, dict]  # name -> servers row, in rowid order
@@ -95,7 +95,7 @@ def _clean_row(row: dict) -> dict:
     return {k: _clean(v, k in _JSON_TEXT) for k, v in row.items()}
 
 
-def read_source(db: Database, position: int) -> Source:
+def read_source(db: Index, position: int) -> Source:
     model = None
     if vectors.has_table(db) and db.get_meta("embed_model") and db.get_meta("embed_dim"):
         model = (str(db.get_meta("embed_model")), int(str(db.get_meta("embed_dim"))))
@@ -153,7 +153,7 @@ def owners(sources: list[Source]) -> tuple[dict[str, Source], list[dict]]:
     return owner, conflicts
 
 
-def _columns(db: Database, table: str) -> list[str]:
+def _columns(db: Index, table: str) -> list[str]:
     if db.postgres:
         return [
             r["column_name"]
@@ -166,16 +166,13 @@ def _columns(db: Database, table: str) -> list[str]:
     return [r["name"] for r in db.query(f"PRAGMA table_info({table})")]
 
 
-def _insert(db: Database, table: str, row: dict[str, Any], columns: list[str]) -> int:
-    """Insert one row; the new row's id (tools' rowid, crawls' id; 0 for tables without one in PostgreSQL)."""
+def _insert(db: Index, table: str, row: dict[str, Any], columns: list[str]) -> None:
+    """Insert one row (an id, tools' rowid or crawls' id, is the row's own: the merge numbers them)."""
     cols = [c for c in columns if c in row]
-    cur = db.execute(
-        f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", [row[c] for c in cols]
-    )
-    return int(cur.lastrowid or 0)
+    db.execute(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", [row[c] for c in cols])
 
 
-def _history(out: Database, sources: list[Source]) -> dict[tuple[int, int], int]:
+def _history(out: Index, sources: list[Source]) -> dict[tuple[int, int], int]:
     """Write the merged crawls (one per input crawl, in time order) with their snapshots. Returns
     (input position, input crawl id) -> merged crawl id."""
     events = sorted(
@@ -205,7 +202,8 @@ def _history(out: Database, sources: list[Source]) -> dict[tuple[int, int], int]
                     best[server] = (key, snap.get(server, []))
         rows = [row for _, tools in best.values() for row in tools]
         # ids from 1, as in a new file (a catalog's sequence is moved past them: _advance_ids)
-        merged = _insert(out, "crawls", {**crawl, "id": len(ids) + 1, "tool_count": len(rows)}, ["id", *crawl_cols])
+        merged = len(ids) + 1
+        _insert(out, "crawls", {**crawl, "id": merged, "tool_count": len(rows)}, ["id", *crawl_cols])
         ids[(pos, crawl_id)] = merged
         for r in src.crawled.get(crawl_id, []):
             _insert(out, "crawl_servers", {**r, "crawl_id": merged}, server_cols)
@@ -238,7 +236,7 @@ _CLEARED = (
 _KEPT_META = ("application", "schema_version", "data_version", "usage_schema_version")
 
 
-def _clear(out: Database) -> None:
+def _clear(out: Index) -> None:
     """Empty a PostgreSQL catalog inside the merge's transaction: readers see the old catalog or
     the merged one. (A file output is a new file renamed over the old one.) Only row deletes,
     which readers do not wait for: no DROP, TRUNCATE or ALTER, whose exclusive lock would stall
@@ -251,7 +249,7 @@ def _clear(out: Database) -> None:
     out.execute(f"DELETE FROM meta WHERE key NOT IN ({', '.join('?' * len(_KEPT_META))})", _KEPT_META)
 
 
-def _vector_table(out: Database, model: tuple[str, int] | None, kept: bool) -> None:
+def _vector_table(out: Index, model: tuple[str, int] | None, kept: bool) -> None:
     """Make the vector table fit the merged vectors, at the end of the merge (its final swap):
     a table of another dimension, or one the merged index has no vectors for, is dropped here, so
     the exclusive lock that takes is held only until the commit that follows. A table that fits
@@ -266,7 +264,7 @@ def _vector_table(out: Database, model: tuple[str, int] | None, kept: bool) -> N
         vectors.ensure_table(out, *model)
 
 
-def _advance_ids(out: Database) -> None:
+def _advance_ids(out: Index) -> None:
     """Merged rows carry ids from 1, as in a new file. A PostgreSQL identity's next value is moved
     past them with setval (never back: setval outlives a rollback, and the old rows would then
     come back with ids the sequence hands out again), not ALTER ... RESTART (an exclusive lock)."""
@@ -278,7 +276,7 @@ def _advance_ids(out: Database) -> None:
 
 
 def write_merged(
-    out: Database,
+    out: Index,
     sources: list[Source],
     owner: dict[str, Source],
     model: tuple[str, int] | None,
@@ -309,7 +307,7 @@ def write_merged(
                 for cid, snap in s.snapshot.items()
             }
             out.conn.executemany(
-                "INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)",
+                "INSERT INTO tool_versions(hash, definition) VALUES (?, ?) ON CONFLICT DO NOTHING",
                 [(s.versions[h], d) for h, d in versions],
             )
         ids = _history(out, sources)
@@ -343,7 +341,7 @@ def _crawl_config(src: Source, crawl_id: Any) -> str | None:
 
 
 def _copy_tools(
-    out: Database,
+    out: Index,
     src: Source,
     server: dict,
     columns: list[str],
@@ -359,14 +357,16 @@ def _copy_tools(
         row = _clean_row(row)
         row["hash"] = stored_hash(row["definition"])  # the input's own hash column is not evidence
         out.execute(
-            "INSERT OR IGNORE INTO tool_versions(hash, definition) VALUES (?, ?)", (row["hash"], row["definition"])
+            "INSERT INTO tool_versions(hash, definition) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            (row["hash"], row["definition"]),
         )
         blob = vectors.get(src.db, old) if with_vectors and row.get("embed_hash") else None
         if blob is None:
             row["embed_hash"] = None
             counts["missing_vectors"] += 1
         row["rowid"], next_rowid[0] = next_rowid[0], next_rowid[0] + 1  # from 1, as in a new file
-        rowid = _insert(out, "tools", row, ["rowid", *columns])
+        rowid = row["rowid"]
+        _insert(out, "tools", row, ["rowid", *columns])
         if blob is not None:
             pending.append((rowid, blob))
             counts["vectors"] += 1
@@ -410,13 +410,13 @@ FROM servers WHERE why IS NOT NULL ORDER BY rowid LIMIT 1
 """
 
 
-def checkpoint(db: Database) -> None:
+def checkpoint(db: Index) -> None:
     """Fold the file's write-ahead log into it and empty the log, so the file alone is the index
     (merge renames it into place)."""
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def malformed_row(db: Database) -> str | None:
+def malformed_row(db: Index) -> str | None:
     """The first row of `db` whose JSON columns cannot be parsed ("tool s/t: its tags are not
     JSON"), or None. Read-only: an input is checked whole before anything is written. (A
     PostgreSQL input is not checked: its rows were written by toolidx's crawls.)"""

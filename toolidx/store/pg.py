@@ -1,10 +1,12 @@
 """The index in PostgreSQL (`--db postgresql://...`): the same tables and guarantees as the SQLite
 file, for many crawlers and many serve replicas on one catalog.
 
-`PgDatabase` has `Database`'s interface, so the store modules run their statements unchanged;
-`translate` turns the SQLite spellings they use (`?` placeholders, INSERT OR IGNORE / REPLACE,
-json_each, instr, `WHERE 1`) into PostgreSQL's. Where a module needs what only one engine
-has (FTS5, sqlite-vec, PRAGMA), it branches on `db.postgres` (its `dialect`) itself, inside store/.
+`PgDatabase` has `Database`'s interface (`store.index.Index`), so one store module serves both
+engines: its statements are written in the SQL both speak, and where the two spell one thing
+differently (json_each, instr) it asks `db.sql` (store/dialect.py, `POSTGRES` here). The only
+change made to a statement here is psycopg's placeholder (`pyformat`: `?` -> `%s`). Where a module
+needs what only one engine has (FTS5 or `tool_terms`, sqlite-vec or pgvector, PRAGMA or
+information_schema), it branches on `db.postgres`, inside store/.
 
 - Tables live in their own schema (`toolidx`, or `?schema=` in the URL), so the database may hold
   other applications' tables; migrations run on connect under an advisory lock.
@@ -42,10 +44,11 @@ from ..core.errors import DatabaseError
 from ..core.tooldoc import fix_strings
 from .cache import IndexCache
 from .db import Database
+from .dialect import POSTGRES, SqliteSql
+from .index import Index
 from .migrations import ADDITIVE, MIGRATIONS
 from .retrieval import Retrieval
 
-SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_SCHEMA = "toolidx"
 CHANNEL = "toolidx_catalog"
 WRITE_LOCK = 0x54494458  # advisory lock key of writers ("TIDX", as the file's application_id)
@@ -56,18 +59,9 @@ RECONNECT_PAUSE_S = 1.0  # after a failed reconnect, statements fail at once thi
 
 log = logging.getLogger("toolidx")
 
-# Integer primary keys the store reads back after an INSERT (sqlite's cursor.lastrowid).
-_RETURNING = {"tools": "rowid", "crawls": "id"}
-# Primary keys for INSERT OR REPLACE (PostgreSQL's ON CONFLICT names them).
-_PRIMARY_KEYS = {
-    "meta": ("key",),
-    "server_approvals": ("server",),
-    "approvals": ("tool_id",),
-    "tool_versions": ("hash",),
-}
-
 # The schema, as MIGRATIONS numbers it: PG_MIGRATIONS[i] is migrations.MIGRATIONS[i] in
-# PostgreSQL (test_pg_schema checks that both hold the same tables and columns). Append only.
+# PostgreSQL. Append only. tests/store/test_pg.py checks that both make one schema (tables,
+# columns and their types, primary keys, indexes) and have as many migrations.
 PG_MIGRATIONS: list[str] = [
     """
     CREATE TABLE meta (
@@ -209,10 +203,6 @@ PG_MIGRATIONS: list[str] = [
 ]
 
 
-def is_url(target: Any) -> bool:
-    return isinstance(target, str) and target.startswith(SCHEMES)
-
-
 # query keys that hold a secret or say where one is: libpq's password, sslpassword, passfile,
 # sslkey, and any spelling with pass/secret/token/key/auth/cred in it (PGPASSWORD, api_token)
 _SECRET_KEY = re.compile(r"pass|secret|token|key|auth|cred", re.I)
@@ -272,53 +262,27 @@ def _split_schema(url: str) -> tuple[str, str]:
     return urlunsplit(parts._replace(query=rest)), schema
 
 
-# --- SQL: SQLite's spellings as PostgreSQL's --------------------------------------------------------
+# --- SQL: psycopg's placeholders ------------------------------------------------------------------
 _LITERAL = re.compile(r"('(?:[^']|'')*')")
-_JSON_EACH = re.compile(r"json_each\(([^(),]+)\)(\s+(?!WHERE\b)(?!AS\b)([a-z_]\w*))?", re.I)
-_OR_INSERT = re.compile(r"^\s*INSERT\s+OR\s+(IGNORE|REPLACE)\s+INTO\s+(\w+)\s*\(([^)]*)\)", re.I)
-_INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(\w+)\b", re.I)
 
 
 @functools.lru_cache(maxsize=2048)
-def translate(sql: str) -> str:
-    """One statement the store wrote for SQLite, as PostgreSQL (psycopg's %s placeholders)."""
-    parts = _LITERAL.split(sql)
-    out = []
-    for i, part in enumerate(parts):
-        if i % 2:  # a string literal: only psycopg's % needs escaping
-            out.append(part.replace("%", "%%"))
-            continue
-        p = part.replace("%", "%%").replace("?", "%s")
-        p = re.sub(r"\binstr\(", "strpos(", p)
-        p = _JSON_EACH.sub(
-            lambda m: f"jsonb_array_elements_text(({m.group(1)})::jsonb) AS {m.group(3) or 'je'}(value)", p
-        )
-        p = re.sub(r"\bWHERE 1(?=[\s)]|$)", "WHERE TRUE", p)
-        p = p.replace("(1) AND", "(TRUE) AND")
-        out.append(p)
-    text = "".join(out)
-    m = _OR_INSERT.match(text)
-    if m:
-        how, table, cols = m.group(1).upper(), m.group(2), [c.strip() for c in m.group(3).split(",")]
-        text = "INSERT INTO" + text[m.start(2) - 1 :]
-        if how == "IGNORE":
-            text += " ON CONFLICT DO NOTHING"
-        else:
-            keys = _PRIMARY_KEYS[table]
-            sets = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in keys)
-            text += f" ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {sets}"
-    m = _INSERT.match(text)
-    if m and m.group(1) in _RETURNING and "RETURNING" not in text.upper():
-        text += f" RETURNING {_RETURNING[m.group(1)]}"
-    return text
+def pyformat(sql: str) -> str:
+    """A statement of the store as psycopg takes it: each `?` outside a string literal becomes
+    `%s`, and every `%` (a LIKE pattern's, a literal's) is doubled. That is all: the store writes
+    its statements in the SQL both engines speak, and asks `db.sql` (store/dialect.py) where they
+    differ, so nothing else of a statement is rewritten here."""
+    parts = _LITERAL.split(sql)  # odd indexes: the literals, whose ? are text
+    return "".join(
+        p.replace("%", "%%") if i % 2 else p.replace("%", "%%").replace("?", "%s") for i, p in enumerate(parts)
+    )
 
 
 class _Result:
-    """A psycopg cursor as sqlite3's: lastrowid of an INSERT the store reads back."""
+    """A psycopg cursor as sqlite3's: fetchall of a statement that returns no rows is []."""
 
-    def __init__(self, cur: Any, returning: bool):
+    def __init__(self, cur: Any):
         self.cur = cur
-        self.lastrowid = cur.fetchone()[0] if returning else None
         self.description = cur.description
         self.rowcount = cur.rowcount
 
@@ -356,7 +320,7 @@ class PgConnection:
         return self.open_tx
 
     def execute(self, sql: str, params: Any = ()) -> _Result:
-        text = translate(sql)
+        text = pyformat(sql)
         args = _storable(params) if params is not None else ()
         if self.raw.closed and not self.open_tx:  # dropped since the last statement: a new one first
             self._reconnect()
@@ -381,7 +345,7 @@ class PgConnection:
             self.open_tx = False
         if not _is_read(text):
             self.total_changes += 1
-        return _Result(cur, text.endswith(" RETURNING rowid") or text.endswith(" RETURNING id"))
+        return _Result(cur)
 
     def executemany(self, sql: str, seq: Any) -> None:
         rows = [_storable(r) for r in seq]
@@ -389,7 +353,7 @@ class PgConnection:
             if self.raw.closed and not self.open_tx:
                 self._reconnect()
             with self.raw.cursor() as cur:
-                cur.executemany(translate(sql), rows)
+                cur.executemany(pyformat(sql), rows)
             self.total_changes += 1
 
     def end(self, how: str) -> None:
@@ -438,9 +402,12 @@ def _is_read(text: str) -> bool:
 
 
 class PgDatabase(Database):
-    """A connection to one toolidx catalog in PostgreSQL; Database's interface (module docstring)."""
+    """A connection to one toolidx catalog in PostgreSQL: an `Index`, as `Database` is (module
+    docstring). It subclasses Database for the members both engines share (one, rows, meta, close)
+    and replaces its connection, transactions and versions with PostgreSQL's."""
 
     dialect = "postgres"
+    sql: SqliteSql = POSTGRES
 
     @functools.cached_property
     def retrieval(self) -> Retrieval:
@@ -691,11 +658,6 @@ def _migrate(raw: Any, schema: str, shown: str, *, readonly: bool, create: bool)
     it is: readers take missing usage tables as nothing recorded."""
     from .usage import PG_USAGE_MIGRATIONS
 
-    if len(PG_MIGRATIONS) != len(MIGRATIONS):  # a migration added to one engine only
-        raise DatabaseError(
-            f"this toolidx has {len(MIGRATIONS)} SQLite migrations but {len(PG_MIGRATIONS)} PostgreSQL ones",
-            fix="report this bug",
-        )
     exists = raw.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
     version = _version(raw, schema, shown) if exists else 0
     if version > len(MIGRATIONS):
@@ -793,7 +755,7 @@ def _statements(script: str) -> list[str]:
     return split(script)
 
 
-def table_exists(db: Database, name: str) -> bool:
+def table_exists(db: Index, name: str) -> bool:
     """Whether the catalog has the table `name` (either engine)."""
     if db.postgres:
         return (
@@ -806,7 +768,7 @@ def table_exists(db: Database, name: str) -> bool:
     return db.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)) is not None
 
 
-def pg_integrity(db: Database) -> list[str]:
+def pg_integrity(db: Index) -> list[str]:
     """What doctor reports as the index's integrity: ["ok"], or what is missing (tools the keyword
     index lacks); PostgreSQL checks its own pages."""
     missing = int(

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..core.errors import DatabaseError
 from ..core.files import NotRegularFile, open_regular, private_file
+from .dialect import SQLITE, SqliteSql
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -276,9 +277,11 @@ def statements(script: str) -> list[str]:
 class SqliteFile:
     """One open file: a connection shared by serve's worker threads behind a lock."""
 
-    # the engine's SQL dialect: store modules branch on it where the engines differ (FTS5,
-    # sqlite-vec, PRAGMA); store/pg.py's PgDatabase says "postgres"
+    # the engine: store modules branch on it where one engine has what the other lacks (FTS5,
+    # sqlite-vec, PRAGMA), and ask `sql` (store/dialect.py) where both spell one thing differently;
+    # store/pg.py's PgDatabase says "postgres"
     dialect = "sqlite"
+    sql: SqliteSql = SQLITE
 
     @property
     def postgres(self) -> bool:

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from ..core.filters import Filters
-from .db import Database
+from .index import Index
 from .tools import where as filter_sql
 
 
-def definitions_by_server(db: Database, filters: Filters | None = None) -> dict[str, list[str]]:
+def definitions_by_server(db: Index, filters: Filters | None = None) -> dict[str, list[str]]:
     """server -> the tools' definitions as sent (compact JSON text), in id order."""
-    where, params = filter_sql(db, filters, "t") if filters is not None else ("1", [])
+    where, params = filter_sql(db, filters, "t") if filters is not None else ("TRUE", [])
     out: dict[str, list[str]] = {}
     for r in db.query(f"SELECT t.server, t.definition FROM tools t WHERE {where} ORDER BY t.id", params):
         out.setdefault(r["server"], []).append(r["definition"])
     return out
 
 
-def server_statuses(db: Database) -> dict[str, str]:
+def server_statuses(db: Index) -> dict[str, str]:
     return {r["name"]: r["status"] for r in db.query("SELECT name, status FROM servers")}

@@ -6,7 +6,8 @@ import json
 from typing import overload
 
 from ..core.filters import Filters, compile_pattern
-from .db import Database, in_chunks
+from .db import in_chunks
+from .index import Index
 
 JSON_COLUMNS = ("input_schema", "output_schema", "annotations", "icons", "meta", "definition", "tags", "param_names")
 SERVER_JSON_COLUMNS = ("connect", "capabilities", "tags", "invalid_tools")
@@ -32,7 +33,7 @@ def decode(row: dict | None, columns: tuple[str, ...] = JSON_COLUMNS) -> dict | 
     return out
 
 
-def where(db: Database, filters: Filters, alias: str = "t") -> tuple[str, list]:
+def where(db: Index, filters: Filters, alias: str = "t") -> tuple[str, list]:
     """A SQL condition over the `tools` table (as `alias`) that keeps what `filters` keeps, and its
     parameters. `approved_only`: a person approved the tool, at any definition (one changed since
     stays visible, serve refuses to run it)."""
@@ -48,23 +49,27 @@ def where(db: Database, filters: Filters, alias: str = "t") -> tuple[str, list]:
         conds.append(f"{a}.category IN ({', '.join('?' * len(f.categories))})")
         params += f.categories
     if f.tags:
-        conds.append(f"EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value IN ({', '.join('?' * len(f.tags))}))")
+        conds.append(
+            f"EXISTS (SELECT 1 FROM {db.sql.json_each(f'{a}.tags', 'tg')} "
+            f"WHERE tg.value IN ({', '.join('?' * len(f.tags))}))"
+        )
         params += f.tags
     if f.exclude_tags:
         conds.append(
-            f"NOT EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value IN ({', '.join('?' * len(f.exclude_tags))}))"
+            f"NOT EXISTS (SELECT 1 FROM {db.sql.json_each(f'{a}.tags', 'tg')} "
+            f"WHERE tg.value IN ({', '.join('?' * len(f.exclude_tags))}))"
         )
         params += f.exclude_tags
     if f.name_pattern and db.postgres:
         # RE2 on both engines: PostgreSQL's ~* is another dialect (\\b, \\z, (?P<n>), \\pL, counts
         # over 255), so its names are matched here and the condition names them
-        conds.append(f"{a}.name IN (SELECT value FROM json_each(?))")
+        conds.append(f"{a}.name IN (SELECT nm.value FROM {db.sql.json_each('?', 'nm')})")
         params.append(json.dumps(names_matching(db, f.name_pattern)))
     elif f.name_pattern:
         conds.append(f"{a}.name REGEXP ?")  # regexp() below, registered on every connection by store.db
         params.append(f.name_pattern)
     if f.description_contains:
-        conds.append(f"instr(lower({a}.description), lower(?)) > 0")
+        conds.append(f"{db.sql.strpos(f'lower({a}.description)', 'lower(?)')} > 0")
         params.append(f.description_contains)
     if f.read_only:
         conds.append(f"{a}.read_only = 1")
@@ -73,15 +78,15 @@ def where(db: Database, filters: Filters, alias: str = "t") -> tuple[str, list]:
     if not f.include_stale:
         conds.append(f"{a}.stale = 0")
     if f.has_examples:  # one parameter however many ids
-        conds.append(f"{a}.id IN (SELECT value FROM json_each(?))")
+        conds.append(f"{a}.id IN (SELECT ex.value FROM {db.sql.json_each('?', 'ex')})")
         params.append(json.dumps(f.example_ids))
-    sql = " AND ".join(conds) or "1"
+    sql = " AND ".join(conds) or "TRUE"
     if f.approved_only:
         sql = f"({sql}) AND EXISTS (SELECT 1 FROM approvals ap WHERE ap.tool_id = {a}.id)"
     return sql, params
 
 
-def names_matching(db: Database, pattern: str) -> list[str]:
+def names_matching(db: Index, pattern: str) -> list[str]:
     """The tool names `pattern` finds (RE2, as `regexp`), from the names cached per index version,
     with the answers of the last patterns asked (RE2 costs ~10 us a name: 1 s at 100k names)."""
 
@@ -105,11 +110,11 @@ def regexp(pattern: str, value: str | None) -> int:
     return int(value is not None and compile_pattern(pattern).search(value) is not None)
 
 
-def get_tool(db: Database, tool_id: str) -> dict | None:
+def get_tool(db: Index, tool_id: str) -> dict | None:
     return decode(db.one("SELECT * FROM tools WHERE id = ?", (tool_id,)))
 
 
-def get_tools_by_rowid(db: Database, rowids: list[int], columns: str = "*") -> dict[int, dict]:
+def get_tools_by_rowid(db: Index, rowids: list[int], columns: str = "*") -> dict[int, dict]:
     if not rowids:
         return {}
     out: dict[int, dict] = {}
@@ -119,11 +124,11 @@ def get_tools_by_rowid(db: Database, rowids: list[int], columns: str = "*") -> d
     return out
 
 
-def all_ids(db: Database) -> list[str]:
+def all_ids(db: Index) -> list[str]:
     return [r["id"] for r in db.query("SELECT id FROM tools ORDER BY id")]
 
 
-def filtered_rowids(db: Database, filters: Filters | None) -> set[int] | None:
+def filtered_rowids(db: Index, filters: Filters | None) -> set[int] | None:
     """Rowids passing the filters, or None when there are no filters (everything passes)."""
     if filters is None or filters.is_empty():
         return None
@@ -131,21 +136,21 @@ def filtered_rowids(db: Database, filters: Filters | None) -> set[int] | None:
     return {r["rowid"] for r in db.query(f"SELECT t.rowid AS rowid FROM tools t WHERE {cond}", params)}
 
 
-def get_server(db: Database, name: str) -> dict | None:
+def get_server(db: Index, name: str) -> dict | None:
     return decode(db.one("SELECT * FROM servers WHERE name = ?", (name,)), SERVER_JSON_COLUMNS)
 
 
-def list_servers(db: Database) -> list[dict]:
+def list_servers(db: Index) -> list[dict]:
     return [decode(r, SERVER_JSON_COLUMNS) for r in db.query("SELECT * FROM servers ORDER BY name")]
 
 
-def server_names(db: Database, limit: int | None = None) -> list[str]:
+def server_names(db: Index, limit: int | None = None) -> list[str]:
     """The servers' names in name order (the first `limit` of them): names only, no row decoded."""
     tail, params = (" LIMIT ?", [limit]) if limit is not None else ("", [])
     return [r["name"] for r in db.query("SELECT name FROM servers ORDER BY name" + tail, params)]
 
 
-def known_servers(db: Database, names: list[str]) -> set[str]:
+def known_servers(db: Index, names: list[str]) -> set[str]:
     """Those of `names` the index has a server of."""
     out: set[str] = set()
     for marks, chunk in in_chunks(sorted(set(names))):

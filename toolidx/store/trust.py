@@ -109,10 +109,11 @@ def record(launch: Iterable[tuple[str, str]], config_path: str | None) -> None:
     rows = [(h, name, now_iso()) for name, h in launch]
     try:
         with _connect(write=True) as conn, write_transaction(conn):
-            conn.executemany("INSERT OR IGNORE INTO launch_lines(hash, server, at) VALUES (?, ?, ?)", rows)
+            conn.executemany("INSERT INTO launch_lines(hash, server, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", rows)
             if config_path:
                 conn.execute(
-                    "INSERT OR IGNORE INTO configs(path, at) VALUES (?, ?)", (config_key(config_path), now_iso())
+                    "INSERT INTO configs(path, at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    (config_key(config_path), now_iso()),
                 )
     except Exception as e:  # the crawl itself succeeded; only serve-without---config is lost
         why = e.what if isinstance(e, DatabaseError) else e

@@ -32,8 +32,9 @@ from typing import Any
 from ..core.clock import now_iso
 from ..core.errors import DatabaseError, UsageError
 from ..core.files import not_regular, private_dir
-from .db import Database
-from .pg import is_url, public_url
+from .db import is_pg_url
+from .index import Index
+from .pg import public_url
 from .sqlitefile import FileKind, SqliteFile, check_header, open_file
 
 USAGE_ENV = "TOOLIDX_USAGE_DB"
@@ -166,7 +167,7 @@ def usage_path(index_path: str | os.PathLike, explicit: str | os.PathLike | None
     open, a device never ends): a bad argument, not a usage file to warn about and go on without."""
     for given, name in ((explicit, "--usage-db"), (os.environ.get(USAGE_ENV), USAGE_ENV)):
         if given:
-            if is_url(os.fspath(given)):
+            if is_pg_url(os.fspath(given)):
                 raise UsageError(
                     f"{name}: names a usage file, not a database URL",
                     where=public_url(os.fspath(given)),
@@ -182,7 +183,7 @@ def usage_path(index_path: str | os.PathLike, explicit: str | os.PathLike | None
                     fix=f"name a usage file (a new one is made there) with --usage-db / {USAGE_ENV}",
                 )
             return p
-    if is_url(os.fspath(index_path)):
+    if is_pg_url(os.fspath(index_path)):
         return os.fspath(index_path)
     index = Path(index_path).expanduser()
     beside = index.with_name(index.name + ".usage.db")
@@ -211,7 +212,7 @@ class UsageStore:
     connection). Thread-safe (the engine's connection is behind a lock); every write is one short
     transaction of its own. `where` names it in messages (a path, or the URL without password)."""
 
-    def __init__(self, engine: SqliteFile, where: str, *, owned: bool = True):
+    def __init__(self, engine: SqliteFile | Index, where: str, *, owned: bool = True):
         self.engine = engine
         self.where = where
         self.owned = owned  # False: the catalog's own connection (the CLI's), closed with the catalog
@@ -225,7 +226,7 @@ class UsageStore:
         """One short write transaction: the file's, or on PostgreSQL one that takes no writers'
         lock (store/pg.py)."""
         if self.postgres:
-            with self.engine.row_transaction() as conn:  # type: ignore[attr-defined]
+            with self.engine.row_transaction() as conn:  # type: ignore[union-attr]  # PgDatabase's
                 yield conn
         else:
             with self.engine.transaction() as conn:
@@ -352,7 +353,7 @@ def usage_facts(target: str | os.PathLike) -> dict[str, Any]:
     URL), read without writing (no migration): {"schema_version", "current", "calls",
     "tools_called", "tools_with_examples", "last_call", "writable"}. Raises DatabaseError for a
     file that is not a usage file, or is corrupt, or a catalog that cannot be read."""
-    if isinstance(target, str) and is_url(target):
+    if is_pg_url(target):
         return _pg_facts(target)
     p = Path(target)
     check_header(p, label="the usage file", subject="usage file is ", fix=_FIX)
@@ -407,7 +408,7 @@ def _pg_facts(url: str) -> dict[str, Any]:
     }
 
 
-def _pg_version(db: SqliteFile) -> int:
+def _pg_version(db: SqliteFile | Index) -> int:
     """The catalog's usage tables' schema version (0: not made yet); DatabaseError when a newer
     toolidx made them."""
     version = int(db.scalar("SELECT value FROM meta WHERE key = 'usage_schema_version'") or 0)
@@ -426,7 +427,7 @@ def open_usage(target: str | os.PathLike, *, create: bool = True) -> UsageStore 
     was recorded yet), or a catalog in PostgreSQL (its usage tables are made by the catalog's
     migrations on connect). Raises DatabaseError for a file that is not a usage file or is
     corrupt (left untouched), or a catalog that cannot be opened."""
-    if isinstance(target, str) and is_url(target):
+    if is_pg_url(target):
         from .pg import open_pg
 
         db = open_pg(target, readonly=not create)
@@ -454,7 +455,7 @@ def open_usage(target: str | os.PathLike, *, create: bool = True) -> UsageStore 
     return UsageStore(SqliteFile(conn, mod), str(p))
 
 
-def catalog_usage(db: Database, explicit: str | os.PathLike | None = None) -> UsageStore | None:
+def catalog_usage(db: Index, explicit: str | os.PathLike | None = None) -> UsageStore | None:
     """The usage of the open index `db`, for reading (the CLI): a catalog in PostgreSQL's own tables,
     on the catalog's connection; else the usage file (None when nothing was recorded yet). Raises
     as `usage_path` and `open_usage` do."""

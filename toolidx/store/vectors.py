@@ -5,23 +5,24 @@ real[] where pgvector is missing (store/pg.py). Cosine distance; vectors are flo
 from __future__ import annotations
 
 from array import array
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from .db import Database
+from .index import Index
 
 if TYPE_CHECKING:
     from ..core.embedding import Embedder
+    from .pg import PgDatabase
 
 TABLE = "tool_vectors"
 
 
-def has_table(db: Database) -> bool:
+def has_table(db: Index) -> bool:
     from .pg import table_exists
 
     return table_exists(db, TABLE)
 
 
-def pg_value(db: Database, blob: bytes) -> tuple[str, Any]:
+def pg_value(db: Index, blob: bytes) -> tuple[str, Any]:
     """(the SQL cast, the parameter) of a float32 blob in PostgreSQL: pgvector's text form, or a
     real[] where pgvector is missing."""
     values = array("f", blob).tolist()
@@ -30,7 +31,7 @@ def pg_value(db: Database, blob: bytes) -> tuple[str, Any]:
     return "::real[]", values
 
 
-def remember_model(db: Database, embedder: Embedder) -> None:
+def remember_model(db: Index, embedder: Embedder) -> None:
     """Where the model came from (a local folder), so searches on this machine find it unasked, and
     the hash of its file where known, so a changed file under the same name is a new model."""
     path = getattr(embedder, "path", None)
@@ -39,14 +40,14 @@ def remember_model(db: Database, embedder: Embedder) -> None:
     db.set_meta("embed_model_sha256", embedder.sha256 or "")
 
 
-def model_changed(db: Database, model: str, sha256: str | None) -> bool:
+def model_changed(db: Index, model: str, sha256: str | None) -> bool:
     """Whether the index's vectors come from another model than (model, sha256): another name, or
     the same name with another file where both hashes are known."""
     stored = db.get_meta("embed_model_sha256")
     return db.get_meta("embed_model") != model or bool(sha256 and stored and stored != sha256)
 
 
-def ensure_table(db: Database, model: str, dim: int, sha256: str | None = None) -> bool:
+def ensure_table(db: Index, model: str, dim: int, sha256: str | None = None) -> bool:
     """Make the table fit (model, dim). Returns True when existing vectors were dropped (a new
     model or dimension), so every tool must be embedded again. Call inside a transaction."""
     same = not model_changed(db, model, sha256) and db.get_meta("embed_dim") == str(dim)
@@ -74,7 +75,7 @@ def ensure_table(db: Database, model: str, dim: int, sha256: str | None = None) 
     return exists
 
 
-def put(db: Database, rowid: int, blob: bytes) -> None:
+def put(db: Index, rowid: int, blob: bytes) -> None:
     if db.postgres:
         cast, value = pg_value(db, blob)
         db.execute(
@@ -88,27 +89,27 @@ def put(db: Database, rowid: int, blob: bytes) -> None:
     db.execute(f"INSERT INTO {TABLE}(rowid, embedding) VALUES (?, ?)", (rowid, blob))
 
 
-def delete(db: Database, rowids: list[int]) -> None:
+def delete(db: Index, rowids: list[int]) -> None:
     if rowids and has_table(db):
         for r in rowids:
             db.execute(f"DELETE FROM {TABLE} WHERE rowid = ?", (r,))
 
 
-def knn(db: Database, query: bytes, k: int) -> list[tuple[int, float]]:
+def knn(db: Index, query: bytes, k: int) -> list[tuple[int, float]]:
     """(rowid, cosine distance) of the k nearest tools."""
     if not has_table(db):
         return []
     if db.postgres:
         from .retrieval_pg import vector_knn
 
-        return [(r, 1.0 - s) for r, s in vector_knn(db, query, k)]
+        return [(r, 1.0 - s) for r, s in vector_knn(cast("PgDatabase", db), query, k)]
     rows = db.execute(
         f"SELECT rowid, distance FROM {TABLE} WHERE embedding MATCH ? AND k = ? ORDER BY distance", (query, k)
     ).fetchall()
     return [(int(r[0]), float(r[1])) for r in rows]
 
 
-def get(db: Database, rowid: int) -> Any:
+def get(db: Index, rowid: int) -> Any:
     if not has_table(db):
         return None
     if db.postgres:

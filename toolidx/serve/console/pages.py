@@ -77,7 +77,7 @@ def tool(d: Discovery, name: str) -> dict[str, Any]:
     from ...diff.history import tool_history
     from ...store import approvals
     from ..answers import get_similar_tools
-    from ..usage import scope_label
+    from ..recorder import scope_label
 
     row = d.resolve(name)
     out = describe(
@@ -212,7 +212,7 @@ def approve(d: Discovery, tool_id: str, by: str, revoke: bool) -> dict[str, Any]
 
 def usage(d: Discovery) -> dict[str, Any]:
     """Calls, success rate, p50/p95 and last use per tool and per server (`toolidx stats --usage`)."""
-    from ...catalog.usage import usage_report
+    from ...catalog.metrics import usage_report
 
     report = d.usage_read(lambda u: usage_report(d.db, u, d.within()), None)
     if report is None:

@@ -20,8 +20,9 @@ from typing import Any
 from ..core.errors import DatabaseError, UsageError
 from ..core.files import private_dir
 from ..store import merge as store
-from ..store.db import Database, open_db
-from ..store.pg import is_url, public_url
+from ..store.db import is_pg_url, open_db
+from ..store.index import Index
+from ..store.pg import public_url
 from ..store.trust import trusted_launch
 
 
@@ -61,7 +62,7 @@ Target = Path | str  # an index file, or a postgresql:// URL
 
 def _target(p: str | os.PathLike) -> Target:
     text = os.fspath(p)
-    return text if is_url(text) else Path(text).expanduser()
+    return text if is_pg_url(text) else Path(text).expanduser()
 
 
 def _same(a: Target, b: Target) -> bool:
@@ -122,7 +123,7 @@ def _fsync(path: Path) -> None:
 
 
 def _read(
-    inputs: list[Target], opened: list[Database]
+    inputs: list[Target], opened: list[Index]
 ) -> tuple[list[store.Source], tuple[str, int] | None, dict[str, store.Source], list[dict], str | None]:
     """Open and read every input: (sources, model, owner of each server, conflicts, model path)."""
     for p in inputs:
@@ -153,7 +154,7 @@ def merge_indexes(inputs: list[str | os.PathLike], output: str | os.PathLike) ->
     if isinstance(out_target, str):
         return _merge_into_catalog(targets, out_target)
     output = out_target
-    opened: list[Database] = []
+    opened: list[Index] = []
     tmp = _temp_path(output)
     try:
         sources, model, owner, conflicts, model_path = _read(targets, opened)
@@ -194,7 +195,7 @@ def merge_indexes(inputs: list[str | os.PathLike], output: str | os.PathLike) ->
 
 def _merge_into_catalog(inputs: list[Target], url: str) -> MergeResult:
     """Merge into a PostgreSQL catalog: made if new, else emptied and filled in one transaction."""
-    opened: list[Database] = []
+    opened: list[Index] = []
     try:
         sources, model, owner, conflicts, model_path = _read(inputs, opened)
         untrusted = sorted(name for name, s in owner.items() if not trusted_launch(s.launch(name)["hash"]))
