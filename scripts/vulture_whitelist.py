@@ -40,3 +40,4 @@ _search  # unused method (toolidx/integrations/fastmcp.py): BaseSearchTransform'
 graph_optimization_level  # unused attribute (toolidx/core/embedding.py): onnxruntime SessionOptions, read by the session
 intra_op_num_threads  # unused attribute (toolidx/core/embedding.py): onnxruntime SessionOptions
 inter_op_num_threads  # unused attribute (toolidx/core/embedding.py): onnxruntime SessionOptions
+reads_only  # unused variable (toolidx/search/hybrid.py): Signals field, read by to_json through getattr

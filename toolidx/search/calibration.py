@@ -85,7 +85,7 @@ def _read_fits() -> dict[str, ModelFit]:
             {k: (v[0], v[1], v[2]) for k, v in f["listwise"].items()},
             dict(f["threshold"]),
             f["fitted"],
-            tuple(f.get("action", (0.0, 0.0))),  # type: ignore[arg-type]
+            tuple(f.get("action", (0.0, 0.0))),
         )
         for m, f in raw["models"].items()
     }
