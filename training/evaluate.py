@@ -147,6 +147,7 @@ def main() -> int:
                 row[name] = cache[key] if key in cache else scores(m, cat)
                 cache[key] = row[name]
             if args.cache:
+                args.cache.parent.mkdir(parents=True, exist_ok=True)
                 args.cache.write_text(json.dumps(cache, indent=1))
             report[kind][cat.name] = row
             cells = "   ".join(f"{name} {r['R@1']:.3f} / {r['R@5']:.3f} / {r['MRR@10']:.3f}" for name, r in row.items())

@@ -4,6 +4,8 @@ of the real servers' spellings."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from toolidx.search import actions
@@ -78,8 +80,6 @@ def test_gold_tools_of_the_bench_are_almost_never_marked(bench_dir):
     """What the marks cost feasible requests: on every feasible bench request, its relevant tools
     marked as contradicting it (measured 1 of 1,844, an ETOM request that says "update ... by
     removing" of a delete tool)."""
-    import json
-
     n = marked = 0
     for name in ("etom", "livemcp", "livemcp-natural"):
         tools = {}
@@ -96,3 +96,53 @@ def test_gold_tools_of_the_bench_are_almost_never_marked(bench_dir):
             marked += all(any(m) for m in marks)
     assert n > 1800
     assert marked <= 3, f"{marked} of {n} feasible requests have every relevant tool marked"
+
+
+@pytest.fixture(scope="module")
+def default_model_index(servers_config, tmp_path_factory):
+    """Three real servers (filesystem, memory, git) crawled with toolidx's default model, whose fit
+    weighs the action marks."""
+    from conftest import run_cli
+
+    from toolidx.core.embedding import DEFAULT_MODEL
+
+    d = tmp_path_factory.mktemp("actions")
+    src = servers_config["mcpServers"]
+    (d / "servers.json").write_text(json.dumps({"mcpServers": {n: src[n] for n in ("filesystem", "memory", "git")}}))
+    r = run_cli("crawl", "--config", d / "servers.json", "--db", d / "i.db", "--model", DEFAULT_MODEL)
+    assert r.code == 0, r.stderr
+    return d / "i.db"
+
+
+@pytest.mark.servers
+@pytest.mark.model
+def test_the_gate_turns_away_the_opposite_action(default_model_index, monkeypatch):
+    """The issue's example: "delete a directory" on the filesystem server, which can create a
+    directory but delete none. Before the marks the create tool answered it, first, over the gate."""
+    from conftest import run_cli
+
+    monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
+
+    def search(q: str) -> dict:
+        r = run_cli("search", q, "--db", default_model_index, "--json", "--min-score", "0")
+        assert r.code == 0, r.stderr
+        gated = run_cli("search", q, "--db", default_model_index, "--json")
+        return r.json | {"no_match": gated.json["no_match"]}
+
+    # two words are a lookup, never gated (calibration.GATE_MIN_TERMS): the create tool is marked
+    # and falls below the tools that delete something
+    asked = search("delete a directory")
+    create = next(h for h in asked["hits"] if h["id"] == "filesystem/create_directory")
+    assert create["signals"]["opposed"] == 1 and "opposite" in create["why"]
+    assert asked["hits"][0]["id"] != "filesystem/create_directory"
+    # a request the catalog cannot do, answered before by the tool that does the opposite
+    undo = search("undo my last commit please")
+    commit = next(h for h in undo["hits"] if h["id"] == "git/git_commit")
+    assert commit["signals"]["opposed"] == 1 and undo["no_match"], undo["hits"][:3]
+    # the same words with the tool's own action: found, first, and answered
+    made = search("create a new directory called reports")
+    assert made["hits"][0]["id"] == "filesystem/create_directory" and not made["no_match"]
+    assert made["hits"][0]["signals"]["opposed"] == 0
+    # a delete the catalog can do is not held back by the create tool beside it
+    gone = search("delete the entity Alice from the knowledge graph")
+    assert gone["hits"][0]["id"] == "memory/delete_entities" and not gone["no_match"]

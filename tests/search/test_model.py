@@ -194,3 +194,24 @@ def test_pipx_installs_the_wheel_for_real_use(tmp_path):
     found = json.loads(toolidx("search", "convert a pdf to text", "--db", "tools.db", "--json"))
     assert found["mode_used"] == "hybrid" and found["hits"][0]["id"] == "files/pdf_to_text"
     assert toolidx("--version").startswith("toolidx ")
+
+
+def test_an_index_embedded_with_v1_keeps_searching_with_v1(monkeypatch, tmp_path):
+    """v2 is the default; v1 stays in the package, so an index embedded with it before the upgrade
+    searches as it did (its own constants, its own gate) until it is re-embedded."""
+    v1 = "toolidx/tool-minilm-l6-v1"
+    assert v1 in emb_mod.packaged_models() and emb_mod.DEFAULT_MODEL != v1
+    monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
+    cfg = write_config(tmp_path / "c.json", {"cat": {"tools_file": str(CATALOG)}})
+    db = tmp_path / "i.db"
+    assert run_cli("crawl", "--config", cfg, "--db", db, "--model", v1).code == 0
+    assert run_cli("crawl", "--config", cfg, "--db", db).code == 0  # nothing named: the index's model stays
+    with closing(open_db(db, readonly=True)) as d:
+        assert d.get_meta("embed_model") == v1
+    r = run_cli("search", "what will the weather be tomorrow in Paris", "--db", db, "--json")
+    assert r.code == 0 and r.json["hits"][0]["id"] == "weather/get_forecast"
+    assert not any("uncalibrated" in n for n in r.json["notes"]), r.json["notes"]
+    r = run_cli("embed", "--db", db, "--model", emb_mod.DEFAULT_MODEL)  # the upgrade: one command
+    assert r.code == 0, r.stderr
+    with closing(open_db(db, readonly=True)) as d:
+        assert d.get_meta("embed_model") == emb_mod.DEFAULT_MODEL
