@@ -17,8 +17,8 @@ from conftest import CATALOG_DATA, REPO, raw, run_cli, write_config
 from toolidx.core.clock import now_iso
 from toolidx.core.errors import DatabaseError
 from toolidx.store.db import open_db
-from toolidx.store.migrations import MIGRATIONS
-from toolidx.store.pg import PG_MIGRATIONS, RECONNECT_PAUSE_S, public_url, pyformat
+from toolidx.store.pg.database import PG_MIGRATIONS, RECONNECT_PAUSE_S, public_url, pyformat
+from toolidx.store.sqlite.migrations import MIGRATIONS
 from toolidx.store.usage import MAX_EXAMPLES_PER_TOOL, open_usage, usage_path
 
 # --- SQL (no server) ---------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from ..core.files import private_dir
 from ..store import merge as store
 from ..store.db import is_pg_url, open_db
 from ..store.index import Index
-from ..store.pg import public_url
+from ..store.pg.database import public_url
 from ..store.trust import trusted_launch
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from ..core.embedding import text_hash
 from . import vectors
-from .db import APPLICATION_ID, load_vec
 from .index import Index
-from .migrations import MIGRATIONS
-from .sqlitefile import sqlite_module
+from .sqlite.database import APPLICATION_ID, load_vec
+from .sqlite.file import sqlite_module
+from .sqlite.migrations import MIGRATIONS
 
 
 def engine() -> dict[str, Any]:
@@ -53,7 +53,7 @@ def index_facts(db: Index) -> dict[str, Any]:
     was crawled and what is missing: servers that failed their last crawl, tools without a vector."""
     with db.snapshot():
         if db.postgres:  # store/pg.py: meta holds what PRAGMAs hold
-            from .pg import pg_integrity
+            from .pg.database import pg_integrity
 
             user_version = int(db.get_meta("schema_version") or 0)
             app_id = APPLICATION_ID if db.get_meta("application") == "toolidx" else 0

@@ -34,8 +34,8 @@ from ..core.errors import DatabaseError, UsageError
 from ..core.files import not_regular, private_dir
 from .db import is_pg_url
 from .index import Index
-from .pg import public_url
-from .sqlitefile import FileKind, SqliteFile, check_header, open_file
+from .pg.database import public_url
+from .sqlite.file import FileKind, SqliteFile, check_header, open_file
 
 USAGE_ENV = "TOOLIDX_USAGE_DB"
 USAGE_APP_ID = 0x54495553  # "TIUS"
@@ -378,7 +378,7 @@ def usage_facts(target: str | os.PathLike) -> dict[str, Any]:
 
 
 def _pg_facts(url: str) -> dict[str, Any]:
-    from .pg import open_pg
+    from .pg.database import open_pg
 
     db = open_pg(url, readonly=True)
     try:
@@ -428,7 +428,7 @@ def open_usage(target: str | os.PathLike, *, create: bool = True) -> UsageStore 
     migrations on connect). Raises DatabaseError for a file that is not a usage file or is
     corrupt (left untouched), or a catalog that cannot be opened."""
     if is_pg_url(target):
-        from .pg import open_pg
+        from .pg.database import open_pg
 
         db = open_pg(target, readonly=not create)
         try:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import DatabaseError
-from ..core.files import NotRegularFile, open_regular, private_file
-from .dialect import SQLITE, SqliteSql
+from ...core.errors import DatabaseError
+from ...core.files import NotRegularFile, open_regular, private_file
+from ..dialect import SQLITE, SqliteSql
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 

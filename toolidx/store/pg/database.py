@@ -40,14 +40,15 @@ from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..core.errors import DatabaseError
-from ..core.tooldoc import fix_strings
-from .cache import IndexCache
-from .db import Database
-from .dialect import POSTGRES, SqliteSql
-from .index import Index
-from .migrations import ADDITIVE, MIGRATIONS
-from .retrieval import Retrieval
+from ...core.errors import DatabaseError
+from ...core.tooldoc import fix_strings
+from ..cache import IndexCache
+from ..dialect import POSTGRES, SqliteSql
+from ..index import Index
+from ..retrieval import Retrieval
+from ..sqlite.database import Database
+from ..sqlite.file import sqlite_module, statements
+from ..sqlite.migrations import ADDITIVE, MIGRATIONS
 
 DEFAULT_SCHEMA = "toolidx"
 CHANNEL = "toolidx_catalog"
@@ -411,7 +412,7 @@ class PgDatabase(Database):
 
     @functools.cached_property
     def retrieval(self) -> Retrieval:
-        from .retrieval_pg import PgRetrieval
+        from .retrieval import PgRetrieval
 
         return PgRetrieval(self)
 
@@ -419,8 +420,6 @@ class PgDatabase(Database):
         self.conn = conn
         self.path = path
         self.schema = schema
-        from .db import sqlite_module
-
         self.module = sqlite_module()  # the query tokenizer (store.retrieval) is an in-memory SQLite
         self.vec_kind = vec_kind  # "vector" (pgvector) | "array" (real[], exact scan)
         self.vec_available = vec_kind is not None
@@ -548,7 +547,7 @@ def _first_line(e: BaseException) -> str:
 
 def _said(e: BaseException, url: str) -> str:
     """The driver's one line about `e`, with the URL's secrets masked (it may quote the URL)."""
-    from ..core.servers import masker
+    from ...core.servers import masker
 
     return str(masker([v for v in url_secrets(url) if len(v) >= 3])(_first_line(e)))
 
@@ -656,7 +655,7 @@ def _migrate(raw: Any, schema: str, shown: str, *, readonly: bool, create: bool)
     meta.schema_version) and the usage tables' (store/usage.py's PG_USAGE_MIGRATIONS, counted by
     meta.usage_schema_version). Read-only, a catalog that lacks only the usage tables is read as
     it is: readers take missing usage tables as nothing recorded."""
-    from .usage import PG_USAGE_MIGRATIONS
+    from ..usage import PG_USAGE_MIGRATIONS
 
     exists = raw.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
     version = _version(raw, schema, shown) if exists else 0
@@ -691,7 +690,7 @@ def _migrate(raw: Any, schema: str, shown: str, *, readonly: bool, create: bool)
         # re-read under the lock: another connection may have migrated meanwhile
         version = _version(raw, schema, shown)
         for i in range(version, len(PG_MIGRATIONS)):
-            for stmt in _statements(PG_MIGRATIONS[i]):
+            for stmt in statements(PG_MIGRATIONS[i]):
                 raw.execute(stmt)
         rows = []
         if version < len(PG_MIGRATIONS):
@@ -700,7 +699,7 @@ def _migrate(raw: Any, schema: str, shown: str, *, readonly: bool, create: bool)
                 rows.append(("data_version", "0"))
         usage = _meta_int(raw, schema, "usage_schema_version")
         for i in range(usage, len(PG_USAGE_MIGRATIONS)):  # a newer toolidx's usage tables: left as they are
-            for stmt in _statements(PG_USAGE_MIGRATIONS[i]):
+            for stmt in statements(PG_USAGE_MIGRATIONS[i]):
                 raw.execute(stmt)
         if usage < len(PG_USAGE_MIGRATIONS):
             rows.append(("usage_schema_version", str(len(PG_USAGE_MIGRATIONS))))
@@ -747,12 +746,6 @@ def _version(raw: Any, schema: str, shown: str) -> int:
             fix="name another schema with ?schema=NAME",
         )
     return _meta_int(raw, schema, "schema_version")
-
-
-def _statements(script: str) -> list[str]:
-    from .db import _statements as split
-
-    return split(script)
 
 
 def table_exists(db: Index, name: str) -> bool:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import math
 
-from ..core.filters import Filters
-from . import keywords, vectors
-from .db import Database
-from .retrieval import FTS_WEIGHTS, K1, B, Retrieval, fetch_size, split_common
-from .tools import where as filter_sql
+from ...core.filters import Filters
+from .. import keywords, vectors
+from ..retrieval import FTS_WEIGHTS, K1, B, Retrieval, fetch_size, split_common
+from ..sqlite.database import Database
+from ..tools import where as filter_sql
 
 
 def _filter(db: Database, filters: Filters | None, column: str) -> tuple[str, list]:
