@@ -17,7 +17,10 @@ from conftest import CATALOG_DATA, REPO, raw, run_cli, write_config
 from toolidx.core.clock import now_iso
 from toolidx.core.errors import DatabaseError
 from toolidx.store.db import open_db
-from toolidx.store.pg.database import PG_MIGRATIONS, RECONNECT_PAUSE_S, public_url, pyformat
+from toolidx.store.pg import migrations as pg_migrations
+from toolidx.store.pg.database import RECONNECT_PAUSE_S, public_url, pyformat
+from toolidx.store.pg.migrations import PG_MIGRATIONS
+from toolidx.store.sqlite import migrations as file_migrations
 from toolidx.store.sqlite.migrations import MIGRATIONS
 from toolidx.store.usage import MAX_EXAMPLES_PER_TOOL, open_usage, usage_path
 
@@ -85,7 +88,9 @@ def test_the_url_shown_never_holds_the_password():
 
 
 def test_both_engines_have_every_migration():
+    """(#33) Each engine's folder owns its migrations: as many, and the same ones only add tables."""
     assert len(PG_MIGRATIONS) == len(MIGRATIONS)
+    assert pg_migrations.ADDITIVE == file_migrations.ADDITIVE
 
 
 # --- the catalog's contract ---------------------------------------------------------------------------
@@ -151,7 +156,7 @@ def _shape_pg(db) -> dict[str, dict]:
 
 
 def test_both_engines_make_one_schema(pg_url, tmp_path):
-    """(#33) The schema is written once per engine (migrations.py, pg.PG_MIGRATIONS; usage.py's
+    """(#33) The schema is written once per engine (sqlite/migrations.py, pg/migrations.py; usage.py's
     two lists): a fresh file and a fresh catalog hold the same tables, columns in the same order
     with types of one family, primary keys and indexes, but for what each engine keeps its own."""
     db = open_db(pg_url, create=True)
