@@ -13,8 +13,9 @@ import pytest
 
 from toolidx.core.filters import Filters
 from toolidx.core.tokens import fts_query, query_terms
-from toolidx.store import retrieval, retrieval_sqlite
+from toolidx.store import retrieval
 from toolidx.store.db import open_db
+from toolidx.store.sqlite import retrieval as retrieval_sqlite
 
 
 @pytest.fixture(scope="module")

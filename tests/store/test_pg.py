@@ -93,6 +93,22 @@ def test_both_engines_have_every_migration():
     assert pg_migrations.ADDITIVE == file_migrations.ADDITIVE
 
 
+def test_each_engine_is_a_folder_of_its_own():
+    """(#33) The catalog's PgDatabase once subclassed the file's Database for what both share: both
+    now build on store.base.IndexBase, and import-linter keeps each engine's folder from importing
+    the other's (but for the SQLite whose tokenizer the catalog uses too)."""
+    from toolidx.store.base import IndexBase
+    from toolidx.store.pg.database import PgDatabase
+    from toolidx.store.sqlite.database import Database
+
+    assert issubclass(PgDatabase, IndexBase) and issubclass(Database, IndexBase)
+    assert not issubclass(PgDatabase, Database)
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    apart = {(c["source_modules"][0], c["forbidden_modules"][0]) for c in contracts if c["type"] == "forbidden"}
+    assert {("toolidx.store.sqlite", "toolidx.store.pg"), ("toolidx.store.pg", "toolidx.store.sqlite")} <= apart
+
+
 # --- the catalog's contract ---------------------------------------------------------------------------
 
 
@@ -401,7 +417,7 @@ def test_a_replica_starts_without_reading_every_row(pg_url, monkeypatch):
     from toolidx.core.filters import Filters
     from toolidx.serve.metatools import meta_tools
     from toolidx.serve.server import build_server
-    from toolidx.store import pg
+    from toolidx.store.pg import database as pg
 
     db = open_db(pg_url, create=True)
     _add_servers(db, 0, 3000)

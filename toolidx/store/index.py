@@ -55,6 +55,7 @@ class Index(Protocol):
     conn: Any  # the engine's connection (sqlite3's, or store.pg.PgConnection), used under `lock`
     lock: Any  # a threading.RLock: one statement or transaction at a time on `conn`
     sql: SqliteSql  # the engine's spelling of what the two write differently
+    module: Any  # the SQLite module whose FTS5 tokenizer cuts a query's words (store/retrieval.py)
 
     @property
     def postgres(self) -> bool: ...

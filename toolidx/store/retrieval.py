@@ -16,7 +16,7 @@ from .db import in_chunks
 from .tools import where as filter_sql
 
 if TYPE_CHECKING:
-    from .sqlite.database import Database
+    from .index import Index as Database  # either engine's; each engine's Retrieval narrows `db`
 
 # BM25 column weights, in tools_fts column order: name, title, description, server, tags, params.
 # Name and title weigh above the description (a name is a dense summary); the server words weigh

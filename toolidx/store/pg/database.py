@@ -42,12 +42,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ...core.errors import DatabaseError
 from ...core.tooldoc import fix_strings
+from ..base import IndexBase, statements
 from ..cache import IndexCache
 from ..dialect import POSTGRES, SqliteSql
 from ..index import Index
 from ..retrieval import Retrieval
-from ..sqlite.database import Database
-from ..sqlite.file import sqlite_module, statements
+from ..sqlite.file import sqlite_module
 from .migrations import ADDITIVE, PG_MIGRATIONS
 
 DEFAULT_SCHEMA = "toolidx"
@@ -258,10 +258,10 @@ def _is_read(text: str) -> bool:
     return head.startswith(("SELECT", "WITH", "BEGIN", "COMMIT", "ROLLBACK", "SET", "SHOW", "LISTEN"))
 
 
-class PgDatabase(Database):
-    """A connection to one toolidx catalog in PostgreSQL: an `Index`, as `Database` is (module
-    docstring). It subclasses Database for the members both engines share (one, rows, meta, close)
-    and replaces its connection, transactions and versions with PostgreSQL's."""
+class PgDatabase(IndexBase):
+    """A connection to one toolidx catalog in PostgreSQL: an `Index`, as the file's `Database` is
+    (module docstring). The statements and meta values are both engines' (`store.base.IndexBase`);
+    the connection, transactions and versions are PostgreSQL's."""
 
     dialect = "postgres"
     sql: SqliteSql = POSTGRES
@@ -283,21 +283,6 @@ class PgDatabase(Database):
         self.lock = threading.RLock()
         self._pinned: tuple[int, int] | None = None  # (thread, data_version) inside a read snapshot
         self.cache = IndexCache(self.version_key)
-
-    def execute(self, sql: str, params: Any = ()) -> Any:
-        with self.lock:
-            return self.conn.execute(sql, params)
-
-    def query(self, sql: str, params: Any = ()) -> list[dict]:
-        with self.lock:
-            cur = self.conn.execute(sql, params)
-            cols = [d[0] for d in cur.description or ()]
-            return [dict(zip(cols, row)) for row in cur.fetchall()]
-
-    def scalar(self, sql: str, params: Any = ()) -> Any:
-        with self.lock:
-            row = self.conn.execute(sql, params).fetchone()
-        return row[0] if row else None
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:

@@ -10,8 +10,8 @@ import math
 from ...core.filters import Filters
 from .. import keywords, vectors
 from ..retrieval import FTS_WEIGHTS, K1, B, Retrieval, fetch_size, split_common
-from ..sqlite.database import Database
 from ..tools import where as filter_sql
+from .database import PgDatabase as Database  # the catalog's index
 
 
 def _filter(db: Database, filters: Filters | None, column: str) -> tuple[str, list]:
@@ -156,6 +156,8 @@ def vector_cosines(db: Database, query: bytes, rowids: list[int]) -> dict[int, f
 
 class PgRetrieval(Retrieval):
     """A catalog in PostgreSQL: BM25 summed in SQL, KNN by pgvector (or an exact scan)."""
+
+    db: Database
 
     def keyword(
         self,

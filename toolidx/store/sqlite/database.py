@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.errors import DatabaseError
 from ...core.files import private_dir
+from ..base import IndexBase
 from ..cache import IndexCache
 from .file import FileKind, SqliteFile, check_header, open_file
 from .migrations import ADDITIVE, MIGRATIONS
@@ -49,10 +50,10 @@ INDEX = FileKind(
 )
 
 
-class Database(SqliteFile):
+class Database(SqliteFile, IndexBase):
     """A connection to one index file. Thread-safe for serve's worker threads via a lock. What
     the layers above store/ and the store modules name is its interface, `store.index.Index`,
-    which store/pg.py's PgDatabase (a subclass, with its own connection) offers too."""
+    which store/pg/'s PgDatabase (on the same `store.base.IndexBase`) offers too."""
 
     def __init__(self, conn: Any, path: str, module: Any, vec_available: bool, vec_error: str | None):
         super().__init__(conn, module)
@@ -67,17 +68,6 @@ class Database(SqliteFile):
         from .retrieval import SqliteRetrieval
 
         return SqliteRetrieval(self)
-
-    # --- meta -------------------------------------------------------------------------------
-    def get_meta(self, key: str, default: str | None = None) -> str | None:
-        v = self.scalar("SELECT value FROM meta WHERE key = ?", (key,))
-        return default if v is None else v
-
-    def set_meta(self, key: str, value: str | None) -> None:
-        self.execute(
-            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
 
     def data_version(self) -> int:
         """Changes whenever another connection commits (serve uses it to notice a new crawl)."""

@@ -370,6 +370,8 @@ class SqliteRetrieval(Retrieval):
     """A SQLite file: BM25 summed from FTS5's postings cached per index version, phrases by FTS5
     itself, cosines from the vector matrix."""
 
+    db: Database
+
     def keyword(
         self,
         terms: list[str],
