@@ -1,4 +1,4 @@
-"""The catalog in PostgreSQL (toolidx/store/pg.py) on a real server with pgvector: the same tables
+"""The catalog in PostgreSQL (toolidx/store/pg/) on a real server with pgvector: the same tables
 and guarantees as the SQLite file, the same answers from every command, concurrent crawlers."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from toolidx.store.usage import MAX_EXAMPLES_PER_TOOL, open_usage, usage_path
 
 
 def test_postgresql_runs_the_store_statements_as_written():
-    """(#33) store/pg.py turns `?` into psycopg's `%s` and doubles `%`, outside string literals,
+    """(#33) store/pg/database.py turns `?` into psycopg's `%s` and doubles `%`, outside string literals,
     and rewrites nothing else: an SQLite-only spelling reaches PostgreSQL as written (and fails
     there, in the tests), so the store must write what both engines speak or ask `db.sql`."""
     assert (

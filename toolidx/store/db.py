@@ -36,14 +36,15 @@ PG_SCHEMES = ("postgresql://", "postgres://")
 
 
 def is_pg_url(target: Any) -> TypeGuard[str]:
-    """Whether `target` names a catalog in PostgreSQL (store/pg.py) rather than an index file:
+    """Whether `target` names a catalog in PostgreSQL (store/pg/) rather than an index file:
     the one test, which `open_db` and the CLI's --db make before anything is opened."""
     return isinstance(target, str) and target.startswith(PG_SCHEMES)
 
 
 def open_db(path: str | os.PathLike | None = None, *, create: bool = False, readonly: bool = False) -> Index:
-    """Open (and with `create`, make) an index: a `Database` (a file) or a `pg.PgDatabase` (a
-    postgresql:// URL), each an `Index` (mypy checks both here). Migrations are applied on open.
+    """Open (and with `create`, make) an index: a `sqlite.database.Database` (a file) or a
+    `pg.database.PgDatabase` (a postgresql:// URL), each an `Index` (mypy checks both). Migrations
+    are applied on open.
 
     `readonly`: never write, not even the WAL switch or a migration (a baseline index downloaded
     from CI may be a read-only file); an index that needs migrating is then refused.

@@ -1,6 +1,6 @@
 """The table of tool embeddings (rowid = tools.rowid), created once the model's dimension is
 known: sqlite-vec's vec0 in a file; in PostgreSQL pgvector's vector(dim) with an HNSW index, or
-real[] where pgvector is missing (store/pg.py). Cosine distance; vectors are float32 blobs here."""
+real[] where pgvector is missing (store/pg/database.py). Cosine distance; vectors are float32 blobs here."""
 
 from __future__ import annotations
 

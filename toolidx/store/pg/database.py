@@ -1,15 +1,17 @@
 """The index in PostgreSQL (`--db postgresql://...`): the same tables and guarantees as the SQLite
 file, for many crawlers and many serve replicas on one catalog.
 
-`PgDatabase` has `Database`'s interface (`store.index.Index`), so one store module serves both
-engines: its statements are written in the SQL both speak, and where the two spell one thing
-differently (json_each, instr) it asks `db.sql` (store/dialect.py, `POSTGRES` here). The only
-change made to a statement here is psycopg's placeholder (`pyformat`: `?` -> `%s`). Where a module
-needs what only one engine has (FTS5 or `tool_terms`, sqlite-vec or pgvector, PRAGMA or
-information_schema), it branches on `db.postgres`, inside store/.
+`PgDatabase` has the file's interface (`store.index.Index`, on the same `store.base.IndexBase` as
+store/sqlite/'s `Database`), so one store module serves both engines: its statements are written
+in the SQL both speak, and where the two spell one thing differently (json_each, instr) it asks
+`db.sql` (store/dialect.py, `POSTGRES` here). The only change made to a statement here is
+psycopg's placeholder (`pyformat`: `?` -> `%s`). Where a module needs what only one engine has
+(FTS5 or `tool_terms`, sqlite-vec or pgvector, PRAGMA or information_schema), it branches on
+`db.postgres`, inside store/.
 
 - Tables live in their own schema (`toolidx`, or `?schema=` in the URL), so the database may hold
-  other applications' tables; migrations run on connect under an advisory lock.
+  other applications' tables; migrations (store/pg/migrations.py) run on connect under an
+  advisory lock.
 - Writers serialise on one advisory lock taken at the start of every write transaction (what
   SQLite's BEGIN IMMEDIATE does): a crawl's snapshot of the whole catalog (`crawl_tools`) then
   always includes what a crawler of other servers committed just before.

@@ -209,4 +209,4 @@ class PgRetrieval(Retrieval):
         return vector_cosines(self.db, query, rowids)
 
     def warm(self, *, embeddings: bool) -> bool:
-        return False  # a replica holds no catalog (store/pg.py)
+        return False  # a replica holds no catalog (store/pg/database.py)
