@@ -20,7 +20,7 @@ def fingerprint() -> str:
     h = hashlib.sha256()
     for f in (
         "toolidx/core/tooldoc.py",
-        "toolidx/store/migrations.py",
+        "toolidx/store/sqlite/migrations.py",
         "toolidx/crawl/sources.py",
         "toolidx/store/crawls.py",
     ):

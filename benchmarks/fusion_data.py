@@ -42,7 +42,7 @@ def _key() -> str:
     for f in (
         "toolidx/search/hybrid.py",
         "toolidx/store/retrieval.py",
-        "toolidx/store/retrieval_sqlite.py",
+        "toolidx/store/sqlite/retrieval.py",
         "toolidx/core/tokens.py",
         "toolidx/search/quoted.py",
         "toolidx/search/actions.py",

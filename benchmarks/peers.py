@@ -460,7 +460,7 @@ def build_index(set_name: str) -> Path:
     h = hashlib.sha256(tools.read_bytes())
     for f in (
         "toolidx/core/tooldoc.py",
-        "toolidx/store/migrations.py",
+        "toolidx/store/sqlite/migrations.py",
         "toolidx/crawl/sources.py",
         "toolidx/store/crawls.py",
     ):

@@ -288,7 +288,7 @@ def pg_catalog(url: str, n: int, emb, schema: str = "") -> tuple[str, float | No
 
     from toolidx.store.db import open_db
     from toolidx.store.keywords import FTS_COLUMNS
-    from toolidx.store.pg import PG_MIGRATIONS
+    from toolidx.store.pg.migrations import PG_MIGRATIONS
 
     path, _ = sqlite_catalog(n, emb)
     base, per = _base(emb)

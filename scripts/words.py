@@ -48,9 +48,9 @@ def catalog_words() -> Counter:
 
 
 def main() -> int:
-    from toolidx.store.db import sqlite_module
     from toolidx.store.keywords import fts_create_sql
     from toolidx.store.retrieval import scratch_create, scratch_tokens
+    from toolidx.store.sqlite.file import sqlite_module
 
     vocab = json.loads((REPO / "toolidx/models/tool-minilm-l6/tokenizer.json").read_text())["model"]["vocab"]
     english = {w for w in vocab if re.fullmatch("[a-z]{2,}", w)}

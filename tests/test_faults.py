@@ -1367,7 +1367,7 @@ def test_21_fifos_devices_and_malformed_inputs_are_refused_in_one_line(tmp_path,
     import os
     import subprocess
 
-    from toolidx.store.db import sqlite_module
+    from toolidx.store.sqlite.file import sqlite_module
 
     cat = tmp_path / "cat.json"
     cat.write_text(json.dumps([{"name": "t", "description": "A tool.", "inputSchema": {"type": "object"}}]))

@@ -98,14 +98,14 @@ def _back_to_schema_3(target: str) -> None:
     if target.startswith("postgresql://"):
         import psycopg
 
-        from toolidx.store.pg import _split_schema
+        from toolidx.store.pg.database import _split_schema
 
         url, schema = _split_schema(target)
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f"ALTER TABLE {schema}.servers DROP COLUMN owner")
             conn.execute(f"UPDATE {schema}.meta SET value = '3' WHERE key = 'schema_version'")
         return
-    from toolidx.store.db import sqlite_module
+    from toolidx.store.sqlite.file import sqlite_module
 
     conn = sqlite_module().connect(target)
     conn.execute("ALTER TABLE servers DROP COLUMN owner")

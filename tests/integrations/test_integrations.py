@@ -151,7 +151,7 @@ def test_anthropic_execute_runs_the_real_tool_with_validation_scope_and_timeout(
 
 
 def test_calls_through_the_adapters_are_recorded_like_serve_s(live_index, tmp_path):
-    from toolidx.store.db import sqlite_module
+    from toolidx.store.sqlite.file import sqlite_module
 
     usage = tmp_path / "usage.db"
     a = AnthropicToolSearch(ToolCatalog(live_index, embedder=None, usage_db=str(usage)))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SEARCH = ROOT / "toolidx" / "search"
-ENGINE_WORDS = re.compile(r"in_database|postgres|dialect|retrieval_pg|retrieval_sqlite|\bstore\.pg\b|\.pg import")
+ENGINE_WORDS = re.compile(r"in_database|postgres|dialect|\bstore\.(pg|sqlite)\b|\.(pg|sqlite)\S* import")
 
 
 def test_search_names_no_engine():
@@ -25,15 +25,15 @@ def test_an_import_contract_keeps_engines_out_of_search():
     """lint-imports (scripts/check.sh) enforces it; this keeps it from being dropped."""
     text = (ROOT / "pyproject.toml").read_text()
     block = text[text.index('source_modules = ["toolidx.search"]') :].split("\n\n")[0]
-    for module in ("toolidx.store.pg", "toolidx.store.retrieval_sqlite", "toolidx.store.retrieval_pg"):
+    for module in ("toolidx.store.pg", "toolidx.store.sqlite"):
         assert f'"{module}"' in block
 
 
 def test_each_engine_opens_with_its_own_retrieval(db_target):
     from toolidx.store.db import open_db
+    from toolidx.store.pg.retrieval import PgRetrieval
     from toolidx.store.retrieval import Retrieval
-    from toolidx.store.retrieval_pg import PgRetrieval
-    from toolidx.store.retrieval_sqlite import SqliteRetrieval
+    from toolidx.store.sqlite.retrieval import SqliteRetrieval
 
     db = open_db(db_target, create=True)
     try:

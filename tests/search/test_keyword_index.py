@@ -1,4 +1,4 @@
-"""store.retrieval_sqlite: keyword candidates scored in Python from cached postings must give FTS5's own
+"""store.sqlite.retrieval: keyword candidates scored in Python from cached postings must give FTS5's own
 bm25() scores, whether the postings were fetched word by word or preloaded, follow a new crawl,
 and honour filters. Checked against FTS5 itself on the real ETOM catalog (2,375 tools, so the
 common-word path runs: "get", "list", "file" are in more than 200 tools)."""
@@ -13,8 +13,9 @@ import pytest
 
 from toolidx.core.filters import Filters
 from toolidx.core.tokens import fts_query, query_terms
-from toolidx.store import retrieval, retrieval_sqlite
+from toolidx.store import retrieval
 from toolidx.store.db import open_db
+from toolidx.store.sqlite import retrieval as retrieval_sqlite
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ import pytest
 
 from toolidx.core.tokens import fts_query, query_terms
 from toolidx.search import calibration as cal
-from toolidx.store import retrieval_sqlite
 from toolidx.store.db import open_db
+from toolidx.store.sqlite import retrieval as retrieval_sqlite
 
 DATA = Path(__file__).parents[1] / "data"
 QUERIES = [

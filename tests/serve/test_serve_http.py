@@ -320,7 +320,7 @@ def test_token_scope_narrows_search_execute_and_the_api(http_server):
     assert not ok.is_error
     assert is_error and refused["error"] == "out_of_scope"  # not read-only: outside this token's scope
     # each call is recorded with the scope it ran in: its token's, not the whole server's ("")
-    from toolidx.store.db import sqlite_module
+    from toolidx.store.sqlite.file import sqlite_module
 
     want = {("crashy/echo", "refused", "servers=time"), ("crashy/echo", "ok", "read_only=True; servers=crashy,time")}
     deadline, rows = time.monotonic() + 10, set()

@@ -1,4 +1,4 @@
-"""The catalog in PostgreSQL (toolidx/store/pg.py) on a real server with pgvector: the same tables
+"""The catalog in PostgreSQL (toolidx/store/pg/) on a real server with pgvector: the same tables
 and guarantees as the SQLite file, the same answers from every command, concurrent crawlers."""
 
 from __future__ import annotations
@@ -17,15 +17,18 @@ from conftest import CATALOG_DATA, REPO, raw, run_cli, write_config
 from toolidx.core.clock import now_iso
 from toolidx.core.errors import DatabaseError
 from toolidx.store.db import open_db
-from toolidx.store.migrations import MIGRATIONS
-from toolidx.store.pg import PG_MIGRATIONS, RECONNECT_PAUSE_S, public_url, pyformat
+from toolidx.store.pg import migrations as pg_migrations
+from toolidx.store.pg.database import RECONNECT_PAUSE_S, public_url, pyformat
+from toolidx.store.pg.migrations import PG_MIGRATIONS
+from toolidx.store.sqlite import migrations as file_migrations
+from toolidx.store.sqlite.migrations import MIGRATIONS
 from toolidx.store.usage import MAX_EXAMPLES_PER_TOOL, open_usage, usage_path
 
 # --- SQL (no server) ---------------------------------------------------------------------------------
 
 
 def test_postgresql_runs_the_store_statements_as_written():
-    """(#33) store/pg.py turns `?` into psycopg's `%s` and doubles `%`, outside string literals,
+    """(#33) store/pg/database.py turns `?` into psycopg's `%s` and doubles `%`, outside string literals,
     and rewrites nothing else: an SQLite-only spelling reaches PostgreSQL as written (and fails
     there, in the tests), so the store must write what both engines speak or ask `db.sql`."""
     assert (
@@ -85,7 +88,25 @@ def test_the_url_shown_never_holds_the_password():
 
 
 def test_both_engines_have_every_migration():
+    """(#33) Each engine's folder owns its migrations: as many, and the same ones only add tables."""
     assert len(PG_MIGRATIONS) == len(MIGRATIONS)
+    assert pg_migrations.ADDITIVE == file_migrations.ADDITIVE
+
+
+def test_each_engine_is_a_folder_of_its_own():
+    """(#33) The catalog's PgDatabase once subclassed the file's Database for what both share: both
+    now build on store.base.IndexBase, and import-linter keeps each engine's folder from importing
+    the other's (but for the SQLite whose tokenizer the catalog uses too)."""
+    from toolidx.store.base import IndexBase
+    from toolidx.store.pg.database import PgDatabase
+    from toolidx.store.sqlite.database import Database
+
+    assert issubclass(PgDatabase, IndexBase) and issubclass(Database, IndexBase)
+    assert not issubclass(PgDatabase, Database)
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    apart = {(c["source_modules"][0], c["forbidden_modules"][0]) for c in contracts if c["type"] == "forbidden"}
+    assert {("toolidx.store.sqlite", "toolidx.store.pg"), ("toolidx.store.pg", "toolidx.store.sqlite")} <= apart
 
 
 # --- the catalog's contract ---------------------------------------------------------------------------
@@ -151,7 +172,7 @@ def _shape_pg(db) -> dict[str, dict]:
 
 
 def test_both_engines_make_one_schema(pg_url, tmp_path):
-    """(#33) The schema is written once per engine (migrations.py, pg.PG_MIGRATIONS; usage.py's
+    """(#33) The schema is written once per engine (sqlite/migrations.py, pg/migrations.py; usage.py's
     two lists): a fresh file and a fresh catalog hold the same tables, columns in the same order
     with types of one family, primary keys and indexes, but for what each engine keeps its own."""
     db = open_db(pg_url, create=True)
@@ -396,7 +417,7 @@ def test_a_replica_starts_without_reading_every_row(pg_url, monkeypatch):
     from toolidx.core.filters import Filters
     from toolidx.serve.metatools import meta_tools
     from toolidx.serve.server import build_server
-    from toolidx.store import pg
+    from toolidx.store.pg import database as pg
 
     db = open_db(pg_url, create=True)
     _add_servers(db, 0, 3000)

@@ -11,7 +11,7 @@ from toolidx.core.errors import DatabaseError
 from toolidx.store import trust
 from toolidx.store.db import open_db
 from toolidx.store.index import Index
-from toolidx.store.sqlitefile import FileKind, SqliteFile, open_file
+from toolidx.store.sqlite.file import FileKind, SqliteFile, open_file
 
 KIND = FileKind(
     application_id=0x54455354,

@@ -8,7 +8,7 @@ import pytest
 
 from toolidx.core.errors import DatabaseError
 from toolidx.store.db import open_db
-from toolidx.store.migrations import MIGRATIONS
+from toolidx.store.sqlite.migrations import MIGRATIONS
 
 
 def test_new_index_has_schema_and_identity(tmp_path):

@@ -85,7 +85,8 @@ def test_files_that_are_not_usage_files_are_refused_untouched(tmp_path):
 def test_examples_are_kept_per_scope_and_old_ones_belong_to_no_serve_scope(tmp_path):
     """Examples recorded before scopes were kept (schema v1) ran in an unknown scope: after the
     migration no serve scope sees them, the file's owner (scope None, the CLI) still does."""
-    from toolidx.store.sqlitefile import sqlite_module, statements
+    from toolidx.store.base import statements
+    from toolidx.store.sqlite.file import sqlite_module
     from toolidx.store.usage import OLD_SCOPE, USAGE_APP_ID, USAGE_MIGRATIONS
 
     p = tmp_path / "v1.db"

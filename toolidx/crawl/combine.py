@@ -3,7 +3,7 @@ made into one index, as if one crawl had read every server.
 
 The output is built in a temporary file beside it and renamed over it only when it is whole, so
 OUT is never half-written; an input is never written to, nor overwritten. A postgresql:// input
-or output is a catalog in PostgreSQL (store/pg.py): an output there is replaced in one
+or output is a catalog in PostgreSQL (store/pg/): an output there is replaced in one
 transaction, so a team moves from a file to PostgreSQL, and a CI job publishes a file from it. Vectors are copied when
 every input that has them used the same model (`meta.embed_model`, `embed_dim`); otherwise nothing
 is written and the error says which inputs differ. The SQL is in `store/merge.py`.
@@ -22,7 +22,7 @@ from ..core.files import private_dir
 from ..store import merge as store
 from ..store.db import is_pg_url, open_db
 from ..store.index import Index
-from ..store.pg import public_url
+from ..store.pg.database import public_url
 from ..store.trust import trusted_launch
 
 

@@ -25,7 +25,7 @@ SERVER_TABLE = "server_approvals"
 
 
 def has_table(db: Index, table: str = TABLE) -> bool:
-    from .pg import table_exists
+    from .pg.database import table_exists
 
     return table_exists(db, table)
 

@@ -1,7 +1,7 @@
 """What the two engines spell differently, asked of the open database (`db.sql`) by the store
 module writing the statement: every other statement is written once, in the SQL both speak
 (SQLite >= 3.35: `ON CONFLICT ... DO UPDATE SET c = excluded.c`, `RETURNING`, `TRUE`). Nothing
-rewrites a statement after it is written; store/pg.py only turns `?` into psycopg's `%s`."""
+rewrites a statement after it is written; store/pg/database.py only turns `?` into psycopg's `%s`."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class SqliteSql:
 
 
 class PgSql(SqliteSql):
-    """PostgreSQL's spellings (store/pg.py): the JSON columns are text, read as jsonb."""
+    """PostgreSQL's spellings (store/pg/): the JSON columns are text, read as jsonb."""
 
     def json_each(self, expr: str, alias: str) -> str:
         return f"jsonb_array_elements_text(({expr})::jsonb) AS {alias}(value)"

@@ -8,15 +8,15 @@ from typing import Any
 
 from ..core.embedding import text_hash
 from . import vectors
-from .db import APPLICATION_ID, load_vec
 from .index import Index
-from .migrations import MIGRATIONS
-from .sqlitefile import sqlite_module
+from .sqlite.database import APPLICATION_ID, load_vec
+from .sqlite.file import sqlite_module
+from .sqlite.migrations import MIGRATIONS
 
 
 def engine() -> dict[str, Any]:
     """{"driver", "sqlite_version", "fts5", "vec", "vec_version", "vec_error"}: this Python's SQLite
-    as toolidx opens it (store.db), tried on an in-memory database."""
+    as toolidx opens it (store.sqlite.database), tried on an in-memory database."""
     mod = sqlite_module()
     conn = mod.connect(":memory:")
     try:
@@ -52,8 +52,8 @@ def index_facts(db: Index) -> dict[str, Any]:
     """The index's schema version against this toolidx's, SQLite's quick integrity check, what
     was crawled and what is missing: servers that failed their last crawl, tools without a vector."""
     with db.snapshot():
-        if db.postgres:  # store/pg.py: meta holds what PRAGMAs hold
-            from .pg import pg_integrity
+        if db.postgres:  # store/pg/: meta holds what PRAGMAs hold
+            from .pg.database import pg_integrity
 
             user_version = int(db.get_meta("schema_version") or 0)
             app_id = APPLICATION_ID if db.get_meta("application") == "toolidx" else 0

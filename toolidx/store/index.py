@@ -1,6 +1,6 @@
 """`Index`: an open index, whichever engine holds it: what every signature above store/ and the
-store modules' own name. `db.Database` (a SQLite file) and `pg.PgDatabase` (a catalog in
-PostgreSQL) both satisfy it (tests/store/test_pg.py checks both, mypy each use).
+store modules' own name. `sqlite.database.Database` (a SQLite file) and `pg.database.PgDatabase` (a
+catalog in PostgreSQL) both satisfy it (tests/store/test_pg.py checks both, mypy each use).
 
 Above store/, only the members before the SQL ones are used: where it is, whether it can run a
 vector search, the cache of what readers derive, `retrieval` (what search asks), the meta
@@ -52,9 +52,10 @@ class Index(Protocol):
     def close(self) -> None: ...
 
     # --- for store/'s modules only --------------------------------------------------------------
-    conn: Any  # the engine's connection (sqlite3's, or store.pg.PgConnection), used under `lock`
+    conn: Any  # the engine's connection (sqlite3's, or store.pg.database.PgConnection), used under `lock`
     lock: Any  # a threading.RLock: one statement or transaction at a time on `conn`
     sql: SqliteSql  # the engine's spelling of what the two write differently
+    module: Any  # the SQLite module whose FTS5 tokenizer cuts a query's words (store/retrieval.py)
 
     @property
     def postgres(self) -> bool: ...

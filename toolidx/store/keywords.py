@@ -15,7 +15,7 @@ from typing import Any
 
 from .db import in_chunks
 from .index import Index
-from .migrations import MIGRATIONS
+from .sqlite.migrations import MIGRATIONS
 
 FTS_COLUMNS = ("name", "title", "description", "server", "tags", "params")  # tools_fts's, in order
 
@@ -32,7 +32,7 @@ class Tokenizer:
     its length in tokens. One per process, behind a lock."""
 
     def __init__(self) -> None:
-        from .db import sqlite_module
+        from .sqlite.file import sqlite_module
 
         self.lock = threading.Lock()
         self.conn = sqlite_module().connect(":memory:", isolation_level=None, check_same_thread=False)

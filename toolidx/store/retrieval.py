@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.filters import Filters
-from .db import Database, in_chunks
+from .db import in_chunks
 from .tools import where as filter_sql
+
+if TYPE_CHECKING:
+    from .index import Index as Database  # either engine's; each engine's Retrieval narrows `db`
 
 # BM25 column weights, in tools_fts column order: name, title, description, server, tags, params.
 # Name and title weigh above the description (a name is a dense summary); the server words weigh

@@ -66,7 +66,7 @@ def where(db: Index, filters: Filters, alias: str = "t") -> tuple[str, list]:
         conds.append(f"{a}.name IN (SELECT nm.value FROM {db.sql.json_each('?', 'nm')})")
         params.append(json.dumps(names_matching(db, f.name_pattern)))
     elif f.name_pattern:
-        conds.append(f"{a}.name REGEXP ?")  # regexp() below, registered on every connection by store.db
+        conds.append(f"{a}.name REGEXP ?")  # regexp() below, registered on every connection by store.sqlite.database
         params.append(f.name_pattern)
     if f.description_contains:
         conds.append(f"{db.sql.strpos(f'lower({a}.description)', 'lower(?)')} > 0")
@@ -105,7 +105,7 @@ def names_matching(db: Index, pattern: str) -> list[str]:
 
 
 def regexp(pattern: str, value: str | None) -> int:
-    """SQLite REGEXP(pattern, value), registered on every connection by store.db: RE2, linear in
+    """SQLite REGEXP(pattern, value), registered on every connection by store.sqlite.database: RE2, linear in
     the name, whatever an agent sends (core.filters.compile_pattern)."""
     return int(value is not None and compile_pattern(pattern).search(value) is not None)
 

@@ -22,7 +22,7 @@ from ..core.clock import now_iso
 from ..core.errors import DatabaseError
 from ..core.files import private_dir, writable_by_others
 from ..core.notices import warn_once
-from .sqlitefile import FileKind, open_file, write_transaction
+from .sqlite.file import FileKind, open_file, write_transaction
 
 STATE_ENV = "TOOLIDX_STATE_DIR"
 FILE = "trusted.db"

@@ -6,7 +6,7 @@ it, one of two engines:
   crawl rewrites the index's tools, never this file, so usage survives re-crawls; a published
   index may be a read-only file in a read-only folder, and usage must still be kept; writing here
   never takes the index's write lock, so it cannot block a search or a crawl.
-- A catalog in PostgreSQL (store/pg.py) keeps its usage in its own schema, tables `calls` and
+- A catalog in PostgreSQL (store/pg/) keeps its usage in its own schema, tables `calls` and
   `examples` with the file's columns (PG_USAGE_MIGRATIONS, applied on connect like the catalog's),
   so every serve replica records into and reads from one place. Rows are written in short
   transactions of their own (`PgDatabase.row_transaction`) that take no writers' lock and move no
@@ -34,8 +34,8 @@ from ..core.errors import DatabaseError, UsageError
 from ..core.files import not_regular, private_dir
 from .db import is_pg_url
 from .index import Index
-from .pg import public_url
-from .sqlitefile import FileKind, SqliteFile, check_header, open_file
+from .pg.database import public_url
+from .sqlite.file import FileKind, SqliteFile, check_header, open_file
 
 USAGE_ENV = "TOOLIDX_USAGE_DB"
 USAGE_APP_ID = 0x54495553  # "TIUS"
@@ -43,7 +43,7 @@ OUTCOMES = ("ok", "tool_error", "invalid_arguments", "timeout", "backend_failed"
 MAX_EXAMPLES_PER_TOOL = 5
 _FIX = f"move it away (a new one is then started), or choose another with --usage-db / {USAGE_ENV}"
 
-# Append only, like store/migrations.py; PRAGMA user_version counts what was applied.
+# Append only, like store/sqlite/migrations.py; PRAGMA user_version counts what was applied.
 USAGE_MIGRATIONS: list[str] = [
     """
     CREATE TABLE calls (
@@ -84,7 +84,7 @@ USAGE_MIGRATIONS: list[str] = [
 ]
 OLD_SCOPE = "?"  # examples recorded before scopes were kept (see the migration above)
 
-# The same tables in a catalog's PostgreSQL schema (store/pg.py applies these on connect, counted
+# The same tables in a catalog's PostgreSQL schema (store/pg/database.py applies these on connect, counted
 # by meta.usage_schema_version). Append only. The file's columns, with the types PostgreSQL
 # spells; `examples.rowid` is SQLite's implicit rowid made explicit (insertion order: the
 # tie-break of two examples with one `at`).
@@ -224,7 +224,7 @@ class UsageStore:
     @contextmanager
     def transaction(self) -> Iterator[Any]:
         """One short write transaction: the file's, or on PostgreSQL one that takes no writers'
-        lock (store/pg.py)."""
+        lock (store/pg/database.py)."""
         if self.postgres:
             with self.engine.row_transaction() as conn:  # type: ignore[union-attr]  # PgDatabase's
                 yield conn
@@ -378,7 +378,7 @@ def usage_facts(target: str | os.PathLike) -> dict[str, Any]:
 
 
 def _pg_facts(url: str) -> dict[str, Any]:
-    from .pg import open_pg
+    from .pg.database import open_pg
 
     db = open_pg(url, readonly=True)
     try:
@@ -428,7 +428,7 @@ def open_usage(target: str | os.PathLike, *, create: bool = True) -> UsageStore 
     migrations on connect). Raises DatabaseError for a file that is not a usage file or is
     corrupt (left untouched), or a catalog that cannot be opened."""
     if is_pg_url(target):
-        from .pg import open_pg
+        from .pg.database import open_pg
 
         db = open_pg(target, readonly=not create)
         try:

@@ -1,6 +1,6 @@
 """The table of tool embeddings (rowid = tools.rowid), created once the model's dimension is
 known: sqlite-vec's vec0 in a file; in PostgreSQL pgvector's vector(dim) with an HNSW index, or
-real[] where pgvector is missing (store/pg.py). Cosine distance; vectors are float32 blobs here."""
+real[] where pgvector is missing (store/pg/database.py). Cosine distance; vectors are float32 blobs here."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from .index import Index
 
 if TYPE_CHECKING:
     from ..core.embedding import Embedder
-    from .pg import PgDatabase
+    from .pg.database import PgDatabase
 
 TABLE = "tool_vectors"
 
 
 def has_table(db: Index) -> bool:
-    from .pg import table_exists
+    from .pg.database import table_exists
 
     return table_exists(db, TABLE)
 
@@ -100,7 +100,7 @@ def knn(db: Index, query: bytes, k: int) -> list[tuple[int, float]]:
     if not has_table(db):
         return []
     if db.postgres:
-        from .retrieval_pg import vector_knn
+        from .pg.retrieval import vector_knn
 
         return [(r, 1.0 - s) for r, s in vector_knn(cast("PgDatabase", db), query, k)]
     rows = db.execute(

@@ -34,13 +34,14 @@ from array import array
 from bisect import bisect_left
 from collections import OrderedDict
 
-from ..core.filters import Filters
-from ..core.tokens import fts_query
-from . import vectors
-from .db import Database, in_chunks
-from .retrieval import FTS_COLUMNS, FTS_WEIGHTS, K1, B, QueryTokenizer, Retrieval, fetch_size, lock, split_common
-from .tools import filtered_rowids
-from .tools import where as filter_sql
+from ...core.filters import Filters
+from ...core.tokens import fts_query
+from .. import vectors
+from ..db import in_chunks
+from ..retrieval import FTS_COLUMNS, FTS_WEIGHTS, K1, B, QueryTokenizer, Retrieval, fetch_size, lock, split_common
+from ..tools import filtered_rowids
+from ..tools import where as filter_sql
+from .database import Database
 
 PRELOAD_CHUNK = 50_000  # word occurrences read per preload step (~0.1 s of work between searches)
 MAX_CACHED = 4_000_000  # cached (word, tool) terms per process (16 bytes each: 64 MB at most)
@@ -368,6 +369,8 @@ def _unit_query(blob: bytes, dim: int):
 class SqliteRetrieval(Retrieval):
     """A SQLite file: BM25 summed from FTS5's postings cached per index version, phrases by FTS5
     itself, cosines from the vector matrix."""
+
+    db: Database
 
     def keyword(
         self,

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import DatabaseError
-from ..core.files import NotRegularFile, open_regular, private_file
-from .dialect import SQLITE, SqliteSql
+from ...core.errors import DatabaseError
+from ...core.files import NotRegularFile, open_regular, private_file
+from ..base import Statements, statements
+from ..dialect import SQLITE, SqliteSql
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -256,64 +257,16 @@ def write_transaction(conn: Any, where: str | None = None) -> Iterator[Any]:
         raise refused from None
 
 
-def statements(script: str) -> list[str]:
-    """Split a migration on `;` at line ends (executescript would commit on its own)."""
-    out, buf = [], []
-    for line in script.splitlines():
-        if line.strip().startswith("--"):
-            continue
-        buf.append(line)
-        if line.rstrip().endswith(";"):
-            stmt = "\n".join(buf).strip()
-            if stmt.strip(";").strip():
-                out.append(stmt)
-            buf = []
-    tail = "\n".join(buf).strip()
-    if tail:
-        out.append(tail)
-    return out
-
-
-class SqliteFile:
+class SqliteFile(Statements):
     """One open file: a connection shared by serve's worker threads behind a lock."""
 
-    # the engine: store modules branch on it where one engine has what the other lacks (FTS5,
-    # sqlite-vec, PRAGMA), and ask `sql` (store/dialect.py) where both spell one thing differently;
-    # store/pg.py's PgDatabase says "postgres"
     dialect = "sqlite"
     sql: SqliteSql = SQLITE
-
-    @property
-    def postgres(self) -> bool:
-        return self.dialect == "postgres"
 
     def __init__(self, conn: Any, module: Any):
         self.conn = conn
         self.module = module
         self.lock = threading.RLock()
-
-    def execute(self, sql: str, params: Any = ()) -> Any:
-        with self.lock:
-            return self.conn.execute(sql, params)
-
-    def query(self, sql: str, params: Any = ()) -> list[dict]:
-        with self.lock:
-            cur = self.conn.execute(sql, params)
-            cols = [d[0] for d in cur.description or ()]
-            return [dict(zip(cols, row)) for row in cur.fetchall()]
-
-    def one(self, sql: str, params: Any = ()) -> dict | None:
-        rows = self.query(sql, params)
-        return rows[0] if rows else None
-
-    def scalar(self, sql: str, params: Any = ()) -> Any:
-        with self.lock:
-            row = self.conn.execute(sql, params).fetchone()
-        return row[0] if row else None
-
-    def rows(self, sql: str, params: Any = ()) -> list[tuple]:
-        with self.lock:
-            return list(self.conn.execute(sql, params).fetchall())
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
@@ -333,7 +286,3 @@ class SqliteFile:
                 yield self.conn
             finally:
                 self.conn.execute("COMMIT")
-
-    def close(self) -> None:
-        with self.lock:
-            self.conn.close()

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import math
 
-from ..core.filters import Filters
-from . import keywords, vectors
-from .db import Database
-from .retrieval import FTS_WEIGHTS, K1, B, Retrieval, fetch_size, split_common
-from .tools import where as filter_sql
+from ...core.filters import Filters
+from .. import keywords, vectors
+from ..retrieval import FTS_WEIGHTS, K1, B, Retrieval, fetch_size, split_common
+from ..tools import where as filter_sql
+from .database import PgDatabase as Database  # the catalog's index
 
 
 def _filter(db: Database, filters: Filters | None, column: str) -> tuple[str, list]:
@@ -157,6 +157,8 @@ def vector_cosines(db: Database, query: bytes, rowids: list[int]) -> dict[int, f
 class PgRetrieval(Retrieval):
     """A catalog in PostgreSQL: BM25 summed in SQL, KNN by pgvector (or an exact scan)."""
 
+    db: Database
+
     def keyword(
         self,
         terms: list[str],
@@ -207,4 +209,4 @@ class PgRetrieval(Retrieval):
         return vector_cosines(self.db, query, rowids)
 
     def warm(self, *, embeddings: bool) -> bool:
-        return False  # a replica holds no catalog (store/pg.py)
+        return False  # a replica holds no catalog (store/pg/database.py)

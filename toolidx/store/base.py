@@ -1,0 +1,90 @@
+"""What both engines' open stores share (store/sqlite/, store/pg/), so that neither engine's folder
+builds on the other's classes: statements run on the engine's connection under one lock
+(`Statements`: every SQLite file and the catalog), an index's meta values (`IndexBase`: the file's
+`Database` and the catalog's `PgDatabase`), and how a migration script is split (`statements`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dialect import SqliteSql
+
+
+def statements(script: str) -> list[str]:
+    """Split a migration on `;` at line ends (executescript would commit on its own)."""
+    out, buf = [], []
+    for line in script.splitlines():
+        if line.strip().startswith("--"):
+            continue
+        buf.append(line)
+        if line.rstrip().endswith(";"):
+            stmt = "\n".join(buf).strip()
+            if stmt.strip(";").strip():
+                out.append(stmt)
+            buf = []
+    tail = "\n".join(buf).strip()
+    if tail:
+        out.append(tail)
+    return out
+
+
+class Statements:
+    """The SQL calls on one open store: each runs on `conn` under `lock`, which serve's worker
+    threads share. The engine's class sets the connection and the lock."""
+
+    # the engine: store modules branch on it where one engine has what the other lacks (FTS5,
+    # sqlite-vec, PRAGMA), and ask `sql` (store/dialect.py) where both spell one thing differently
+    dialect: str  # "sqlite" | "postgres"
+    sql: SqliteSql
+    conn: Any
+    lock: Any  # a threading.RLock
+
+    @property
+    def postgres(self) -> bool:
+        return self.dialect == "postgres"
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        with self.lock:
+            return self.conn.execute(sql, params)
+
+    def query(self, sql: str, params: Any = ()) -> list[dict]:
+        with self.lock:
+            cur = self.conn.execute(sql, params)
+            cols = [d[0] for d in cur.description or ()]
+            return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+    def one(self, sql: str, params: Any = ()) -> dict | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: Any = ()) -> Any:
+        with self.lock:
+            row = self.conn.execute(sql, params).fetchone()
+        return row[0] if row else None
+
+    def rows(self, sql: str, params: Any = ()) -> list[tuple]:
+        with self.lock:
+            return list(self.conn.execute(sql, params).fetchall())
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+
+class IndexBase(Statements):
+    """What an open index of either engine has beyond its statements (store.index.Index is the
+    whole interface): the meta values, and the SQLite module whose FTS5 tokenizer cuts a query's
+    words (store/retrieval.py's QueryTokenizer; the catalog's is an in-memory SQLite)."""
+
+    module: Any
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        v = self.scalar("SELECT value FROM meta WHERE key = ?", (key,))
+        return default if v is None else v
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        self.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
