@@ -33,8 +33,11 @@ equal sqlite-vec's cosine to float32 precision; ties are broken by rowid.
 from __future__ import annotations
 
 import heapq
+import logging
 import math
 import sys
+import threading
+import time
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
@@ -44,11 +47,25 @@ from ..core.filters import Filters
 from ..core.tokens import fts_query
 from . import vectors
 from .db import Database, in_chunks
-from .retrieval import FTS_COLUMNS, FTS_WEIGHTS, K1, B, QueryTokenizer, Retrieval, fetch_size, lock, split_common
+from .retrieval import (
+    FTS_COLUMNS,
+    FTS_WEIGHTS,
+    K1,
+    B,
+    QueryTokenizer,
+    Retrieval,
+    fetch_size,
+    lock,
+    locked,
+    split_common,
+)
 from .tools import filtered_rowids
 from .tools import where as filter_sql
 
-PRELOAD_CHUNK = 200_000  # word occurrences read per preload step (~0.05 s of work between searches)
+PRELOAD_CHUNK = 100_000  # word occurrences read per preload step (~0.03 s of work between searches)
+# word occurrences `warm` preloads before it returns (~0.5 s); a larger index's load in a thread of
+# their own meanwhile, so that a replica of 100k tools (~6M occurrences, ~2 s) is ready in time
+PRELOAD_INLINE = 2_000_000
 MAX_CACHED = 4_000_000  # cached (word, tool) terms per process (16 bytes each: 64 MB at most)
 FTS_VOCAB = "tools_fts_vinst"  # a temp fts5vocab table: one row per word occurrence
 FTS_ROWS = "tools_fts_vrow"  # another: one row per word, with how many tools have it
@@ -166,6 +183,22 @@ def all_vectors(db: Database) -> list[tuple[int, bytes]]:
     return db.execute(f"SELECT rowid, embedding FROM {vectors.TABLE}").fetchall()
 
 
+def vec_chunks(db: Database) -> tuple[int, list[tuple[int, bytes, bytes, bytes]]] | None:
+    """(how many vectors are stored, and each sqlite-vec chunk's slots, validity bitmap, rowids
+    and vectors), read from vec0's own tables: ~10 blobs per 10k tools, where a row by row read
+    takes ~1.4 s at 100k. None where the table is missing or not laid out as sqlite-vec 0.1's."""
+    t = vectors.TABLE
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE name LIKE ?", (f"{t}_%",))}
+    if not {f"{t}_chunks", f"{t}_rowids", f"{t}_vector_chunks00"} <= names or f"{t}_vector_chunks01" in names:
+        return None
+    count = int(db.scalar(f'SELECT count(*) FROM "{t}_rowids"'))
+    chunks = db.execute(
+        f'SELECT c.size, c.validity, c.rowids, v.vectors FROM "{t}_chunks" c '
+        f'JOIN "{t}_vector_chunks00" v ON v.rowid = c.chunk_id ORDER BY c.chunk_id'
+    ).fetchall()
+    return count, chunks
+
+
 def _varints(blob: bytes) -> list[int]:
     """SQLite varints (FTS5's docsize and averages records)."""
     out, i, n = [], 0, len(blob)
@@ -222,6 +255,11 @@ class _Index:
         self.doclen: Any = None  # tokens per tool by rowid (preload), from FTS5's docsize records
         self.complete = False  # every word of the index is cached: a miss means no tool has it
         self.evicted = False
+        self.loader: threading.Thread | None = None  # the preload running in the background
+
+    def occurrences(self) -> float:
+        """How many words the index holds, counting each time a tool has one."""
+        return self.nrow * self.avgdl
 
     def idf(self, df: int) -> float:
         v = math.log((self.nrow - df + 0.5) / (df + 0.5))
@@ -327,9 +365,24 @@ def preload(db) -> bool:
             if not index.preload_words(db, words[at:end]):
                 return False
             at = end
-    with lock:
+        time.sleep(0)  # a search waiting for the locks takes them now, not after the whole preload
+    with locked(db):
         index.complete = not index.evicted
     return True
+
+
+def _preload_in_background(db) -> None:
+    try:
+        preload(db)
+    except Exception as e:  # the index was closed meanwhile: nothing to warm any more
+        logging.getLogger("toolidx").debug(f"keyword preload stopped: {e}")
+
+
+def preloading(db) -> threading.Thread | None:
+    """The background preload of the index as it is now, while it runs (join it to wait)."""
+    index = db.cache.peek(f"bm25_postings{FTS_WEIGHTS}")
+    loader = index.loader if index is not None else None
+    return loader if loader is not None and loader.is_alive() else None
 
 
 def _numpy() -> Any:
@@ -428,18 +481,56 @@ def _keyword_numpy(
 
 
 # --- the vector matrix --------------------------------------------------------------------------
+def _from_chunks(np: Any, db) -> tuple[Any, Any] | None:
+    """(rowids, vectors) in rowid order from sqlite-vec's chunks; None where they do not add up
+    to the stored vectors (another layout: read row by row instead)."""
+    got = vec_chunks(db) if vectors.has_table(db) else None
+    if got is None:
+        return None
+    count, chunks = got
+    ids, used = [], []
+    for size, validity, rowids, blob in chunks:
+        if not size or len(rowids) != 8 * size or len(blob) % (4 * size) or len(validity) * 8 < size:
+            return None
+        used.append(np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[:size].astype(bool))
+        ids.append(np.frombuffer(rowids, dtype=np.int64)[used[-1]])
+    dims = {len(blob) // 4 // size for size, _, _, blob in chunks}
+    if sum(len(i) for i in ids) != count or len(dims) > 1:
+        return None
+    if not count:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    m, at = np.empty((count, dims.pop()), dtype=np.float32), 0
+    for (size, _, _, blob), u in zip(chunks, used):
+        v = np.frombuffer(blob, dtype=np.float32).reshape(size, -1)
+        n = int(u.sum())
+        m[at : at + n] = v if n == size else v[u]
+        at += n
+    all_ids = np.concatenate(ids)
+    if len(all_ids) > 1 and not (all_ids[1:] > all_ids[:-1]).all():
+        order = np.argsort(all_ids, kind="stable")  # the rowid order a scan of the table gives
+        all_ids, m = all_ids[order], m[order]
+    return all_ids, m
+
+
 def _build_matrix(db):
     import numpy as np
 
-    rows = all_vectors(db)
-    if rows:
-        ids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
-        m = np.frombuffer(b"".join(b for _, b in rows), dtype=np.float32).reshape(len(rows), -1)
+    got = _from_chunks(np, db)
+    if got is None and (rows := all_vectors(db)):
+        got = (
+            np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows)),
+            np.frombuffer(b"".join(b for _, b in rows), dtype=np.float32).reshape(len(rows), -1),
+        )
+    if got is None or not len(got[0]):
+        got = np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    ids, m = got
+    if len(ids):
         norms = np.linalg.norm(m, axis=1)
         norms[norms == 0] = 1.0
-        m = m / norms[:, None]
-    else:
-        ids, m = np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        if m.flags.writeable:  # built here: divided in place (the same floats, no second copy)
+            m /= norms[:, None]
+        else:
+            m = m / norms[:, None]
     pos = {int(r): i for i, r in enumerate(ids)}
     return ids, m, pos
 
@@ -475,7 +566,7 @@ class SqliteRetrieval(Retrieval):
         if not terms:
             return []
         db = self.db
-        with lock:
+        with locked(db):
             got = _get(db, weights)
             if got is None:
                 return fts_candidates(db, fts_query(terms), limit, filters, weights)
@@ -508,7 +599,7 @@ class SqliteRetrieval(Retrieval):
         return fts_schema(self.db)
 
     def _count_docs(self, tokens: list[str]) -> dict[str, int]:
-        with lock:  # a cached word's postings are its tools; a preloaded index has every word
+        with locked(self.db):  # a cached word's postings are its tools; a preloaded index has every word
             got = _get(self.db)
             if got is None:
                 return {}
@@ -525,7 +616,7 @@ class SqliteRetrieval(Retrieval):
         if not terms or not rowids:
             return {r: [] for r in rowids}
         db = self.db
-        with lock:
+        with locked(db):
             got = _get(db)
             if got is None:
                 return fts_matched_terms(db, terms, rowids)
@@ -584,7 +675,18 @@ class SqliteRetrieval(Retrieval):
         return {r: float(s) for r, s in zip(have, sims)}
 
     def warm(self, *, embeddings: bool) -> bool:
-        preload(self.db)
+        """The vectors, then every word's postings: at once up to PRELOAD_INLINE occurrences, in
+        a background thread above (searches meanwhile fetch the words they need one by one)."""
         if embeddings:
             _matrix(self.db)
+        with self.db.snapshot(), lock:
+            got = _get(self.db)
+        if got is None or got[0].occurrences() <= PRELOAD_INLINE:
+            preload(self.db)
+        elif preloading(self.db) is None and not got[0].complete:
+            index = got[0]
+            index.loader = threading.Thread(
+                target=_preload_in_background, args=(self.db,), name="toolidx-preload", daemon=True
+            )
+            index.loader.start()
         return True
