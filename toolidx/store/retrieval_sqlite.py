@@ -16,7 +16,9 @@ query runs no SQL but the shown hits' rows. The preload reads each chunk of word
 two strings and scores them with numpy (~6M occurrences at 100k tools: 1.8 s, Python's loop took
 7 s). A process that has numpy (serve, hybrid search, a preload) also sums a query's postings with
 it (`_keyword_numpy`: the same floats as the Python loop, which a cold keyword search keeps so as
-not to import numpy).
+not to import numpy). An index of more than PRELOAD_INLINE word occurrences preloads in a thread
+of its own, after `warm` returns: a replica of 100k tools answers in ~1.5 s, and the words a
+search needs meanwhile come from FTS5 one by one.
 
 Stemming: query words are cut by the index's own tokenizer (an empty copy of tools_fts in an
 in-memory database), so "files" shares the cached terms of "file" exactly as FTS5 would. A word
@@ -27,7 +29,8 @@ its `rowid IN (...)` lookup for exact cosines scans too: together ~15-35 ms a hy
 tools on this project's CI box. The same vectors as one normalised float32 matrix (loaded once per
 process and index version, 15 MB at 10k tools) answer both with one matrix-vector product (< 1 ms).
 Only semantic/hybrid search uses it, and those have numpy already (the model needs it). Scores
-equal sqlite-vec's cosine to float32 precision; ties are broken by rowid.
+equal sqlite-vec's cosine to float32 precision; ties are broken by rowid. The matrix is read from
+sqlite-vec's chunk blobs (1,024 vectors each), not row by row through the virtual table.
 """
 
 from __future__ import annotations
@@ -524,13 +527,13 @@ def _build_matrix(db):
     if got is None or not len(got[0]):
         got = np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
     ids, m = got
-    if len(ids):
-        norms = np.linalg.norm(m, axis=1)
+    if not m.flags.writeable:
+        m = m.copy()
+    for i in range(0, len(ids), 4096):  # unit rows, a block at a time in place (each row's floats
+        block = m[i : i + 4096]  # are the whole matrix's: a row's norm reads that row alone)
+        norms = np.linalg.norm(block, axis=1)
         norms[norms == 0] = 1.0
-        if m.flags.writeable:  # built here: divided in place (the same floats, no second copy)
-            m /= norms[:, None]
-        else:
-            m = m / norms[:, None]
+        block /= norms[:, None]
     pos = {int(r): i for i, r in enumerate(ids)}
     return ids, m, pos
 
@@ -553,6 +556,8 @@ def _unit_query(blob: bytes, dim: int):
 class SqliteRetrieval(Retrieval):
     """A SQLite file: BM25 summed from FTS5's postings cached per index version, phrases by FTS5
     itself, cosines from the vector matrix."""
+
+    holds_catalog = True
 
     def keyword(
         self,
