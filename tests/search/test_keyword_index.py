@@ -129,6 +129,111 @@ def test_preloaded_postings_give_the_same_answers(etom_kw, queries, monkeypatch)
     db.close()
 
 
+def test_preloaded_terms_are_the_python_formulas_floats(etom_kw):
+    """The vectorised preload gives each (word, tool) the float the plain formula gives: the
+    weighted frequency added occurrence by occurrence, then fts5_aux.c's bm25 term."""
+    import math
+
+    db = open_db(etom_kw)
+    _fresh(db)
+    assert db.retrieval.warm(embeddings=False)
+    index, _ = retrieval_sqlite._get(db)
+    wcol = dict(zip(retrieval.FTS_COLUMNS, retrieval.FTS_WEIGHTS))
+    checked = 0
+    for word in ("file", "list", "get", "github", "markdown", "zoom", "pdf", "weather", "a"):
+        rows = db.execute(f"SELECT doc, col FROM temp.{retrieval_sqlite.FTS_VOCAB} WHERE term = ?", (word,)).fetchall()
+        freq: dict[int, float] = {}
+        for doc, col in rows:
+            freq[doc] = freq.get(doc, 0.0) + wcol[col]
+        if not freq:
+            continue
+        idf = max(math.log((index.nrow - len(freq) + 0.5) / (len(freq) + 0.5)), 1e-6)
+        k1, b = retrieval.K1, retrieval.B
+        want = [
+            idf * (f * (k1 + 1.0)) / (f + k1 * (1 - b) + k1 * b / index.avgdl * index.doclen[d])
+            for d, f in sorted(freq.items())
+        ]
+        p = index.cache[word]
+        assert list(p.rows) == sorted(freq) and list(p.vals) == want, word
+        checked += 1
+    assert checked >= 6
+    db.close()
+
+
+def test_numpy_sums_are_the_python_sums(etom_kw, queries, monkeypatch):
+    """A process with numpy (serve, hybrid) sums postings with it, a cold keyword search in
+    Python: the same tools with the same floats, filtered, weighted, lazy or preloaded."""
+    import numpy  # noqa: F401 (the path under test: numpy loaded)
+
+    assert retrieval_sqlite._numpy() is not None
+    db = open_db(etom_kw)
+    f = Filters(name_pattern="get|list|file")
+    asks = [(query_terms(q), kw) for q in queries[:80] for kw in ({}, {"idf_power": 0.7}, {"filters": f})]
+    asks += [(query_terms(q), {"term_weights": {query_terms(q)[0]: 0.25}}) for q in queries[80:100] if query_terms(q)]
+    for preload in (False, True):
+        _fresh(db)
+        if preload:
+            assert db.retrieval.warm(embeddings=False)
+        with monkeypatch.context() as m:
+            m.setattr(retrieval_sqlite, "_numpy", lambda: None)
+            plain = [db.retrieval.keyword(terms, 30, **kw) for terms, kw in asks]
+            plain_matched = [
+                db.retrieval.matched_terms(terms, [r for r, _ in got]) for (terms, _), got in zip(asks, plain)
+            ]
+        assert [db.retrieval.keyword(terms, 30, **kw) for terms, kw in asks] == plain
+        assert [db.retrieval.matched_terms(t, [r for r, _ in got]) for (t, _), got in zip(asks, plain)] == plain_matched
+        assert sum(bool(x) for x in plain) > 200
+    db.close()
+
+
+def test_a_large_index_preloads_in_the_background(etom_kw, queries, monkeypatch):
+    """Above PRELOAD_INLINE occurrences warm returns at once and the postings load in a thread:
+    the same answers meanwhile (words fetched one by one) and after; a close stops it quietly."""
+    db = open_db(etom_kw)
+    _fresh(db)
+    want = {q: db.retrieval.keyword(query_terms(q), 20) for q in queries[:40]}
+    _fresh(db)
+    monkeypatch.setattr(retrieval_sqlite, "PRELOAD_INLINE", 0)
+    monkeypatch.setattr(retrieval_sqlite, "PRELOAD_CHUNK", 2000)
+    assert db.retrieval.warm(embeddings=False)
+    loader = retrieval_sqlite.preloading(db)
+    assert loader is not None
+    during = {q: db.retrieval.keyword(query_terms(q), 20) for q in queries[:40]}
+    loader.join(60)
+    index, _ = retrieval_sqlite._get(db)
+    assert index.complete and retrieval_sqlite.preloading(db) is None
+    after = {q: db.retrieval.keyword(query_terms(q), 20) for q in queries[:40]}
+    for got in (during, after):
+        for q in want:
+            assert [r for r, _ in got[q]] == [r for r, _ in want[q]], q
+            assert [s for _, s in got[q]] == pytest.approx([s for _, s in want[q]], rel=1e-9)
+    db.close()
+
+    db = open_db(etom_kw)
+    assert db.retrieval.warm(embeddings=False)
+    loader = retrieval_sqlite.preloading(db)
+    db.close()  # while it loads
+    loader.join(60)
+    assert not loader.is_alive()
+
+
+def test_the_vector_matrix_read_from_chunks_is_the_row_by_row_one(example_db, monkeypatch):
+    """The vectors read from sqlite-vec's chunk blobs (deleted slots skipped) are the ones a
+    scan of the table gives, in the same order, to the bit."""
+    db = open_db(example_db)
+    rowids = [r for (r,) in db.execute("SELECT rowid FROM tool_vectors ORDER BY rowid")]
+    with db.transaction():
+        for r in rowids[1:6] + rowids[-2:-1]:  # holes in the chunk's validity bitmap
+            db.execute("DELETE FROM tool_vectors WHERE rowid = ?", (r,))
+    ids, m, pos = retrieval_sqlite._build_matrix(db)
+    assert retrieval_sqlite._from_chunks(__import__("numpy"), db) is not None
+    monkeypatch.setattr(retrieval_sqlite, "vec_chunks", lambda db: None)
+    ids2, m2, pos2 = retrieval_sqlite._build_matrix(db)
+    assert ids.tolist() == ids2.tolist() == [r for r in rowids if r not in rowids[1:6] + rowids[-2:-1]]
+    assert m.tobytes() == m2.tobytes() and pos == pos2
+    db.close()
+
+
 def test_matched_terms_are_fts5_matches(etom_kw, queries):
     db = open_db(etom_kw)
     for q in queries[:80] + ["e-mail attachments"]:

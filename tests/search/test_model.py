@@ -200,7 +200,7 @@ def test_an_index_embedded_with_v1_keeps_searching_with_v1(monkeypatch, tmp_path
     """v2 is the default; v1 stays in the package, so an index embedded with it before the upgrade
     searches as it did (its own constants, its own gate) until it is re-embedded."""
     v1 = "toolidx/tool-minilm-l6-v1"
-    assert v1 in emb_mod.packaged_models() and emb_mod.DEFAULT_MODEL != v1
+    assert v1 in emb_mod.packaged_models() and v1 != emb_mod.DEFAULT_MODEL
     monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
     cfg = write_config(tmp_path / "c.json", {"cat": {"tools_file": str(CATALOG)}})
     db = tmp_path / "i.db"

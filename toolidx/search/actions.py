@@ -53,9 +53,9 @@ for _action, _words in {
     "parse analyze summarize extract calculate whois searcher getter finder reader viewer fetcher details "
     "info",
     CREATE: "create add make insert register new creates adds makes inserts registers build builds "
-    "compose draft write writes schedule remind record log draw reserve book",
+    "compose draft write writes schedule remind record log draw reserve book commit save",
     DELETE: "delete remove erase destroy purge trash discard wipe deletes removes erases destroys uninstall cancel",
-    UPDATE: "update edit modify change rename amend updates edits modifies changes renames set adjust "
+    UPDATE: "update edit modify change rename amend updates edits modifies changes renames set adjust move "
     "increase decrease scale rotate assign renew fix stamp upvote vote",
     START: "start launch resume begin starts launches resumes begins boot play stream enable activate",
     STOP: "stop kill halt pause terminate stops kills halts pauses terminates abort disable deactivate",

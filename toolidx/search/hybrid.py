@@ -192,12 +192,14 @@ def _embed_in_background(embedder: Any, text: str) -> Any:
 def warm(db, embedder: QueryEmbedder = INDEX_MODEL) -> None:
     """Load now what the first searches would load: every word's keyword postings, the vector
     matrix, the tool names (and their words' stems) and the model (a long-lived process: `toolidx
-    serve`, benchmarks)."""
+    serve`, benchmarks). The engine may go on loading a large catalog's postings in a thread
+    after it returns (`Retrieval.warm`)."""
     if embedder is INDEX_MODEL:
         embedder = get_query_embedder(db)
-    if db.retrieval.warm(embeddings=embedder is not None):  # the engine holds the catalog in memory
+    if db.retrieval.holds_catalog:  # first: the engine's warm-up may go on loading in a thread
         _all_names(db)
         _name_stems_for(db, None)
+    db.retrieval.warm(embeddings=embedder is not None)
     if embedder is not None:
         embedder.embed_query("warm up")  # ONNX Runtime's first run allocates its buffers
 

@@ -12,7 +12,13 @@ run the full query) had to fall back on most queries and was no faster.
 A word not cached yet is scored by FTS5 itself (a one-word query: its bm25() is exactly that
 word's term). `warm` caches every word at once from the fts5vocab table with the same formula and
 constants as fts5_aux.c (a long-lived process: `toolidx serve`, benchmarks), after which a keyword
-query runs no SQL but the shown hits' rows.
+query runs no SQL but the shown hits' rows. The preload reads each chunk of words' occurrences as
+two strings and scores them with numpy (~6M occurrences at 100k tools: 1.8 s, Python's loop took
+7 s). A process that has numpy (serve, hybrid search, a preload) also sums a query's postings with
+it (`_keyword_numpy`: the same floats as the Python loop, which a cold keyword search keeps so as
+not to import numpy). An index of more than PRELOAD_INLINE word occurrences preloads in a thread
+of its own, after `warm` returns: a replica of 100k tools answers in ~1.5 s, and the words a
+search needs meanwhile come from FTS5 one by one.
 
 Stemming: query words are cut by the index's own tokenizer (an empty copy of tools_fts in an
 in-memory database), so "files" shares the cached terms of "file" exactly as FTS5 would. A word
@@ -23,27 +29,47 @@ its `rowid IN (...)` lookup for exact cosines scans too: together ~15-35 ms a hy
 tools on this project's CI box. The same vectors as one normalised float32 matrix (loaded once per
 process and index version, 15 MB at 10k tools) answer both with one matrix-vector product (< 1 ms).
 Only semantic/hybrid search uses it, and those have numpy already (the model needs it). Scores
-equal sqlite-vec's cosine to float32 precision; ties are broken by rowid.
+equal sqlite-vec's cosine to float32 precision; ties are broken by rowid. The matrix is read from
+sqlite-vec's chunk blobs (1,024 vectors each), not row by row through the virtual table.
 """
 
 from __future__ import annotations
 
 import heapq
+import logging
 import math
+import sys
+import threading
+import time
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
+from typing import Any
 
 from ...core.filters import Filters
 from ...core.tokens import fts_query
 from .. import vectors
 from ..db import in_chunks
-from ..retrieval import FTS_COLUMNS, FTS_WEIGHTS, K1, B, QueryTokenizer, Retrieval, fetch_size, lock, split_common
+from ..retrieval import (
+    FTS_COLUMNS,
+    FTS_WEIGHTS,
+    K1,
+    B,
+    QueryTokenizer,
+    Retrieval,
+    fetch_size,
+    lock,
+    locked,
+    split_common,
+)
 from ..tools import filtered_rowids
 from ..tools import where as filter_sql
 from .database import Database
 
-PRELOAD_CHUNK = 50_000  # word occurrences read per preload step (~0.1 s of work between searches)
+PRELOAD_CHUNK = 100_000  # word occurrences read per preload step (~0.03 s of work between searches)
+# word occurrences `warm` preloads before it returns (~0.5 s); a larger index's load in a thread of
+# their own meanwhile, so that a replica of 100k tools (~6M occurrences, ~2 s) is ready in time
+PRELOAD_INLINE = 2_000_000
 MAX_CACHED = 4_000_000  # cached (word, tool) terms per process (16 bytes each: 64 MB at most)
 FTS_VOCAB = "tools_fts_vinst"  # a temp fts5vocab table: one row per word occurrence
 FTS_ROWS = "tools_fts_vrow"  # another: one row per word, with how many tools have it
@@ -117,9 +143,26 @@ def fts_word_scores(db: Database, word: str, weights: tuple[float, ...]) -> list
     ).fetchall()
 
 
-def fts_postings_from(db: Database, start: str, limit: int) -> list[tuple[str, int, str]]:
-    """(term, rowid, column) of indexed word occurrences, in term order from `start` on."""
-    return db.execute(f"SELECT term, doc, col FROM temp.{FTS_VOCAB} WHERE term >= ? LIMIT ?", (start, limit)).fetchall()
+# a column as one digit, its place in FTS_COLUMNS (9: a column this code does not know)
+_COLUMN_DIGIT = "CASE col " + " ".join(f"WHEN '{c}' THEN '{i}'" for i, c in enumerate(FTS_COLUMNS)) + " ELSE '9' END"
+
+
+def fts_occurrences(db: Database, first: str, last: str) -> tuple[str, str]:
+    """Every occurrence of the indexed words first..last, in (word, tool, column, offset) order:
+    the tools' rowids ("3,3,7,...") and their columns as digits ("0021..."). Two strings, not a
+    row per occurrence: numpy parses them ~20x faster than Python unpacks rows."""
+    row = db.execute(
+        f"SELECT group_concat(doc), group_concat({_COLUMN_DIGIT}, '') FROM temp.{FTS_VOCAB} "
+        "WHERE term >= ? AND term <= ?",
+        (first, last),
+    ).fetchone()
+    return (row[0] or "", row[1] or "") if row else ("", "")
+
+
+def fts_word_counts(db: Database) -> list[tuple[str, int]]:
+    """(word, its occurrences in the index) of every indexed word, in term order."""
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{FTS_ROWS} USING fts5vocab(main, tools_fts, row)")
+    return db.execute(f"SELECT term, cnt FROM temp.{FTS_ROWS}").fetchall()
 
 
 def fts_docsizes(db: Database) -> list[tuple[int, bytes]]:
@@ -144,6 +187,22 @@ def all_vectors(db: Database) -> list[tuple[int, bytes]]:
     return db.execute(f"SELECT rowid, embedding FROM {vectors.TABLE}").fetchall()
 
 
+def vec_chunks(db: Database) -> tuple[int, list[tuple[int, bytes, bytes, bytes]]] | None:
+    """(how many vectors are stored, and each sqlite-vec chunk's slots, validity bitmap, rowids
+    and vectors), read from vec0's own tables: ~10 blobs per 10k tools, where a row by row read
+    takes ~1.4 s at 100k. None where the table is missing or not laid out as sqlite-vec 0.1's."""
+    t = vectors.TABLE
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE name LIKE ?", (f"{t}_%",))}
+    if not {f"{t}_chunks", f"{t}_rowids", f"{t}_vector_chunks00"} <= names or f"{t}_vector_chunks01" in names:
+        return None
+    count = int(db.scalar(f'SELECT count(*) FROM "{t}_rowids"'))
+    chunks = db.execute(
+        f'SELECT c.size, c.validity, c.rowids, v.vectors FROM "{t}_chunks" c '
+        f'JOIN "{t}_vector_chunks00" v ON v.rowid = c.chunk_id ORDER BY c.chunk_id'
+    ).fetchall()
+    return count, chunks
+
+
 def _varints(blob: bytes) -> list[int]:
     """SQLite varints (FTS5's docsize and averages records)."""
     out, i, n = [], 0, len(blob)
@@ -163,11 +222,12 @@ def _varints(blob: bytes) -> list[int]:
 
 
 class _Postings:
-    """One word's bm25 term per tool, compact (16 bytes a tool): rowids ascending, values."""
+    """One word's bm25 term per tool, compact (16 bytes a tool): rowids ascending, values; int64
+    and float64 arrays (array.array from a word fetched alone, numpy from a preload)."""
 
     __slots__ = ("rows", "vals")
 
-    def __init__(self, rows: array, vals: array):
+    def __init__(self, rows: Any, vals: Any):
         self.rows, self.vals = rows, vals
 
     def __len__(self) -> int:
@@ -192,29 +252,22 @@ class _Index:
         self.nrow = tot[0] if tot else 0
         self.avgdl = (sum(tot[1:]) / self.nrow) if self.nrow else 1.0
         self.weights = weights
-        self.wcol = dict(zip(FTS_COLUMNS, weights))
+        # a column digit's weight (fts_occurrences); 1.0 for one this code does not know
+        self.wdigit = [*weights, *[1.0] * (10 - len(weights))]
         self.cache: OrderedDict[str, _Postings] = OrderedDict()
         self.cached = 0
-        self.doclen: dict[int, int] = {}  # tokens per tool (preload), from FTS5's docsize records
+        self.doclen: Any = None  # tokens per tool by rowid (preload), from FTS5's docsize records
         self.complete = False  # every word of the index is cached: a miss means no tool has it
         self.evicted = False
+        self.loader: threading.Thread | None = None  # the preload running in the background
+
+    def occurrences(self) -> float:
+        """How many words the index holds, counting each time a tool has one."""
+        return self.nrow * self.avgdl
 
     def idf(self, df: int) -> float:
         v = math.log((self.nrow - df + 0.5) / (df + 0.5))
         return v if v > 0 else 1e-6  # as FTS5
-
-    def _score_and_put(self, token: str, freq: dict[int, float]) -> None:
-        """FTS5's bm25 term from a word's weighted term frequencies, as fts5_aux.c computes it."""
-        idf = self.idf(len(freq))
-        norm, base, dl = K1 * B / self.avgdl, K1 * (1 - B), self.doclen
-        rows = sorted(freq)
-        self._put(
-            token,
-            _Postings(
-                array("q", rows),
-                array("d", (idf * (freq[d] * (K1 + 1.0)) / (freq[d] + base + norm * dl[d]) for d in rows)),
-            ),
-        )
 
     def _put(self, token: str, p: _Postings) -> _Postings:
         if token in self.cache:
@@ -241,36 +294,43 @@ class _Index:
             return _EMPTY
         return self._put(token, _Postings(array("q", (r for r, _ in rows)), array("d", (v for _, v in rows))))
 
-    def preload_chunk(self, db, start: str) -> str | None:
-        """Cache the words from `start` on, PRELOAD_CHUNK occurrences at a time (fts5vocab walks
-        the index in term order); the next start, or None at the end."""
-        if not self.doclen:
+    def preload_words(self, db, words: list[tuple[str, int]]) -> bool:
+        """Cache the postings of `words` ((word, occurrences), in term order), scored with the
+        same formula and constants as fts5_aux.c, vectorised: a preload of 100k tools reads ~6M
+        occurrences. False when the index no longer holds what `words` counted."""
+        import numpy as np
+
+        if self.doclen is None:
             ensure_fts_vocab(db)
-            for doc, sz in fts_docsizes(db):
-                self.doclen[doc] = sum(_varints(sz))
-        limit = PRELOAD_CHUNK
-        while True:
-            rows = fts_postings_from(db, start, limit)
-            if len(rows) < limit:
-                nxt = None
-                break
-            nxt = rows[-1][0]  # may be cut short: taken again by the next chunk
-            if nxt != rows[0][0]:
-                rows = [r for r in rows if r[0] != nxt]
-                break
-            limit *= 2  # one word in more places than a chunk holds
-        wcol = self.wcol
-        term = ""  # rows come grouped by term
-        freq: dict[int, float] = {}  # the term's weighted frequency per tool
-        for word, doc, col in rows:
-            if word != term:
-                if freq:
-                    self._score_and_put(term, freq)
-                term, freq = word, {}
-            freq[doc] = freq.get(doc, 0.0) + wcol.get(col, 1.0)
-        if freq:
-            self._score_and_put(term, freq)
-        return nxt
+            sizes = fts_docsizes(db)
+            dl = np.zeros(max((d for d, _ in sizes), default=0) + 1)
+            for doc, sz in sizes:  # one byte a column below 128 tokens: the record's bytes are the sizes
+                dl[doc] = sum(sz) if max(sz, default=0) < 0x80 else sum(_varints(sz))
+            self.doclen = dl
+        docs_s, cols_s = fts_occurrences(db, words[0][0], words[-1][0])
+        counts = np.array([c for _, c in words], dtype=np.int64)
+        docs = np.fromstring(docs_s, dtype=np.int64, sep=",") if docs_s else np.zeros(0, dtype=np.int64)
+        cols = np.frombuffer(cols_s.encode("ascii"), dtype=np.uint8) - ord("0")
+        if len(docs) != int(counts.sum()) or len(cols) != len(docs) or (len(docs) and docs.max() >= len(self.doclen)):
+            return False
+        word = np.repeat(np.arange(len(words)), counts)
+        first = np.ones(len(docs), dtype=bool)  # the first occurrence of each (word, tool)
+        first[1:] = (word[1:] != word[:-1]) | (docs[1:] != docs[:-1])
+        # the weighted term frequency of each (word, tool): bincount adds in occurrence order from
+        # 0.0, as fts5_aux.c's aFreq does
+        freq = np.bincount(np.cumsum(first) - 1, weights=np.asarray(self.wdigit)[cols])
+        rows, of = docs[first], word[first]
+        df = np.bincount(of, minlength=len(words))
+        idf = np.array([self.idf(int(n)) for n in df])  # math.log, as for a word fetched alone
+        norm, base = K1 * B / self.avgdl, K1 * (1 - B)
+        vals = idf[of] * (freq * (K1 + 1.0)) / (freq + base + norm * self.doclen[rows])
+        ends = np.cumsum(df).tolist()
+        start = 0
+        for (w, _), end in zip(words, ends):
+            if end > start:
+                self._put(w, _Postings(rows[start:end], vals[start:end]))
+            start = end
+        return True
 
 
 def _get(db, weights=FTS_WEIGHTS) -> tuple[_Index, QueryTokenizer] | None:
@@ -287,9 +347,10 @@ def preload(db) -> bool:
     """Cache every word's postings now (a long-lived process, before its first queries). Chunk by
     chunk, each in its own read snapshot, so searches in other threads go on meanwhile; a crawl
     committing in between starts a new index version, and this one is dropped."""
-    start: str | None = ""
+    words: list[tuple[str, int]] | None = None
     index: _Index | None = None
-    while start is not None:
+    at = 0
+    while True:
         with db.snapshot(), lock:  # the order search takes them in
             got = _get(db)
             if got is None or (index is not None and got[0] is not index):
@@ -297,11 +358,48 @@ def preload(db) -> bool:
             index = got[0]
             if index.complete:
                 return True
-            start = index.preload_chunk(db, start)
-    if index is not None:
-        with lock:
-            index.complete = not index.evicted
+            if words is None:
+                words = fts_word_counts(db)
+            if at >= len(words):
+                break
+            end, n = at, 0
+            while end < len(words) and (end == at or n + words[end][1] <= PRELOAD_CHUNK):
+                n += words[end][1]
+                end += 1
+            if not index.preload_words(db, words[at:end]):
+                return False
+            at = end
+        time.sleep(0)  # a search waiting for the locks takes them now, not after the whole preload
+    with locked(db):
+        index.complete = not index.evicted
     return True
+
+
+def _preload_in_background(db) -> None:
+    try:
+        preload(db)
+    except Exception as e:  # the index was closed meanwhile: nothing to warm any more
+        logging.getLogger("toolidx").debug(f"keyword preload stopped: {e}")
+
+
+def preloading(db) -> threading.Thread | None:
+    """The background preload of the index as it is now, while it runs (join it to wait)."""
+    index = db.cache.peek(f"bm25_postings{FTS_WEIGHTS}")
+    loader = index.loader if index is not None else None
+    return loader if loader is not None and loader.is_alive() else None
+
+
+def _numpy() -> Any:
+    """numpy if this process has imported it: a keyword search in a new process does not (~60 ms
+    of a cold CLI search); serve, hybrid search and a preload have, and sum postings with it."""
+    return sys.modules.get("numpy")
+
+
+def _arrays(np: Any, p: _Postings) -> tuple[Any, Any]:
+    """A word's (rowids, terms) as numpy arrays, without a copy."""
+    if isinstance(p.rows, np.ndarray):
+        return p.rows, p.vals
+    return np.frombuffer(p.rows, dtype=np.int64), np.frombuffer(p.vals, dtype=np.float64)
 
 
 def _sum(words: list[tuple[_Postings, float]]) -> dict[int, float]:
@@ -334,19 +432,109 @@ def _top(acc: dict[int, float], k: int) -> list[tuple[int, float]]:
     return items[:k]
 
 
+def _rescore(top: list[tuple[int, float]], common: list[tuple[_Postings, float]]) -> list[tuple[int, float]]:
+    """The fetched tools' scores with each common word's term added (times its factor)."""
+    top = sorted(top)  # by rowid: one forward walk per word
+    cand = [r for r, _ in top]
+    add = [s for _, s in top]
+    for p, s in common:
+        rows, vals, n, lo = p.rows, p.vals, len(p.rows), 0
+        for j, r in enumerate(cand):
+            lo = bisect_left(rows, r, lo)
+            if lo < n and rows[lo] == r:
+                add[j] += vals[lo] * s
+    return list(zip(cand, add))
+
+
+def _keyword_numpy(
+    np: Any,
+    rare: list[tuple[_Postings, float]],
+    common: list[tuple[_Postings, float]],
+    allowed: set[int] | None,
+    limit: int,
+) -> list[tuple[int, float]]:
+    """_sum, the filter, _top and _rescore on arrays: the same additions and multiplications in
+    the same order, so the same floats (~10x faster on common words)."""
+    if not rare:
+        return []
+    words = [(*_arrays(np, p), s) for p, s in rare]
+    size = max(int(rows[-1]) for rows, _, _ in words) + 1
+    acc, seen = np.zeros(size), np.zeros(size, dtype=bool)
+    for rows, vals, s in words:  # a word's rowids are distinct: one += per tool
+        acc[rows] += vals if s == 1.0 else vals * s
+        seen[rows] = True
+    cand = np.flatnonzero(seen)
+    if allowed is not None:
+        cand = cand[np.isin(cand, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))]
+    score = acc[cand]
+    k = fetch_size(limit) if common else limit
+    if len(cand) > k:
+        edge = np.partition(score, len(score) - k)[len(score) - k]
+        keep = score >= edge
+        cand, score = cand[keep], score[keep]
+    if common:  # cand is in rowid order
+        order = np.lexsort((cand, -score))[:k]
+        cand, score = cand[np.sort(order)], score[np.sort(order)].copy()
+        for p, s in common:
+            rows, vals = _arrays(np, p)
+            i = np.minimum(np.searchsorted(rows, cand), len(rows) - 1)
+            has = rows[i] == cand
+            score[has] += vals[i[has]] * s
+    order = np.lexsort((cand, -score))[:limit]
+    return list(zip(cand[order].tolist(), score[order].tolist()))
+
+
 # --- the vector matrix --------------------------------------------------------------------------
+def _from_chunks(np: Any, db) -> tuple[Any, Any] | None:
+    """(rowids, vectors) in rowid order from sqlite-vec's chunks; None where they do not add up
+    to the stored vectors (another layout: read row by row instead)."""
+    got = vec_chunks(db) if vectors.has_table(db) else None
+    if got is None:
+        return None
+    count, chunks = got
+    ids, used = [], []
+    for size, validity, rowids, blob in chunks:
+        if not size or len(rowids) != 8 * size or len(blob) % (4 * size) or len(validity) * 8 < size:
+            return None
+        used.append(np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[:size].astype(bool))
+        ids.append(np.frombuffer(rowids, dtype=np.int64)[used[-1]])
+    dims = {len(blob) // 4 // size for size, _, _, blob in chunks}
+    if sum(len(i) for i in ids) != count or len(dims) > 1:
+        return None
+    if not count:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    m, at = np.empty((count, dims.pop()), dtype=np.float32), 0
+    for (size, _, _, blob), u in zip(chunks, used):
+        v = np.frombuffer(blob, dtype=np.float32).reshape(size, -1)
+        n = int(u.sum())
+        m[at : at + n] = v if n == size else v[u]
+        at += n
+    all_ids = np.concatenate(ids)
+    if len(all_ids) > 1 and not (all_ids[1:] > all_ids[:-1]).all():
+        order = np.argsort(all_ids, kind="stable")  # the rowid order a scan of the table gives
+        all_ids, m = all_ids[order], m[order]
+    return all_ids, m
+
+
 def _build_matrix(db):
     import numpy as np
 
-    rows = all_vectors(db)
-    if rows:
-        ids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
-        m = np.frombuffer(b"".join(b for _, b in rows), dtype=np.float32).reshape(len(rows), -1)
-        norms = np.linalg.norm(m, axis=1)
+    got = _from_chunks(np, db)
+    if got is None and (rows := all_vectors(db)):
+        got = (
+            np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows)),
+            np.frombuffer(b"".join(b for _, b in rows), dtype=np.float32).reshape(len(rows), -1),
+        )
+    if got is None or not len(got[0]):
+        got = np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    ids, m = got
+    if not m.flags.writeable:
+        m = m.copy()
+    for i in range(0, len(ids), 4096):  # unit rows, a block at a time in place (each row's floats
+        block = m[i : i + 4096]  # are the whole matrix's: a row's norm reads that row alone)
+        norms = np.linalg.norm(block, axis=1)
         norms[norms == 0] = 1.0
-        m = m / norms[:, None]
-    else:
-        ids, m = np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        block /= norms[:, None]
     pos = {int(r): i for i, r in enumerate(ids)}
     return ids, m, pos
 
@@ -371,6 +559,7 @@ class SqliteRetrieval(Retrieval):
     itself, cosines from the vector matrix."""
 
     db: Database
+    holds_catalog = True
 
     def keyword(
         self,
@@ -384,7 +573,7 @@ class SqliteRetrieval(Retrieval):
         if not terms:
             return []
         db = self.db
-        with lock:
+        with locked(db):
             got = _get(db, weights)
             if got is None:
                 return fts_candidates(db, fts_query(terms), limit, filters, weights)
@@ -402,28 +591,31 @@ class SqliteRetrieval(Retrieval):
                     words.append(((p, s), len(p)))
             rare, common = split_common(words, index.nrow)
         allowed = filtered_rowids(db, filters)
+        np = _numpy()
+        if np is not None:
+            return _keyword_numpy(np, rare, common, allowed, limit)
         acc = _sum(rare)
         if allowed is not None:
             acc = {d: v for d, v in acc.items() if d in allowed}
         if not common:
             return _top(acc, limit)
-        top = sorted(_top(acc, fetch_size(limit)))  # by rowid: one forward walk per word
-        cand = [r for r, _ in top]
-        add = [s for _, s in top]
-        for p, s in common:
-            rows, vals, n, lo = p.rows, p.vals, len(p.rows), 0
-            for j, r in enumerate(cand):
-                lo = bisect_left(rows, r, lo)
-                if lo < n and rows[lo] == r:
-                    add[j] += vals[lo] * s
-        scored = sorted(zip(cand, add), key=lambda x: (-x[1], x[0]))
-        return scored[:limit]
+        scored = _rescore(_top(acc, fetch_size(limit)), common)
+        return sorted(scored, key=lambda x: (-x[1], x[0]))[:limit]
 
     def _tokenizer_sql(self) -> str | None:
         return fts_schema(self.db)
 
     def _count_docs(self, tokens: list[str]) -> dict[str, int]:
-        return fts_row_counts(self.db, tokens)
+        with locked(self.db):  # a cached word's postings are its tools; a preloaded index has every word
+            got = _get(self.db)
+            if got is None:
+                return {}
+            index = got[0]
+            known = {t: len(index.cache[t]) for t in tokens if t in index.cache}
+            if index.complete:
+                return known
+        todo = [t for t in tokens if t not in known]
+        return known | fts_row_counts(self.db, todo) if todo else known
 
     def matched_terms(self, terms: list[str], rowids: list[int], *, many: bool = False) -> dict[int, list[str]]:
         """Answered from the cached postings; many=True: one vectorised search per word instead
@@ -431,7 +623,7 @@ class SqliteRetrieval(Retrieval):
         if not terms or not rowids:
             return {r: [] for r in rowids}
         db = self.db
-        with lock:
+        with locked(db):
             got = _get(db)
             if got is None:
                 return fts_matched_terms(db, terms, rowids)
@@ -440,14 +632,14 @@ class SqliteRetrieval(Retrieval):
             phrases = [w for w in terms if len(toks[w]) != 1]
             pm = fts_matched_terms(db, phrases, rowids) if phrases else {}
             posts = {w: index.postings(db, toks[w][0], w) for w in terms if len(toks[w]) == 1}
-        if not many:  # keyword mode: the shown hits only, and no numpy import on its cold start
+        if _numpy() is None and not many:  # keyword mode's shown hits, and no numpy import on its cold start
             return {r: [w for w in terms if (r in posts[w] if w in posts else w in pm.get(r, ()))] for r in rowids}
         import numpy as np
 
         cand = np.asarray(rowids, dtype=np.int64)
         has: dict[str, list[bool]] = {}
         for w, p in posts.items():
-            rows = np.frombuffer(p.rows, dtype=np.int64)
+            rows, _ = _arrays(np, p)
             if not len(rows):
                 continue
             i = np.minimum(np.searchsorted(rows, cand), len(rows) - 1)
@@ -490,7 +682,18 @@ class SqliteRetrieval(Retrieval):
         return {r: float(s) for r, s in zip(have, sims)}
 
     def warm(self, *, embeddings: bool) -> bool:
-        preload(self.db)
+        """The vectors, then every word's postings: at once up to PRELOAD_INLINE occurrences, in
+        a background thread above (searches meanwhile fetch the words they need one by one)."""
         if embeddings:
             _matrix(self.db)
+        with self.db.snapshot(), lock:
+            got = _get(self.db)
+        if got is None or got[0].occurrences() <= PRELOAD_INLINE:
+            preload(self.db)
+        elif preloading(self.db) is None and not got[0].complete:
+            index = got[0]
+            index.loader = threading.Thread(
+                target=_preload_in_background, args=(self.db,), name="toolidx-preload", daemon=True
+            )
+            index.loader.start()
         return True
