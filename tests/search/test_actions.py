@@ -118,27 +118,38 @@ def default_model_index(servers_config, tmp_path_factory):
 @pytest.mark.model
 def test_the_gate_turns_away_the_opposite_action(default_model_index, monkeypatch):
     """The issue's example: "delete a directory" on the filesystem server, which can create a
-    directory but delete none. Before the marks the create tool answered it, first, over the gate."""
+    directory but delete none. Without the marks the create tool answered it, first, over the gate."""
+    import dataclasses
+
     from conftest import run_cli
+
+    from toolidx.core.embedding import DEFAULT_MODEL
+    from toolidx.search import calibration as cal
 
     monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
 
-    def search(q: str) -> dict:
-        r = run_cli("search", q, "--db", default_model_index, "--json", "--min-score", "0")
+    def search(q: str, *args: str) -> dict:
+        r = run_cli("search", q, "--db", default_model_index, "--json", "--min-score", "0", "-n", "20", *args)
         assert r.code == 0, r.stderr
-        gated = run_cli("search", q, "--db", default_model_index, "--json")
+        gated = run_cli("search", q, "--db", default_model_index, "--json", *args)
         return r.json | {"no_match": gated.json["no_match"]}
 
+    asked = "delete the reports folder and everything in it"
+    found = search(asked, "--server", "filesystem")
+    create = next(h for h in found["hits"] if h["id"] == "filesystem/create_directory")
+    assert create["signals"]["opposed"] == 1 and "opposite" in create["why"]
+    assert found["hits"][0]["id"] != "filesystem/create_directory" and found["no_match"], found["hits"][:3]
+    # the same fit without the marks: the tool that creates answers the request to delete
+    unmarked = dataclasses.replace(cal.FITS[DEFAULT_MODEL], action=(0.0, 0.0))
+    monkeypatch.setitem(cal.FITS, DEFAULT_MODEL, unmarked)
+    before = search(asked, "--server", "filesystem")
+    assert before["hits"][0]["id"] == "filesystem/create_directory" and not before["no_match"]
+    monkeypatch.undo()
+    monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
     # two words are a lookup, never gated (calibration.GATE_MIN_TERMS): the create tool is marked
     # and falls below the tools that delete something
-    asked = search("delete a directory")
-    create = next(h for h in asked["hits"] if h["id"] == "filesystem/create_directory")
-    assert create["signals"]["opposed"] == 1 and "opposite" in create["why"]
-    assert asked["hits"][0]["id"] != "filesystem/create_directory"
-    # a request the catalog cannot do, answered before by the tool that does the opposite
-    undo = search("undo my last commit please")
-    commit = next(h for h in undo["hits"] if h["id"] == "git/git_commit")
-    assert commit["signals"]["opposed"] == 1 and undo["no_match"], undo["hits"][:3]
+    short = search("delete a directory")
+    assert short["hits"][0]["id"] != "filesystem/create_directory"
     # the same words with the tool's own action: found, first, and answered
     made = search("create a new directory called reports")
     assert made["hits"][0]["id"] == "filesystem/create_directory" and not made["no_match"]
