@@ -32,6 +32,14 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
+def measure_code(folder: str, env: dict[str, str]) -> dict[str, str]:
+    """Measure the toolidx package in `folder` (an older commit: `git archive <commit> toolidx | tar
+    -x -C folder`) instead of this checkout's: put it first here and in `env` for subprocesses."""
+    code = str(Path(folder).resolve())
+    sys.path.insert(0, code)
+    return env | {"PYTHONPATH": os.pathsep.join(filter(None, [code, env.get("PYTHONPATH")]))}
+
+
 def servers_dir() -> str:
     """The folder of the real servers (with servers.json), as scripts/test.sh and the tests find it."""
     return os.environ.get("TOOLIDX_TEST_SERVERS") or str(

@@ -29,7 +29,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from _common import BENCH, CACHE, MODEL
+from _common import BENCH, CACHE, MODEL, measure_code
 from bench_index import embedder, fingerprint, model_tag
 
 
@@ -139,7 +139,13 @@ from toolidx.search.hybrid import search, warm
 from toolidx.store.db import open_db
 db = open_db(sys.argv[1])
 warm(db)  # what `toolidx serve` does at start: postings, names, vectors and the query model
-from toolidx.store.sqlite import retrieval as retrieval_sqlite
+try:
+    try:
+        from toolidx.store.sqlite import retrieval as retrieval_sqlite
+    except ImportError:  # a commit before store/'s engine folders (--code)
+        from toolidx.store import retrieval_sqlite  # type: ignore[no-redef]
+except ImportError:  # a commit before store/'s engine folders (--code)
+    from toolidx.store import retrieval_sqlite
 loader = getattr(retrieval_sqlite, "preloading", lambda db: None)(db)
 if loader is not None:
     loader.join()
@@ -165,13 +171,16 @@ def main() -> int:
     ap.add_argument("--code", help="a folder holding the toolidx package to measure (default: this checkout's)")
     args = ap.parse_args()
     env = {**os.environ, "TOOLIDX_MODEL_PATH": MODEL}
-    if args.code:  # ahead of this checkout (which _common put first) here and in every subprocess
-        sys.path.insert(0, str(Path(args.code).resolve()))
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(args.code).resolve()), env.get("PYTHONPATH")]))
+    if args.code:
+        env = measure_code(args.code, env)
     from toolidx.core.embedding import QUERY_THREADS
     from toolidx.search.hybrid import search, warm
     from toolidx.store.db import open_db
-    from toolidx.store.sqlite import retrieval as retrieval_sqlite
+
+    try:
+        from toolidx.store.sqlite import retrieval as retrieval_sqlite
+    except ImportError:  # a commit before store/'s engine folders (--code)
+        from toolidx.store import retrieval_sqlite  # type: ignore[no-redef]
 
     emb = embedder()  # builds the catalogs
     qemb = embedder(threads=QUERY_THREADS)  # what search loads for a query
