@@ -140,7 +140,7 @@ def tool_action(name: str) -> tuple[str, str] | None:
     """(action, verb) of a tool from its name's words (`create_directory`, `issue_create`,
     `getWeather`): the first word when it is a known verb, else the last, else the first known
     verb between them; None when it has none."""
-    words = split_name(name)
+    words = _words(name)
     pairs = list(zip(words, words[1:]))
     if pairs and pairs[0] in PHRASES:
         return PHRASES[pairs[0]], words[0]
@@ -151,20 +151,25 @@ def tool_action(name: str) -> tuple[str, str] | None:
     return None
 
 
-def _negated(a: str, b: str) -> bool:
-    """`unlock` / `lock`, `disable` / `enable`, `deactivate` / `activate`."""
-    for p in NEGATING:
-        if (a.startswith(p) and a[len(p) :] == b) or (b.startswith(p) and b[len(p) :] == a):
-            return min(len(a), len(b)) >= 3
-    return False
+@lru_cache(maxsize=65536)
+def _words(name: str) -> tuple[str, ...]:
+    return tuple(split_name(name))
+
+
+@lru_cache(maxsize=4096)
+def _negations(word: str) -> frozenset[str]:
+    """The words that negate `word` or that it negates: `unlock` / `lock`, `deactivate` /
+    `activate`, `disconnect` / `connect` (a stem under 3 letters is no verb)."""
+    out = {p + word for p in NEGATING} if len(word) >= 3 else set()
+    out |= {word[len(p) :] for p in NEGATING if word.startswith(p) and len(word) - len(p) >= 3}
+    return frozenset(out)
 
 
 def marks(asked: tuple[str, str] | None, name: str, asked_word: str | None = None) -> tuple[int, int]:
     """(opposed, reads_only) of a tool named `name` for a request whose action is `asked`;
     `asked_word` is the request's first word after its opening (for the negated pairs)."""
     tool = tool_action(name)
-    words = split_name(name)
-    if asked_word and any(_negated(asked_word, w) for w in words):
+    if asked_word and not _negations(asked_word).isdisjoint(_words(name)):
         return 1, 0
     if asked is None or tool is None:
         return 0, 0
