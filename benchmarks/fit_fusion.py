@@ -238,7 +238,9 @@ def marked_scores(it, cal_, marks: tuple[float, float]) -> np.ndarray:
         return np.zeros(0)
     lg = cal_.logits(it)
     a, b, c = cal_.lw
-    x = a * lg + b * odds_shares(lg) + c - marks[0] * it[5]
+    x = a * lg + b * odds_shares(lg) + c
+    if marks[0]:
+        x = x - marks[0] * it[5]
     if marks[1] and it[6][int(np.argmax(x))]:  # a list led by a tool that only reads: all of it, order kept
         x = x - marks[1]
     return 1 / (1 + np.exp(-np.clip(x, -40, 40)))
@@ -403,19 +405,7 @@ def calibrate(items: dict, mode: str, held_platt, held_lw, held_t) -> tuple[list
     everything = [*FEASIBLE, *INFEASIBLE]
 
     def top(s, cal_):  # (first hit's score, it serves, a relevant tool in the top 5, exempt from the gate)
-        out = []
-        for it in items[s]:
-            p = cal_.scores(it)
-            order = sorted(range(len(p)), key=lambda i: (-p[i], it[1][i]))
-            out.append(
-                (
-                    float(p[order[0]]) if order else 0.0,
-                    bool(order) and bool(it[4][order[0]]),
-                    bool(it[4][order[:5]].any()) if order else False,
-                    it[0]["n_terms"] < cal.GATE_MIN_TERMS,
-                )
-            )
-        return out
+        return [(float(p), bool(ok), bool(h), bool(ex)) for p, ok, h, ex in first_hits(items[s], cal_, (0.0, 0.0))]
 
     def ece(s, cal_, first_only=False):  # toolidx eval's reliability
         pairs = []
