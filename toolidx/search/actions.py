@@ -46,7 +46,7 @@ READ, CREATE, DELETE, UPDATE, START, STOP, COMPLETE, REOPEN, BUY, SELL, UPLOAD, 
 )
 
 VERBS: dict[str, str] = {}
-for _action, _words in {
+for _action, _spelled in {
     READ: "get list show find search read fetch view look lookup check retrieve query browse see describe "
     "display inspect count lists gets shows finds searches reads fetches views retrieves describes "
     # what reads and computes but changes nothing, and the nouns tools are named with for it
@@ -67,7 +67,7 @@ for _action, _words in {
     DOWNLOAD: "download pull downloads pulls",
     SEND: "send post reply sends posts replies share call",
 }.items():
-    for _w in _words.split():
+    for _w in _spelled.split():
         VERBS[_w] = _action
 
 # two-word verbs, read before the one-word ones
