@@ -168,6 +168,25 @@ def test_an_index_of_a_model_search_was_not_fitted_on_is_a_warning(tmp_path, mod
     assert "toolidx eval" in c["fix"]
 
 
+def test_an_index_of_toolidxs_older_model_says_how_to_upgrade(tmp_path, monkeypatch):
+    """v2 is the default; an index embedded with v1 still searches calibrated, and doctor says
+    what one command moves it to v2."""
+    monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
+    db = tmp_path / "v1.db"
+    r = run_cli(
+        "crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db, "--model", "toolidx/tool-minilm-l6-v1"
+    )
+    assert r.code == 0, r.stderr
+    r = run_cli("doctor", "--db", db, "--json")
+    checks = _by_name(r.json)
+    assert checks["model/calibration"]["status"] == "ok"
+    c = checks["model/newer model"]
+    assert c["status"] == "warn" and "toolidx/tool-minilm-l6-v2" in c["detail"]
+    assert "toolidx embed --model toolidx/tool-minilm-l6-v2 --db" in c["fix"]
+    assert run_cli("embed", "--db", db, "--model", "toolidx/tool-minilm-l6-v2").code == 0
+    assert "model/newer model" not in _by_name(run_cli("doctor", "--db", db, "--json").json)
+
+
 def _listing(d: Path) -> dict[str, tuple[int, int, bytes]]:
     """Every file in `d`: (size, mtime in ns, content)."""
     return {p.name: (p.stat().st_size, p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(d.iterdir())}

@@ -449,6 +449,17 @@ def check_calibration(report: DoctorReport, facts: dict[str, Any] | None, db_pat
         return
     if is_calibrated(model):
         report.add("model", "calibration", OK, f"scores and the \"no good match\" gate are fitted on {model}")
+        from ..core.embedding import DEFAULT_MODEL, packaged_models
+
+        if model in packaged_models() and model != DEFAULT_MODEL:  # v1 after the upgrade to v2
+            report.add(
+                "model",
+                "newer model",
+                WARN,
+                f"the index's vectors come from {model}, an older model of toolidx's; the default is now "
+                f"{DEFAULT_MODEL}, which ranks requests in people's words better (docs/search.md)",
+                "re-embed once: " + toolidx_command(db_path, "embed", "--model", DEFAULT_MODEL),
+            )
     else:
         report.add(
             "model",
