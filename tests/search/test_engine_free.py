@@ -21,6 +21,20 @@ def test_search_names_no_engine():
     assert not found, "search/ branches on the engine:\n" + "\n".join(found)
 
 
+def test_no_layer_above_store_asks_which_engine_holds_the_index():
+    """Only store/ branches on the engine (`db.postgres`, `db.sql`, `in_database`); the layers above
+    name the Index and ask it. A URL's scheme is the user's input, not a branch on the engine."""
+    asks = re.compile(r"\.postgres\b|\.sql\.|in_database|\bstore\.(pg|sqlite)\b")
+    found = [
+        f"{p.relative_to(ROOT)}:{n}: {line.strip()}"
+        for p in sorted((ROOT / "toolidx").rglob("*.py"))
+        if "store" not in p.relative_to(ROOT / "toolidx").parts[:1]
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if asks.search(line)
+    ]
+    assert not found, "a layer above store/ asks which engine it is on:\n" + "\n".join(found)
+
+
 def test_an_import_contract_keeps_engines_out_of_search():
     """lint-imports (scripts/check.sh) enforces it; this keeps it from being dropped."""
     text = (ROOT / "pyproject.toml").read_text()

@@ -16,9 +16,9 @@ from conftest import CATALOG_DATA, REPO, raw, run_cli, write_config
 
 from toolidx.core.clock import now_iso
 from toolidx.core.errors import DatabaseError
-from toolidx.store.db import open_db
+from toolidx.store.db import open_db, public_url
 from toolidx.store.pg import migrations as pg_migrations
-from toolidx.store.pg.database import RECONNECT_PAUSE_S, public_url, pyformat
+from toolidx.store.pg.database import RECONNECT_PAUSE_S, pyformat
 from toolidx.store.pg.migrations import PG_MIGRATIONS
 from toolidx.store.sqlite import migrations as file_migrations
 from toolidx.store.sqlite.migrations import MIGRATIONS

@@ -20,9 +20,8 @@ from typing import Any
 from ..core.errors import DatabaseError, UsageError
 from ..core.files import private_dir
 from ..store import merge as store
-from ..store.db import is_pg_url, open_db
+from ..store.db import is_pg_url, open_db, public_url
 from ..store.index import Index
-from ..store.pg.database import public_url
 from ..store.trust import trusted_launch
 
 

@@ -264,7 +264,7 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
         db.close()
     report.add("index", "open", OK, f"{where}: schema v{facts['schema_version']}, {plural(facts['tools'], 'tool')}")
     _check_engine(report, facts["engine"], facts["vectors"])
-    # a file: SQLite's own page check; a catalog: every tool in the keyword index (store.pg.database)
+    # a file: SQLite's own page check; a catalog: every tool in the keyword index (the catalog's own check)
     checked = "SQLite quick_check" if facts["engine"]["engine"] == "sqlite" else "keyword index"
     if facts["integrity"] != ["ok"]:
         report.add(

@@ -5,9 +5,11 @@ store/pg/, else a file: store/sqlite/), and returns it as an `Index`.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
+from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from .index import Index
@@ -61,3 +63,46 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False, read
 
     p = Path(path).expanduser() if path is not None else default_db_path()
     return open_sqlite(p, create=create, readonly=readonly)
+
+
+# --- a catalog URL as toolidx shows it: the scheme is the user's, so every layer may mask one ---
+_SECRET_KEY = re.compile(r"pass|secret|token|key|auth|cred", re.I)
+
+
+def public_url(url: str) -> str:
+    """The URL with every secret replaced by ***: the password of `user:pass@` and the value of
+    each secret query key (`?password=`, `sslpassword`, `passfile`, ...). The one masking of a
+    catalog URL: what toolidx prints, stores (db.path) and puts in errors and HTTP answers."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if parts.password:
+            user = netloc.rpartition("@")[0].partition(":")[0]
+            netloc = f"{user}:***@{netloc.rpartition('@')[2]}"
+    except ValueError:  # not a URL urlsplit can read: nothing of it is shown
+        return url.partition("://")[0] + "://***"
+    query = re.sub(
+        r"(^|&)([^&=]*)=([^&]*)",
+        lambda m: f"{m.group(1)}{m.group(2)}=***" if _SECRET_KEY.search(m.group(2)) else m.group(0),
+        parts.query,
+    )
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secret values `public_url` hides (as written and percent-decoded), longest first: to
+    mask them in text that is not the URL (a driver's error message)."""
+    from urllib.parse import unquote
+
+    found: list[str] = []
+    try:
+        parts = urlsplit(url)
+        if parts.password:
+            found.append(parts.password)
+    except ValueError:
+        return []
+    for m in re.finditer(r"(?:^|&)([^&=]*)=([^&]*)", parts.query):
+        if _SECRET_KEY.search(m.group(1)):
+            found.append(m.group(2))
+    found += [unquote(v) for v in found]
+    return sorted({v for v in found if v}, key=len, reverse=True)

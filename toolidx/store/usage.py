@@ -32,9 +32,8 @@ from typing import Any
 from ..core.clock import now_iso
 from ..core.errors import DatabaseError, UsageError
 from ..core.files import not_regular, private_dir
-from .db import is_pg_url
+from .db import is_pg_url, public_url
 from .index import Index
-from .pg.database import public_url
 from .sqlite.file import FileKind, SqliteFile, check_header, open_file
 
 USAGE_ENV = "TOOLIDX_USAGE_DB"

@@ -46,6 +46,7 @@ from ...core.errors import DatabaseError
 from ...core.tooldoc import fix_strings
 from ..base import IndexBase, statements
 from ..cache import IndexCache
+from ..db import public_url, url_secrets
 from ..dialect import POSTGRES, SqliteSql
 from ..index import Index
 from ..retrieval import Retrieval
@@ -62,50 +63,9 @@ RECONNECT_PAUSE_S = 1.0  # after a failed reconnect, statements fail at once thi
 
 log = logging.getLogger("toolidx")
 
+
 # query keys that hold a secret or say where one is: libpq's password, sslpassword, passfile,
 # sslkey, and any spelling with pass/secret/token/key/auth/cred in it (PGPASSWORD, api_token)
-_SECRET_KEY = re.compile(r"pass|secret|token|key|auth|cred", re.I)
-
-
-def public_url(url: str) -> str:
-    """The URL with every secret replaced by ***: the password of `user:pass@` and the value of
-    each secret query key (`?password=`, `sslpassword`, `passfile`, ...). The one masking of a
-    catalog URL: what toolidx prints, stores (db.path) and puts in errors and HTTP answers."""
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        if parts.password:
-            user = netloc.rpartition("@")[0].partition(":")[0]
-            netloc = f"{user}:***@{netloc.rpartition('@')[2]}"
-    except ValueError:  # not a URL urlsplit can read: nothing of it is shown
-        return url.partition("://")[0] + "://***"
-    query = re.sub(
-        r"(^|&)([^&=]*)=([^&]*)",
-        lambda m: f"{m.group(1)}{m.group(2)}=***" if _SECRET_KEY.search(m.group(2)) else m.group(0),
-        parts.query,
-    )
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
-
-
-def url_secrets(url: str) -> list[str]:
-    """The secret values `public_url` hides (as written and percent-decoded), longest first: to
-    mask them in text that is not the URL (a driver's error message)."""
-    from urllib.parse import unquote
-
-    found: list[str] = []
-    try:
-        parts = urlsplit(url)
-        if parts.password:
-            found.append(parts.password)
-    except ValueError:
-        return []
-    for m in re.finditer(r"(?:^|&)([^&=]*)=([^&]*)", parts.query):
-        if _SECRET_KEY.search(m.group(1)):
-            found.append(m.group(2))
-    found += [unquote(v) for v in found]
-    return sorted({v for v in found if v}, key=len, reverse=True)
-
-
 def _split_schema(url: str) -> tuple[str, str]:
     """(the URL psycopg connects to, the schema toolidx keeps its tables in: ?schema=NAME)."""
     parts = urlsplit(url)
