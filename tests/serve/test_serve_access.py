@@ -95,6 +95,18 @@ def test_a_token_scope_narrows_the_server_scope():
     assert Filters(read_only=True).narrowed_by(server).servers == ["git", "time"]
     # a scope's text filter stays when the request names none (it was dropped: wider than the scope)
     assert Filters(servers=["git"]).narrowed_by(Filters(description_contains="log")).description_contains == "log"
+    # a scope's text filter is never replaced by the request's: that widened it (any name for '.*')
+    scoped = Filters(name_pattern="^git_", description_contains="log")
+    assert Filters(name_pattern="^git_").narrowed_by(scoped).name_pattern == "^git_"
+    for unset in (Filters(), Filters(description_contains="")):
+        assert (unset.narrowed_by(scoped).name_pattern, unset.narrowed_by(scoped).description_contains) == (
+            "^git_",
+            "log",
+        )
+    with pytest.raises(UsageError, match="name_pattern is fixed by this scope"):
+        Filters(name_pattern=".*").narrowed_by(Filters(name_pattern="^git_"))
+    with pytest.raises(UsageError, match="description_contains is fixed"):
+        Filters(description_contains="x").narrowed_by(scoped)
 
 
 def test_a_token_scope_keeps_the_servers_quarantine():

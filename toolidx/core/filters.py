@@ -79,8 +79,9 @@ class Filters:
         return self == Filters()
 
     def narrowed_by(self, scope: Filters | None) -> Filters:
-        """These filters inside a fixed scope (serve's --server/--tag/--category/--read-only): a
-        request can narrow the scope, never widen it."""
+        """These filters inside a fixed scope (serve's --server/--tag/--category/--read-only, a token's,
+        a Catalog's): a request can narrow the scope, never widen it. A name_pattern or
+        description_contains the scope sets cannot be replaced by another (UsageError)."""
         if scope is None or scope.is_empty():
             return self
 
@@ -98,14 +99,23 @@ class Filters:
                 return list(theirs)
             return inside
 
+        def fixed(option: str, mine: str | None, theirs: str | None) -> str | None:
+            # one value per field: a request's would replace the scope's and widen it
+            if mine and theirs and mine != theirs:
+                raise UsageError(
+                    f"{option} is fixed by this scope ({theirs!r}); a request cannot set another ({mine!r})",
+                    fix=f"leave {option} out: the scope's applies",
+                )
+            return mine or theirs
+
         narrowed = replace(
             self,
             servers=within(self.servers, scope.servers),
             tags=within(self.tags, scope.tags),
             categories=within(self.categories, scope.categories),
             exclude_tags=sorted(set(self.exclude_tags) | set(scope.exclude_tags)),
-            name_pattern=self.name_pattern or scope.name_pattern,
-            description_contains=self.description_contains or scope.description_contains,
+            name_pattern=fixed("name_pattern", self.name_pattern, scope.name_pattern),
+            description_contains=fixed("description_contains", self.description_contains, scope.description_contains),
             read_only=self.read_only or scope.read_only,
             no_destructive=self.no_destructive or scope.no_destructive,
             include_stale=self.include_stale and scope.include_stale,
