@@ -28,8 +28,7 @@ from toolidx.search import actions
     ],
 )
 def test_request_action(query, action):
-    got = actions.request_action(query)
-    assert (got[0] if got else None) == action
+    assert actions.read_request(query)[0] == action
 
 
 @pytest.mark.parametrize(
@@ -73,7 +72,7 @@ def test_tool_action(name, action):
     ],
 )
 def test_marks(query, name, marks):
-    assert actions.marks(actions.request_action(query), name, actions.first_word(query)) == marks
+    assert actions.marks(actions.read_request(query), name) == marks
 
 
 def test_gold_tools_of_the_bench_are_almost_never_marked(bench_dir):
@@ -91,8 +90,8 @@ def test_gold_tools_of_the_bench_are_almost_never_marked(bench_dir):
             if not q["relevant"]:
                 continue
             n += 1
-            asked, first = actions.request_action(q["query"]), actions.first_word(q["query"])
-            marks = [actions.marks(asked, tools.get(r, r.split("/")[-1]), first) for r in q["relevant"]]
+            request = actions.read_request(q["query"])
+            marks = [actions.marks(request, tools.get(r, r.split("/")[-1])) for r in q["relevant"]]
             marked += all(any(m) for m in marks)
     assert n > 1800
     assert marked <= 3, f"{marked} of {n} feasible requests have every relevant tool marked"

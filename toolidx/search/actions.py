@@ -18,8 +18,8 @@ so a marked tool falls below an unmarked one of like evidence, and a request who
 all marked falls under the "no good match" threshold.
 
 Only plain English verbs are read; a request with none ("I finished it, my task list should show
-that") or a tool name with none (`weather`) gets no mark. The request's action is the first verb
-of the lexicon among its first words, after the polite openings ("can you please", "I want to").
+that") or a tool name with none (`weather`) gets no mark. The request's action is what its first
+word after the polite opening ("can you please", "I want to") names, when the lexicon has it.
 """
 
 from __future__ import annotations
@@ -121,18 +121,18 @@ LOOK_AHEAD = 8  # the request's verb is among its first words
 _WORD = re.compile(r"[a-z][a-z']*")
 
 
-def request_action(query: str) -> tuple[str, str] | None:
-    """(action, verb) of a request, or None when none of its first words is a known verb."""
+def read_request(query: str) -> tuple[str | None, str | None]:
+    """(action, word) of a request: its first word after the opening ("can you please"), and the
+    action that word (or the two-word verb it starts) names; None for what it lacks. A question
+    asks to read; a noun first ("weather in Paris") names no action."""
     words = _WORD.findall(query.lower())[:LOOK_AHEAD]
     for i, w in enumerate(words):
+        if w in OPENING:
+            continue
         if i + 1 < len(words) and (w, words[i + 1]) in PHRASES:
             return PHRASES[(w, words[i + 1])], w
-        if w in VERBS:
-            return VERBS[w], w
-        if w not in OPENING:
-            # a question asks to read; a noun first ("weather in Paris") says no action
-            return (READ, w) if w in QUESTION else None
-    return None
+        return VERBS.get(w, READ if w in QUESTION else None), w
+    return None, None
 
 
 @lru_cache(maxsize=65536)
@@ -165,24 +165,13 @@ def _negations(word: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def marks(asked: tuple[str, str] | None, name: str, asked_word: str | None = None) -> tuple[int, int]:
-    """(opposed, reads_only) of a tool named `name` for a request whose action is `asked`;
-    `asked_word` is the request's first word after its opening (for the negated pairs)."""
-    tool = tool_action(name)
-    if asked_word and not _negations(asked_word).isdisjoint(_words(name)):
+def marks(request: tuple[str | None, str | None], name: str) -> tuple[int, int]:
+    """(opposed, reads_only) of a tool named `name` for a request read by `read_request`."""
+    asked, word = request
+    if word and not _negations(word).isdisjoint(_words(name)):
         return 1, 0
-    if asked is None or tool is None:
+    tool = tool_action(name)
+    if asked is None or tool is None or asked == tool[0]:
         return 0, 0
-    a, t = asked[0], tool[0]
-    if a == t:
-        return 0, 0
-    opposed = frozenset((a, t)) in OPPOSITES or (a, t) in ASKED_NOT_DONE
-    return int(opposed), int(not opposed and a in WRITES and t == READ)
-
-
-def first_word(query: str) -> str | None:
-    """The request's first word after its opening: the verb, when it has one."""
-    for w in _WORD.findall(query.lower())[:LOOK_AHEAD]:
-        if w not in OPENING:
-            return w
-    return None
+    opposed = frozenset((asked, tool[0])) in OPPOSITES or (asked, tool[0]) in ASKED_NOT_DONE
+    return int(opposed), int(not opposed and asked in WRITES and tool[0] == READ)
