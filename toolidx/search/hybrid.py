@@ -224,8 +224,9 @@ def _fuzzy(db, terms: list[str], pool: int, filters: Filters | None, candidates:
     from rapidfuzz import fuzz, process
 
     if candidates:
-        rows = db.retrieval.names_for(candidates)
-        rowids, names = [r for r, _ in rows], [" ".join(split_name(n)) for _, n in rows]
+        known = _names_of(db, candidates)
+        rowids = sorted(r for r in candidates if r in known)
+        names = [" ".join(split_name(known[r])) for r in rowids]
         allowed = None  # candidates already passed the filters
     else:
         rowids, names = _all_names(db)
@@ -319,16 +320,23 @@ def _cover(db, terms: list[str], tw: dict[str, float] | None, cands: dict[int, d
 def _mark_actions(db, text: str, cands: dict[int, dict]) -> None:
     """Each candidate's action marks (search.actions): "opposed" when the tool does the opposite
     of what the request asks, "reads_only" when the request changes something and the tool only
-    reads. Names are read once per index version."""
-    asked, first = actions.request_action(text), actions.first_word(text)
-    if first is None:
+    reads."""
+    request = actions.read_request(text)
+    if request[1] is None:
         return
-    names: dict[int, str] = db.cache.get("action_names", dict, size=len)
-    todo = [r for r in cands if r not in names]
-    if todo:
-        names.update(db.retrieval.names_for(todo))
+    names = _names_of(db, list(cands))
     for r, c in cands.items():
-        c["opposed"], c["reads_only"] = actions.marks(asked, names.get(r, ""), first)
+        c["opposed"], c["reads_only"] = actions.marks(request, names.get(r, ""))
+
+
+def _names_of(db, rowids: list[int]) -> dict[int, str]:
+    """rowid -> name, for at least the given tools: each read once per index version (fuzzy names,
+    name words and action marks all ask for their candidates' names)."""
+    known: dict[int, str] = db.cache.get("names_by_rowid", dict, size=len)
+    todo = [r for r in rowids if r not in known]
+    if todo:
+        known.update(db.retrieval.names_for(todo))
+    return known
 
 
 def _name_stems_for(db, rowids: list[int] | None) -> dict[int, frozenset[str]]:
@@ -339,7 +347,8 @@ def _name_stems_for(db, rowids: list[int] | None) -> dict[int, frozenset[str]]:
         words = {r: n.split() for r, n in zip(*_all_names(db))}
     else:
         todo = [r for r in rowids if r not in known]
-        words = {r: split_name(n) for r, n in db.retrieval.names_for(todo)} if todo else {}
+        read = _names_of(db, todo) if todo else {}
+        words = {r: split_name(read[r]) for r in todo if r in read}
     if words:
         names = {r: [w for w in ws if w not in STOP_WORDS] for r, ws in words.items()}
         cut = db.retrieval.stems(list({w for ws in names.values() for w in ws}))
