@@ -74,14 +74,19 @@ def specs():
         out[f"natural {style}"] = ("livemcp", [q for q in nat if q["style"] == style])
     for kind in ("far", "near"):
         out[f"natural {kind}"] = ("livemcp", [q for q in nat_x if q["kind"] == kind])
+    out["clinc oos"] = ("livemcp", clinc_oos())
+    return out
+
+
+def clinc_oos() -> list[dict]:
+    """CLINC_OOS of CLINC150's out-of-scope test requests, a seeded sample, as impossible queries."""
     oos = [
         {"id": q["qid"], "query": q["query"], "relevant": []}
         for q in _queries(SHARED / "train" / "clinc150" / "queries_no_tool.jsonl")
         if q["split"] == "oos_test"
     ]
     random.Random(5).shuffle(oos)
-    out["clinc oos"] = ("livemcp", oos[:CLINC_OOS])
-    return out
+    return oos[:CLINC_OOS]
 
 
 def held_specs():

@@ -24,7 +24,7 @@ import time
 
 from _common import BENCH, MODEL, PACKAGED, PACKAGED_V1
 from bench_index import build, embedder, trained_queries
-from fusion_data import specs as fit_specs
+from fusion_data import clinc_oos
 from toolret import SUBSETS, convert
 
 MODELS = {"MiniLM": MODEL, "v1": PACKAGED_V1, "v2": PACKAGED}
@@ -58,7 +58,7 @@ def sets() -> dict[str, tuple[str, list[dict], str]]:
     out["etom infeasible"] = ("etom", _jsonl(BENCH / "etom" / "queries_infeasible.jsonl"), "none")
     out["natural far"] = ("livemcp", [q for q in nat_x if q["kind"] == "far"], "none")
     out["natural near"] = ("livemcp", [q for q in nat_x if q["kind"] == "near"], "none")
-    out["clinc oos"] = ("livemcp", fit_specs()["clinc oos"][1], "none")
+    out["clinc oos"] = ("livemcp", clinc_oos(), "none")
     return out
 
 

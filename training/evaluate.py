@@ -137,6 +137,8 @@ def main() -> int:
     paths = {"MiniLM": args.base} | ({"ref": args.ref} if args.ref else {}) | {"tuned": args.model}
     models = {name: load(path) for name, path in paths.items()}
     cache = json.loads(args.cache.read_text()) if args.cache and args.cache.exists() else {}
+    if args.cache:
+        args.cache.parent.mkdir(parents=True, exist_ok=True)
     report: dict = {"validation": {}, "test": {}, "overlap": overlap()}
     tests = test_catalogs()
     for kind, cats in (("validation", validation_catalogs()), ("test", tests + [without_overlap(c) for c in tests])):
@@ -147,7 +149,6 @@ def main() -> int:
                 row[name] = cache[key] if key in cache else scores(m, cat)
                 cache[key] = row[name]
             if args.cache:
-                args.cache.parent.mkdir(parents=True, exist_ok=True)
                 args.cache.write_text(json.dumps(cache, indent=1))
             report[kind][cat.name] = row
             cells = "   ".join(f"{name} {r['R@1']:.3f} / {r['R@5']:.3f} / {r['MRR@10']:.3f}" for name, r in row.items())
