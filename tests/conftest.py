@@ -20,8 +20,10 @@ import inspect
 import io
 import json
 import os
+import re
 import sys
 import tempfile
+import time
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -246,6 +248,22 @@ MCP_INIT = json.dumps(
     }
 ).encode()
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+SERVE_URL = r"MCP at (https?://\S+:\d+)/mcp"  # what `toolidx serve --http` prints once it listens
+
+
+def listening_url(proc, err: Path, pattern: str = SERVE_URL, timeout: float = 60) -> str:
+    """The base URL a serving subprocess prints to `err` once it listens (`pattern`'s group 1);
+    fails with its stderr when it exits first or says nothing in `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = re.search(pattern, err.read_text())
+        if m:
+            return m.group(1)
+        assert proc.poll() is None, err.read_text()
+        time.sleep(0.05)
+    raise AssertionError(err.read_text())
 
 
 def alive(pid: int) -> bool:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import MCP_HEADERS, MCP_INIT, alive, crawl, raw, raw_request, run_cli, write_config
+from conftest import MCP_HEADERS, MCP_INIT, alive, crawl, listening_url, raw, raw_request, run_cli, write_config
 
 from toolidx.store.db import open_db
 
@@ -417,7 +417,6 @@ def test_05_serve_http_stops_clean_on_signals(tmp_path, how, model_path, figure)
     0 with no abort, the call recorded in the usage file, the backend and the child it left stopped
     (1bf4733: uvicorn raised SIGTERM again under the default handler once it was done, so serve
     died -15 before the usage queue was written; SIGHUP killed it with its backends running)."""
-    import re
     import signal
     import subprocess
     import urllib.request
@@ -434,13 +433,7 @@ def test_05_serve_http_stops_clean_on_signals(tmp_path, how, model_path, figure)
         )
     tree: list[int] = []
     try:
-        deadline, base = time.monotonic() + 60, None
-        while base is None and time.monotonic() < deadline:
-            m = re.search(r"MCP at (http://\S+:\d+)/mcp", err.read_text())
-            base = m.group(1) if m else None
-            assert p.poll() is None, err.read_text()
-            time.sleep(0.05)
-        assert base, err.read_text()
+        base = listening_url(p, err)
 
         def post(body: bytes, sid: str | None = None) -> tuple[str | None, bytes]:
             headers = {**MCP_HEADERS, **({"mcp-session-id": sid, "MCP-Protocol-Version": "2025-06-18"} if sid else {})}
@@ -944,7 +937,6 @@ def _http_serve(
     `prelude` run first, e.g. shorter deadlines): yields (base URL, stderr path) once /healthz
     answers; stopped with SIGTERM after."""
     import os
-    import re
     import resource
     import subprocess
     import urllib.request
@@ -967,13 +959,7 @@ def _http_serve(
             preexec_fn=limit,
         )
     try:
-        deadline, base = time.monotonic() + 60, None
-        while base is None and time.monotonic() < deadline:
-            m = re.search(r"MCP at (http://\S+:\d+)/mcp", err.read_text())
-            base = m.group(1) if m else None
-            assert p.poll() is None, err.read_text()
-            time.sleep(0.1)
-        assert base, err.read_text()
+        base = listening_url(p, err)
         urllib.request.urlopen(base + "/healthz", timeout=30).read()
         yield base, err
     finally:

@@ -23,7 +23,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI, RAW, raw_request, run_cli
+from conftest import IN_CI, RAW, SERVE_URL, listening_url, raw_request, run_cli
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
 
@@ -99,7 +99,7 @@ def console_index(serve_index, tmp_path_factory, model_path) -> Path:
 
 
 @contextlib.contextmanager
-def spawn(args, err: Path, pattern=r"MCP at (https?://\S+:\d+)/mcp", env=None, stdout=None):
+def spawn(args, err: Path, pattern=SERVE_URL, env=None, stdout=None):
     """A toolidx subprocess: yields (base URL, process) once it listens; SIGTERM after."""
     with open(err, "w") as errf:
         proc = subprocess.Popen(
@@ -110,14 +110,7 @@ def spawn(args, err: Path, pattern=r"MCP at (https?://\S+:\d+)/mcp", env=None, s
             env={**os.environ, **(env or {})},
         )
     try:
-        deadline, base = time.monotonic() + 60, None
-        while base is None and time.monotonic() < deadline:
-            m = re.search(pattern, err.read_text())
-            base = m.group(1) if m else None
-            if base is None:
-                assert proc.poll() is None, err.read_text()
-                time.sleep(0.1)
-        assert base, err.read_text()
+        base = listening_url(proc, err, pattern)
         yield base, proc
     finally:
         proc.terminate()
@@ -540,12 +533,7 @@ def test_without_jinja2_the_console_says_how_to_get_it(serve_index, tmp_path):
             [sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf
         )
     try:
-        deadline, base = time.monotonic() + 60, None
-        while base is None and time.monotonic() < deadline:
-            m = re.search(r"MCP at (https?://\S+:\d+)/mcp", err.read_text())
-            base = m.group(1) if m else None
-            time.sleep(0.1)
-        assert base, err.read_text()
+        base = listening_url(proc, err)
         status, body = raw_request(base, "GET", "/", {"Host": _host(base)})
         assert status == 501 and body.decode() == "the web console needs Jinja2: pip install 'toolidx[console]'\n"
         # the rest of serve works without it

@@ -8,7 +8,6 @@ import contextlib
 import http.client
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -21,7 +20,7 @@ import urllib.request
 
 import anyio
 import pytest
-from conftest import MCP_HEADERS, MCP_INIT, raw_request, run_cli
+from conftest import MCP_HEADERS, MCP_INIT, listening_url, raw_request, run_cli
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
 
@@ -45,15 +44,8 @@ def spawn(db, err, *flags, env=None, ssl_context=None, address="127.0.0.1:0"):
             env={**os.environ, **(env or {})},
         )
     try:
-        base = None
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and base is None:
-            m = re.search(r"MCP at (https?://\S+:\d+)/mcp", err.read_text())
-            base = m.group(1) if m else None
-            if base is None:
-                assert proc.poll() is None, err.read_text()
-                time.sleep(0.1)
-        assert base, err.read_text()
+        base = listening_url(proc, err)
         while time.monotonic() < deadline:  # the model loads at start: wait for hybrid search
             if get(base, "/healthz", context=ssl_context)[1]["model"] in ("ready", "unavailable"):
                 break
@@ -779,15 +771,7 @@ def test_the_first_semantic_search_waits_for_the_model(serve_index, model_path, 
             env={**os.environ, "TOOLIDX_MODEL_PATH": model_path},
         )
     try:
-        base = None
-        deadline = time.monotonic() + 60
-        while base is None and time.monotonic() < deadline:
-            m = re.search(r"MCP at (https?://\S+:\d+)/mcp", err.read_text())
-            base = m.group(1) if m else None
-            if base is None:
-                assert proc.poll() is None, err.read_text()
-                time.sleep(0.05)
-        assert base, err.read_text()
+        base = listening_url(proc, err)
         if front == "mcp":
 
             async def first(c):

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CATALOG_DATA, REPO, raw, run_cli, write_config
+from conftest import CATALOG_DATA, REPO, listening_url, raw, run_cli, write_config
 
 from toolidx.core.clock import now_iso
 from toolidx.core.errors import DatabaseError
@@ -547,7 +547,6 @@ def _get(base: str, path: str, **params) -> dict:
 
 def _replica(url: str, err: Path, *flags: str) -> tuple[subprocess.Popen, str]:
     """`toolidx serve --http` on the catalog: the process and its base URL once it listens."""
-    import re
 
     with open(err, "w") as errf:
         proc = subprocess.Popen(
@@ -556,15 +555,11 @@ def _replica(url: str, err: Path, *flags: str) -> tuple[subprocess.Popen, str]:
             stdout=subprocess.DEVNULL,
             stderr=errf,
         )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        m = re.search(r"MCP at (http://\S+:\d+)/mcp", err.read_text())
-        if m:
-            return proc, m.group(1)
-        assert proc.poll() is None, err.read_text()
-        time.sleep(0.1)
-    proc.kill()
-    raise AssertionError(err.read_text())
+    try:
+        return proc, listening_url(proc, err)
+    except AssertionError:
+        proc.kill()
+        raise
 
 
 def _until(check, seconds: float = 10.0):
