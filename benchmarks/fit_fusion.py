@@ -214,7 +214,7 @@ def hybrid() -> dict:
         known.listwise["hybrid"] if known else None,
         known.threshold["hybrid"] if known else None,
     )
-    marks, t = actions(data, items, final, Calibration(np.array(own), tuple(lw)), fit_sets, lab)
+    marks, t = actions(data, final, Calibration(np.array(own), tuple(lw)), fit_sets, lab)
     a, c, n, ramp = final
     return {
         "cos": a,
@@ -275,7 +275,7 @@ def gate_threshold(tops: dict) -> float:
     return best
 
 
-def actions(data: dict, items: dict, fusion: tuple, cal_, fit_sets: list[str], lab: dict):
+def actions(data: dict, fusion: tuple, cal_, fit_sets: list[str], lab: dict):
     """The action marks' weights (search.actions), in the score's logit, with the fusion and the
     calibration fixed: a grid over (opposed, reads_only). A point's ranking (by the marked score)
     must be no more than 1 point of R@5 below the unmarked one on any set, multi-tool sets
@@ -284,14 +284,12 @@ def actions(data: dict, items: dict, fusion: tuple, cal_, fit_sets: list[str], l
     measured on data the threshold never saw. The pick: the best mean abstention over the
     impossible sets, each weighing the same; leave-one-set-out over them shows the pick held out.
     Returns (weights, threshold)."""
-    marked = {}
-    for s, rows in data.items():  # every set's items with their marks, multi-tool sets too
-        base = {q["id"]: it for q, it in zip((q for q, _ in rows), items.get(s, []))}
-        marked[s] = [
+    marked = {
+        s: [  # every set's items with their marks, multi-tool sets too
             (
                 q,
                 [t for t, _ in ev],
-                base[q["id"]][2] if q["id"] in base else z_values(ev, fusion, q["n_terms"])[:, None],
+                z_values(ev, fusion, q["n_terms"])[:, None],
                 np.zeros(len(ev)),
                 np.array([t in set(q["relevant"]) for t, _ in ev], bool),
                 np.array([e.get("opposed", 0) for _, e in ev], float),
@@ -299,6 +297,8 @@ def actions(data: dict, items: dict, fusion: tuple, cal_, fit_sets: list[str], l
             )
             for q, ev in rows
         ]
+        for s, rows in data.items()
+    }
 
     def ranking(s, marks):
         out = []
