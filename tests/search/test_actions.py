@@ -45,8 +45,7 @@ def test_request_action(query, action):
     ],
 )
 def test_tool_action(name, action):
-    got = actions.tool_action(name)
-    assert (got[0] if got else None) == action
+    assert actions.tool_action(name) == action
 
 
 @pytest.mark.parametrize(

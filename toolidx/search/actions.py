@@ -136,18 +136,18 @@ def read_request(query: str) -> tuple[str | None, str | None]:
 
 
 @lru_cache(maxsize=65536)
-def tool_action(name: str) -> tuple[str, str] | None:
-    """(action, verb) of a tool from its name's words (`create_directory`, `issue_create`,
+def tool_action(name: str) -> str | None:
+    """The action of a tool from its name's words (`create_directory`, `issue_create`,
     `getWeather`): the first word when it is a known verb, else the last, else the first known
     verb between them; None when it has none."""
     words = _words(name)
     pairs = list(zip(words, words[1:]))
     if pairs and pairs[0] in PHRASES:
-        return PHRASES[pairs[0]], words[0]
+        return PHRASES[pairs[0]]
     # verb_noun (`create_issue`) or noun_verb (`issue_create`, `todo_list_add`); else the first verb
     for w in (words[:1] + words[-1:] + words[1:-1]) if words else []:
         if w in VERBS:
-            return VERBS[w], w
+            return VERBS[w]
     return None
 
 
@@ -171,7 +171,7 @@ def marks(request: tuple[str | None, str | None], name: str) -> tuple[int, int]:
     if word and not _negations(word).isdisjoint(_words(name)):
         return 1, 0
     tool = tool_action(name)
-    if asked is None or tool is None or asked == tool[0]:
+    if asked is None or tool is None or asked == tool:
         return 0, 0
-    opposed = frozenset((asked, tool[0])) in OPPOSITES or (asked, tool[0]) in ASKED_NOT_DONE
-    return int(opposed), int(not opposed and asked in WRITES and tool[0] == READ)
+    opposed = frozenset((asked, tool)) in OPPOSITES or (asked, tool) in ASKED_NOT_DONE
+    return int(opposed), int(not opposed and asked in WRITES and tool == READ)
