@@ -19,12 +19,14 @@ shared machine compare CPU times and same-run ratios.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -33,13 +35,31 @@ from _common import BENCH, CACHE, MODEL, measure_code
 from bench_index import embedder, fingerprint, model_tag
 
 
+def _code_tag() -> str:
+    """This checkout's fingerprint, or for --code the measured package's schema: an older commit
+    cannot open a newer index, so it gets catalogs written by its own code."""
+    import toolidx
+
+    code = Path(toolidx.__file__).parent
+    if code == Path(__file__).resolve().parents[1] / "toolidx":
+        return fingerprint()
+    h = hashlib.sha256()
+    for f in sorted(code.rglob("*migrations.py")) + [code / "core" / "tooldoc.py"]:
+        h.update(f.read_bytes())
+    return "code-" + h.hexdigest()[:12]
+
+
 def _catalog(n: int, emb) -> Path:
     from toolidx.core.servers import ServerSpec
     from toolidx.crawl.sources import load_tools_file
-    from toolidx.crawl.write import store_crawl
     from toolidx.store.db import open_db
 
-    path = CACHE / f"speed-{n}-{fingerprint()}-{model_tag()}.db"
+    try:
+        from toolidx.crawl.write import store_crawl
+    except ImportError:  # a commit before crawl/write.py (--code): its store wrote the crawl
+        from toolidx.store.crawls import write_crawl as store_crawl  # type: ignore[no-redef]
+
+    path = CACHE / f"speed-{n}-{_code_tag()}-{model_tag()}.db"
     if path.exists():
         return path
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -134,33 +154,54 @@ def _cold(cmd: list[str], runs: int, env: dict) -> float:
 
 
 _SERVE_RSS = """
-import sys
+import sys, time
 from toolidx.search.hybrid import search, warm
 from toolidx.store.db import open_db
+t0 = time.perf_counter()
 db = open_db(sys.argv[1])
 warm(db)  # what `toolidx serve` does at start: postings, names, vectors and the query model
-try:
+ready = time.perf_counter() - t0
+import importlib
+loader = None
+for name in ("toolidx.store.sqlite.retrieval", "toolidx.store.retrieval_sqlite"):  # older commits (--code)
     try:
-        from toolidx.store.sqlite import retrieval as retrieval_sqlite
-    except ImportError:  # a commit before store/'s engine folders (--code)
-        from toolidx.store import retrieval_sqlite  # type: ignore[no-redef]
-except ImportError:  # a commit before store/'s engine folders (--code)
-    from toolidx.store import retrieval_sqlite
-loader = getattr(retrieval_sqlite, "preloading", lambda db: None)(db)
+        loader = getattr(importlib.import_module(name), "preloading", lambda db: None)(db)
+        break
+    except ImportError:
+        pass
 if loader is not None:
     loader.join()
 search(db, "convert a pdf to markdown", mode="hybrid")
 search(db, "convert a pdf to markdown", mode="keyword")
-rss = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmRSS:")]
-print(int(rss[0]) // 1024 if rss else 0)
+keys = ("VmRSS", "RssAnon", "RssFile")
+kb = {line.split(":")[0]: int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(keys)}
+print(" ".join(str(kb.get(k, 0) // 1024) for k in keys), f"{ready:.2f}")
 """
 
 
-def _serve_rss_mb(path: Path, env: dict) -> int:
-    """Resident memory of a fresh process that holds one warm index as `toolidx serve` does
-    (Linux /proc; 0 elsewhere). This process's own RSS would count the catalogs it built."""
+def _preloading(db):
+    """The engine's background preload of a large index's postings (None: none, or an older
+    commit's code without one)."""
+    import importlib
+
+    for name in ("toolidx.store.sqlite.retrieval", "toolidx.store.retrieval_sqlite"):
+        try:
+            return getattr(importlib.import_module(name), "preloading", lambda db: None)(db)
+        except ImportError:
+            pass
+    return None
+
+
+def _serve_rss(path: Path, env: dict) -> str:
+    """Resident memory of a fresh process that holds one warm index as `toolidx serve` does (a
+    replica started after the first: a large index's vector file exists), how long its open and
+    warm took, and its memory's anonymous and file-backed parts (a memory-mapped file's pages are shared by replicas and
+    given back under pressure; Linux /proc). This process's own RSS would count the catalogs it built."""
     r = subprocess.run([sys.executable, "-c", _SERVE_RSS, str(path)], env=env, capture_output=True, text=True)
-    return int(r.stdout.strip() or 0) if r.returncode == 0 else 0
+    if r.returncode or len(r.stdout.split()) != 4:
+        return "unmeasured"
+    total, anon, file, ready = r.stdout.split()
+    return f"{total} MB ({anon} MB anonymous, {file} MB file pages); its open + warm() took {ready} s"
 
 
 def main() -> int:
@@ -170,17 +211,15 @@ def main() -> int:
     ap.add_argument("--cold-runs", type=int, default=15)
     ap.add_argument("--code", help="a folder holding the toolidx package to measure (default: this checkout's)")
     args = ap.parse_args()
+    # a fresh cache folder: the first warm() of a large index writes its memory-mapped vector file
+    # (store/sqlite/matrix.py), the serve process measured after it maps that file
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="toolidx-speed-")
     env = {**os.environ, "TOOLIDX_MODEL_PATH": MODEL}
     if args.code:
         env = measure_code(args.code, env)
     from toolidx.core.embedding import QUERY_THREADS
     from toolidx.search.hybrid import search, warm
     from toolidx.store.db import open_db
-
-    try:
-        from toolidx.store.sqlite import retrieval as retrieval_sqlite
-    except ImportError:  # a commit before store/'s engine folders (--code)
-        from toolidx.store import retrieval_sqlite  # type: ignore[no-redef]
 
     emb = embedder()  # builds the catalogs
     qemb = embedder(threads=QUERY_THREADS)  # what search loads for a query
@@ -215,9 +254,9 @@ def main() -> int:
         results[(n, "warm")] = {"wall": wall, "cpu": cpu}
         print(
             f"{n:7d} {'search.warm()':15s} {wall:8.2f} s once ({cpu:.2f} s CPU); a warm serve process "
-            f"holding this index: RSS {_serve_rss_mb(path, env)} MB"
+            f"holding this index: RSS {_serve_rss(path, env)}"
         )
-        loader = getattr(retrieval_sqlite, "preloading", lambda db: None)(db)
+        loader = _preloading(db)
         if loader is not None:  # the rows below time a replica whose postings are all loaded
             loader.join()
             print(f"{n:7d} {'':15s} the postings' background preload done {time.perf_counter() - t0:.2f} s after start")
@@ -227,7 +266,8 @@ def main() -> int:
             print(f"{n:7d} {mode:15s} {r['p50']:8.2f} {r['p95']:8.2f} {r['cpu_p50']:8.2f}")
         h = results[(n, "hybrid")]
         print(
-            f"{n:7d} hybrid p50 / the query embedding's: {h['p50'] / embed_only['p50']:.2f}x wall, "
+            f"{n:7d} hybrid p50 / the query embedding's: {h['p50'] / embed_only['p50']:.2f}x wall "
+            f"(+{h['p50'] - embed_only['p50']:.2f} ms), "
             f"{h['cpu_p50'] / embed_only['cpu_p50']:.2f}x CPU"
         )
         db.close()

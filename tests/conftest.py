@@ -120,6 +120,7 @@ def _fresh_notices(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))  # usage files of read-only indexes
     monkeypatch.delenv("TOOLIDX_USAGE_DB", raising=False)
     monkeypatch.setenv("TOOLIDX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))  # memory-mapped vector matrices
     monkeypatch.delenv("TOOLIDX_DB", raising=False)
     monkeypatch.delenv("TOOLIDX_CONFIG", raising=False)
     yield

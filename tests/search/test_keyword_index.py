@@ -15,6 +15,7 @@ from toolidx.core.filters import Filters
 from toolidx.core.tokens import fts_query, query_terms
 from toolidx.store import retrieval
 from toolidx.store.db import open_db
+from toolidx.store.sqlite import matrix
 from toolidx.store.sqlite import retrieval as retrieval_sqlite
 
 
@@ -225,12 +226,12 @@ def test_the_vector_matrix_read_from_chunks_is_the_row_by_row_one(example_db, mo
     with db.transaction():
         for r in rowids[1:6] + rowids[-2:-1]:  # holes in the chunk's validity bitmap
             db.execute("DELETE FROM tool_vectors WHERE rowid = ?", (r,))
-    ids, m, pos = retrieval_sqlite._build_matrix(db)
-    assert retrieval_sqlite._from_chunks(__import__("numpy"), db) is not None
-    monkeypatch.setattr(retrieval_sqlite, "vec_chunks", lambda db: None)
-    ids2, m2, pos2 = retrieval_sqlite._build_matrix(db)
+    ids, m = matrix.read_unit(db)
+    assert matrix._from_chunks(__import__("numpy"), db) is not None
+    monkeypatch.setattr(matrix, "vec_chunks", lambda db: None)
+    ids2, m2 = matrix.read_unit(db)
     assert ids.tolist() == ids2.tolist() == [r for r in rowids if r not in rowids[1:6] + rowids[-2:-1]]
-    assert m.tobytes() == m2.tobytes() and pos == pos2
+    assert m.tobytes() == m2.tobytes()
     db.close()
 
 

@@ -110,8 +110,6 @@ class Retrieval(ABC):
     """Candidates and evidence for one open index. Rowids name tools; scores are higher-better.
     Per-version state (postings, vectors, counts) lives in `db.cache`."""
 
-    holds_catalog = False  # whether `warm` loads the catalog into this process (search then cuts its names ahead too)
-
     def __init__(self, db: Database):
         self.db = db
 

@@ -1,5 +1,5 @@
 """Retrieval on a SQLite file: keyword candidates scored in Python from cached per-word BM25 terms
-(FTS5's own scores, faster), and nearest vectors from a matrix held in memory.
+(FTS5's own scores, faster), and nearest vectors from the vector matrix (matrix.py).
 
 Keywords. FTS5 computes bm25() for every row that matches any query word, and a request's common
 words match half of a large catalog: at 10k tools a query cost ~10 ms in FTS5. bm25 is a sum over
@@ -26,11 +26,9 @@ the tokenizer cuts in several tokens is an FTS5 phrase ("e-mail"): such queries 
 
 Vectors. sqlite-vec's KNN reads and scores every stored vector on each query (brute force), and
 its `rowid IN (...)` lookup for exact cosines scans too: together ~15-35 ms a hybrid query at 10k
-tools on this project's CI box. The same vectors as one normalised float32 matrix (loaded once per
-process and index version, 15 MB at 10k tools) answer both with one matrix-vector product (< 1 ms).
-Only semantic/hybrid search uses it, and those have numpy already (the model needs it). Scores
-equal sqlite-vec's cosine to float32 precision; ties are broken by rowid. The matrix is read from
-sqlite-vec's chunk blobs (1,024 vectors each), not row by row through the virtual table.
+tools on this project's CI box. store/sqlite/matrix.py answers both from the same vectors,
+normalised, read once per process and index version from sqlite-vec's chunk blobs: every cosine
+of a small catalog, a shortlist by sign code of a large one, memory-mapped from a cache file.
 """
 
 from __future__ import annotations
@@ -48,7 +46,6 @@ from typing import Any
 
 from ...core.filters import Filters
 from ...core.tokens import fts_query
-from .. import vectors
 from ..db import in_chunks
 from ..retrieval import (
     FTS_COLUMNS,
@@ -64,6 +61,7 @@ from ..retrieval import (
 )
 from ..tools import filtered_rowids
 from ..tools import where as filter_sql
+from . import matrix
 from .database import Database
 
 PRELOAD_CHUNK = 100_000  # word occurrences read per preload step (~0.03 s of work between searches)
@@ -178,29 +176,6 @@ def fts_row_counts(db: Database, tokens: list[str]) -> dict[str, int]:
     for marks, chunk in in_chunks(tokens):
         got |= dict(db.execute(f"SELECT term, doc FROM temp.{FTS_ROWS} WHERE term IN ({marks})", chunk).fetchall())
     return got
-
-
-def all_vectors(db: Database) -> list[tuple[int, bytes]]:
-    """(rowid, float32 blob) of every stored embedding."""
-    if not vectors.has_table(db):
-        return []
-    return db.execute(f"SELECT rowid, embedding FROM {vectors.TABLE}").fetchall()
-
-
-def vec_chunks(db: Database) -> tuple[int, list[tuple[int, bytes, bytes, bytes]]] | None:
-    """(how many vectors are stored, and each sqlite-vec chunk's slots, validity bitmap, rowids
-    and vectors), read from vec0's own tables: ~10 blobs per 10k tools, where a row by row read
-    takes ~1.4 s at 100k. None where the table is missing or not laid out as sqlite-vec 0.1's."""
-    t = vectors.TABLE
-    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE name LIKE ?", (f"{t}_%",))}
-    if not {f"{t}_chunks", f"{t}_rowids", f"{t}_vector_chunks00"} <= names or f"{t}_vector_chunks01" in names:
-        return None
-    count = int(db.scalar(f'SELECT count(*) FROM "{t}_rowids"'))
-    chunks = db.execute(
-        f'SELECT c.size, c.validity, c.rowids, v.vectors FROM "{t}_chunks" c '
-        f'JOIN "{t}_vector_chunks00" v ON v.rowid = c.chunk_id ORDER BY c.chunk_id'
-    ).fetchall()
-    return count, chunks
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -484,74 +459,9 @@ def _keyword_numpy(
     return list(zip(cand[order].tolist(), score[order].tolist()))
 
 
-# --- the vector matrix --------------------------------------------------------------------------
-def _from_chunks(np: Any, db) -> tuple[Any, Any] | None:
-    """(rowids, vectors) in rowid order from sqlite-vec's chunks; None where they do not add up
-    to the stored vectors (another layout: read row by row instead)."""
-    got = vec_chunks(db) if vectors.has_table(db) else None
-    if got is None:
-        return None
-    count, chunks = got
-    ids, used = [], []
-    for size, validity, rowids, blob in chunks:
-        if not size or len(rowids) != 8 * size or len(blob) % (4 * size) or len(validity) * 8 < size:
-            return None
-        used.append(np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[:size].astype(bool))
-        ids.append(np.frombuffer(rowids, dtype=np.int64)[used[-1]])
-    dims = {len(blob) // 4 // size for size, _, _, blob in chunks}
-    if sum(len(i) for i in ids) != count or len(dims) > 1:
-        return None
-    if not count:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-    m, at = np.empty((count, dims.pop()), dtype=np.float32), 0
-    for (size, _, _, blob), u in zip(chunks, used):
-        v = np.frombuffer(blob, dtype=np.float32).reshape(size, -1)
-        n = int(u.sum())
-        m[at : at + n] = v if n == size else v[u]
-        at += n
-    all_ids = np.concatenate(ids)
-    if len(all_ids) > 1 and not (all_ids[1:] > all_ids[:-1]).all():
-        order = np.argsort(all_ids, kind="stable")  # the rowid order a scan of the table gives
-        all_ids, m = all_ids[order], m[order]
-    return all_ids, m
-
-
-def _build_matrix(db):
-    import numpy as np
-
-    got = _from_chunks(np, db)
-    if got is None and (rows := all_vectors(db)):
-        got = (
-            np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows)),
-            np.frombuffer(b"".join(b for _, b in rows), dtype=np.float32).reshape(len(rows), -1),
-        )
-    if got is None or not len(got[0]):
-        got = np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-    ids, m = got
-    if not m.flags.writeable:
-        m = m.copy()
-    for i in range(0, len(ids), 4096):  # unit rows, a block at a time in place (each row's floats
-        block = m[i : i + 4096]  # are the whole matrix's: a row's norm reads that row alone)
-        norms = np.linalg.norm(block, axis=1)
-        norms[norms == 0] = 1.0
-        block /= norms[:, None]
-    pos = {int(r): i for i, r in enumerate(ids)}
-    return ids, m, pos
-
-
-def _matrix(db):
-    """(rowids, unit vectors, rowid -> row) for the index as it is now, built once per version."""
-    return db.cache.get("vectors", lambda: _build_matrix(db), size=lambda entry: len(entry[0]))
-
-
-def _unit_query(blob: bytes, dim: int):
-    import numpy as np
-
-    q = np.frombuffer(blob, dtype=np.float32)
-    if q.shape[0] != dim:
-        return None
-    n = float(np.linalg.norm(q))
-    return q / n if n else q
+def _matrix(db) -> matrix.Matrix:
+    """The vectors of the index as it is now (store/sqlite/matrix.py), loaded once per version."""
+    return db.cache.get("vectors", lambda: matrix.load(db), size=len)
 
 
 class SqliteRetrieval(Retrieval):
@@ -559,7 +469,6 @@ class SqliteRetrieval(Retrieval):
     itself, cosines from the vector matrix."""
 
     db: Database
-    holds_catalog = True
 
     def keyword(
         self,
@@ -650,36 +559,10 @@ class SqliteRetrieval(Retrieval):
         }
 
     def knn(self, query: bytes, k: int, filters: Filters | None = None) -> list[tuple[int, float]]:
-        import numpy as np
-
-        ids, m, _ = _matrix(self.db)
-        if not len(ids):
-            return []
-        q = _unit_query(query, m.shape[1])
-        if q is None:
-            return []
-        sims = m @ q
-        allowed = filtered_rowids(self.db, filters)
-        if allowed is not None:
-            idx = np.nonzero(np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed))))[0]
-            sims, ids = sims[idx], ids[idx]
-        # one spare past k: a tie at the edge is ordered by rowid
-        part = np.argpartition(-sims, k)[: k + 1] if k < len(sims) else np.arange(len(sims))
-        order = sorted(part.tolist(), key=lambda i: (-float(sims[i]), int(ids[i])))[:k]
-        return [(int(ids[i]), float(sims[i])) for i in order]
+        return _matrix(self.db).knn(query, k, filtered_rowids(self.db, filters))
 
     def cosines(self, query: bytes, rowids: list[int]) -> dict[int, float]:
-        ids, m, pos = _matrix(self.db)
-        if not rowids or not len(ids):
-            return {}
-        q = _unit_query(query, m.shape[1])
-        if q is None:
-            return {}
-        have = [r for r in rowids if r in pos]
-        if not have:
-            return {}
-        sims = m[[pos[r] for r in have]] @ q
-        return {r: float(s) for r, s in zip(have, sims)}
+        return _matrix(self.db).cosines(query, rowids)
 
     def warm(self, *, embeddings: bool) -> bool:
         """The vectors, then every word's postings: at once up to PRELOAD_INLINE occurrences, in
