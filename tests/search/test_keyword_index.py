@@ -15,7 +15,7 @@ from toolidx.core.filters import Filters
 from toolidx.core.tokens import fts_query, query_terms
 from toolidx.store import retrieval
 from toolidx.store.db import open_db
-from toolidx.store.sqlite import matrix
+from toolidx.store.sqlite import mapped, matrix
 from toolidx.store.sqlite import retrieval as retrieval_sqlite
 
 
@@ -208,14 +208,84 @@ def test_a_large_index_preloads_in_the_background(etom_kw, queries, monkeypatch)
         for q in want:
             assert [r for r, _ in got[q]] == [r for r, _ in want[q]], q
             assert [s for _, s in got[q]] == pytest.approx([s for _, s in want[q]], rel=1e-9)
+    assert index.table is not None and len(_kw_files()) == 1  # written, then read from the file
     db.close()
 
+    for f in _kw_files():
+        f.unlink()
     db = open_db(etom_kw)
     assert db.retrieval.warm(embeddings=False)
     loader = retrieval_sqlite.preloading(db)
     db.close()  # while it loads
     loader.join(60)
     assert not loader.is_alive()
+
+
+def _kw_files():
+    return sorted(mapped.cache_folder().glob("*.kw"))
+
+
+def _answers(db, queries):
+    return {q: db.retrieval.keyword(query_terms(q), 20) for q in queries[:60]} | {
+        q: db.retrieval.matched_terms(query_terms(q), list(range(1, 400)), many=True) for q in queries[:10]
+    }
+
+
+def test_the_next_reader_maps_the_postings_the_first_wrote(etom_kw, queries, monkeypatch):
+    """A large index's postings, once preloaded, are written to a cache file of its content; the
+    next process maps every word at once (no preload) and answers with the very same floats;
+    a damaged file is read as no file."""
+    db = open_db(etom_kw)
+    assert db.retrieval.warm(embeddings=False)  # a small index: preloaded at once, kept in memory
+    want = _answers(db, queries)
+    words = ["file", "git", "zzzqqq"]
+    df = db.retrieval.document_frequency(words)
+    db.close()
+    assert not _kw_files() and df["zzzqqq"] == 0 < df["git"]
+
+    monkeypatch.setattr(retrieval_sqlite, "PRELOAD_INLINE", 0)  # now every index is large
+    db = open_db(etom_kw)
+    assert db.retrieval.warm(embeddings=False)
+    retrieval_sqlite.preloading(db).join(60)
+    (path,) = _kw_files()
+    assert retrieval_sqlite._get(db)[0].table is not None and _answers(db, queries) == want
+    db.close()
+
+    db = open_db(etom_kw)
+    assert db.retrieval.warm(embeddings=False)
+    index, _ = retrieval_sqlite._get(db)
+    assert retrieval_sqlite.preloading(db) is None and index.complete and index.table is not None
+    assert _answers(db, queries) == want
+    assert db.retrieval.document_frequency(words) == df
+    db.close()
+
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 4096])  # truncated
+    db = open_db(etom_kw)
+    assert db.retrieval.warm(embeddings=False)
+    index, _ = retrieval_sqlite._get(db)
+    assert index.table is None and retrieval_sqlite.preloading(db) is not None
+    retrieval_sqlite.preloading(db).join(60)
+    assert index.table is not None and len(path.read_bytes()) == len(data)  # written again
+    assert _answers(db, queries) == want
+    db.close()
+
+
+def test_a_changed_index_maps_postings_of_its_own(etom_kw, queries, tmp_path, monkeypatch):
+    monkeypatch.setattr(retrieval_sqlite, "PRELOAD_INLINE", 0)
+    copy = tmp_path / "etom.db"
+    shutil.copy(etom_kw, copy)
+    db = open_db(copy)
+    assert db.retrieval.warm(embeddings=False)
+    retrieval_sqlite.preloading(db).join(60)
+    with db.transaction():  # one tool's text, as a crawl that saw it change writes it
+        row = db.one("SELECT rowid, name FROM tools ORDER BY rowid LIMIT 1")
+        db.execute("UPDATE tools_fts SET description = 'zanzibar quokka' WHERE rowid = ?", (row["rowid"],))
+    assert db.retrieval.warm(embeddings=False)
+    retrieval_sqlite.preloading(db).join(60)
+    assert len(_kw_files()) == 2
+    assert [r for r, _ in db.retrieval.keyword(["quokka"], 5)] == [row["rowid"]]
+    db.close()
 
 
 def test_the_vector_matrix_read_from_chunks_is_the_row_by_row_one(example_db, monkeypatch):

@@ -13,7 +13,7 @@ import pytest
 from toolidx.search.hybrid import search
 from toolidx.store import vectors
 from toolidx.store.db import open_db
-from toolidx.store.sqlite import matrix
+from toolidx.store.sqlite import mapped, matrix
 
 REQUESTS = [
     "commit my staged changes",
@@ -56,7 +56,7 @@ def in_memory(db) -> matrix.Matrix:
 
 
 def cache_files() -> list:
-    return sorted(matrix.cache_folder().glob("*.vec"))
+    return sorted(mapped.cache_folder().glob("*.vec"))
 
 
 def test_a_shortlist_ranks_as_every_cosine(catalog_real_db, blobs, monkeypatch):
@@ -148,7 +148,7 @@ def test_a_cache_file_that_does_not_match_is_replaced(catalog_real_db, blobs, da
     elif damage == "not ours":
         path.write_bytes(b"\x80\x04 a pickle, say" + data[20:])
     else:  # a file of the right size whose rowids are another index's
-        at = matrix.HEADER
+        at = mapped.HEADER
         path.write_bytes(data[:at] + (10**6).to_bytes(8, "little") + data[at + 8 :])
     m = matrix.load(db)
     assert m.path == path and len(path.read_bytes()) == len(data)
@@ -170,8 +170,8 @@ def test_without_a_writable_cache_folder_the_matrix_stays_in_memory(catalog_real
 
 @pytest.mark.usefixtures("shortlisted")
 def test_only_the_files_used_last_are_kept(catalog_real_db, tmp_path, monkeypatch):
-    monkeypatch.setattr(matrix, "KEEP_FILES", 2)
-    folder = matrix.cache_folder()
+    monkeypatch.setattr(mapped, "KEEP_FILES", 2)
+    folder = mapped.cache_folder()
     folder.mkdir(parents=True)
     for i in range(3):
         (folder / f"old{i}.vec").write_bytes(b"")

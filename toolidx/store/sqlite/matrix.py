@@ -14,14 +14,11 @@ MB and took ~15 ms a query, and the matrix was most of a replica's memory:
   the query's more than those of SHORTLIST others yet whose cosine is in the top k; measured on
   the 10k and 100k benchmark catalogs (benchmarks/search_speed.py --compare): see
   docs/research/search.md.
-- **Memory-mapped.** The unit vectors, codes and rowids are written once per index content to a
-  cache file (`cache_folder()`, named by a hash of the model and of every tool's rowid and
-  embed_hash, which crawl and embed set with each vector) and mapped read-only. A second replica,
-  or a restart, opens it in milliseconds instead of reading and normalising every vector; the
-  pages are the page cache's, shared by every process on the machine, and only those a search
-  touches (the codes and the shortlisted rows) are resident. A file that is missing, unwritable or
-  does not match is no error: the matrix is then built in memory, as below EXACT_MAX. The file
-  holds numbers only, read as numbers (never unpickled).
+- **Memory-mapped** (mapped.py). The unit vectors, codes and rowids are written once per index
+  content to a cache file, named by a hash of the model and of every tool's rowid and embed_hash
+  (which crawl and embed set with each vector), and mapped read-only: a second replica, or a
+  restart, opens it in milliseconds instead of reading and normalising every vector. A file that
+  is missing, unwritable or does not match is no error: the matrix is then built in memory.
 
 Ties are ordered by rowid on both paths: every vector tied with the k-th is ranked, not an
 arbitrary one of them. Only semantic and hybrid search use this, and those have numpy already
@@ -30,29 +27,16 @@ arbitrary one of them. Only semantic and hybrid search use this, and those have 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
-import mmap
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from .. import vectors
+from . import mapped
 from .database import Database
 
 EXACT_MAX = 16_384  # vectors scored exactly, held in memory (the full product: ~1 ms at most)
 SHORTLIST = 2000  # vectors whose exact cosine is computed above EXACT_MAX (~0.3 ms)
-KEEP_FILES = 8  # cache files kept (the newest by use); an index's older contents are dropped
-MAGIC = b"TOOLIDX-VECTORS-1\n"
-HEADER = 65536  # bytes before the arrays: MAGIC, then the JSON of the shapes
-ALIGN = 65536  # each array starts on a page (of any size a kernel uses), so each gets its own advice
-
-
-def cache_folder() -> Path:
-    """Where the memory-mapped matrices are kept: $XDG_CACHE_HOME/toolidx/vectors."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolidx" / "vectors"
 
 
 # --- reading the vectors from the file ----------------------------------------------------------
@@ -269,78 +253,20 @@ def _coded(np: Any, ids: Any, unit: Any) -> Matrix:
 
 
 # --- the cache file -----------------------------------------------------------------------------
-def _layout(n: int, dim: int, words: int) -> dict[str, tuple[int, int]]:
-    """Each array's (offset, bytes) in the file, page-aligned."""
-    out, at = {}, HEADER
-    for name, size in (("ids", 8 * n), ("center", 4 * dim), ("codes", 8 * n * words), ("unit", 4 * n * dim)):
-        out[name] = (at, size)
-        at += size + (-size) % ALIGN
-    return out
-
-
-def _write(np: Any, m: Matrix, path: Path) -> None:
-    """The matrix to `path`, whole or not at all (a temporary file renamed over it)."""
-    n, dim, words = len(m.ids), m.dim, m.codes.shape[0]
-    head = MAGIC + json.dumps({"n": n, "dim": dim, "words": words}).encode()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".vec")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(head.ljust(HEADER, b"\0"))
-            for name, arr in (("ids", m.ids), ("center", m.center), ("codes", m.codes), ("unit", m.unit)):
-                at, _ = _layout(n, dim, words)[name]
-                f.seek(at)
-                f.write(np.ascontiguousarray(arr).tobytes())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _mapped(np: Any, path: Path, want: list[int]) -> Matrix | None:
-    """The matrix in the cache file, mapped read-only; None unless it is whole and holds
-    exactly the rowids `want`."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(HEADER)
-        if not head.startswith(MAGIC):
-            return None
-        shape = json.loads(head[len(MAGIC) :].rstrip(b"\0"))
-        n, dim, words = (int(shape[k]) for k in ("n", "dim", "words"))
-        lay = _layout(n, dim, words)
-        if n != len(want) or path.stat().st_size < lay["unit"][0] + lay["unit"][1]:
-            return None
-        with open(path, "rb") as f:
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        if hasattr(mm, "madvise"):
-            # a search reads ~2,000 scattered rows of `unit`: without this each one's page fault
-            # reads ahead and maps its neighbours too (~64 KB a row: 128 MB resident at 100k tools)
-            at, size = lay["unit"]
-            mm.madvise(mmap.MADV_RANDOM, at, size)
-        buf = np.frombuffer(mm, dtype=np.uint8)
-    except (OSError, ValueError, KeyError, TypeError):
+    """The matrix in its cache file, mapped; None unless that holds exactly the rowids `want`."""
+    # a search reads ~2,000 scattered rows of `unit`: without the advice each one's page fault
+    # reads ahead (~128 KB a row) on a cold page cache
+    got = mapped.read(path, scattered=("unit",))
+    if got is None or set(got) != {"ids", "center", "codes", "unit"}:
         return None
-
-    def view(name: str, dtype: Any, shape: tuple[int, ...]) -> Any:
-        at, size = lay[name]
-        return buf[at : at + size].view(dtype).reshape(shape)
-
-    ids = view("ids", np.int64, (n,))
-    if not np.array_equal(ids, np.asarray(want, dtype=np.int64)):
+    ids, unit, center, codes = got["ids"], got["unit"], got["center"], got["codes"]
+    n, dim = len(want), center.shape[0] if center.ndim == 1 else -1
+    if ids.shape != (n,) or unit.shape != (n, dim) or codes.ndim != 2 or codes.shape[1] != n:
         return None
-    unit, center = view("unit", np.float32, (n, dim)), view("center", np.float32, (dim,))
-    return Matrix(ids, unit, center, view("codes", np.uint64, (words, n)), path)
-
-
-def _tidy(folder: Path, keep: Path) -> None:
-    """Keep the KEEP_FILES cache files used last (this one among them)."""
-    try:
-        files = sorted(folder.glob("*.vec"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for p in files[KEEP_FILES:]:
-            if p != keep:
-                p.unlink(missing_ok=True)
-    except OSError:
-        pass
+    if ids.dtype != np.int64 or unit.dtype != np.float32 or codes.dtype != np.uint64 or not np.array_equal(ids, want):
+        return None
+    return Matrix(ids, unit, center, codes, path)
 
 
 def load(db: Database) -> Matrix:
@@ -353,18 +279,15 @@ def load(db: Database) -> Matrix:
         ids, unit = read_unit(db)
         return Matrix(ids, unit)
     name, want = key
-    path = cache_folder() / f"{name}.vec"
+    path = mapped.path_for("vec", name)
     if (m := _mapped(np, path, want)) is not None:
-        with contextlib.suppress(OSError):
-            os.utime(path)  # used now: _tidy keeps the files used last
         return m
     ids, unit = read_unit(db)
     built = _coded(np, ids, unit)
     if len(ids) <= EXACT_MAX or ids.tolist() != want:  # a vector without embed_hash, or the reverse
         return built
     try:
-        _write(np, built, path)
+        mapped.write(path, {"ids": built.ids, "center": built.center, "codes": built.codes, "unit": built.unit})
     except OSError:
         return built
-    _tidy(path.parent, path)
     return _mapped(np, path, want) or built

@@ -17,8 +17,11 @@ two strings and scores them with numpy (~6M occurrences at 100k tools: 1.8 s, Py
 7 s). A process that has numpy (serve, hybrid search, a preload) also sums a query's postings with
 it (`_keyword_numpy`: the same floats as the Python loop, which a cold keyword search keeps so as
 not to import numpy). An index of more than PRELOAD_INLINE word occurrences preloads in a thread
-of its own, after `warm` returns: a replica of 100k tools answers in ~1.5 s, and the words a
-search needs meanwhile come from FTS5 one by one.
+of its own, after `warm` returns, and the words a search needs meanwhile come from FTS5 one by
+one. Such a large index's postings, once loaded, are written to a cache file named by a hash of
+the indexed text (mapped.py) and read from it; the next process that opens the same content maps
+every word at once (a replica of 100k tools: ~0.4 s to hash the text, no preload, and the 54 MB of
+postings are the page cache's, shared, instead of each replica's own).
 
 Stemming: query words are cut by the index's own tokenizer (an empty copy of tools_fts in an
 in-memory database), so "files" shares the cached terms of "file" exactly as FTS5 would. A word
@@ -33,6 +36,7 @@ of a small catalog, a shortlist by sign code of a large one, memory-mapped from 
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import logging
 import math
@@ -61,7 +65,7 @@ from ..retrieval import (
 )
 from ..tools import filtered_rowids
 from ..tools import where as filter_sql
-from . import matrix
+from . import mapped, matrix
 from .database import Database
 
 PRELOAD_CHUNK = 100_000  # word occurrences read per preload step (~0.03 s of work between searches)
@@ -126,6 +130,15 @@ def fts_schema(db: Database) -> str | None:
 def ensure_fts_vocab(db: Database) -> None:
     # a temp table: nothing is written to the index (which may be read-only), nothing to migrate
     db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{FTS_VOCAB} USING fts5vocab(main, tools_fts, instance)")
+
+
+def fts_content_key(db: Database, weights: tuple[float, ...]) -> str:
+    """A hash of what the postings are made from: tools_fts's schema (its tokenizer), the column
+    weights and every tool's indexed text (~0.4 s at 100k tools)."""
+    h = hashlib.sha256(f"{fts_schema(db)}\n{weights!r}\n".encode())
+    for row in db.execute("SELECT * FROM tools_fts_content ORDER BY id"):
+        h.update(repr(row).encode())
+    return h.hexdigest()[:32]
 
 
 def fts_totals(db: Database) -> bytes | None:
@@ -235,6 +248,10 @@ class _Index:
         self.complete = False  # every word of the index is cached: a miss means no tool has it
         self.evicted = False
         self.loader: threading.Thread | None = None  # the preload running in the background
+        # every word's postings mapped from a cache file (mapped.py): token -> its number, and
+        # each one's start in the rows and vals arrays (the end: the next one's start)
+        self.table: tuple[dict[str, int], Any, Any, Any] | None = None
+        self.key: str | None = None  # the hash of the content the postings come from (fts_content_key)
 
     def occurrences(self) -> float:
         """How many words the index holds, counting each time a tool has one."""
@@ -255,9 +272,22 @@ class _Index:
             self.evicted = True
         return p
 
+    def held(self, token: str) -> _Postings | None:
+        """The token's postings if this process holds them (cached, or mapped), else None."""
+        if self.table is None:
+            return self.cache.get(token)
+        at, starts, rows, vals = self.table
+        i = at.get(token)
+        if i is None:
+            return _EMPTY
+        start, end = int(starts[i]), int(starts[i + 1])
+        return _Postings(rows[start:end], vals[start:end])
+
     def postings(self, db, token: str, word: str) -> _Postings:
         """The bm25 term per tool of `word`, cut by the tokenizer into `token` (the cache key);
         empty when no tool has it. FTS5 scores a one-word query faster than Python can."""
+        if self.table is not None:
+            return self.held(token) or _EMPTY
         hit = self.cache.get(token)
         if hit is not None:
             self.cache.move_to_end(token)
@@ -318,10 +348,70 @@ def _get(db, weights=FTS_WEIGHTS) -> tuple[_Index, QueryTokenizer] | None:
     return index, scratch
 
 
+def _map_postings(db, index: _Index) -> bool:
+    """Every word's postings from the cache file of this index content, if there is one that is
+    whole. The caller holds the snapshot and the lock."""
+    import numpy as np
+
+    index.key = fts_content_key(db, index.weights)
+    got = mapped.read(mapped.path_for("kw", index.key))
+    if got is None or set(got) != {"tokens", "lens", "starts", "rows", "vals"}:
+        return False
+    lens, starts, rows, vals = got["lens"], got["starts"], got["rows"], got["vals"]
+    if (lens.dtype, starts.dtype, rows.dtype, vals.dtype) != (np.int32, np.int64, np.int64, np.float64):
+        return False
+    if starts.shape != (len(lens) + 1,) or rows.shape != vals.shape or int(starts[-1]) != len(rows):
+        return False
+    blob = got["tokens"].tobytes()
+    ends = np.cumsum(lens).tolist()
+    if (ends[-1] if ends else 0) != len(blob) or bool((np.diff(starts) < 0).any()):
+        return False
+    try:  # tokens as UTF-8, `lens` bytes each
+        at = {blob[e - n : e].decode(): i for i, (n, e) in enumerate(zip(lens.tolist(), ends))}
+    except UnicodeDecodeError:
+        return False
+    index.table, index.cached, index.complete = (at, starts, rows, vals), len(rows), True
+    index.cache.clear()
+    return True
+
+
+def _write_postings(db, index: _Index) -> None:
+    """Every word's postings, just preloaded, to the cache file of this index content, then read
+    from it (the process's own copies are dropped). The caller holds the snapshot and the lock."""
+    import numpy as np
+
+    tokens = list(index.cache)
+    parts = [_arrays(np, index.cache[t]) for t in tokens]
+    counts = np.array([len(r) for r, _ in parts], dtype=np.int64)
+    blobs = [t.encode() for t in tokens]
+    arrays = {
+        "tokens": np.frombuffer(b"".join(blobs), dtype=np.uint8),
+        "lens": np.array([len(b) for b in blobs], dtype=np.int32),
+        "starts": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        "rows": np.concatenate([r for r, _ in parts]).astype(np.int64) if parts else np.zeros(0, np.int64),
+        "vals": np.concatenate([v for _, v in parts]).astype(np.float64) if parts else np.zeros(0),
+    }
+    key = index.key or fts_content_key(db, index.weights)
+    try:
+        mapped.write(mapped.path_for("kw", key), arrays)
+    except OSError:  # no cache folder: the postings stay in this process
+        return
+    _map_postings(db, index)
+
+
 def preload(db) -> bool:
     """Cache every word's postings now (a long-lived process, before its first queries). Chunk by
     chunk, each in its own read snapshot, so searches in other threads go on meanwhile; a crawl
-    committing in between starts a new index version, and this one is dropped."""
+    committing in between starts a new index version, and this one is dropped. An index of more
+    than PRELOAD_INLINE occurrences maps them from its cache file instead where one was written
+    (by the first process that preloaded this content), and writes it otherwise."""
+    with db.snapshot(), lock:
+        got = _get(db)
+        if got is None or got[0].complete:
+            return got is not None
+        large = got[0].occurrences() > PRELOAD_INLINE
+        if large and got[0].key is None and _map_postings(db, got[0]):  # not tried yet (warm tries first)
+            return True
     words: list[tuple[str, int]] | None = None
     index: _Index | None = None
     at = 0
@@ -345,8 +435,13 @@ def preload(db) -> bool:
                 return False
             at = end
         time.sleep(0)  # a search waiting for the locks takes them now, not after the whole preload
-    with locked(db):
+    with db.snapshot(), lock:
+        got = _get(db)
+        if got is None or got[0] is not index:
+            return False
         index.complete = not index.evicted
+        if large and index.complete:
+            _write_postings(db, index)
     return True
 
 
@@ -520,7 +615,7 @@ class SqliteRetrieval(Retrieval):
             if got is None:
                 return {}
             index = got[0]
-            known = {t: len(index.cache[t]) for t in tokens if t in index.cache}
+            known = {t: len(p) for t in tokens if (p := index.held(t)) is not None}
             if index.complete:
                 return known
         todo = [t for t in tokens if t not in known]
@@ -565,12 +660,15 @@ class SqliteRetrieval(Retrieval):
         return _matrix(self.db).cosines(query, rowids)
 
     def warm(self, *, embeddings: bool) -> bool:
-        """The vectors, then every word's postings: at once up to PRELOAD_INLINE occurrences, in
-        a background thread above (searches meanwhile fetch the words they need one by one)."""
+        """The vectors, then every word's postings: at once up to PRELOAD_INLINE occurrences;
+        above, mapped from this content's cache file where a process wrote one, else loaded in a
+        background thread (searches meanwhile fetch the words they need one by one) that writes it."""
         if embeddings:
             _matrix(self.db)
         with self.db.snapshot(), lock:
             got = _get(self.db)
+            if got is not None and got[0].occurrences() > PRELOAD_INLINE and got[0].key is None:
+                _map_postings(self.db, got[0])  # a cache file of this content: every word at once
         if got is None or got[0].occurrences() <= PRELOAD_INLINE:
             preload(self.db)
         elif preloading(self.db) is None and not got[0].complete:
