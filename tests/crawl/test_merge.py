@@ -328,3 +328,44 @@ def test_a_merged_index_starts_servers_with_the_environment_their_config_wrote(t
     refused = run_cli("check", "--db", out, "--require", "keyed/k_tool_0", "--json")
     reason = refused.json["tools"][0]["reason"]
     assert refused.code == 1 and "API_KEY" in reason and "--config" in reason and secret not in reason
+
+
+def test_a_malformed_row_is_refused_on_both_engines(db_target, tmp_path, monkeypatch):
+    """A row written by hand whose JSON columns do not parse is found by the same rules, in the
+    same words, on a file and on PostgreSQL (its JSON columns are text too); merging from it exits 2
+    in one line with nothing written. The catalog's rows went unchecked before (#33)."""
+    from toolidx.store import merge
+    from toolidx.store.merge import malformed_row
+
+    monkeypatch.setattr(merge, "_CHECK_CHUNK", 2)  # PostgreSQL's tools are read in chunks: 4 tools, 3 reads
+    _crawl(_shard(tmp_path, "docs", ["docs"]), db_target, "--model", "none")
+    db = open_db(db_target)
+    tool = db.scalar("SELECT id FROM tools ORDER BY rowid DESC LIMIT 1")  # the last read
+    cases = [  # table, column, value, what is said
+        ("tools", "definition", "{not json", f"tool {tool!r}: its definition is not JSON"),
+        ("tools", "definition", "[1]", f"tool {tool!r}: its definition is not a JSON object"),
+        ("tools", "tags", "nope", f"tool {tool!r}: its tags are not JSON"),
+        ("tools", "tags", '{"a": 1}', f"tool {tool!r}: its tags are not a JSON array"),
+        ("tools", "tags", '["a", 1]', f"tool {tool!r}: its tags are not all strings"),
+        ("tools", "param_names", "NaN", f"tool {tool!r}: its param_names are not JSON"),
+        ("tools", "meta", '{"a":', f"tool {tool!r}: its _meta is not JSON"),
+        ("servers", "tags", '"x"', "server 'docs': its tags are not a JSON array"),
+        ("servers", "capabilities", "{", "server 'docs': its capabilities are not JSON"),
+    ]
+    assert malformed_row(db) is None
+    for table, column, value, said in cases:
+        key, name = ("id", tool) if table == "tools" else ("name", "docs")
+        was = db.scalar(f"SELECT {column} FROM {table} WHERE {key} = ?", (name,))
+        with db.transaction() as c:
+            c.execute(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", (value, name))
+        assert malformed_row(db) == said, (table, column, value)
+        with db.transaction() as c:
+            c.execute(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", (was, name))
+    assert malformed_row(db) is None
+    with db.transaction() as c:
+        c.execute("UPDATE tools SET tags = 'nope' WHERE id = ?", (tool,))
+    db.close()
+    out = tmp_path / "out.db"
+    r = run_cli("merge", db_target, "-o", out, "--json")
+    assert r.code == 2 and "its tags are not JSON; nothing was merged" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not out.exists()

@@ -324,6 +324,47 @@ def test_without_a_model_hybrid_falls_back_to_keyword(keyword_db_path):
     db.close()
 
 
+def test_a_search_reads_data_version_once_and_sees_a_crawl_committed_before_it(tmp_path, model_path, embedder):
+    """A search's cache lookups (~15) ask the version pinned in its read snapshot, not PRAGMA
+    data_version each (19 to 23 of them per hybrid search before, #33); a crawl committed by
+    another connection between two searches is still seen by the next one (its entries rebuilt)."""
+    from conftest import run_cli
+
+    from toolidx.search.hybrid import search
+    from toolidx.store.db import open_db
+
+    path = _index(tmp_path, run_cli, "--model-path", model_path)
+    db = open_db(path)
+    seen: list[str] = []
+    db.conn.set_trace_callback(seen.append)  # FTS5's own statements start with "--": not ours
+
+    def pragmas(query: str) -> tuple[int, list[str]]:
+        seen.clear()
+        hits = [h.id for h in search(db, query, mode="hybrid", embedder=embedder).hits]
+        return sum(s == "PRAGMA data_version" for s in seen), hits
+
+    query = "calibrate the flux capacitor of a time machine"
+    count, hits = pragmas(query)
+    assert count == 1 and "lab/calibrate_flux_capacitor" not in hits
+    assert pragmas("convert a pdf into markdown")[0] == 1  # a warm cache: one as well
+    resets = db.cache.stats()["resets"]
+    tool = {
+        "id": "lab/calibrate_flux_capacitor",
+        "server": "lab",
+        "name": "calibrate_flux_capacitor",
+        "description": "Calibrate the flux capacitor of a time machine before a jump.",
+        "input_schema": {"type": "object", "properties": {}},
+    }
+    with (tmp_path / "tools.jsonl").open("a") as f:
+        f.write(json.dumps(tool) + "\n")
+    r = run_cli("crawl", "--config", tmp_path / "servers.yaml", "--db", path, "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    count, hits = pragmas(query)
+    assert count == 1 and hits[0] == "lab/calibrate_flux_capacitor", hits
+    assert db.cache.stats()["resets"] == resets + 1
+    db.close()
+
+
 def test_model_named_by_the_index_is_loaded_from_model_path(db, model_path, monkeypatch):
     from toolidx.core import embedding
     from toolidx.search import hybrid as search_mod

@@ -64,7 +64,7 @@ def test_the_store_writes_no_sqlite_only_spelling():
         for n, line in enumerate(p.read_text().splitlines(), 1)
         if sqlite_only.search(line)
     }
-    # merge's check of a file's JSON columns runs on an SQLite input only (malformed_row)
+    # merge's check of a file's JSON columns, in SQL on an SQLite input (malformed_row; parsed in Python on PostgreSQL)
     assert {f.partition(":")[0] for f in found} <= {"merge.py"}, sorted(found)
     from toolidx.store import merge
 

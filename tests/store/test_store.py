@@ -169,3 +169,33 @@ def test_filter_sql_keeps_what_each_filter_says(db_target):
         assert filtered_rowids(db, f) == want, f
         assert catalog.count_tools(db, f) == (3 if want is None else len(want)), f
     db.close()
+
+
+def test_every_row_and_ties_by_code_point_on_both_engines(db_target):
+    """store.catalog's two engine spellings, asked of the dialect (db.sql): a page of "every row"
+    (SQLite's LIMIT -1, PostgreSQL's LIMIT NULL) and servers with equal counts in code-point order,
+    as Python orders names ("B" before "a"), on a file and on PostgreSQL (db_target)."""
+    from toolidx.store import catalog
+
+    db = open_db(db_target, create=True)
+    with db.transaction() as c:
+        for s in ("a", "B", "c"):
+            c.execute("INSERT INTO servers(name, transport, status, crawled_at) VALUES (?, 'stdio', 'ok', 'x')", (s,))
+        for rowid, (server, name) in enumerate([("a", "t1"), ("B", "t2"), ("c", "t3"), ("c", "t4")], 1):
+            c.execute(
+                "INSERT INTO tools(rowid, id, server, name, description, tags, definition, hash, embed_text, "
+                "first_seen, updated_at) VALUES (?, ?, ?, ?, '', '[]', '{}', 'h', '', 'x', 'x')",
+                (rowid, f"{server}/{name}", server, name),
+            )
+
+    def ids(limit: int, offset: int) -> list[str]:
+        return [r["id"] for r in catalog.page_tools(db, sort="name", descending=False, limit=limit, offset=offset)]
+
+    assert ids(-1, 0) == ["a/t1", "B/t2", "c/t3", "c/t4"]
+    assert ids(-1, 1) == ["B/t2", "c/t3", "c/t4"]
+    assert ids(2, 1) == ["B/t2", "c/t3"]
+    with db.snapshot():
+        tools, servers, rows = catalog.server_summary(db, None, first=0, largest=2, named=[])
+    assert (tools, servers) == (4, 3)
+    assert rows == [{"name": "B", "count": 1}, {"name": "c", "count": 2}]  # of a and B's tie, B
+    db.close()

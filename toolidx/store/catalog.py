@@ -35,8 +35,7 @@ def page_tools(
     where, params = _where(db, filters)
     direction = "DESC" if descending else "ASC"
     order = ", ".join(f"{c} {direction}" for c in SORTS[sort])
-    # every row: SQLite's LIMIT -1 is PostgreSQL's LIMIT NULL
-    bound = None if limit < 0 and db.postgres else limit
+    bound = db.sql.every_row if limit < 0 else limit
     rows = db.query(
         f"SELECT {LIST_COLUMNS} FROM tools t WHERE {where} ORDER BY {order}, t.id ASC LIMIT ? OFFSET ?",
         [*params, bound, offset],
@@ -84,10 +83,9 @@ def server_summary(
     where, params = _where(db, filters)
     grouped = f"SELECT t.server AS name, count(*) AS count FROM tools t WHERE {where} GROUP BY t.server"
     # equal counts by code point, as Python orders names (the texts rank the rows they get again)
-    by_code = 'name COLLATE "C"' if db.postgres else "name"
     top = db.query(
         f"SELECT name, count, count(*) OVER () AS servers, sum(count) OVER () AS tools FROM ({grouped}) c "
-        f"ORDER BY count DESC, {by_code} LIMIT ?",
+        f"ORDER BY count DESC, {db.sql.by_code('name')} LIMIT ?",
         [*params, largest],
     )
     if not top:

@@ -9,6 +9,13 @@ from __future__ import annotations
 class SqliteSql:
     """SQLite's spellings (an index file, the usage file)."""
 
+    # the `LIMIT ?` parameter that keeps every row
+    every_row: int | None = -1
+
+    def by_code(self, expr: str) -> str:
+        """`expr` ordered by code point, as Python orders strings (SQLite's BINARY already does)."""
+        return expr
+
     def json_each(self, expr: str, alias: str) -> str:
         """A FROM item: the text elements of the JSON array `expr`, as `alias.value`."""
         return f"json_each({expr}) AS {alias}"
@@ -32,6 +39,11 @@ class SqliteSql:
 
 class PgSql(SqliteSql):
     """PostgreSQL's spellings (store/pg/): the JSON columns are text, read as jsonb."""
+
+    every_row = None  # LIMIT NULL is LIMIT ALL
+
+    def by_code(self, expr: str) -> str:
+        return f'{expr} COLLATE "C"'
 
     def json_each(self, expr: str, alias: str) -> str:
         return f"jsonb_array_elements_text(({expr})::jsonb) AS {alias}(value)"

@@ -418,12 +418,90 @@ def checkpoint(db: Index) -> None:
 
 def malformed_row(db: Index) -> str | None:
     """The first row of `db` whose JSON columns cannot be parsed ("tool s/t: its tags are not
-    JSON"), or None. Read-only: an input is checked whole before anything is written. (A
-    PostgreSQL input is not checked: its rows were written by toolidx's crawls.)"""
+    JSON"), or None. Read-only: an input is checked whole before anything is written. The
+    catalog's JSON columns are text too (store/pg/migrations.py), so a row written by hand can be
+    malformed there as well: PostgreSQL 15 cannot test text for JSON without failing the
+    statement (no IS JSON, no pg_input_is_valid), so its rows are parsed here, by the same rules."""
     if db.postgres:
-        return None
+        return _malformed_parsed(db)
     server = db.one(_MALFORMED_SERVER)
     if server is not None:
         return f"server {server['name']!r}: {server['why']}"
     tool = db.one(_MALFORMED_TOOL)
     return f"tool {tool['id']!r}: {tool['why']}" if tool is not None else None
+
+
+_CHECK_CHUNK = 500  # tools parsed per query: a catalog's definitions are never all in memory at once
+
+
+def _malformed_parsed(db: Index) -> str | None:
+    """malformed_row for PostgreSQL: _MALFORMED_SERVER and _MALFORMED_TOOL's rules, in Python."""
+    for row in db.query("SELECT name, tags, invalid_tools, connect, capabilities FROM servers ORDER BY name"):
+        why = _server_why(row)
+        if why:
+            return f"server {row['name']!r}: {why}"
+    after = -(2**63)
+    while True:
+        rows = db.query(
+            "SELECT rowid, id, definition, tags, param_names, input_schema, output_schema, annotations, icons, meta "
+            "FROM tools WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            (after, _CHECK_CHUNK),
+        )
+        for row in rows:
+            why = _tool_why(row)
+            if why:
+                return f"tool {row['id']!r}: {why}"
+        if len(rows) < _CHECK_CHUNK:
+            return None
+        after = rows[-1]["rowid"]
+
+
+_NOT_JSON = object()
+_SERVER_OPTIONAL = (("connect", "its connect record is not JSON"), ("capabilities", "its capabilities are not JSON"))
+_TOOL_OPTIONAL = (
+    ("input_schema", "its input_schema is not JSON"),
+    ("output_schema", "its output_schema is not JSON"),
+    ("annotations", "its annotations are not JSON"),
+    ("icons", "its icons are not JSON"),
+    ("meta", "its _meta is not JSON"),
+)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parsed(text: Any) -> Any:
+    """`text` parsed as strict JSON (as SQLite's json_valid: no NaN or Infinity), else _NOT_JSON."""
+    if not isinstance(text, str):
+        return _NOT_JSON
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
+def _server_why(row: dict) -> str | None:
+    if not isinstance(_parsed(row["tags"]), list):
+        return "its tags are not a JSON array"
+    if _parsed(row["invalid_tools"]) is _NOT_JSON:
+        return "its invalid_tools are not JSON"
+    return next((why for c, why in _SERVER_OPTIONAL if row[c] is not None and _parsed(row[c]) is _NOT_JSON), None)
+
+
+def _tool_why(row: dict) -> str | None:
+    definition = _parsed(row["definition"])
+    if definition is _NOT_JSON:
+        return "its definition is not JSON"
+    if not isinstance(definition, dict):
+        return "its definition is not a JSON object"
+    tags = _parsed(row["tags"])
+    if tags is _NOT_JSON:
+        return "its tags are not JSON"
+    if not isinstance(tags, list):
+        return "its tags are not a JSON array"
+    if not all(isinstance(t, str) for t in tags):
+        return "its tags are not all strings"
+    if _parsed(row["param_names"]) is _NOT_JSON:
+        return "its param_names are not JSON"
+    return next((why for c, why in _TOOL_OPTIONAL if row[c] is not None and _parsed(row[c]) is _NOT_JSON), None)

@@ -243,7 +243,6 @@ class PgDatabase(IndexBase):
         self.vec_available = vec_kind is not None
         self.vec_error = vec_error
         self.lock = threading.RLock()
-        self._pinned: tuple[int, int] | None = None  # (thread, data_version) inside a read snapshot
         self.cache = IndexCache(self.version_key)
 
     @contextmanager
@@ -300,7 +299,7 @@ class PgDatabase(IndexBase):
                 return
             self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
-                with self._pinned_version():
+                with self._pinned_version():  # its first query: the transaction's snapshot is taken there
                     yield self.conn
             except BaseException as e:
                 self._roll_back(
@@ -328,20 +327,8 @@ class PgDatabase(IndexBase):
     def data_version(self) -> int:
         return int(self.scalar("SELECT value FROM meta WHERE key = 'data_version'") or 0)
 
-    @contextmanager
-    def _pinned_version(self) -> Iterator[None]:
-        """Inside a read snapshot the catalog cannot change: its data_version is read once, not at
-        every cache lookup (a round trip each, ~17 in a hybrid search)."""
-        self._pinned = (threading.get_ident(), self.data_version())
-        try:
-            yield
-        finally:
-            self._pinned = None
-
     def version_key(self) -> tuple:
-        pinned = self._pinned
-        version = pinned[1] if pinned is not None and pinned[0] == threading.get_ident() else self.data_version()
-        return (self.conn, version, self.conn.total_changes, self.conn.reconnects)
+        return (self.conn, self._version(), self.conn.total_changes, self.conn.reconnects)
 
 
 def _first_line(e: BaseException) -> str:

@@ -6,6 +6,8 @@ the SQLite, identifies, migrates and runs transactions for every file toolidx ke
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,6 +71,20 @@ class Database(SqliteFile, IndexBase):
 
         return SqliteRetrieval(self)
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Any]:
+        """The file's read transaction (SqliteFile.snapshot), with data_version pinned for it:
+        one PRAGMA per search instead of one per cache lookup (19 to 25 in a hybrid search)."""
+        with self.lock:
+            if self.conn.in_transaction:
+                yield self.conn
+                return
+            with super().snapshot() as conn:
+                # a deferred BEGIN takes its snapshot at the first read: read, then pin the version
+                conn.execute("SELECT 1 FROM meta LIMIT 1").fetchone()
+                with self._pinned_version():
+                    yield conn
+
     def data_version(self) -> int:
         """Changes whenever another connection commits (serve uses it to notice a new crawl)."""
         return int(self.scalar("PRAGMA data_version"))
@@ -77,7 +93,7 @@ class Database(SqliteFile, IndexBase):
         """Equal only while the index is unchanged, for caches built from it: another connection's
         commit moves data_version, this one's total_changes. The connection object, not its id:
         a closed connection's id is reused by the next one, whose counters start over."""
-        return (self.conn, self.data_version(), self.conn.total_changes)
+        return (self.conn, self._version(), self.conn.total_changes)
 
 
 def open_sqlite(p: Path, *, create: bool = False, readonly: bool = False) -> Database:
