@@ -82,8 +82,10 @@ def read(path: Path, *, scattered: tuple[str, ...] = ()) -> dict[str, Any] | Non
             size = os.fstat(f.fileno()).st_size
             spans = {}
             for name, d in layout.items():
+                if d["dtype"] not in DTYPES:  # numbers only: never an object array
+                    return None
                 dtype, shape, at = np.dtype(d["dtype"]), tuple(int(s) for s in d["shape"]), int(d["at"])
-                if d["dtype"] not in DTYPES or at < HEADER or any(s < 0 for s in shape):
+                if at < HEADER or any(s < 0 for s in shape):
                     return None
                 nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
                 if at + nbytes > size:

@@ -360,7 +360,9 @@ def _map_postings(db, index: _Index) -> bool:
     lens, starts, rows, vals = got["lens"], got["starts"], got["rows"], got["vals"]
     if (lens.dtype, starts.dtype, rows.dtype, vals.dtype) != (np.int32, np.int64, np.int64, np.float64):
         return False
-    if starts.shape != (len(lens) + 1,) or rows.shape != vals.shape or int(starts[-1]) != len(rows):
+    if starts.shape != (len(lens) + 1,) or rows.shape != vals.shape:
+        return False
+    if (int(starts[0]), int(starts[-1])) != (0, len(rows)):
         return False
     blob = got["tokens"].tobytes()
     ends = np.cumsum(lens).tolist()
