@@ -221,6 +221,13 @@ def test_a_large_index_preloads_in_the_background(etom_kw, queries, monkeypatch)
     assert not loader.is_alive()
 
 
+def _settle(db):
+    """Wait for a background preload, if one is still running (a small index's may be done)."""
+    loader = retrieval_sqlite.preloading(db)
+    if loader is not None:
+        loader.join(60)
+
+
 def _kw_files():
     return sorted(mapped.cache_folder().glob("*.kw"))
 
@@ -246,7 +253,7 @@ def test_the_next_reader_maps_the_postings_the_first_wrote(etom_kw, queries, mon
     monkeypatch.setattr(retrieval_sqlite, "PRELOAD_INLINE", 0)  # now every index is large
     db = open_db(etom_kw)
     assert db.retrieval.warm(embeddings=False)
-    retrieval_sqlite.preloading(db).join(60)
+    _settle(db)
     (path,) = _kw_files()
     assert retrieval_sqlite._get(db)[0].table is not None and _answers(db, queries) == want
     db.close()
@@ -262,11 +269,13 @@ def test_the_next_reader_maps_the_postings_the_first_wrote(etom_kw, queries, mon
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - 4096])  # truncated
     db = open_db(etom_kw)
+    with db.snapshot(), retrieval.lock:
+        index, _ = retrieval_sqlite._get(db)
+        assert not retrieval_sqlite._map_postings(db, index)  # read as no file
     assert db.retrieval.warm(embeddings=False)
+    _settle(db)
     index, _ = retrieval_sqlite._get(db)
-    assert index.table is None and retrieval_sqlite.preloading(db) is not None
-    retrieval_sqlite.preloading(db).join(60)
-    assert index.table is not None and len(path.read_bytes()) == len(data)  # written again
+    assert index.table is not None and len(path.read_bytes()) == len(data)  # preloaded, written again
     assert _answers(db, queries) == want
     db.close()
 
@@ -277,12 +286,12 @@ def test_a_changed_index_maps_postings_of_its_own(etom_kw, queries, tmp_path, mo
     shutil.copy(etom_kw, copy)
     db = open_db(copy)
     assert db.retrieval.warm(embeddings=False)
-    retrieval_sqlite.preloading(db).join(60)
+    _settle(db)
     with db.transaction():  # one tool's text, as a crawl that saw it change writes it
         row = db.one("SELECT rowid, name FROM tools ORDER BY rowid LIMIT 1")
         db.execute("UPDATE tools_fts SET description = 'zanzibar quokka' WHERE rowid = ?", (row["rowid"],))
     assert db.retrieval.warm(embeddings=False)
-    retrieval_sqlite.preloading(db).join(60)
+    _settle(db)
     assert len(_kw_files()) == 2
     assert [r for r, _ in db.retrieval.keyword(["quokka"], 5)] == [row["rowid"]]
     db.close()
