@@ -21,7 +21,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-KEEP_FILES = 8  # cache files kept per kind (the newest by use): an index's older contents are dropped
+# files kept per kind, the newest by use: two indexes and each one's version before its last crawl
+# (vectors and postings: ~210 MB a version at 100k tools)
+KEEP_FILES = 4
 MAGIC = b"TOOLIDX-MAPPED-1\n"
 HEADER = 65536  # bytes before the arrays: MAGIC, then the JSON of their dtypes, shapes and offsets
 ALIGN = 65536  # each array starts on a page (of any size a kernel uses), so each gets its own advice
