@@ -270,8 +270,8 @@ def test_the_next_reader_maps_the_postings_the_first_wrote(etom_kw, queries, mon
     path.write_bytes(data[: len(data) - 4096])  # truncated
     db = open_db(etom_kw)
     with db.snapshot(), retrieval.lock:
-        index, _ = retrieval_sqlite._get(db)
-        assert not retrieval_sqlite._map_postings(db, index)  # read as no file
+        index = retrieval_sqlite._from_file(db)
+        assert index.key is not None and index.table is None  # looked for, read as no file
     assert db.retrieval.warm(embeddings=False)
     _settle(db)
     index, _ = retrieval_sqlite._get(db)

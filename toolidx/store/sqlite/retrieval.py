@@ -272,10 +272,9 @@ class _Index:
             self.evicted = True
         return p
 
-    def held(self, token: str) -> _Postings | None:
-        """The token's postings if this process holds them (cached, or mapped), else None."""
-        if self.table is None:
-            return self.cache.get(token)
+    def _mapped(self, token: str) -> _Postings:
+        """The token's postings from the mapped table (empty: no tool has it)."""
+        assert self.table is not None
         at, starts, rows, vals = self.table
         i = at.get(token)
         if i is None:
@@ -283,11 +282,15 @@ class _Index:
         start, end = int(starts[i]), int(starts[i + 1])
         return _Postings(rows[start:end], vals[start:end])
 
+    def held(self, token: str) -> _Postings | None:
+        """The token's postings if this process holds them (cached, or mapped), else None."""
+        return self.cache.get(token) if self.table is None else self._mapped(token)
+
     def postings(self, db, token: str, word: str) -> _Postings:
         """The bm25 term per tool of `word`, cut by the tokenizer into `token` (the cache key);
         empty when no tool has it. FTS5 scores a one-word query faster than Python can."""
         if self.table is not None:
-            return self.held(token) or _EMPTY
+            return self._mapped(token)
         hit = self.cache.get(token)
         if hit is not None:
             self.cache.move_to_end(token)
@@ -348,12 +351,25 @@ def _get(db, weights=FTS_WEIGHTS) -> tuple[_Index, QueryTokenizer] | None:
     return index, scratch
 
 
-def _map_postings(db, index: _Index) -> bool:
-    """Every word's postings from the cache file of this index content, if there is one that is
-    whole. The caller holds the snapshot and the lock."""
+def _from_file(db) -> _Index | None:
+    """This index version's postings (None: no keyword table). A large index's are mapped from the
+    cache file of its content at the first call, where one is there (after it the content's key
+    is known, and a missing file is not looked for again). The caller holds the snapshot and the lock."""
+    got = _get(db)
+    if got is None:
+        return None
+    index = got[0]
+    if index.key is None and not index.complete and index.occurrences() > PRELOAD_INLINE:
+        index.key = fts_content_key(db, index.weights)
+        _map_postings(index)
+    return index
+
+
+def _map_postings(index: _Index) -> bool:
+    """Every word's postings from the cache file named by `index.key`, if it is whole."""
     import numpy as np
 
-    index.key = fts_content_key(db, index.weights)
+    assert index.key is not None
     got = mapped.read(mapped.path_for("kw", index.key))
     if got is None or set(got) != {"tokens", "lens", "starts", "rows", "vals"}:
         return False
@@ -377,10 +393,13 @@ def _map_postings(db, index: _Index) -> bool:
     return True
 
 
-def _write_postings(db, index: _Index) -> None:
-    """Every word's postings, just preloaded, to the cache file of this index content, then read
-    from it (the process's own copies are dropped). The caller holds the snapshot and the lock."""
+def _write_postings(index: _Index) -> None:
+    """Every word's postings, just preloaded, to the cache file of this index content (its key
+    read before the preload, in the same version), then read from it: the process's own copies
+    are dropped. The caller holds the snapshot and the lock."""
     import numpy as np
+
+    assert index.key is not None
 
     tokens = list(index.cache)
     parts = [_arrays(np, index.cache[t]) for t in tokens]
@@ -393,12 +412,11 @@ def _write_postings(db, index: _Index) -> None:
         "rows": np.concatenate([r for r, _ in parts]).astype(np.int64) if parts else np.zeros(0, np.int64),
         "vals": np.concatenate([v for _, v in parts]).astype(np.float64) if parts else np.zeros(0),
     }
-    key = index.key or fts_content_key(db, index.weights)
     try:
-        mapped.write(mapped.path_for("kw", key), arrays)
+        mapped.write(mapped.path_for("kw", index.key), arrays)
     except OSError:  # no cache folder: the postings stay in this process
         return
-    _map_postings(db, index)
+    _map_postings(index)
 
 
 def preload(db) -> bool:
@@ -408,12 +426,10 @@ def preload(db) -> bool:
     than PRELOAD_INLINE occurrences maps them from its cache file instead where one was written
     (by the first process that preloaded this content), and writes it otherwise."""
     with db.snapshot(), lock:
-        got = _get(db)
-        if got is None or got[0].complete:
-            return got is not None
-        large = got[0].occurrences() > PRELOAD_INLINE
-        if large and got[0].key is None and _map_postings(db, got[0]):  # not tried yet (warm tries first)
-            return True
+        first = _from_file(db)
+        if first is None or first.complete:
+            return first is not None
+        large = first.occurrences() > PRELOAD_INLINE
     words: list[tuple[str, int]] | None = None
     index: _Index | None = None
     at = 0
@@ -443,7 +459,7 @@ def preload(db) -> bool:
             return False
         index.complete = not index.evicted
         if large and index.complete:
-            _write_postings(db, index)
+            _write_postings(index)
     return True
 
 
@@ -668,13 +684,10 @@ class SqliteRetrieval(Retrieval):
         if embeddings:
             _matrix(self.db)
         with self.db.snapshot(), lock:
-            got = _get(self.db)
-            if got is not None and got[0].occurrences() > PRELOAD_INLINE and got[0].key is None:
-                _map_postings(self.db, got[0])  # a cache file of this content: every word at once
-        if got is None or got[0].occurrences() <= PRELOAD_INLINE:
+            index = _from_file(self.db)  # a large index: every word at once, where its file is there
+        if index is None or index.occurrences() <= PRELOAD_INLINE:
             preload(self.db)
-        elif preloading(self.db) is None and not got[0].complete:
-            index = got[0]
+        elif preloading(self.db) is None and not index.complete:
             index.loader = threading.Thread(
                 target=_preload_in_background, args=(self.db,), name="toolidx-preload", daemon=True
             )
