@@ -63,12 +63,15 @@ def vec_chunks(db: Database) -> tuple[int, list[tuple[int, bytes, bytes, bytes]]
     return count, chunks
 
 
-def content_key(db: Database) -> tuple[str, list[int]] | None:
+def embedded_count(db: Database) -> int:
+    """How many tools have a vector (crawl and embed set embed_hash with each one)."""
+    return int(db.scalar("SELECT count(*) FROM tools WHERE embed_hash IS NOT NULL"))
+
+
+def content_key(db: Database) -> tuple[str, list[int]]:
     """(a hash naming the vectors' content, the rowids that should have one): the model, its
     file's hash and dimension, and every tool's rowid and embed_hash (sha256 of model + text,
-    set with each stored vector). None without vectors."""
-    if not vectors.has_table(db):
-        return None
+    set with each stored vector)."""
     h = hashlib.sha256()
     for key in ("embed_model", "embed_model_sha256", "embed_dim"):
         h.update(f"{key}={db.get_meta(key) or ''}\n".encode())
@@ -274,11 +277,9 @@ def load(db: Database) -> Matrix:
     its cache file (written first when missing)."""
     import numpy as np
 
-    key = content_key(db) if vectors.has_table(db) else None
-    if key is None or len(key[1]) <= EXACT_MAX:
-        ids, unit = read_unit(db)
-        return Matrix(ids, unit)
-    name, want = key
+    if not vectors.has_table(db) or embedded_count(db) <= EXACT_MAX:  # hashed only where a file is used
+        return Matrix(*read_unit(db))
+    name, want = content_key(db)
     path = mapped.path_for("vec", name)
     if (m := _mapped(np, path, want)) is not None:
         return m
