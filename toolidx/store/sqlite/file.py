@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -283,6 +283,11 @@ class SqliteFile(Statements):
                 return
             self.conn.execute("BEGIN")
             try:
-                yield self.conn
+                with self._reading():
+                    yield self.conn
             finally:
                 self.conn.execute("COMMIT")
+
+    def _reading(self) -> AbstractContextManager[Any]:
+        """What a kind of file does inside its read snapshot, once the transaction has begun."""
+        return nullcontext()
