@@ -31,8 +31,8 @@ DTYPES = ("int64", "uint64", "float32", "float64", "int32", "uint8")
 
 
 def cache_folder() -> Path:
-    """Where the files are kept: $XDG_CACHE_HOME/toolidx/vectors (vectors `.vec`, postings `.kw`)."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolidx" / "vectors"
+    """Where the files are kept: $XDG_CACHE_HOME/toolidx/mapped (vectors `.vec`, postings `.kw`)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolidx" / "mapped"
 
 
 def path_for(kind: str, key: str) -> Path:
