@@ -365,6 +365,26 @@ def test_a_search_reads_data_version_once_and_sees_a_crawl_committed_before_it(t
     db.close()
 
 
+def test_the_query_is_embedded_in_the_searching_thread(run, embedder):
+    """After the keyword half, in the caller's thread: on a small machine the model's threads take
+    every core, and a thread of its own beside the keyword half only slowed both
+    (docs/research/search.md, Speed, round 12)."""
+    import threading
+
+    seen = []
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(embedder, name)
+
+        def embed_query(self, text):
+            seen.append(threading.get_ident())
+            return embedder.embed_query(text)
+
+    assert run("turn a pdf file into markdown text", embedder=Recording()).mode_used == "hybrid"
+    assert seen == [threading.get_ident()]
+
+
 def test_model_named_by_the_index_is_loaded_from_model_path(db, model_path, monkeypatch):
     from toolidx.core import embedding
     from toolidx.search import hybrid as search_mod

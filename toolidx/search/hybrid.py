@@ -176,19 +176,6 @@ def _embed_query(embedder: Any, text: str) -> bytes:
     return blob
 
 
-_worker: Any = None
-
-
-def _embed_in_background(embedder: Any, text: str) -> Any:
-    """A future of the query embedding (ONNX Runtime releases the GIL while it runs)."""
-    global _worker
-    from concurrent.futures import ThreadPoolExecutor
-
-    if _worker is None:
-        _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolidx-embed")
-    return _worker.submit(_embed_query, embedder, text)
-
-
 def warm(db, embedder: QueryEmbedder = INDEX_MODEL) -> None:
     """Load now what the first searches would load: every word's keyword postings, the vectors
     and the model (a long-lived process: `toolidx serve`, benchmarks). The engine may go on
@@ -264,11 +251,7 @@ def gather(
     def slot(r: int) -> dict:
         return cands.setdefault(r, {"bm25": 0.0, "cos": None, "fuzzy": 0.0})
 
-    qv = None
     hybrid = mode_used == "hybrid"  # reads quoted values and rare words differently (docs/research/search.md)
-    if mode_used in ("hybrid", "semantic") and text:
-        etext = quoted.strip_quoted(text) if hybrid else text
-        qv = _embed_in_background(embedder, etext[:2000])  # beside the keyword half, on another core
     tw = quoted.term_weights(text, terms) if hybrid else None
     if mode_used in ("hybrid", "keyword"):
         for rank, (r, s) in enumerate(
@@ -276,10 +259,10 @@ def gather(
         ):
             c = slot(r)
             c["bm25"], c["kw_rank"] = s, rank
-    if hybrid:  # the keyword candidates' words while the model runs; the others' below
-        _cover(db, terms, tw, cands)
-    if qv is not None:
-        qv = qv.result()
+    if mode_used in ("hybrid", "semantic") and text:
+        # in this thread, after the keyword half: the model's threads take every core of a small
+        # machine, and one beside them only slowed both (docs/research/search.md, round 12)
+        qv = _embed_query(embedder, (quoted.strip_quoted(text) if hybrid else text)[:2000])
         for rank, (r, s) in enumerate(db.retrieval.knn(qv, pool, filters)):
             c = slot(r)
             c["cos"], c["vec_rank"] = s, rank
@@ -302,7 +285,7 @@ def _cover(db, terms: list[str], tw: dict[str, float] | None, cands: dict[int, d
     """Each candidate's query words ("matched") and the share of the query they make up
     ("coverage"; quoted values weigh QUOTED_WEIGHT): hybrid's evidence that a tool does what the
     whole request says, not just its rarest part (the coverage weight of the model's fit, calibration.ModelFit)."""
-    todo = [r for r, c in cands.items() if "matched" not in c]
+    todo = list(cands)
     if not todo:
         return
     tw = tw or {}
