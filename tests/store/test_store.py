@@ -194,8 +194,24 @@ def test_every_row_and_ties_by_code_point_on_both_engines(db_target):
     assert ids(-1, 0) == ["a/t1", "B/t2", "c/t3", "c/t4"]
     assert ids(-1, 1) == ["B/t2", "c/t3", "c/t4"]
     assert ids(2, 1) == ["B/t2", "c/t3"]
+    # the test PostgreSQL's own collation (C.UTF-8) orders by code point too, and this build has no
+    # other (no ICU, no libc locales): there the order alone cannot tell, so the statement is watched
+    # asking the dialect for code-point order, whose PostgreSQL spelling is COLLATE "C"
+    asked: list[str] = []
+    dialect = db.sql
+
+    class Watched:
+        def __getattr__(self, name: str):
+            return getattr(dialect, name)
+
+        def by_code(self, expr: str) -> str:
+            asked.append(dialect.by_code(expr))
+            return asked[-1]
+
+    db.sql = Watched()  # type: ignore[assignment]
     with db.snapshot():
         tools, servers, rows = catalog.server_summary(db, None, first=0, largest=2, named=[])
     assert (tools, servers) == (4, 3)
     assert rows == [{"name": "B", "count": 1}, {"name": "c", "count": 2}]  # of a and B's tie, B
+    assert asked == (['name COLLATE "C"'] if db.postgres else ["name"])
     db.close()
