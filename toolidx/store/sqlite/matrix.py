@@ -2,8 +2,9 @@
 stored vector, normalised, in rowid order, with one sign code per vector.
 
 Up to EXACT_MAX vectors, every cosine is computed (one matrix-vector product: ~0.3 ms at 10k with
-the matrix in cache, ~1.2 ms after the model's run has evicted it), and the matrix is held in memory. Above, two things change, because at 100k tools that product read 150
-MB and took ~15 ms a query, and the matrix was most of a replica's memory:
+the matrix in cache, ~1.2 ms after the model's run has evicted it), and the matrix is held in
+memory. Above, two things change, because at 100k tools that product read 150 MB and took ~15 ms
+a query, and the matrix was most of a replica's memory:
 
 - **Shortlist by sign code, rank by exact cosine.** Each vector's code is one bit per dimension,
   the sign of (vector - the catalog's mean vector); the query's code is made the same way. The
