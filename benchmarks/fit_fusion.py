@@ -59,7 +59,7 @@ GRID_COS = (0.6, 0.7, 0.8, 0.85, 0.9)
 GRID_COV = (0.15, 0.25, 0.3, 0.35)
 GRID_NAME = (0.0, 0.02)
 GRID_RAMP = (None, (4, 16), (6, 14), (8, 16), (10, 20))
-BEFORE = (0.6, 0.15, 0.02)  # the constants this fit replaces (fitted on ETOM alone)
+BEFORE = cal.LONG_WEIGHTS  # the constants this fit replaces (fitted on ETOM alone), where a long query ramps to
 LABELS = {"etom L3 (all)": "all", "etom L4 (steps)": "steps", "livemcp relaxed": "steps"}
 R5_LOSS_MAX = 0.01
 KEEP_FUSION = False
@@ -231,6 +231,20 @@ def hybrid() -> dict:
 GRID_MARKS = (0.0, 1.0, 2.0, 4.0, 6.0, 10.0)  # in the score's logit (calibration.score_candidates)
 
 
+def hybrid_item(q: dict, ev: list, fusion: tuple) -> tuple:
+    """One query's hybrid candidates as the fit reads them: (query, tool ids, z (a column), a fixed
+    offset (none), relevant, opposed, reads only)."""
+    return (
+        q,
+        [t for t, _ in ev],
+        z_values(ev, fusion, q["n_terms"])[:, None],
+        np.zeros(len(ev)),
+        np.array([t in set(q["relevant"]) for t, _ in ev], bool),
+        np.array([e.get("opposed", 0) for _, e in ev], float),
+        np.array([e.get("reads_only", 0) for _, e in ev], float),
+    )
+
+
 def marked_scores(it, cal_, marks: tuple[float, float]) -> np.ndarray:
     """calibration.score_candidates with the action marks (it[5]: opposed, it[6]: reads only)
     weighed by `marks`."""
@@ -284,21 +298,7 @@ def actions(data: dict, fusion: tuple, cal_, fit_sets: list[str], lab: dict):
     measured on data the threshold never saw. The pick: the best mean abstention over the
     impossible sets, each weighing the same; leave-one-set-out over them shows the pick held out.
     Returns (weights, threshold)."""
-    marked = {
-        s: [  # every set's items with their marks, multi-tool sets too
-            (
-                q,
-                [t for t, _ in ev],
-                z_values(ev, fusion, q["n_terms"])[:, None],
-                np.zeros(len(ev)),
-                np.array([t in set(q["relevant"]) for t, _ in ev], bool),
-                np.array([e.get("opposed", 0) for _, e in ev], float),
-                np.array([e.get("reads_only", 0) for _, e in ev], float),
-            )
-            for q, ev in rows
-        ]
-        for s, rows in data.items()
-    }
+    marked = {s: [hybrid_item(q, ev, fusion) for q, ev in rows] for s, rows in data.items()}  # multi-tool sets too
 
     def ranking(s, marks):
         out = []
@@ -514,35 +514,36 @@ def calibrate(items: dict, mode: str, held_platt, held_lw, held_t) -> tuple[list
     return [round(float(x), 3) for x in li.w], [round(x, 3) for x in li.lw], float(t)
 
 
+def mode_item(mode: str, q: dict, ev: list) -> tuple:
+    """One query's keyword or semantic candidates as the fit reads them: (query, tool ids, the
+    features, a fixed offset, relevant)."""
+    best = max((e["bm25"] for _, e in ev), default=0.0) or 1.0
+    scale = cal.size_factor(q["n_tools"])
+    if mode == "semantic":  # the candidates the calibration applies to, and their evidence
+        kept = [(t, e) for t, e in ev if e.get("cos") is not None]
+        x = [[e["cos"]] for _, e in kept]
+        off = [0.0] * len(kept)
+    else:
+        kept = [(t, e) for t, e in ev if e["bm25"] > 0 or cal.fuzzy_strength(e.get("fuzzy", 0.0)) > 0]
+        x = [[math.log1p(e["bm25"] * scale), e["bm25"] / best] for _, e in kept]
+        # the fuzzy name's weight is not fitted (the bench's queries are sentences, see FUZZY_FLOOR)
+        off = [cal.KW_FUZZY * cal.fuzzy_strength(e.get("fuzzy", 0.0)) for _, e in kept]
+    rel = set(q["relevant"])
+    return (
+        q,
+        [t for t, _ in kept],
+        np.array(x, float).reshape(len(kept), 1 if mode == "semantic" else 2),
+        np.array(off, float),
+        np.array([t in rel for t, _ in kept], bool),
+    )
+
+
 def single_mode(mode: str) -> tuple[list[float], list[float], float]:
     """Platt constants, listwise constants and threshold of keyword or semantic mode, fitted like hybrid's."""
     data = load(mode=mode)
     items = {}
     for s in [*FEASIBLE, *INFEASIBLE]:
-        its = []
-        for q, ev in data[s]:
-            best = max((e["bm25"] for _, e in ev), default=0.0) or 1.0
-            scale = cal.size_factor(q["n_tools"])
-            if mode == "semantic":  # the candidates the calibration applies to, and their evidence
-                kept = [(t, e) for t, e in ev if e.get("cos") is not None]
-                x = [[e["cos"]] for _, e in kept]
-                off = [0.0] * len(kept)
-            else:
-                kept = [(t, e) for t, e in ev if e["bm25"] > 0 or cal.fuzzy_strength(e.get("fuzzy", 0.0)) > 0]
-                x = [[math.log1p(e["bm25"] * scale), e["bm25"] / best] for _, e in kept]
-                # the fuzzy name's weight is not fitted (the bench's queries are sentences, see FUZZY_FLOOR)
-                off = [cal.KW_FUZZY * cal.fuzzy_strength(e.get("fuzzy", 0.0)) for _, e in kept]
-            rel = set(q["relevant"])
-            its.append(
-                (
-                    q,
-                    [t for t, _ in kept],
-                    np.array(x, float).reshape(len(kept), 1 if mode == "semantic" else 2),
-                    np.array(off, float),
-                    np.array([t in rel for t, _ in kept], bool),
-                )
-            )
-        items[s] = its
+        items[s] = [mode_item(mode, q, ev) for q, ev in data[s]]
     known = current()
     if mode == "keyword":
         held = (cal.KW_LOG, cal.KW_REL, cal.KW_BIAS), cal.KW_LISTWISE, cal.KEYWORD_THRESHOLD

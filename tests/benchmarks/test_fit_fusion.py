@@ -104,3 +104,62 @@ def test_what_write_stores_is_what_the_loader_reads(tmp_path, monkeypatch):
     assert new.threshold == {"hybrid": 0.004, "semantic": 0.0061}
     assert new.action == (4.0, 2.0)
     assert not _well_formed("test/new-model", json.loads(copy.read_text())["models"]["test/new-model"])
+
+
+def _evidence(rng, n: int) -> list[tuple[str, dict]]:
+    """n candidates' evidence as search.gather leaves it (bm25 0 for a tool only the vectors found)."""
+    out = []
+    for i in range(n):
+        e = {
+            "bm25": 0.0 if rng.random() < 0.3 else rng.uniform(0.1, 15.0),
+            "cos": rng.uniform(-0.1, 0.9),
+            "fuzzy": 0.0 if rng.random() < 0.7 else rng.uniform(0.5, 1.0),
+            "coverage": rng.random(),
+            "name_words": rng.randint(0, 3),
+            "opposed": int(rng.random() < 0.1),
+            "reads_only": int(rng.random() < 0.3),
+        }
+        out.append((f"s/t{i}", e))
+    return out
+
+
+def _fitted(fit: cal.ModelFit, q: dict, ev: list) -> dict[str, tuple[list[str], list[float]]]:
+    """mode -> (tool ids, scores) as fit_fusion computes them with `fit`'s constants."""
+    import numpy as np
+
+    hybrid = fit_fusion.Calibration(np.array(fit.platt["hybrid"]), fit.listwise["hybrid"])
+    semantic = fit_fusion.Calibration(np.array(fit.platt["semantic"]), fit.listwise["semantic"])
+    keyword = fit_fusion.Calibration(np.array([cal.KW_LOG, cal.KW_REL, cal.KW_BIAS]), cal.KW_LISTWISE)
+    h = fit_fusion.hybrid_item(q, ev, (fit.cos, fit.coverage, fit.name, fit.ramp))
+    s, k = fit_fusion.mode_item("semantic", q, ev), fit_fusion.mode_item("keyword", q, ev)
+    return {
+        "hybrid": (h[1], list(fit_fusion.marked_scores(h, hybrid, fit.action))),
+        "semantic": (s[1], list(semantic.scores(s))),
+        "keyword": (k[1], list(keyword.scores(k))),
+    }
+
+
+def test_the_fit_scores_candidates_as_search_does():
+    """fit_fusion fits its constants on its own vectorised copy of calibration.score_candidates
+    (z_values, Calibration, marked_scores, mode_item: numpy over every query of every set). The
+    constants it writes are right only while that copy computes what search computes: random
+    evidence, every shipped model's fit, every mode, queries of 1 to 20 words."""
+    import copy
+    import random
+
+    import numpy as np
+
+    rng = random.Random(3)
+    checked = 0
+    for model, fit in cal.FITS.items():
+        for n_terms in (1, 3, 6, 9, 12, 20):
+            for _ in range(8):
+                ev = _evidence(rng, rng.randint(1, 60))
+                q = {"n_terms": n_terms, "n_tools": rng.choice([300, 2375, 100_000]), "relevant": []}
+                for mode, (ids, scores) in _fitted(fit, q, ev).items():
+                    cands = {t: copy.deepcopy(e) for t, e in ev}
+                    want = cal.score_candidates(cands, mode, q["n_tools"], model=model, n_terms=n_terms)
+                    assert sorted(want) == sorted(ids), (model, mode)
+                    assert np.allclose(scores, [want[t] for t in ids], rtol=1e-9, atol=1e-12), (model, mode, n_terms)
+                    checked += len(ids)
+    assert checked > 1000
