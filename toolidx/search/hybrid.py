@@ -393,8 +393,11 @@ def search(
         threshold = gate if min_score is None else float(min_score)
         total = db.retrieval.filtered_count(None)
         scored = cal.score_candidates(cands, mode_used, total, model=model, n_terms=len(terms))
-        order = sorted(scored, key=lambda r: -scored[r])
-        rows = db.retrieval.hit_rows(order[: limit * 2 + 10])
+        order = sorted(scored, key=lambda r: -scored[r])[: limit * 2 + 10]
+        if len(order) > limit:  # the rows that can be shown: a score that rounds as the limit-th's or above
+            edge = round(scored[order[limit - 1]], 4)
+            order = [r for r in order if round(scored[r], 4) >= edge]
+        rows = db.retrieval.hit_rows(order)
         # as shown (4 decimals), ties by the unrounded score: low scores round alike
         ranked = sorted(rows, key=lambda r: (-round(scored[r], 4), -scored[r], rows[r]["id"]))
         if min_score is None:
