@@ -198,3 +198,23 @@ def test_exact_copies_rank_by_rowid(coded, monkeypatch):
     got = m.knn(unit[0].tobytes(), 4, None)
     assert [r for r, _ in got] == [0, 1000, 1001, 1002]
     assert len({s for _, s in got}) == 1
+
+
+def test_a_tools_cosine_is_one_float_whichever_way_it_is_asked():
+    """knn over every row, knn over a filter, a shortlist, and cosines for a few rowids give a tool
+    the same float: hybrid takes one tool's cosine from knn and another's from cosines, and a
+    BLAS product rounds the last bit by a row's place among the rows it multiplies."""
+    rng = np.random.default_rng(7)
+    unit = rng.standard_normal((3001, 384)).astype(np.float32)
+    unit /= np.linalg.norm(unit, axis=1)[:, None]
+    ids = np.arange(3001, dtype=np.int64) * 3
+    q = rng.standard_normal(384).astype(np.float32).tobytes()
+    exact, coded = matrix.Matrix(ids, unit), matrix._coded(np, ids, unit)
+    every = dict(exact.knn(q, 3001, None))
+    assert len(every) == 3001
+    for r in range(0, 3001, 7):  # few at a time: the products of small subsets round otherwise
+        rows = [int(x) for x in ids[r : r + 5]]
+        assert exact.cosines(q, rows) == {x: every[x] for x in rows}
+        assert coded.cosines(q, rows) == {x: every[x] for x in rows}
+        assert dict(exact.knn(q, 5, set(rows))) == {x: every[x] for x in rows}
+    assert dict(coded.knn(q, 50, None)).items() <= every.items()

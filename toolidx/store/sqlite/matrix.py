@@ -1,15 +1,15 @@
 """The vectors a file's semantic and hybrid searches score (SqliteRetrieval.knn, .cosines): every
 stored vector, normalised, in rowid order, with one sign code per vector.
 
-Up to EXACT_MAX vectors, every cosine is computed (one matrix-vector product: ~0.3 ms at 10k with
-the matrix in cache, ~1.2 ms after the model's run has evicted it), and the matrix is held in
-memory. Above, two things change, because at 100k tools that product read 150 MB and took ~15 ms
-a query, and the matrix was most of a replica's memory:
+Up to EXACT_MAX vectors, every cosine is computed (each row summed alone, `_dot`: ~0.8 ms at 10k
+once the model's run has evicted the matrix from the cache), and the matrix is held in memory.
+Above, two things change, because at 100k tools that product read 150 MB and took ~15 ms a query,
+and the matrix was most of a replica's memory:
 
 - **Shortlist by sign code, rank by exact cosine.** Each vector's code is one bit per dimension,
   the sign of (vector - the catalog's mean vector); the query's code is made the same way. The
   SHORTLIST vectors whose codes differ from the query's in the fewest bits (every vector tied with
-  the last one too) get their exact float32 cosine, the very number the full product gave, and
+  the last one too) get their exact float32 cosine, the very number every row's product gives, and
   the k best of those are the answer. Codes are 48 bytes a tool (384 dimensions), so the scan
   reads 4.8 MB at 100k tools. What a shortlist could miss is a vector whose signs disagree with
   the query's more than those of SHORTLIST others yet whose cosine is in the top k; measured on
@@ -205,7 +205,7 @@ class Matrix:
             rows = np.flatnonzero(np.isin(self.ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed))))
         picked = self._shortlist(np, q, rows)
         if picked is None:
-            sims, ids = self.unit @ q, self.ids
+            sims, ids = self._dot(np, None, q), self.ids
         elif not len(picked):
             return []
         else:
@@ -231,14 +231,17 @@ class Matrix:
         has = self.ids[at] == want
         if not has.any():
             return {}
-        sims = self._dot(np, at[has], q) if self.codes is not None else self.unit[at[has]] @ q
+        sims = self._dot(np, at[has], q)
         return {int(r): float(s) for r, s in zip(want[has], sims)}
 
-    def _dot(self, np: Any, rows: Any, q: Any) -> Any:
-        """The cosines of some rows, each computed alone (einsum's per-row sum): a tool's cosine is
-        the same float whichever rows it is scored with (a BLAS product of a subset may round the
-        last bit otherwise, and exact copies of a tool would then rank by that bit)."""
-        return np.einsum("ij,j->i", self.unit[rows], q)
+    def _dot(self, np: Any, rows: Any | None, q: Any) -> Any:
+        """The cosines of some rows (None: every row), each computed alone (einsum's per-row sum):
+        a tool's cosine is the same float whichever rows it is scored with and on either path (a
+        BLAS product may round the last bit by a row's place, and exact copies of a tool would then
+        rank by that bit). No BLAS either: numpy's OpenBLAS starts a spinning thread per core when
+        a host imported numpy before toolidx (toolidx/__init__.py), and that made a hybrid search at
+        10k ~1.8x slower; einsum was faster anyway once the model's run has evicted the matrix."""
+        return np.einsum("ij,j->i", self.unit if rows is None else self.unit[rows], q)
 
 
 def codes_of(np: Any, centered: Any) -> Any:
