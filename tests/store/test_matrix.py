@@ -236,7 +236,10 @@ def test_a_search_makes_no_blas_product():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
                 found.append(f"{path.relative_to(root)}:{node.lineno} @")
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr in {"dot", "matmul", "tensordot", "inner", "vdot"}:
-                    found.append(f"{path.relative_to(root)}:{node.lineno} {node.func.attr}")
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in {"dot", "matmul", "tensordot", "inner", "vdot"}
+            ):
+                found.append(f"{path.relative_to(root)}:{node.lineno} {node.func.attr}")
     assert not found
