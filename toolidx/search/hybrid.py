@@ -1,5 +1,7 @@
-"""Search: keyword (FTS5 BM25 with field weights), semantic (sqlite-vec KNN on the query embedding),
-fuzzy names (rapidfuzz), and a calibrated hybrid of the three.
+"""Search: keyword (BM25 with field weights), semantic (the stored vectors nearest the query's
+embedding), fuzzy names (rapidfuzz), and a calibrated hybrid of the three. Both retrievals are
+the index's own (`db.retrieval`, one implementation per engine in store/); this module never asks
+which engine it is on.
 
 Every hit gets a score in [0, 1] that means the same thing for every query: an estimate of the
 probability that the tool serves the request, from a small logistic model over absolute evidence
