@@ -13,8 +13,7 @@ and the matrix was most of a replica's memory:
   the k best of those are the answer. Codes are 48 bytes a tool (384 dimensions), so the scan
   reads 4.8 MB at 100k tools. What a shortlist could miss is a vector whose signs disagree with
   the query's more than those of SHORTLIST others yet whose cosine is in the top k; measured on
-  the 10k and 100k benchmark catalogs (benchmarks/search_speed.py --compare): see
-  docs/research/search.md.
+  the 10k and 100k catalogs of benchmarks/search_speed.py: see docs/research/search.md.
 - **Memory-mapped** (mapped.py). The unit vectors, codes and rowids are written once per index
   content to a cache file, named by a hash of the model and of every tool's rowid and embed_hash
   (which crawl and embed set with each vector), and mapped read-only: a second replica, or a
