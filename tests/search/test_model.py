@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 import zipfile
 from contextlib import closing
 from pathlib import Path
@@ -194,6 +195,19 @@ def test_pipx_installs_the_wheel_for_real_use(tmp_path):
     found = json.loads(toolidx("search", "convert a pdf to text", "--db", "tools.db", "--json"))
     assert found["mode_used"] == "hybrid" and found["hits"][0]["id"] == "files/pdf_to_text"
     assert toolidx("--version").startswith("toolidx ")
+    # #45 item 1: the console is in this install too (Jinja2 is a dependency, not an extra)
+    ui = subprocess.Popen(
+        [str(exe), "ui", "--db", "tools.db", "--no-open"], cwd=where, env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert ui.stdout is not None
+        link = ui.stdout.readline().strip()  # printed once the port is bound
+        opened = urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPCookieProcessor())
+        with opened.open(link, timeout=60) as page:  # the one-time link, then its redirect to the search page
+            assert page.status == 200 and "<form" in page.read().decode()
+    finally:
+        ui.terminate()
+        ui.wait(timeout=30)
 
 
 def test_an_index_embedded_with_v1_keeps_searching_with_v1(monkeypatch, tmp_path):

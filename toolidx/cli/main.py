@@ -161,7 +161,15 @@ def crawl(
         None,
         "--from",
         help="Crawl the servers these clients use, from their usual config files: "
-        "claude-desktop,claude-code,cursor,vscode or all (instead of --config).",
+        "claude-desktop,claude-code,cursor,vscode or all (instead of --config). The folder's own "
+        "files (.mcp.json, .cursor/mcp.json, .vscode/mcp.json) are skipped unless named by --trust-folder-config.",
+    ),
+    trust_folder: List[Path] = typer.Option(
+        [],
+        "--trust-folder-config",
+        metavar="PATH",
+        help="With --from: also crawl this file of the current folder (.mcp.json, .cursor/mcp.json, "
+        ".vscode/mcp.json), which --from skips; for this run only, and it may not read your environment.",
     ),
     db: Optional[Path] = DbOpt,
     server: List[str] = typer.Option([], "--server", "-s", help="Crawl only these servers (others are kept)."),
@@ -182,23 +190,35 @@ def crawl(
     from ..crawl.config import load_config
     from ..crawl.run import check_prune, recorded_config, run_crawl
 
+    from ..crawl.client_configs import ClientConfigs
+    from ..crawl.client_configs import from_clients as find_client_servers
+    from ..crawl.client_configs import parse_clients
+
     if from_clients is not None and config is not None:
         raise UsageError("--from and --config name two sets of servers", fix="give one of them")
+    if trust_folder and from_clients is None:
+        raise UsageError(
+            "--trust-folder-config goes with --from", fix=f"add --from all, or pass --config {trust_folder[0]}"
+        )
     only = list(server) or None
     check_prune(only, prune_other_configs)
     database = None
+    found: Optional[ClientConfigs] = None
+    if from_clients is None and config is None:  # a re-crawl: the config (or --from) the index recorded
+        database = _open(db)
+        recorded = recorded_config(database, only)
+        if recorded.startswith("--from "):
+            from_clients = recorded.removeprefix("--from ")
+            render.crawl_config(recorded)
+        else:
+            config = Path(recorded)
+            render.crawl_config(str(config))
     if from_clients is not None:
-        from ..crawl.client_configs import from_clients as find_client_servers
-        from ..crawl.client_configs import parse_clients
-
-        found = find_client_servers(parse_clients(from_clients))
+        found = find_client_servers(parse_clients(from_clients), trust_folder=list(trust_folder))
         render.client_configs(found)
         cfg = found.config
     else:
-        if config is None:  # a re-crawl: the config the index recorded
-            database = _open(db)
-            config = Path(recorded_config(database, only))
-            render.crawl_config(str(config))
+        assert config is not None
         cfg = load_config(config)
     cfg.enabled_servers(only)  # unknown --server names fail before the index is touched
     database = database or _open(db, create=True)
@@ -228,7 +248,7 @@ def crawl(
         # a crawl writes in one transaction at its very end: stopped before or in it, nothing is kept
         render.note("interrupted: nothing written, the index is as before")
         raise typer.Exit(130) from None
-    render.crawl_summary(summary, as_json)
+    render.crawl_summary(summary, as_json, sources=found.to_json() if found else None)
     if summary.servers_failed:
         raise typer.Exit(EXIT_FAILURE)
 
@@ -718,8 +738,8 @@ def ui(
     as_json: bool = typer.Option(False, "--json", help="Print the link as toolidx's versioned JSON."),
 ) -> None:
     """Open the web console on a local index: search, tools, servers, changes, quarantine (approve),
-    usage. Loopback only, behind a one-time link (printed, and opened unless --no-open); needs
-    `pip install 'toolidx[console]'`. Runs until Ctrl-C. Exit 2: no index, or the port is in use."""
+    usage. Loopback only, behind a one-time link (printed, and opened unless --no-open). Runs
+    until Ctrl-C. Exit 2: no index, or the port is in use."""
     from ..catalog.approvals import approver
     from ..serve.console.app import local_access
     from ..serve.http import serve_http

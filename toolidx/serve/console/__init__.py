@@ -1,7 +1,7 @@
 """The web console of `toolidx serve --http` (and `toolidx ui`): server-rendered pages over the same
 library functions as the CLI and the meta-tools: search, a tool, servers, changes between crawls,
-quarantine (approve / revoke), usage. Jinja2 is an extra (`pip install toolidx[console]`): nothing
-here imports it until a page is rendered, and without it `/` answers a one-line hint.
+quarantine (approve / revoke), usage. Jinja2 is a dependency of toolidx, imported on the first page
+only (serve's start never waits for it); an install that lost it answers `/` with a one-line hint.
 
 `PATHS` is all serve/http.py needs to know: these paths are the console's, which checks its own
 sessions (a cookie from a token login, or loopback without tokens) instead of a bearer header.

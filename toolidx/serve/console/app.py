@@ -40,7 +40,11 @@ SECURITY_HEADERS = {
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
-NO_JINJA = "the web console needs Jinja2: pip install 'toolidx[console]'\n"
+# Jinja2 is a dependency: only a broken install lacks it, and toolidx is on no package index
+NO_JINJA = (
+    "the web console needs Jinja2, a dependency of toolidx missing from this install: "
+    "reinstall toolidx (pipx reinstall toolidx, or pip install --force-reinstall /path/to/toolidx)\n"
+)
 STATIC = {"/static/console.css": "text/css", "/static/console.js": "text/javascript"}
 NAV = (
     ("/", "Search"),
@@ -88,7 +92,7 @@ class Console:
     # --- rendering ------------------------------------------------------------------------------
     def env(self) -> Any:
         if self._env is None:
-            import jinja2  # the `console` extra: imported on the first page, never at start
+            import jinja2  # imported on the first page, never at start
 
             env = jinja2.Environment(
                 loader=jinja2.FileSystemLoader(str(HERE / "templates")),
