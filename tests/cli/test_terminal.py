@@ -82,3 +82,13 @@ def test_doctor_fix_lines_wrap_between_words(tmp_path):
     assert all(len(line) <= 80 for line in r.screen.splitlines()), r.screen
     assert f"server {LONG_SERVER}:" in fixes and "toolidx crawl" in fixes
     assert LONG_SERVER in fixes.split()[fixes.split().index("--server") + 1], fixes  # the name after --server, whole
+
+
+def test_print_config_says_where_claude_desktop_keeps_its_config_on_linux_too(index):
+    """#45 item 9: the hint named macOS's and Windows' files only; a Linux user was left to guess."""
+    _, db = index
+    r = run_pty("serve", "--db", db, "--print-config")
+    assert r.code == 0, r.screen
+    said = " ".join(r.screen.split())  # the note wraps between words at 80 columns
+    assert "Linux: ~/.config/Claude/claude_desktop_config.json" in said, r.screen
+    assert "macOS: ~/Library/Application Support/Claude/claude_desktop_config.json" in said, r.screen

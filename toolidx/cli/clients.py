@@ -31,6 +31,7 @@ CLIENTS = {
         "where": [
             "macOS: ~/Library/Application Support/Claude/claude_desktop_config.json",
             "Windows: %APPDATA%\\Claude\\claude_desktop_config.json",
+            "Linux: ~/.config/Claude/claude_desktop_config.json",
         ],
     },
     "claude-code": {"key": "mcpServers", "where": [".mcp.json at the project root (shared with the project)"]},
