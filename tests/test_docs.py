@@ -363,3 +363,21 @@ def test_the_modules_the_docs_name_exist():
         if not (REPO / m.group()).is_file()
     ]
     assert not missing, missing
+
+
+def test_search_page_quotes_the_shipped_models_thresholds():
+    """#45 item 9: docs/search.md said hybrid 0.027 (the v1 model's) while the shipped model gates
+    at 0.016. The page's numbers are read against calibration.json's, for the default model."""
+    import re
+
+    from toolidx.core.embedding import DEFAULT_MODEL
+    from toolidx.search.calibration import threshold
+
+    page = (REPO / "docs" / "search.md").read_text()
+    want = {mode: threshold(mode, model=DEFAULT_MODEL) for mode in ("hybrid", "keyword", "semantic")}
+    line = f"(hybrid {want['hybrid']:g}, keyword {want['keyword']:g}, semantic {want['semantic']:g} for the default"
+    said = re.search(r"\(hybrid [\d.]+, keyword [\d.]+, semantic [\d.]+ for the default", " ".join(page.split()))
+    assert said is not None and said.group(0) == line, f"docs/search.md should say: {line}"
+    assert f"model, `{DEFAULT_MODEL}`;" in page
+    example = re.search(r'"threshold": ([\d.]+), "calibrated_threshold": ([\d.]+)', page)
+    assert example is not None and {float(example[1]), float(example[2])} == {want["hybrid"]}, example
