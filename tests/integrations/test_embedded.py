@@ -383,3 +383,166 @@ def test_sdk_lowlevel_server_paginated(model_path):
             assert r.content[0].text == "ran stock_price" and calls == [("stock_price", {"ticker": "ACME"})]
 
     anyio.run(main)
+
+
+# --- per-user tool lists, changed definitions (#42 item 4) -----------------------------------------
+def export_tool(user: str, fmt: str) -> dict:
+    """One tool, defined per user: the two users' definitions differ only in a nested `default`
+    and a nested `const`, nothing a search ranks by."""
+    return {
+        "name": "export_report",
+        "description": "Export the monthly report to a storage bucket.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "format": {"type": "string", "enum": ["csv", "pdf"], "default": fmt},
+                "target": {
+                    "type": "object",
+                    "properties": {"bucket": {"type": "string", "const": f"{user}-reports"}},
+                },
+            },
+        },
+    }
+
+
+def test_sdk_per_user_lists_describe_each_users_own_definition(model_path):
+    """A server whose tools/list differs by caller (here by the client's name): each user's
+    describe_tool answers that user's definition, in full, however the two users' calls
+    interleave; and a definition that changed is described as it is now."""
+    from mcp import Client
+    from mcp.server.lowlevel import Server
+    from mcp.types import CallToolResult, Implementation, ListToolsResult, TextContent, Tool
+
+    from toolidx.core.tooldoc import definition_hash
+    from toolidx.integrations.mcpsdk import add_tool_search
+
+    formats = {"alice": "csv", "bob": "pdf"}
+    defs = tool_defs()[:4]
+
+    def own(user: str) -> list[dict]:
+        return [*defs, export_tool(user, formats[user])]
+
+    async def list_tools(ctx, params):
+        user = ctx.session.client_params.client_info.name
+        return ListToolsResult(tools=[Tool.model_validate(d) for d in own(user)])
+
+    async def call_tool(ctx, params):
+        return CallToolResult(content=[TextContent(type="text", text=f"ran {params.name}")])
+
+    server = Server("reports", on_list_tools=list_tools, on_call_tool=call_tool)
+    add_tool_search(server, model_path=model_path)
+
+    def wire(d: dict) -> dict:  # the definition as the SDK sends it
+        return Tool.model_validate(d).model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def main():
+        async with (
+            Client(server, client_info=Implementation(name="alice", version="1")) as alice,
+            Client(server, client_info=Implementation(name="bob", version="1")) as bob,
+        ):
+
+            async def describe(c, user: str) -> None:
+                r = await c.call_tool("describe_tool", {"name": "export_report", "detail": "full"})
+                d = r.structured_content
+                mine = wire(export_tool(user, formats[user]))
+                assert d["input_schema"] == mine["inputSchema"], (user, d["input_schema"])
+                assert d["hash"] == definition_hash(mine)
+
+            await describe(alice, "alice")  # the catalog is built from alice's list
+            await describe(bob, "bob")  # then bob asks: his default and const, not alice's
+            found = (await bob.call_tool("search_tools", {"query": "export the monthly report"})).structured_content
+            assert found["tools"][0]["inputSchema"]["properties"]["target"]["properties"]["bucket"]["const"] == (
+                "bob-reports"
+            )
+            await describe(alice, "alice")
+            # both at once, many times: no answer is read from the other's list
+            async with anyio.create_task_group() as tg:
+                for _ in range(16):
+                    tg.start_soon(describe, alice, "alice")
+                    tg.start_soon(describe, bob, "bob")
+            # bob's default changes on the server: his next describe says so
+            formats["bob"] = "csv"
+            await describe(bob, "bob")
+
+    anyio.run(main)
+
+
+def test_catalog_describes_a_changed_default(tmp_path, embedder):
+    """The Python API: a tool whose nested default changed is described as it is now, from memory
+    and from a cache file written before the change."""
+    cache = tmp_path / "tools.db"
+    with Catalog.from_tools([*tool_defs()[:3], export_tool("alice", "csv")], cache=cache, embedder=embedder) as cat:
+        assert cat.describe("export_report", "full").full.input_schema["properties"]["format"]["default"] == "csv"
+        cat.update([*tool_defs()[:3], export_tool("alice", "pdf")])
+        assert cat.describe("export_report", "full").full.input_schema["properties"]["format"]["default"] == "pdf"
+    with Catalog.from_tools([*tool_defs()[:3], export_tool("bob", "pdf")], cache=cache, embedder=embedder) as cat:
+        schema = cat.describe("export_report", "full").full.input_schema
+        assert schema["properties"]["target"]["properties"]["bucket"]["const"] == "bob-reports"
+        assert cat.embedded == 0  # what ranks a tool did not change: nothing embedded again
+
+
+def test_fastmcp_transform_follows_a_changed_default(model_path):
+    """FastMCP's transform keys its catalog the same way: a tool whose nested default changed is
+    the catalog's new definition at the next search, and search_tools answers it."""
+    pytest.importorskip("fastmcp")
+    from fastmcp import Client
+    from fastmcp.tools.base import Tool as FastTool
+
+    from toolidx.integrations.fastmcp import ToolidxSearchTransform
+
+    def export(fmt: str):
+        d = export_tool("alice", fmt)
+        return FastTool(name=d["name"], description=d["description"], parameters=d["inputSchema"])
+
+    transform = ToolidxSearchTransform(model_path=model_path)
+    server = fastmcp_server(TOOLS[:4], transform)
+    server.add_tool(export("csv"))
+
+    async def main():
+        async with Client(server) as c:
+            for fmt in ("csv", "pdf"):
+                if fmt == "pdf":
+                    server.local_provider.remove_tool("export_report")
+                    server.add_tool(export("pdf"))
+                r = await c.call_tool("search_tools", {"query": "export the monthly report"})
+                assert r.structured_content["tools"][0]["inputSchema"]["properties"]["format"]["default"] == fmt
+                assert transform.live.catalog is not None
+                schema = transform.live.catalog.describe("export_report", "full").full.input_schema
+                assert schema["properties"]["format"]["default"] == fmt
+
+    anyio.run(main)
+
+
+@pytest.mark.parametrize("limit", [0, -3, 51, 500])
+def test_search_limit_out_of_range_is_an_error_in_both_helpers(limit, model_path):
+    """An agent's limit out of 1..50 is refused with the same one-line error by both helpers
+    (FastMCP's used to answer 1 or 50 tools instead), and neither helper is made with a default
+    outside it."""
+    pytest.importorskip("fastmcp")
+    from fastmcp import Client as FastClient
+    from fastmcp.exceptions import ToolError
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer
+
+    from toolidx.core.errors import UsageError
+    from toolidx.integrations.fastmcp import ToolidxSearchTransform
+    from toolidx.integrations.mcpsdk import add_tool_search
+
+    fast = fastmcp_server(TOOLS, ToolidxSearchTransform(model_path=model_path))
+    sdk = MCPServer("demo")
+    sdk.add_tool(lambda city: city, name="get_weather", description="Current weather forecast for a city.")
+    add_tool_search(sdk, model_path=model_path)
+
+    async def main():
+        async with FastClient(fast) as c:
+            with pytest.raises(ToolError, match="limit must be an integer from 1 to 50"):
+                await c.call_tool("search_tools", {"query": "weather in Paris", "limit": limit})
+        async with Client(sdk) as c:
+            r = await c.call_tool("search_tools", {"query": "weather in Paris", "limit": limit})
+            assert r.is_error and "limit must be an integer from 1 to 50" in r.content[0].text
+
+    anyio.run(main)
+    with pytest.raises(UsageError, match="max_results"):
+        ToolidxSearchTransform(max_results=limit, model_path=model_path)
+    with pytest.raises(UsageError, match="max_results"):
+        add_tool_search(MCPServer("other"), max_results=limit, model_path=model_path)

@@ -25,9 +25,9 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..catalog.describe import Description, describe
 from ..core.clock import now_iso
@@ -55,6 +55,8 @@ __all__ = [
 API_VERSION = 1
 DEFAULT_SERVER = "server"  # the server part of ids (`server/tool`) in a catalog built from tools
 SOURCE_KEY, SOURCE_SKIPPED = "api_tools_key", "api_tools_skipped"  # meta: the tools a catalog was last built from
+T = TypeVar("T")
+MAX_LIMIT = 50  # the most tools search_tools answers at once (both server integrations)
 PYTHON = Spelling((), "=")  # hints name the keyword arguments: "min_score=0 shows it anyway"
 # An agent calling search_tools cannot set min_score (the server author does): its "no good match"
 # note says what it can do instead.
@@ -81,35 +83,31 @@ def tool_dict(tool: Any) -> dict:
     return fix_strings(out)
 
 
-def _text_of(tool: Any) -> str:
-    """What of a tool definition the index ranks by (names, texts, parameters and their types,
-    annotations), as one string, read from a dict or straight from an SDK or FastMCP object."""
-    if isinstance(tool, dict):
-        get: Any = tool.get
-        schema = tool.get("inputSchema") or tool.get("input_schema")
-    else:
+def limit_problem(limit: Any) -> str | None:
+    """Why an agent's `limit` (search_tools) is refused, None when it is fine: out of range is an
+    error the agent reads, never silently changed to another number."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        return f"limit must be an integer from 1 to {MAX_LIMIT}"
+    return None
 
-        def get(key: str) -> Any:
-            return getattr(tool, key, None)
 
-        schema = get("parameters") if get("parameters") is not None else get("input_schema")
-    schema = schema if isinstance(schema, dict) else {}
-    parts = [str(get("name")), str(get("title") or ""), str(get("description") or ""), repr(get("annotations"))]
-    props = schema.get("properties")
-    for name, prop in props.items() if isinstance(props, dict) else ():
-        prop = prop if isinstance(prop, dict) else {}
-        parts += [str(name), str(prop.get("type")), str(prop.get("description") or ""), repr(prop.get("enum"))]
-    parts.append(repr(schema.get("required")))
-    return "\x1f".join(parts)
+def _whole(tool: Any) -> str:
+    """A tool's whole definition as one string: every field, every schema keyword at any depth.
+    Equal definitions may spell differently (key order): that only refreshes a catalog for nothing."""
+    if hasattr(tool, "to_mcp_tool"):  # FastMCP's Tool
+        tool = tool.to_mcp_tool()
+    if hasattr(tool, "model_dump_json"):  # pydantic's own serializer: ~6x faster than model_dump + json
+        return str(tool.model_dump_json(by_alias=True, exclude_none=True))
+    return json.dumps(tool, sort_keys=True, ensure_ascii=False, default=repr)
 
 
 def tools_key(tools: Sequence[Any]) -> str:
-    """Equal for equal tool lists, whatever their order: when a catalog must be refreshed. Read
-    from the objects' own fields, not their JSON (turning 1,000 pydantic tools into JSON for each
-    search costs more than the search); a change deeper in a schema than a parameter's type,
-    description and enum shows at the next change of those (search answers carry the live
-    definitions whatever the catalog holds)."""
-    return hashlib.sha256("\x1e".join(sorted(_text_of(t) for t in tools)).encode()).hexdigest()
+    """Equal for equal tool lists, whatever their order: when a catalog must be refreshed. Each
+    tool counts whole (`default`, `const`, nested schemas, outputSchema, `_meta`): a server whose
+    list differs by caller, or a default that changed, must never be answered from another list's
+    definitions (#42). Read at every search: 1,000 SDK tools take 5-10 ms on a busy 2-core machine."""
+    digests = sorted(hashlib.sha256(_whole(t).encode()).digest() for t in tools)
+    return hashlib.sha256(b"".join(digests)).hexdigest()
 
 
 def _embedder(model: str | None, model_path: str | None, indexed: str | None = None) -> Embedder | None:
@@ -316,21 +314,31 @@ class LiveCatalog:
             self._loaded = (None, e)
 
     def current(self, tools: Sequence[Any]) -> Catalog:
-        key = tools_key(tools)
         with self._lock:
-            if self.catalog is None:
-                embedder = None
-                if self._loading is not None:
-                    self._loading.join()
-                    embedder, error = self._loaded or (None, None)
-                    if error is not None:
-                        raise error
-                self.catalog = Catalog.from_tools(tools, embedder=embedder, **self._args)  # type: ignore[arg-type]
-                self.catalog.warm()
-            elif key != self._key:
-                self.catalog.update(tools)
-            self._key = key
-            return self.catalog
+            return self._refresh(tools)
+
+    def using(self, tools: Sequence[Any], read: Callable[[Catalog], T]) -> T:
+        """`read(catalog)` of exactly `tools`, no other list's refresh in between: where the list
+        differs by caller (per-user tools), another caller's search would otherwise replace the
+        catalog between this caller's refresh and its read, and answer with that caller's tools."""
+        with self._lock:
+            return read(self._refresh(tools))
+
+    def _refresh(self, tools: Sequence[Any]) -> Catalog:
+        key = tools_key(tools)
+        if self.catalog is None:
+            embedder = None
+            if self._loading is not None:
+                self._loading.join()
+                embedder, error = self._loaded or (None, None)
+                if error is not None:
+                    raise error
+            self.catalog = Catalog.from_tools(tools, embedder=embedder, **self._args)  # type: ignore[arg-type]
+            self.catalog.warm()
+        elif key != self._key:
+            self.catalog.update(tools)
+        self._key = key
+        return self.catalog
 
 
 def agent_answer(catalog: Catalog, tools: Sequence[Any], query: str, limit: int, min_score: float | None) -> dict:

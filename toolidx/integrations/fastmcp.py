@@ -31,8 +31,8 @@ try:
 except ImportError as e:  # pragma: no cover - the extra is not installed
     raise ImportError(f"toolidx.integrations.fastmcp needs FastMCP ({e}): pip install 'toolidx[fastmcp]'") from None
 
-from ..core.errors import ToolidxError
-from .catalog import LiveCatalog, agent_answer
+from ..core.errors import ToolidxError, UsageError
+from .catalog import MAX_LIMIT, LiveCatalog, agent_answer, limit_problem
 
 __all__ = ["ToolidxSearchTransform"]
 
@@ -65,6 +65,9 @@ class ToolidxSearchTransform(BaseSearchTransform):
         model_path: str | None = None,
         server: str = "server",
     ) -> None:
+        problem = limit_problem(max_results)
+        if problem:
+            raise UsageError(f"max_results: {problem}", fix=f"pass max_results from 1 to {MAX_LIMIT}")
         super().__init__(
             max_results=max_results,
             always_visible=always_visible,
@@ -97,8 +100,11 @@ class ToolidxSearchTransform(BaseSearchTransform):
             the estimated chance it serves the request) and why it matched; `no_match` is true
             when no tool is good enough. Call one with call_tool.
             """
+            problem = None if limit is None else limit_problem(limit)
+            if problem:  # as the SDK helper answers it: 0 or 500 is not quietly another number
+                raise ToolError(problem)
             tools = await transform._get_visible_tools(ctx)
-            return await transform.answer(tools, query, limit or transform._max_results)
+            return await transform.answer(tools, query, transform._max_results if limit is None else limit)
 
         return Tool.from_function(fn=search_tools, name=self._search_tool_name)
 
@@ -107,8 +113,7 @@ class ToolidxSearchTransform(BaseSearchTransform):
         import anyio
 
         def run() -> dict[str, Any]:
-            catalog = self.live.current(tools)
-            return agent_answer(catalog, tools, query, max(1, min(limit, 50)), self.min_score)
+            return self.live.using(tools, lambda catalog: agent_answer(catalog, tools, query, limit, self.min_score))
 
         try:
             return await anyio.to_thread.run_sync(run)

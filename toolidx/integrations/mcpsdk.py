@@ -33,11 +33,9 @@ from mcp.types import (
 )
 
 from ..core.errors import ToolidxError, UsageError
-from .catalog import LiveCatalog, agent_answer
+from .catalog import MAX_LIMIT, LiveCatalog, agent_answer, limit_problem
 
 __all__ = ["ToolSearch", "add_tool_search"]
-
-MAX_LIMIT = 50
 
 
 class ToolSearch(LiveCatalog):
@@ -128,6 +126,9 @@ def add_tool_search(
     (toolidx.integrations.fastmcp). Returns the catalog it searches (`prepare()` builds it now)."""
     import anyio
 
+    problem = limit_problem(max_results)
+    if problem:
+        raise UsageError(f"max_results: {problem}", fix=f"pass max_results from 1 to {MAX_LIMIT}")
     low = getattr(server, "_lowlevel_server", server)  # MCPServer keeps its handlers on a low-level Server
     listing, calling = low.get_request_handler("tools/list"), low.get_request_handler("tools/call")
     if listing is None or calling is None:
@@ -157,12 +158,13 @@ def add_tool_search(
         query, limit = args.get("query"), args.get("limit", max_results)
         if not isinstance(query, str) or not query.strip():
             return _result({"error": "query must be a non-empty string"}, error=True)
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-            return _result({"error": f"limit must be an integer from 1 to {MAX_LIMIT}"}, error=True)
+        problem = limit_problem(limit)
+        if problem:
+            return _result({"error": problem}, error=True)
         hidden = [t for t in await own_tools(ctx) if t.name not in pinned]
 
         def run() -> dict[str, Any]:
-            return agent_answer(live.current(hidden), hidden, query, limit, min_score)
+            return live.using(hidden, lambda catalog: agent_answer(catalog, hidden, query, limit, min_score))
 
         return _result(await anyio.to_thread.run_sync(run))
 
@@ -172,7 +174,8 @@ def add_tool_search(
         if not isinstance(name, str) or name not in {t.name for t in hidden}:
             return _result({"error": f"unknown tool: {name!r}"}, error=True)
         try:
-            d = await anyio.to_thread.run_sync(lambda: live.current(hidden).describe(name, str(detail)))
+            # this caller's own list, whole: another caller's may hold the same name defined otherwise
+            d = await anyio.to_thread.run_sync(lambda: live.using(hidden, lambda c: c.describe(name, str(detail))))
         except ToolidxError as e:
             return _result({"error": str(e)}, error=True)
         return _result(d.to_json())
