@@ -99,3 +99,47 @@ def test_real_git_servers_are_flagged_as_duplicates(catalog_real_db):
     assert _by_id(similar(db, "git/git_diff", 1))["cyanheads-git/git_diff"]["score"] > 0.8
     d = similar(db, "memory/read_graph", 10)
     assert d.duplicates == 0
+
+
+def test_a_name_behind_a_prefix_is_the_same_name():
+    """#45 item 9: playwright's browser_take_screenshot and chrome-devtools' take_screenshot."""
+    a = {"server": "chrome-devtools", "name": "take_screenshot", "param_names": ["format", "fullPage"]}
+    b = {"server": "playwright", "name": "browser_take_screenshot", "param_names": ["type", "filename"]}
+    assert "same name behind a prefix (browser_)" in duplicate_reason(a, b, 0.85, "semantic")
+    assert "same name behind a prefix (browser_)" in duplicate_reason(b, a, 0.85, "semantic")
+    assert duplicate_reason(a, b, 0.75, "semantic") is None  # the bar: 0.80 (lexical 0.70)
+    assert duplicate_reason(a, b, 0.72, "lexical") is not None
+    assert duplicate_reason(a, {**b, "server": a["server"]}, 0.99, "semantic") is None  # same server
+    snap = {"server": "playwright", "name": "browser_snapshot", "param_names": []}
+    assert duplicate_reason({**a, "name": "take_snapshot"}, snap, 0.85, "semantic") is None  # not behind a prefix
+    assert duplicate_reason({**a, "name": "screenshot"}, {**b, "name": "screenshots_take"}, 0.85, "semantic") is None
+
+
+@pytest.fixture(scope="module")
+def browsers_db(servers_config, tmp_path_factory):
+    """The two real browser servers, embedded with toolidx's own model (the default a user gets)."""
+    import json
+
+    from conftest import run_cli
+
+    d = tmp_path_factory.mktemp("browsers")
+    src = servers_config["mcpServers"]
+    (d / "c.json").write_text(json.dumps({"mcpServers": {n: src[n] for n in ("playwright", "chrome-devtools")}}))
+    r = run_cli("crawl", "--config", d / "c.json", "--db", d / "b.db", "--model", "toolidx/tool-minilm-l6-v2")
+    assert r.code == 0, r.stderr
+    return d / "b.db"
+
+
+@pytest.mark.servers
+def test_real_browser_servers_screenshot_tools_are_flagged(browsers_db):
+    """What the user saw: `similar` listed playwright's screenshot tool at 0.85, not flagged."""
+    from conftest import run_cli
+
+    r = run_cli("similar", "chrome-devtools/take_screenshot", "--db", browsers_db, "-n", "3")
+    assert r.code == 0, r.stderr
+    first = r.stdout.splitlines()[1].split("\t")
+    assert first[0] == "playwright/browser_take_screenshot" and first[2] == "yes", r.stdout
+    assert first[3].startswith("the same name behind a prefix (browser_) on another server"), r.stdout
+    flagged = [line.split("\t")[0] for line in r.stdout.splitlines()[1:] if line.split("\t")[2] == "yes"]
+    assert flagged == ["playwright/browser_take_screenshot"], r.stdout  # browser_snapshot (0.80) is not
+    assert "1 likely duplicate" in r.stderr

@@ -7,6 +7,8 @@ tool on another server is a likely duplicate when
     similar (semantic >= 0.68), or
   - its name is near-same (ratio >= 0.85), the texts are more similar (>= 0.80) and the
     parameters mostly agree (>= half of the smaller set of parameter words), or
+  - one name is the other behind a prefix (`browser_take_screenshot`, `take_screenshot`: servers
+    name their tools after themselves) and the texts are as similar (>= 0.80), or
   - whatever the name, text and parameters are near-identical (>= 0.93, >= 80 %).
 Lexical scores (no vectors) run lower, so the lexical thresholds are lower (DUP_* below).
 """
@@ -93,6 +95,16 @@ def _name_sim(a: str, b: str) -> float:
     return fuzz.ratio(_norm_name(a), _norm_name(b)) / 100.0
 
 
+def _prefixed(a: str, b: str) -> str | None:
+    """The prefix that makes one name the other (`browser_` of `browser_take_screenshot` and
+    `take_screenshot`), or None."""
+    wa, wb = split_name(a), split_name(b)
+    short, long_ = sorted((wa, wb), key=len)
+    if short and len(short) < len(long_) and long_[-len(short) :] == short:
+        return "_".join(long_[: len(long_) - len(short)]) + "_"
+    return None
+
+
 def duplicate_reason(tool: dict, other: dict, score: float, method: str) -> str | None:
     """Why `other` is likely the same tool as `tool` on another server, or None."""
     if tool["server"] == other["server"]:
@@ -107,6 +119,9 @@ def duplicate_reason(tool: dict, other: dict, score: float, method: str) -> str 
         name_sim = _name_sim(tool["name"], other["name"])
         if name_sim >= NAME_SIM:
             return f"near-same name ({name_sim:.2f}) on another server, {method} similarity {score:.2f}, {p}"
+    prefix = _prefixed(tool["name"], other["name"]) if score >= near_at else None
+    if prefix is not None:
+        return f"the same name behind a prefix ({prefix}) on another server, {method} similarity {score:.2f}, {p}"
     if params >= PARAM_SIM_IDENTICAL and score >= identical_at:
         return f"near-identical text and parameters on another server ({method} {score:.2f}, {p})"
     return None
