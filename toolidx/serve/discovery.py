@@ -258,6 +258,8 @@ class Discovery:
     """The served index inside one scope: the server's own, or (`scoped`) an HTTP token's.
     Thread-safe: answers run in worker threads, reloads on the event loop."""
 
+    token_view = False
+
     def __init__(
         self,
         db_path: str,
@@ -537,6 +539,8 @@ class Discovery:
 class _ScopedView(Discovery):
     """A Discovery inside a narrower scope, on its server's shared state: a reload or the model
     loading shows in every view; only the scope and what is derived from it are its own."""
+
+    token_view = True  # a token's: which ids exist outside its scope is not its business
 
     def __init__(self, served: _Served, scope: Filters):  # no Discovery.__init__: the index is open
         self._attach(served, scope)

@@ -25,7 +25,7 @@ from ...core.safetext import visible
 from ..access import ANONYMOUS, Grant, Tokens
 from ..discovery import Discovery, LookupProblem
 from . import pages
-from .sessions import COOKIE, LOGIN_COOKIE, MAX_AGE_S, Session, Sessions
+from .sessions import COOKIE, LOGIN_COOKIE, MAX_AGE_S, LoginThrottle, Session, Sessions
 
 log = logging.getLogger("toolidx")
 
@@ -87,6 +87,7 @@ class Console:
     def __init__(self, server: Any, tokens: Tokens, *, https: bool = False, sessions: Sessions | None = None):
         self.server, self.tokens, self.https = server, tokens, https
         self.sessions = sessions or Sessions()
+        self.throttle = LoginThrottle()
         self._env: Any = None
 
     # --- rendering ------------------------------------------------------------------------------
@@ -216,8 +217,7 @@ class Console:
         return await self._read(request, "tool.html", pages.tool, request.query_params.get("id") or "")
 
     async def servers_page(self, request: Any) -> Any:
-        page = request.query_params.get("page") or "1"
-        return await self._read(request, "servers.html", pages.servers, int(page) if page.isdigit() else 1)
+        return await self._read(request, "servers.html", pages.servers, request.query_params.get("page"))
 
     async def quarantine_page(self, request: Any) -> Any:
         return await self._read(request, "quarantine.html", pages.quarantine, request.query_params.get("server"))
@@ -293,13 +293,25 @@ class Console:
     async def login(self, request: Any) -> Any:
         from starlette.responses import RedirectResponse
 
+        from ..http import REFUSALS
+
         form = await request.form()
         pre = request.cookies.get(_named(LOGIN_COOKIE, request))
         if not pre or not self.sessions.csrf_ok("login:" + pre, form.get("csrf")):
             return await self.login_page(request, "this form has expired: sign in again", 403)
+        address = request.client.host if request.client else "?"
+        wait = self.throttle.wait_s(address)
+        if wait > 0:  # refused before the token is compared: guessing costs time, not only a line
+            REFUSALS("console-login", f"console: 429 for a sign-in from {address}: too many wrong tokens")
+            response = await self.login_page(
+                request, f"too many wrong tokens from this address: try again in {wait:.0f} s", 429
+            )
+            response.headers["retry-after"] = str(int(wait) + 1)
+            return response
         grant = self.tokens.match(str(form.get("token") or "").strip()) if len(self.tokens) else None
         if grant is None:
-            log.info("console: login with a wrong token")
+            n = self.throttle.failed(address)
+            REFUSALS("console-login", f"console: a wrong token from {address} ({n} in the last 10 minutes)")
             return await self.login_page(request, "this token is not accepted here", 401)
         response = RedirectResponse("/", status_code=303, headers=SECURITY_HEADERS)
         self._cookie(response, _named(COOKIE, request), self.sessions.open(grant).sid, MAX_AGE_S)

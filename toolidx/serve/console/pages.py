@@ -76,10 +76,10 @@ def tool(d: Discovery, name: str) -> dict[str, Any]:
     from ...diff.approved import approval_json
     from ...diff.history import tool_history
     from ...store import approvals
-    from ..answers import get_similar_tools
+    from ..answers import get_similar_tools, resolve_as_unknown
     from ..recorder import scope_label
 
-    row = d.resolve(name)
+    row = resolve_as_unknown(d, name)
     out = describe(
         d.db,
         row["id"],
@@ -95,16 +95,27 @@ def tool(d: Discovery, name: str) -> dict[str, Any]:
     return out
 
 
-def servers(d: Discovery, page: int = 1) -> dict[str, Any]:
+def page_number(text: str | None) -> int:
+    """`?page=` as a number from 1; UsageError (a 400) for anything else: `²` and a 5,000-digit
+    number are not int()'s to judge (ValueError), nor a page worth a traceback."""
+    text = (text or "1").strip()
+    if not (text.isascii() and text.isdigit() and 0 < len(text) <= 9):
+        raise UsageError(f"page {text[:20]!r}: not a page number", fix="give a whole number from 1, e.g. page=2")
+    return max(1, int(text))
+
+
+def servers(d: Discovery, page: str | None = None) -> dict[str, Any]:
     """Each server in scope as its last crawl left it (errors with secret-looking values
-    redacted), failed ones first, SERVERS_PER_PAGE a page; and the recent crawls."""
+    redacted), failed ones first, SERVERS_PER_PAGE a page (`page`: the query's text); and the
+    recent crawls."""
+    asked = page_number(page)
     everything = _memo(d, "servers", lambda: _servers(d))
     rows = everything["servers"]
     pages = max(1, -(-len(rows) // SERVERS_PER_PAGE))
-    page = min(max(1, page), pages)
-    shown = rows[(page - 1) * SERVERS_PER_PAGE : page * SERVERS_PER_PAGE]
+    n = min(asked, pages)
+    shown = rows[(n - 1) * SERVERS_PER_PAGE : n * SERVERS_PER_PAGE]
     failed = sum(1 for r in rows if r["status"] != "ok")
-    return {**everything, "servers": shown, "page": page, "pages": pages, "total": len(rows), "failed": failed}
+    return {**everything, "servers": shown, "page": n, "pages": pages, "total": len(rows), "failed": failed}
 
 
 def _servers(d: Discovery) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import hmac
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..access import Grant
@@ -21,7 +22,9 @@ from ..access import Grant
 COOKIE = "toolidx_session"
 LOGIN_COOKIE = "toolidx_login"
 MAX_AGE_S = 12 * 3600  # a session lasts a working day, then the token is asked for again
-MAX_SESSIONS = 10_000  # the oldest is dropped past this: logins cannot fill the memory
+# past this a token's oldest session is dropped: logins cannot fill the memory, and one token's
+# logins never sign out another token's holder (the count of tokens is the token file's)
+SESSIONS_PER_TOKEN = 100
 
 
 @dataclass(frozen=True)
@@ -34,26 +37,31 @@ class Session:
 class Sessions:
     def __init__(self, once: str | None = None, once_grant: Grant | None = None):
         self._secret = secrets.token_bytes(32)
-        self._open: OrderedDict[str, Session] = OrderedDict()
+        self._open: dict[str, Session] = {}
+        self._by_token: dict[str, OrderedDict[str, None]] = {}  # a grant's label -> its sessions, oldest first
         # `toolidx ui`'s one-time link: its secret's digest -> the grant it opens a session for
         self._once = {_digest(once): once_grant} if once and once_grant else {}
 
     def open(self, grant: Grant) -> Session:
         s = Session(secrets.token_urlsafe(32), grant, time.monotonic())
         self._open[s.sid] = s
-        while len(self._open) > MAX_SESSIONS:
-            self._open.popitem(last=False)
+        mine = self._by_token.setdefault(grant.label, OrderedDict())
+        mine[s.sid] = None
+        while len(mine) > SESSIONS_PER_TOKEN:
+            self._open.pop(mine.popitem(last=False)[0], None)
         return s
 
     def get(self, sid: str | None) -> Session | None:
         s = self._open.get(sid or "")
         if s is not None and time.monotonic() - s.opened > MAX_AGE_S:
-            self._open.pop(s.sid, None)
+            self.close(s.sid)
             return None
         return s
 
     def close(self, sid: str) -> None:
-        self._open.pop(sid, None)
+        s = self._open.pop(sid, None)
+        if s is not None:
+            self._by_token.get(s.grant.label, OrderedDict()).pop(sid, None)
 
     def redeem(self, once: str) -> Grant | None:
         """The grant of a one-time link, which then no longer works (compared in constant time)."""
@@ -76,3 +84,47 @@ class Sessions:
 
 def _digest(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", errors="replace")).digest()
+
+
+class LoginThrottle:
+    """Failed sign-ins per client address: past FREE failures in WINDOW_S seconds, each further
+    attempt waits 2, 4, 8 ... seconds (at most MAX_WAIT_S) after the last failure, and is answered
+    429 before the token is even compared. A success does not clear the count (a holder of a weak
+    token could otherwise guess the admin's between its own logins). ADDRESSES bounds the memory:
+    the oldest address is forgotten first. Behind a reverse proxy every client has its address."""
+
+    FREE = 5
+    WINDOW_S = 600.0
+    MAX_WAIT_S = 300.0
+    ADDRESSES = 10_000
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._failed: OrderedDict[str, list[float]] = OrderedDict()
+
+    def _recent(self, address: str) -> list[float]:
+        now = self._clock()
+        kept = [t for t in self._failed.get(address, []) if now - t < self.WINDOW_S]
+        if kept:
+            self._failed[address] = kept
+        else:
+            self._failed.pop(address, None)
+        return kept
+
+    def wait_s(self, address: str) -> float:
+        """Seconds before `address` may try again (0: now)."""
+        recent = self._recent(address)
+        if len(recent) < self.FREE:
+            return 0.0
+        wait = min(self.MAX_WAIT_S, 2.0 ** (len(recent) - self.FREE + 1))
+        return max(0.0, recent[-1] + wait - self._clock())
+
+    def failed(self, address: str) -> int:
+        """Count a failure; returns how many `address` has in the window."""
+        recent = self._recent(address)
+        recent.append(self._clock())
+        self._failed[address] = recent
+        self._failed.move_to_end(address)
+        while len(self._failed) > self.ADDRESSES:
+            self._failed.popitem(last=False)
+        return len(recent)

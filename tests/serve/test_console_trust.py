@@ -1,0 +1,182 @@
+"""The web console against the people who can reach it (#42 items 6-9, 11, 12): token holders of
+each scope, another local user, a server's tool text. A real `serve --http` (or `toolidx ui`)
+subprocess on the real servers' index of test_console.py, over real HTTP; the browser checks are
+in test_console.py, whose helpers these share. docs/reliability.md's threat model names each test.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import shutil
+import time
+import urllib.parse
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import raw_request
+from test_console import (  # noqa: F401  (console_index is a fixture)
+    ADMIN,
+    READER,
+    TIME_ONLY,
+    HttpSession,
+    _csrf,
+    _host,
+    console_index,
+    spawn,
+)
+
+from toolidx.serve.console.sessions import SESSIONS_PER_TOKEN, LoginThrottle, Sessions
+
+pytestmark = [pytest.mark.servers, pytest.mark.slow]
+
+UNTRUSTED_ONLY = "console-tagged-0123456789abcdef"  # tags=untrusted: the hostile server's tools
+READ_ONLY = "console-readonly-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def trust_index(console_index, tmp_path_factory) -> Path:
+    """console_index copied: this module's serve reads its own file."""
+    db = tmp_path_factory.mktemp("trust") / "trust.db"
+    shutil.copy(console_index, db)
+    return db
+
+
+@pytest.fixture(scope="module")
+def trust_console(trust_index, tmp_path_factory):
+    """`serve --http` on trust_index with tokens of each kind of scope: (base URL, stderr path)."""
+    d = tmp_path_factory.mktemp("trust-serve")
+    tokens = d / "tokens"
+    tokens.write_text(
+        f"{ADMIN} admin\n{READER}\n{TIME_ONLY} servers=time\n{UNTRUSTED_ONLY} tags=untrusted\n{READ_ONLY} read-only\n"
+    )
+    tokens.chmod(0o600)
+    err = d / "serve.err"
+    args = ["serve", "--db", str(trust_index), "--http", "127.0.0.1:0", "--token-file", str(tokens), "--poll", "0.1"]
+    with spawn(args, err) as (base, _):
+        yield base, err
+
+
+# --- #42 item 12: bad input, what a 404 says, guessing tokens, sessions ---------------------------------
+def test_a_bad_page_number_is_a_400_in_one_line_never_a_traceback(trust_console):
+    base, err = trust_console
+    with HttpSession(base, READER) as s:
+        for page in ("²", "9" * 5000, "-1", "1e3", "", "٣"):
+            status, body = s.get("/servers?" + urllib.parse.urlencode({"page": page}))
+            if page == "":
+                assert status == 200  # no page given: the first
+                continue
+            assert status == 400, (page[:10], status)
+            assert "not a page number" in body and body.count("not a page number") == 1
+        assert s.get("/servers?page=2")[0] == 200  # past the last page: the last
+        # the crawl pickers of /changes: a one-line problem on the page
+        status, body = s.get("/changes?" + urllib.parse.urlencode({"from": "9" * 5000, "to": "²"}))
+        assert status == 200 and 'id="problem"' in body
+    assert "Traceback" not in err.read_text()
+
+
+def _same_but_names(a: str, b: str, name_a: str, name_b: str) -> None:
+    assert a.replace(name_a, "NAME") == b.replace(name_b, "NAME")
+
+
+def test_an_out_of_scope_tool_is_answered_as_an_unknown_one(trust_console):
+    """A token scoped to `time` asks for a tool that exists elsewhere and for one that exists
+    nowhere: the console's 404 and describe_tool's answer are the same but for the name."""
+    from test_serve_http import with_client
+
+    base, _ = trust_console
+    there, nowhere = "hostile/evil", "hostile/evjl"
+    with HttpSession(base, TIME_ONLY) as s:
+        (st_a, page_a), (st_b, page_b) = s.get(f"/tool?id={there}"), s.get(f"/tool?id={nowhere}")
+    assert st_a == st_b == 404
+    _same_but_names(page_a, page_b, there, nowhere)
+
+    async def describe(c):
+        out = []
+        for name in (there, nowhere):
+            r = await c.call_tool("describe_tool", {"tool_name": name})
+            out.append((r.is_error, r.structured_content, [x.text for x in r.content]))
+        return out
+
+    (err_a, sc_a, text_a), (err_b, sc_b, text_b) = anyio.run(with_client, base, TIME_ONLY, describe)
+    assert err_a and err_b and sc_a["error"] == "unknown_tool"
+    _same_but_names(json.dumps([sc_a, text_a]), json.dumps([sc_b, text_b]), there, nowhere)
+    # the admin's view (no scope) still finds it
+    with HttpSession(base, ADMIN) as s:
+        assert s.get(f"/tool?id={there}")[0] == 200
+
+
+def _from(address: str, base: str, method: str, path: str, headers: dict, body: bytes | None = None):
+    """One request whose client address is `address` (another loopback address: the throttle
+    counts per address, and 127.0.0.1 stays free for the other tests)."""
+    u = urllib.parse.urlsplit(base)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30, source_address=(address, 0))
+    try:
+        conn.request(method, path, body=body, headers=headers)
+        r = conn.getresponse()
+        return r.status, r.getheader("retry-after"), r.getheader("set-cookie"), r.read().decode()
+    finally:
+        conn.close()
+
+
+def test_wrong_tokens_are_throttled_per_address_and_logged(trust_console):
+    base, err = trust_console
+    me = "127.0.0.7"
+    status, _, cookie, page = _from(me, base, "GET", "/login", {"Host": _host(base)})
+    headers = {
+        "Host": _host(base),
+        "Cookie": cookie.split(";", 1)[0],
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+    form = {"csrf": _csrf(page)}
+    answers = []
+    for i in range(LoginThrottle.FREE + 3):
+        body = urllib.parse.urlencode({**form, "token": f"wrong-token-{i:04d}-0123456789"}).encode()
+        answers.append(_from(me, base, "POST", "/login", headers, body))
+    assert [a[0] for a in answers[: LoginThrottle.FREE]] == [401] * LoginThrottle.FREE
+    assert all(a[0] == 429 and int(a[1]) >= 1 and "too many wrong tokens" in a[3] for a in answers[LoginThrottle.FREE :])
+    # refused before the token is compared: the right one waits too
+    right = urllib.parse.urlencode({**form, "token": READER}).encode()
+    assert _from(me, base, "POST", "/login", headers, right)[0] == 429
+    # ... from this address only
+    with HttpSession(base, READER) as s:
+        assert s.get("/servers")[0] == 200
+    deadline = time.monotonic() + 10
+    while "wrong token from 127.0.0.7" not in err.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    log = err.read_text()
+    assert "wrong token from 127.0.0.7" in log and "wrong-token-" not in log  # logged, the token never
+    assert log.count("127.0.0.7") < len(answers)  # rate-limited: a flood costs a few lines
+
+
+def test_the_throttle_waits_twice_as_long_after_each_failure():
+    now = [1000.0]
+    t = LoginThrottle(clock=lambda: now[0])
+    for _ in range(LoginThrottle.FREE):
+        assert t.wait_s("a") == 0
+        t.failed("a")
+    waits = []
+    for _ in range(4):
+        waits.append(t.wait_s("a"))
+        now[0] += waits[-1]
+        assert t.wait_s("a") == 0
+        t.failed("a")
+    assert waits == [2.0, 4.0, 8.0, 16.0] and t.wait_s("b") == 0
+    now[0] += LoginThrottle.WINDOW_S  # the window passes: free again
+    assert t.wait_s("a") == 0
+
+
+def test_logins_with_one_token_never_sign_out_another():
+    """10,050 logins with a read-only token: the admin's session stays; the reader keeps its
+    newest SESSIONS_PER_TOKEN."""
+    from toolidx.serve.access import Grant
+
+    sessions = Sessions()
+    admin = sessions.open(Grant("file:tokens:1", admin=True))
+    reader = Grant("file:tokens:2")
+    opened = [sessions.open(reader) for _ in range(10_050)]
+    assert sessions.get(admin.sid) is not None
+    assert sessions.get(opened[-1].sid) is not None and sessions.get(opened[-SESSIONS_PER_TOKEN].sid) is not None
+    assert sessions.get(opened[-SESSIONS_PER_TOKEN - 1].sid) is None
+    assert sum(1 for s in opened if sessions.get(s.sid) is not None) == SESSIONS_PER_TOKEN
