@@ -92,3 +92,22 @@ def test_print_config_says_where_claude_desktop_keeps_its_config_on_linux_too(in
     said = " ".join(r.screen.split())  # the note wraps between words at 80 columns
     assert "Linux: ~/.config/Claude/claude_desktop_config.json" in said, r.screen
     assert "macOS: ~/Library/Application Support/Claude/claude_desktop_config.json" in said, r.screen
+
+
+def test_a_query_over_the_limit_is_refused_in_one_line_as_serve_refuses_it(index):
+    """#45 item 7: the CLI searched the first 4,000 characters of a 10,000-character query and
+    said nothing; serve refuses it with its length and the limit."""
+    from toolidx.core.tokens import MAX_QUERY_CHARS
+
+    _, db = index
+    query = "take a screenshot of the current page " * 264  # 10,032 characters
+    r = run_pty("search", query.strip(), "--db", db)
+    assert r.code == 2, r.screen
+    said = " ".join(r.screen.split())
+    assert said == (
+        f"toolidx: error: QUERY: {len(query.strip()):,} characters, the limit is {MAX_QUERY_CHARS:,} "
+        "— ask in fewer words"
+    ), r.screen
+    j = run_cli("search", query, "--db", db, "--json")
+    assert j.code == 2 and j.json["message"].startswith("QUERY: ") and j.json["fix"] == "ask in fewer words"
+    assert run_cli("search", query[:MAX_QUERY_CHARS], "--db", db, "--min-score", "0").code == 0  # at the limit: searched

@@ -362,7 +362,7 @@ def search(
     threshold (0 returns the best tools whatever their score). `embedder=INDEX_MODEL` loads the
     index's model (see get_query_embedder); None searches without one. `spelling`: how the caller
     names the options in hints and errors (the CLI's flags by default)."""
-    SearchRequest(query, mode, limit, min_score).check()  # bad input, not "no good match"
+    SearchRequest(query, mode, limit, min_score).check(cut_long=True)  # bad input, not "no good match"
     notes: list[str] = []
     fallback = ""
     if embedder is INDEX_MODEL:

@@ -186,15 +186,18 @@ class SearchRequest:
     min_score: float | None = None
     filters: Filters = field(default_factory=Filters)
 
-    def check(self, front: str = CLI) -> SearchRequest:
-        """This request, or a one-line UsageError naming the parameter as `front` spells it."""
+    def check(self, front: str = CLI, *, cut_long: bool = False) -> SearchRequest:
+        """This request, or a one-line UsageError naming the parameter as `front` spells it. A
+        query over MAX_QUERY_CHARS is refused, as every front-end does (the CLI used to cut it
+        without a word); `cut_long`: let it through, to be read up to the limit (the library's
+        `search`, an eval over a bench file's queries)."""
         query = self.query.strip()
         if not query:
             raise UsageError(
                 f"{name('query', front)}: the query is empty: nothing to search for",
                 fix='say what the tool should do, e.g. "convert a pdf to text"',
             )
-        if front != CLI and len(query) > MAX_QUERY_CHARS:
+        if not cut_long and len(query) > MAX_QUERY_CHARS:
             raise UsageError(
                 f"{name('query', front)}: {len(query):,} characters, the limit is {MAX_QUERY_CHARS:,}",
                 fix="ask in fewer words",
