@@ -180,3 +180,72 @@ def test_logins_with_one_token_never_sign_out_another():
     assert sessions.get(opened[-1].sid) is not None and sessions.get(opened[-SESSIONS_PER_TOKEN].sid) is not None
     assert sessions.get(opened[-SESSIONS_PER_TOKEN - 1].sid) is None
     assert sum(1 for s in opened if sessions.get(s.sid) is not None) == SESSIONS_PER_TOKEN
+
+
+# --- #42 item 11: a replaced index is what the console shows ---------------------------------------------
+def test_the_console_shows_the_index_that_replaced_the_file(trust_index, tmp_path, model_path):
+    """A crawl that writes a new file and renames it over the served one (as `crawl` into a copy,
+    or a restore, does), back and forth: each time the console's servers, filters and categories
+    are the new file's, never a page kept from the file before."""
+    import os
+
+    from conftest import REPO, run_cli
+
+    other = tmp_path / "other.db"
+    cfg = tmp_path / "other.json"
+    cfg.write_text(json.dumps({"mcpServers": {"weather": {"tools_file": str(REPO / "examples" / "weather-tools.json")}}}))
+    assert run_cli("crawl", "--config", cfg, "--db", other, "--model-path", model_path).code == 0
+    served = tmp_path / "served.db"
+    shutil.copy(trust_index, served)
+    d = tmp_path / "serve"
+    d.mkdir()
+    args = ["serve", "--db", str(served), "--http", "127.0.0.1:0", "--poll", "0.1"]
+    with spawn(args, d / "err") as (base, _):
+        host = {"Host": _host(base)}
+
+        def shown() -> tuple[bool, bool]:
+            servers = raw_request(base, "GET", "/servers", host)[1].decode()
+            search = raw_request(base, "GET", "/", host)[1].decode()
+            weather = ">weather<" in servers and "<option>weather</option>" in search
+            time_ = ">time<" in servers and "<option>time</option>" in search
+            assert weather != time_, (weather, time_)
+            return weather, time_
+
+        assert shown() == (False, True)
+        for n in range(6):  # the old memo's key (id of the connection, its data_version) comes back
+            src = other if n % 2 == 0 else trust_index
+            tmp = tmp_path / f"next-{n}.db"
+            shutil.copy(src, tmp)
+            os.replace(tmp, served)
+            assert shown() == ((True, False) if n % 2 == 0 else (False, True)), n
+
+
+def test_a_reused_connection_id_never_shows_the_index_before(trust_index, tmp_path, model_path, monkeypatch):
+    """What the test above cannot force: CPython reuses a freed object's id, and a fresh
+    connection's data_version starts over, so a memo keyed on (id, data_version) served the
+    replaced index's servers. Every id made equal here (pages sees one `id` for all); the console
+    keeps its entries in each connection's own cache (store.cache), which a new file never shares."""
+    import os
+
+    from conftest import REPO, run_cli
+
+    from toolidx.serve.console import pages
+    from toolidx.serve.discovery import Discovery
+
+    other = tmp_path / "other.db"
+    cfg = tmp_path / "other.json"
+    cfg.write_text(json.dumps({"mcpServers": {"weather": {"tools_file": str(REPO / "examples" / "weather-tools.json")}}}))
+    assert run_cli("crawl", "--config", cfg, "--db", other, "--model-path", model_path).code == 0
+    served = tmp_path / "served.db"
+    shutil.copy(trust_index, served)
+    monkeypatch.setattr(pages, "id", lambda _o: 1, raising=False)
+    d = Discovery(str(served))
+    try:
+        assert "time" in pages.facets(d)["servers"] and "time" in [s["name"] for s in pages.servers(d)["servers"]]
+        shutil.copy(other, tmp_path / "next.db")
+        os.replace(tmp_path / "next.db", served)
+        assert d.refresh()
+        assert pages.facets(d)["servers"] == ["weather"]
+        assert [s["name"] for s in pages.servers(d)["servers"]] == ["weather"]
+    finally:
+        d.db.close()

@@ -5,8 +5,6 @@ returns the plain data its template renders. Run in worker threads, as serve's a
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -20,24 +18,13 @@ SERVERS_PER_PAGE = 100
 TOOL_DIFFS_SHOWN = 200  # per page: a first crawl of 10,000 tools is 10,000 "added" (the CLI has them all)
 
 
-_MEMO: OrderedDict[tuple, Any] = OrderedDict()
-_MEMO_LOCK = threading.Lock()
-
-
 def _memo(d: Discovery, what: str, read: Callable[[], Any]) -> Any:
-    """`read()`, kept while the index is unchanged (a crawl or an approval changes its data
-    version): what every page shows beside its answer is read once per version, not per page
-    load (150 ms at 10,000 tools). A few entries only: one per scope and kind."""
-    key = (what, json.dumps(d.scope.to_json(), sort_keys=True, default=str), id(d.db), d.db.data_version())
-    with _MEMO_LOCK:
-        if key in _MEMO:
-            return _MEMO[key]
-    value = read()
-    with _MEMO_LOCK:
-        _MEMO[key] = value
-        while len(_MEMO) > 32:
-            _MEMO.popitem(last=False)
-    return value
+    """`read()`, kept in the open index's own cache (store.cache: dropped with the connection, and
+    on any change to the index: a crawl, an approval, a replaced file) so what every page shows
+    beside its answer is read once per version, not per page load (150 ms at 10,000 tools). One
+    entry per kind and scope: the scopes are the token file's."""
+    scope = json.dumps(d.scope.to_json(), sort_keys=True, default=str)
+    return d.db.cache.get(f"console:{what}:{scope}", read)
 
 
 def _categories(d: Discovery) -> dict[str, Any]:
