@@ -63,7 +63,11 @@ def machine(tmp_path, monkeypatch) -> tuple[Path, Path]:
 def test_crawl_from_every_client_reads_each_file_and_crawls_each_server_once(machine, tmp_path):
     home, proj = machine
     db = tmp_path / "t.db"
-    r = run_cli("crawl", "--from", "claude-desktop,claude-code,cursor,vscode", "--db", db, "--model", "none")
+    # the folder's own files only when named for this run (tests/crawl/test_folder_configs.py)
+    r = run_cli(
+        "crawl", "--from", "claude-desktop,claude-code,cursor,vscode", "--db", db, "--model", "none",
+        "--trust-folder-config", ".mcp.json", "--trust-folder-config", proj / ".vscode" / "mcp.json",
+    )  # fmt: skip
     assert r.code == 0, r.stderr
     desktop = home / ".config" / "Claude" / "claude_desktop_config.json"
     for path, client, n in [

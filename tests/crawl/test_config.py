@@ -313,3 +313,34 @@ def test_a_misspelt_key_gets_did_you_mean(tmp_path):
     r = run_cli("crawl", "--config", p, "--db", tmp_path / "t.db", "--model", "none")
     assert r.code == 0 and "server 'b': unknown key `agrs`: did you mean `args`?" in r.stderr
     assert "did you mean `env`?" in r.stderr and "autoApprove" not in r.stderr and "transportType" not in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "huge"])
+def test_an_env_file_that_is_no_file_of_lines_is_one_line_and_nothing_read_past_a_mebibyte(tmp_path, kind):
+    """#42 item 13: envFile /dev/zero was read to a MemoryError, a FIFO hung the crawl."""
+    import threading
+
+    if kind == "device":
+        env_file, shown = "/dev/zero", "is a character device, not a regular file"
+    elif kind == "fifo":
+        env_file, shown = str(tmp_path / "pipe"), "is a FIFO (named pipe), not a regular file"
+        os.mkfifo(env_file)
+    else:
+        env_file, shown = str(tmp_path / "big.env"), "larger than 1024 KiB"
+        Path(env_file).write_text("A=1\n" * 300_000)
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"mcpServers": {"s": {"command": "x", "envFile": env_file}}}))
+    out: list = []
+
+    def load() -> None:
+        try:
+            load_config(cfg)
+        except (ConfigError, MemoryError) as e:
+            out.append(e)
+
+    t = threading.Thread(target=load, daemon=True)  # a hang fails the test rather than the run
+    t.start()
+    t.join(60)
+    assert out and isinstance(out[0], ConfigError), out
+    message = str(out[0])
+    assert shown in message and "envFile" in message and "\n" not in message

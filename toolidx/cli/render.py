@@ -149,8 +149,10 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -
 
 
 # --- crawl / embed -----------------------------------------------------------------------------
-def crawl_summary(summary: CrawlSummary, as_json: bool) -> None:
+def crawl_summary(summary: CrawlSummary, as_json: bool, sources: dict | None = None) -> None:
     d = summary.to_json()
+    if sources is not None:  # crawl --from: the files read, skipped and merged
+        d["from"] = sources
     if as_json:
         emit_json("crawl", d)
         return
@@ -196,10 +198,19 @@ def crawl_config(path: str) -> None:
 def client_configs(found: ClientConfigs) -> None:
     """Which client files `crawl --from` read (on stderr, before the crawl), and what it merged."""
     for f in found.files:
-        if f.error:
+        if f.skipped:  # one line each: which folder file, and the per-run opt-in that names it
+            names = ", ".join(_one(n, 40) for n in f.servers[:5]) + (", …" if len(f.servers) > 5 else "")
+            warning(
+                f"skipped {f.path} ({f.client}): it came with this folder, not from you, so nothing in it "
+                f"was run ({plural(len(f.servers), 'server')}{': ' + names if names else ''}); "
+                f"to crawl it this once: --trust-folder-config {f.path}"
+            )
+        elif f.error:
             warning(f"{f.client}: {f.path}: left out: {f.error}")
         else:
             note(f"read {f.path} ({f.client}): {plural(len(f.servers), 'server')}")
+        for name, where in f.declined.items():
+            note(f"{_one(name, 60)} in {f.path}: declined in Claude Code ({where}: disabledMcpjsonServers): skipped")
     for kept, others in found.duplicates.items():
         note(f"{kept}: also listed as {', '.join(others)} (same launch line): crawled once")
     for new, was in found.renamed.items():

@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError, check_servers
-from ..core.files import not_regular
+from ..core.files import not_regular, open_regular
 from ..core.notices import warn_once
 from ..core.servers import DEFAULT_TIMEOUT, FOLDER_VARS, ServerSpec, server_name_problem
 from ..core.tooldoc import fix_strings
 
 DEFAULT_CONCURRENCY = 4
 MAX_TIMEOUT = 86_400.0  # a day: a longer (or NaN, infinite) timeout is a config error
+MAX_ENV_FILE = 1 << 20  # an envFile larger than 1 MiB is not one (and is not read past that)
 
 TRANSPORTS = {
     "stdio": "stdio",
@@ -180,8 +181,15 @@ def load_config(path: str | os.PathLike, environ: dict[str, str] | None = None) 
 
 
 def build_config(
-    data: Any, where: str | None, base_dir: Path | None = None, environ: dict[str, str] | None = None
+    data: Any,
+    where: str | None,
+    base_dir: Path | None = None,
+    environ: dict[str, str] | None = None,
+    folder_config: bool = False,
 ) -> Config:
+    """The config `data` (read from `where`; relative paths from `base_dir`), `${VAR}` expanded from
+    `environ`. `folder_config`: the file came with a folder (a clone: `.vscode/mcp.json`,
+    `.mcp.json`), so it may not read the user's environment (`_server` refuses such a server)."""
     w = where or "<config>"
     if not isinstance(data, dict):
         raise ConfigError("the config must be a mapping with `mcpServers` (or `servers`)", where=w)
@@ -198,7 +206,10 @@ def build_config(
         raise ConfigError("`toolidx` must be a mapping", where=w)
     _check_settings(settings, w)
     environ = dict(os.environ if environ is None else environ)  # read once, not per server
-    servers = [_server(name, entry, w, base_dir or Path.cwd(), environ, settings) for name, entry in block.items()]
+    servers = [
+        _server(name, entry, w, base_dir or Path.cwd(), environ, settings, folder_config)
+        for name, entry in block.items()
+    ]
     return Config(path=where, servers=servers, settings=settings)
 
 
@@ -238,7 +249,13 @@ def _short(v: Any) -> str:
 
 
 def _server(
-    name: Any, entry: Any, where: str, base: Path, environ: dict[str, str] | None, settings: dict[str, Any]
+    name: Any,
+    entry: Any,
+    where: str,
+    base: Path,
+    environ: dict[str, str] | None,
+    settings: dict[str, Any],
+    folder_config: bool = False,
 ) -> ServerSpec:
     name = str(name)
     invalid_unicode = fix_strings(name) != name
@@ -278,28 +295,37 @@ def _server(
 
     missing: list[str] = []
 
-    # VS Code's mcp.json lives in .vscode/ and may say ${workspaceFolder}
-    workspace = str(base.parent if base.name == ".vscode" else base)
-    env_vars: Any = os.environ if environ is None else environ
+    from collections import ChainMap
+
+    # The folder-relative variables (FOLDER_VARS) mean the config's folder (VS Code's and Cursor's
+    # files live in .vscode/ and .cursor/ of the project), never the folder toolidx happens to run
+    # in: a config read again by check or serve from another folder starts the same thing.
+    workspace = os.path.abspath(base.parent if base.name in (".vscode", ".cursor") else base)
+    folder_values = {k: workspace for k in FOLDER_VARS}
     # ${TOOLIDX_PYTHON}: the interpreter toolidx runs under, which has the `mcp` package, so a
     # Python server written with the SDK (the bundled example) starts without a venv of its own
-    implied = {
-        k: v for k, v in (("workspaceFolder", workspace), ("TOOLIDX_PYTHON", sys.executable)) if k not in env_vars and v
-    }
-    if implied:
-        from collections import ChainMap
-
-        env_vars = ChainMap(env_vars, implied)
+    python = {"TOOLIDX_PYTHON": sys.executable} if sys.executable else {}
+    user_env: Any = os.environ if environ is None else environ
+    # a folder's config never reads the user's environment (its values would go to the folder's
+    # command or URL): only the folder's own variables
+    env_vars: Any = ChainMap(folder_values, python) if folder_config else ChainMap(folder_values, user_env, python)
     inputs: list[str] = []
+    refused: list[str] = []
     from_env: list[str] = []
-    here = {k: str(env_vars[k]) for k in FOLDER_VARS if env_vars.get(k)}
+    here = dict(folder_values)
 
     def expanded(value: Any, key: str) -> str:
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise err(f"must be a string, not {type(value).__name__}", key)
         inputs.extend(f"${{input:{m}}} in {key}" for m in _INPUT.findall(str(value)))
+        if folder_config and key.split(".")[0] in ("url", "headers"):
+            # what reaches a host: not even a path of this machine
+            refused.extend(f"variable {m.group(1)} in {key}" for m in _VAR.finditer(str(value)))
         text, unset = expand(str(value), env_vars, from_env)
-        missing.extend(unset)
+        if folder_config:
+            refused.extend(f"variable {n} in {key}" for n in unset)
+        else:
+            missing.extend(unset)
         return text
 
     def xmap(key: str) -> dict[str, str]:
@@ -321,6 +347,10 @@ def _server(
         spec.args = [expanded(a, "args") for a in args]
         if entry.get("envFile"):
             spec.env_file = os.path.abspath(base / expanded(entry["envFile"], "envFile"))
+            inside = os.path.realpath(spec.env_file).startswith(os.path.realpath(workspace) + os.sep)
+            if folder_config and not inside:  # the folder's command would get a file of yours
+                refused.append(f"envFile {entry['envFile']!r} outside the config's folder")
+                spec.env_file = None
         spec.env = {**_env_file(entry, spec.env_file, err), **xmap("env")}
         if entry.get("cwd"):
             spec.cwd = str(base / expanded(entry["cwd"], "cwd"))
@@ -370,7 +400,7 @@ def _server(
         raise err("must be true or false", "enabled")
     spec.enabled = enabled
     if missing:
-        spec.problem = "environment variable(s) not set: " + ", ".join(sorted(set(missing)))
+        spec.problem = missing_vars_problem(sorted(set(missing)))
     bad_name = server_name_problem(name) or (
         f"server name {name!r} holds invalid Unicode (a lone surrogate)" if invalid_unicode else None
     )
@@ -381,7 +411,22 @@ def _server(
             f"uses VS Code input variables, which toolidx cannot prompt for "
             f"({', '.join(inputs)}): use ${{ENV_VAR}} instead"
         )
+    if refused:
+        spec.problem = (
+            f"refused, nothing started or sent: this config came with the folder {workspace} (not one of "
+            f"your own), and may not read your environment or files ({', '.join(dict.fromkeys(refused))}): "
+            "to use your own variables, put the server in your own config (--config FILE, or your client's user config)"
+        )
     return spec
+
+
+def missing_vars_problem(names: list[str]) -> str:
+    """Why a server whose config names unset variables is not started, and where to set them."""
+    return (
+        f"environment variable(s) not set: {', '.join(names)} (set them where toolidx runs: for crawl, in "
+        "your shell; for serve, in the `env` of toolidx's entry in your MCP client's config, which "
+        "`toolidx serve --print-config` prints)"
+    )
 
 
 # the keys of a server entry toolidx reads (clients' other keys are ignored, unless one is a slip)
@@ -427,13 +472,28 @@ def _slips(entry: dict) -> list[str]:
 
 
 def _env_file(entry: dict, path: str | None, err: Any) -> dict[str, str]:
-    """VS Code's `envFile` (at `path`): KEY=VALUE lines (dotenv); `env` wins over it."""
+    """VS Code's `envFile` (at `path`): KEY=VALUE lines (dotenv); `env` wins over it. Only a
+    regular file (a FIFO would wait for a writer forever, /dev/zero never ends), at most
+    MAX_ENV_FILE bytes."""
     if not path:
         return {}
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open_regular(path, "rb") as f:
+            data = f.read(MAX_ENV_FILE + 1)
     except OSError as e:
         raise err(f"cannot read {entry['envFile']}: {e.strerror}", "envFile") from None
+    if len(data) > MAX_ENV_FILE:
+        raise err(
+            f"{entry['envFile']} is larger than {MAX_ENV_FILE // 1024} KiB: not an env file",
+            "envFile",
+            fix="point envFile at a file of KEY=VALUE lines",
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise err(
+            f"{entry['envFile']} is not UTF-8 text", "envFile", fix="point envFile at a file of KEY=VALUE lines"
+        ) from None
     out: dict[str, str] = {}
     for line in text.splitlines():
         line = line.strip()
