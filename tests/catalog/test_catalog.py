@@ -102,10 +102,11 @@ def test_filters_match_a_python_reading_of_the_rows(cli, catalog_db):
         (["--name-pattern", "PDF"], lambda t: "pdf" in t["name"]),
         (["--description-contains", "REPOSITORY"], lambda t: "repository" in t["description"].lower()),
         (["--read-only"], lambda t: t["read_only"] is True),
-        (["--no-destructive"], lambda t: t["destructive"] is not True),
+        # MCP's defaults: not read-only and not saying destructiveHint: false is destructive
+        (["--no-destructive"], lambda t: t["read_only"] is True or t["destructive"] is False),
         (
-            ["--server", "gitplus", "--no-destructive", "--tag", "vcs"],
-            lambda t: t["server"] == "gitplus" and t["destructive"] is not True,
+            ["--server", "git", "--no-destructive", "--tag", "vcs"],
+            lambda t: t["server"] == "git" and (t["read_only"] is True or t["destructive"] is False),
         ),
     ]
     for args, pred in cases:

@@ -54,7 +54,9 @@ class Filters:
     name_pattern: str | None = None  # regex searched in the tool name (case-insensitive)
     description_contains: str | None = None  # case-insensitive substring
     read_only: bool = False  # only tools annotated readOnlyHint: true
-    no_destructive: bool = False  # drop tools annotated destructiveHint: true
+    # only tools MCP counts as not destructive: readOnlyHint true, or destructiveHint false (a tool
+    # that is not read-only is destructive by default; unannotated tools are dropped)
+    no_destructive: bool = False
     include_stale: bool = True  # tools whose server failed at the last crawl
     approved_only: bool = False  # tools a person approved (`toolidx approve`; serve --quarantine)
     has_examples: bool = False  # only tools with valid examples of their own (catalog/examples.py)

@@ -109,7 +109,7 @@ PARAMS: tuple[Param, ...] = (
     _flag("read_only", "Only tools marked read-only", "--read-only", "read_only"),
     _flag(
         "no_destructive",
-        "Drop tools marked destructive",
+        "Only tools that are not destructive by MCP's defaults: read-only, or destructiveHint: false",
         "--no-destructive",
         "no_destructive",
     ),

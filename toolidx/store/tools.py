@@ -74,7 +74,9 @@ def where(db: Index, filters: Filters, alias: str = "t") -> tuple[str, list]:
     if f.read_only:
         conds.append(f"{a}.read_only = 1")
     if f.no_destructive:
-        conds.append(f"coalesce({a}.destructive, 0) = 0")
+        # MCP's defaults: destructiveHint is true unless said otherwise, and means nothing for a
+        # read-only tool; so only a read-only tool or one that says destructiveHint: false is kept
+        conds.append(f"(coalesce({a}.read_only, 0) = 1 OR coalesce({a}.destructive, 1) = 0)")
     if not f.include_stale:
         conds.append(f"{a}.stale = 0")
     if f.has_examples:  # one parameter however many ids
