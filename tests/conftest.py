@@ -567,3 +567,19 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("fault figures")
         for test, what, value in _FIGURES:
             terminalreporter.write_line(f"{test:<60} {what}: {value}")
+
+
+def crawl_peak(db) -> int:
+    """The most servers one crawl had in flight at once, from each server's recorded start and
+    duration: concurrency shown by overlap, not by a stopwatch (a loaded machine is slow, not serial)."""
+    from datetime import datetime
+
+    edges = []
+    for row in db.query("SELECT crawled_at, duration_ms FROM servers WHERE crawled_at IS NOT NULL"):
+        start = datetime.fromisoformat(row["crawled_at"].replace("Z", "+00:00")).timestamp() * 1000
+        edges += [(start, 1), (start + float(row["duration_ms"] or 0), -1)]
+    peak = now = 0
+    for _, step in sorted(edges):  # an end before a start at the same instant: touching is not overlap
+        now += step
+        peak = max(peak, now)
+    return peak

@@ -9,12 +9,12 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from conftest import SHARED, run_cli
+from conftest import SHARED, crawl_peak, run_cli
 
+from toolidx.crawl.config import DEFAULT_CONCURRENCY
 from toolidx.store.db import open_db
 
 pytestmark = [pytest.mark.servers]
@@ -37,14 +37,13 @@ EXPECTED_TOOLS = {
 def real_crawl(servers_dir, tmp_path_factory):
     """One crawl of every real server (keyword-only: embedding is tested elsewhere, faster)."""
     db = tmp_path_factory.mktemp("real") / "real.db"
-    t0 = time.perf_counter()
     r = run_cli("crawl", "--config", servers_dir / "servers.json", "--db", db, "--model", "none", "--json")
-    return r, db, time.perf_counter() - t0
+    return r, db
 
 
 @pytest.fixture(scope="session")
 def real_db(real_crawl):
-    r, db, _ = real_crawl
+    r, db = real_crawl
     assert r.code == 0, r.stderr
     d = open_db(db)
     yield d
@@ -53,7 +52,7 @@ def real_db(real_crawl):
 
 @pytest.mark.slow
 def test_every_real_server_is_indexed(real_crawl, real_db, servers_config):
-    r, _, _ = real_crawl
+    r, _ = real_crawl
     summary = r.json
     names = set(servers_config["mcpServers"])
     assert summary["command"] == "crawl" and summary["servers_failed"] == 0
@@ -117,11 +116,10 @@ def test_noisy_server_and_stderr_tail(real_db):
 
 
 @pytest.mark.slow
-def test_concurrent_crawl_beats_sequential_order_of_magnitude(real_crawl):
-    # all 16 servers, 4 at a time, must not take anywhere near the sum of their start-up times
-    r, _, wall = real_crawl
-    total = sum(s["duration_ms"] for s in r.json["servers"]) / 1000
-    assert wall < total, (wall, total)
+def test_concurrent_crawl_beats_sequential_order_of_magnitude(real_db):
+    # all 16 servers, 4 at a time (the default), not one after another: seen in the recorded
+    # start and duration of each, not in a stopwatch (millisecond stamps: the peak can read one over)
+    assert crawl_peak(real_db) >= DEFAULT_CONCURRENCY
 
 
 # --- HTTP transports ----------------------------------------------------------------------------

@@ -270,15 +270,16 @@ def test_a_hostile_name_pattern_runs_in_linear_time_or_is_refused(tmp_path):
     against a 256-character name ran for minutes inside SQLite's REGEXP. RE2 answers at once;
     patterns it cannot run in linear time (look-around, back-references) or too long to compile
     cheaply are one-line usage errors."""
-    import time
+    import re2
 
+    from toolidx.core.filters import compile_pattern
     from toolidx.store.db import open_db
 
     conn = open_db(tmp_path / "x.db", create=True).conn
-    t0 = time.perf_counter()
     for pattern in ("(a+)+$", "(x+x+)+y", "^(\\w+\\s?)*$!", "(a|aa)+$", "(.*a){12}$"):
         assert conn.execute("SELECT ? REGEXP ?", ("a" * 255 + "!", pattern)).fetchone() == (0,), pattern
-    assert time.perf_counter() - t0 < 1.0
+        # linear because RE2 runs it, not Python's backtracking `re`: checked by engine, not by stopwatch
+        assert isinstance(compile_pattern(pattern), type(re2.compile("x"))), pattern
     assert conn.execute("SELECT 'Git_Status' REGEXP '^git_'").fetchone() == (1,)  # still case-insensitive
     for bad, why in (
         ("(?=a)", "look-around"),
@@ -286,10 +287,9 @@ def test_a_hostile_name_pattern_runs_in_linear_time_or_is_refused(tmp_path):
         ("a" * 501, "longer than 500"),
         ("x{2,1000}" * 50, "too large"),
     ):
-        t0 = time.perf_counter()
         with pytest.raises(UsageError) as e:
             Filters(name_pattern=bad)
-        assert time.perf_counter() - t0 < 1.0 and "invalid --name-pattern regex" in str(e.value)
+        assert "invalid --name-pattern regex" in str(e.value)
         assert why in str(e.value) + (e.value.fix or ""), (bad, str(e.value))
         assert "\n" not in str(e.value)
 

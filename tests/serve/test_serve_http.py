@@ -261,10 +261,9 @@ def test_a_slow_tool_does_not_stall_another_clients_search(http_server):
 
     async def fast(c):
         await anyio.sleep(1.0)  # the slow call is under way
-        t0 = time.monotonic()
         found, _ = await call(c, "search_tools", {"query": "what time is it"})
         events.append(("search done", time.monotonic()))
-        return found, time.monotonic() - t0
+        return found
 
     async def main():
         out: dict = {}
@@ -279,8 +278,8 @@ def test_a_slow_tool_does_not_stall_another_clients_search(http_server):
 
     out = anyio.run(main)
     assert not out["slow"].is_error and out["slow"].content[0].text == "awake"
-    found, took = out["fast"]
-    assert found["hits"] and took < 3.0
+    assert out["fast"]["hits"]
+    # answered while the 5 s call ran: by order of events, not a stopwatch
     assert [e[0] for e in sorted(events, key=lambda e: e[1])] == ["search done", "slow done"]
 
 

@@ -63,14 +63,12 @@ def test_serve_over_stdio_end_to_end(serve_index, model_path, tmp_path, monkeypa
     # clients start servers with a bare env; the entry holds the absolute, resolved path
     assert Path(entry["env"]["TOOLIDX_MODEL_PATH"]) == Path(model_path).resolve()
     assert entry["args"][-6:] == ["--server", "time", "--server", "crashy", "--server", "everything"]
-    spawned = time.perf_counter()
 
     async def body(c, events):
         out: dict = {"caps": c.server_capabilities, "instructions": c.instructions}
         out["search"] = await call(
             c, "search_tools", {"query": "current time in a timezone", "filters": {"servers": ["time"]}}
         )
-        out["first_answer_s"] = time.perf_counter() - spawned
         out["tools"] = [t.name for t in (await c.list_tools()).tools]
         out["describe"] = await call(c, "describe_tool", {"tool_name": "time/get_current_time"})
         out["run"] = await call(
@@ -101,7 +99,6 @@ def test_serve_over_stdio_end_to_end(serve_index, model_path, tmp_path, monkeypa
     ]
     r, sc, _ = out["search"]
     assert not r.is_error and "time/get_current_time" in [h["id"] for h in sc["hits"]]
-    assert out["first_answer_s"] < 20
     _, d, _ = out["describe"]
     assert d["input_schema"]["required"] == ["timezone"]
     r, sc, text = out["run"]
