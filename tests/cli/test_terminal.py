@@ -111,3 +111,42 @@ def test_a_query_over_the_limit_is_refused_in_one_line_as_serve_refuses_it(index
     j = run_cli("search", query, "--db", db, "--json")
     assert j.code == 2 and j.json["message"].startswith("QUERY: ") and j.json["fix"] == "ask in fewer words"
     assert run_cli("search", query[:MAX_QUERY_CHARS], "--db", db, "--min-score", "0").code == 0  # at the limit: searched
+
+
+def test_ctrl_c_in_a_first_crawl_leaves_no_index_and_an_old_one_untouched(tmp_path, index):
+    """#45 item 7: Ctrl-C during the first crawl into a new file left an empty 118 KB index, which
+    later commands read as a real, empty one. Now that file is removed; an index that was there
+    before is left as it was, byte for byte."""
+    import hashlib
+
+    from conftest import raw, write_config
+
+    cfg = write_config(tmp_path / "slow.json", {"slow": raw("slow-list")})  # tools/list takes 60 s
+    new = tmp_path / "sub" / "new.db"
+    r = run_pty("crawl", "--config", cfg, "--db", new, "--model", "none", interrupt_after="connecting")
+    assert r.code == 130, r.screen
+    assert "interrupted: nothing written, no index made" in " ".join(r.screen.split()), r.screen
+    assert sorted(p.name for p in new.parent.iterdir()) == [], r.screen  # no -wal, -shm, journal either
+
+    _, old = index
+    before = hashlib.sha256(old.read_bytes()).hexdigest()
+    r = run_pty("crawl", "--config", cfg, "--db", old, "--model", "none", interrupt_after="connecting")
+    assert r.code == 130 and "the index is as before" in " ".join(r.screen.split()), r.screen
+    assert hashlib.sha256(old.read_bytes()).hexdigest() == before
+    assert run_cli("list", "--db", old, "--json").json["total"] == 4
+
+
+def test_crawl_summary_says_where_the_index_was_written(tmp_path, monkeypatch):
+    """#45 item 7: the summary never said where the index went (the default file is in
+    ~/.local/share/toolidx, where nobody looks)."""
+    (tmp_path / "pw.json").write_text(json.dumps(PLAYWRIGHT))
+    (tmp_path / "c.yaml").write_text("mcpServers:\n  playwright:\n    tools_file: pw.json\n")
+    home = tmp_path / "data"
+    r = run_pty(  # wide: pytest's folder makes the path longer than a line, and a long word is folded
+        "crawl", "--config", tmp_path / "c.yaml", "--model", "none", env={"XDG_DATA_HOME": str(home)}, columns=200
+    )
+    assert r.code == 0, r.screen
+    assert r.screen.split()[-2:] == ["index:", str(home / "toolidx" / "tools.db")], r.screen
+    monkeypatch.chdir(tmp_path)
+    j = run_cli("crawl", "--config", "c.yaml", "--db", "rel.db", "--model", "none", "--json")
+    assert j.code == 0 and j.json["index"] == str(tmp_path / "rel.db")  # absolute, whatever --db said

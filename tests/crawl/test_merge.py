@@ -234,6 +234,75 @@ def test_an_input_is_never_overwritten(shards, tmp_path, cli):
     assert r.code == 2 and "given twice" in r.stderr and not (tmp_path / "x.db").exists()
 
 
+def test_the_output_is_an_input_however_spelled(tmp_path, monkeypatch, cli):
+    """#42 item 17: OUT that names an input another way (./X, ../dir/X, a symlink, a hard link, other
+    letter case on a case-insensitive file system) is the same file: refused, the input unchanged."""
+    d = tmp_path / "dir"
+    d.mkdir()
+    _crawl(_shard(tmp_path, "a", ["git"]), d / "a.db", "--model", "none")
+    (tmp_path / "link.db").symlink_to(d / "a.db")
+    (d / "hard.db").hardlink_to(d / "a.db")
+    before = (d / "a.db").read_bytes()
+    monkeypatch.chdir(d)
+    spellings = ["./a.db", "../dir/a.db", str(tmp_path / "link.db"), "hard.db", f"{d}//a.db"]
+    if Path("A.DB").exists():  # a case-insensitive file system (macOS, Windows)
+        spellings.append("A.DB")
+    for out in spellings:
+        r = cli("merge", "a.db", "-o", out)
+        assert r.code == 2 and "refusing to overwrite an input" in r.stderr, (out, r.stderr)
+        r = cli("merge", "a.db", out, "-o", tmp_path / "m.db")
+        assert r.code == 2 and "given twice" in r.stderr, (out, r.stderr)
+    assert (d / "a.db").read_bytes() == before and not (tmp_path / "m.db").exists()
+
+
+def test_a_killed_merges_temporary_files_are_removed_by_the_next(tmp_path, cli):
+    """#42 item 17: a merge killed with SIGKILL leaves .OUT.PID.merging (and its -wal / -journal);
+    no later merge removed them. The next merge into OUT removes those whose PID is dead, and keeps a
+    live merge's."""
+    import signal
+    import subprocess
+
+    _crawl(_shard(tmp_path, "a", ["git"]), tmp_path / "a.db", "--model", "none")
+    # a real merge, killed while it writes its temporary file
+    code = (
+        "import os, sys, time\n"
+        "from toolidx.store import merge as m\n"
+        "real = m.write_merged\n"
+        "def slow(out, *a, **k):\n"
+        "    n = real(out, *a, **k)\n"
+        "    out.execute('PRAGMA wal_checkpoint(PASSIVE)')\n"
+        "    print('written', flush=True)\n"
+        "    time.sleep(120)\n"
+        "    return n\n"
+        "m.write_merged = slow\n"
+        "from toolidx.cli.main import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", code, "merge", tmp_path / "a.db", "-o", tmp_path / "out.db"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "written"
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait(30)
+    left = sorted(x.name for x in tmp_path.glob(".out.db.*merging*"))
+    assert left and all(x.startswith(f".out.db.{p.pid}.merging") for x in left), left
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / f".out.db.{live.pid}.merging").write_bytes(b"another merge, under way")
+        (tmp_path / ".out.db.notes.merging").write_text("not ours: no PID")
+        r = cli("merge", tmp_path / "a.db", "-o", tmp_path / "out.db")
+        assert r.code == 0, r.stderr
+        after = sorted(x.name for x in tmp_path.glob(".out.db.*merging*"))
+        assert set(after) == {".out.db.notes.merging", f".out.db.{live.pid}.merging"}, after
+    finally:
+        live.kill()
+        live.wait(30)
+
+
 def test_an_existing_file_that_is_not_an_index_is_left_alone(tmp_path, cli):
     _crawl(_shard(tmp_path, "a", ["git"]), tmp_path / "a.db", "--model", "none")
     notes = tmp_path / "notes.txt"

@@ -16,7 +16,7 @@ from conftest import CATALOG_DATA, REPO, listening_url, raw, run_cli, write_conf
 
 from toolidx.core.clock import now_iso
 from toolidx.core.errors import DatabaseError
-from toolidx.store.db import open_db, public_url
+from toolidx.store.db import open_db, public_url, same_catalog
 from toolidx.store.pg import migrations as pg_migrations
 from toolidx.store.pg.database import RECONNECT_PAUSE_S, pyformat
 from toolidx.store.pg.migrations import PG_MIGRATIONS
@@ -85,6 +85,49 @@ def test_the_url_shown_never_holds_the_password():
     assert public_url("postgresql://db/t?sslmode=require&application_name=ci") == (
         "postgresql://db/t?sslmode=require&application_name=ci"
     )
+
+
+def test_libpqs_empty_authority_form_is_kept(tmp_path, pg_server):
+    """#42 item 17: `postgresql:///db?host=/socket` (no authority: a Unix socket named in the query)
+    was rebuilt as `postgresql:/db?...`, which is no postgresql:// URL, and refused."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from toolidx.store.pg.database import _split_schema
+
+    assert public_url("postgresql:///postgres?host=/run/pg") == "postgresql:///postgres?host=/run/pg"
+    assert public_url("postgres:///db?password=x") == "postgres:///db?password=***"
+    assert _split_schema("postgresql:///db?host=/s&schema=abc")[0].startswith("postgresql:///db?")
+    socket_dir = dict(parse_qsl(urlsplit(pg_server).query))["host"]
+    url = f"postgresql:///postgres?host={socket_dir}&user=postgres&schema=t_noauthority"
+    r = run_cli("crawl", "--config", CATALOG_DATA / "servers.yaml", "--db", url, "--model", "none", "--json")
+    try:
+        assert r.code == 0, r.stderr
+        listed = run_cli("list", "--db", url, "--json")
+        assert listed.code == 0 and listed.json, listed.stderr
+    finally:
+        import psycopg
+
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA IF EXISTS t_noauthority CASCADE")
+
+
+def test_merge_knows_a_catalog_however_its_url_is_spelled(tmp_path, pg_url):
+    """#42 item 17: `merge URL -o URL2` where URL2 names URL's catalog another way (the other scheme,
+    the user and socket in the query, the default schema written out) was not refused."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    assert run_cli("crawl", "--config", CATALOG_DATA / "servers.yaml", "--db", pg_url, "--model", "none").code == 0
+    q = dict(parse_qsl(urlsplit(pg_url).query))
+    spelled = [
+        pg_url.replace("postgresql://", "postgres://", 1),
+        f"postgresql:///postgres?host={q['host']}&user=postgres&schema={q['schema']}",
+        f"postgres://postgres@/?schema={q['schema']}&host={q['host']}",
+    ]
+    for other in spelled:
+        r = run_cli("merge", pg_url, "-o", other)
+        assert r.code == 2 and "refusing to overwrite an input" in r.stderr, (other, r.stderr)
+    default = pg_url.rpartition("&schema=")[0]
+    assert not same_catalog(pg_url, default) and same_catalog(default, default + "&schema=toolidx")
 
 
 def test_both_engines_have_every_migration():
@@ -634,13 +677,14 @@ def test_a_merge_into_a_catalog_never_blocks_its_readers(tmp_path, pg_url, model
     r = run_cli("crawl", "--config", CATALOG_DATA / "servers.yaml", "--db", f, "--model-path", model_path)
     assert r.code == 0, r.stderr
     assert run_cli("merge", f, "-o", pg_url).code == 0  # the catalog the readers read
-    inside, release, failed = threading.Event(), threading.Event(), []
+    inside, release, went_on, failed = threading.Event(), threading.Event(), threading.Event(), []
     copy = store_merge._copy_tools
 
     def held(*args, **kwargs):
         copy(*args, **kwargs)
         inside.set()
-        release.wait(10)
+        release.wait(60)  # a reader that waits for the merge's lock would wait out this, then see went_on
+        went_on.set()
 
     def merging():
         try:
@@ -655,19 +699,18 @@ def test_a_merge_into_a_catalog_never_blocks_its_readers(tmp_path, pg_url, model
     writer.start()
     try:
         assert inside.wait(60), failed
-        t0 = time.perf_counter()
         with reader.snapshot():
             tools = int(reader.scalar("SELECT count(*) FROM tools"))
             near = vectors.knn(reader, query, 3)
         found = run_cli("search", "commit changes", "--db", pg_url, "--mode", "keyword", "--json")
-        stalled = time.perf_counter() - t0
+        read_while_held = not went_on.is_set()
     finally:
         release.set()
         writer.join(60)
         reader.close()
-    figure("reader's wait while a merge into PostgreSQL is half-way (s)", f"{stalled:.3f}")
+    figure("reads answered while a merge into PostgreSQL is held half-way", read_while_held)
     assert not failed, failed
-    assert stalled < 1.0  # 1bf4733: ~10 s, the whole merge (ALTER ... RESTART, DROP TABLE)
+    assert read_while_held  # 1bf4733: they waited for the whole merge (ALTER ... RESTART, DROP TABLE)
     assert tools == 13 and len(near) == 3 and found.code == 0 and found.json["hits"]
     after = open_db(pg_url)
     try:  # the merged catalog: ids from 1, vectors kept, and the next crawl's rows go past them
@@ -731,9 +774,10 @@ def test_usage_in_the_catalog_says_what_the_usage_file_says(tmp_path, pg_url):
     assert db.scalar("SELECT count(*) FROM calls") == 9  # in the catalog's schema, read by any connection
     assert db.data_version() == before  # replicas do not reload for a call
     with db.transaction():  # a crawl's write transaction holds the writers' lock ...
-        t = time.monotonic()
-        u.record_call("s/t", "s", "ok", 5)  # ... and a call's row does not wait for it
-        assert time.monotonic() - t < 2
+        recorder = threading.Thread(target=u.record_call, args=("s/t", "s", "ok", 5))
+        recorder.start()
+        recorder.join(60)  # a hang guard: a call's row that waited for the lock would wait for ever here
+        assert not recorder.is_alive()  # ... and a call's row was written while it was held
     assert u.tool_metrics(["s/t"])["s/t"]["calls"] == 8
     u.close()
     db.close()
@@ -886,10 +930,8 @@ def test_a_connection_the_server_dropped_is_replaced(pg_url, pg_server):
     try:
         with pytest.raises(DatabaseError, match="cannot reconnect"):
             db.data_version()
-        t = time.monotonic()
-        with pytest.raises(DatabaseError, match="reconnecting failed a moment ago"):
+        with pytest.raises(DatabaseError, match="reconnecting failed a moment ago"):  # no new try: at once
             db.data_version()
-        assert time.monotonic() - t < 0.5
     finally:
         server.ensure_postgres_running()
     time.sleep(RECONNECT_PAUSE_S)

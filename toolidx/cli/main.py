@@ -146,6 +146,18 @@ def _open(db: Optional[Path], create: bool = False):
     return database
 
 
+def _new_index_file(db: Optional[Path]) -> Optional[Path]:
+    """The index file a crawl is about to make (None: one is there, or the index is a PostgreSQL
+    catalog): a first crawl stopped by Ctrl-C removes it again instead of leaving an empty index."""
+    from ..store.db import default_db_path, is_pg_url
+
+    target = os.fspath(db) if db is not None else os.environ.get("TOOLIDX_DB", "")
+    if is_pg_url(target) or target == ":memory:":
+        return None
+    p = Path(target).expanduser() if target else default_db_path()
+    return None if p.exists() or p.is_symlink() else p
+
+
 # --- crawl / embed -----------------------------------------------------------------------------
 @app.command()
 def crawl(
@@ -221,6 +233,7 @@ def crawl(
         assert config is not None
         cfg = load_config(config)
     cfg.enabled_servers(only)  # unknown --server names fail before the index is touched
+    new_file = _new_index_file(db) if database is None else None
     database = database or _open(db, create=True)
     choice = resolve_model(
         model,
@@ -246,9 +259,19 @@ def crawl(
             )
     except KeyboardInterrupt:
         # a crawl writes in one transaction at its very end: stopped before or in it, nothing is kept
-        render.note("interrupted: nothing written, the index is as before")
+        if new_file is not None:  # and the file it made for a first crawl goes too
+            from ..core.files import remove_database_files
+
+            database.close()
+            remove_database_files(new_file)
+            render.note(f"interrupted: nothing written, no index made ({new_file} removed)")
+        else:
+            render.note("interrupted: nothing written, the index is as before")
         raise typer.Exit(130) from None
-    render.crawl_summary(summary, as_json, sources=found.to_json() if found else None)
+    from ..store.db import is_pg_url
+
+    where = database.path if is_pg_url(database.path) else os.path.abspath(database.path)
+    render.crawl_summary(summary, as_json, sources=found.to_json() if found else None, index=where)
     if summary.servers_failed:
         raise typer.Exit(EXIT_FAILURE)
 

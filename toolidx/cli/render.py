@@ -149,8 +149,12 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -
 
 
 # --- crawl / embed -----------------------------------------------------------------------------
-def crawl_summary(summary: CrawlSummary, as_json: bool, sources: dict | None = None) -> None:
+def crawl_summary(summary: CrawlSummary, as_json: bool, sources: dict | None = None, index: str | None = None) -> None:
+    """The crawl's table and its last lines; `index`: where it was written (a file, or the
+    catalog's URL as public_url shows it), the summary's last line and the JSON's "index"."""
     d = summary.to_json()
+    if index is not None:
+        d["index"] = index
     if sources is not None:  # crawl --from: the files read, skipped and merged
         d["from"] = sources
     if as_json:
@@ -188,6 +192,8 @@ def crawl_summary(summary: CrawlSummary, as_json: bool, sources: dict | None = N
             f"kept {plural(d['other_configs_servers'], 'server')} that other configs crawled into this index "
             "(a crawl removes only its own config's servers; --prune-other-configs removes them too)"
         )
+    if index is not None:
+        note(f"index: {visible(index, keep_newlines=False)}")
 
 
 def crawl_config(path: str) -> None:

@@ -117,3 +117,14 @@ def readable_by_others(path: str | os.PathLike) -> bool:
         return bool(os.stat(path).st_mode & stat.S_IROTH)
     except OSError:
         return False
+
+
+def remove_database_files(path: str | os.PathLike) -> None:
+    """Remove an SQLite file toolidx made and its -wal, -shm and -journal (merge's temporary file,
+    a first crawl's new index when it is interrupted): what is not there, or cannot be removed
+    (a read-only folder: then nothing was made), is left."""
+    import contextlib
+
+    for p in (Path(path), Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        with contextlib.suppress(OSError):
+            p.unlink()

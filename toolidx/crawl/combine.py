@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DatabaseError, UsageError
-from ..core.files import private_dir
+from ..core.files import private_dir, remove_database_files
 from ..store import merge as store
-from ..store.db import is_pg_url, open_db, public_url
+from ..store.db import is_pg_url, open_db, public_url, same_catalog
 from ..store.index import Index
 from ..store.trust import trusted_launch
 
@@ -66,7 +66,7 @@ def _target(p: str | os.PathLike) -> Target:
 
 def _same(a: Target, b: Target) -> bool:
     if isinstance(a, str) or isinstance(b, str):
-        return isinstance(a, str) and isinstance(b, str) and public_url(a) == public_url(b)
+        return isinstance(a, str) and isinstance(b, str) and same_catalog(a, b)
     return _same_file(a, b)
 
 
@@ -107,10 +107,24 @@ def _temp_path(output: Path) -> Path:
     return output.with_name(f".{output.name}.{os.getpid()}.merging")
 
 
-def _remove(path: Path) -> None:
-    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
-        with contextlib.suppress(OSError):  # not there, or a read-only folder: then nothing was made
-            p.unlink()
+def _sweep_killed(output: Path) -> None:
+    """Remove the temporary files of merges into `output` that were killed (SIGKILL, a power cut:
+    no `finally` ran), each named by its merge's PID. A live PID's files are another merge's, under
+    way: kept (a reused PID only keeps a leftover a while longer)."""
+    import re
+
+    from .supervisor import same
+
+    prefix = f".{output.name}."
+    try:
+        names = [p.name for p in output.parent.iterdir() if p.name.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        m = re.fullmatch(r"(\d+)\.merging(?:-wal|-shm|-journal)?", name[len(prefix) :])
+        if m and int(m.group(1)) != os.getpid() and not same(int(m.group(1)), ""):
+            with contextlib.suppress(OSError):
+                (output.parent / name).unlink()
 
 
 def _fsync(path: Path) -> None:
@@ -158,7 +172,8 @@ def merge_indexes(inputs: list[str | os.PathLike], output: str | os.PathLike) ->
     try:
         sources, model, owner, conflicts, model_path = _read(targets, opened)
         private_dir(output.parent)
-        _remove(tmp)
+        _sweep_killed(output)
+        remove_database_files(tmp)
         untrusted = sorted(name for name, s in owner.items() if not trusted_launch(s.launch(name)["hash"]))
         out = open_db(tmp, create=True)
         try:
@@ -179,12 +194,12 @@ def merge_indexes(inputs: list[str | os.PathLike], output: str | os.PathLike) ->
         with contextlib.suppress(OSError):
             _fsync(output.parent)
     except DatabaseError as e:
-        _remove(tmp)
+        remove_database_files(tmp)
         if e.where != str(tmp):
             raise
         raise DatabaseError(f"{e.what}; {output} is unchanged", where=str(output), fix=e.fix) from None
     except BaseException:
-        _remove(tmp)
+        remove_database_files(tmp)
         raise
     finally:
         for db in opened:

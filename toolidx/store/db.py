@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from .index import Index
@@ -69,6 +69,16 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False, read
 _SECRET_KEY = re.compile(r"pass|secret|token|key|auth|cred", re.I)
 
 
+def unsplit_url(parts: SplitResult) -> str:
+    """urlunsplit, keeping the `//` of an empty authority: libpq's `postgresql:///db?host=/socket`
+    (a Unix socket, no host in the authority) came back as `postgresql:/db...`, which is no
+    postgresql:// URL at all."""
+    text = urlunsplit(parts)
+    if parts.scheme and not parts.netloc and not text.startswith(f"{parts.scheme}://"):
+        text = f"{parts.scheme}://{text[len(parts.scheme) + 1 :]}"
+    return text
+
+
 def public_url(url: str) -> str:
     """The URL with every secret replaced by ***: the password of `user:pass@` and the value of
     each secret query key (`?password=`, `sslpassword`, `passfile`, ...). The one masking of a
@@ -86,7 +96,38 @@ def public_url(url: str) -> str:
         lambda m: f"{m.group(1)}{m.group(2)}=***" if _SECRET_KEY.search(m.group(2)) else m.group(0),
         parts.query,
     )
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
+    return unsplit_url(parts._replace(netloc=netloc, query=query))
+
+
+def same_catalog(a: str, b: str) -> bool:
+    """Whether two postgresql:// URLs name the same catalog however spelled: either scheme, the
+    host, port, user and database in the authority or in the query, libpq's defaults (PGHOST,
+    PGPORT, PGUSER, PGDATABASE; port 5432; the database named after the user) and the schema."""
+    return _catalog_key(a) == _catalog_key(b)
+
+
+def _catalog_key(url: str) -> tuple[str, ...]:
+    import getpass
+    from urllib.parse import parse_qsl, unquote
+
+    from .pg.database import DEFAULT_SCHEMA
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # unreadable: only the same text is the same catalog
+        return (url,)
+    q = dict(parse_qsl(parts.query, keep_blank_values=True))
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    hosts = unquote(hostport.rpartition(":")[0] if parts.port else hostport).lower()
+    user = unquote(userinfo.partition(":")[0]) or q.get("user") or os.environ.get("PGUSER") or getpass.getuser()
+    return (
+        hosts or q.get("host", "").lower() or os.environ.get("PGHOST", ""),
+        str(port or q.get("port") or os.environ.get("PGPORT") or 5432),
+        user,
+        unquote(parts.path.lstrip("/")) or q.get("dbname") or os.environ.get("PGDATABASE") or user,
+        q.get("schema") or DEFAULT_SCHEMA,
+    )
 
 
 def url_secrets(url: str) -> list[str]:

@@ -40,13 +40,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ...core.errors import DatabaseError
 from ...core.tooldoc import fix_strings
 from ..base import IndexBase, statements
 from ..cache import IndexCache
-from ..db import public_url, url_secrets
+from ..db import public_url, unsplit_url, url_secrets
 from ..dialect import POSTGRES, SqliteSql
 from ..index import Index
 from ..retrieval import Retrieval
@@ -78,7 +78,7 @@ def _split_schema(url: str) -> tuple[str, str]:
             fix="use ?schema=NAME with letters, digits and _",
         )
     rest = urlencode([(k, v) for k, v in query if k != "schema"])
-    return urlunsplit(parts._replace(query=rest)), schema
+    return unsplit_url(parts._replace(query=rest)), schema
 
 
 # --- SQL: psycopg's placeholders ------------------------------------------------------------------
