@@ -59,6 +59,15 @@ def test_tool_action(name, action):
         ("stop the redis container", "start_container", (1, 0)),
         ("unlock the front door", "lock_door", (1, 0)),  # a negating prefix, verbs outside the lexicon
         ("disable the webhook", "enable_webhook", (1, 0)),
+        ("install the requests package", "uninstall_package", (1, 0)),
+        ("unsubscribe me from the newsletter", "subscribe_newsletter", (1, 0)),
+        ("archive the old cards", "unarchive_card", (1, 0)),
+        # a prefix is no antonym by itself (issue 43): these were marked opposed before the lexicon
+        ("design a logo for the shop", "sign_document", (0, 0)),
+        ("dispatch the order to the warehouse", "patch_file", (0, 0)),
+        ("display the sales chart", "play_music", (0, 0)),
+        ("debug the failing login", "create_bug", (0, 0)),
+        ("read my unread messages", "get_unread", (0, 0)),
         ("buy two tickets to the Met", "get_tickets", (0, 1)),
         ("post this announcement on Weibo", "get_weibo_trending", (0, 1)),
         # reading asked of a tool that reads, or of one that makes what is shown: no mark

@@ -7,8 +7,8 @@ with a small verb lexicon, and hybrid's evidence gets two marks (search.hybrid.g
 
 - `opposed`: the tool's action contradicts the request's: antonyms (create / delete, start /
   stop, complete / reopen, buy / sell, upload / download), an update asked of a tool that creates
-  or deletes, or the same verb with a negating prefix (lock / unlock, enable / disable, activate /
-  deactivate, follow / unfollow);
+  or deletes, or a verb and the one that undoes it (ANTONYMS: lock / unlock, enable / disable,
+  activate / deactivate, follow / unfollow);
 - `reads_only`: the request changes something (creates, deletes, updates, sends, buys, starts,
   ...) and the tool only reads (get, list, search, ...): "buy 0.1 ETH" and `get_price`.
 
@@ -106,7 +106,22 @@ ASKED_NOT_DONE = {(UPDATE, CREATE), (UPDATE, DELETE)} | {
 }
 # actions that change something; asked of a tool that only reads, the tool cannot do them
 WRITES = frozenset((CREATE, DELETE, UPDATE, START, STOP, COMPLETE, REOPEN, BUY, SELL, UPLOAD, SEND))
-NEGATING = ("un", "dis", "de")
+# Verbs and the verbs that undo them, each pair spelled out: a prefix is no evidence by itself
+# ("design" is no un-"sign", nor "dispatch" un-"patch", "display" un-"play", "debug" un-"bug"). A
+# request's verb and a tool name's word in one pair mark the tool opposed (`unlock the door` and
+# `lock_door`); benchmarks/antonyms.py lists what it marks on every bench tool name.
+_PAIRS = (
+    "lock/unlock enable/disable activate/deactivate follow/unfollow subscribe/unsubscribe "
+    "archive/unarchive mount/unmount install/uninstall connect/disconnect block/unblock mute/unmute "
+    "pin/unpin star/unstar hide/unhide assign/unassign link/unlink load/unload pack/unpack zip/unzip "
+    "register/unregister register/deregister publish/unpublish freeze/unfreeze suspend/unsuspend "
+    "ban/unban watch/unwatch favorite/unfavorite approve/disapprove encrypt/decrypt "
+    "compress/decompress attach/detach select/deselect mark/unmark tag/untag share/unshare "
+    "check/uncheck flag/unflag resolve/unresolve save/unsave delete/undelete bookmark/unbookmark "
+    "snooze/unsnooze ignore/unignore like/unlike merge/unmerge "
+    "deploy/undeploy schedule/unschedule protect/unprotect"
+)
+ANTONYMS = tuple(tuple(pair.split("/")) for pair in _PAIRS.split())
 # words a request opens with before its verb ("could you please help me to ...")
 OPENING = frozenset(
     " ".join(
@@ -156,13 +171,21 @@ def _words(name: str) -> tuple[str, ...]:
     return tuple(split_name(name))
 
 
-@lru_cache(maxsize=4096)
+def _antonym_lexicon() -> dict[str, frozenset[str]]:
+    out: dict[str, set[str]] = {}
+    for a, b in ANTONYMS:
+        for x, y in ((a, b), (b, a)):  # with the -s of a name's verb (`unlocks`, `locks`)
+            for form in (x, x + "s"):
+                out.setdefault(form, set()).update((y, y + "s"))
+    return {w: frozenset(v) for w, v in out.items()}
+
+
+OPPOSITE_WORDS = _antonym_lexicon()
+
+
 def _negations(word: str) -> frozenset[str]:
-    """The words that negate `word` or that it negates: `unlock` / `lock`, `deactivate` /
-    `activate`, `disconnect` / `connect` (a stem under 3 letters is no verb)."""
-    out = {p + word for p in NEGATING} if len(word) >= 3 else set()
-    out |= {word[len(p) :] for p in NEGATING if word.startswith(p) and len(word) - len(p) >= 3}
-    return frozenset(out)
+    """The words that undo `word` or that it undoes (ANTONYMS): `unlock` / `lock`."""
+    return OPPOSITE_WORDS.get(word, frozenset())
 
 
 def marks(request: tuple[str | None, str | None], name: str) -> tuple[int, int]:
