@@ -113,8 +113,6 @@ def _sweep_killed(output: Path) -> None:
     way: kept (a reused PID only keeps a leftover a while longer)."""
     import re
 
-    from .supervisor import same
-
     prefix = f".{output.name}."
     try:
         names = [p.name for p in output.parent.iterdir() if p.name.startswith(prefix)]
@@ -122,9 +120,19 @@ def _sweep_killed(output: Path) -> None:
         return
     for name in names:
         m = re.fullmatch(r"(\d+)\.merging(?:-wal|-shm|-journal)?", name[len(prefix) :])
-        if m and int(m.group(1)) != os.getpid() and not same(int(m.group(1)), ""):
+        if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
             with contextlib.suppress(OSError):
                 (output.parent / name).unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # OverflowError: a number no process can have
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _fsync(path: Path) -> None:
