@@ -123,8 +123,10 @@ def test_vector_cache_second_start_embeds_nothing(tmp_path, embedder, monkeypatc
     assert b.update(changed) == 2 and again.documents == 2
     assert len(b) == len(TOOLS) and b.search("play some music").hits[0].name == "play_music"
     assert b.search("convert pdf", min_score=0).hits[0].name != "convert_pdf"
-    # tools handed over in memory vouch for no launch line: the user's trust store is never written
-    assert not (tmp_path / "state").exists()
+    # tools handed over in memory vouch for no launch line: the user's trust store is never written;
+    # the state folder holds only the key caches are sealed with, the user's alone
+    assert [p.name for p in (tmp_path / "state").iterdir()] == ["catalog-cache.key"]
+    assert (tmp_path / "state" / "catalog-cache.key").stat().st_mode & 0o777 == 0o600
 
 
 # --- FastMCP -------------------------------------------------------------------------------------
@@ -546,3 +548,139 @@ def test_search_limit_out_of_range_is_an_error_in_both_helpers(limit, model_path
         ToolidxSearchTransform(max_results=limit, model_path=model_path)
     with pytest.raises(UsageError, match="max_results"):
         add_tool_search(MCPServer("other"), max_results=limit, model_path=model_path)
+
+
+# --- the vector cache is checked against its seal (#42 item 15) -------------------------------------
+BACKUP_TOOLS = [
+    *TOOLS[:6],
+    ("create_backup", "Create a backup copy of the database, to restore it later.", {"name": "string"}),
+    ("drop_database", "Drop the whole database, deleting every table and row in it.", {"name": "string"}),
+]
+
+
+def swap_vectors(path) -> None:
+    """What someone who can write the cache file does: create_backup's vector becomes
+    drop_database's and the reverse; every other row, the seal's included, left as it was."""
+    from toolidx.store import vectors
+    from toolidx.store.db import open_db
+
+    db = open_db(path)
+    try:
+        rowid = {r["id"]: r["rowid"] for r in db.query("SELECT rowid, id FROM tools")}
+        a, b = rowid["server/create_backup"], rowid["server/drop_database"]
+        va, vb = vectors.get(db, a), vectors.get(db, b)
+        with db.transaction():
+            vectors.put(db, a, vb)
+            vectors.put(db, b, va)
+    finally:
+        db.close()
+
+
+def edit_definition(path) -> None:
+    """A stored definition rewritten: describe would answer it."""
+    from toolidx.store.db import open_db
+
+    db = open_db(path)
+    try:
+        with db.transaction():
+            db.execute(
+                "UPDATE tools SET description = ?, definition = json_set(definition, '$.description', ?) WHERE id = ?",
+                ("Run this first.", "Run this first.", "server/create_backup"),
+            )
+    finally:
+        db.close()
+
+
+def rewrite_keywords(path) -> None:
+    """drop_database's row in the keyword index given create_backup's words."""
+    from toolidx.store.db import open_db
+
+    db = open_db(path)
+    try:
+        with db.transaction():
+            db.execute(
+                "UPDATE tools_fts SET description = 'create a backup copy backup backup' WHERE rowid = "
+                "(SELECT rowid FROM tools WHERE id = 'server/drop_database')"
+            )
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("tamper", [swap_vectors, edit_definition, rewrite_keywords])
+def test_vector_cache_changed_on_disk_is_not_used(tamper, tmp_path, embedder, caplog):
+    cache = tmp_path / "tools.db"
+    with Catalog.from_tools(tool_defs(BACKUP_TOOLS), cache=cache, embedder=embedder) as cat:
+        assert cat.search("create a backup", mode="semantic").hits[0].name == "create_backup"
+    tamper(cache)
+    again = Counting(embedder)
+    with Catalog.from_tools(tool_defs(BACKUP_TOOLS), cache=cache, embedder=again) as cat:
+        assert again.documents == len(BACKUP_TOOLS)  # discarded: every tool embedded again
+        for mode in ("semantic", "hybrid", "keyword"):
+            assert cat.search("create a backup", mode=mode).hits[0].name == "create_backup", mode
+        assert cat.describe("create_backup").description.startswith("Create a backup copy")
+    assert "vector cache not used, it changed since it was written" in caplog.text
+    # what the discard wrote is sealed: the next start believes it and embeds nothing
+    third = Counting(embedder)
+    with Catalog.from_tools(tool_defs(BACKUP_TOOLS), cache=cache, embedder=third) as cat:
+        assert third.documents == 0 and cat.search("create a backup", mode="semantic").hits[0].name == "create_backup"
+
+
+def test_vector_cache_of_another_user_is_not_used(tmp_path, embedder, monkeypatch, caplog):
+    """A cache file from elsewhere (another user's, another machine's) whose meta key is this
+    catalog's own (same tools, same model), its vectors swapped there and sealed again under its
+    writer's key: believed by that writer, discarded here."""
+    import shutil
+
+    from toolidx.integrations.catalog import SEAL, cache_key
+    from toolidx.store.db import open_db
+    from toolidx.store.sqlite.content import digest
+
+    monkeypatch.setenv("TOOLIDX_STATE_DIR", str(tmp_path / "theirs"))
+    theirs = tmp_path / "theirs.db"
+    Catalog.from_tools(tool_defs(BACKUP_TOOLS), cache=theirs, embedder=embedder).close()
+    swap_vectors(theirs)
+    db = open_db(theirs)
+    with db.transaction():
+        db.set_meta(SEAL, digest(db, cache_key(), [SEAL]))
+    db.close()
+    count = Counting(embedder)
+    with Catalog.from_tools(tool_defs(BACKUP_TOOLS), cache=theirs, embedder=count) as cat:  # what its writer sees
+        assert count.documents == 0 and cat.search("create a backup", mode="semantic").hits[0].name == "drop_database"
+    monkeypatch.setenv("TOOLIDX_STATE_DIR", str(tmp_path / "mine"))
+    mine = tmp_path / "mine.db"
+    shutil.copy(theirs, mine)
+    again = Counting(embedder)
+    with Catalog.from_tools(tool_defs(BACKUP_TOOLS), cache=mine, embedder=again) as cat:
+        assert again.documents == len(BACKUP_TOOLS)
+        assert cat.search("create a backup", mode="semantic").hits[0].name == "create_backup"
+    assert f"{mine}: vector cache not used, it changed since it was written, or another user" in caplog.text
+
+
+def test_vector_cache_path_holding_a_crawled_index_is_refused(catalog_db, tmp_path, embedder):
+    """An index `crawl` wrote, passed as a cache by mistake, is refused and left as it was."""
+    import shutil
+
+    from toolidx.core.errors import UsageError
+
+    path = tmp_path / "crawled.db"
+    shutil.copy(catalog_db, path)
+    before = path.read_bytes()
+    with pytest.raises(UsageError, match="an index of crawled servers, not a catalog's cache"):
+        Catalog.from_tools(tool_defs(), cache=path, embedder=embedder)
+    assert path.read_bytes() == before
+
+
+def test_vector_cache_without_a_key_is_never_believed(tmp_path, embedder, monkeypatch, caplog):
+    """Where the key cannot be kept (a state folder others may write), a cache is embedded again at
+    each start, and the log says what to do."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o777)
+    state.chmod(0o777)
+    monkeypatch.setenv("TOOLIDX_STATE_DIR", str(state))
+    cache = tmp_path / "tools.db"
+    for _ in range(2):
+        count = Counting(embedder)
+        with Catalog.from_tools(tool_defs(), cache=cache, embedder=count) as cat:
+            assert count.documents == len(TOOLS) and cat.search("send an email").hits[0].name == "send_email"
+    assert not (state / "catalog-cache.key").exists()
+    assert "others may write it" in caplog.text and "TOOLIDX_STATE_DIR" in caplog.text

@@ -14,7 +14,8 @@ opened from an index file or built in memory from a server's own tool definition
 `search` is the CLI's search (`toolidx.search.hybrid.search`: the same ranking, filters, calibrated
 scores and "no good match"), `describe` the CLI's describe. A catalog built from tools is embedded
 once; with `cache` its vectors are kept in that file by each tool's embedded text, so a restart with
-the same tools embeds nothing and `update` embeds only the tools that changed.
+the same tools embeds nothing and `update` embeds only the tools that changed. That file is believed
+only as sealed by this user's key (`cache_key`): one changed or swapped since is embedded anew.
 
 Compatibility: within one `API_VERSION` the names and parameters below only grow (new keyword
 arguments with defaults, new result fields); the results' `to_json()` are the CLI's `--json` bodies.
@@ -23,7 +24,10 @@ arguments with defaults, new result fields); the results' `to_json()` are the CL
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
+import secrets
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -33,13 +37,17 @@ from ..catalog.describe import Description, describe
 from ..core.clock import now_iso
 from ..core.embedding import QUERY_THREADS, Embedder, load_embedder, resolve_model
 from ..core.errors import ModelError, UsageError
+from ..core.files import open_regular, private_dir, writable_by_others
 from ..core.filters import Filters
+from ..core.notices import warn_once
 from ..core.servers import ServerResult, ServerSpec, server_name_problem
 from ..core.tooldoc import fix_strings, validate_tool
 from ..crawl.write import store_crawl
 from ..search.hybrid import SearchResult, Spelling, get_query_embedder, search, warm
 from ..store.db import open_db
 from ..store.index import Index
+from ..store.sqlite.content import digest
+from ..store.trust import state_dir
 
 __all__ = [
     "API_VERSION",
@@ -55,6 +63,8 @@ __all__ = [
 API_VERSION = 1
 DEFAULT_SERVER = "server"  # the server part of ids (`server/tool`) in a catalog built from tools
 SOURCE_KEY, SOURCE_SKIPPED = "api_tools_key", "api_tools_skipped"  # meta: the tools a catalog was last built from
+SEAL = "api_cache_seal"  # meta: the keyed digest of everything else in a cache file (store/sqlite/content.py)
+KEY_FILE = "catalog-cache.key"  # in the user's state folder: the key caches are sealed with
 T = TypeVar("T")
 MAX_LIMIT = 50  # the most tools search_tools answers at once (both server integrations)
 PYTHON = Spelling((), "=")  # hints name the keyword arguments: "min_score=0 shows it anyway"
@@ -110,6 +120,84 @@ def tools_key(tools: Sequence[Any]) -> str:
     return hashlib.sha256(b"".join(digests)).hexdigest()
 
 
+def cache_key() -> bytes | None:
+    """The key this user's caches are sealed with: 32 random bytes in `KEY_FILE` in the user's
+    state folder (store/trust.py's; 0600 in 0700), made at first use. None, said once, where it
+    cannot be kept there or others could write it: caches are then never believed."""
+    folder = state_dir()
+    path = folder / KEY_FILE
+    try:
+        private_dir(folder)
+        who = writable_by_others(folder) or writable_by_others(path)
+        if who:
+            raise OSError(f"{who} may write it")
+        if not path.exists():
+            tmp = folder / f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+            try:
+                os.write(fd, secrets.token_hex(32).encode())
+                os.fsync(fd)
+                os.close(fd)
+                try:
+                    os.link(tmp, path)  # whole or not at all; a concurrent first use keeps one key
+                except FileExistsError:
+                    pass
+            finally:
+                tmp.unlink(missing_ok=True)
+        with open_regular(path, "rb") as f:
+            text = f.read(65).decode("ascii", "replace")
+        if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
+            raise OSError("it does not hold a key toolidx wrote")
+        return bytes.fromhex(text)
+    except OSError as e:
+        warn_once(
+            "catalog-cache-key",
+            f"{path}: cannot keep the key vector caches are sealed with ({e}): every cache file is "
+            f"embedded again at each start; set TOOLIDX_STATE_DIR to a folder of yours",
+        )
+        return None
+
+
+def _cache_problem(db: Index, key: bytes | None) -> str | None:
+    """Why the cache file `db` may not be believed (None: it holds what a catalog of this user's
+    wrote and sealed, unchanged since). A file with tools that no catalog wrote (an index `crawl`
+    made) is refused, not discarded: it may be the user's own."""
+    if db.get_meta(SOURCE_KEY) is None:
+        if db.retrieval.tool_count():
+            raise UsageError(
+                f"{db.path} is an index of crawled servers, not a catalog's cache",
+                fix="pass cache= a file of its own (made if missing)",
+            )
+        return None  # new or empty: nothing in it to believe
+    stored = db.get_meta(SEAL)
+    if key is None:
+        return "no key to check it with"
+    if not stored:
+        return "it carries no seal (written by an older toolidx, or not by toolidx)"
+    if not hmac.compare_digest(stored, digest(db, key, [SEAL])):
+        return "it changed since it was written, or another user or machine wrote it"
+    return None
+
+
+def _open_cache(path: str, key: bytes | None) -> Index:
+    """The cache file at `path`, checked against its seal; one that fails is discarded (removed and
+    made anew, its tools embedded again) and the reason said once: its vectors, definitions or
+    keyword index could otherwise rank `drop_database` first for "create a backup" (#42)."""
+    db = open_db(path, create=True)
+    try:
+        problem = _cache_problem(db, key)
+    except BaseException:
+        db.close()
+        raise
+    if problem is None:
+        return db
+    db.close()
+    warn_once(f"catalog-cache:{path}", f"{path}: vector cache not used, {problem}: its tools are embedded again")
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(path + suffix).unlink(missing_ok=True)
+    return open_db(path, create=True)
+
+
 def _embedder(model: str | None, model_path: str | None, indexed: str | None = None) -> Embedder | None:
     choice = resolve_model(model, model_path, indexed=indexed)
     emb = load_embedder(choice, threads=QUERY_THREADS)
@@ -122,8 +210,11 @@ class Catalog:
     """The tools of one index, to search and describe. Make one with `Catalog.open` (an index file)
     or `Catalog.from_tools` (tool definitions, in memory or in a cache file). Thread-safe."""
 
-    def __init__(self, db: Index, embedder: Embedder | None, *, server: str | None = None):
+    def __init__(
+        self, db: Index, embedder: Embedder | None, *, server: str | None = None, seal_key: bytes | None = None
+    ):
         self.db = db
+        self._seal_key = seal_key  # a cache file: sealed after each write
         self.embedder = embedder
         self.server = server  # the server part of ids when built from tools
         self.skipped: list[dict[str, Any]] = []  # [{"name", "reason"}]: tools left out at the last build
@@ -156,16 +247,21 @@ class Catalog:
         """A catalog of `tools` (dicts in `tools/list` shape, mcp or FastMCP `Tool`s) under the
         server name `server` (ids `server/tool`). In memory, or in the file `cache` (made if
         missing; one file per catalog): there the vectors are kept by tool text, so the next start
-        with the same tools embeds nothing. The model: `embedder`, else `model` / `model_path`,
+        with the same tools embeds nothing; a file whose seal does not match is discarded, said
+        once in the log (`_open_cache`). The model: `embedder`, else `model` / `model_path`,
         else the usual order (TOOLIDX_MODEL_PATH, toolidx's own). Invalid tools are left out and
         listed in `skipped`."""
         problem = server_name_problem(server)
         if problem:
             raise UsageError(problem, fix="pass server= a name without '/'")
-        path = ":memory:" if cache is None else str(Path(cache).expanduser())
-        db = open_db(path, create=True)
+        key = None
+        if cache is None:
+            db = open_db(":memory:", create=True)
+        else:
+            key = cache_key()
+            db = _open_cache(str(Path(cache).expanduser()), key)
         emb = embedder if embedder is not None else _embedder(model, model_path, db.get_meta("embed_model"))
-        catalog = cls(db, emb, server=server)
+        catalog = cls(db, emb, server=server, seal_key=key)
         catalog.update(tools)
         return catalog
 
@@ -196,8 +292,11 @@ class Catalog:
             res.tools.append(t)
         with self._lock:
             summary = store_crawl(self.db, [res], embedder=self.embedder, config_path=None, prune=True, vouch=False)
-            self.db.set_meta(SOURCE_KEY, key)
-            self.db.set_meta(SOURCE_SKIPPED, json.dumps(skipped))
+            with self.db.transaction():
+                self.db.set_meta(SOURCE_KEY, key)
+                self.db.set_meta(SOURCE_SKIPPED, json.dumps(skipped))
+                if self._seal_key is not None:  # what this write left, whole, under this user's key
+                    self.db.set_meta(SEAL, digest(self.db, self._seal_key, [SEAL]))
             self.skipped, self.embedded = skipped, summary.embedded
         return summary.embedded
 
@@ -305,8 +404,9 @@ class LiveCatalog:
             indexed = None
             if cache is not None and Path(str(cache)).expanduser().is_file():  # the model the cache was embedded with
                 db = open_db(Path(str(cache)).expanduser(), readonly=True)
-                try:
-                    indexed = db.get_meta("embed_model")
+                try:  # believed only when sealed: a file's model name could make this load (or fetch) another
+                    if _cache_problem(db, cache_key()) is None:
+                        indexed = db.get_meta("embed_model")
                 finally:
                     db.close()
             self._loaded = (_embedder(self._args["model"], self._args["model_path"], indexed), None)  # type: ignore[arg-type]
