@@ -249,3 +249,106 @@ def test_a_reused_connection_id_never_shows_the_index_before(trust_index, tmp_pa
         assert [s["name"] for s in pages.servers(d)["servers"]] == ["weather"]
     finally:
         d.db.close()
+
+
+# --- #42 item 6: a scope narrower than servers sees only its own servers and changes ------------------------
+def _tool(name: str, read_only: bool | None = None) -> dict:
+    t: dict = {"name": name, "description": f"The {name.replace('_', ' ')} tool of this test.", "inputSchema": {"type": "object"}}
+    if read_only is not None:
+        t["annotations"] = {"readOnlyHint": read_only}
+    return t
+
+
+@pytest.fixture(scope="module")
+def removed_index(console_index, tmp_path_factory, model_path) -> Path:
+    """console_index copied, then two crawls of `hostile` (tagged untrusted) and `plain` (no tags)
+    that remove a tool of each kind: hostile/evil (not read-only), hostile/gone_ro and
+    plain/drop_me (read-only)."""
+    from conftest import run_cli
+
+    d = tmp_path_factory.mktemp("removed")
+    db = d / "removed.db"
+    shutil.copy(console_index, db)
+    cfg = json.loads((console_index.parent / "servers.json").read_text())
+    hostile, plain = d / "hostile.json", d / "plain.json"
+    cfg["mcpServers"]["hostile"]["tools_file"] = str(hostile)
+    cfg["mcpServers"]["plain"] = {"tools_file": str(plain)}
+    (d / "servers.json").write_text(json.dumps(cfg))
+    from test_console import hostile_tools
+
+    convert = hostile_tools(2)["tools"][1]
+    before = (
+        [hostile_tools(2)["tools"][0], convert, _tool("gone_ro", True)],
+        [_tool("keep_me", True), _tool("drop_me", True)],
+    )
+    after = ([convert], [_tool("keep_me", True)])
+    for h, p in (before, after):
+        hostile.write_text(json.dumps({"tools": h}))
+        plain.write_text(json.dumps({"tools": p}))
+        r = run_cli(
+            "crawl", "--config", d / "servers.json", "--db", db, "--model-path", model_path,
+            "--server", "hostile", "--server", "plain",
+        )  # fmt: skip
+        assert r.code == 0, r.stderr
+    return db
+
+
+@pytest.fixture(scope="module")
+def removed_console(removed_index, tmp_path_factory):
+    d = tmp_path_factory.mktemp("removed-serve")
+    tokens = d / "tokens"
+    tokens.write_text(
+        f"{READER}\n{TIME_ONLY} servers=time\n{UNTRUSTED_ONLY} tags=untrusted\n{READ_ONLY} read-only\n"
+        f"console-category-0123456789abcdef categories=no-such-category\n"
+    )
+    tokens.chmod(0o600)
+    with spawn(["serve", "--db", str(removed_index), "--http", "127.0.0.1:0", "--token-file", str(tokens)], d / "err") as (
+        base,
+        _,
+    ):
+        yield base
+
+
+def _ids_on(page: str) -> set[str]:
+    import re
+
+    return set(re.findall(r'data-id="([^"]+)"', page))
+
+
+def _server_rows(page: str) -> set[str]:
+    import re
+
+    table = page.split('id="servers"', 1)[1].split("</table>", 1)[0]
+    return set(re.findall(r'<td><a href="/\?q=[^"]*">([^<]+)</a></td>', table))
+
+
+def test_a_tag_scoped_token_sees_only_its_servers_and_changes(removed_console):
+    base = removed_console
+    with HttpSession(base, READER) as s:  # no scope: everything, as before
+        every = s.get("/changes")[1]
+        assert {"hostile/evil", "hostile/gone_ro", "plain/drop_me"} <= _ids_on(every)
+        assert {"broken", "time", "hostile", "plain"} <= _server_rows(s.get("/servers")[1])
+    with HttpSession(base, UNTRUSTED_ONLY) as s:
+        servers = s.get("/servers")[1]
+        assert _server_rows(servers) == {"hostile"}
+        # no other server's name, error or stderr: not in the table, not in the crawls
+        for other in ("broken", "time", "memory", "plain", "crash-start"):
+            assert other not in servers, other
+        changes = s.get("/changes")[1]
+        assert _ids_on(changes) == {"hostile/evil", "hostile/gone_ro"}
+        assert "plain" not in changes and "2 removed" in changes
+        # 1 -> 2 added hostile and `broken` (failed): the failed server is not this token's
+        first = s.get("/changes?from=1&to=2")[1]
+        assert "broken" not in first and "hostile/evil" in _ids_on(first)
+    with HttpSession(base, READ_ONLY) as s:
+        changes = s.get("/changes")[1]
+        assert _ids_on(changes) == {"hostile/gone_ro", "plain/drop_me"}  # evil was not read-only
+        servers = s.get("/servers")[1]
+        assert "plain" in _server_rows(servers) and "broken" not in servers and "hostile" not in _server_rows(servers)
+    with HttpSession(base, "console-category-0123456789abcdef") as s:
+        servers, changes = s.get("/servers")[1], s.get("/changes")[1]
+        assert _server_rows(servers) == set() and not _ids_on(changes)
+        assert "broken" not in servers + changes and "hostile" not in servers + changes
+    with HttpSession(base, TIME_ONLY) as s:  # a servers= scope: its server, failed or not, and nothing else
+        assert _server_rows(s.get("/servers")[1]) == {"time"}
+        assert not _ids_on(s.get("/changes")[1])

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ...core.errors import NotFoundError, UsageError
 from ...core.redact import redact
+from ...diff.snapshot import DiffResult
 from ..discovery import Discovery
 
 SIMILAR = 5
@@ -109,10 +111,11 @@ def _servers(d: Discovery) -> dict[str, Any]:
     from ...diff.history import history
     from ...store.tools import list_servers
 
-    counts = {s["name"]: s.get("count", 0) for s in _categories(d).get("servers", [])}
+    counts = _in_scope_counts(d)
+    visible = _visible_servers(d)
     rows = []
     for s in list_servers(d.db):
-        if d.scope.servers and s["name"] not in d.scope.servers:
+        if visible is not None and s["name"] not in visible:
             continue
         rows.append(
             {
@@ -130,24 +133,60 @@ def _servers(d: Discovery) -> dict[str, Any]:
             }
         )
     rows.sort(key=lambda r: (r["status"] == "ok", r["name"]))
-    crawls = history(d.db, CRAWLS_LISTED, list(d.scope.servers) or None).to_json()["crawls"]
-    return {"servers": rows, "crawls": crawls}
+    return {"servers": rows, "crawls": _crawls(d)}
+
+
+def _narrow(d: Discovery) -> bool:
+    """The scope picks tools inside servers (tags, categories, read-only, approval), not only servers."""
+    return not replace(d.scope, servers=[]).is_empty()
+
+
+def _in_scope_counts(d: Discovery) -> dict[str, int]:
+    return {s["name"]: s.get("count", 0) for s in _categories(d).get("servers", [])}
+
+
+def _visible_servers(d: Discovery) -> set[str] | None:
+    """The servers this scope may see (their status, error, stderr, crawls): every one (None)
+    without a scope; a servers= scope's servers; for a narrower scope only the servers that hold a
+    tool in it (a tag-scoped token learns nothing of the others, not even their names)."""
+    if d.scope.is_empty():
+        return None
+    if not _narrow(d):
+        return set(d.scope.servers)
+    return {name for name, count in _in_scope_counts(d).items() if count}
+
+
+def _crawls(d: Discovery) -> list[dict[str, Any]]:
+    """The last crawls, counted over the visible servers only; for a scope narrower than servers
+    without the tool counts (they would count the tools outside it)."""
+    from ...diff.history import history
+
+    visible = _visible_servers(d)
+    if visible is not None and not visible:
+        return []
+    crawls = history(d.db, CRAWLS_LISTED, sorted(visible) if visible is not None else None).to_json()["crawls"]
+    if _narrow(d):
+        for c in crawls:
+            c.update(tools=None, stale=None, added=None, removed=None, changed=None)
+    return crawls
 
 
 def changes(d: Discovery, from_ref: str | None, to_ref: str | None) -> dict[str, Any]:
-    """The diff between two crawls (diff.history, as `toolidx diff --from --to`), inside the scope's
-    servers, and the crawls to pick from."""
-    from ...diff.history import diff_crawls, history
+    """The diff between two crawls (diff.history, as `toolidx diff --from --to`) inside the scope
+    (_keep_in_scope), and the crawls to pick from."""
+    from ...diff.history import diff_crawls
 
     servers = list(d.scope.servers) or None
-    crawls = history(d.db, CRAWLS_LISTED, servers).to_json()["crawls"]
+    crawls = _crawls(d)
     try:
-        result = diff_crawls(d.db, from_ref or None, to_ref or None, servers).to_json()
+        diff = diff_crawls(d.db, from_ref or None, to_ref or None, servers)
         problem = None
     except (NotFoundError, UsageError) as e:
-        result, problem = None, str(e)
-    if result is not None:
-        _keep_in_scope(d, result)
+        diff, problem = None, str(e)
+    result = None
+    if diff is not None:
+        _keep_in_scope(d, diff, crawls=(diff.old.get("crawl_id"), diff.new.get("crawl_id")))
+        result = diff.to_json()
         _cap(result)
     return {"crawls": crawls, "diff": result, "problem": problem, "from": from_ref or "", "to": to_ref or ""}
 
@@ -175,8 +214,9 @@ def quarantine(d: Discovery, server: str | None = None) -> dict[str, Any]:
         server = next((s for s, c in waiting.items() if c["changed"]), next(iter(waiting), None))
     result = None
     if server is not None:
-        result = awaiting_approval(d.db, [server]).to_json()
-        _keep_in_scope(d, result)
+        diff = awaiting_approval(d.db, [server])
+        _keep_in_scope(d, diff)
+        result = diff.to_json()
         _cap(result)
     rows = [{"id": tid, "by": r.get("approved_by"), "at": r.get("approved_at")} for tid, r in sorted(approved.items())]
     in_scope = set(approved) if d.scope.is_empty() else d.in_scope(approved)
@@ -221,15 +261,82 @@ def usage(d: Discovery) -> dict[str, Any]:
     return out
 
 
-def _keep_in_scope(d: Discovery, diff: dict[str, Any]) -> None:
-    """Drop from a diff's JSON the tools a scope narrower than servers (tags, categories,
-    read-only) hides; removed tools are kept when their server is in scope."""
+def _keep_in_scope(d: Discovery, diff: DiffResult, crawls: tuple[Any, Any] = (None, None)) -> None:
+    """Keep in `diff` only what the scope may see, before its summary is counted: the tools in
+    scope now; a tool the index no longer has when its definition in the diff's crawls (`crawls`:
+    from, to; the old one for a removed tool) would be in scope (_judged_in_scope); and the
+    server entries (state, error) of the visible servers, or of a server whose kept tools show.
+    A scope narrower than servers counts as unchanged only its own tools."""
+    from ...store.catalog import ids_within
+
     if d.scope.is_empty():
         return
-    ids = [t["id"] for s in diff.get("servers", []) for t in s.get("tools", [])]
-    kept = d.in_scope(ids)
-    for s in diff.get("servers", []):
-        s["tools"] = [t for t in s.get("tools", []) if t["id"] in kept or t.get("change") == "removed"]
+    listed = [t for s in diff.servers for t in s.tools]
+    here = ids_within(d.db, [t.id for t in listed if t.change != "removed"], None)
+    kept = d.in_scope(here)
+    kept |= _judged_in_scope(d, [t for t in listed if t.change == "removed"], crawls[0])
+    kept |= _judged_in_scope(d, [t for t in listed if t.change != "removed" and t.id not in here], crawls[1])
+    visible = _visible_servers(d) or set()
+    counts = _in_scope_counts(d)
+    for s in diff.servers:
+        s.tools = [t for t in s.tools if t.id in kept]
+        if _narrow(d):
+            s.unchanged = max(0, counts.get(s.server, 0) - sum(1 for t in s.tools if t.change != "removed"))
+    diff.servers = [s for s in diff.servers if s.tools or s.server in visible]
+
+
+def _judged_in_scope(d: Discovery, gone: list[Any], crawl_id: int | None) -> set[str]:
+    """The ids of tools (not in the index now) whose definition in crawl `crawl_id`, read as a
+    crawl reads it (core.tooldoc: the server's config tags and category as the index records them
+    now, the annotations' tags, the category the taxonomy gives), is inside the scope. Without
+    that crawl none is (a scope never sees what cannot be judged)."""
+    from ...core.tooldoc import build_tooldoc, server_words
+    from ...diff.history import load_snapshot
+    from ...store import approvals
+    from ...store.tools import list_servers
+
+    scope = d.scope
+    gone = [t for t in gone if not scope.servers or t.server in scope.servers]
+    if not gone or crawl_id is None or scope.nothing:
+        return set()
+    if not _narrow(d):
+        return {t.id for t in gone}
+    snap = load_snapshot(d.db, crawl_id, sorted({t.server for t in gone}))
+    defs = snap.load({snap.tools[t.id].hash for t in gone if t.id in snap.tools})
+    servers = {s["name"]: s for s in list_servers(d.db)}
+    approved = approvals.approvals(d.db, [t.id for t in gone]) if scope.approved_only else {}
+    out = set()
+    for t in gone:
+        ref = snap.tools.get(t.id)
+        definition = defs.get(ref.hash) if ref else None
+        if not isinstance(definition, dict) or "name" not in definition:
+            continue
+        s = servers.get(t.server) or {}
+        tags = s.get("tags") if isinstance(s.get("tags"), list) else []
+        try:
+            doc = build_tooldoc(
+                definition,
+                t.server,
+                config_tags=[str(x) for x in tags],
+                category=s.get("category") or None,
+                server_label=server_words(t.server, s.get("server_name"), s.get("server_title")),
+            )
+        except (TypeError, ValueError, KeyError, AttributeError):
+            continue  # a definition that cannot be read as a crawl reads it: not shown
+        if (
+            (scope.tags and not set(scope.tags) & set(doc.tags))
+            or (scope.exclude_tags and set(scope.exclude_tags) & set(doc.tags))
+            or (scope.categories and doc.category not in scope.categories)
+            or (scope.read_only and doc.read_only is not True)
+            or (scope.no_destructive and not (doc.read_only is True or doc.destructive is False))
+            or (scope.approved_only and t.id not in approved)
+            or scope.name_pattern
+            or scope.description_contains
+            or scope.has_examples
+        ):
+            continue
+        out.add(t.id)
+    return out
 
 
 def _cap(diff: dict[str, Any]) -> None:
