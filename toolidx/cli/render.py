@@ -187,6 +187,12 @@ def crawl_summary(summary: CrawlSummary, as_json: bool, sources: dict | None = N
                 else "no longer in this config"
             )
         )
+    for r in d["servers"]:
+        if r.get("replaced_owner"):
+            warning(
+                f"server {_one(r['server'], 60)} was crawled by another config ({_one(r['replaced_owner'])}): "
+                f"this crawl replaced it, it is {_one(r['owner'])}'s now (rename one of them to keep both)"
+            )
     if d["other_configs_servers"]:
         note(
             f"kept {plural(d['other_configs_servers'], 'server')} that other configs crawled into this index "

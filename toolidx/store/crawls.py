@@ -14,7 +14,7 @@ from .. import __version__
 from ..core.clock import now_iso
 from ..core.embedding import Embedder, text_hash
 from ..core.servers import ServerResult, stderr_lines
-from ..core.tooldoc import ToolDoc, canonical_json
+from ..core.tooldoc import ToolDoc, canonical_json, fix_strings
 from . import keywords, vectors
 from .db import in_chunks
 from .index import Index
@@ -86,7 +86,8 @@ def write_crawl(
         r.mask_secrets()  # idempotent; crawl has done it already, other writers may not have
     summary = CrawlSummary(crawl_id=0, config=config_path)
     ts = now_iso()
-    owner = owner or config_path
+    # compared as stored: PostgreSQL stores text cleaned (no NUL), so a raw owner never matched its own
+    owner = fix_strings(owner or config_path)
     with db.transaction():
         # another crawler may have written these servers since `existing` was read (writers take
         # turns, readers do not wait): what is in the index now decides what this crawl changes
@@ -129,6 +130,7 @@ def write_crawl(
                     }
                 )
                 continue
+            held_by = db.scalar("SELECT owner FROM servers WHERE name = ?", (r.spec.name,))
             _write_server(db, r, crawl_id, ts, owner)
             if r.ok:
                 _write_tools(db, r.spec.name, docs[r.spec.name], existing, vecs, embedder, ts, summary)
@@ -149,6 +151,9 @@ def write_crawl(
                     "tools": len(r.tools) if r.ok else None,
                     "invalid_tools": r.invalid_tools,
                     "duration_ms": r.duration_ms,
+                    # another config's server of the same name, now this one's: said, never silent
+                    "replaced_owner": held_by if held_by is not None and held_by != owner else None,
+                    "owner": owner,
                 }
             )
         if prune:
@@ -348,9 +353,19 @@ def write_vectors(db: Index, embedder: Embedder, rows: list[dict], blobs: list[b
             )
 
 
-def recorded_configs(db: Index, servers: list[str] | None = None) -> list[str]:
+def recorded_owners(db: Index, servers: list[str] | None = None) -> list[str]:
+    """The owners (servers.owner) of the index's servers (those named, else all)."""
+    where, params = "", []
+    if servers:
+        where, params = f" AND name IN ({', '.join('?' * len(servers))})", list(servers)
+    rows = db.query(f"SELECT DISTINCT owner FROM servers WHERE owner IS NOT NULL{where} ORDER BY 1", params)
+    return [r["owner"] for r in rows]
+
+
+def recorded_configs(db: Index, servers: list[str] | None = None, fallback: bool = True) -> list[str]:
     """The config files the index's servers (those named, else all) were last crawled from, as the
-    crawls recorded them; an index without servers: the config its last crawl recorded."""
+    crawls recorded them; an index without servers: the config its last crawl recorded (not
+    without `fallback`)."""
     where, params = "", []
     if servers:
         where, params = f" AND s.name IN ({', '.join('?' * len(servers))})", list(servers)
@@ -359,7 +374,7 @@ def recorded_configs(db: Index, servers: list[str] | None = None) -> list[str]:
         f"WHERE c.config_path IS NOT NULL{where} ORDER BY 1",
         params,
     )
-    if rows:
+    if rows or not fallback:
         return [r["path"] for r in rows]
     if servers:  # servers the index does not hold yet: whichever configs crawled the others
         return recorded_configs(db)
