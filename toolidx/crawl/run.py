@@ -16,7 +16,7 @@ from ..core.clock import now_iso
 from ..core.embedding import Embedder, LazyEmbedder
 from ..core.errors import UsageError
 from ..core.servers import ServerResult, ServerSpec
-from ..store.crawls import CrawlSummary, recorded_configs
+from ..store.crawls import CrawlSummary, recorded_configs, recorded_owners
 from ..store.index import Index
 from .config import DEFAULT_CONCURRENCY, Config
 from .sources import load_tools_file
@@ -187,13 +187,18 @@ def _stored_path(config: Config) -> str | None:
 
 def recorded_config(db: Index, only: list[str] | None = None) -> str:
     """The config to crawl when none is given: the one the index's servers (`only`: these) were
-    crawled from, if it is one file that a crawl on this machine read and that still exists.
+    crawled from, if it is one file that a crawl on this machine read and that still exists, or
+    `--from CLIENTS` when a `crawl --from` crawled them (its owner names the clients; what it reads
+    is this user's own client files, as `--from` reads them, so no trust record is needed).
     UsageError (one line, naming them) when the index records none, several, or one that is gone
     or was never read here (an index from elsewhere names no config this machine should run)."""
     from ..store.trust import trusted_config
+    from .client_configs import owner, owner_clients
 
-    paths = recorded_configs(db, only)
-    fix = "pass --config FILE"
+    froms = sorted({owner(c) for c in map(owner_clients, recorded_owners(db, only)) if c})
+    # with a `--from` crawl's servers: only the configs of servers the index holds, not a stale record
+    paths = recorded_configs(db, only, fallback=not froms) + froms
+    fix = "pass --config FILE (or --from CLIENTS)"
     if not paths:
         raise UsageError(
             "no --config given, and the index records no config it was crawled from", where=db.path, fix=fix
@@ -205,6 +210,8 @@ def recorded_config(db: Index, only: list[str] | None = None) -> str:
             fix="pass --config with the one to crawl (or --server NAME to crawl one server's config)",
         )
     path = paths[0]
+    if path in froms:
+        return path
     if not os.path.isfile(path):
         raise UsageError(
             f"no --config given, and the config the index was crawled from is gone: {path}", where=db.path, fix=fix

@@ -207,6 +207,15 @@ def toolidx_command(db_path: str, *args: str) -> str:
     return shlex.join(["toolidx", *args, *extra])
 
 
+def recrawl_args(server: dict[str, Any]) -> list[str]:
+    """The crawl that re-crawls one server of the index: a `crawl --from` crawl's server with the
+    same clients (`--from`; the index records no config file for it), else its config's."""
+    from ..crawl.client_configs import owner_clients
+
+    clients = owner_clients(server.get("owner"))
+    return ["crawl", *(["--from", ",".join(clients)] if clients else []), "--server", str(server["name"])]
+
+
 def pgvector_fix(version: str) -> str:
     """The two ways to have pgvector (docs/deploy.md), for a server of `version` ("15.18 (Debian ...)")."""
     major = version.split(".")[0].split()[0] if version else "NN"
@@ -286,9 +295,9 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
             f"server {s['name']}",
             WARN,
             f"failed at the last crawl: {(s['error'] or 'no reason recorded').splitlines()[0][:200]}"
-            + (f"; {plural(facts['stale_tools'], 'stale tool')} kept" if facts["stale_tools"] else "")
+            + (f"; {plural(s['stale_tools'], 'stale tool')} kept" if s["stale_tools"] else "")
             + (f"; last stderr: {' | '.join(said)}" if said else ""),
-            f"fix the server, then: {toolidx_command(db_path, 'crawl', '--server', s['name'])}",
+            f"fix the server, then: {toolidx_command(db_path, *recrawl_args(s))}",
         )
     if not failed:
         report.add("index", "servers", OK, f"{len(facts['servers'])} server(s), all ok at the last crawl")

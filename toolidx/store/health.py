@@ -63,7 +63,14 @@ def index_facts(db: Index) -> dict[str, Any]:
             app_id = int(db.scalar("PRAGMA application_id"))
             problems = [r[0] for r in db.execute("PRAGMA quick_check(5)").fetchall()]
         tools = int(db.scalar("SELECT count(*) FROM tools"))
-        servers = db.query("SELECT name, status, error, stderr_tail, tool_count, last_ok_at FROM servers ORDER BY name")
+        # stale_tools per server: a failed server's own kept tools, not every server's
+        # a read-only file from before migration 4 has no servers.owner (a reader need not migrate)
+        owner = "owner" if user_version >= 4 else "NULL AS owner"
+        servers = db.query(
+            f"SELECT name, status, error, stderr_tail, tool_count, last_ok_at, {owner}, "
+            "(SELECT count(*) FROM tools t WHERE t.server = servers.name AND t.stale = 1) AS stale_tools "
+            "FROM servers ORDER BY name"
+        )
         stale = int(db.scalar("SELECT count(*) FROM tools WHERE stale = 1"))
         has_vectors = db.vec_available and vectors.has_table(db)
         with_vectors = int(db.scalar(f"SELECT count(*) FROM {vectors.TABLE}")) if has_vectors else 0
