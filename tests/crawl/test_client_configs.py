@@ -132,3 +132,42 @@ def test_run_from_home_a_file_that_is_both_user_and_project_is_read_once(machine
     monkeypatch.chdir(home)
     found = from_clients(["cursor"])
     assert [f.path for f in found.files] == [str(home / ".cursor" / "mcp.json")] and not found.duplicates
+
+
+def test_after_from_print_config_passes_the_variables_the_servers_need(machine, tmp_path, monkeypatch):
+    """#45 item 2: after --config the entry carried "GITHUB_TOKEN": "<value of GITHUB_TOKEN>"; after
+    --from (no config file recorded) it carried nothing, and execute_tool failed with "try again"."""
+    from conftest import raw
+
+    from toolidx.serve.backends import spec_from_index
+    from toolidx.store.db import open_db
+    from toolidx.store.tools import get_server
+
+    home, _ = machine
+    gh = raw("ok", env={"GITHUB_TOKEN": "${GITHUB_TOKEN}", "LOG": "${LOG_LEVEL:-info}"})
+    (home / ".cursor" / "mcp.json").write_text(json.dumps({"mcpServers": {"github": gh}}))
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-s3cret-token")
+    db = tmp_path / "gh.db"
+    assert run_cli("crawl", "--from", "cursor", "--db", db, "--model", "none").code == 0
+    r = run_cli("serve", "--db", db, "--print-config", "--json")
+    assert r.code == 0, r.stderr
+    env = r.json["config"]["mcpServers"]["toolidx"]["env"]
+    assert env["GITHUB_TOKEN"] == "<value of GITHUB_TOKEN>" and env["LOG_LEVEL"] == "<value of LOG_LEVEL>"
+    assert "ghp-s3cret-token" not in r.stdout
+    d = open_db(db)
+    try:
+        row = get_server(d, "github")
+    finally:
+        d.close()
+    problem = spec_from_index("github", row, {}).problem or ""
+    assert "GITHUB_TOKEN" in problem and "`env` of toolidx's entry" in problem and "--print-config" in problem
+
+
+def test_looked_in_names_each_file_once_from_the_home_folder(tmp_path):
+    """#45 item 9: run from the home folder, ~/.cursor/mcp.json is the user's file and the project's."""
+    home = tmp_path / "h"
+    home.mkdir()
+    with pytest.raises(UsageError) as e:
+        from_clients(["cursor"], home=home, cwd=home)
+    fix = e.value.fix or ""
+    assert fix.count(str(home / ".cursor" / "mcp.json")) == 1, fix

@@ -105,7 +105,13 @@ def env_references(config_path: str | None) -> list[str]:
 
 
 def client_config(
-    client: str, db_path: str, *, name: str = "toolidx", index_config_path: str | None = None, **serve_options
+    client: str,
+    db_path: str,
+    *,
+    name: str = "toolidx",
+    index_config_path: str | None = None,
+    index_vars: Sequence[str] = (),
+    **serve_options,
 ) -> ClientEntry:
     """The stdio entry that makes `client` start `toolidx serve` on `db_path`."""
     if client not in CLIENTS:
@@ -124,7 +130,9 @@ def client_config(
         # serve runs only launch lines this user's crawls vouch for: it must read them where they
         # were written, not in the default folder a bare environment points at
         env[trust.STATE_ENV] = str(trust.state_dir().expanduser().resolve())
-    needed = env_references(serve_options.get("config_path") or index_config_path)
+    # the config's variables, and those of the index's own launch lines (a `crawl --from` records
+    # no config file: its servers start from those lines)
+    needed = sorted({*env_references(serve_options.get("config_path") or index_config_path), *index_vars})
     for var in needed:
         env.setdefault(var, f"<value of {var}>")
     if env:

@@ -120,6 +120,23 @@ FOLDER_VARS = ("PWD", "workspaceFolder")
 FOLDER_VAR = re.compile(r"\$\{(?:env:)?(" + "|".join(FOLDER_VARS) + r")(?::-[^}]*)?\}")
 
 
+_NAMED_VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
+
+
+def launch_vars(connect: Any) -> list[str]:
+    """The environment variables a stored launch line (`servers.connect`) is expanded with where
+    serve starts it (`${VAR}` in its command, args, cwd, url, kept env values; the names of env
+    values kept by name from an index that kept no values): the client that starts serve must
+    pass them. Not the folder's own variables, which the crawl pinned."""
+    c = connect if isinstance(connect, dict) else {}
+    texts = [c.get(k) for k in ("command", "cwd", "url", "env_file", "tools_file")]
+    texts += list(c.get("args") or []) + list((c.get("env") or {}).values() if isinstance(c.get("env"), dict) else [])
+    found = {m for t in texts if isinstance(t, str) for m in _NAMED_VAR.findall(t)}
+    if not isinstance(c.get("env"), dict):
+        found.update(str(k) for k in c.get("env_keys") or [])
+    return sorted(found - {*FOLDER_VARS, "TOOLIDX_PYTHON"})
+
+
 def relative_with_folder(command: str) -> bool:
     """A relative command with a folder part (`./server`, `.venv/bin/python`): found from a folder."""
     return not os.path.isabs(command) and ("/" in command or os.sep in command)
