@@ -199,12 +199,10 @@ def crawl(
     """Connect to every configured MCP server and index its tools. Exit 1 if any server failed."""
     from ..core.embedding import LazyEmbedder, resolve_model
     from ..core.errors import UsageError
+    from ..crawl.client_configs import ClientConfigs, parse_clients
+    from ..crawl.client_configs import from_clients as find_client_servers
     from ..crawl.config import load_config
     from ..crawl.run import check_prune, recorded_config, run_crawl
-
-    from ..crawl.client_configs import ClientConfigs
-    from ..crawl.client_configs import from_clients as find_client_servers
-    from ..crawl.client_configs import parse_clients
 
     if from_clients is not None and config is not None:
         raise UsageError("--from and --config name two sets of servers", fix="give one of them")
@@ -718,11 +716,21 @@ def _client_entry(db: Optional[Path], client: str, http: Optional[str], entry: d
 
         host, port = parse_address(http)
         return http_client_config(client, host, port, tls=tls, token=token or not is_loopback(host))
+    from ..core.servers import launch_vars
     from ..store.db import default_db_path
+    from ..store.tools import list_servers
     from .clients import client_config
 
+    database = _open(db)
+    scoped = set(entry.get("servers") or [])
+    servers = [s for s in list_servers(database) if not scoped or s["name"] in scoped]
+    index_vars = {v for s in servers for v in launch_vars(s.get("connect"))}
     return client_config(
-        client, str(db or default_db_path()), index_config_path=_open(db).get_meta("config_path"), **entry
+        client,
+        str(db or default_db_path()),
+        index_config_path=database.get_meta("config_path"),
+        index_vars=sorted(index_vars),
+        **entry,
     )
 
 
