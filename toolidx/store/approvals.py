@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 
+from ..core.errors import UsageError
 from ..core.tooldoc import definition_hash
 from .db import in_chunks
 from .index import Index
@@ -98,23 +99,40 @@ def current_hashes(db: Index, ids: list[str] | None = None, servers: list[str] |
     return {r["id"]: stored_hash(r["definition"]) for r in db.query(sql + " ORDER BY id", params)}
 
 
-def record(db: Index, ids: list[str], by: str, at: str) -> list[dict]:
+class ChangedSinceShown(UsageError):
+    """`record(expect=...)`: a tool's definition is no longer the one its approver was shown (a
+    crawl landed in between); nothing was approved."""
+
+    def __init__(self, tool_id: str, shown: str, now: str | None):
+        self.tool_id, self.shown, self.now = tool_id, shown, now
+        super().__init__(
+            f"{tool_id}: its definition changed after it was shown to you; nothing was approved",
+            fix="review what changed and approve again",
+        )
+
+
+def record(db: Index, ids: list[str], by: str, at: str, expect: dict[str, str] | None = None) -> list[dict]:
     """Approve the current definition of each tool in `ids`, in one transaction. Returns, per id,
     {"id", "hash", "previous_hash"} (previous_hash: what was approved before, or None). The approved
-    definition is kept in tool_versions (a crawl keeps it there too), so a later change can be diffed."""
+    definition is kept in tool_versions (a crawl keeps it there too), so a later change can be diffed.
+    `expect`: id -> the hash of the definition its approver saw; any other (or a tool gone) raises
+    ChangedSinceShown inside the transaction, before anything is written."""
     with db.transaction() as conn:
-        rows = []
+        rows, versions = [], []
         for marks, chunk in in_chunks(list(dict.fromkeys(ids))):
             found = conn.execute(
                 f"SELECT t.id, t.definition, a.hash FROM tools t LEFT JOIN approvals a "
                 f"ON a.tool_id = t.id WHERE t.id IN ({marks})",
                 chunk,
             ).fetchall()
-            versions = [(stored_hash(d), d) for _, d, _ in found]
-            rows += [(tid, h, prev) for (tid, _, prev), (h, _) in zip(found, versions)]
-            conn.executemany(
-                "INSERT INTO tool_versions(hash, definition) VALUES (?, ?) ON CONFLICT DO NOTHING", versions
-            )
+            mine = [(stored_hash(d), d) for _, d, _ in found]
+            versions += mine
+            rows += [(tid, h, prev) for (tid, _, prev), (h, _) in zip(found, mine)]
+        now = {tid: h for tid, h, _ in rows}
+        for tid, shown in (expect or {}).items():
+            if now.get(tid) != shown:
+                raise ChangedSinceShown(tid, shown, now.get(tid))
+        conn.executemany("INSERT INTO tool_versions(hash, definition) VALUES (?, ?) ON CONFLICT DO NOTHING", versions)
         conn.executemany(
             "INSERT INTO approvals(tool_id, hash, approved_by, approved_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT(tool_id) DO UPDATE SET hash = excluded.hash, "

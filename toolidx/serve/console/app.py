@@ -22,6 +22,7 @@ from ... import __version__
 from ...core.clock import now_iso
 from ...core.errors import DatabaseError, ToolidxError
 from ...core.safetext import visible
+from ...store.approvals import ChangedSinceShown
 from ..access import ANONYMOUS, Grant, Tokens
 from ..discovery import Discovery, LookupProblem
 from . import pages
@@ -249,10 +250,19 @@ class Console:
                 request, visitor, "approving and revoking need a token marked admin in the token file"
             )
         tool_id = str(form.get("id") or "")
+        shown = form.get("hash")
         d = self.view(visitor)
+        by = f"console:{visitor.grant.label}"
         try:
-            done = await anyio.to_thread.run_sync(pages.approve, d, tool_id, f"console:{visitor.grant.label}", revoke)
+            done = await anyio.to_thread.run_sync(
+                pages.approve, d, tool_id, by, revoke, shown if isinstance(shown, str) else None
+            )
             await anyio.to_thread.run_sync(d.refresh)
+        except ChangedSinceShown as e:  # a crawl landed after the page was loaded: show what it changed
+            log.info(f"console: {visitor.grant.label} approving {tool_id}: refused, changed since shown")
+            await anyio.to_thread.run_sync(d.refresh)
+            data = await anyio.to_thread.run_sync(pages.changed_since_shown, d, tool_id, e.shown)
+            return self.render(request, "quarantine.html", visitor, 409, problem=str(e), **data)
         except ToolidxError as e:
             return self.render(request, "error.html", visitor, 400, message=str(e), suggestions=[])
         log.info(f"console: {visitor.grant.label} {done['action']}d {tool_id} at {done['at']}")

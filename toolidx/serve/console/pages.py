@@ -218,6 +218,9 @@ def quarantine(d: Discovery, server: str | None = None) -> dict[str, Any]:
         _keep_in_scope(d, diff)
         result = diff.to_json()
         _cap(result)
+    # read before the diff: an Approve button never carries a hash newer than the diff it shows
+    # (a crawl in between makes the approval refused, never one of a definition not shown)
+    hashes = {t["id"]: current.get(t["id"], "") for s in (result or {}).get("servers", []) for t in s["tools"]}
     rows = [{"id": tid, "by": r.get("approved_by"), "at": r.get("approved_at")} for tid, r in sorted(approved.items())]
     in_scope = set(approved) if d.scope.is_empty() else d.in_scope(approved)
     # the servers with changed tools first, then the most waiting: a page, not 2,000 rows
@@ -228,24 +231,45 @@ def quarantine(d: Discovery, server: str | None = None) -> dict[str, Any]:
         "more_servers": len(waiting) - len(listed),
         "server": server,
         "diff": result,
+        "hashes": hashes,
         "approved": [r for r in rows if r["id"] in in_scope],
     }
 
 
-def approve(d: Discovery, tool_id: str, by: str, revoke: bool) -> dict[str, Any]:
+def approve(d: Discovery, tool_id: str, by: str, revoke: bool, shown: str | None = None) -> dict[str, Any]:
     """Approve (or revoke) one tool as `toolidx approve` does (catalog.approvals), on its own
     connection: serve's is for reading. Only a tool in scope (revoking: an approval whose tool
-    left the index too)."""
+    left the index too). Approving needs `shown`, the hash of the definition the page showed:
+    one that changed since raises ChangedSinceShown, and nothing is approved."""
     from ...catalog.approvals import approve as record
     from ...store.db import open_db
 
     if not (d.in_scope([tool_id]) or (revoke and d.scope.is_empty())):
         raise NotFoundError(f"no tool {tool_id!r} in scope", fix="pick a tool from the quarantine page")
+    if not revoke and not shown:
+        raise UsageError("this form does not say which definition you reviewed", fix="reload the quarantine page")
     db = open_db(d.db_path)
     try:
-        return record(db, [tool_id], revoke=revoke, by=by).to_json()
+        return record(db, [tool_id], revoke=revoke, by=by, expect=None if revoke else {tool_id: str(shown)}).to_json()
     finally:
         db.close()
+
+
+def changed_since_shown(d: Discovery, tool_id: str, shown: str) -> dict[str, Any]:
+    """For an approval refused because the tool changed: what changed between the definition the
+    person was shown (`shown`, kept in tool_versions by the crawl that wrote it) and the one now,
+    field by field, as the diff template takes it; and the server's quarantine below it (with
+    the new definition's hash on its Approve button)."""
+    from ...diff.approved import changes_since_approval
+    from ...diff.snapshot import ToolDiff
+
+    tool = d.tool(tool_id)
+    server, _, name = tool_id.partition("/")
+    shown_diff = None
+    if tool is not None:
+        t = ToolDiff(tool_id, server, name, "changed", changes_since_approval(d.db, tool, {"hash": shown}))
+        shown_diff = {"servers": [{"server": server, "state": "ok", "tools": [t.to_json()]}], "hidden": 0}
+    return {**quarantine(d, server), "changed_id": tool_id, "shown_diff": shown_diff}
 
 
 def usage(d: Discovery) -> dict[str, Any]:
