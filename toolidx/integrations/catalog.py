@@ -23,6 +23,7 @@ arguments with defaults, new result fields); the results' `to_json()` are the CL
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -138,10 +139,8 @@ def cache_key() -> bytes | None:
                 os.write(fd, secrets.token_hex(32).encode())
                 os.fsync(fd)
                 os.close(fd)
-                try:
-                    os.link(tmp, path)  # whole or not at all; a concurrent first use keeps one key
-                except FileExistsError:
-                    pass
+                with contextlib.suppress(FileExistsError):  # a concurrent first use made it: one key
+                    os.link(tmp, path)  # whole or not at all
             finally:
                 tmp.unlink(missing_ok=True)
         with open_regular(path, "rb") as f:
