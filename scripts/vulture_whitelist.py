@@ -31,6 +31,7 @@ launch_differs  # unused variable (toolidx/crawl/combine.py): a JSON key of tool
 approvals_dropped  # unused variable (toolidx/crawl/combine.py): a JSON key of toolidx merge
 other_configs_servers  # unused variable (toolidx/store/crawls.py): a JSON key of toolidx crawl
 do_GET  # unused method (tests/conftest.py): http.server calls its handler's methods by name
+do_POST  # unused method (tests/crawl/test_folder_configs.py): http.server calls its handler's methods by name
 log_message  # unused method (tests/conftest.py): http.server's logging hook, silenced
 latency_ms  # unused variable (toolidx/search/eval.py:238)
 infeasible_path  # unused variable (toolidx/search/eval.py:254)
