@@ -673,6 +673,9 @@ def test_vector_cache_path_holding_a_crawled_index_is_refused(catalog_db, tmp_pa
 def test_vector_cache_without_a_key_is_never_believed(tmp_path, embedder, monkeypatch, caplog):
     """Where the key cannot be kept (a state folder others may write), a cache is embedded again at
     each start, and the log says what to do."""
+    from toolidx.core import notices
+
+    monkeypatch.setattr(notices, "_said", set())  # said once per process: this test must see it said
     state = tmp_path / "state"
     state.mkdir(mode=0o777)
     state.chmod(0o777)
@@ -684,3 +687,34 @@ def test_vector_cache_without_a_key_is_never_believed(tmp_path, embedder, monkey
             assert count.documents == len(TOOLS) and cat.search("send an email").hits[0].name == "send_email"
     assert not (state / "catalog-cache.key").exists()
     assert "others may write it" in caplog.text and "TOOLIDX_STATE_DIR" in caplog.text
+
+
+def test_sdk_helper_with_a_swapped_cache_ranks_from_its_own_vectors(tmp_path, model_path, caplog):
+    """The SDK helper's cache (its model preloaded in the background, as a server starts): a file
+    whose vectors were swapped after the last start is not used."""
+    from mcp import Client
+    from mcp.server.lowlevel import Server
+    from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
+
+    from toolidx.integrations.mcpsdk import add_tool_search
+
+    cache = tmp_path / "tools.db"
+
+    async def list_tools(ctx, params):
+        return ListToolsResult(tools=[Tool.model_validate(d) for d in tool_defs(BACKUP_TOOLS)])
+
+    async def call_tool(ctx, params):
+        return CallToolResult(content=[TextContent(type="text", text="ran")])
+
+    async def start() -> str:
+        server = Server("server", on_list_tools=list_tools, on_call_tool=call_tool)
+        add_tool_search(server, cache=cache, model_path=model_path, min_score=0)
+        async with Client(server) as c:
+            # words drop_database's description shares ("database"): its swapped vector lifted it first
+            r = await c.call_tool("search_tools", {"query": "back up my database"})
+            return r.structured_content["tools"][0]["name"]
+
+    assert anyio.run(start) == "create_backup"
+    swap_vectors(cache)
+    assert anyio.run(start) == "create_backup"
+    assert f"{cache}: vector cache not used" in caplog.text
