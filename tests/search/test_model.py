@@ -203,8 +203,10 @@ def test_pipx_installs_the_wheel_for_real_use(tmp_path):
         assert ui.stdout is not None
         link = ui.stdout.readline().strip()  # printed once the port is bound
         opened = urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPCookieProcessor())
-        with opened.open(link, timeout=60) as page:  # the one-time link, then its redirect to the search page
-            assert page.status == 200 and "<form" in page.read().decode()
+        with opened.open(link, timeout=60) as page:  # the one-time link: a session
+            assert page.status == 200
+        with opened.open(link.split("/login")[0] + "/", timeout=60) as page:  # the search page
+            assert page.status == 200 and 'id="q"' in page.read().decode()
     finally:
         ui.terminate()
         ui.wait(timeout=30)

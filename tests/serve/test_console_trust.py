@@ -402,3 +402,47 @@ def test_approve_refuses_a_definition_changed_after_the_page_was_loaded(tmp_path
             assert status == 400 and "which definition you reviewed" in body
     approved = run_cli("diff", "--approved", "--db", db, "--json")
     assert approved.json["summary"]["tools"]["changed"] == 0 and approved.json["summary"]["tools"]["added"] == 0
+
+
+# --- #42 item 8: `toolidx ui`'s secret never on a command line, and good once -------------------------------
+def test_toolidx_ui_starts_the_browser_on_a_private_file_not_on_its_secret(console_index, tmp_path, browser):
+    """`toolidx ui` with BROWSER set to a script that records its argv (what /proc/PID/cmdline
+    shows every local user): no secret there; the file it names is 0600 in a 0700 folder; Chromium
+    opened on that file ends signed in on the search page; the link a second time is refused with
+    words for a `ui` user."""
+    import os
+    import stat
+
+    from selenium.webdriver.common.by import By
+    from test_console import wait
+
+    record = tmp_path / "argv"
+    fake = tmp_path / "browser.sh"
+    fake.write_text(f"#!/bin/sh\ncat /proc/$$/cmdline | tr '\\0' '\\n' > {record}.tmp && mv {record}.tmp {record}\n")
+    fake.chmod(0o700)
+    out = tmp_path / "ui.out"
+    env = {"BROWSER": str(fake)}
+    args = ["ui", "--db", str(console_index), "--usage-db", str(tmp_path / "u.db")]
+    with open(out, "w") as outf, spawn(args, tmp_path / "ui.err", env=env, stdout=outf) as (base, _):
+        deadline = time.monotonic() + 30
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        link = out.read_text().split()[0]
+        secret = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["once"][0]
+        argv = record.read_text().splitlines()
+        assert argv[-1].startswith("file://") and secret not in "".join(argv), argv
+        page = Path(urllib.parse.unquote(urllib.parse.urlsplit(argv[-1]).path))
+        assert stat.S_IMODE(page.stat().st_mode) == 0o600 and stat.S_IMODE(page.parent.stat().st_mode) == 0o700
+        assert page.stat().st_uid == os.getuid() and secret in page.read_text()
+        browser.delete_all_cookies()
+        browser.get(page.as_uri())  # as the real browser would: the file forwards to the link
+        wait(browser, lambda d: d.find_elements(By.ID, "q"))  # signed in: the search page
+        assert urllib.parse.urlsplit(browser.current_url).path == "/"
+        browser.get(base + "/servers")
+        assert browser.find_elements(By.ID, "servers")  # and stays signed in
+        # the link again (another local user who read it from somewhere): spent
+        status, body = raw_request(base, "GET", link[len(base) :], {"Host": _host(base)})
+        assert status == 403 and b"this link was already used; run toolidx ui again for a new one" in body
+        assert b"sign in with a token" not in body
+        folder = page.parent
+    assert not folder.exists()  # removed when ui stops

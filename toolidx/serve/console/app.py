@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -42,6 +43,10 @@ SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 # Jinja2 is a dependency: only a broken install lacks it, and toolidx is on no package index
+SIGNED_IN = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">
+<title>toolidx</title></head><body><p>Signed in: <a href="/" id="continue">open the console</a>.</p></body></html>
+"""
 NO_JINJA = (
     "the web console needs Jinja2, a dependency of toolidx missing from this install: "
     "reinstall toolidx (pipx reinstall toolidx, or pip install --force-reinstall /path/to/toolidx)\n"
@@ -65,6 +70,36 @@ def local_access(user: str) -> tuple[Tokens, Sessions, str]:
     once = secrets.token_urlsafe(32)
     grant = Grant(f"ui:{user}", admin=True)
     return Tokens([(secrets.token_urlsafe(32), grant)]), Sessions(once, grant), once
+
+
+# `toolidx ui`'s page of its own: the browser is started on this file, never on the link, since a
+# command line is readable by every user of the machine (/proc/PID/cmdline); the file is not
+OPENER = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">
+<meta http-equiv="refresh" content="0;url={link}"><title>toolidx</title></head>
+<body><p><a href="{link}">Open the toolidx console</a> (this page works once).</p></body></html>
+"""
+
+
+def open_privately(link: str) -> Callable[[], None]:
+    """Open `link` in the default browser without putting it on the browser's command line: a page
+    that forwards to it, written 0600 in a fresh 0700 folder (tempfile.mkdtemp), is what the
+    browser is started on. In a thread: a BROWSER command may not return until the browser quits.
+    Returns what removes the folder (at exit: the link is spent on first use anyway)."""
+    import html
+    import os
+    import shutil
+    import tempfile
+    import threading
+    import webbrowser
+
+    folder = Path(tempfile.mkdtemp(prefix="toolidx-ui-"))
+    page = folder / "open.html"
+    fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(OPENER.format(link=html.escape(link, quote=True)))
+    threading.Thread(target=webbrowser.open, args=(page.as_uri(),), name="toolidx-ui-browser", daemon=True).start()
+    return lambda: shutil.rmtree(folder, ignore_errors=True)
 
 
 def _named(cookie: str, request: Any) -> str:
@@ -281,16 +316,20 @@ class Console:
     async def login_page(self, request: Any, problem: str | None = None, status: int = 200) -> Any:
         import secrets
 
-        from starlette.responses import RedirectResponse
+        from starlette.responses import HTMLResponse, RedirectResponse
 
         once = request.query_params.get("once")
         if once:  # `toolidx ui`'s link: a session at once, and the link is spent
             grant = self.sessions.redeem(once)
             if grant is not None:
-                response = RedirectResponse("/", status_code=303, headers=SECURITY_HEADERS)
+                # a page that goes on by itself, not a redirect: the link came from a page of
+                # another site (OPENER, a file:), and a browser sends no SameSite=Strict cookie on
+                # a redirect that such a page started; a navigation this page starts is same-site
+                response = HTMLResponse(SIGNED_IN, headers=SECURITY_HEADERS)
                 self._cookie(response, _named(COOKIE, request), self.sessions.open(grant).sid, MAX_AGE_S)
+                log.info(f"console: {grant.label} signed in by the one-time link at {now_iso()}")
                 return response
-            problem, status = "this link was already used: run `toolidx ui` again, or sign in with a token", 403
+            problem, status = "this link was already used; run toolidx ui again for a new one", 403
         if not len(self.tokens):
             return RedirectResponse("/", status_code=303, headers=SECURITY_HEADERS)
         pre = secrets.token_urlsafe(24)
