@@ -772,28 +772,31 @@ def ui(
     usage. Loopback only, behind a one-time link (printed, and opened unless --no-open). Runs
     until Ctrl-C. Exit 2: no index, or the port is in use."""
     from ..catalog.approvals import approver
-    from ..serve.console.app import local_access
+    from ..serve.console.app import local_access, open_privately
     from ..serve.http import serve_http
     from ..store.db import default_db_path
 
     tokens, sessions, once = local_access(approver())
+    cleanups: List[Any] = []
 
     def ready(base: str) -> None:
         link = f"{base}/login?once={once}"
         render.ui_link(link, as_json)
-        if open_browser:
-            import webbrowser
+        if open_browser:  # never with the link on the browser's command line: any user can read it
+            cleanups.append(open_privately(link))
 
-            webbrowser.open(link)
-
-    serve_http(
-        str(db or default_db_path()),
-        ("127.0.0.1", port),
-        tokens,
-        sessions=sessions,
-        announce=ready,
-        usage_db=str(usage_db) if usage_db else None,
-    )
+    try:
+        serve_http(
+            str(db or default_db_path()),
+            ("127.0.0.1", port),
+            tokens,
+            sessions=sessions,
+            announce=ready,
+            usage_db=str(usage_db) if usage_db else None,
+        )
+    finally:
+        for cleanup in cleanups:
+            cleanup()
 
 
 @app.command()
