@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import run_cli
+from conftest import CliResult, run_cli, run_pty
 from jsonschema.validators import validator_for
 
 from toolidx.catalog.describe import describe, example_arguments, parameter_table
@@ -24,7 +25,7 @@ def _check(value, schema) -> list[str]:
 
 # --- detail levels through the CLI ----------------------------------------------------------------
 def test_summary_schema_full(cli, catalog_db):
-    s = cli("describe", "git/git_log", "--db", catalog_db, "--json")
+    s = cli("describe", "git/git_log", "--db", catalog_db, "--detail", "summary", "--json")
     assert s.code == 0, s.stderr
     d = s.json
     assert d["command"] == "describe" and d["detail"] == "summary"
@@ -33,7 +34,8 @@ def test_summary_schema_full(cli, catalog_db):
     assert d["read_only"] is True and d["hints"] == ["read-only"] and "vcs" in d["tags"]
     assert "parameters" not in d and "input_schema" not in d
 
-    d = cli("describe", "git/git_log", "--detail", "schema", "--db", catalog_db, "--json").json
+    d = cli("describe", "git/git_log", "--db", catalog_db, "--json").json  # schema: the CLI's default (#45)
+    assert d["detail"] == "schema"
     assert d["parameters"] == [
         {
             "name": "repo_path",
@@ -477,3 +479,93 @@ def test_a_name_one_slip_from_a_tool_gets_it_and_no_noise(real_names_db, name, m
     with pytest.raises(NotFoundError) as e:
         describe(open_db(real_names_db), name)
     assert e.value.suggestions == meant
+
+
+# --- #45 item 6: what a person reads of the real time and Excel servers ----------------------------
+@pytest.fixture(scope="module")
+def time_excel_db(servers_config, tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("time-excel")
+    src = servers_config["mcpServers"]
+    (d / "c.json").write_text(json.dumps({"mcpServers": {n: src[n] for n in ("time", "excel")}}))
+    assert run_cli("crawl", "--config", d / "c.json", "--db", d / "t.db", "--model", "none").code == 0
+    return d / "t.db"
+
+
+@pytest.mark.servers
+def test_describe_shows_the_parameter_table_without_being_asked(time_excel_db):
+    """The README's row promised a parameter table; a plain `describe` needed --detail schema."""
+    r = run_pty("describe", "time/convert_time", "--db", time_excel_db, columns=120)
+    assert r.code == 0, r.screen
+    assert "parameters" in r.screen and "source_timezone" in r.screen and "target_timezone" in r.screen
+    assert r.screen.count("yes") == 3, r.screen  # the required column: all three
+    r = run_pty("describe", "time/convert_time", "--db", time_excel_db, "--detail", "summary", columns=120)
+    assert r.code == 0 and "parameters" not in r.screen.split(), r.screen
+
+
+@pytest.mark.servers
+def test_full_detail_shows_the_example_once(time_excel_db):
+    for run in (run_cli, run_pty):
+        r = run("describe", "time/convert_time", "--db", time_excel_db, "--detail", "full")
+        text = r.stdout if isinstance(r, CliResult) else r.screen
+        assert (
+            r.code == 0
+            and text.count('"source_timezone": "Europe/Paris"') + text.count('"source_timezone":"Europe/Paris"') == 1
+        ), text
+
+
+@pytest.mark.servers
+def test_two_ends_get_two_values_and_a_path_the_files_kind(time_excel_db):
+    """convert_time converted Europe/Paris to Europe/Paris; the Excel server's workbook paths were
+    /tmp/example.txt."""
+    d = run_cli("describe", "time/convert_time", "--db", time_excel_db, "--detail", "full", "--json").json
+    ex = d["example_arguments"]
+    assert ex["source_timezone"] != ex["target_timezone"] and d["example_valid"], ex
+    examples = {}
+    for name in ("create_workbook", "read_range", "export_csv", "insert_image", "read_vba"):
+        d = run_cli("describe", f"excel/{name}", "--db", time_excel_db, "--detail", "full", "--json").json
+        assert d["example_valid"] and _check(d["example_arguments"], d["input_schema"]) == [], name
+        examples[name] = d["example_arguments"]
+    assert examples["create_workbook"]["path"] == "/tmp/example.xlsx"  # "Create a new, empty Excel workbook."
+    assert examples["read_range"]["path"] == "/tmp/example.xlsx"  # the server's "Excel workbooks (.xlsx, .xlsm)"
+    assert examples["export_csv"]["csv_path"] == "/tmp/example.csv"  # its own ".csv or .tsv file"
+    assert examples["export_csv"]["path"] == "/tmp/example.xlsx"  # the tool's CSV is csv_path's
+    assert examples["insert_image"]["image_path"] == "/tmp/example.png"
+    assert examples["insert_image"]["path"] == "/tmp/example.xlsx"
+    assert examples["read_vba"]["path"] == "/tmp/example.xlsm"  # "in an .xlsm or .xltm workbook"
+    r = run_cli("describe", "excel/create_workbook", "--db", time_excel_db, "--examples", "--json")
+    assert {"path": "/tmp/example.xlsx"} in [e["arguments"] for e in r.json["examples"]]
+
+
+def test_ends_and_file_kinds_on_plain_schemas():
+    s = {"type": "string"}
+    ex = example_arguments({"type": "object", "properties": {"from": s, "to": s}, "required": ["from", "to"]})
+    assert ex["from"] != ex["to"]
+    ex = example_arguments(
+        {
+            "type": "object",
+            "properties": {"from_currency": s, "to_currency": s},
+            "required": ["from_currency", "to_currency"],
+        }
+    )
+    assert (ex["from_currency"], ex["to_currency"]) == ("EUR", "USD")
+    ex = example_arguments(
+        {"type": "object", "properties": {"start_date": s, "end_date": s}, "required": ["start_date", "end_date"]}
+    )
+    assert ex["start_date"] < ex["end_date"]
+    # the second end keeps to its schema: an enum of one value stays as it is
+    one = {"type": "string", "enum": ["UTC"]}
+    ex = example_arguments(
+        {"type": "object", "properties": {"source_tz": one, "target_tz": one}, "required": ["source_tz", "target_tz"]}
+    )
+    assert ex == {"source_tz": "UTC", "target_tz": "UTC"}
+    path = {"type": "object", "properties": {"path": s}, "required": ["path"]}
+    assert example_arguments(path) == {"path": "/tmp/example.txt"}
+    assert example_arguments(path, ("Convert a PDF document to plain text.",)) == {"path": "/tmp/example.pdf"}
+    assert example_arguments(path, ("Get a tree of files and folders as a JSON structure.",)) == {
+        "path": "/tmp/example.txt"
+    }
+    assert example_arguments(path, ("Remove an image from a sheet.", "Excel workbooks")) == {
+        "path": "/tmp/example.xlsx"
+    }
+    # only extensions from toolidx's own list reach the example, whatever a server writes
+    assert example_arguments(path, ("Opens .IGNOR files",)) == {"path": "/tmp/example.txt"}

@@ -110,7 +110,8 @@ def test_a_query_over_the_limit_is_refused_in_one_line_as_serve_refuses_it(index
     ), r.screen
     j = run_cli("search", query, "--db", db, "--json")
     assert j.code == 2 and j.json["message"].startswith("QUERY: ") and j.json["fix"] == "ask in fewer words"
-    assert run_cli("search", query[:MAX_QUERY_CHARS], "--db", db, "--min-score", "0").code == 0  # at the limit: searched
+    # at the limit: searched
+    assert run_cli("search", query[:MAX_QUERY_CHARS], "--db", db, "--min-score", "0").code == 0
 
 
 def test_ctrl_c_in_a_first_crawl_leaves_no_index_and_an_old_one_untouched(tmp_path, index):

@@ -20,7 +20,7 @@ from ..core.vocabulary import DETAIL_LEVELS as DETAILS
 from ..store.index import Index
 from ..store.tools import get_server, get_tool
 from ..store.usage import UsageStore
-from .examples import tool_examples
+from .examples import generated_arguments, tool_examples
 from .metrics import Metrics, tool_usage
 from .resolve import UnknownToolError, resolve_tool_id
 
@@ -172,15 +172,16 @@ def describe(
     out.detail = detail
     if detail in ("schema", "full"):
         out.parameters = parameter_table(schema, t.get("param_names"))
+    server_info = _server_info(db, t["server"]) if detail == "full" or examples else None
     if detail == "full":
-        example = example_arguments(schema)
+        example = generated_arguments(t, server_info)
         out.full = FullDetail(
             input_schema=t.get("input_schema"),
             output_schema=t.get("output_schema"),
             annotations=t.get("annotations"),
             icons=t.get("icons"),
             meta=t.get("meta"),
-            server_info=_server_info(db, t["server"]),
+            server_info=server_info,
             example_arguments=example,
             example_problem=validate(example, schema),
             hash=t.get("hash"),
@@ -190,5 +191,5 @@ def describe(
     if metrics:
         out.metrics = _read(usage, lambda u: tool_usage(u, t["id"]))
     if examples:
-        out.examples = _read(usage, lambda u: tool_examples(t, u, scope))
+        out.examples = _read(usage, lambda u: tool_examples(t, u, scope, server_info))
     return out

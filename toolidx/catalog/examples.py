@@ -86,14 +86,27 @@ def _own(tool: dict, usage: UsageStore | None, scope: str | None) -> list[tuple[
     return found
 
 
-def tool_examples(tool: dict, usage: UsageStore | None = None, scope: str | None = None) -> list[dict]:
+def generated_arguments(tool: dict, server: dict | None = None) -> dict:
+    """toolidx's own example `arguments` for one tool row: its schema read with the tool's
+    description and title, then its `server`'s instructions and names (describe's server_info),
+    which say what kind of file a path takes (an Excel server's `path`: .xlsx)."""
+    schema = tool.get("input_schema") or {"type": "object"}
+    s = server or {}
+    texts = (s.get("instructions"), s.get("server_title"), s.get("server_name"))
+    return example_arguments(schema, (tool.get("description"), tool.get("title"), *texts))
+
+
+def tool_examples(
+    tool: dict, usage: UsageStore | None = None, scope: str | None = None, server: dict | None = None
+) -> list[dict]:
     """[{"arguments", "source", "valid"}] for one tool row (store.tools.get_tool): distinct ones
     that validate against its input schema (so `valid` is always true), documented ones first,
     at most MAX_EXAMPLES. `scope`: recorded examples of that scope label only (serve's answer to
-    a caller); None: all of them (the CLI, run by the file's owner)."""
+    a caller); None: all of them (the CLI, run by the file's owner). `server`: its server's
+    row (see generated_arguments)."""
     schema = tool.get("input_schema") or {"type": "object"}
     ok = _checker(schema)
-    found = _own(tool, usage, scope) + [("generated", example_arguments(schema))]
+    found = _own(tool, usage, scope) + [("generated", generated_arguments(tool, server))]
     out: list[dict] = []
     seen: set[str] = set()
     for source, args in found:

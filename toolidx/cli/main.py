@@ -405,7 +405,9 @@ def _usage(database, usage_db: Optional[Path]):
 @app.command()
 def describe(
     tool: str = typer.Argument(..., help="SERVER/TOOL (also SERVER.TOOL, SERVER:TOOL, or a bare tool name)."),
-    detail: str = typer.Option("summary", "--detail", "-d", help="summary | schema | full."),
+    detail: str = typer.Option(
+        "schema", "--detail", "-d", help="schema (the parameter table) | summary (without it) | full."
+    ),
     metrics: bool = typer.Option(
         False,
         "--metrics",
@@ -417,7 +419,7 @@ def describe(
     max_tokens: Optional[int] = MaxTokensOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Show one tool: summary, its parameters (--detail schema), or everything with an example call (--detail full)."""
+    """Show one tool and its parameters; --detail summary leaves them out, --detail full adds an example call."""
     from ..catalog.describe import describe as describe_tool
 
     database = _open(db)

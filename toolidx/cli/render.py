@@ -328,6 +328,13 @@ def describe_result(res: Description, as_json: bool, max_tokens: int | None = No
     if as_json:
         emit_json("describe", d)
         return
+    if "example_arguments" in d and d.get("examples"):  # --detail full shows the generated one already
+        d = {
+            **d,
+            "examples": [
+                e for e in d["examples"] if e["source"] != "generated" or e["arguments"] != d["example_arguments"]
+            ],
+        }
     fields = [
         ("id", d["id"]),
         ("title", d.get("title")),

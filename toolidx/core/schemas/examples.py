@@ -126,6 +126,120 @@ _NUMBER_HINTS: dict[str, float] = {
 }
 
 
+# A file parameter's extension, from what the texts around it name (#45: an Excel server's `path`
+# was "/tmp/example.txt"): an extension written out (`.xlsx`) or a format's name ("Excel workbook",
+# "PNG"), only from these lists, so no other text of a server's reaches the example.
+_EXTENSIONS = frozenset(
+    (
+        *("xlsx", "xlsm", "xltx", "xltm", "xls", "csv", "tsv", "docx", "doc", "pptx", "ppt", "pdf"),
+        *("png", "jpg", "jpeg", "gif", "webp", "svg", "json", "yaml", "yml", "xml", "html", "md", "txt"),
+        *("zip", "gz", "tar", "mp3", "wav", "mp4", "py", "js", "ts", "ipynb", "db", "sqlite", "parquet"),
+        *("log", "toml", "ini"),
+    )
+)
+_FORMAT_WORDS = {
+    "excel": "xlsx",
+    "workbook": "xlsx",
+    "spreadsheet": "xlsx",
+    "word document": "docx",
+    "powerpoint": "pptx",
+    "presentation": "pptx",
+    "pdf": "pdf",
+    "csv": "csv",
+    "png": "png",
+    "jpeg": "jpg",
+    "jpg": "jpg",
+    "image": "png",
+}  # no output formats (JSON, HTML, Markdown): "a tree of the files as JSON" takes a folder
+_WEAK_WORDS = frozenset({"image", "png", "jpeg", "jpg"})  # a tool's text names these inside documents too
+_FILE_NAMING = re.compile(
+    r"(?<![\w/.])\.([A-Za-z][A-Za-z0-9]{1,4})\b|\b("
+    + "|".join(sorted(_FORMAT_WORDS, key=len, reverse=True))
+    + r")s?\b",
+    re.IGNORECASE,
+)
+
+
+def _extensions(text: Any, weak: bool = True) -> list[str]:
+    """The file extensions `text` names, in its order (`.csv or .tsv file` -> csv, tsv). `weak`:
+    also from words a text may use of what is inside a file ("an image on a sheet"): a
+    parameter's own text, not its tool's."""
+    if not isinstance(text, str):
+        return []
+    out = []
+    for m in _FILE_NAMING.finditer(text[:4000]):
+        if m.group(2) and not weak and m.group(2).lower() in _WEAK_WORDS:
+            continue
+        ext = m.group(1).lower() if m.group(1) else _FORMAT_WORDS[m.group(2).lower()]
+        if ext in _EXTENSIONS and ext not in out:
+            out.append(ext)
+    return out
+
+
+# Pairs of parameters of one kind that say two ends of something (`source_timezone` and
+# `target_timezone`, `from` and `to`): the same value in both makes a pointless example (#45:
+# convert_time from Europe/Paris to Europe/Paris), so the second end gets another one.
+_ENDS = {
+    ("source", "target"),
+    ("source", "destination"),
+    ("source", "dest"),
+    ("src", "dst"),
+    ("src", "dest"),
+    ("from", "to"),
+    ("origin", "destination"),
+    ("old", "new"),
+    ("start", "end"),
+    ("begin", "end"),
+    ("find", "replace"),
+    ("search", "replace"),
+}
+_OTHER_END: dict[Any, Any] = {
+    "Europe/Paris": "Asia/Tokyo",
+    "EUR": "USD",
+    "en": "fr",
+    "FR": "JP",
+    "Paris": "Tokyo",
+    "2024-01-15": "2024-01-31",
+    "09:30": "17:00",
+    "09:30:00Z": "17:00:00Z",
+    "2024-01-15T09:30:00Z": "2024-01-31T17:00:00Z",
+    "main": "develop",
+    "a1b2c3d": "e4f5a6b",
+    "v1.0.0": "v2.0.0",
+    "1.0.0": "2.0.0",
+    "Hello, world": "Goodbye, world",
+    "text/plain": "application/json",
+    "json": "csv",
+    "octocat": "hubot",
+}
+
+
+def _ends(a: str, b: str) -> bool:
+    """Whether parameters `a` and `b` name two ends of one thing (source_x/target_x, x_from/x_to)."""
+    wa, wb = split_name(a), split_name(b)
+    if len(wa) != len(wb) or not wa:
+        return False
+    if wa[1:] == wb[1:] and (wa[0], wb[0]) in _ENDS:
+        return True
+    return len(wa) > 1 and wa[:-1] == wb[:-1] and (wa[-1], wb[-1]) in _ENDS
+
+
+def _is_file_name(name: str) -> bool:
+    """Whether a parameter of this name takes a file (its name hint is one: `path`, `csv_path`, `filename`)."""
+    hint = _hint(name, _STRING_HINTS)
+    return isinstance(hint, str) and hint.endswith(".txt")
+
+
+def _other_end(v: Any) -> Any:
+    if isinstance(v, str) and v in _OTHER_END:
+        return _OTHER_END[v]
+    if isinstance(v, str) and "example" in v:
+        return v.replace("example", "example-2", 1)
+    if _is_num(v):
+        return v + 1
+    return _vary(v, 2) if isinstance(v, str) else v
+
+
 def _hint(name: str, table: dict[str, Any]) -> Any:
     """The table's value for parameter `name` (see _STRING_HINTS), or None."""
     words = split_name(name)
@@ -234,7 +348,9 @@ def _fit_length(value: str, s: dict) -> str:
     return value
 
 
-def _string(s: dict, name: str) -> str:
+def _string(s: dict, name: str, ext: str | None = None) -> str:
+    """`ext`: the extension a file name or path should have (what its texts name), replacing the
+    name hints' `.txt`."""
     fmt = s.get("format")
     pattern = s.get("pattern")
     candidates: list[str] = []
@@ -245,6 +361,8 @@ def _string(s: dict, name: str) -> str:
         if p is not None:
             candidates.append(p)
     hint = _hint(name, _STRING_HINTS) if not candidates else None
+    if isinstance(hint, str) and ext and _is_file_name(name):
+        hint = hint[: -len("txt")] + ext
     if hint is not None:
         candidates.append(hint)
     candidates.append("example")
@@ -346,9 +464,33 @@ def _pick_type(s: dict) -> str | None:
 
 
 class _Gen:
-    def __init__(self, root: dict, optional: bool):
+    def __init__(self, root: dict, optional: bool, about: tuple[str, ...] = ()):
         self.root = root
         self.optional = optional  # also fill optional properties (when an object needs none)
+        self.about = about  # the tool's own texts, then its server's: what file kinds it works on
+        # extensions another parameter's own description claims (export_csv's csv_path: .csv),
+        # so the tool's "CSV" does not make its workbook `path` a .csv too
+        self.claimed = {
+            e
+            for name, p in dict_at(root, "properties").items()
+            if isinstance(p, dict) and _is_file_name(name)
+            for e in self._own_extension(p, name)
+        }
+
+    @staticmethod
+    def _own_extension(s: dict, name: str) -> list[str]:
+        """What a file parameter's own description or name says it takes (`image_path`: png)."""
+        return (_extensions(s.get("description")) or _extensions(" ".join(split_name(name))))[:1]
+
+    def _extension(self, s: dict, name: str) -> str | None:
+        own = self._own_extension(s, name)
+        if own:
+            return own[0]
+        for text in self.about:
+            for ext in _extensions(text, weak=False):
+                if ext not in self.claimed:
+                    return ext
+        return None
 
     def valid(self, value: Any, schema: Any) -> bool:
         return validate(value, schema, self.root) is None
@@ -385,7 +527,7 @@ class _Gen:
         if t == "array":
             return self.arr(s, name, seen, depth)
         if t == "string":
-            return _string(s, name)
+            return _string(s, name, self._extension(s, name))
         if t == "integer":
             return _number(s, True, name)
         if t == "number":
@@ -394,7 +536,7 @@ class _Gen:
             return True
         if t == "null":
             return None
-        return _string(s, name)  # untyped: anything goes; a string reads best
+        return _string(s, name, self._extension(s, name))  # untyped: anything goes; a string reads best
 
     @staticmethod
     def _given(s: dict) -> Iterator[Any]:
@@ -425,6 +567,14 @@ class _Gen:
         while len(out) < min_props:  # open objects: invent keys the schema allows
             key = f"key{len(out) + 1}"
             out[key] = self.value(self._prop_schema(s, key, props), key, seen, depth + 1)
+        keys = list(out)
+        for i, a in enumerate(keys):
+            for b in keys[i + 1 :]:
+                if out[a] == out[b] and not isinstance(out[b], bool) and (_ends(a, b) or _ends(b, a)):
+                    other = _other_end(out[b])
+                    sub = resolve(self._prop_schema(s, b, props), self.root, seen).obj
+                    if other != out[b] and self.valid(other, sub):
+                        out[b] = other
         return out
 
     def _distinct(self, sub: Any, v: Any, taken: list, seen: frozenset) -> Any:
@@ -548,17 +698,20 @@ def _repair(value: dict, schema: dict, rounds: int = 8) -> dict:
     return value
 
 
-def example_arguments(schema: dict | None) -> dict:
+def example_arguments(schema: dict | None, about: tuple[str | None, ...] = ()) -> dict:
     """An example `arguments` object for a tool: every required parameter (and, when none is
     required, a few optional ones), using the schema's own const/examples/default/enum first,
     then format- and constraint-aware values. Checked with jsonschema, and repaired where
     conditional keywords ask for more; when filling optional parameters breaks validation, only
-    the required ones are kept."""
+    the required ones are kept. `about`: the tool's texts (description, title, then its server's
+    instructions and name), read in that order for the kind of file a path parameter takes (`.xlsx` for an Excel
+    server's `path`); a parameter's own description comes first."""
     if not isinstance(schema, dict):
         return {}
     value: dict = {}
+    texts = tuple(t for t in about if isinstance(t, str) and t)
     for optional in (True, False):
-        v = _Gen(schema, optional).value(schema, "", frozenset(), 0)
+        v = _Gen(schema, optional, texts).value(schema, "", frozenset(), 0)
         value = _repair(v if isinstance(v, dict) else {}, schema)
         if validate(value, schema) is None:
             return value
