@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -85,8 +86,10 @@ class RemoteError(BackendError):
 
 # --- the server process, for its exit code ------------------------------------------------------
 # The SDK's stdio transport owns the process and does not expose it; its exit code is the most
-# useful fact about a server that dies at start. The spawn function is wrapped (once, delegating
-# unchanged) to hand the process to whoever set `_spawned` in this task's context.
+# useful fact about a server that dies at start. The spawn function is wrapped (once) to hand the
+# process to whoever set `_spawned` in this task's context, and to start those servers (toolidx's
+# own, not another user of the SDK in this process) under the supervisor (supervisor.py), which
+# stops all a server started when toolidx stops it or dies.
 _spawned: ContextVar[list | None] = ContextVar("toolidx_spawned", default=None)
 
 
@@ -98,7 +101,11 @@ def _install_spawn_hook() -> None:
         return  # a future SDK without this seam: exit codes are just not reported
 
     async def spawn(*args: Any, **kwargs: Any) -> Any:
-        process = await orig(*args, **kwargs)
+        holder = _spawned.get()
+        if holder is not None and _can_supervise():
+            process = await _spawn_supervised(*args, **kwargs)
+        else:
+            process = await orig(*args, **kwargs)
         _cap_stdout(process)
         holder = _spawned.get()
         if holder is not None:
@@ -107,6 +114,117 @@ def _install_spawn_hook() -> None:
 
     spawn._toolidx_hook = True  # type: ignore[attr-defined]
     stdio._create_platform_compatible_process = spawn
+
+
+# --- the supervisor each stdio server runs under -------------------------------------------------
+SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervisor.py")
+_lifeline_lock = threading.Lock()
+_lifeline: list[int] = []  # [read end, write end]: the write end is held by this process alone, for life
+_supervised: set[int] = set()  # pids of the supervisors started and not yet stopped
+
+
+def _can_supervise() -> bool:
+    return sys.platform != "win32" and bool(sys.executable) and os.path.isfile(SUPERVISOR)
+
+
+def _lifeline_fd() -> int:
+    """The read end of the pipe whose end of file tells each supervisor that this process died.
+    Both ends are close-on-exec: no other child holds the write end open after this process."""
+    with _lifeline_lock:
+        if not _lifeline:
+            _lifeline.extend(os.pipe())
+        return _lifeline[0]
+
+
+def _forget_lifeline() -> None:
+    """In a forked child: the parent's pipe is not this process's life (and would keep the parent's
+    supervisors waiting on this child's end)."""
+    for fd in _lifeline:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _lifeline.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_lifeline)
+
+
+async def _spawn_supervised(
+    command: str, args: list[str], env: dict[str, str] | None = None, errlog: TextIO = sys.stderr, cwd: Any = None
+) -> Any:
+    """What the SDK's `_create_platform_compatible_process` does (a process in a session of its
+    own, piped stdin/stdout, stderr to `errlog`), with the supervisor in between: the process the
+    SDK gets is the supervisor, which exits as the server does. A server that cannot be started
+    raises the OSError its own start would have (FileNotFoundError: command not found, ...)."""
+    status_r, status_w = os.pipe()
+    try:
+        process = await anyio.open_process(
+            [sys.executable, "-I", "-S", SUPERVISOR, str(_lifeline_fd()), str(status_w), command, *args],
+            env=env,
+            stderr=errlog,
+            cwd=cwd,
+            start_new_session=True,
+            pass_fds=(_lifeline[0], status_w),
+        )
+    finally:
+        os.close(status_w)
+    try:
+        said = await anyio.to_thread.run_sync(_read_all, status_r, abandon_on_cancel=True)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await _discard(process)
+        raise
+    if said == b"0":
+        _supervised.add(process.pid)
+        return process
+    await _discard(process)
+    if said.isdigit():
+        code = int(said)
+        raise OSError(code, os.strerror(code), command)
+    raise OSError(f"the supervisor of {command!r} did not start (exit code {process.returncode})")
+
+
+def _read_all(fd: int) -> bytes:
+    try:
+        chunks = []
+        while chunk := os.read(fd, 64):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+async def _discard(process: Any) -> None:
+    """A supervisor whose server will not be used: stopped as any, then its pipes closed."""
+    import signal
+
+    with contextlib.suppress(Exception):
+        await process.stdin.aclose()
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 1.0)):
+        if process.returncode is None:
+            with contextlib.suppress(OSError):
+                os.kill(process.pid, sig)
+        with anyio.move_on_after(wait):
+            await process.wait()
+    with contextlib.suppress(Exception):
+        await process.stdout.aclose()
+
+
+async def _stop_supervised(process: Any) -> None:
+    """The stop, as soon as the session is over: the server's stdin closed, its supervisor told to
+    stop (the server then gets EOF_GRACE_S to exit on that EOF, then SIGTERM, then SIGKILL, every
+    process it started with it; supervisor.py). The SDK's own stop, which follows, then finds it
+    gone in about 1.5 s at most, not after its 2 s + 2 s (a serve stopped by its client has 2 s)."""
+    import signal
+
+    if process.pid not in _supervised:
+        return  # the SDK's own start (Windows): its stop as it is
+    _supervised.discard(process.pid)
+    with contextlib.suppress(Exception):
+        await process.stdin.aclose()
+    if process.returncode is None:
+        with contextlib.suppress(OSError):
+            os.kill(process.pid, signal.SIGTERM)
 
 
 # --- a server's answers, one line each, capped ------------------------------------------------------
@@ -193,49 +311,23 @@ class _CappedLines(anyio.abc.ByteReceiveStream):
 
 
 # --- what a server leaves behind ------------------------------------------------------------------
-# The SDK stops a server by closing its stdin and, when it does not exit, killing its process group.
-# A server that exits on stdin EOF leaves its children running (an npx -> node chain whose node
-# ignores EOF, a browser it launched in a group of its own): so its descendants are noted before the
-# stop and whatever of them outlives it is ended too. Linux (/proc) only; elsewhere the SDK's kill.
+# The supervisor (supervisor.py) stops every process a server started, with it. Should it be gone
+# (killed by the SDK's SIGKILL to its group after 2 s + 2 s, or not used: Windows), the server's
+# descendants noted before the stop are ended here after it (an npx -> node chain whose node ignores
+# EOF, a browser it launched in a group of its own); on Windows the SDK's Job Object does it.
 END_GRACE_S = 2.0
 
 
 def _descendants(pid: int) -> list[tuple[int, str]]:
-    """(pid, start time) of every live descendant of `pid`: the start time tells a process from a
-    later one given the same pid."""
-    try:
-        names = [n for n in os.listdir("/proc") if n.isdigit()]
-    except OSError:
-        return []
-    children: dict[int, list[int]] = {}
-    for n in names:
-        stat = _proc_stat(int(n))
-        if stat is not None:
-            children.setdefault(int(stat[1]), []).append(int(n))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            stat = _proc_stat(child)
-            if stat is not None:
-                found.append((child, stat[19]))
-                todo.append(child)
-    return found
+    from .supervisor import descendants
 
-
-def _proc_stat(pid: int) -> list[str] | None:
-    """/proc/PID/stat's fields after the command name (state first), None for a process that is
-    gone or a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].decode().split()
-    except (OSError, IndexError):
-        return None
-    return None if fields[0] in ("Z", "X") else fields
+    return descendants(pid) if sys.platform != "win32" else []
 
 
 def _same(pid: int, started: str) -> bool:
-    stat = _proc_stat(pid)
-    return stat is not None and stat[19] == started
+    from .supervisor import same
+
+    return same(pid, started)
 
 
 async def _end_processes(tree: list[tuple[int, str]]) -> None:
@@ -665,6 +757,9 @@ async def _transport(spec: ServerSpec, stderr: _StderrFile | None, processes: li
                     yield r, w
                 finally:  # before the stop: once the server is gone, its children are no longer its
                     tree = _descendants(processes[0].pid) if processes else []
+                    if processes:
+                        with anyio.CancelScope(shield=True):
+                            await _stop_supervised(processes[0])
         finally:
             await _end_processes(tree)
     elif spec.transport == "http":

@@ -287,7 +287,7 @@ class BackendPool:
     async def __aexit__(self, *exc: Any) -> None:
         try:
             # shielded: a shutdown by signal arrives as a cancellation, and the backends must still
-            # be stopped (bounded: each stop waits at most STOP_GRACE_S, then the SDK kills)
+            # be stopped, all at once (each in about 1 s: crawl/supervisor.py; bounded by STOP_GRACE_S)
             with anyio.CancelScope(shield=True):
                 await self.close_all()
         finally:

@@ -34,8 +34,9 @@ def run_stdio(server: Any) -> None:
 
 async def _stop_on_signal(scope: Any) -> None:
     """SIGTERM / SIGHUP / SIGINT end the run like stdin EOF does: the lifespan closes the backend pool,
-    which stops each backend as crawl does (stdin EOF, then SIGTERM, then SIGKILL of its process
-    group). Without this, the default action would kill serve and leave the backends running."""
+    which stops every backend at once, as crawl does (stdin closed, then its supervisor stops it and
+    all it started: crawl/supervisor.py), within the 2 s an MCP client waits before its own SIGTERM.
+    Were serve killed instead, each supervisor would see it die and stop its backend all the same."""
     import signal
 
     # SIGINT too: as KeyboardInterrupt it would unwind the loop from wherever it lands (exit 130)
