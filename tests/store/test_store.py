@@ -215,3 +215,74 @@ def test_every_row_and_ties_by_code_point_on_both_engines(db_target):
     assert rows == [{"name": "B", "count": 1}, {"name": "c", "count": 2}]  # of a and B's tie, B
     assert asked == (['name COLLATE "C"'] if db.postgres else ["name"])
     db.close()
+
+
+_WRITER = """
+import sys
+from toolidx.store import approvals
+from toolidx.store.db import open_db
+
+for i, line in enumerate(sys.stdin):
+    db = open_db(sys.argv[1])  # as `toolidx approve` or serve's approve: open, write, close
+    ids = [r["id"] for r in db.query("SELECT id FROM tools ORDER BY id LIMIT 100")]
+    approvals.record(db, ids[i : i + 1], "someone", "2026-01-01T00:00:00.000Z")
+    with db.transaction():
+        db.execute("UPDATE tools SET description = ? || substr(description, 3)", (f"{i % 10}:",))
+    db.close()  # the last connection: SQLite folds the WAL into the file and removes -wal, -shm
+    print("written", flush=True)
+"""
+
+
+def test_a_readonly_reader_sees_a_writers_commits_and_never_a_torn_file(tmp_path):
+    """#42 item 20: "database disk image is malformed", seen once in serve after `diff --approved`.
+    A read-only open was `immutable=1` whenever no -wal / -shm was beside the file: no locks, the
+    file trusted never to change. Another process then opened it, wrote (approvals, a crawl) and
+    closed, folding its WAL into the pages the reader was reading: a torn read, malformed or mixed.
+    Two processes in lockstep, a bounded number of rounds: the reader is half-way through a query
+    when the writer approves a tool, rewrites every description and closes; the reader reads on."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import run_cli
+
+    from toolidx.store import approvals
+
+    tools = [
+        {"name": f"tool_{i}", "description": f"--{i} " + "lorem ipsum " * 40, "inputSchema": {"type": "object"}}
+        for i in range(1500)
+    ]
+    (tmp_path / "t.json").write_text(json.dumps({"tools": tools}))
+    (tmp_path / "c.json").write_text(json.dumps({"mcpServers": {"s": {"tools_file": str(tmp_path / "t.json")}}}))
+    p = tmp_path / "i.db"
+    assert run_cli("crawl", "--config", tmp_path / "c.json", "--db", p, "--model", "none").code == 0
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(p)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert writer.stdin is not None and writer.stdout is not None
+    seen, failed = [], []
+    try:
+        for _ in range(4):
+            assert not any(tmp_path.glob("i.db-*")), list(tmp_path.iterdir())  # no writer holds it
+            ro = open_db(p, readonly=True)
+            try:
+                cur = ro.conn.execute("SELECT description FROM tools ORDER BY rowid")
+                first = cur.fetchmany(100)
+                writer.stdin.write("go\n")
+                writer.stdin.flush()
+                assert writer.stdout.readline().strip() == "written"
+                try:
+                    during = {r[0][:2] for r in first + cur.fetchall()}  # one query: one snapshot
+                    after = {r["description"][:2] for r in ro.query("SELECT description FROM tools")}
+                    seen.append((during, len(approvals.approvals(ro)), after))
+                except Exception as e:  # what a torn read raises, reported below
+                    failed.append(f"{type(e).__name__}: {e}")
+            finally:
+                ro.close()
+    finally:
+        writer.stdin.close()
+        writer.wait(30)
+    assert failed == [], failed
+    # each query reads one version whole; the next one the writer's commit
+    assert seen == [({f"{i - 1}:" if i else "--"}, i + 1, {f"{i}:"}) for i in range(4)], seen
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["c.json", "i.db", "t.json"]  # no -wal, -shm left

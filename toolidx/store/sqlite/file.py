@@ -101,15 +101,67 @@ def check_header(path: Path, *, label: str, subject: str = "", fix: str | None) 
 
 
 def readonly_uri(p: Path, *, wal: bool = True) -> str:
-    """The URI that reads `p` without writing anything, beside it included. A read-only connection
-    to a WAL file creates `-wal` and `-shm` when they are missing and, being read-only, cannot
-    remove them at close: left behind, they make a published index look busy (`db._frozen`) and
-    `doctor` or `merge` write what they promise not to. So when no writer has the file open (no
-    `-wal`, no `-shm`: every connection closed, the WAL folded in) it is opened immutable;
-    otherwise read-only on the writer's own files, which SQLite needs to see its commits. A file
-    not in WAL (`wal` false) is read with SQLite's locks: immutable, a write would tear the read."""
+    """The URI that reads `p` without writing it.
+
+    A file this user may write, in a folder it may write, is read with SQLite's locks (`mode=ro`):
+    it sees every other connection's commits whole. It was opened `immutable=1` when no `-wal` /
+    `-shm` was there (no writer at that instant): immutable takes no locks and trusts the file
+    never to change, so a writer that opened it a moment later (`toolidx approve`, serve writing
+    approvals, a crawl) folded its WAL into the pages the reader was reading, and the reader failed
+    with "database disk image is malformed" or read a torn mix of old and new rows (#42 item 20).
+    A `mode=ro` connection to a WAL file makes `-wal` and `-shm` when missing and cannot remove
+    them: open_file's connection removes them at close (`_tidy`), or left behind they would make a
+    published index look busy (`db._frozen`).
+
+    A file this user cannot write (a published or downloaded index, read-only media) can only be
+    changed by its owner: opened immutable when no writer has it open (no `-wal`, no `-shm`), else
+    read-only on the writer's own files, which SQLite needs to see its commits. A file not in WAL
+    (`wal` false) is read with SQLite's locks."""
+    if _ours(p):
+        return p.resolve().as_uri() + "?mode=ro"
     quiet = wal and not (Path(f"{p}-wal").exists() or Path(f"{p}-shm").exists())
     return p.resolve().as_uri() + "?mode=ro" + ("&immutable=1" if quiet else "")
+
+
+def _sidecars(p: Path) -> bool:
+    return Path(f"{p}-wal").exists() or Path(f"{p}-shm").exists()
+
+
+def _tidy(mod: Any, p: Path) -> Any:
+    """A connection class whose close removes the `-wal` and `-shm` beside `p` that a read-only
+    connection made, or that a writer which closed while it read could not remove (it cannot
+    itself): a plain connection opened and closed, which SQLite lets remove them only when it is
+    the file's last connection (a writer still at work keeps them)."""
+
+    class TidyConnection(mod.Connection):
+        def close(self) -> None:
+            super().close()
+            if not _sidecars(p):
+                return
+            try:
+                last = mod.connect(p.resolve().as_uri() + "?mode=rw", uri=True, timeout=0)
+                try:
+                    last.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                finally:
+                    last.close()
+            except mod.Error:
+                pass  # busy or gone: the next connection to close does it
+
+    return TidyConnection
+
+
+def _ours(p: Path) -> bool:
+    """This user may write `p` and its folder: read with locks, companions removed after."""
+    return _writable(p) and os.access(p.resolve().parent, os.W_OK)
+
+
+def _writable(p: Path) -> bool:
+    """This user may write `p`, and its mode says anyone may (a 0444 index stays read-only to root,
+    whom os.access lets write anything)."""
+    try:
+        return os.access(p, os.W_OK) and bool(p.stat().st_mode & 0o222)
+    except OSError:
+        return False
 
 
 def open_file(
@@ -122,9 +174,11 @@ def open_file(
     spath = str(path)
     memory = spath == ":memory:"
     mod = sqlite_module()
-    target, uri = spath, False
+    target, uri, factory = spath, False, mod.Connection
     if readonly and not memory:
         target, uri = readonly_uri(Path(spath), wal=kind.wal), True
+        if kind.wal and _ours(Path(spath)):
+            factory = _tidy(mod, Path(spath))
     elif not memory:
         try:
             private_file(spath)  # SQLite would make it (and its -wal, -shm) readable by all
@@ -135,7 +189,9 @@ def open_file(
                 fix="make its folder writable, or name a file in another folder",
             ) from None
     try:
-        conn = mod.connect(target, isolation_level=None, check_same_thread=False, timeout=kind.timeout_s, uri=uri)
+        conn = mod.connect(
+            target, isolation_level=None, check_same_thread=False, timeout=kind.timeout_s, uri=uri, factory=factory
+        )
     except mod.Error as e:
         raise DatabaseError(kind.cannot_open.format(e=e), where=spath) from None
     try:
