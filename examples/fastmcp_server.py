@@ -18,6 +18,10 @@ import argparse
 import asyncio
 import json
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -134,14 +138,43 @@ async def demo(mcp: FastMCP, query: str) -> None:
             print("call_tool:", result.content[0].text)
 
 
+def say(line: str) -> None:
+    print(f"example: {line}", file=sys.stderr, flush=True)  # stderr: served over stdio, stdout is MCP's
+
+
+@contextmanager
+def still(what: str, every: float = 10.0) -> Iterator[None]:
+    """A line every `every` seconds while the block runs: a first start on a slow machine takes
+    half a minute, and a person should not wonder whether it hangs."""
+    done, start = threading.Event(), time.monotonic()
+
+    def tick() -> None:
+        while not done.wait(every):
+            say(f"... still {what} ({time.monotonic() - start:.0f} s)")
+
+    threading.Thread(target=tick, daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tools", help="a tools.jsonl catalog to take the tool definitions from")
     ap.add_argument("--size", type=int, default=200, help="how many tools (default 200)")
     ap.add_argument("--demo", metavar="QUERY", help="search in-process and print the answer, instead of serving")
     args = ap.parse_args()
-    mcp, search = build(args.tools, args.size)
-    asyncio.run(search.prepare(mcp))  # embed (or read from the cache) now, not at the first search
+    # measured on a 2-core machine: a first start 4-6 s (the model, then 200 tools embedded), ~30 s
+    # on a slow one; a later start reads the vectors from the cache
+    say(
+        f"loading the model and embedding {args.size} tools (usually 5-30 s at the first start; "
+        "later starts read them from ~/.cache/toolidx-example/tools.db)"
+    )
+    with still("loading the model and embedding"):
+        mcp, search = build(args.tools, args.size)
+        asyncio.run(search.prepare(mcp))  # embed (or read from the cache) now, not at the first search
+    say("ready" + ("" if args.demo else ": serving over stdio (Ctrl-C to stop)"))
     if args.demo:
         asyncio.run(demo(mcp, args.demo))
     else:

@@ -381,3 +381,30 @@ def test_search_page_quotes_the_shipped_models_thresholds():
     assert f"model, `{DEFAULT_MODEL}`;" in page
     example = re.search(r'"threshold": ([\d.]+), "calibrated_threshold": ([\d.]+)', page)
     assert example is not None and {float(example[1]), float(example[2])} == {want["hybrid"]}, example
+
+
+def test_setup_and_test_scripts_say_what_each_long_step_does_and_never_go_quiet(tmp_path):
+    """#45 item 5: setup.sh's `pip install -q` ran ~100 s without a word, and test.sh said "~2 min"
+    over a 4.5-minute install. Each long step runs through scripts/steps.sh's `step`: a line with
+    its usual time before it starts, then one every STEP_TICK_S seconds until it ends."""
+    import re
+    import subprocess
+
+    setup = (REPO / "scripts" / "setup.sh").read_text()
+    test = (REPO / "scripts" / "test.sh").read_text()
+    joined = re.sub(r"\\\n\s*", "", setup)  # continuation lines joined
+    long_steps = [line for line in joined.splitlines() if re.search(r"pip install|-m venv", line)]
+    assert len(long_steps) == 3 and all(re.search(r'\bstep "[^"]+" "[^"]*\d[^"]*" ', s) for s in long_steps), long_steps
+    assert re.search(r'step "installing the 16 real MCP servers[^"]*" \\\n\s*"[^"]*\d+-\d+ min', test), test
+    assert "~2 min" not in test
+
+    script = (
+        f". {REPO / 'scripts' / 'steps.sh'}; STEP_TICK_S=1 step 'waiting' '2 s' sleep 2.5; echo rc=$?; "
+        "STEP_TICK_S=1 step 'failing' '1 s' false || echo rc=$?; sleep 1.5"
+    )
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    lines = p.stderr.splitlines()
+    assert lines[0] == "setup: waiting (usually 2 s)...", p.stderr
+    assert "setup: ... still waiting (1s)" in lines, p.stderr  # the ticker, while the step runs
+    assert p.stdout.splitlines() == ["rc=0", "rc=1"]  # a step's exit status is its command's
+    assert lines[-1] == "setup: failing (usually 1 s)...", p.stderr  # no ticking once a step is over

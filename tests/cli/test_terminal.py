@@ -151,3 +151,42 @@ def test_crawl_summary_says_where_the_index_was_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     j = run_cli("crawl", "--config", "c.yaml", "--db", "rel.db", "--model", "none", "--json")
     assert j.code == 0 and j.json["index"] == str(tmp_path / "rel.db")  # absolute, whatever --db said
+
+
+def test_fastmcp_example_says_what_it_does_before_the_model_loads(tmp_path):
+    """#45 item 5: `examples/fastmcp_server.py --demo` printed nothing for ~30 s on a slow
+    machine. Its model here is a FIFO nobody writes: the load blocks for good, so what reaches
+    the terminal came before the model loaded; then a line every 10 s says it is still at it."""
+    import os
+    import pty
+    import select
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO
+
+    pytest.importorskip("fastmcp")
+    model = tmp_path / "model"
+    model.mkdir()
+    os.mkfifo(model / "model.onnx")
+    master, slave = pty.openpty()
+    env = {**os.environ, "HOME": str(tmp_path), "TOOLIDX_MODEL_PATH": str(model)}
+    cmd = [sys.executable, str(REPO / "examples" / "fastmcp_server.py"), "--size", "20", "--demo", "invoices"]
+    proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    os.close(slave)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 120  # a hang guard: the lines come at once and at 10 s
+        while b"still loading" not in seen and time.monotonic() < deadline and proc.poll() is None:
+            if select.select([master], [], [], 0.5)[0]:
+                seen += os.read(master, 4096)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        os.close(master)
+    lines = seen.decode(errors="replace").splitlines()
+    assert lines and lines[0].startswith("example: loading the model and embedding 20 tools (usually 5-30 s"), lines
+    assert any(line.startswith("example: ... still loading the model and embedding (1") for line in lines), lines
+    assert not any("tools/list" in line for line in lines)  # the model never loaded: all of it came before
