@@ -581,7 +581,10 @@ def main() -> int:
     args = ap.parse_args()
     global KEEP_FUSION
     KEEP_FUSION = args.keep_fusion
+    # the learned signal's constants are benchmarks/learned_sim.py's, kept as they are
+    kept = {k: v for k, v in doc["models"].get(model, {}).items() if k == "learned"}
     if args.write and args.only:
+        **kept,
         ap.error("--write needs every mode's fit (no --only)")
     out: dict = {}
     for mode in ("hybrid", "keyword", "semantic"):

@@ -49,6 +49,8 @@ class UsageReport:
     tools: list[tuple[str, Metrics, bool]]  # (id, its metrics, removed from the index since)
     servers: list[tuple[str, Metrics]]
     notes: list[str]
+    # what serve learned (store.usage.UsageStore.learned, search.learned): per tool, most pairs first
+    learned: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,6 +61,7 @@ class UsageReport:
                 {"id": tid, **m.to_json(), **({"removed": True} if removed else {})} for tid, m, removed in self.tools
             ],
             "servers": [{"server": s, **m.to_json()} for s, m in self.servers],
+            "learned": self.learned,
             "notes": self.notes,
         }
 
@@ -99,4 +102,9 @@ def usage_report(
             f"{plural(unresolved, 'refused call')} named no tool in scope (unknown, ambiguous or "
             "out of scope): counted neither per tool nor per server"
         )
-    return UsageReport(usage_file, sum(m.calls for _, m, _ in tools), unresolved, tools, servers, notes)
+    learned = usage.learned()
+    in_index = ids_within(db, [t["id"] for t in learned], filters if filtered else None)
+    learned = [{**t, **({"removed": True} if t["id"] not in in_index else {})} for t in learned]
+    if filtered:
+        learned = [t for t in learned if t["id"] in in_index]
+    return UsageReport(usage_file, sum(m.calls for _, m, _ in tools), unresolved, tools, servers, notes, learned)

@@ -598,6 +598,13 @@ def serve(
         "env, url) though no crawl on this machine wrote them (a merged "
         "or downloaded index): only for an index you have read.",
     ),
+    no_learn: bool = typer.Option(
+        False,
+        "--no-learn",
+        envvar="TOOLIDX_NO_LEARN",
+        help="Do not learn from usage: record no search-and-call pairs and lift no tool by them "
+        "(env TOOLIDX_NO_LEARN=1).",
+    ),
     print_config: bool = typer.Option(
         False,
         "--print-config",
@@ -694,6 +701,7 @@ def serve(
         usage_db=str(usage_db) if usage_db else None,
         record_examples=record_examples,
         trust_index=trust_index,
+        learn=not no_learn,
     )
     db_path = str(db or default_db_path())
     if http is None:
@@ -872,6 +880,33 @@ def stats(
 
         report = usage_report(database, _usage(database, usage_db), filters, shown(usage_path(database.path, usage_db)))
     render.stats_result(index_stats(database, filters, report), as_json)
+
+
+@app.command()
+def forget(
+    db: Optional[Path] = DbOpt,
+    tool: Optional[str] = typer.Option(None, "--tool", metavar="ID", help="Forget what was learned for this tool."),
+    token: Optional[str] = typer.Option(
+        None, "--token", metavar="LABEL", help="Forget what this token's callers taught ('' : stdio, no token)."
+    ),
+    everything: bool = typer.Option(False, "--all", help="Forget everything learned from usage."),
+    usage_db: Optional[Path] = UsageDbOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Delete what serve learned from usage (search-and-call pairs): all, one tool's, one token's."""
+    from ..core.errors import UsageError
+    from ..store.usage import shown, usage_path
+
+    if not everything and tool is None and token is None:
+        raise UsageError(
+            "forget what? nothing named", fix="add --tool ID, --token LABEL (both: that token's for that tool) or --all"
+        )
+    if everything and (tool is not None or token is not None):
+        raise UsageError("--all forgets everything: drop --tool / --token, or --all")
+    database = _open(db)
+    store = _usage(database, usage_db)
+    n = store.forget_pairs(tool_id=tool, token=token) if store is not None else 0
+    render.forget_result(n, tool, token, shown(usage_path(database.path, usage_db)), as_json)
 
 
 @app.command()

@@ -606,12 +606,37 @@ def stats_result(s: IndexStats, as_json: bool) -> None:
         if u.tools or u.servers:  # else one line, not two empty tables
             table(["tool", *cols], [row(tid, m) for tid, m, _ in u.tools], title="usage per tool")
             table(["server", *cols], [row(name, m) for name, m in u.servers], title="usage per server")
+        if u.learned:
+            table(
+                ["tool", "pairs", "tokens", "last", "newest request"],
+                [
+                    [
+                        t["id"],
+                        t["pairs"],
+                        ", ".join(f"{k or '(stdio)'} {n}" for k, n in t["tokens"].items()),
+                        t["last"],
+                        t["requests"][0] if t["requests"] else "",
+                    ]
+                    for t in u.learned
+                ],
+                title="learned from usage (toolidx forget deletes it)",
+            )
         for n in u.notes:
             note(n)
         if u.tools or u.servers:
             note(f"{plural(u.calls, 'call')} recorded in {u.usage_file}")
         elif not u.notes:
             note(f"no calls recorded {'for these servers ' if s.filters else ''}in {u.usage_file}")
+
+
+def forget_result(n: int, tool: str | None, token: str | None, usage_file: str, as_json: bool) -> None:
+    if as_json:
+        emit_json("forget", {"forgot": n, "tool": tool, "token": token, "usage_file": usage_file})
+        return
+    what = " and ".join(
+        x for x in (f"tool {tool}" if tool is not None else "", f"token {token!r}" if token is not None else "") if x
+    )
+    note(f"forgot {plural(n, 'learned pair')}{' of ' + what if what else ''} in {usage_file}")
 
 
 # --- diff / history / audit --------------------------------------------------------------------

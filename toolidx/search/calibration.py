@@ -264,10 +264,12 @@ def score_candidates(
     n_tools: int = REFERENCE_TOOLS,
     model: str | None = None,
     n_terms: int | None = None,
+    lift: dict[int, float] | None = None,
 ) -> dict[int, float]:
     """Calibrated score in [0, 1] per candidate (for a model not in CALIBRATED_MODELS, in hybrid
     and semantic mode: uncalibrated_scores). Records each scored candidate's odds share in its
-    evidence (cands[r]["share"], shown as signals.share)."""
+    evidence (cands[r]["share"], shown as signals.share). `lift`: added to a candidate's own logit
+    before the list is read (search.learned)."""
     if mode != "keyword" and not is_calibrated(model):
         return uncalibrated_scores(cands, mode)
     mode = effective_mode(cands, mode)
@@ -280,6 +282,9 @@ def score_candidates(
         if mode == "hybrid":
             opposed_w, reads_w = fit.action
     logits = {r: slope * z + bias for r, z in ranking_values(cands, mode, n_tools, n_terms, model).items()}
+    for r, up in (lift or {}).items():  # what past requests like this one led to (search.learned)
+        if r in logits:
+            logits[r] += up
     shares = odds_shares(logits)
     for r, share in shares.items():
         cands[r]["share"] = share

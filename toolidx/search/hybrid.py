@@ -27,6 +27,7 @@ from ..core.tooldoc import first_line, split_name
 from ..store.tools import filtered_rowids
 from . import actions, quoted, spelling
 from . import calibration as cal
+from . import learned as learning
 from .request import SPELLINGS, SearchRequest, Spelling
 
 POOL = 50  # candidates taken from each retriever before fusion
@@ -361,7 +362,9 @@ def search(
     """Find the tools that serve `query`. `min_score` overrides the calibrated "no good match"
     threshold (0 returns the best tools whatever their score). `embedder=INDEX_MODEL` loads the
     index's model (see get_query_embedder); None searches without one. `spelling`: how the caller
-    names the options in hints and errors (the CLI's flags by default)."""
+    names the options in hints and errors (the CLI's flags by default). `learned`: where to read
+    what serve learned from usage (search.learned: AUTO, the usage beside the index; a Source;
+    None: nothing)."""
     SearchRequest(query, mode, limit, min_score).check(cut_long=True)  # bad input, not "no good match"
     notes: list[str] = []
     fallback = ""
@@ -371,6 +374,7 @@ def search(
         cands, terms, mode_used, fixes = gather(
             db, query, mode=mode, filters=filters, embedder=embedder, pool=max(POOL, limit)
         )
+    learned: Any = learning.AUTO,
         if mode_used != mode:
             fallback = f"{mode} search needs embeddings; ran keyword search instead"
             notes.append(fallback)
@@ -394,7 +398,19 @@ def search(
         gate = cal.threshold(cal.effective_mode(cands, mode_used), len(terms), model) if calibrated else 0.0
         threshold = gate if min_score is None else float(min_score)
         total = db.retrieval.filtered_count(None)
-        scored = cal.score_candidates(cands, mode_used, total, model=model, n_terms=len(terms))
+        scored = learning.rescore(  # what past requests like this one led to (search.learned)
+            db,
+            query,
+            cands,
+            mode=mode_used,
+            embedder=embedder,
+            filters=filters,
+            model=model,
+            source=learned,
+            score=lambda lift: cal.score_candidates(
+                cands, mode_used, total, model=model, n_terms=len(terms), lift=lift
+            ),
+        )
         order = sorted(scored, key=lambda r: -scored[r])[: limit * 2 + 10]
         if len(order) > limit:  # the rows that can be shown: a score that rounds as the limit-th's or above
             edge = round(scored[order[limit - 1]], 4)
@@ -465,6 +481,10 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) 
     if "share" in ev:
         signals.share = round(ev["share"], 3)
     return Hit(
+    if ev.get("learned"):
+        reasons.append(learning.why(ev) or "")
+    if ev.get("negated"):  # first: what an agent must read before anything else
+        reasons.insert(0, f"negated: {ev.get('forbidden', '')}")
         id=row["id"],
         server=row["server"],
         name=row["name"],

@@ -17,6 +17,7 @@ from ..core.errors import UsageError
 from ..core.filters import Filters, compile_pattern
 from ..core.tokens import MAX_QUERY_CHARS
 from ..core.vocabulary import SEARCH_MODES
+from .learned import AUTO
 
 if TYPE_CHECKING:
     from .hybrid import SearchResult
@@ -215,11 +216,14 @@ class SearchRequest:
             raise UsageError(f"{name('min_score', front)}: must be between 0 and 1 (got {self.min_score})")
         return self
 
-    def run(self, db: Any, embedder: Any, front: str = CLI, without_model: str | None = None) -> SearchResult:
+    def run(
+        self, db: Any, embedder: Any, front: str = CLI, without_model: str | None = None, learned: Any = AUTO
+    ) -> SearchResult:
         """Search `db` with `embedder` (`core.embedding.INDEX_MODEL`: the index's own; None: none).
         `front` names the options in hints; `without_model`: the front-end's own note when it
         answers without the model (serve's model still loading), said instead of search's
-        fallback note."""
+        fallback note. `learned`: where what serve learned is read (search.learned: AUTO, the
+        usage beside the index; serve's own Source; None when learning is off)."""
         from .hybrid import search
 
         res = search(
@@ -231,6 +235,7 @@ class SearchRequest:
             min_score=self.min_score,
             embedder=embedder,
             spelling=SPELLINGS[front],
+            learned=learned,
         )
         if without_model:
             res.notes = [n for n in res.notes if n != res.fallback] + [without_model]

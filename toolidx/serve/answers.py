@@ -115,7 +115,7 @@ def search_tools(d: Discovery, args: dict) -> Answer:
     req = from_meta(args)
     req.filters = with_examples(d, req.filters).narrowed_by(d.scope)
     embedder, without_model = d.model.query_embedder(req.mode)
-    res = req.run(d.db, embedder, META, without_model)
+    res = req.run(d.db, embedder, META, without_model, learned=d.usage.source() if d.usage is not None else None)
     full = res.to_json()
     hits = [{k: h[k] for k in HIT_KEYS if h.get(k) not in (None, "", [])} for h in full.get("hits", [])]
     for h in hits:

@@ -62,12 +62,18 @@ async def execute(
     *,
     usage: Usage | None,
     alternative: str | None = None,
+    session: Any = None,
 ) -> dict:
-    """call_tool, and its outcome queued in the usage file (never delays the answer)."""
+    """call_tool, and its outcome queued in the usage file (never delays the answer); a
+    successful call in `session` (an MCP session) is linked to the search that showed its tool
+    (Usage.ran, search.learned)."""
     started = time.perf_counter()
     done = await call_tool(disc, pool, tool_name, arguments, timeout, alternative)
     if usage is not None:
         usage.record(
             done.tool_id, done.server, done.outcome, (time.perf_counter() - started) * 1000, arguments, disc.scope
         )
+        if done.outcome == "ok" and session is not None:
+            tool = disc.tool(done.tool_id)
+            usage.ran(session, done.tool_id, tool.get("hash") if tool else None)
     return done.result

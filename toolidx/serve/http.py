@@ -31,9 +31,11 @@ from .. import __version__
 from ..core.counts import plural
 from ..core.errors import DatabaseError, ToolidxError, UsageError
 from ..core.vocabulary import JSON_VERSION
+from ..search.learned import CALLER
 from .access import ANONYMOUS, Grant, HostPolicy, Tokens, check_allowed, is_loopback
 from .console import PATHS as CONSOLE_PATHS
 from .discovery import Discovery
+from .recorder import token_of
 
 log = logging.getLogger("toolidx")
 
@@ -281,7 +283,8 @@ def search_payload(disc: Discovery, params: Any) -> dict:
         req.filters = with_examples(disc, req.filters)
     req.filters = req.filters.narrowed_by(disc.scope)
     embedder, without_model = disc.model.query_embedder(req.mode)  # search_tools' policy: waits for a loading model
-    out = req.run(disc.db, embedder, HTTP, without_model).to_json()
+    learned = disc.usage.source() if disc.usage is not None else None  # the caller: learned.CALLER
+    out = req.run(disc.db, embedder, HTTP, without_model, learned=learned).to_json()
     return {"toolidx": JSON_VERSION, "command": "search", **out}
 
 
@@ -412,6 +415,7 @@ def build_app(
 
     async def v1_search(request: Request) -> JSONResponse:
         d = view(request)
+        CALLER.set(token_of(request.scope.get("toolidx.grant")))  # whose learned pairs count fully
         try:
             await anyio.to_thread.run_sync(d.refresh)
             payload = await anyio.to_thread.run_sync(search_payload, d, request.query_params)

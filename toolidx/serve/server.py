@@ -22,13 +22,14 @@ import anyio
 from .. import __version__
 from ..core.errors import INTERNAL_ERROR, UNKNOWN_TOOL
 from ..core.filters import Filters
+from ..search import learned
 from ..store.tools import get_server
 from .answers import answer, call_timeout, check_arguments
 from .backends import BackendPool, SpecSource
 from .discovery import DEFAULT_MAX_TOKENS, Discovery, error_answer
 from .execute import execute
 from .metatools import DEFAULT_TIMEOUT_MS, META_NAMES, meta_tools
-from .recorder import Usage
+from .recorder import Usage, token_of
 
 log = logging.getLogger("toolidx")
 
@@ -73,6 +74,7 @@ def build_server(
     record_examples: bool = False,
     grants: list[Any] | None = None,
     trust_index: bool = False,
+    learn: bool = True,
 ) -> Any:
     """The discovery server over the index at `db_path` (a DiscoveryServer: the SDK's low-level
     Server, with `.discovery` its state). `always_load`: mark the core meta-tools
@@ -82,14 +84,15 @@ def build_server(
     `grants` (serve --http's tokens, access.Grant): each answers inside its own scope, narrowed by
     `scope`; a request carries its grant in the HTTP request's ASGI scope (`toolidx.grant`).
     `trust_index`: start servers from the index's launch lines though no crawl on this machine
-    wrote them (backends.SpecSource).
+    wrote them (backends.SpecSource). `learn`: link successful calls to the searches that showed
+    their tools and lift those tools for requests like them (search.learned; serve --no-learn).
     Raises ToolidxError for an unusable index, a bad --pin or a token scope naming an unknown server."""
     # the index and options first: their errors need no MCP import (~1 s)
     disc = Discovery(
         str(db_path), scope=scope, expose_tools=expose_tools, pins=pins, max_tokens=max_tokens, config_path=config_path
     )
     views = {g.label: disc.scoped(g.scope) for g in grants or [] if not g.scope.is_empty()}
-    disc.usage = Usage(disc.db_path, usage_db, record_examples=record_examples, scope=scope)
+    disc.usage = Usage(disc.db_path, usage_db, record_examples=record_examples, scope=scope, learn=learn)
     from .mcp_server import DiscoveryServer
 
     source = SpecSource(
@@ -139,6 +142,7 @@ def build_server(
     async def call_tool(ctx: Any, params: Any) -> dict:
         name, args = params.name, params.arguments or {}
         d = view(ctx)
+        learned.CALLER.set(learner(ctx))  # whose search reads what was learned
         try:
             await refreshed(ctx)
             if name == "execute_tool":
@@ -148,6 +152,8 @@ def build_server(
                 return await _execute(ctx, d, args["tool_name"], args.get("arguments", {}), call_timeout(args))
             if name in META_NAMES:
                 answered = await anyio.to_thread.run_sync(answer, d, name, args)
+                if name == "search_tools" and not answered.is_error and d.usage is not None:
+                    await anyio.to_thread.run_sync(_saw_search, d, ctx, args, answered)
                 if name == "describe_tool" and args.get("check") and not answered.is_error:
                     from .preflight import add_check
 
@@ -196,9 +202,31 @@ def grant_label(ctx: Any) -> str | None:
     return getattr(grant, "label", None)
 
 
+def learner(ctx: Any) -> str:
+    """Whose pairs a request records and reads (search.learned): its token's label, '' over stdio
+    or without tokens."""
+    request = getattr(ctx, "request", None)
+    return token_of(getattr(request, "scope", {}).get("toolidx.grant") if request is not None else None)
+
+
 def _run_of(ctx: Any) -> _Run | None:
     lc = getattr(ctx, "lifespan_context", None)
     return lc.get("run") if isinstance(lc, dict) else None
+
+
+def _session_of(ctx: Any) -> Any:
+    """The MCP session a request belongs to (the SDK's per-client Connection outlives the
+    per-request session object), or None."""
+    session = getattr(ctx, "session", None)
+    return getattr(session, "_connection", None) or session
+
+
+def _saw_search(d: Discovery, ctx: Any, args: dict, answered: Any) -> None:
+    shown = [h["id"] for h in answered.payload.get("hits", []) if isinstance(h, dict) and h.get("id")]
+    embedder, _ = d.model.query_embedder("hybrid")
+    d.usage.saw_search(
+        _session_of(ctx), learner(ctx), args.get("query", ""), shown, embedder, d.db.get_meta("embed_model")
+    )
 
 
 async def _execute(ctx: Any, disc: Discovery, tool_name: str, arguments: Any, timeout: float) -> dict:
@@ -210,6 +238,7 @@ async def _execute(ctx: Any, disc: Discovery, tool_name: str, arguments: Any, ti
         timeout,
         usage=disc.usage,
         alternative="use get_similar_tools for an alternative",
+        session=_session_of(ctx),
     )
 
 

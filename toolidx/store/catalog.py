@@ -142,6 +142,20 @@ def ids_within(db: Index, ids: list[str], filters: Filters | None) -> set[str]:
     return out
 
 
+def rowids_and_hashes(db: Index, ids: list[str], filters: Filters | None) -> dict[str, tuple[int, str]]:
+    """id -> (rowid, definition hash) of those of `ids` that are tools passing `filters` (what
+    search.learned may lift: in scope, and as defined now)."""
+    where, params = _where(db, filters)
+    out: dict[str, tuple[int, str]] = {}
+    for marks, chunk in in_chunks(sorted(set(ids))):
+        rows = db.query(
+            f"SELECT t.rowid AS rowid, t.id AS id, t.hash AS hash FROM tools t WHERE ({where}) AND t.id IN ({marks})",
+            [*params, *chunk],
+        )
+        out.update((r["id"], (int(r["rowid"]), r["hash"])) for r in rows)
+    return out
+
+
 def tool_rowid(db: Index, tool_id: str) -> int | None:
     v = db.scalar("SELECT rowid FROM tools WHERE id = ?", (tool_id,))
     return None if v is None else int(v)

@@ -1,0 +1,194 @@
+"""Learning from usage (issue 46, search/learned.py), through the library's search and the CLI,
+on serve's index of real servers (conftest `serve_index`) with the real model: pairs are put in
+the usage store through its API, as serve's recorder writes them."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+from conftest import run_cli
+
+from toolidx.core.filters import Filters
+from toolidx.search import learned
+from toolidx.search.hybrid import search
+from toolidx.store.db import open_db
+from toolidx.store.usage import MAX_PAIRS_PER_TOOL, PAIR_DAYS, open_usage, usage_path
+
+TAUGHT = [  # three ways of asking one thing, each followed by a successful call of the tool
+    "remember that my sister's birthday is in May",
+    "keep in mind that my sister was born in May",
+    "note that my sister's birthday falls in May",
+]
+UNSEEN = "remember that my brother's birthday is in June"
+TOOL = "memory/create_entities"
+
+
+@pytest.fixture
+def index(serve_index, tmp_path):
+    db = tmp_path / "serve.db"
+    shutil.copy(serve_index, db)
+    return db
+
+
+def teach(
+    store, db, embedder, tool, requests, *, token="", session=None, tool_hash=None, at="2026-11-29T00:00:00.000Z"
+):
+    model = db.get_meta("embed_model")
+    h = tool_hash or db.scalar("SELECT hash FROM tools WHERE id = ?", (tool,))
+    store.record_pairs(
+        [
+            (
+                tool,
+                h,
+                learned.request_text(q),
+                model,
+                embedder.embed_query(learned.request_text(q)),
+                token,
+                session or f"s{i}",
+                at,
+            )
+            for i, q in enumerate(requests)
+        ]
+    )
+
+
+def ranked(res):
+    return [h.id for h in res.hits]
+
+
+def test_past_requests_like_this_one_lift_the_tool_they_led_to(index, embedder):
+    db = open_db(index)
+    before = search(db, UNSEEN, embedder=embedder, min_score=0, limit=40)
+    assert TOOL not in ranked(before)[:10]  # a goal-style request the ranking alone misses
+    store = open_usage(usage_path(index))
+    teach(store, db, embedder, TOOL, TAUGHT)
+    res = search(db, UNSEEN, embedder=embedder)  # AUTO: the usage beside the index
+    assert not res.no_match and TOOL in ranked(res)[:3], res.to_json()
+    hit = next(h for h in res.hits if h.id == TOOL)
+    assert re.search(r"chosen after [23] similar requests", hit.why), hit.why  # those past the model's floor
+    # an unrelated request is not moved: the same hits and scores as without any usage
+    for q in ("what time is it in Tokyo", "list the files in my home folder"):
+        alone = search(db, q, embedder=embedder, learned=None)
+        taught = search(db, q, embedder=embedder)
+        assert [(h.id, h.score) for h in taught.hits] == [(h.id, h.score) for h in alone.hits]
+    # the CLI reads the same usage, and says what was learned
+    r = run_cli("search", UNSEEN, "--db", index, "--json")
+    assert r.code == 0 and TOOL in [h["id"] for h in r.json["hits"]][:3], r.stderr
+    store.close()
+    db.close()
+
+
+def test_learning_off_lifts_nothing(index, embedder, monkeypatch):
+    db = open_db(index)
+    store = open_usage(usage_path(index))
+    teach(store, db, embedder, TOOL, TAUGHT)
+    monkeypatch.setenv(learned.OFF_ENV, "1")
+    assert TOOL not in ranked(search(db, UNSEEN, embedder=embedder, min_score=0))[:10]
+    monkeypatch.delenv(learned.OFF_ENV)
+    monkeypatch.setattr(learned, "CONSTANTS", {})  # a model without fitted constants: refused
+    assert TOOL not in ranked(search(db, UNSEEN, embedder=embedder, min_score=0))[:10]
+    store.close()
+    db.close()
+
+
+def test_one_token_moves_other_callers_results_no_further_than_the_bound(index, embedder, tmp_path):
+    """Mallory searches and calls one tool 1,000 times, with the very request Alice will make: in
+    anyone else's search that weighs as one similar request of their own (OTHER_CAP), the stated
+    bound; only Mallory's own searches feel the rest."""
+    db = open_db(index)
+    store = open_usage(usage_path(index))
+    victim = "what time is it in Tokyo"
+    target = "everything/echo"
+    vec = embedder.embed_query(learned.request_text(victim))
+    h = db.scalar("SELECT hash FROM tools WHERE id = ?", (target,))
+    model = db.get_meta("embed_model")
+    at = "2026-11-29T00:00:00.000Z"
+    store.record_pairs([(target, h, f"{victim} #{i}", model, vec, "mallory", f"m{i}", at) for i in range(1000)])
+    one = open_usage(tmp_path / "one.db")  # the bound: one such request, by the caller itself
+    one.record_pairs([(target, h, victim, model, vec, "alice", "a1", at)])
+
+    def scores(src):
+        res = search(db, victim, embedder=embedder, min_score=0, limit=50, learned=src)
+        return {x.id: x for x in res.hits}
+
+    alone = scores(None)
+    bounded = scores(learned.Source(one, "alice"))
+    for caller in ("alice", ""):  # another token, and the owner (stdio, the CLI)
+        seen = scores(learned.Source(store, caller))
+        assert [(x.id, x.score) for x in seen.values()] == [(x.id, x.score) for x in bounded.values()]
+        assert seen[target].score > alone[target].score and "chosen after 1 similar request" in seen[target].why
+        # the strong match stays first: a capped lift cannot carry a weak tool over it
+        assert next(iter(seen)) == next(iter(alone)) == "time/convert_time"
+    own = scores(learned.Source(store, "mallory"))  # its own searches: up to `saturate` count
+    assert own[target].score > bounded[target].score and "chosen after 3 similar requests" in own[target].why
+    one.close()
+    store.close()
+    db.close()
+
+
+def test_a_changed_quarantined_or_out_of_scope_tool_is_never_lifted(index, embedder):
+    db = open_db(index)
+    store = open_usage(usage_path(index))
+    teach(store, db, embedder, TOOL, TAUGHT, tool_hash="0" * 64)  # learned on another definition
+    assert TOOL not in ranked(search(db, UNSEEN, embedder=embedder, min_score=0))[:10]
+    store.forget_pairs()
+    teach(store, db, embedder, TOOL, TAUGHT)
+    assert TOOL in ranked(search(db, UNSEEN, embedder=embedder))[:3]
+    # out of the search's scope (a token's servers), or not approved under quarantine
+    scoped = search(db, UNSEEN, embedder=embedder, min_score=0, filters=Filters(servers=["time", "everything"]))
+    assert all(not x.id.startswith("memory/") for x in scoped.hits)
+    assert run_cli("approve", "time/get_current_time", "everything/echo", "--db", index).code == 0
+    quarantined = search(db, UNSEEN, embedder=embedder, min_score=0, filters=Filters(approved_only=True))
+    assert TOOL not in ranked(quarantined)
+    store.close()
+    db.close()
+
+
+def test_pairs_are_kept_once_per_session_masked_bounded_and_forgotten(tmp_path):
+    store = open_usage(tmp_path / "u.db")
+    v = b"\0" * 16
+    row = ("s/t", "h", "convert a file", "m", v, "", "S1", "2026-11-29T00:00:00.000Z")
+    store.record_pairs([row, row])
+    store.record_pairs([row])  # the session's repeat: kept once
+    store.record_pairs([(*row[:6], "S2", row[7])])  # another session: counts
+    assert store.pairs_version()[0] == 2
+    old = "2020-01-01T00:00:00.000Z"  # past PAIR_DAYS: dropped at the next write
+    store.record_pairs([("s/old", "h", "x", "m", v, "", "S3", old), ("s/u", "h", "y", "m", v, "bob", "S3", row[7])])
+    assert {t["id"] for t in store.learned()} == {"s/t", "s/u"} and PAIR_DAYS == 90
+    store.record_pairs([("s/t", "h", f"r{i}", "m", v, "bob", "S4", row[7]) for i in range(MAX_PAIRS_PER_TOOL + 5)])
+    (t,) = [t for t in store.learned() if t["id"] == "s/t"]
+    assert t["pairs"] == MAX_PAIRS_PER_TOOL and t["tokens"] == {"bob": MAX_PAIRS_PER_TOOL}  # the newest kept
+    assert store.forget_pairs(token="bob", tool_id="s/u") == 1
+    assert store.forget_pairs(tool_id="s/t") == MAX_PAIRS_PER_TOOL
+    assert store.forget_pairs() == 0
+    # a request's secrets are masked before it is kept (as recorded examples are)
+    masked = learned.mask("remember my token ghp_abcdefghijklmnopqrstuvwxyz0123456789 please")
+    assert "ghp_" not in masked and masked.startswith("remember my token ") and masked.endswith(" please")
+    store.close()
+
+
+def test_stats_shows_what_was_learned_and_forget_deletes_it(index, embedder):
+    db = open_db(index)
+    store = open_usage(usage_path(index))
+    teach(store, db, embedder, TOOL, TAUGHT[:2], token="team")
+    teach(store, db, embedder, TOOL, TAUGHT[2:], token="")
+    teach(store, db, embedder, "time/get_current_time", ["what time is it"], token="team")
+    store.close()
+    db.close()
+    r = run_cli("stats", "--db", index, "--usage", "--json")
+    assert r.code == 0, r.stderr
+    got = {t["id"]: t for t in r.json["usage"]["learned"]}
+    assert got[TOOL]["pairs"] == 3 and got[TOOL]["tokens"] == {"team": 2, "": 1}
+    assert got[TOOL]["requests"][0] in TAUGHT
+    r = run_cli("stats", "--db", index, "--usage")
+    assert r.code == 0 and "newest request" in r.stdout and f"{TOOL}\t3\t" in r.stdout
+    assert run_cli("forget", "--db", index).code == 2  # forget what? nothing named
+    r = run_cli("forget", "--db", index, "--token", "team", "--tool", TOOL, "--json")
+    assert r.code == 0 and r.json["forgot"] == 2, r.stderr
+    r = run_cli("forget", "--db", index, "--token", "", "--json")
+    assert r.json["forgot"] == 1
+    r = run_cli("forget", "--db", index, "--all")
+    assert r.code == 0 and "forgot 1 learned pair" in r.stderr + r.stdout
+    assert run_cli("stats", "--db", index, "--usage", "--json").json["usage"]["learned"] == []

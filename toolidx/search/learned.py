@@ -1,0 +1,287 @@
+"""What search learns from its own usage (issue 46). serve records, for each successful
+`execute_tool`, the request of the search in the same session that had shown that tool: a *pair*
+(store/usage.py's `pairs`: the request with secret-looking words masked, its embedding, the tool,
+its definition hash, the caller's token). A later hybrid search finds the past requests like its
+own (the cosine of the same model's embeddings at or above the model's `floor`) and lifts the
+tools they led to: one more signal, added to each such tool's own logit before the score reads
+the list (calibration.score_candidates).
+
+Bounded, so it cannot be gamed or run away:
+- only tools that pass the search's filters (its scope: a token's, serve's, --quarantine's
+  approved tools) and whose definition is still the one that ran (tools.hash): a changed tool
+  starts over;
+- the lift is at most the model's `weight` (in the tool's own logit), reached at `saturate`
+  similar requests (one counts whole at a cosine of `full` or more, in part between `floor` and
+  `full`): beside a strong match of another tool it gains little, and no request without a
+  similar past one is moved at all;
+- one token's pairs count at most `saturate` toward its own searches and OTHER_CAP toward anyone
+  else's (another token, serve over stdio, the CLI): however many pairs one token records, they
+  weigh in anyone else's search as OTHER_CAP similar requests of their own would (a tool's own
+  logit up by at most weight * OTHER_CAP / saturate);
+- the constants belong to the embedding model (calibration.json's `learned`, fitted by
+  benchmarks/learned_sim.py): an index embedded with a model without them is never lifted.
+
+`TOOLIDX_NO_LEARN=1` (or `serve --no-learn`) turns it off: nothing recorded, nothing lifted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.filters import Filters
+from ..core.notices import warn_once
+from . import calibration as cal
+from . import quoted
+
+log = logging.getLogger("toolidx")
+
+OFF_ENV = "TOOLIDX_NO_LEARN"
+OTHER_CAP = 1  # how many of one token's similar requests count toward another caller's search
+# the caller of the search under way: serve's HTTP token label ('' = stdio, the CLI, the library)
+CALLER: ContextVar[str] = ContextVar("toolidx_learned_caller", default="")
+
+
+class _Auto:
+    def __repr__(self) -> str:
+        return "AUTO"
+
+
+AUTO: Any = _Auto()  # search's default: the usage kept beside the index (`source_for`)
+
+
+@dataclass(frozen=True)
+class Constants:
+    floor: float  # two requests whose embeddings' cosine is at least this are "alike"
+    full: float  # ... and at least this, alike enough to count whole (between: a share)
+    weight: float  # the lift at saturation, in logits
+    saturate: int  # alike past requests (whole) for the whole lift
+
+
+@dataclass
+class Evidence:
+    """What past requests like a search's say of one tool."""
+
+    requests: int = 0  # how many counted (each token's at most its cap)
+    weight: float = 0.0  # their summed weights, each min(1, (cosine - floor) / (full - floor))
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a search reads what was learned: a usage store (store.usage.UsageStore), and who asks
+    (a token label; '' for the owner: stdio, the CLI, the library)."""
+
+    store: Any
+    token: str = ""
+
+
+def off() -> bool:
+    return os.environ.get(OFF_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _read_constants() -> dict[str, Constants]:
+    raw = json.loads(cal.FITS_FILE.read_text())
+    out = {}
+    for model, fit in raw["models"].items():
+        c = fit.get("learned")
+        if c:
+            out[model] = Constants(float(c["floor"]), float(c["full"]), float(c["weight"]), int(c["saturate"]))
+    return out
+
+
+CONSTANTS = _read_constants()
+
+
+def constants(model: str | None) -> Constants | None:
+    """The model's fitted constants; None (nothing is lifted) for a model without them."""
+    return CONSTANTS.get(model or "")
+
+
+def request_text(query: str) -> str:
+    """The text whose embedding stands for a request: as hybrid search embeds it (quoted values
+    out), so a search's own embedding is reused."""
+    return quoted.strip_quoted(" ".join((query or "").split()))[:2000]
+
+
+def mask(text: str) -> str:
+    """`text` with each secret-looking word (a token, a key, `password=...`) masked, as recorded
+    examples are (core.redact)."""
+    from ..core.redact import redact
+
+    return " ".join(str(redact(w)[0]) if w else w for w in text.split(" "))
+
+
+# --- where the pairs are read --------------------------------------------------------------------
+_stores: dict[str, Any] = {}
+_stores_lock = threading.Lock()
+
+
+def source_for(db: Any) -> Source | None:
+    """The CLI's and the library's source: the usage of the index `db` (beside a file, or a
+    PostgreSQL catalog's own tables), read as the owner; None when learning is off or nothing was
+    recorded yet."""
+    if off():
+        return None
+    from ..store.usage import catalog_usage
+
+    key = str(db.path)
+    with _stores_lock:
+        store = _stores.get(key)
+        if store is None or (db.postgres and store.engine is not db):
+            store = catalog_usage(db)
+            if store is None:
+                return None
+            if len(_stores) > 8:
+                for old in _stores.values():
+                    old.close()
+                _stores.clear()
+            _stores[key] = store
+    return Source(store, "")
+
+
+@dataclass
+class _Pairs:
+    version: tuple[int, int]
+    tools: list[str]
+    hashes: list[str]
+    tokens: list[str]
+    matrix: Any  # n x dim float32, rows normalised
+
+
+_memo: dict[tuple[int, str], _Pairs] = {}
+_memo_lock = threading.Lock()
+
+
+def _pairs(store: Any, model: str) -> _Pairs | None:
+    import numpy as np
+
+    version = store.pairs_version()
+    key = (id(store), model)
+    with _memo_lock:
+        got = _memo.get(key)
+        if got is not None and got.version == version:
+            return got
+    if version[0] == 0:
+        return None
+    rows = store.pairs_of_model(model)
+    if not rows:
+        return None
+    dim = len(rows[-1][3])
+    rows = [r for r in rows if len(r[3]) == dim]
+    m = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1).copy()
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    m /= np.where(norms == 0, 1.0, norms)
+    got = _Pairs(version, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], m)
+    with _memo_lock:
+        if len(_memo) > 8:
+            _memo.clear()
+        _memo[key] = got
+    return got
+
+
+# --- the signal ----------------------------------------------------------------------------------
+def recall(
+    db: Any, query: str, embedder: Any, filters: Filters | None, model: str | None, source: Source
+) -> tuple[dict[int, Evidence], bytes | None]:
+    """tool rowid -> what past requests like `query` say of it: the pairs whose tool is in scope
+    and defined as when it ran, each token's strongest `saturate` (the caller's own) or OTHER_CAP
+    (another's) counted; and the request's embedding."""
+    import numpy as np
+
+    c = constants(model)
+    if c is None or model is None:
+        return {}, None
+    got = _pairs(source.store, model)
+    if got is None:
+        return {}, None
+    from .hybrid import _embed_query
+
+    blob = _embed_query(embedder, request_text(query))
+    q = np.frombuffer(blob, dtype=np.float32)
+    if q.shape[0] != got.matrix.shape[1]:
+        return {}, None
+    q = q / (float(np.linalg.norm(q)) or 1.0)
+    sims = got.matrix @ q
+    alike = np.nonzero(sims >= c.floor)[0]
+    if alike.size == 0:
+        return {}, blob
+    from ..store.catalog import rowids_and_hashes
+
+    now = rowids_and_hashes(db, sorted({got.tools[i] for i in alike}), filters)
+    # each alike past request weighs (cosine - floor) / (full - floor), at most 1: a paraphrase
+    # counts whole, one just over the floor (a neighbouring intent, often) next to nothing
+    per: dict[tuple[str, str], list[float]] = {}
+    for i in alike:
+        tool = got.tools[i]
+        if tool in now and now[tool][1] == got.hashes[i]:
+            share = min(1.0, (float(sims[i]) - c.floor) / max(c.full - c.floor, 1e-6))
+            per.setdefault((tool, got.tokens[i]), []).append(share)
+    out: dict[int, Evidence] = {}
+    for (tool, token), weights in per.items():
+        cap = c.saturate if token == source.token else OTHER_CAP
+        kept = sorted(weights, reverse=True)[:cap]  # a token's strongest `cap` only
+        e = out.setdefault(now[tool][0], Evidence())
+        e.requests += len(kept)
+        e.weight += sum(kept)
+    return out, blob
+
+
+def rescore(
+    db: Any,
+    query: str,
+    cands: dict[int, dict],
+    *,
+    mode: str,
+    embedder: Any,
+    filters: Filters | None,
+    model: str | None,
+    source: Any,
+    score: Callable[[dict[int, float]], dict[int, float]],
+) -> dict[int, float]:
+    """`score(lift)`: the calibrated scores of `cands`, where each tool that past requests like
+    `query` led to has its own logit lifted, before the list is read, by the model's `weight` *
+    min(w, saturate) / saturate (w: the summed weights of those requests, Evidence), and is marked
+    in its evidence (`learned`: how many). Lifted there, a tool among weak matches comes to stand
+    out of the list, while one beside a strong match gains little. Such a tool that no retriever
+    found joins the candidates with its cosine. Hybrid mode only; reading usage never fails a
+    search."""
+    found: dict[int, Evidence] = {}
+    c = constants(model)
+    if mode == "hybrid" and embedder is not None and c is not None and source is not None:
+        try:
+            src = source_for(db) if source is AUTO else source
+            if src is not None:
+                found, blob = recall(db, query, embedder, filters, model, src)
+                if found:
+                    _join(db, found, cands, blob)
+        except Exception as e:  # a usage file being replaced, a catalog gone: search without it
+            warn_once("learned", f"what was learned from usage is not used: {type(e).__name__}: {e}")
+            found = {}
+    if not found or c is None:
+        return score({})
+    for r, e in found.items():
+        cands[r]["learned"] = e.requests
+    return score({r: c.weight * min(e.weight, c.saturate) / c.saturate for r, e in found.items()})
+
+
+def _join(db: Any, found: dict[int, Evidence], cands: dict[int, dict], blob: bytes | None) -> None:
+    missing = [r for r in found if r not in cands]
+    if not missing or blob is None:
+        return
+    cos = db.retrieval.cosines(blob, missing)
+    for r in missing:
+        cands[r] = {"bm25": 0.0, "cos": cos.get(r, 0.0), "fuzzy": 0.0, "coverage": 0.0, "name_words": 0}
+
+
+def why(ev: dict) -> str | None:
+    """The hit's `why` part for what was learned: "chosen after 3 similar requests"."""
+    n = ev.get("learned")
+    if not n:
+        return None
+    return f"chosen after {n} similar request{'s' if n != 1 else ''}"
