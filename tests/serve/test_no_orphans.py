@@ -29,8 +29,9 @@ HOSTILE = ("stays", "deaf", "deaf-child")
 SETTLE_S = 10.0
 
 
-def lingering(how: str, pids: Path) -> dict:
-    return {"command": sys.executable, "args": [str(LINGERING), "--how", how, "--pids", str(pids)], "timeout": 30}
+def lingering(how: str, pids: Path, *extra: str) -> dict:
+    args = [str(LINGERING), "--how", how, "--pids", str(pids), *extra]
+    return {"command": sys.executable, "args": args, "timeout": 30}
 
 
 def tree_of(pid: int) -> list[int]:
@@ -155,4 +156,32 @@ def test_crawl_leaves_no_daemon_behind(tmp_path, figure):
         figure("processes left after a crawl of a daemonizing and a deaf server", left)
         assert left == 0, [Path(f"/proc/{p}/cmdline").read_bytes() for p in procs if alive(p)]
     finally:
+        kill_all(noted(pids))
+
+
+@pytest.mark.slow  # a crawl process killed mid-crawl (~3 s)
+def test_killed_crawl_leaves_no_process_behind(tmp_path, figure):
+    """`toolidx crawl` SIGKILLed while a deaf server (with a deaf child) is still listing its tools:
+    the server's supervisor sees crawl die and stops both. Fails on a67a9a8: both ran on (the server
+    ignores its stdin's end, and nothing was left to signal it)."""
+    import subprocess
+
+    pids = tmp_path / "pids"
+    cfg = write_config(tmp_path / "servers.json", {"s": lingering("deaf-child", pids, "--slow-list", "60")})
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    line = [sys.executable, "-m", "toolidx", "crawl", "--config", str(cfg), "--db", str(tmp_path / "i.db")]
+    p = subprocess.Popen([*line, "--model", "none"], cwd=tmp_path, env=env, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while len(noted(pids)) < 2 and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(noted(pids)) == 2 and p.poll() is None, (noted(pids), p.poll())
+        p.kill()
+        p.wait()
+        left = left_of(noted(pids), SETTLE_S)
+        figure("processes left after crawl was killed with SIGKILL mid-crawl", left)
+        assert left == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
         kill_all(noted(pids))

@@ -10,6 +10,7 @@ Hand-written JSON-RPC (stdlib only, as rawmcp.py): it starts in ~30 ms instead o
   deaf-child  deaf, with a child that ignores SIGTERM too (in its process group)
   daemon      exits on stdin EOF like a good server, but first double-forks a helper into a session
               of its own (a daemon, reparented away from the server) that ignores SIGTERM and SIGHUP
+--slow-list S: answer tools/list only after S seconds (a crawl still running when it is killed).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--how", required=True, choices=["stays", "deaf", "deaf-child", "daemon"])
     ap.add_argument("--pids", required=True)
+    ap.add_argument("--slow-list", type=float, default=0.0)
     a = ap.parse_args()
     note(a.pids)
     if a.how in ("deaf", "deaf-child"):
@@ -90,6 +92,7 @@ def main() -> None:
             info = {"name": f"lingering-{a.how}", "version": "1.0.0"}
             result: dict = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": info}
         elif method == "tools/list":
+            time.sleep(a.slow_list)
             result = {"tools": [tool]}
         elif method == "tools/call":
             result = {"content": [{"type": "text", "text": f"pong from {a.how}"}]}
