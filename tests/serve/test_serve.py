@@ -234,6 +234,18 @@ def test_describe_tool_gives_schema_example_and_closest_names(serve_index):
     assert set(ambiguous["suggestions"]) == {"crashy/echo", "everything/echo"}
 
 
+def test_describe_tool_example_gives_two_ends_two_values(serve_index):
+    """describe_tool's example reads the tool's text as the CLI's does: convert_time's source and
+    target are two different time zones (it converted Europe/Paris to Europe/Paris)."""
+
+    async def body(c):
+        return await call(c, "describe_tool", {"tool_name": "time/convert_time"})
+
+    r, sc, _ = session(build(serve_index), body)
+    ex = sc["example_arguments"]
+    assert not r.is_error and ex["source_timezone"] != ex["target_timezone"]
+
+
 def test_categories_and_similar(serve_index, embedder):
     async def body(c):
         return [

@@ -194,7 +194,7 @@ def _in_scope_but_for_approval(d: Discovery, name: str) -> bool:
 
 def describe_tool(d: Discovery, args: dict) -> Answer:
     from ..catalog.describe import describe
-    from ..core.schemas import example_arguments
+    from ..catalog.examples import generated_arguments
 
     tool = resolve_as_unknown(d, args["tool_name"])
     detail = args.get("detail", "schema")
@@ -216,7 +216,7 @@ def describe_tool(d: Discovery, args: dict) -> Answer:
     if detail == "schema":  # what a caller needs, without the full dump's server details
         schema = tool.get("input_schema") or {"type": "object"}
         described.update(
-            input_schema=schema, annotations=tool.get("annotations"), example_arguments=example_arguments(schema)
+            input_schema=schema, annotations=tool.get("annotations"), example_arguments=generated_arguments(tool)
         )
     payload = {k: v for k, v in described.items() if v not in (None, [], {}, "")}
     if "metrics" in used:

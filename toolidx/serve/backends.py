@@ -55,6 +55,7 @@ FIX_REFUSED = (
 )
 FIX_RESTARTED = "try again: the server process ended and is started afresh on the next call"
 FIX_TIMED_OUT = "try again with a longer timeout, or a smaller request"
+FIX_CONFIG = "the server's entry cannot start as configured (the reason above): tell the user; a retry fails the same way"
 FIX_NOT_STARTED = "the server did not start (the reason above): tell the user; a retry only starts it again"
 FIX_TOO_LARGE = "ask the tool for less (a smaller page, range or file), or tell the user its answer is too large"
 
@@ -318,7 +319,8 @@ class BackendPool:
                 await self._stop(b)
             spec, where = self.source.spec(server)
             if spec.problem:
-                raise BackendUnavailable(f"cannot start server {server!r}: {spec.problem}")
+                # a config problem (an unset variable, a refused entry): the same call fails the same way
+                raise BackendUnavailable(f"cannot start server {server!r}: {spec.problem}", fix=FIX_CONFIG)
             if spec.transport == "tools_file":
                 raise BackendUnavailable(
                     f"server {server!r} is a saved tool list (tools_file), not a live server: its tools cannot be run"

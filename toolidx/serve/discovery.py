@@ -503,7 +503,7 @@ class Discovery:
         ]
 
     def invalid_arguments(self, tool: dict, errors: list[dict]) -> Answer:
-        from ..core.schemas import example_arguments
+        from ..catalog.examples import generated_arguments
 
         schema = tool.get("input_schema") or {}
         payload = {
@@ -512,7 +512,7 @@ class Discovery:
             "tool": tool["id"],
             "errors": errors,
             "input_schema": schema,
-            "example_arguments": example_arguments(schema),
+            "example_arguments": generated_arguments(tool),
         }
         payload = fit_budget(payload, None, self.max_tokens)
         return Answer(payload, invalid_arguments_text(tool["id"], errors, payload), is_error=True)

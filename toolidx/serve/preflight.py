@@ -16,7 +16,7 @@ from ..core.errors import UsageError
 from ..core.filters import Filters
 from ..core.servers import stderr_lines
 from ..core.tooldoc import definition_hash
-from .backends import BackendUnavailable, SpecSource
+from .backends import FIX_CONFIG, BackendUnavailable, SpecSource
 
 # server name -> the tools it lists now (wire JSON); raises BackendUnavailable when it cannot start
 Lister = Callable[[str], Awaitable[list[dict]]]
@@ -193,7 +193,7 @@ def check(
         async def lister(server: str) -> list[dict]:
             spec, where = source.spec(server)
             if spec.problem:
-                raise BackendUnavailable(f"cannot start server {server!r}: {spec.problem}")
+                raise BackendUnavailable(f"cannot start server {server!r}: {spec.problem}", fix=FIX_CONFIG)
             if spec.transport == "tools_file":
                 raise BackendUnavailable(
                     f"server {server!r} is a saved tool list (tools_file), not a live server: its tools cannot be run"
