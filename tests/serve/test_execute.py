@@ -73,7 +73,7 @@ def test_a_server_whose_variable_is_unset_now_is_not_worth_a_retry(tmp_path, mon
     out = anyio.run(run)
     said = out.result["structuredContent"]
     assert out.outcome == "backend_failed" and "TOOLIDX_TEST_UNSET_LATER" in said["error"] + said.get("message", "")
-    assert "a retry fails the same way" in said["fix"] and not said["fix"].startswith("try again")
+    assert "retries fail alike" in said["fix"] and not said["fix"].startswith("try again")
 
 
 def test_serves_examples_read_the_tools_text_as_describe_does(tmp_path):

@@ -55,7 +55,7 @@ FIX_REFUSED = (
 )
 FIX_RESTARTED = "try again: the server process ended and is started afresh on the next call"
 FIX_TIMED_OUT = "try again with a longer timeout, or a smaller request"
-FIX_CONFIG = "the server's entry cannot start as configured (the reason above): tell the user; a retry fails the same way"
+FIX_CONFIG = "the server's entry cannot start as configured (the reason above): tell the user; retries fail alike"
 FIX_NOT_STARTED = "the server did not start (the reason above): tell the user; a retry only starts it again"
 FIX_TOO_LARGE = "ask the tool for less (a smaller page, range or file), or tell the user its answer is too large"
 
