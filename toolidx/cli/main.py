@@ -1209,6 +1209,14 @@ def main(argv: list[str] | None = None) -> None:
         code = 130
     except BrokenPipeError:
         code = 0
+    except Exception as e:  # a damaged page of the index, met in any query: one line, not a traceback
+        from ..store.db import damaged
+
+        damage = damaged(e)
+        if damage is None:
+            raise
+        render.error(damage, as_json)
+        code = damage.exit_code
     finally:
         for database in _opened:
             with contextlib.suppress(Exception):  # closing folds the WAL into the file: a copied index is whole

@@ -216,6 +216,17 @@ def recrawl_args(server: dict[str, Any]) -> list[str]:
     return ["crawl", *(["--from", ",".join(clients)] if clients else []), "--server", str(server["name"])]
 
 
+def _recrawl_source(facts: dict[str, Any]) -> list[str] | None:
+    """What a crawl into a new file reads to rebuild this index: the config it records, else the
+    clients of a `crawl --from` crawl (None: unknown, the fix shows a placeholder)."""
+    from ..crawl.client_configs import owner_clients
+
+    if facts.get("config_path"):
+        return ["--config", str(facts["config_path"])]
+    clients = {",".join(owner_clients(s.get("owner")) or []) for s in facts["servers"]} - {""}
+    return ["--from", clients.pop()] if len(clients) == 1 else None
+
+
 def pgvector_fix(version: str) -> str:
     """The two ways to have pgvector (docs/deploy.md), for a server of `version` ("15.18 (Debian ...)")."""
     major = version.split(".")[0].split()[0] if version else "NN"
@@ -256,7 +267,7 @@ def _check_engine(report: DoctorReport, eng: dict[str, Any], vectors: int | None
 def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
     """The index's facts (store.health.index_facts), or None when it cannot be opened."""
     from ..store.db import open_db
-    from ..store.health import index_facts
+    from ..store.health import damaged_file_fix, index_facts
     from ..store.usage import shown
 
     where = shown(db_path)  # a catalog's URL without its password
@@ -269,6 +280,15 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
         return None
     try:
         facts = index_facts(db)
+    except Exception as e:  # a damaged page the facts' queries met: what to do, not a traceback
+        from ..store.db import damaged
+        from ..store.health import file_problems
+
+        if damaged(e) is None:
+            raise
+        problems = "; ".join(file_problems(db) or [str(e)])
+        report.add("index", "integrity", FAIL, f"SQLite quick_check: {problems}", damaged_file_fix(db_path))
+        return None
     finally:
         db.close()
     report.add("index", "open", OK, f"{where}: schema v{facts['schema_version']}, {plural(facts['tools'], 'tool')}")
@@ -281,7 +301,7 @@ def check_index(report: DoctorReport, db_path: str) -> dict[str, Any] | None:
             "integrity",
             FAIL,
             f"{checked}: " + "; ".join(facts["integrity"]),
-            "restore the file, or crawl into a new one"
+            damaged_file_fix(db_path, _recrawl_source(facts))
             if facts["engine"]["engine"] == "sqlite"
             else f"crawl again: {toolidx_command(db_path, 'crawl')}",
         )

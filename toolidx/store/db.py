@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
+    from ..core.errors import DatabaseError
     from .index import Index
 
 DEFAULT_DB_ENV = "TOOLIDX_DB"
@@ -63,6 +64,15 @@ def open_db(path: str | os.PathLike | None = None, *, create: bool = False, read
 
     p = Path(path).expanduser() if path is not None else default_db_path()
     return open_sqlite(p, create=create, readonly=readonly)
+
+
+def damaged(e: BaseException) -> DatabaseError | None:
+    """The one line (the file named, what to do) for SQLite meeting a damaged page in any query of
+    an index file this process opened; None for any other exception. The CLI's last resort, so
+    that a damaged file is never a traceback (#42 item 18)."""
+    from .sqlite.file import damaged as file_damaged
+
+    return file_damaged(e)
 
 
 # --- a catalog URL as toolidx shows it: the scheme is the user's, so every layer may mask one ---

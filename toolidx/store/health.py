@@ -48,6 +48,23 @@ def engine() -> dict[str, Any]:
     }
 
 
+def file_problems(db: Index) -> list[str]:
+    """SQLite's quick_check of an index file, its first 5 problems (["ok"]: none; []: it could not
+    run at all)."""
+    try:
+        return [r[0] for r in db.execute("PRAGMA quick_check(5)").fetchall()]
+    except Exception:  # the check itself met the damage
+        return []
+
+
+def damaged_file_fix(path: str, source: list[str] | None = None) -> str:
+    """The fix for an index file whose pages are damaged: a copy restored, or the exact crawl into
+    a new file moved over it. `source`: what to crawl (`--config FILE`, `--from CLIENTS`)."""
+    from .sqlite.database import recrawl_fix
+
+    return recrawl_fix(path, source, doctor=False)
+
+
 def index_facts(db: Index) -> dict[str, Any]:
     """The index's schema version against this toolidx's, SQLite's quick integrity check, what
     was crawled and what is missing: servers that failed their last crawl, tools without a vector."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +16,7 @@ from ...core.errors import DatabaseError
 from ...core.files import private_dir
 from ..base import IndexBase
 from ..cache import IndexCache
-from .file import FileKind, SqliteFile, check_header, open_file
+from .file import FileKind, SqliteFile, check_header, open_file, sqlite_module
 from .migrations import ADDITIVE, MIGRATIONS
 
 if TYPE_CHECKING:
@@ -34,6 +34,29 @@ def _record_version(conn: Any, version: int) -> None:
     )
 
 
+def recrawl_fix(path: str, source: list[str] | None = None, *, doctor: bool = True) -> str:
+    """What to do about a damaged index at `path`, as commands to run: doctor to see the damage
+    (unless `doctor` is what says it), then a copy restored or a crawl into a new file moved over
+    it. `source`: what to crawl (`--config FILE`, `--from CLIENTS`; default: the config the index
+    records, when that page can still be read, else a placeholder to fill in)."""
+    import shlex
+
+    if source is None:
+        with suppress(Exception):  # the damage may be in meta too: then the user names the config
+            conn = sqlite_module().connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True, timeout=1)
+            try:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'config_path'").fetchone()
+                source = ["--config", row[0]] if row and row[0] else None
+            finally:
+                conn.close()
+    p = Path(path)
+    new = str(p.with_name(f"{p.stem}.new{p.suffix}" if p.suffix else f"{p.name}.new"))
+    crawl = shlex.join(["toolidx", "crawl", *(source or ["--config", "CONFIG"]), "--db", new])
+    move = shlex.join(["mv", new, path])
+    then = f"restore a copy of the file, or crawl into a new one and move it over: {crawl} && {move}"
+    return f"see what is damaged: {shlex.join(['toolidx', 'doctor', '--db', path])}; then {then}" if doctor else then
+
+
 INDEX = FileKind(
     application_id=APPLICATION_ID,
     migrations=MIGRATIONS,
@@ -47,6 +70,7 @@ INDEX = FileKind(
     newer="index schema v{found} is newer than this toolidx (v{ours})",
     corrupt="corrupt or unreadable index ({e}); left untouched",
     corrupt_fix="restore it, or crawl into a new file",
+    damaged_fix=recrawl_fix,
     readonly_stale="index schema v{found} differs from this toolidx's v{ours} and it was opened read-only",
     readonly_stale_fix="open it once with a writing command (toolidx crawl/embed) or upgrade toolidx",
 )

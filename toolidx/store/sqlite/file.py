@@ -79,10 +79,55 @@ class FileKind:
     # they are (their readers cope) and only a newer one is refused, with `newer`
     readonly_stale: str | None = None
     readonly_stale_fix: str | None = None
+    # the fix for a damaged page met after the open (damaged()): (the file's path) -> one line
+    damaged_fix: Callable[[str], str | None] | None = None
 
     @property
     def version(self) -> int:
         return len(self.migrations)
+
+
+# every file open_file opened in this process, the latest last: where a damaged page met later, in
+# any query, is (damaged()); a set of paths, so bounded by the files a process uses
+_OPENED: dict[str, FileKind] = {}
+_DAMAGE_NAMES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+# SQLite's words for the same, and sqlite-vec's when a vector's page is unreadable
+_DAMAGE_WORDS = ("database disk image is malformed", "file is not a database", "blob read error", "corrupt")
+
+
+def is_damage(e: BaseException) -> bool:
+    """Whether `e` is SQLite (or sqlite-vec) meeting a damaged page of a file."""
+    import sqlite3
+
+    if not isinstance(e, (sqlite_module().DatabaseError, sqlite3.DatabaseError)):
+        return False
+    name = getattr(e, "sqlite_errorname", None) or ""
+    return name.startswith(_DAMAGE_NAMES) or any(w in str(e) for w in _DAMAGE_WORDS)
+
+
+def damaged(e: BaseException) -> DatabaseError | None:
+    """The one line for a damaged page met in a query, naming the file (None: `e` is no such
+    error). The exception does not say which file: the one this process opened, or of several
+    the first, latest first, whose quick_check fails (run only now, on the way out)."""
+    if not is_damage(e) or not _OPENED:
+        return None
+    paths = list(reversed(_OPENED))
+    path = next((p for p in paths if not _intact(p)), paths[0]) if len(paths) > 1 else paths[0]
+    kind = _OPENED[path]
+    fix = kind.damaged_fix(path) if kind.damaged_fix is not None else kind.corrupt_fix
+    return DatabaseError(kind.corrupt.format(e=e), where=path, fix=fix)
+
+
+def _intact(path: str) -> bool:
+    mod = sqlite_module()
+    try:
+        conn = mod.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True, timeout=1)
+        try:
+            return conn.execute("PRAGMA quick_check(1)").fetchone()[0] == "ok"
+        finally:
+            conn.close()
+    except (mod.Error, OSError):
+        return False
 
 
 def check_header(path: Path, *, label: str, subject: str = "", fix: str | None) -> None:
@@ -214,6 +259,9 @@ def open_file(
     except BaseException:
         conn.close()
         raise
+    if not memory:
+        _OPENED.pop(spath, None)
+        _OPENED[spath] = kind
     return mod, conn
 
 
