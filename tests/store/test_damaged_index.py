@@ -121,3 +121,32 @@ def test_every_command_that_meets_a_damaged_page_says_one_line(crawled, tmp_path
     assert r.returncode == 0, r.stderr
     os.replace(new, db)
     assert _toolidx("search", "commit my changes", "--db", db, model_path=model_path).returncode == 0
+
+
+def test_serve_answers_a_damaged_page_with_an_index_error(crawled, tmp_path, model_path, embedder, caplog):
+    """serve's meta-tools: an index_error naming neither the file nor a command the agent cannot run
+    (the agent may be a token holder over HTTP); serve's log has the one line with both. Before:
+    internal_error "DatabaseError: database disk image is malformed"."""
+    import anyio
+    from mcp import Client
+
+    from toolidx.serve.server import build_server
+
+    db = tmp_path / "tools.db"
+    shutil.copy(crawled, db)
+    srv = build_server(db, load_model=False)  # opened whole; the page is damaged under it
+    srv.discovery.model.embedder, srv.discovery.model.state = embedder, "ready"
+    _damage(db, "tool_vectors_vector_chunks00")
+
+    async def main():
+        async with Client(srv, mode="legacy") as c:
+            return await c.call_tool("search_tools", {"query": "commit my changes"})
+
+    with caplog.at_level("WARNING", logger="toolidx"):
+        r = anyio.run(main)
+    sc = r.structured_content
+    assert r.is_error and sc["code"] == "index_error", sc
+    assert "index is damaged (database disk image is malformed)" in sc["message"] and "toolidx doctor" in sc["fix"]
+    assert str(db) not in json.dumps(sc)
+    logged = [m for m in caplog.messages if "search_tools failed" in m]
+    assert logged and str(db) in logged[0] and f"toolidx doctor --db {db}" in logged[0], caplog.messages
