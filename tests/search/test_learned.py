@@ -17,11 +17,11 @@ from toolidx.store.db import open_db
 from toolidx.store.usage import MAX_PAIRS_PER_TOOL, PAIR_DAYS, open_usage, usage_path
 
 TAUGHT = [  # three ways of asking one thing, each followed by a successful call of the tool
-    "remember that my sister's birthday is in May",
-    "keep in mind that my sister was born in May",
-    "note that my sister's birthday falls in May",
+    "please remember my sister's birthday is in May",
+    "remember my sister's birthday, it is in May",
+    "keep in mind my sister's birthday is in May",
 ]
-UNSEEN = "remember that my brother's birthday is in June"
+UNSEEN = "remember that my sister's birthday is on May 12"
 TOOL = "memory/create_entities"
 
 
@@ -153,7 +153,7 @@ def test_pairs_are_kept_once_per_session_masked_bounded_and_forgotten(tmp_path):
     store.record_pairs([row, row])
     store.record_pairs([row])  # the session's repeat: kept once
     store.record_pairs([(*row[:6], "S2", row[7])])  # another session: counts
-    assert store.pairs_version()[0] == 2
+    assert [(t["id"], t["pairs"]) for t in store.learned()] == [("s/t", 2)]
     old = "2020-01-01T00:00:00.000Z"  # past PAIR_DAYS: dropped at the next write
     store.record_pairs([("s/old", "h", "x", "m", v, "", "S3", old), ("s/u", "h", "y", "m", v, "bob", "S3", row[7])])
     assert {t["id"] for t in store.learned()} == {"s/t", "s/u"} and PAIR_DAYS == 90

@@ -15,6 +15,7 @@ Keyword mode imports no numpy, fastembed or mcp, so a keyword search in a new pr
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,6 +168,7 @@ def get_query_embedder(db) -> Embedder | None:
 
 
 _qcache: dict[tuple[int, str], bytes] = {}
+_searched = threading.local()  # this thread's last query embedding: search.learned reads the search's own
 
 
 def _embed_query(embedder: Any, text: str) -> bytes:
@@ -176,7 +178,14 @@ def _embed_query(embedder: Any, text: str) -> bytes:
         if len(_qcache) > 2048:
             _qcache.clear()
         blob = _qcache[key] = embedder.embed_query(text)
+    _searched.blob = (id(embedder), blob)
     return blob
+
+
+def last_query_vector(embedder: Any) -> bytes | None:
+    """The embedding this thread's last search (gather) made with `embedder`, or None."""
+    last = getattr(_searched, "blob", None)
+    return last[1] if last is not None and last[0] == id(embedder) else None
 
 
 def warm(db, embedder: QueryEmbedder = INDEX_MODEL) -> None:

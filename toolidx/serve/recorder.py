@@ -99,6 +99,7 @@ class Usage:
         self.learn = learn and not learned.off()
         self._sessions: weakref.WeakKeyDictionary[Any, _Session] = weakref.WeakKeyDictionary()
         self._sessions_lock = threading.Lock()
+        self._pairs_queued = False
         self.scope = scope_label(scope)
         self.store: UsageStore | None = None
         self.problem: str | None = None
@@ -135,6 +136,8 @@ class Usage:
         (learned.CALLER); None when learning is off."""
         if not self.learn or self.store is None:
             return None
+        if self._pairs_queued:  # a call just taught something: the next search reads it (in a worker thread)
+            self.flush(2.0)
         return learned.Source(self.store, learned.CALLER.get())
 
     def _session(self, session: Any) -> _Session:
@@ -170,6 +173,7 @@ class Usage:
         if search is None or (tool_id, search.request) in s.taught:
             return
         s.taught.add((tool_id, search.request))
+        self._pairs_queued = True
         row = (tool_id, tool_hash, search.request, search.model, search.vector, search.token, s.id, now_iso())
         self._put(_Pair(row))
 
@@ -207,6 +211,7 @@ class Usage:
     def _write(self, items: list[Any]) -> None:
         assert self.store is not None
         pairs = [i.row for i in items if isinstance(i, _Pair)]
+        self._pairs_queued = False  # before the write: a pair queued meanwhile sets it again
         items = [i for i in items if not isinstance(i, _Pair)]
         if items:
             self.store.record_calls([(t, sv, o, d, label[:LABEL_CHARS], at) for t, sv, o, d, at, _, label in items])

@@ -90,7 +90,7 @@ USAGE_MIGRATIONS: list[str] = [
     # had shown, with that search's request (secrets masked) and its embedding
     """
     CREATE TABLE pairs (
-        id          INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: (count, max id) tells a reader what changed
+        id          INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: insertion order
         tool_id     TEXT NOT NULL,
         tool_hash   TEXT NOT NULL,           -- the tool's definition hash when it ran (tools.hash)
         request     TEXT NOT NULL,           -- the search's request, secret-looking words masked
@@ -102,6 +102,9 @@ USAGE_MIGRATIONS: list[str] = [
         UNIQUE (session, tool_id, request)
     );
     CREATE INDEX pairs_tool ON pairs(tool_id, at);
+    -- one row, moved by every write of pairs: what a reader compares to know its copy is current
+    CREATE TABLE pairs_generation (one INTEGER PRIMARY KEY CHECK (one = 1), generation INTEGER NOT NULL);
+    INSERT INTO pairs_generation VALUES (1, 0);
     """,
 ]
 OLD_SCOPE = "?"  # examples recorded before scopes were kept (see the migration above)
@@ -146,6 +149,8 @@ PG_USAGE_MIGRATIONS: list[str] = [
         UNIQUE (session, tool_id, request)
     );
     CREATE INDEX pairs_tool ON pairs(tool_id, at);
+    CREATE TABLE pairs_generation (one INTEGER PRIMARY KEY CHECK (one = 1), generation BIGINT NOT NULL);
+    INSERT INTO pairs_generation VALUES (1, 0);
     """,
 ]
 
@@ -335,6 +340,7 @@ class UsageStore:
                 "ORDER BY id DESC LIMIT ?) AS newest)",
                 (MAX_PAIRS,),
             )
+            conn.execute("UPDATE pairs_generation SET generation = generation + 1")
 
     def forget_pairs(self, *, tool_id: str | None = None, token: str | None = None) -> int:
         """Delete learned pairs: of one tool, of one token, of both, or (neither) all. How many."""
@@ -349,13 +355,14 @@ class UsageStore:
         n = int(self.rows(f"SELECT count(*) FROM pairs{where}", tuple(params))[0][0])
         with self.transaction() as conn:
             conn.execute(f"DELETE FROM pairs{where}", tuple(params))
+            conn.execute("UPDATE pairs_generation SET generation = generation + 1")
         return n
 
     # --- reads --------------------------------------------------------------------------------
-    def pairs_version(self) -> tuple[int, int]:
-        """(how many pairs, the newest id): what a reader compares to know its copy is current."""
-        n, newest = self.rows("SELECT count(*), max(id) FROM pairs")[0]
-        return int(n), int(newest or 0)
+    def pairs_version(self) -> int:
+        """A number every write of pairs changes (one row read): what a reader compares to know
+        its copy is current (search.learned, once per search)."""
+        return int(self.rows("SELECT generation FROM pairs_generation")[0][0])
 
     def pairs_of_model(self, model: str) -> list[tuple[str, str, str, bytes]]:
         """(tool_id, tool_hash, token, vector) of every pair embedded with `model`, oldest first."""
