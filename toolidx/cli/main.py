@@ -887,7 +887,10 @@ def forget(
     db: Optional[Path] = DbOpt,
     tool: Optional[str] = typer.Option(None, "--tool", metavar="ID", help="Forget what was learned for this tool."),
     token: Optional[str] = typer.Option(
-        None, "--token", metavar="LABEL", help="Forget what this token's callers taught (an empty label: stdio and no-token callers)."
+        None,
+        "--token",
+        metavar="LABEL",
+        help="Forget what this token's callers taught (an empty label: stdio and no-token callers).",
     ),
     everything: bool = typer.Option(False, "--all", help="Forget everything learned from usage."),
     usage_db: Optional[Path] = UsageDbOpt,
