@@ -265,9 +265,9 @@ def rescore(
             found = {}
     if not found or c is None:
         return score({})
-    for r, e in found.items():
-        cands[r]["learned"] = e.requests
-    return score({r: c.weight * min(e.weight, c.saturate) / c.saturate for r, e in found.items()})
+    for r, ev in found.items():
+        cands[r]["learned"] = ev.requests
+    return score({r: c.weight * min(ev.weight, c.saturate) / c.saturate for r, ev in found.items()})
 
 
 def _join(db: Any, found: dict[int, Evidence], cands: dict[int, dict], blob: bytes | None) -> None:

@@ -6,6 +6,7 @@ with a timeout, say what happened, and queue it for the usage file.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from .backends import BackendPool, BackendUnavailable
 from .discovery import Discovery, error_answer
 from .recorder import Usage
 
+log = logging.getLogger("toolidx")
 UNAVAILABLE_FIX = "try again"  # when nothing more specific is known (backends.BackendUnavailable.fix)
 
 
@@ -74,6 +76,9 @@ async def execute(
             done.tool_id, done.server, done.outcome, (time.perf_counter() - started) * 1000, arguments, disc.scope
         )
         if done.outcome == "ok" and session is not None:
-            tool = disc.tool(done.tool_id)
-            usage.ran(session, done.tool_id, tool.get("hash") if tool else None)
+            try:
+                tool = disc.tool(done.tool_id)
+                usage.ran(session, done.tool_id, tool.get("hash") if tool else None)
+            except Exception as e:  # learning never fails a call that ran
+                log.debug(f"call not noted for learning: {type(e).__name__}: {e}")
     return done.result

@@ -154,13 +154,17 @@ class Usage:
         thread: it may embed the masked request)."""
         if not self.learn or self.store is None or session is None or not shown or embedder is None or not model:
             return
-        text = learned.request_text(query)
-        masked = learned.mask(text)
-        if not masked.strip():
-            return
-        from ..search.hybrid import _embed_query
+        try:
+            text = learned.request_text(query)
+            masked = learned.mask(text)
+            if not masked.strip():
+                return
+            from ..search.hybrid import _embed_query
 
-        vector = _embed_query(embedder, masked)  # the search's own when nothing was masked
+            vector = _embed_query(embedder, masked)  # the search's own when nothing was masked
+        except Exception as e:  # learning never fails a search
+            log.debug(f"search not noted for learning: {type(e).__name__}: {e}")
+            return
         self._session(session).searches.append(_Search(masked, vector, model, frozenset(shown), token))
 
     def ran(self, session: Any, tool_id: str, tool_hash: str | None) -> None:

@@ -151,9 +151,7 @@ def build_server(
                     return problem.to_result()
                 return await _execute(ctx, d, args["tool_name"], args.get("arguments", {}), call_timeout(args))
             if name in META_NAMES:
-                answered = await anyio.to_thread.run_sync(answer, d, name, args)
-                if name == "search_tools" and not answered.is_error and d.usage is not None:
-                    await anyio.to_thread.run_sync(_saw_search, d, ctx, args, answered)
+                answered = await anyio.to_thread.run_sync(_answer, d, ctx, name, args)
                 if name == "describe_tool" and args.get("check") and not answered.is_error:
                     from .preflight import add_check
 
@@ -231,9 +229,18 @@ def _session_of(ctx: Any) -> Any:
     return getattr(session, "_connection", None) or session
 
 
+def _answer(d: Discovery, ctx: Any, name: str, args: dict) -> Any:
+    """A meta-tool's answer (in a worker thread); a search's is noted for its session before the
+    answer goes back, so the call that follows it finds it (Usage.saw_search)."""
+    answered = answer(d, name, args)
+    if name == "search_tools" and not answered.is_error and d.usage is not None:
+        _saw_search(d, ctx, args, answered)
+    return answered
+
+
 def _saw_search(d: Discovery, ctx: Any, args: dict, answered: Any) -> None:
     shown = [h["id"] for h in answered.payload.get("hits", []) if isinstance(h, dict) and h.get("id")]
-    embedder, _ = d.model.query_embedder("hybrid")
+    embedder = d.model.embedder  # only once loaded: noting a search never waits for the model
     d.usage.saw_search(
         _session_of(ctx), learner(ctx), args.get("query", ""), shown, embedder, d.db.get_meta("embed_model")
     )
