@@ -4,7 +4,9 @@ over one catalog."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -165,3 +167,57 @@ def test_what_one_replica_learns_the_other_uses(servers_config, model_path, pg_u
     assert run_cli("forget", "--db", pg_url, "--tool", TOOL, "--json").json["forgot"] == 3
     one.discovery.usage.close()
     two.discovery.usage.close()
+
+
+def test_over_http_one_tokens_pairs_weigh_as_one_request_in_another_tokens_search(
+    serve_index, embedder, model_path, tmp_path
+):
+    """serve --http with two tokens: Mallory's 1,000 pairs (put through the store's API) with the
+    very request Alice makes count as one similar request in Alice's /v1/search and MCP search, as
+    three in Mallory's own; Alice's first hit stays the strong match."""
+    import json
+    import urllib.request
+
+    from conftest import listening_url
+
+    from toolidx.search import learned
+    from toolidx.store.db import open_db
+
+    alice, mallory = "alice-token-0123456789abcdef", "mallory-token-0123456789abcdef"
+    (tmp_path / "tokens").write_text(f"{alice}\n{mallory}\n")
+    victim, target = "what time is it in Tokyo", "everything/echo"
+    db = open_db(serve_index)
+    h, model = db.scalar("SELECT hash FROM tools WHERE id = ?", (target,)), db.get_meta("embed_model")
+    db.close()
+    vec = embedder.embed_query(learned.request_text(victim))
+    store = open_usage(tmp_path / "usage.db")
+    at = "2026-11-29T00:00:00.000Z"
+    store.record_pairs([(target, h, f"{victim} {i}", model, vec, "file:tokens:2", f"m{i}", at) for i in range(1000)])
+    store.close()
+    err = tmp_path / "serve.err"
+    with open(err, "w") as errf:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "toolidx", "serve", "--db", str(serve_index), "--http", "127.0.0.1:0"]
+            + ["--token-file", str(tmp_path / "tokens"), "--usage-db", str(tmp_path / "usage.db")],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errf,
+            env={**os.environ, "TOOLIDX_MODEL_PATH": model_path},
+        )
+    try:
+        base = listening_url(proc, err)
+
+        def hits(token):
+            q = urllib.parse.urlencode({"q": victim, "min_score": 0, "limit": 50})
+            req = urllib.request.Request(f"{base}/v1/search?{q}", headers={"Authorization": f"Bearer {token}"})
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return {x["id"]: x for x in json.loads(r.read())["hits"]}
+
+        seen, own = hits(alice), hits(mallory)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert "chosen after 1 similar request" in seen[target]["why"]
+    assert "chosen after 3 similar requests" in own[target]["why"]
+    assert own[target]["score"] > seen[target]["score"]
+    assert next(iter(seen)) == "time/convert_time"
