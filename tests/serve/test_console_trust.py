@@ -446,3 +446,111 @@ def test_toolidx_ui_starts_the_browser_on_a_private_file_not_on_its_secret(conso
         assert b"sign in with a token" not in body
         folder = page.parent
     assert not folder.exists()  # removed when ui stops
+
+
+# --- #42 item 9: one huge tool neither bloats a page nor holds up the others --------------------------------
+PAGE_BOUND = 300_000  # bytes of HTML; the tool is 10 MB
+
+
+def _huge_tools(version: int) -> dict:
+    props = {
+        f"param_{i:04d}": {"type": "string", "description": f"Parameter {i}, version {version}. " + "lorem ipsum " * 40}
+        for i in range(4000)
+    }
+    words = " ".join(f"word{i % 997}" for i in range(1_600_000))
+    if version == 2:
+        words = words.replace("word5 ", "changed5 ", 1000)
+    desc = ("A huge tool. " + words)[:10_000_000]
+    schema = {"type": "object", "properties": props, "required": list(props)[:2000]}
+    return {
+        "tools": [
+            {"name": "huge", "description": desc, "inputSchema": schema},
+            {"name": "slowpage", "description": "BLOCK-ME: its page waits for the test.", "inputSchema": {"type": "object"}},
+        ]
+    }
+
+
+HOOK = """
+import os, sys, time
+from toolidx.serve.console import app
+plain_env = app.Console.env
+def env(self):
+    e = plain_env(self)
+    if not getattr(e, "hooked", False):
+        shown = e.filters["shown"]
+        def held(v):  # the page of `slowpage` renders until the test says so
+            if "BLOCK-ME" in str(v):
+                open(sys.argv[1], "w").close()
+                while not os.path.exists(sys.argv[2]):
+                    time.sleep(0.05)
+            return shown(v)
+        e.filters["shown"], e.hooked = held, True
+    return e
+app.Console.env = env
+from toolidx.cli.main import main
+main(sys.argv[3:])
+"""
+
+
+def test_a_10mb_tool_gets_bounded_pages_and_holds_up_no_other_request(tmp_path, model_path):
+    import subprocess
+    import sys
+    import threading
+
+    from conftest import listening_url, run_cli
+
+    tools, cfg, db = tmp_path / "big.json", tmp_path / "servers.json", tmp_path / "big.db"
+    cfg.write_text(json.dumps({"mcpServers": {"big": {"tools_file": str(tools)}}}))
+    for version in (1, 2):
+        tools.write_text(json.dumps(_huge_tools(version)))
+        r = run_cli("crawl", "--config", cfg, "--db", db, "--model-path", model_path)
+        assert r.code == 0, r.stderr
+    started, release, err = tmp_path / "started", tmp_path / "release", tmp_path / "err"
+    args = ["serve", "--db", str(db), "--http", "127.0.0.1:0"]
+    with open(err, "w") as errf:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOOK, str(started), str(release), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errf,
+        )
+    try:
+        base = listening_url(proc, err)
+        host = {"Host": _host(base)}
+
+        def get(path: str) -> tuple[int, str]:
+            status, body = raw_request(base, "GET", path, host, timeout=300)
+            assert len(body) < PAGE_BOUND, (path, len(body))
+            return status, body.decode()
+
+        status, page = get("/tool?id=big/huge")
+        assert status == 200 and 'id="description-cut"' in page and "10,000,000 characters" in page
+        row = "<tr><td><code>param_{:04d}</code>".format
+        assert row(0) in page and row(99) in page and row(100) not in page and 'id="params-next"' in page
+        assert "toolidx describe big/huge --detail full" in page  # no example built for 4,000 parameters
+        status, last = get("/tool?id=big/huge&params=40")
+        assert status == 200 and row(3999) in last and row(3899) not in last
+        for path in ("/quarantine?server=big", "/changes", "/?q=huge+tool", "/servers"):
+            status, page = get(path)
+            assert status == 200, path
+        assert "huge" in get("/changes")[1]
+
+        # a page held in its rendering (the hook) while others are asked for: they are answered
+        done: list[str] = []
+        slow = threading.Thread(target=lambda: done.append(f"slowpage {get('/tool?id=big/slowpage')[0]}"))
+        slow.start()
+        deadline = time.monotonic() + 120
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), err.read_text()[-2000:]
+        try:
+            for path in ("/healthz", "/servers", "/tool?id=big/huge"):
+                status, _ = raw_request(base, "GET", path, host, timeout=60)
+                done.append(f"{path} {status}")
+        finally:
+            release.touch()
+            slow.join(timeout=120)
+        assert done == ["/healthz 200", "/servers 200", "/tool?id=big/huge 200", "slowpage 200"], done
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -220,7 +220,8 @@ class Console:
             return self.render(request, "error.html", visitor, 503, message=str(e), suggestions=[])
         except ToolidxError as e:
             return self.render(request, "error.html", visitor, 400, message=str(e), suggestions=[])
-        return self.render(request, template, visitor, status, **data, **extra)
+        # rendered in a worker thread too: a big page never holds up the event loop's other requests
+        return await anyio.to_thread.run_sync(lambda: self.render(request, template, visitor, status, **data, **extra))
 
     def simple(self, template: str, read: Any) -> Any:
         async def page(request: Any) -> Any:
@@ -250,7 +251,8 @@ class Console:
         return await self._read(request, "results.html" if partial else "search.html", read)
 
     async def tool_page(self, request: Any) -> Any:
-        return await self._read(request, "tool.html", pages.tool, request.query_params.get("id") or "")
+        q = request.query_params
+        return await self._read(request, "tool.html", pages.tool, q.get("id") or "", q.get("params"))
 
     async def servers_page(self, request: Any) -> Any:
         return await self._read(request, "servers.html", pages.servers, request.query_params.get("page"))
@@ -297,7 +299,10 @@ class Console:
             log.info(f"console: {visitor.grant.label} approving {tool_id}: refused, changed since shown")
             await anyio.to_thread.run_sync(d.refresh)
             data = await anyio.to_thread.run_sync(pages.changed_since_shown, d, tool_id, e.shown)
-            return self.render(request, "quarantine.html", visitor, 409, problem=str(e), **data)
+            problem = str(e)
+            return await anyio.to_thread.run_sync(
+                lambda: self.render(request, "quarantine.html", visitor, 409, problem=problem, **data)
+            )
         except ToolidxError as e:
             return self.render(request, "error.html", visitor, 400, message=str(e), suggestions=[])
         log.info(f"console: {visitor.grant.label} {done['action']}d {tool_id} at {done['at']}")

@@ -18,6 +18,17 @@ SIMILAR = 5
 CRAWLS_LISTED = 30
 SERVERS_PER_PAGE = 100
 TOOL_DIFFS_SHOWN = 200  # per page: a first crawl of 10,000 tools is 10,000 "added" (the CLI has them all)
+# A page stays small whatever a server sends (a 10 MB description, 4,000 parameters): texts are
+# cut, lists paged; each cut says how much more there is and the CLI command that shows it all.
+TEXT_SHOWN = 20_000  # characters of a description, or of a schema's JSON
+CELL_SHOWN = 1_000  # characters of one table cell (a parameter's description, a default, a diff's value)
+PARAMS_PER_PAGE = 100  # rows of the parameter table a page
+CHANGES_SHOWN = 100  # field changes of one tool in a diff
+EXAMPLES_SHOWN = 10
+# past these, the tool page builds no example arguments (the generator and the schema check are
+# quadratic in the parameters: minutes at 4,000): `toolidx describe --detail full` still does
+HEAVY_PARAMS = 300
+HEAVY_CHARS = 500_000
 
 
 def _memo(d: Discovery, what: str, read: Callable[[], Any]) -> Any:
@@ -56,10 +67,12 @@ def search(d: Discovery, params: Any) -> dict[str, Any]:
     return search_payload(d, params)
 
 
-def tool(d: Discovery, name: str) -> dict[str, Any]:
+def tool(d: Discovery, name: str, params_page: str | None = None) -> dict[str, Any]:
     """One tool in full (catalog.describe, as `toolidx describe --detail full`), with its usage
     metrics and examples of this scope, its approval, the tools most like it in scope and the
-    crawls that changed it.
+    crawls that changed it; bounded (_bounded_tool), the parameter table PARAMS_PER_PAGE rows a
+    page (`params_page`: the query's text). A heavy tool (HEAVY_PARAMS, HEAVY_CHARS) is described
+    at `schema` detail: no example arguments built.
     Raises LookupProblem when it is not in scope."""
     from ...catalog.describe import describe
     from ...diff.approved import approval_json
@@ -68,19 +81,75 @@ def tool(d: Discovery, name: str) -> dict[str, Any]:
     from ..answers import get_similar_tools, resolve_as_unknown
     from ..recorder import scope_label
 
+    asked = page_number(params_page)
     row = resolve_as_unknown(d, name)
+    schema = row.get("input_schema") if isinstance(row.get("input_schema"), dict) else {}
+    heavy = (
+        len(schema.get("properties") or {}) > HEAVY_PARAMS
+        or len(row.get("description") or "") + len(json.dumps(schema, default=str)) > HEAVY_CHARS
+    )
     out = describe(
         d.db,
         row["id"],
-        "full",
+        "schema" if heavy else "full",
         usage=d.usage_store(),
         metrics=True,
-        examples=True,
+        examples=not heavy,
         scope=scope_label(d.scope),
     ).to_json()
+    if heavy:
+        keys = ("input_schema", "output_schema", "annotations", "hash", "first_seen", "updated_at")
+        out.update({k: row.get(k) for k in keys}, heavy=True, example_arguments=None, examples=[])
     out["approval"] = approval_json(approvals.approvals(d.db, [row["id"]]).get(row["id"]))
     out["similar"] = get_similar_tools(d, {"tool_name": row["id"], "limit": SIMILAR}).payload.get("similar", [])
     out["history"] = tool_history(d.db, row["id"], CRAWLS_LISTED)
+    return _bounded_tool(out, asked)
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters and how many more there are."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} … ({len(text) - limit:,} more characters)"
+
+
+def _json_text(value: Any, limit: int, indent: int | None = None) -> str:
+    return _cut(json.dumps(value, ensure_ascii=False, indent=indent, default=str), limit)
+
+
+def _bounded_tool(out: dict[str, Any], page: int) -> dict[str, Any]:
+    """What the tool page renders, with every text cut and the parameters paged: the JSON fields
+    become `*_text` strings (the template shows them as they are)."""
+    desc = out.get("description") or ""
+    out["description_chars"] = len(desc)
+    out["description"] = desc[:TEXT_SHOWN]
+    out["title"] = _cut(out.get("title") or "", CELL_SHOWN) or None
+    params = out.get("parameters") or []
+    out["params_pages"] = max(1, -(-len(params) // PARAMS_PER_PAGE))
+    out["params_page"] = n = min(page, out["params_pages"])
+    out["params_total"] = len(params)
+    shown = []
+    for p in params[(n - 1) * PARAMS_PER_PAGE : n * PARAMS_PER_PAGE]:
+        shown.append(
+            {
+                "name": _cut(str(p.get("name") or ""), CELL_SHOWN),
+                "type": _cut(str(p.get("type") or ""), CELL_SHOWN),
+                "required": p.get("required"),
+                "default_text": None if p.get("default") is None else _json_text(p["default"], CELL_SHOWN),
+                "enum_text": _json_text(p["enum"], CELL_SHOWN)[1:-1] if p.get("enum") else None,
+                "constraints": _cut(str(p.get("constraints") or ""), CELL_SHOWN),
+                "description": _cut(str(p.get("description") or ""), CELL_SHOWN),
+            }
+        )
+    out["parameters"] = shown
+    for k in ("input_schema", "output_schema", "annotations", "example_arguments"):
+        out[k + "_text"] = None if out.get(k) is None else _json_text(out[k], TEXT_SHOWN, indent=2)
+    out["examples"] = [
+        {**e, "arguments_text": _json_text(e.get("arguments"), TEXT_SHOWN, indent=2)}
+        for e in (out.get("examples") or [])[:EXAMPLES_SHOWN]
+    ]
+    if out.get("example_problem"):
+        out["example_problem"] = _cut(str(out["example_problem"]), CELL_SHOWN)
     return out
 
 
@@ -176,19 +245,20 @@ def changes(d: Discovery, from_ref: str | None, to_ref: str | None) -> dict[str,
     (_keep_in_scope), and the crawls to pick from."""
     from ...diff.history import diff_crawls
 
-    servers = list(d.scope.servers) or None
-    crawls = _crawls(d)
-    try:
-        diff = diff_crawls(d.db, from_ref or None, to_ref or None, servers)
-        problem = None
-    except (NotFoundError, UsageError) as e:
-        diff, problem = None, str(e)
-    result = None
-    if diff is not None:
+    def read() -> tuple[dict[str, Any] | None, str | None]:
+        try:
+            diff = diff_crawls(d.db, from_ref or None, to_ref or None, list(d.scope.servers) or None)
+        except (NotFoundError, UsageError) as e:
+            return None, str(e)
         _keep_in_scope(d, diff, crawls=(diff.old.get("crawl_id"), diff.new.get("crawl_id")))
         result = diff.to_json()
         _cap(result)
-    return {"crawls": crawls, "diff": result, "problem": problem, "from": from_ref or "", "to": to_ref or ""}
+        return result, None
+
+    # the page most asked for (the last crawl against the one before) is diffed once per index
+    # version: a catalog's diff takes seconds (a 10 MB tool: the audit's scan of its texts)
+    result, problem = _memo(d, "changes", read) if not (from_ref or to_ref) else read()
+    return {"crawls": _crawls(d), "diff": result, "problem": problem, "from": from_ref or "", "to": to_ref or ""}
 
 
 def quarantine(d: Discovery, server: str | None = None) -> dict[str, Any]:
@@ -214,10 +284,16 @@ def quarantine(d: Discovery, server: str | None = None) -> dict[str, Any]:
         server = next((s for s, c in waiting.items() if c["changed"]), next(iter(waiting), None))
     result = None
     if server is not None:
-        diff = awaiting_approval(d.db, [server])
-        _keep_in_scope(d, diff)
-        result = diff.to_json()
-        _cap(result)
+        chosen = server
+
+        def read() -> dict[str, Any]:
+            diff = awaiting_approval(d.db, [chosen])
+            _keep_in_scope(d, diff)
+            out = diff.to_json()
+            _cap(out)
+            return out
+
+        result = _memo(d, f"awaiting:{server}", read)  # once per index version: an approval changes it
     # read before the diff: an Approve button never carries a hash newer than the diff it shows
     # (a crawl in between makes the approval refused, never one of a definition not shown)
     hashes = {t["id"]: current.get(t["id"], "") for s in (result or {}).get("servers", []) for t in s["tools"]}
@@ -371,4 +447,39 @@ def _cap(diff: dict[str, Any]) -> None:
         tools = s.get("tools", [])
         s["tools"], hidden = tools[:left], hidden + max(0, len(tools) - left)
         left = max(0, left - len(tools))
+        if s.get("error"):
+            s["error"] = _cut(str(s["error"]), CELL_SHOWN)
+        for t in s["tools"]:
+            _bound_tool_diff(t)
     diff["hidden"] = hidden
+
+
+def _bound_tool_diff(t: dict[str, Any]) -> None:
+    """One tool's diff cut to CHANGES_SHOWN changes (`more_changes` says how many more), each
+    change's values and word diff to CELL_SHOWN characters (a value that is not text becomes its
+    JSON, cut)."""
+    changes = t.get("changes") or []
+    t["more_changes"] = max(0, len(changes) - CHANGES_SHOWN)
+    t["changes"] = changes[:CHANGES_SHOWN]
+    if t.get("note"):
+        t["note"] = _cut(str(t["note"]), CELL_SHOWN)
+    for c in t["changes"]:
+        c["message"] = _cut(str(c.get("message") or ""), CELL_SHOWN)
+        for k in ("old", "new"):
+            v = c.get(k)
+            if v is not None and not isinstance(v, str):
+                text = json.dumps(v, ensure_ascii=False, default=str)
+                c[k] = v if len(text) <= CELL_SHOWN else _cut(text, CELL_SHOWN)
+            elif isinstance(v, str):
+                c[k] = _cut(v, CELL_SHOWN)
+        if c.get("words"):
+            left, words = 4 * CELL_SHOWN, []
+            for w in c["words"]:
+                text = str(w.get("text") or "")
+                if left <= 0:
+                    rest = sum(len(str(x.get("text") or "")) for x in c["words"]) - sum(len(x["text"]) for x in words)
+                    words.append({"op": "equal", "text": f" … ({rest:,} more characters)"})
+                    break
+                words.append({"op": w.get("op"), "text": text[:left]})
+                left -= len(text)
+            c["words"] = words
