@@ -102,7 +102,11 @@ def usage_report(
             f"{plural(unresolved, 'refused call')} named no tool in scope (unknown, ambiguous or "
             "out of scope): counted neither per tool nor per server"
         )
-    learned = usage.learned()
+    try:
+        learned = usage.learned()
+    except Exception as e:  # usage tables of an older toolidx (no `pairs` yet): the figures still stand
+        learned = []
+        notes.append(f"what serve learned cannot be read: {type(e).__name__}: {e}")
     in_index = ids_within(db, [t["id"] for t in learned], filters if filtered else None)
     learned = [{**t, **({"removed": True} if t["id"] not in in_index else {})} for t in learned]
     if filtered:
