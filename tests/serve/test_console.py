@@ -76,9 +76,12 @@ def hostile_tools(version: int) -> dict:
 
 @pytest.fixture(scope="module")
 def console_index(serve_index, tmp_path_factory, model_path) -> Path:
-    """serve_index copied, then two more crawls of the hostile and the broken server (the others
-    kept), with `hostile` approved in between: crawls 1 (real servers), 2, 3."""
-    d = tmp_path_factory.mktemp("console")
+    return make_console_index(serve_index, tmp_path_factory.mktemp("console"), model_path)
+
+
+def make_console_index(serve_index: Path, d: Path, model_path) -> Path:
+    """serve_index copied into `d`, then two more crawls of the hostile and the broken server (the
+    others kept), with `hostile` approved in between: crawls 1 (real servers), 2, 3."""
     db = d / "console.db"
     shutil.copy(serve_index, db)
     cfg = json.loads((serve_index.parent / "servers.json").read_text())
@@ -147,6 +150,13 @@ def _host(base: str) -> str:
 # --- the browser ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def browser():
+    with chromium() as driver:
+        yield driver
+
+
+@contextlib.contextmanager
+def chromium():
+    """Debian's headless Chromium under Selenium (skips without it; fails under CI)."""
     if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
         msg = "Chromium missing: apt-get install -y chromium chromium-driver"
         if IN_CI:

@@ -16,17 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import raw_request
-from test_console import (  # noqa: F401  (console_index and browser are fixtures)
-    ADMIN,
-    READER,
-    TIME_ONLY,
-    HttpSession,
-    _csrf,
-    _host,
-    browser,
-    console_index,
-    spawn,
-)
+from test_console import ADMIN, READER, TIME_ONLY, HttpSession, _csrf, _host, chromium, make_console_index, spawn
 
 from toolidx.serve.console.sessions import SESSIONS_PER_TOKEN, LoginThrottle, Sessions
 
@@ -34,6 +24,18 @@ pytestmark = [pytest.mark.servers, pytest.mark.slow]
 
 UNTRUSTED_ONLY = "console-tagged-0123456789abcdef"  # tags=untrusted: the hostile server's tools
 READ_ONLY = "console-readonly-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def console_index(serve_index, tmp_path_factory, model_path) -> Path:
+    """test_console.py's index (the real servers, then a hostile and a broken one), built anew."""
+    return make_console_index(serve_index, tmp_path_factory.mktemp("console"), model_path)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as driver:
+        yield driver
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +138,9 @@ def test_wrong_tokens_are_throttled_per_address_and_logged(trust_console):
         body = urllib.parse.urlencode({**form, "token": f"wrong-token-{i:04d}-0123456789"}).encode()
         answers.append(_from(me, base, "POST", "/login", headers, body))
     assert [a[0] for a in answers[: LoginThrottle.FREE]] == [401] * LoginThrottle.FREE
-    assert all(a[0] == 429 and int(a[1]) >= 1 and "too many wrong tokens" in a[3] for a in answers[LoginThrottle.FREE :])
+    assert all(
+        a[0] == 429 and int(a[1]) >= 1 and "too many wrong tokens" in a[3] for a in answers[LoginThrottle.FREE :]
+    )
     # refused before the token is compared: the right one waits too
     right = urllib.parse.urlencode({**form, "token": READER}).encode()
     assert _from(me, base, "POST", "/login", headers, right)[0] == 429
@@ -194,7 +198,9 @@ def test_the_console_shows_the_index_that_replaced_the_file(trust_index, tmp_pat
 
     other = tmp_path / "other.db"
     cfg = tmp_path / "other.json"
-    cfg.write_text(json.dumps({"mcpServers": {"weather": {"tools_file": str(REPO / "examples" / "weather-tools.json")}}}))
+    cfg.write_text(
+        json.dumps({"mcpServers": {"weather": {"tools_file": str(REPO / "examples" / "weather-tools.json")}}})
+    )
     assert run_cli("crawl", "--config", cfg, "--db", other, "--model-path", model_path).code == 0
     served = tmp_path / "served.db"
     shutil.copy(trust_index, served)
@@ -235,7 +241,9 @@ def test_a_reused_connection_id_never_shows_the_index_before(trust_index, tmp_pa
 
     other = tmp_path / "other.db"
     cfg = tmp_path / "other.json"
-    cfg.write_text(json.dumps({"mcpServers": {"weather": {"tools_file": str(REPO / "examples" / "weather-tools.json")}}}))
+    cfg.write_text(
+        json.dumps({"mcpServers": {"weather": {"tools_file": str(REPO / "examples" / "weather-tools.json")}}})
+    )
     assert run_cli("crawl", "--config", cfg, "--db", other, "--model-path", model_path).code == 0
     served = tmp_path / "served.db"
     shutil.copy(trust_index, served)
@@ -254,7 +262,11 @@ def test_a_reused_connection_id_never_shows_the_index_before(trust_index, tmp_pa
 
 # --- #42 item 6: a scope narrower than servers sees only its own servers and changes ------------------------
 def _tool(name: str, read_only: bool | None = None) -> dict:
-    t: dict = {"name": name, "description": f"The {name.replace('_', ' ')} tool of this test.", "inputSchema": {"type": "object"}}
+    t: dict = {
+        "name": name,
+        "description": f"The {name.replace('_', ' ')} tool of this test.",
+        "inputSchema": {"type": "object"},
+    }
     if read_only is not None:
         t["annotations"] = {"readOnlyHint": read_only}
     return t
@@ -303,10 +315,8 @@ def removed_console(removed_index, tmp_path_factory):
         f"console-category-0123456789abcdef categories=no-such-category\n"
     )
     tokens.chmod(0o600)
-    with spawn(["serve", "--db", str(removed_index), "--http", "127.0.0.1:0", "--token-file", str(tokens)], d / "err") as (
-        base,
-        _,
-    ):
+    args = ["serve", "--db", str(removed_index), "--http", "127.0.0.1:0", "--token-file", str(tokens)]
+    with spawn([*args, "--usage-db", str(d / "usage.db")], d / "err") as (base, _):
         yield base
 
 
@@ -353,6 +363,37 @@ def test_a_tag_scoped_token_sees_only_its_servers_and_changes(removed_console):
     with HttpSession(base, TIME_ONLY) as s:  # a servers= scope: its server, failed or not, and nothing else
         assert _server_rows(s.get("/servers")[1]) == {"time"}
         assert not _ids_on(s.get("/changes")[1])
+
+
+def test_a_read_only_tokens_usage_page_counts_only_its_tools(removed_console):
+    """crashy/echo is read-only, crashy/crash is not: the read-only token's per-server line for
+    crashy counts the one call it may see (it counted both)."""
+    from test_serve_http import call, with_client
+
+    base = removed_console
+
+    async def calls(c):
+        await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "x"}})
+        await call(c, "execute_tool", {"tool_name": "crashy/crash", "arguments": {}})
+
+    anyio.run(with_client, base, READER, calls)
+
+    def crashy_row(token: str) -> list[str]:
+        import re
+
+        with HttpSession(base, token) as s:
+            page = s.get("/usage")[1]
+        if 'id="per-server"' not in page:
+            return []
+        table = page.split('id="per-server"', 1)[1].split("</table>", 1)[0]
+        row = next((r for r in table.split("<tr>") if "<td>crashy</td>" in r), "")
+        return re.findall(r"<td>([^<]*)</td>", row)
+
+    deadline = time.monotonic() + 30
+    while crashy_row(READER)[1:2] != ["2"] and time.monotonic() < deadline:
+        time.sleep(0.3)  # calls are recorded off the request path
+    assert crashy_row(READER)[1] == "2"
+    assert crashy_row(READ_ONLY)[1] == "1"
 
 
 # --- #42 item 7: an approval is of the definition the person saw -------------------------------------------
@@ -465,7 +506,11 @@ def _huge_tools(version: int) -> dict:
     return {
         "tools": [
             {"name": "huge", "description": desc, "inputSchema": schema},
-            {"name": "slowpage", "description": "BLOCK-ME: its page waits for the test.", "inputSchema": {"type": "object"}},
+            {
+                "name": "slowpage",
+                "description": "BLOCK-ME: its page waits for the test.",
+                "inputSchema": {"type": "object"},
+            },
         ]
     }
 

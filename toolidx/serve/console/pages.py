@@ -177,7 +177,6 @@ def servers(d: Discovery, page: str | None = None) -> dict[str, Any]:
 
 
 def _servers(d: Discovery) -> dict[str, Any]:
-    from ...diff.history import history
     from ...store.tools import list_servers
 
     counts = _in_scope_counts(d)
@@ -356,9 +355,37 @@ def usage(d: Discovery) -> dict[str, Any]:
     if report is None:
         report = usage_report(d.db, None)
     out = report.to_json()
+    if _narrow(d):  # a server's own figures count its tools outside the scope: summed from the scope's
+        out["servers"] = _servers_of(out.get("tools", []))
     top = max([t.get("calls", 0) for t in out.get("tools", [])] or [0])
     out["top"] = top
     return out
+
+
+def _servers_of(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-server usage from the tools' rows: calls and success summed, the last use; no p50 or p95
+    (percentiles do not add up)."""
+    per: dict[str, dict[str, Any]] = {}
+    for t in tools:
+        s = per.setdefault(str(t["id"]).partition("/")[0], {"calls": 0, "ok": 0.0, "rated": 0, "last_used": None})
+        calls = int(t.get("calls") or 0)
+        s["calls"] += calls
+        if t.get("success_rate") is not None:
+            s["ok"] += t["success_rate"] * calls
+            s["rated"] += calls
+        if t.get("last_used") and (s["last_used"] is None or t["last_used"] > s["last_used"]):
+            s["last_used"] = t["last_used"]
+    return [
+        {
+            "server": name,
+            "calls": s["calls"],
+            "success_rate": s["ok"] / s["rated"] if s["rated"] else None,
+            "p50_ms": None,
+            "p95_ms": None,
+            "last_used": s["last_used"],
+        }
+        for name, s in sorted(per.items())
+    ]
 
 
 def _keep_in_scope(d: Discovery, diff: DiffResult, crawls: tuple[Any, Any] = (None, None)) -> None:
