@@ -32,10 +32,11 @@ def word_diff(old: str, new: str) -> list[dict]:
         out.append({"op": "equal", "text": "".join(a[:head])})
     mid_a, mid_b = a[head : len(a) - tail], b[head : len(b) - tail]
     tail_tokens = a[len(a) - tail :]
-    if len(mid_a) * len(mid_b) > WORD_DIFF_CELLS:
-        opcodes = [("replace", 0, len(mid_a), 0, len(mid_b))]
-    else:
-        opcodes = difflib.SequenceMatcher(None, mid_a, mid_b, autojunk=False).get_opcodes()
+    opcodes: list[tuple[str, int, int, int, int]] = (
+        [("replace", 0, len(mid_a), 0, len(mid_b))]
+        if len(mid_a) * len(mid_b) > WORD_DIFF_CELLS
+        else list(difflib.SequenceMatcher(None, mid_a, mid_b, autojunk=False).get_opcodes())
+    )
     a, b = mid_a, mid_b
     for op, i1, i2, j1, j2 in opcodes:
         if op == "equal":

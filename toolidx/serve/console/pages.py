@@ -83,7 +83,7 @@ def tool(d: Discovery, name: str, params_page: str | None = None) -> dict[str, A
 
     asked = page_number(params_page)
     row = resolve_as_unknown(d, name)
-    schema = row.get("input_schema") if isinstance(row.get("input_schema"), dict) else {}
+    schema: dict[str, Any] = row["input_schema"] if isinstance(row.get("input_schema"), dict) else {}
     heavy = (
         len(schema.get("properties") or {}) > HEAVY_PARAMS
         or len(row.get("description") or "") + len(json.dumps(schema, default=str)) > HEAVY_CHARS
@@ -439,7 +439,7 @@ def _judged_in_scope(d: Discovery, gone: list[Any], crawl_id: int | None) -> set
         if not isinstance(definition, dict) or "name" not in definition:
             continue
         s = servers.get(t.server) or {}
-        tags = s.get("tags") if isinstance(s.get("tags"), list) else []
+        tags: list[Any] = s["tags"] if isinstance(s.get("tags"), list) else []
         try:
             doc = build_tooldoc(
                 definition,
@@ -500,11 +500,13 @@ def _bound_tool_diff(t: dict[str, Any]) -> None:
             elif isinstance(v, str):
                 c[k] = _cut(v, CELL_SHOWN)
         if c.get("words"):
-            left, words = 4 * CELL_SHOWN, []
+            left = 4 * CELL_SHOWN
+            words: list[dict[str, Any]] = []
             for w in c["words"]:
                 text = str(w.get("text") or "")
                 if left <= 0:
-                    rest = sum(len(str(x.get("text") or "")) for x in c["words"]) - sum(len(x["text"]) for x in words)
+                    total = sum(len(str(x.get("text") or "")) for x in c["words"])
+                    rest = total - sum(len(str(x["text"])) for x in words)
                     words.append({"op": "equal", "text": f" … ({rest:,} more characters)"})
                     break
                 words.append({"op": w.get("op"), "text": text[:left]})
