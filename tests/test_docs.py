@@ -109,7 +109,7 @@ def test_what_architecture_says_of_sql_and_the_checks_holds():
         for n, line in enumerate(p.read_text().splitlines(), 1)
         if sql.search(line) and not line.lstrip().startswith("#")
     ]
-    assert outside == ["toolidx/core/schemas/examples.py:84"], outside  # an example value, "SELECT 1"
+    assert outside == ["toolidx/core/schemas/arguments.py:84"], outside  # an example value, "SELECT 1"
     test_sh, check_sh = (REPO / "scripts" / "test.sh").read_text(), (REPO / "scripts" / "check.sh").read_text()
     assert not re.search(r"\b(ruff|mypy|lint-imports|vulture)\b", test_sh.split("set -euo")[1])
     assert all(tool in check_sh for tool in ("ruff", "mypy", "lint-imports", "vulture"))
@@ -133,18 +133,30 @@ def test_what_architecture_says_of_sql_and_the_checks_holds():
 
 
 def test_one_name_per_module():
-    """(#33) Three usage.py and two merge.py held different things: catalog.metrics (a tool's
-    usage metrics, the report), serve.recorder (recording calls), store.usage (the usage store);
-    crawl.combine (`toolidx merge`: files, checks, rename) and store.merge (its SQL). The names
-    still shared are a layer's module and the store module holding its SQL, or core.schemas', or
-    one part of the index in each engine's folder (store/sqlite/, store/pg/) and its interface
-    (store/retrieval.py)."""
-    from collections import Counter
+    """(#33, #44) Two modules share a name only where one is a layer's and the other the store module
+    holding its SQL (catalog/approvals.py beside store/approvals.py), or where each engine's folder
+    (store/sqlite/, store/pg/) holds its part of the index under one name, with its interface in
+    store/ (retrieval.py). Any other shared name is one name for two jobs (three usage.py and two
+    merge.py once held different things)."""
+    from collections import defaultdict
 
-    stems = Counter(p.stem for p in (REPO / "toolidx").rglob("*.py") if p.stem not in ("__init__", "__main__"))
-    shared = sorted(stem for stem, n in stems.items() if n > 1)
-    engines = ["database", "migrations", "retrieval"]  # store/sqlite/, store/pg/ (and store/retrieval.py)
-    assert shared == sorted(["approvals", "catalog", "examples", "history", "keywords", "stats", *engines])
+    folders = defaultdict(list)
+    for p in (REPO / "toolidx").rglob("*.py"):
+        if p.stem not in ("__init__", "__main__"):
+            folders[p.stem].append(p.relative_to(REPO / "toolidx").parent.parts)
+    engines = {("store", "sqlite"), ("store", "pg")}
+
+    def allowed(where: list[tuple[str, ...]]) -> bool:
+        layers = [f for f in where if f[:1] != ("store",)]
+        store = [f for f in where if f[:1] == ("store",)]
+        if layers:  # one layer module beside its store module, nothing else
+            return len(where) == 2 and len(layers[0]) == 1 and store == [("store",)]
+        return all(f in engines or f == ("store",) for f in where) and sum(f in engines for f in where) >= 2
+
+    assert sorted(stem for stem, where in folders.items() if len(where) > 1 and not allowed(where)) == []
+    assert not allowed([("core", "schemas"), ("store",)]) and not allowed([("catalog",), ("core", "schemas")])
+    assert not allowed([("serve",), ("catalog",), ("store",)]) and not allowed([("store",), ("store", "sqlite")])
+    assert allowed([("diff",), ("store",)]) and allowed([("store",), ("store", "sqlite"), ("store", "pg")])
 
 
 def test_tests_follow_the_package_layout():

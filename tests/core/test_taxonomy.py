@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli
 
-from toolidx.core.taxonomy import CATEGORIES, CATEGORY_NAMES, OTHER, categorize, definition, explain
+from toolidx.core.taxonomy import CATEGORIES, CATEGORY_NAMES, OTHER, categorize, definition, score
 from toolidx.core.tooldoc import server_words
 from toolidx.store.db import open_db
 
@@ -93,10 +93,11 @@ def test_agreement_on_the_real_servers_through_a_crawl(real_categories):
 
 
 def test_derivation_is_explainable():
-    why = explain("git_commit", "Record changes to the repository", None, "git")
-    assert why["category"] == "version-control"
-    top = why["scores"][0]
-    assert top["category"] == "version-control" and "commit (name)" in top["words"] and "git (server)" in top["words"]
+    why = score("git_commit", "Record changes to the repository", None, "git")
+    assert categorize("git_commit", "Record changes to the repository", None, "git") == "version-control"
+    top = max(why, key=lambda cat: sum(points for _, _, points in why[cat]))
+    words = {(field, term) for field, term, _ in why[top]}
+    assert top == "version-control" and ("name", "commit") in words and ("server", "git") in words
     assert categorize("frobnicate", "Does a thing.") == OTHER
     assert categorize("get_forecast", "Weather forecast for a city") == "weather"
     assert categorize("bing_search", "使用必应搜索指定的关键词") == "web-search"

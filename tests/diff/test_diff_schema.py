@@ -7,9 +7,11 @@ import copy
 import pytest
 
 from toolidx.core.errors import UsageError
+from toolidx.core.tooldoc import definition_hash
 from toolidx.diff.schema import diff_schema
 from toolidx.diff.snapshot import (
     Snapshot,
+    ToolRef,
     compare_tools,
     diff_snapshots,
     expand_fail_on,
@@ -23,6 +25,18 @@ def obj(props: dict, required: list[str] | None = None, **extra) -> dict:
     if required is not None:
         s["required"] = required
     return s
+
+
+def snapshot(tools: list[dict], servers: dict[str, dict]) -> Snapshot:
+    """A diff's side of {"server", "definition", "stale"?} dicts, as the index's would load them."""
+    refs, defs = {}, {}
+    for t in tools:
+        d, h = t["definition"], definition_hash(t["definition"])
+        defs[h] = d
+        refs[f"{t['server']}/{d['name']}"] = ToolRef(
+            f"{t['server']}/{d['name']}", t["server"], d["name"], h, bool(t.get("stale"))
+        )
+    return Snapshot(refs, servers, {}, lambda hs: {h: defs[h] for h in hs if h in defs})
 
 
 def kinds(changes) -> list[tuple[str, str, str]]:
@@ -313,12 +327,12 @@ def test_renames_certain_and_close_and_unrelated():
 
 def test_failed_server_is_not_removed_and_fail_on_parsing():
     t1 = tool("a")
-    old = Snapshot.from_definitions([{"server": "s", "definition": t1}])
+    old = snapshot([{"server": "s", "definition": t1}], {"s": {"status": "ok"}})
     # the store carries a failed server's tools over (stale); another index may not have them at all
-    new_carried = Snapshot.from_definitions(
-        [{"server": "s", "definition": t1, "stale": True}], servers={"s": {"status": "failed", "error": "boom"}}
+    new_carried = snapshot(
+        [{"server": "s", "definition": t1, "stale": True}], {"s": {"status": "failed", "error": "boom"}}
     )
-    new_empty = Snapshot.from_definitions([], servers={"s": {"status": "failed", "error": "boom"}})
+    new_empty = snapshot([], {"s": {"status": "failed", "error": "boom"}})
     for new in (new_carried, new_empty):
         r = diff_snapshots(old, new)
         [s] = r.servers

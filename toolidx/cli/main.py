@@ -69,7 +69,10 @@ class _Typer(typer.Typer):
 
 app = _Typer(
     name="toolidx",
-    help="One local SQLite index of every MCP tool: crawl servers, search tools, diff crawls, serve.",
+    help=(
+        "One index of every MCP tool, in a local SQLite file or in PostgreSQL: crawl servers, search tools, "
+        "diff crawls, serve."
+    ),
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -135,7 +138,8 @@ def _app(
         False, "--version", callback=_version, is_eager=True, help="Print toolidx's version and exit."
     ),
 ) -> None:
-    """One local SQLite index of every MCP tool: crawl servers, search tools, diff crawls, serve."""
+    """One index of every MCP tool, in a local SQLite file or in PostgreSQL: crawl servers, search
+    tools, diff crawls, serve."""
 
 
 def _open(db: Optional[Path], create: bool = False):

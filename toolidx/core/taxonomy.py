@@ -311,16 +311,3 @@ def categorize(name: str, description: str = "", title: str | None = None, serve
         if s > best_score:
             best, best_score = c.name, s
     return best
-
-
-def explain(name: str, description: str = "", title: str | None = None, server: str = "") -> dict:
-    """Why `categorize` chose what it chose: every category's points and the words behind them."""
-    found = score(name, description, title, server)
-    totals = sorted(((round(sum(p for _, _, p in hits), 2), cat) for cat, hits in found.items()), reverse=True)
-    return {
-        "category": categorize(name, description, title, server),
-        "scores": [
-            {"category": cat, "points": pts, "words": [f"{term} ({field})" for field, term, _ in found[cat]]}
-            for pts, cat in totals
-        ],
-    }

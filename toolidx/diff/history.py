@@ -1,5 +1,5 @@
 """Library entry points for `toolidx diff`, `history` and `audit`: pick the crawls, load the
-snapshots, call the pure diff (diff.py) or the scanner (audit.py)."""
+snapshots, call the pure diff (snapshot.py) or the scanner (audit.py)."""
 
 from __future__ import annotations
 

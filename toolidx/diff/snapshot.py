@@ -52,25 +52,6 @@ class Snapshot:
     label: dict[str, Any]
     load: Callable[[set[str]], dict[str, dict]]
 
-    @classmethod
-    def from_definitions(
-        cls, tools: Iterable[dict], servers: dict[str, dict] | None = None, label: dict | None = None
-    ) -> Snapshot:
-        """From {"server", "definition", "stale"?} dicts (tests, tools_file catalogs)."""
-        from ..core.tooldoc import definition_hash
-
-        refs: dict[str, ToolRef] = {}
-        defs: dict[str, dict] = {}
-        for t in tools:
-            d = t["definition"]
-            h = definition_hash(d)
-            defs[h] = d
-            tid = f"{t['server']}/{d['name']}"
-            refs[tid] = ToolRef(tid, t["server"], d["name"], h, bool(t.get("stale")))
-        if servers is None:
-            servers = {r.server: {"status": "ok"} for r in refs.values()}
-        return cls(refs, servers, label or {}, lambda hs: {h: defs[h] for h in hs if h in defs})
-
     def server_status(self, server: str, has_tools: bool) -> str | None:
         s = self.servers.get(server)
         if s is not None:

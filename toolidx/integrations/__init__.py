@@ -1,4 +1,7 @@
-"""Adapters for the model APIs' own tool search: toolidx as the custom, client-side search of the
-Anthropic Messages API (tool_reference blocks) and of the OpenAI Responses API (client-executed
-tool_search), plus the deferred tool lists `toolidx export` writes. They use the search stage for
-ranking and serve's execute path (scope, validation, timeout) to run the chosen tool."""
+"""toolidx inside other programs: the public Python API (`catalog`: `Catalog`, `LiveCatalog`),
+the model APIs' own tool search (`anthropic`: the Messages API's tool_reference blocks; `openai`:
+the Responses API's client-executed tool_search; `common`: the tools in scope with API-safe names),
+tool search inside other MCP servers (`mcpsdk`, `fastmcp`), and what `toolidx export` writes
+(`export`: the deferred tool lists; `openapi`; `codegen` and the `runtime` its Python imports).
+They use the search stage for ranking and serve's execute path (scope, validation, timeout) to run
+the chosen tool."""

@@ -43,7 +43,6 @@ class Found:
     query: str
     ids: list[str]
     no_match: bool
-    scores: dict[str, float]
 
 
 class ToolCatalog:
@@ -128,7 +127,7 @@ class ToolCatalog:
             self.db, query, mode="hybrid", limit=limit, filters=filters, min_score=min_score, embedder=self.embedder
         )
         hits = [h for h in res.hits if h.id in self.names]
-        return Found(query, [h.id for h in hits], res.no_match, {h.id: h.score for h in hits})
+        return Found(query, [h.id for h in hits], res.no_match)
 
     def input_schema(self, tool_id: str) -> dict:
         schema = self.tool(tool_id).get("input_schema")

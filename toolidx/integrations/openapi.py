@@ -100,7 +100,8 @@ class _Lifter:
     def rewrite(self, node: Any) -> Any:
         """A schema with its local refs pointed into the components. Walked by schema position
         (a property named `enum` is a schema, an `enum` keyword's list is values); whatever
-        could make a reader leave the document is taken out (see `_local_only`)."""
+        could make a reader leave the document is taken out: a non-local ref renamed `x-unfollowed-*`
+        (here, in `values` and in `_inert`), `$id`, `$schema` and `$anchor` dropped."""
         if not isinstance(node, dict):
             return node if isinstance(node, bool) else values(node)
         out: dict[str, Any] = {}

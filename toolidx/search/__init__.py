@@ -1,5 +1,7 @@
-"""Finding a tool for a request: hybrid ranking (`hybrid`: fusion of what the index's
-`store.retrieval` interface answers, whatever engine holds it), quoted spans (`quoted`), typing
-slips (`spelling`), the calibration and the "no good match" gate (`calibration`), and retrieval
-evaluation (`eval`). Knows nothing of MCP, the terminal or the engine.
+"""Finding a tool for a request: the request itself (`request`: `SearchRequest`, its parameters
+written once for every front-end), hybrid ranking (`hybrid`: fusion of what the index's
+`store.retrieval` interface answers, whatever engine holds it), the action a request asks against
+the one a tool does (`actions`), quoted spans (`quoted`), typing slips (`spelling`), what serve
+learned from usage (`learned`), the calibration and the "no good match" gate (`calibration`), and
+retrieval evaluation (`eval`). Knows nothing of MCP, the terminal or the engine.
 """

@@ -1,7 +1,7 @@
 """The discovery server's meta-tools as they go on the wire: names, descriptions written for an
 LLM reader, and exact JSON input schemas.
 
-Kept apart from serve.py (which needs mcp) so `toolidx stats` can count their tokens without
+Kept apart from server.py (which needs mcp) so `toolidx stats` can count their tokens without
 importing the MCP SDK.
 """
 

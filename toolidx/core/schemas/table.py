@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .keywords import MAX_DEPTH, json_type, list_at, never
 from .refs import resolve
+from .typed import MAX_DEPTH, json_type, list_at, never
 
 
 def type_label(schema: Any, root: Any, seen: frozenset[str] = frozenset()) -> str:

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..tooldoc import split_name
-from .keywords import MAX_DEPTH, dict_at, int_at, list_at, never
 from .refs import resolve
+from .typed import MAX_DEPTH, dict_at, int_at, list_at, never
 from .validation import validate, validation_errors
 
 _TYPE_ORDER = ("object", "array", "string", "integer", "number", "boolean", "null")
