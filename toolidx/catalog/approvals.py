@@ -71,10 +71,12 @@ def approve(
     revoke: bool = False,
     by: str | None = None,
     expect: dict[str, str] | None = None,
+    expect_texts: dict[str, str] | None = None,
 ) -> Approval:
     """Approve (or with `revoke`, un-approve) tools. `expect`: id -> the definition hash its
-    approver was shown (the console): a tool changed since raises store's ChangedSinceShown and
-    nothing is approved (the CLI approves what is current, which it shows)."""
+    approver was shown (the console), `expect_texts` server -> its title and instructions' hash
+    as shown: a change since raises store's ChangedSinceShown and nothing is approved (the CLI
+    approves what is current, which it shows)."""
     from ..core.clock import now_iso
 
     targets = _targets(db, list(ids), list(servers or []), everything, revoke)
@@ -82,7 +84,7 @@ def approve(
     if revoke:
         had = set(store.revoke(db, targets))
         return Approval("revoke", db.path, who, at, [{"id": t, "revoked": t in had} for t in targets], len(had))
-    rows = store.record(db, targets, who, at, expect=expect)
+    rows = store.record(db, targets, who, at, expect=expect, expect_texts=expect_texts)
     tools = [
         {
             "id": r["id"],

@@ -106,17 +106,26 @@ class ChangedSinceShown(UsageError):
     def __init__(self, tool_id: str, shown: str, now: str | None):
         self.tool_id, self.shown, self.now = tool_id, shown, now
         super().__init__(
-            f"{tool_id}: its definition changed after it was shown to you; nothing was approved",
+            f"{tool_id}: {'its title or instructions' if tool_id.startswith('server ') else 'its definition'} "
+            "changed after it was shown to you; nothing was approved",
             fix="review what changed and approve again",
         )
 
 
-def record(db: Index, ids: list[str], by: str, at: str, expect: dict[str, str] | None = None) -> list[dict]:
+def record(
+    db: Index,
+    ids: list[str],
+    by: str,
+    at: str,
+    expect: dict[str, str] | None = None,
+    expect_texts: dict[str, str] | None = None,
+) -> list[dict]:
     """Approve the current definition of each tool in `ids`, in one transaction. Returns, per id,
     {"id", "hash", "previous_hash"} (previous_hash: what was approved before, or None). The approved
     definition is kept in tool_versions (a crawl keeps it there too), so a later change can be diffed.
     `expect`: id -> the hash of the definition its approver saw; any other (or a tool gone) raises
-    ChangedSinceShown inside the transaction, before anything is written."""
+    ChangedSinceShown inside the transaction, before anything is written. `expect_texts`: server ->
+    the text_hash of its title and instructions as shown (approved with its tools), the same way."""
     with db.transaction() as conn:
         rows, versions = [], []
         for marks, chunk in in_chunks(list(dict.fromkeys(ids))):
@@ -140,6 +149,11 @@ def record(db: Index, ids: list[str], by: str, at: str, expect: dict[str, str] |
             [(tid, h, by, at) for tid, h, _ in rows],
         )
         texts = server_texts(db, sorted({tid.partition("/")[0] for tid, _, _ in rows}))
+        for server, shown in (expect_texts or {}).items():
+            t = texts.get(server)
+            now_text = text_hash(t["title"], t["instructions"]) if t else None
+            if now_text != shown:
+                raise ChangedSinceShown(f"server {server}", shown, now_text)
         conn.executemany(
             "INSERT INTO server_approvals(server, hash, title, instructions, approved_by, approved_at) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (server) DO UPDATE SET hash = excluded.hash, "

@@ -287,18 +287,16 @@ class Console:
                 request, visitor, "approving and revoking need a token marked admin in the token file"
             )
         tool_id = str(form.get("id") or "")
-        shown = form.get("hash")
+        shown, shown_text = (v if isinstance(v, str) else None for v in (form.get("hash"), form.get("text")))
         d = self.view(visitor)
         by = f"console:{visitor.grant.label}"
         try:
-            done = await anyio.to_thread.run_sync(
-                pages.approve, d, tool_id, by, revoke, shown if isinstance(shown, str) else None
-            )
+            done = await anyio.to_thread.run_sync(pages.approve, d, tool_id, by, revoke, shown, shown_text)
             await anyio.to_thread.run_sync(d.refresh)
         except ChangedSinceShown as e:  # a crawl landed after the page was loaded: show what it changed
             log.info(f"console: {visitor.grant.label} approving {tool_id}: refused, changed since shown")
             await anyio.to_thread.run_sync(d.refresh)
-            data = await anyio.to_thread.run_sync(pages.changed_since_shown, d, tool_id, e.shown)
+            data = await anyio.to_thread.run_sync(pages.changed_since_shown, d, tool_id, shown or "")
             problem = str(e)
             return await anyio.to_thread.run_sync(
                 lambda: self.render(request, "quarantine.html", visitor, 409, problem=problem, **data)

@@ -282,6 +282,10 @@ def quarantine(d: Discovery, server: str | None = None) -> dict[str, Any]:
     if server not in waiting:
         server = next((s for s, c in waiting.items() if c["changed"]), next(iter(waiting), None))
     result = None
+    # read before the diff, as the hashes: the server's title and instructions, approved with its tools
+    texts = approvals.server_texts(d.db, [server]) if server is not None else {}
+    text = texts.get(server) if server is not None else None
+    text_hash = approvals.text_hash(text["title"], text["instructions"]) if text else ""
     if server is not None:
         chosen = server
 
@@ -307,25 +311,36 @@ def quarantine(d: Discovery, server: str | None = None) -> dict[str, Any]:
         "server": server,
         "diff": result,
         "hashes": hashes,
+        "text_hash": text_hash,
+        # what an agent reads of the server, approved with its tools: shown beside them
+        "server_text": {k: _cut(str(text.get(k) or ""), TEXT_SHOWN) for k in ("title", "instructions")}
+        if text
+        else None,
         "approved": [r for r in rows if r["id"] in in_scope],
     }
 
 
-def approve(d: Discovery, tool_id: str, by: str, revoke: bool, shown: str | None = None) -> dict[str, Any]:
+def approve(
+    d: Discovery, tool_id: str, by: str, revoke: bool, shown: str | None = None, shown_text: str | None = None
+) -> dict[str, Any]:
     """Approve (or revoke) one tool as `toolidx approve` does (catalog.approvals), on its own
     connection: serve's is for reading. Only a tool in scope (revoking: an approval whose tool
-    left the index too). Approving needs `shown`, the hash of the definition the page showed:
-    one that changed since raises ChangedSinceShown, and nothing is approved."""
+    left the index too). Approving needs `shown`, the hash of the definition the page showed, and
+    `shown_text`, that of its server's title and instructions (approved with it): either changed
+    since raises ChangedSinceShown, and nothing is approved."""
     from ...catalog.approvals import approve as record
     from ...store.db import open_db
 
     if not (d.in_scope([tool_id]) or (revoke and d.scope.is_empty())):
         raise NotFoundError(f"no tool {tool_id!r} in scope", fix="pick a tool from the quarantine page")
-    if not revoke and not shown:
+    if not revoke and not (shown and shown_text is not None):
         raise UsageError("this form does not say which definition you reviewed", fix="reload the quarantine page")
     db = open_db(d.db_path)
     try:
-        return record(db, [tool_id], revoke=revoke, by=by, expect=None if revoke else {tool_id: str(shown)}).to_json()
+        if revoke:
+            return record(db, [tool_id], revoke=True, by=by).to_json()
+        texts = {tool_id.partition("/")[0]: str(shown_text)}
+        return record(db, [tool_id], by=by, expect={tool_id: str(shown)}, expect_texts=texts).to_json()
     finally:
         db.close()
 
@@ -335,13 +350,13 @@ def changed_since_shown(d: Discovery, tool_id: str, shown: str) -> dict[str, Any
     person was shown (`shown`, kept in tool_versions by the crawl that wrote it) and the one now,
     field by field, as the diff template takes it; and the server's quarantine below it (with
     the new definition's hash on its Approve button)."""
-    from ...diff.approved import changes_since_approval
+    from ...diff.approved import changes_since_approval, current_hash
     from ...diff.snapshot import ToolDiff
 
     tool = d.tool(tool_id)
     server, _, name = tool_id.partition("/")
     shown_diff = None
-    if tool is not None:
+    if tool is not None and shown != current_hash(tool):
         t = ToolDiff(tool_id, server, name, "changed", changes_since_approval(d.db, tool, {"hash": shown}))
         shown_diff = {"servers": [{"server": server, "state": "ok", "tools": [t.to_json()]}], "hidden": 0}
     return {**quarantine(d, server), "changed_id": tool_id, "shown_diff": shown_diff}
