@@ -68,6 +68,28 @@ def test_every_parameter_is_published_on_every_front_end_as_documented_once():
     assert schema["limit"]["maximum"] == 50 and api["k"]["schema"]["maximum"] == 100
 
 
+def test_the_cli_takes_the_filter_options_from_the_table_once():
+    """(#44) search, list, categories and export get the filter options from the parameter table
+    through one decorator: cli/main.py spells none of them, and each command offers every one with
+    the table's help (export all but --has-examples)."""
+    import inspect
+
+    from typer.testing import CliRunner
+
+    from toolidx.cli import main
+    from toolidx.cli.main import app
+
+    for command in (main.search, main.list_cmd, main.categories, main.export):
+        source = inspect.getsource(inspect.unwrap(command))
+        names = [p.names[CLI].lstrip("-").replace("-", "_") for p in PARAMS if p.filter]
+        assert [n for n in names if f"    {n}: " in source] == [], command.__name__  # no parameter of its own
+    for command in ("search", "list", "categories", "export"):
+        text = _flat(CliRunner().invoke(app, [command, "--help"], terminal_width=400).output)
+        for p in PARAMS:
+            if p.filter and not (command == "export" and p.key == "has_examples"):
+                assert p.names[CLI] in text and _flat(p.help(CLI)) in text, (command, p.key)
+
+
 @pytest.mark.parametrize("flag, kept", [("has_examples", "time/get_current_time"), ("no_destructive", None)])
 def test_every_filter_works_on_every_front_end(discovery, flag, kept):
     from toolidx.serve.http import search_payload

@@ -10,6 +10,7 @@ import contextlib
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -324,15 +325,61 @@ def merge(
 
 
 # --- catalog: describe / list / categories / similar -------------------------------------------
-CatServerOpt = typer.Option([], "--server", "-s", help=_doc("servers"))
-CatTagOpt = typer.Option([], "--tag", "-t", help=_doc("tags"))
-CatExcludeTagOpt = typer.Option([], "--exclude-tag", help=_doc("exclude_tags"))
-CatCategoryOpt = typer.Option([], "--category", help=_doc("categories"))
-CatNamePatternOpt = typer.Option(None, "--name-pattern", help=_doc("name_pattern"))
-CatDescOpt = typer.Option(None, "--description-contains", help=_doc("description_contains"))
-CatReadOnlyOpt = typer.Option(False, "--read-only", help=_doc("read_only"))
-CatNoDestructiveOpt = typer.Option(False, "--no-destructive", help=_doc("no_destructive"))
-CatHasExamplesOpt = typer.Option(False, "--has-examples", help=_doc("has_examples"))
+FILTER_OPTIONS: Any = object()  # where `_filter_options` puts the filter options in a command's signature
+_SHORT = {"servers": "-s", "tags": "-t"}  # the CLI's own short flags
+
+
+def _filter_options(*, has_examples: bool = True) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Search's filter parameters (search.request.PARAMS, each written once for every front-end) as
+    options of a command, in the table's order, where the command names a parameter
+    `filters: Any = FILTER_OPTIONS` (an option group shared by decorator, as sqlite-utils does). The
+    command receives their values in `filters`, a dict keyed as `Filters` names them, for
+    `_catalog_filters`."""
+    import functools
+    import inspect
+    import typing
+
+    from ..search.request import CLI, PARAMS
+
+    def option(p: Any) -> inspect.Parameter:
+        flags = (p.names[CLI], *([_SHORT[p.key]] if p.key in _SHORT else []))
+        kind: Any
+        default: Any
+        if p.many:
+            kind, default = List[str], []
+        elif p.schema["type"] == "boolean":
+            kind, default = bool, False
+        else:
+            kind, default = Optional[str], None
+        info = typer.Option(default, *flags, help=p.help(CLI))
+        # named as the option (`server`, not `servers`): its value's name in --help and the man page
+        return inspect.Parameter(arg[p.key], inspect.Parameter.KEYWORD_ONLY, default=info, annotation=kind)
+
+    chosen = [p for p in PARAMS if p.filter and (has_examples or p.key != "has_examples")]
+    arg = {p.key: str(p.names[CLI]).lstrip("-").replace("-", "_") for p in chosen}
+    group = [option(p) for p in chosen]
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        hints = typing.get_type_hints(command)
+        params = []
+        for q in inspect.signature(command).parameters.values():
+            if q.default is FILTER_OPTIONS:
+                params += group
+            else:
+                params.append(q.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints[q.name]))
+
+        @functools.wraps(command)
+        def run(**kwargs: Any) -> None:
+            given = {key: kwargs.pop(name) for key, name in arg.items()}
+            command(**kwargs, filters=given)
+
+        run.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+        run.__annotations__ = {q.name: q.annotation for q in params}
+        return run
+
+    return decorate
+
+
 UsageDbOpt = typer.Option(
     None,
     "--usage-db",
@@ -350,41 +397,19 @@ MaxTokensOpt = typer.Option(
 )
 
 
-def _catalog_filters(
-    server,
-    tag,
-    exclude_tag,
-    category,
-    name_pattern,
-    description_contains,
-    read_only,
-    no_destructive,
-    *,
-    has_examples: bool = False,
-    database=None,
-    usage_db: Optional[Path] = None,
-):
-    """The filter options as Filters (None when none is set). --has-examples also reads the usage
-    file, whose recorded examples count (so it needs `database`)."""
-    from dataclasses import replace
+def _catalog_filters(values: dict[str, Any], *, database=None, usage_db: Optional[Path] = None):
+    """The filter options' values (`_filter_options`) as Filters, built as every front-end builds them
+    (search.request.filters_of); None when none is set. --has-examples also reads the usage file,
+    whose recorded examples count (so it needs `database`)."""
+    from ..search.request import CLI, filters_of
 
-    from ..core.filters import Filters
-
-    f = Filters(
-        servers=list(server),
-        tags=list(tag),
-        exclude_tags=list(exclude_tag),
-        categories=list(category),
-        name_pattern=name_pattern,
-        description_contains=description_contains,
-        read_only=read_only,
-        no_destructive=no_destructive,
-    )
-    if has_examples:
+    f = dict(values)
+    if f.get("has_examples"):
         from ..catalog.examples import example_tool_ids
 
-        f = replace(f, has_examples=True, example_ids=example_tool_ids(database, _usage(database, usage_db)))
-    return None if f.is_empty() else f
+        f["example_ids"] = example_tool_ids(database, _usage(database, usage_db))
+    built = filters_of({k: list(v) if isinstance(v, list | tuple) else v for k, v in f.items()}, CLI)
+    return None if built.is_empty() else built
 
 
 def _usage(database, usage_db: Optional[Path]):
@@ -435,6 +460,7 @@ def describe(
 
 
 @app.command("list")
+@_filter_options()
 def list_cmd(
     db: Optional[Path] = DbOpt,
     page: int = typer.Option(1, "--page", min=1, help="Page number (from 1)."),
@@ -446,15 +472,7 @@ def list_cmd(
         "(then id; the usage sorts rank by toolidx serve's calls).",
     ),
     order: Optional[str] = typer.Option(None, "--order", help="asc | desc (default: asc; desc for the usage sorts)."),
-    server: List[str] = CatServerOpt,
-    tag: List[str] = CatTagOpt,
-    exclude_tag: List[str] = CatExcludeTagOpt,
-    category: List[str] = CatCategoryOpt,
-    name_pattern: Optional[str] = CatNamePatternOpt,
-    description_contains: Optional[str] = CatDescOpt,
-    read_only: bool = CatReadOnlyOpt,
-    no_destructive: bool = CatNoDestructiveOpt,
-    has_examples: bool = CatHasExamplesOpt,
+    filters: Any = FILTER_OPTIONS,
     usage_db: Optional[Path] = UsageDbOpt,
     max_tokens: Optional[int] = MaxTokensOpt,
     as_json: bool = JsonOpt,
@@ -463,19 +481,7 @@ def list_cmd(
     from ..catalog.listing import USAGE_SORTS, list_tools
 
     database = _open(db)
-    filters = _catalog_filters(
-        server,
-        tag,
-        exclude_tag,
-        category,
-        name_pattern,
-        description_contains,
-        read_only,
-        no_destructive,
-        has_examples=has_examples,
-        database=database,
-        usage_db=usage_db,
-    )
+    filters = _catalog_filters(filters, database=database, usage_db=usage_db)
     store = _usage(database, usage_db) if sort in USAGE_SORTS else None
     render.list_result(
         list_tools(database, page=page, page_size=page_size, sort=sort, order=order, filters=filters, usage=store),
@@ -485,17 +491,10 @@ def list_cmd(
 
 
 @app.command()
+@_filter_options()
 def categories(
     db: Optional[Path] = DbOpt,
-    server: List[str] = CatServerOpt,
-    tag: List[str] = CatTagOpt,
-    exclude_tag: List[str] = CatExcludeTagOpt,
-    category: List[str] = CatCategoryOpt,
-    name_pattern: Optional[str] = CatNamePatternOpt,
-    description_contains: Optional[str] = CatDescOpt,
-    read_only: bool = CatReadOnlyOpt,
-    no_destructive: bool = CatNoDestructiveOpt,
-    has_examples: bool = CatHasExamplesOpt,
+    filters: Any = FILTER_OPTIONS,
     usage_db: Optional[Path] = UsageDbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -503,19 +502,7 @@ def categories(
     from ..catalog.listing import categories as catalog_categories
 
     database = _open(db)
-    filters = _catalog_filters(
-        server,
-        tag,
-        exclude_tag,
-        category,
-        name_pattern,
-        description_contains,
-        read_only,
-        no_destructive,
-        has_examples=has_examples,
-        database=database,
-        usage_db=usage_db,
-    )
+    filters = _catalog_filters(filters, database=database, usage_db=usage_db)
     render.categories_result(catalog_categories(database, filters), as_json)
 
 
@@ -917,6 +904,7 @@ def forget(
 
 
 @app.command()
+@_filter_options(has_examples=False)
 def export(
     fmt: str = typer.Option(
         ...,
@@ -926,14 +914,7 @@ def export(
         "3.1 document), python | typescript (typed wrapper modules).",
     ),
     db: Optional[Path] = DbOpt,
-    server: List[str] = CatServerOpt,
-    tag: List[str] = CatTagOpt,
-    exclude_tag: List[str] = CatExcludeTagOpt,
-    category: List[str] = CatCategoryOpt,
-    name_pattern: Optional[str] = CatNamePatternOpt,
-    description_contains: Optional[str] = CatDescOpt,
-    read_only: bool = CatReadOnlyOpt,
-    no_destructive: bool = CatNoDestructiveOpt,
+    filters: Any = FILTER_OPTIONS,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
     as_json: bool = typer.Option(
         False,
@@ -947,10 +928,7 @@ def export(
     from ..integrations.export import export_tools
     from ..store.db import default_db_path
 
-    filters = _catalog_filters(
-        server, tag, exclude_tag, category, name_pattern, description_contains, read_only, no_destructive
-    )
-    render.export_result(export_tools(db or default_db_path(), fmt, filters), as_json, output)
+    render.export_result(export_tools(db or default_db_path(), fmt, _catalog_filters(filters)), as_json, output)
 
 
 @app.command()
@@ -1090,20 +1068,13 @@ def audit(
 
 # --- search / eval -----------------------------------------------------------------------------
 @app.command()
+@_filter_options()
 def search(
     query: str = typer.Argument(..., help=_doc("query")),
     db: Optional[Path] = DbOpt,
     limit: int = typer.Option(10, "--limit", "-n", min=1, help=_doc("limit")),
     mode: str = typer.Option("hybrid", "--mode", "-m", help=_doc("mode")),
-    server: List[str] = CatServerOpt,
-    tag: List[str] = CatTagOpt,
-    exclude_tag: List[str] = CatExcludeTagOpt,
-    category: List[str] = CatCategoryOpt,
-    name_pattern: Optional[str] = CatNamePatternOpt,
-    description_contains: Optional[str] = CatDescOpt,
-    read_only: bool = CatReadOnlyOpt,
-    no_destructive: bool = CatNoDestructiveOpt,
-    has_examples: bool = CatHasExamplesOpt,
+    filters: Any = FILTER_OPTIONS,
     usage_db: Optional[Path] = UsageDbOpt,
     min_score: Optional[float] = typer.Option(None, "--min-score", help=_doc("min_score")),
     max_tokens: Optional[int] = MaxTokensOpt,
@@ -1116,21 +1087,9 @@ def search(
 
     request = SearchRequest(query, mode, limit, min_score).check()
     database = _open(db)
-    filters = _catalog_filters(
-        server,
-        tag,
-        exclude_tag,
-        category,
-        name_pattern,
-        description_contains,
-        read_only,
-        no_destructive,
-        has_examples=has_examples,
-        database=database,
-        usage_db=usage_db,
-    )
-    if filters is not None:
-        request.filters = filters
+    chosen = _catalog_filters(filters, database=database, usage_db=usage_db)
+    if chosen is not None:
+        request.filters = chosen
     result = request.run(database, INDEX_MODEL)
     render.search_result(result, as_json, max_tokens)
     if result.no_match:

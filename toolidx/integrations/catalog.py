@@ -45,6 +45,7 @@ from ..core.servers import ServerResult, ServerSpec, server_name_problem
 from ..core.tooldoc import fix_strings, validate_tool
 from ..crawl.write import store_crawl
 from ..search.hybrid import SearchResult, Spelling, get_query_embedder, search, warm
+from ..search.request import CLI, filters_of
 from ..store.db import open_db
 from ..store.index import Index
 from ..store.sqlite.content import digest
@@ -329,15 +330,18 @@ class Catalog:
         in [0, 1] and why it matched; `no_match` (and no hits) when none is good enough.
         `min_score` replaces that threshold (0: the best tools whatever their score). The keyword
         filters are the CLI's options; `filters` a whole `Filters` (they are combined)."""
-        f = Filters(
-            servers=list(servers),
-            tags=list(tags),
-            exclude_tags=list(exclude_tags),
-            categories=list(categories),
-            name_pattern=name_pattern,
-            description_contains=description_contains,
-            read_only=read_only,
-            no_destructive=no_destructive,
+        f = filters_of(
+            {
+                "servers": list(servers),
+                "tags": list(tags),
+                "exclude_tags": list(exclude_tags),
+                "categories": list(categories),
+                "name_pattern": name_pattern,
+                "description_contains": description_contains,
+                "read_only": read_only,
+                "no_destructive": no_destructive,
+            },
+            CLI,  # a bad name_pattern is named `--name-pattern`, as it always was here
         )
         if filters is not None:  # both: the keyword filters inside `filters`
             f = filters if f.is_empty() else f.narrowed_by(filters)
