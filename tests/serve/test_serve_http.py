@@ -393,7 +393,8 @@ def test_a_new_crawl_is_announced_to_every_session(serve_index, tmp_path):
     found, is_error = out[ADMIN]
     assert not is_error and found["id"] == "weather/get_forecast"
     refused, is_error = out[TIME_ONLY]
-    assert is_error and refused["error"] == "out_of_scope"
+    # outside the token's scope reads as unknown: which ids exist there is not its business (#42 item 12)
+    assert is_error and refused["error"] == "unknown_tool"
 
 
 def test_a_session_answers_only_the_token_that_opened_it(http_server):
