@@ -233,7 +233,7 @@ GRID_MARKS = (0.0, 1.0, 2.0, 4.0, 6.0, 10.0)  # in the score's logit (calibratio
 
 def hybrid_item(q: dict, ev: list, fusion: tuple) -> tuple:
     """One query's hybrid candidates as the fit reads them: (query, tool ids, z (a column), a fixed
-    offset (none), relevant, opposed, reads only)."""
+    offset (none), relevant, opposed, reads only, does what is asked, negated)."""
     return (
         q,
         [t for t, _ in ev],
@@ -242,21 +242,55 @@ def hybrid_item(q: dict, ev: list, fusion: tuple) -> tuple:
         np.array([t in set(q["relevant"]) for t, _ in ev], bool),
         np.array([e.get("opposed", 0) for _, e in ev], float),
         np.array([e.get("reads_only", 0) for _, e in ev], float),
+        np.array([e.get("does", 0) for _, e in ev], float),
+        np.array([e.get("negated", 0) for _, e in ev], float),
     )
+
+
+def _below(x: np.ndarray, which: np.ndarray, ceiling: float) -> np.ndarray:
+    """calibration._below: the tools of `which` moved down together until BELOW under `ceiling`."""
+    if not which.any():
+        return x
+    shift = float(x[which].max()) - ceiling + cal.BELOW
+    return x - shift * which if shift > 0 else x
+
+
+def _under(x: np.ndarray, which: np.ndarray, ceiling: float) -> np.ndarray:
+    """calibration._under: each of `which` not BELOW under `ceiling` placed under it, BELOW apart."""
+    over = [i for i in which if x[i] > ceiling - cal.BELOW]
+    if not over:
+        return x
+    x = x.copy()
+    for j, i in enumerate(sorted(over, key=lambda i: -x[i]), 1):
+        x[i] = min(x[i], ceiling - cal.BELOW * j)
+    return x
 
 
 def marked_scores(it, cal_, marks: tuple[float, float]) -> np.ndarray:
     """calibration.score_candidates with the action marks (it[5]: opposed, it[6]: reads only)
-    weighed by `marks`."""
+    weighed by `marks`, a tool that does what is asked (it[7]) and the negated ones (it[8])."""
     if not len(it[1]):
         return np.zeros(0)
     lg = cal_.logits(it)
     a, b, c = cal_.lw
-    x = a * lg + b * odds_shares(lg) + c
+    negated = it[8].astype(bool) if len(it) > 8 else np.zeros(len(lg), bool)
+    share = np.zeros(len(lg))
+    if (~negated).any():
+        share[~negated] = odds_shares(lg[~negated])
+    x = a * lg + b * share + c
     if marks[0]:
         x = x - marks[0] * it[5]
-    if marks[1] and it[6][int(np.argmax(x))]:  # a list led by a tool that only reads: all of it, order kept
-        x = x - marks[1]
+    answers = np.flatnonzero(~negated)
+    if len(answers):
+        # the best DOER_K answers, as score_candidates orders them (heapq.nlargest: ties by position)
+        top = answers[np.argsort(-x[answers], kind="stable")][: cal.DOER_K]
+        doers = [i for i in top if len(it) > 7 and it[7][i]]
+        if doers:
+            x = _under(x, np.flatnonzero(it[6]), float(x[doers[0]]))
+        elif marks[1] and it[6][top[0]]:  # a list led by a tool that only reads: all of it, order kept
+            x = x - marks[1]
+        if negated.any():
+            x = _below(x, negated, float(x[answers].min()))
     return 1 / (1 + np.exp(-np.clip(x, -40, 40)))
 
 
@@ -558,7 +592,10 @@ def write(model: str, hyb: dict, sem: tuple[list[float], list[float], float]) ->
     import json
 
     doc = json.loads(cal.FITS_FILE.read_text())
+    # the learned signal's constants are benchmarks/learned_sim.py's, kept as they are
+    kept = {k: v for k, v in doc["models"].get(model, {}).items() if k == "learned"}
     doc["models"][model] = {
+        **kept,
         **{k: hyb[k] for k in ("cos", "coverage", "name", "ramp", "action")},
         "platt": {"hybrid": hyb["platt"], "semantic": sem[0]},
         "listwise": {"hybrid": hyb["listwise"], "semantic": sem[1]},
@@ -581,10 +618,7 @@ def main() -> int:
     args = ap.parse_args()
     global KEEP_FUSION
     KEEP_FUSION = args.keep_fusion
-    # the learned signal's constants are benchmarks/learned_sim.py's, kept as they are
-    kept = {k: v for k, v in doc["models"].get(model, {}).items() if k == "learned"}
     if args.write and args.only:
-        **kept,
         ap.error("--write needs every mode's fit (no --only)")
     out: dict = {}
     for mode in ("hybrid", "keyword", "semantic"):

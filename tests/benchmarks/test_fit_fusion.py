@@ -118,6 +118,8 @@ def _evidence(rng, n: int) -> list[tuple[str, dict]]:
             "name_words": rng.randint(0, 3),
             "opposed": int(rng.random() < 0.1),
             "reads_only": int(rng.random() < 0.3),
+            "does": int(rng.random() < 0.15),
+            "negated": int(rng.random() < 0.1),
         }
         out.append((f"s/t{i}", e))
     return out

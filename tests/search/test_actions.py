@@ -164,3 +164,45 @@ def test_the_gate_turns_away_the_opposite_action(default_model_index, monkeypatc
     # a delete the catalog can do is not held back by the create tool beside it
     gone = search("delete the entity Alice from the knowledge graph")
     assert gone["hits"][0]["id"] == "memory/delete_entities" and not gone["no_match"]
+
+
+@pytest.fixture(scope="module")
+def memory_indexes(servers_config, model_path, tmp_path_factory):
+    """The real `memory` server crawled twice: with the tests' model (MiniLM, whose fit gives the
+    action marks no weight) and with toolidx's default model (whose fit weighs them)."""
+    from conftest import run_cli
+
+    from toolidx.core.embedding import DEFAULT_MODEL
+
+    d = tmp_path_factory.mktemp("memory")
+    (d / "servers.json").write_text(json.dumps({"mcpServers": {"memory": servers_config["mcpServers"]["memory"]}}))
+    out = {}
+    for label, how in (("tests", ("--model-path", model_path)), ("default", ("--model", DEFAULT_MODEL))):
+        r = run_cli("crawl", "--config", d / "servers.json", "--db", d / f"{label}.db", *how)
+        assert r.code == 0, r.stderr
+        out[label] = d / f"{label}.db"
+    return out
+
+
+@pytest.mark.servers
+@pytest.mark.model
+@pytest.mark.parametrize("model", ["tests", "default"])
+def test_a_tool_that_does_what_is_asked_rises_above_one_that_only_reads(memory_indexes, model, monkeypatch):
+    """Issue 43: "save a fact to the knowledge graph" on the memory server. Before, `read_graph`
+    (it only reads) was first, and with the default model its reads_only mark lowered the whole
+    list under the gate: "no good match", although `add_observations` and `create_entities`
+    (they create) were 2nd and 3rd. Now a tool of the best five that does what the request asks
+    ranks above every tool that only reads, the list is not lowered, and the gate answers."""
+    from conftest import run_cli
+
+    if model == "default":
+        monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
+    db = memory_indexes[model]
+    for asked in ("save a fact to the knowledge graph", "add a new fact about Alice to the graph"):
+        r = run_cli("search", asked, "--db", db, "--json", "--min-score", "0", "-n", "10")
+        assert r.code == 0, r.stderr
+        ids = [h["id"] for h in r.json["hits"]]
+        assert ids[0] in ("memory/add_observations", "memory/create_entities"), ids
+        assert ids.index("memory/read_graph") > ids.index("memory/add_observations"), ids
+        gated = run_cli("search", asked, "--db", db, "--json")
+        assert not gated.json["no_match"] and gated.json["hits"][0]["id"] == ids[0], gated.json["notes"]

@@ -171,6 +171,11 @@ def _words(name: str) -> tuple[str, ...]:
     return tuple(split_name(name))
 
 
+def name_words(name: str) -> tuple[str, ...]:
+    """A tool name's words, lowercase (`getWeather`: get, weather), cached."""
+    return _words(name)
+
+
 def _antonym_lexicon() -> dict[str, frozenset[str]]:
     out: dict[str, set[str]] = {}
     for a, b in ANTONYMS:
@@ -198,3 +203,26 @@ def marks(request: tuple[str | None, str | None], name: str) -> tuple[int, int]:
         return 0, 0
     opposed = frozenset((asked, tool)) in OPPOSITES or (asked, tool) in ASKED_NOT_DONE
     return int(opposed), int(not opposed and asked in WRITES and tool == READ)
+
+
+def does(request: tuple[str | None, str | None], name: str) -> int:
+    """1 when the request changes something and a tool named `name` does that very action
+    (`save a fact` and `add_observations`, both create): the tool that rises above one that
+    only reads (search.calibration.score_candidates)."""
+    asked = request[0]
+    return int(asked in WRITES and tool_action(name) == asked and not marks(request, name)[0])
+
+
+def asks_one_thing(text: str, asked: str | None) -> bool:
+    """Whether every verb of the lexicon in the request names the action it asks: "save a fact
+    to the knowledge graph" does; "create a folder and then list its files" asks two (a task of
+    steps needs its reading step too, and the rule that lifts a tool doing the asked action
+    cost ETOM's multi-step sets R@5 when it read such tasks)."""
+    if asked is None:
+        return False
+    for w in _WORD.findall(text.lower()):
+        # with a verb's -s ("and checks", "then lists")
+        said = VERBS.get(w) or (VERBS.get(w[:-1]) if w.endswith("s") else None)
+        if said not in (None, asked):
+            return False
+    return True

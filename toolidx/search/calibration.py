@@ -271,7 +271,15 @@ def score_candidates(
     evidence (cands[r]["share"], shown as signals.share). `lift`: added to a candidate's own logit
     before the list is read (search.learned)."""
     if mode != "keyword" and not is_calibrated(model):
-        return uncalibrated_scores(cands, mode)
+        out = uncalibrated_scores(cands, mode)
+        forbidden = [r for r in out if cands[r].get("negated")]
+        others = [out[r] for r in out if not cands[r].get("negated")]
+        high = max((out[r] for r in forbidden), default=0.0)
+        if others and high >= min(others) and high > 0:
+            # an order, not a probability: the forbidden tools scaled under every other
+            scale = 0.5 * min(others) / high
+            out.update({r: out[r] * scale for r in forbidden})
+        return out
     mode = effective_mode(cands, mode)
     opposed_w = reads_w = 0.0
     if mode == "keyword":  # its z is a logit already, and its constants belong to no model
@@ -285,17 +293,61 @@ def score_candidates(
     for r, up in (lift or {}).items():  # what past requests like this one led to (search.learned)
         if r in logits:
             logits[r] += up
-    shares = odds_shares(logits)
-    for r, share in shares.items():
-        cands[r]["share"] = share
+    # a tool the request forbids ("do not delete ...", search.negation) is no answer: the list's
+    # odds are shared among the others
+    negated = {r for r in logits if cands[r].get("negated")} if mode == "hybrid" else set()
+    shares = odds_shares({r: x for r, x in logits.items() if r not in negated} if negated else logits)
+    for r in logits:
+        cands[r]["share"] = shares.get(r, 0.0)
     # The action marks count after the list is read (the share says how far a hit stands out
     # among the tools found, whatever they do). A tool that does the opposite of the request falls
-    # below its neighbours; a best tool that only reads what the request would change lowers the
-    # whole list alike, its order kept: a task may need that tool as a step (find, then book), but
-    # a list led by it does not do what was asked (fit_fusion.py measured both ways).
-    final = {r: a * x + b * shares[r] + c - opposed_w * cands[r].get("opposed", 0) for r, x in logits.items()}
-    if reads_w and final:
-        best = max(final, key=final.__getitem__)
-        if cands[best].get("reads_only"):
+    # below its neighbours. When a tool of the best DOER_K does just what the request asks (it
+    # writes, the request writes), every tool that only reads ranks below it, and the list keeps
+    # its scores (issue 43: "save a fact to the knowledge graph" and `read_graph`, then
+    # `add_observations`). Else a best tool that only reads what the request would change lowers
+    # the whole list alike, its order kept: a task may need that tool as a step (find, then book),
+    # but a list led by it does not do what was asked (fit_fusion.py measured both ways).
+    final = {r: a * x + b * shares.get(r, 0.0) + c - opposed_w * cands[r].get("opposed", 0) for r, x in logits.items()}
+    if mode == "hybrid" and final:
+        answers = [r for r in final if r not in negated]
+        top = heapq.nlargest(DOER_K, answers, key=final.__getitem__)
+        doer = next((r for r in top if cands[r].get("does")), None)
+        if doer is not None:
+            final = _under(final, [r for r in final if cands[r].get("reads_only")], final[doer])
+        elif reads_w and top and cands[top[0]].get("reads_only"):
             final = {r: x - reads_w for r, x in final.items()}
+        if negated and answers:
+            final = _below(final, negated, min(final[r] for r in answers))
     return {r: _sigmoid(x) for r, x in final.items()}
+
+
+# how many of a hybrid list's best tools are read for one that does what the request asks (see
+# score_candidates): the five an agent is shown by default, where R@5 counts
+DOER_K = 5
+# how far (in the score's logit) a tool moved below another ends up below it: whatever their
+# scores, the order shows at 4 decimals
+BELOW = 1.0
+
+
+def _under(final: dict[int, float], which: list[int], ceiling: float) -> dict[int, float]:
+    """`final` with each tool of `which` that is not BELOW under `ceiling` placed under it, one
+    BELOW apart in their order; the others where they are (a task's reading step, further down,
+    stays among the best five: ETOM L3 and L4 lost R@5 when every reading tool moved)."""
+    over = sorted((r for r in which if final[r] > ceiling - BELOW), key=lambda r: -final[r])
+    if not over:
+        return final
+    out = dict(final)
+    for j, r in enumerate(over, 1):
+        out[r] = min(out[r], ceiling - BELOW * j)
+    return out
+
+
+def _below(final: dict[int, float], which: set[int], ceiling: float) -> dict[int, float]:
+    """`final` with the tools of `which` moved down together, their order kept, until the best of
+    them is BELOW under `ceiling`; unchanged when it already is."""
+    if not which:
+        return final
+    shift = max(final[r] for r in which) - ceiling + BELOW
+    if shift <= 0:
+        return final
+    return {r: x - shift if r in which else x for r, x in final.items()}

@@ -26,7 +26,7 @@ from ..core.tokens import STOP_WORDS, query_terms
 from ..core.toolcard import ToolCard
 from ..core.tooldoc import first_line, split_name
 from ..store.tools import filtered_rowids
-from . import actions, quoted, spelling
+from . import actions, negation, quoted, spelling
 from . import calibration as cal
 from . import learned as learning
 from .request import SPELLINGS, SearchRequest, Spelling
@@ -63,10 +63,13 @@ class Signals:
     # and the tool only reads (1); search.actions
     opposed: int | None = None
     reads_only: int | None = None
+    # hybrid: the tool does what the request forbids ("do not delete ..."; search.negation): it
+    # ranks below every tool that does not
+    negated: int | None = None
 
     def to_json(self) -> dict[str, float]:
         out: dict[str, float] = {"bm25": self.bm25, "fuzzy": self.fuzzy}
-        for key in ("cosine", "coverage", "name_words", "share", "opposed", "reads_only"):
+        for key in ("cosine", "coverage", "name_words", "share", "opposed", "reads_only", "negated"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -251,13 +254,18 @@ def gather(
     the keyword terms, the mode that actually ran, and the typing slips searched also as other
     words (spelling.corrections)."""
     text = _prepare(query)
+    mode_used = mode
+    if mode in ("hybrid", "semantic") and embedder is None:
+        mode_used = "keyword"
+    # "do not delete my files, just list them": searched as what is asked, the forbidden verb
+    # out (search.negation); hybrid only, like the action marks
+    neg = negation.read(text) if mode_used == "hybrid" else None
+    if neg is not None and neg.text:
+        text = neg.text
     fixes = spelling.corrections(db, text)
     typed = query_terms(text)  # the name-like match reads what was typed: a slip is its evidence
     text = spelling.expand(text, fixes)
     terms = query_terms(text) if fixes else typed
-    mode_used = mode
-    if mode in ("hybrid", "semantic") and embedder is None:
-        mode_used = "keyword"
     cands: dict[int, dict] = {}
 
     def slot(r: int) -> dict:
@@ -286,7 +294,7 @@ def gather(
             slot(r)["fuzzy"] = s
     if hybrid:
         _cover(db, terms, tw, cands)
-        _mark_actions(db, text, cands)
+        _mark_actions(db, text, cands, neg)
     for c in cands.values():
         if c["cos"] is None:
             c["cos"] = 0.0
@@ -310,16 +318,26 @@ def _cover(db, terms: list[str], tw: dict[str, float] | None, cands: dict[int, d
         cands[r]["name_words"] = n
 
 
-def _mark_actions(db, text: str, cands: dict[int, dict]) -> None:
+def _mark_actions(db, text: str, cands: dict[int, dict], neg: negation.Negation | None = None) -> None:
     """Each candidate's action marks (search.actions): "opposed" when the tool does the opposite
     of what the request asks, "reads_only" when the request changes something and the tool only
-    reads."""
-    request = actions.read_request(text)
-    if request[1] is None:
+    reads, "does" when it does just what the request asks, and "negated" when it does what the
+    request forbids (search.negation; "forbidden": the verbs, for `why`)."""
+    request = neg.request if neg is not None else actions.read_request(text)
+    if request[1] is None and neg is None:
         return
     names = _names_of(db, list(cands))
+    said = ", ".join(neg.said) if neg is not None else ""
+    one = actions.asks_one_thing(text, request[0])  # a task of several steps lifts none of them
     for r, c in cands.items():
-        c["opposed"], c["reads_only"] = actions.marks(request, names.get(r, ""))
+        name = names.get(r, "")
+        c["opposed"], c["reads_only"] = actions.marks(request, name)
+        # and on what the request is about: a word of it besides the verb ("create a Next.js
+        # middleware ..." and `create_directory` share only "create")
+        about = any(actions.VERBS.get(w) != request[0] for w in c.get("matched", ()))
+        c["does"] = actions.does(request, name) if one and about else 0
+        if neg is not None and neg.forbids(name):
+            c["negated"], c["forbidden"] = 1, said
 
 
 def _names_of(db, rowids: list[int]) -> dict[int, str]:
@@ -367,6 +385,7 @@ def search(
     min_score: float | None = None,
     embedder: QueryEmbedder = INDEX_MODEL,
     spelling: Spelling = CLI,
+    learned: Any = learning.AUTO,
 ) -> SearchResult:
     """Find the tools that serve `query`. `min_score` overrides the calibrated "no good match"
     threshold (0 returns the best tools whatever their score). `embedder=INDEX_MODEL` loads the
@@ -383,7 +402,6 @@ def search(
         cands, terms, mode_used, fixes = gather(
             db, query, mode=mode, filters=filters, embedder=embedder, pool=max(POOL, limit)
         )
-    learned: Any = learning.AUTO,
         if mode_used != mode:
             fallback = f"{mode} search needs embeddings; ran keyword search instead"
             notes.append(fallback)
@@ -476,6 +494,10 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) 
         reasons.append(f"fuzzy name ({ev['fuzzy']:.2f})")
     if mode_used != "keyword" and ev.get("cos", 0) > 0:
         reasons.append(f"semantic ({ev['cos']:.2f})")
+    if ev.get("learned"):
+        reasons.append(learning.why(ev) or "")
+    if ev.get("negated"):  # first: what an agent must read before anything else
+        reasons.insert(0, f"negated: {ev.get('forbidden', '')}")
     if ev.get("opposed"):
         reasons.append("its action is the opposite of the request's")
     elif ev.get("reads_only"):
@@ -487,13 +509,10 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) 
         signals.coverage = round(ev.get("coverage", 0.0), 3)
         signals.name_words = ev.get("name_words", 0)
         signals.opposed, signals.reads_only = ev.get("opposed", 0), ev.get("reads_only", 0)
+        signals.negated = ev.get("negated", 0)
     if "share" in ev:
         signals.share = round(ev["share"], 3)
     return Hit(
-    if ev.get("learned"):
-        reasons.append(learning.why(ev) or "")
-    if ev.get("negated"):  # first: what an agent must read before anything else
-        reasons.insert(0, f"negated: {ev.get('forbidden', '')}")
         id=row["id"],
         server=row["server"],
         name=row["name"],
