@@ -299,7 +299,7 @@ def test_token_scope_narrows_search_execute_and_the_api(http_server):
     found, asked, refused, is_error, cats = anyio.run(with_client, base, TIME_ONLY, time_only)
     assert found["hits"] and all(h["id"].startswith("time/") for h in found["hits"])
     assert asked["hits"] == []
-    assert is_error and refused["error"] == "out_of_scope"
+    assert is_error and refused["error"] == "unknown_tool"  # a token is not told which ids exist outside its scope
     assert [s["name"] for s in cats["servers"]] == ["time"]
 
     async def crashy_ro(c):
@@ -309,7 +309,7 @@ def test_token_scope_narrows_search_execute_and_the_api(http_server):
 
     ok, refused, is_error = anyio.run(with_client, base, CRASHY_RO, crashy_ro)
     assert not ok.is_error
-    assert is_error and refused["error"] == "out_of_scope"  # not read-only: outside this token's scope
+    assert is_error and refused["error"] == "unknown_tool"  # not read-only: outside its scope, so unknown
     # each call is recorded with the scope it ran in: its token's, not the whole server's ("")
     from toolidx.store.sqlite.file import sqlite_module
 

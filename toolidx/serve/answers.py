@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.budget import fit_budget
-from ..core.errors import INVALID_ARGUMENTS, NOT_APPROVED, OUT_OF_SCOPE, UNKNOWN_TOOL, ToolidxError
+from ..core.errors import INVALID_ARGUMENTS, ToolidxError
 from ..core.filters import Filters
 from ..core.schemas import compile_validator
 from ..core.toolcard import compact
@@ -169,34 +169,11 @@ def list_tools(d: Discovery, args: dict) -> Answer:
     return Answer(payload, list_text(payload, sort_by, res.order))
 
 
-def resolve_as_unknown(d: Discovery, name: str) -> dict:
-    """`d.resolve(name)`, where for a token a tool outside its scope is answered exactly as an
-    unknown one (the same code, message and in-scope suggestions): no id outside it is confirmed."""
-    try:
-        return d.resolve(name)
-    except LookupProblem as e:
-        if not d.token_view or e.code not in (OUT_OF_SCOPE, NOT_APPROVED):
-            raise
-        if e.code == NOT_APPROVED and _in_scope_but_for_approval(d, name):
-            raise  # serve --quarantine's own refusal, of a tool the token may otherwise see
-        raise LookupProblem(UNKNOWN_TOOL, f"no tool {(name or '').strip()!r} in the index", e.suggestions) from None
-
-
-def _in_scope_but_for_approval(d: Discovery, name: str) -> bool:
-    from ..catalog.resolve import resolve_tool_id
-
-    try:
-        resolve_tool_id(d.db, name, within=replace(d.scope, approved_only=False))
-    except ToolidxError:
-        return False
-    return True
-
-
 def describe_tool(d: Discovery, args: dict) -> Answer:
     from ..catalog.describe import describe
     from ..catalog.examples import generated_arguments
 
-    tool = resolve_as_unknown(d, args["tool_name"])
+    tool = d.resolve(args["tool_name"])
     detail = args.get("detail", "schema")
     # the usage figures and examples come after the tool's own fields, whatever is empty there
     described = describe(

@@ -12,11 +12,19 @@ import os
 import threading
 import weakref
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..core.budget import fit_budget
-from ..core.errors import INVALID_ARGUMENTS, NOT_APPROVED, UNKNOWN_TOOL, DatabaseError, ToolidxError, UsageError
+from ..core.errors import (
+    INVALID_ARGUMENTS,
+    NOT_APPROVED,
+    OUT_OF_SCOPE,
+    UNKNOWN_TOOL,
+    DatabaseError,
+    ToolidxError,
+    UsageError,
+)
 from ..core.filters import Filters
 from ..core.schemas import compile_validator, schema_errors
 from ..core.tooldoc import safe_names, server_name_parts
@@ -391,7 +399,28 @@ class Discovery:
 
     def resolve(self, name: str) -> dict:
         """The tool row for `name`, inside the scope, by the same rules as `toolidx describe`
-        (catalog.resolve) plus the exposed `server__tool` names. Raises LookupProblem."""
+        (catalog.resolve) plus the exposed `server__tool` names. Raises LookupProblem. For a token
+        (`token_view`), a tool outside its scope is answered exactly as an unknown one (the same
+        code, message and in-scope suggestions) by every meta-tool: no id outside it is confirmed."""
+        try:
+            return self._resolve(name)
+        except LookupProblem as e:
+            if not self.token_view or e.code not in (OUT_OF_SCOPE, NOT_APPROVED):
+                raise
+            if e.code == NOT_APPROVED and self._in_scope_but_for_approval(name):
+                raise  # serve --quarantine's own refusal, of a tool the token may otherwise see
+            raise LookupProblem(UNKNOWN_TOOL, f"no tool {(name or '').strip()!r} in the index", e.suggestions) from None
+
+    def _in_scope_but_for_approval(self, name: str) -> bool:
+        from ..catalog.resolve import resolve_tool_id
+
+        try:
+            resolve_tool_id(self.db, name, within=replace(self.scope, approved_only=False))
+        except ToolidxError:
+            return False
+        return True
+
+    def _resolve(self, name: str) -> dict:
         from ..catalog.resolve import AmbiguousToolError, OutOfScopeError, UnknownToolError, resolve_tool_id
 
         name = (name or "").strip()

@@ -78,11 +78,11 @@ def tool(d: Discovery, name: str, params_page: str | None = None) -> dict[str, A
     from ...diff.approved import approval_json
     from ...diff.history import tool_history
     from ...store import approvals
-    from ..answers import get_similar_tools, resolve_as_unknown
+    from ..answers import get_similar_tools
     from ..recorder import scope_label
 
     asked = page_number(params_page)
-    row = resolve_as_unknown(d, name)
+    row = d.resolve(name)
     schema: dict[str, Any] = row["input_schema"] if isinstance(row.get("input_schema"), dict) else {}
     heavy = (
         len(schema.get("properties") or {}) > HEAVY_PARAMS
