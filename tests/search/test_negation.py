@@ -136,3 +136,20 @@ def test_a_forbidden_tool_scores_under_every_other_calibrated_or_not(model):
     if model is None:  # the others share the list's odds: the best of them scores higher than beside it
         beside = cal.score_candidates({r: dict(c, negated=0) for r, c in cands.items()}, "hybrid", 300, n_terms=5)
         assert scores[2] > beside[2] and beside[1] > beside[2]
+
+
+@pytest.mark.model
+def test_both_engines_forbid_alike(db_target, tmp_path, model_path):
+    """The same catalog on an index file and on PostgreSQL: the same order, the forbidden tool last."""
+    from conftest import run_cli
+
+    with open(tmp_path / "tools.jsonl", "w") as f:
+        for name, desc, ann in TOOLS:
+            tool = {"id": f"files/{name}", "server": "files", "name": name, "description": desc}
+            f.write(json.dumps(tool | {"input_schema": {"type": "object"}, "annotations": ann}) + "\n")
+    (tmp_path / "servers.yaml").write_text("mcpServers:\n  files:\n    tools_file: tools.jsonl\n")
+    r = run_cli("crawl", "--config", tmp_path / "servers.yaml", "--db", db_target, "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    r = run_cli("search", SIX[0], "--db", db_target, "--json", "--min-score", "0")
+    ids = [h["id"] for h in r.json["hits"]]
+    assert len(ids) == len(TOOLS) and ids[0] == "files/list_files" and ids[-1] == "files/delete_files", r.json
