@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Static checks, as CI runs them before the tests: lint (ruff), types (mypy), layers (import-linter),
-# dead code (vulture), and formatting (ruff format) once the tree is formatted.
+# import circles (scripts/import_cycles.py), dead code (vulture), and formatting (ruff format) once
+# the tree is formatted.
 #   bash scripts/check.sh
 # Installs the checkers into .venv on first use (the `dev` extra).
 set -euo pipefail
@@ -15,6 +16,8 @@ echo "check: mypy" >&2
 .venv/bin/mypy
 echo "check: import layers" >&2
 .venv/bin/lint-imports --no-cache
+echo "check: import circles" >&2
+.venv/bin/python scripts/import_cycles.py
 echo "check: dead code" >&2
 .venv/bin/vulture
 # Formatting, last: [tool.ruff.format] in pyproject.toml (`ruff format` fixes what this finds)

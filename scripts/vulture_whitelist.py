@@ -42,3 +42,5 @@ graph_optimization_level  # unused attribute (toolidx/core/embedding.py): onnxru
 intra_op_num_threads  # unused attribute (toolidx/core/embedding.py): onnxruntime SessionOptions
 inter_op_num_threads  # unused attribute (toolidx/core/embedding.py): onnxruntime SessionOptions
 reads_only  # unused variable (toolidx/search/hybrid.py): Signals field, read by to_json through getattr
+__signature__  # unused attribute (toolidx/cli/main.py): inspect.signature reads it, as typer does
+__annotations__  # unused attribute (toolidx/cli/main.py): typing.get_type_hints reads it, as typer does

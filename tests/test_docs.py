@@ -112,7 +112,7 @@ def test_what_architecture_says_of_sql_and_the_checks_holds():
     assert outside == ["toolidx/core/schemas/arguments.py:84"], outside  # an example value, "SELECT 1"
     test_sh, check_sh = (REPO / "scripts" / "test.sh").read_text(), (REPO / "scripts" / "check.sh").read_text()
     assert not re.search(r"\b(ruff|mypy|lint-imports|vulture)\b", test_sh.split("set -euo")[1])
-    assert all(tool in check_sh for tool in ("ruff", "mypy", "lint-imports", "vulture"))
+    assert all(tool in check_sh for tool in ("ruff", "mypy", "lint-imports", "vulture", "import_cycles.py"))
     assert "test.sh runs no linter" in (REPO / "docs" / "architecture.md").read_text()
     store_doc = (REPO / "toolidx" / "store" / "__init__.py").read_text()
     assert "PostgreSQL" in store_doc
@@ -157,6 +157,32 @@ def test_one_name_per_module():
     assert not allowed([("core", "schemas"), ("store",)]) and not allowed([("catalog",), ("core", "schemas")])
     assert not allowed([("serve",), ("catalog",), ("store",)]) and not allowed([("store",), ("store", "sqlite")])
     assert allowed([("diff",), ("store",)]) and allowed([("store",), ("store", "sqlite"), ("store", "pg")])
+
+
+def test_import_circles_are_few_small_and_inside_one_room():
+    """(#44) scripts/import_cycles.py, which check.sh runs, finds every circle of files the imports
+    make and fails on one between two folders of the package, one of more than 2 files, or more
+    than 2 circles; the package passes it (the store's 11-file circle is gone)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("import_cycles", REPO / "scripts" / "import_cycles.py")
+    assert spec is not None and spec.loader is not None
+    ic = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ic)
+    three = {
+        "toolidx.store.a": {"toolidx.store.b"},
+        "toolidx.store.b": {"toolidx.store.c"},
+        "toolidx.store.c": {"toolidx.store.a"},
+    }
+    rooms = {"toolidx.store.d": {"toolidx.search.e"}, "toolidx.search.e": {"toolidx.store.d"}}
+    assert ic.circles(three) == [["toolidx.store.a", "toolidx.store.b", "toolidx.store.c"]]
+    assert "3 files" in ic.problems(ic.circles(three))[0]
+    assert "between rooms search, store" in ic.problems(ic.circles(rooms))[0]
+    pairs = {f"toolidx.core.{n}{i}": {f"toolidx.core.{n}{1 - i}"} for n in "xyz" for i in (0, 1)}
+    assert ic.problems(ic.circles(pairs)) == ["3 circles (at most 2)"]
+    found = ic.circles(ic.graph())
+    assert ic.problems(found) == [], found
+    assert not [c for c in found if c[0].startswith("toolidx.store.")]
 
 
 def test_tests_follow_the_package_layout():

@@ -129,12 +129,12 @@ def test_budgets_count_the_json_agents_see():
 
 def test_unknown_servers_are_checked_in_one_place(lexical_catalog):
     """(#33) "no server named ..." was written five times, the postgresql:// test three: each is
-    now one function (core.errors.check_servers, store.db.is_pg_url), and every command that
+    now one function (core.errors.check_servers, store.urls.is_pg_url), and every command that
     names servers says the same line."""
     package = Path(__file__).parents[1] / "toolidx"
     sources = {p: p.read_text() for p in package.rglob("*.py")}
     assert [p.name for p, text in sources.items() if "no server named" in text] == ["errors.py"]
-    assert [p.name for p, text in sources.items() if '"postgres://"' in text] == ["db.py"]
+    assert [p.name for p, text in sources.items() if '"postgres://"' in text] == ["urls.py"]
     for args in (
         ("diff", "--approved", "--server", "nope"),
         ("audit", "--server", "nope"),

@@ -213,7 +213,7 @@ def test_every_row_and_ties_by_code_point_on_both_engines(db_target):
         tools, servers, rows = catalog.server_summary(db, None, first=0, largest=2, named=[])
     assert (tools, servers) == (4, 3)
     assert rows == [{"name": "B", "count": 1}, {"name": "c", "count": 2}]  # of a and B's tie, B
-    assert asked == (['name COLLATE "C"'] if db.postgres else ["name"])
+    assert asked == (['name COLLATE "C"'] if db.dialect == "postgres" else ["name"])
     db.close()
 
 

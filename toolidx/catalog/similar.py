@@ -135,9 +135,9 @@ def _semantic(db: Index, rowid: int, tool: dict, limit: int, embedder) -> list[t
         vec = embedder.embed_documents([tool["embed_text"]])[0]
     if vec is None:
         return None
-    pairs = vectors.knn(db, vec, limit + 1)
-    # cosine distance is 0..2; similarity 1 - d, clamped to the documented 0..1
-    return [(r, max(0.0, min(1.0, 1.0 - d))) for r, d in pairs if r != rowid][:limit]
+    pairs = db.retrieval.knn(vec, limit + 1)
+    # cosine similarity is -1..1; clamped to the documented 0..1
+    return [(r, max(0.0, min(1.0, s))) for r, s in pairs if r != rowid][:limit]
 
 
 def _lexical(db: Index, rowid: int, tool: dict, limit: int) -> list[tuple[int, float]]:

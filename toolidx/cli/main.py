@@ -97,7 +97,7 @@ class _DbUrl(_PathBase):
 
 
 def _db_target(value: str) -> Path:
-    from ..store.db import is_pg_url
+    from ..store.urls import is_pg_url
 
     if not is_pg_url(value):
         return Path(value)
@@ -154,7 +154,8 @@ def _open(db: Optional[Path], create: bool = False):
 def _new_index_file(db: Optional[Path]) -> Optional[Path]:
     """The index file a crawl is about to make (None: one is there, or the index is a PostgreSQL
     catalog): a first crawl stopped by Ctrl-C removes it again instead of leaving an empty index."""
-    from ..store.db import default_db_path, is_pg_url
+    from ..store.db import default_db_path
+    from ..store.urls import is_pg_url
 
     target = os.fspath(db) if db is not None else os.environ.get("TOOLIDX_DB", "")
     if is_pg_url(target) or target == ":memory:":
@@ -271,7 +272,7 @@ def crawl(
         else:
             render.note("interrupted: nothing written, the index is as before")
         raise typer.Exit(130) from None
-    from ..store.db import is_pg_url
+    from ..store.urls import is_pg_url
 
     where = database.path if is_pg_url(database.path) else os.path.abspath(database.path)
     render.crawl_summary(summary, as_json, sources=found.to_json() if found else None, index=where)

@@ -20,9 +20,10 @@ from typing import Any
 from ..core.errors import DatabaseError, UsageError
 from ..core.files import private_dir, remove_database_files
 from ..store import merge as store
-from ..store.db import is_pg_url, open_db, public_url, same_catalog
+from ..store.db import open_db, same_catalog
 from ..store.index import Index
 from ..store.trust import trusted_launch
+from ..store.urls import is_pg_url, public_url
 
 
 @dataclass

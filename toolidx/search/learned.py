@@ -123,8 +123,8 @@ _stores_lock = threading.Lock()
 
 
 def source_for(db: Any) -> Source | None:
-    """The CLI's and the library's source: the usage of the index `db` (beside a file, or a
-    PostgreSQL catalog's own tables), read as the owner; None when learning is off or nothing was
+    """The CLI's and the library's source: the usage of the index `db` (beside a file, or in a
+    catalog's own tables), read as the owner; None when learning is off or nothing was
     recorded yet."""
     if off():
         return None
@@ -133,7 +133,8 @@ def source_for(db: Any) -> Source | None:
     key = str(db.path)
     with _stores_lock:
         store = _stores.get(key)
-        if store is None or (db.postgres and store.engine is not db):
+        # a store on the index's own connection (usage kept in the index's own tables) follows it
+        if store is None or (not store.owned and store.engine is not db):
             store = catalog_usage(db)
             if store is None:
                 return None

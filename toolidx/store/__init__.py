@@ -4,7 +4,10 @@ in a folder of its own with its connection, its schema and migrations (`sqlite.m
 `retrieval.Retrieval`; the file's vectors: `sqlite.matrix`); `db.open_db` picks the engine once.
 toolidx's other SQLite files (the usage file, `usage`; the trust file, `trust`) are opened by the
 same SQLite-file layer (`sqlite.file`). Every SQL statement toolidx runs is here, one module per
-part of the index, each statement written once for both engines (`dialect`: how each spells what
-they write differently). `index.Index` is the open index as every layer above names it. Nothing
-above this folder names a table or runs SQL, nor asks which engine holds the index.
+part of the index, written once in the SQL both engines speak (`dialect`: how each spells the few
+things they write differently); what one engine has and the other lacks (FTS5 or postings,
+sqlite-vec or pgvector, PRAGMA or information_schema) is each engine's `writer` beside its
+`retrieval` (`writer.Writer`, `db.writer`), so no module here asks which engine it is on.
+`index.Index` is the open index as every layer above names it. Nothing above this folder names a
+table or runs SQL, nor asks which engine holds the index.
 """

@@ -18,7 +18,7 @@ import json
 
 from ..core.errors import UsageError
 from ..core.tooldoc import definition_hash
-from .db import in_chunks
+from .base import in_chunks
 from .index import Index
 
 TABLE = "approvals"
@@ -26,9 +26,7 @@ SERVER_TABLE = "server_approvals"
 
 
 def has_table(db: Index, table: str = TABLE) -> bool:
-    from .pg.database import table_exists
-
-    return table_exists(db, table)
+    return db.writer.table_exists(table)
 
 
 def text_hash(title: str | None, instructions: str | None) -> str:

@@ -12,7 +12,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .dialect import SqliteSql
+from .dialect import Dialect
+
+
+def in_chunks(values: list) -> Iterator[tuple[str, list]]:
+    """(`?, ?, ...`, values) 500 at a time, for `... IN (?, ...)`: SQLite bounds the variables of
+    one statement."""
+    for i in range(0, len(values), 500):
+        chunk = values[i : i + 500]
+        yield ", ".join("?" * len(chunk)), chunk
 
 
 def statements(script: str) -> list[str]:
@@ -37,16 +45,13 @@ class Statements:
     """The SQL calls on one open store: each runs on `conn` under `lock`, which serve's worker
     threads share. The engine's class sets the connection and the lock."""
 
-    # the engine: store modules branch on it where one engine has what the other lacks (FTS5,
-    # sqlite-vec, PRAGMA), and ask `sql` (store/dialect.py) where both spell one thing differently
+    # the engine: store modules ask `sql` (store/dialect.py) where both spell one thing
+    # differently, and an index's `writer` (store/writer.py) where one has what the other lacks
+    # (FTS5, sqlite-vec, PRAGMA)
     dialect: str  # "sqlite" | "postgres"
-    sql: SqliteSql
+    sql: Dialect
     conn: Any
     lock: Any  # a threading.RLock
-
-    @property
-    def postgres(self) -> bool:
-        return self.dialect == "postgres"
 
     def execute(self, sql: str, params: Any = ()) -> Any:
         with self.lock:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..core.filters import Filters
-from .db import in_chunks
+from .base import in_chunks
 from .index import Index
 from .tools import decode
 from .tools import where as filter_sql

@@ -16,7 +16,7 @@ from ..core.embedding import Embedder, text_hash
 from ..core.servers import ServerResult, stderr_lines
 from ..core.tooldoc import ToolDoc, canonical_json, fix_strings
 from . import keywords, vectors
-from .db import in_chunks
+from .base import in_chunks
 from .index import Index
 
 

@@ -5,11 +5,11 @@ store/pg/, else a file: store/sqlite/), and returns it as an `Index`.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
-from urllib.parse import SplitResult, urlsplit, urlunsplit
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from .urls import is_pg_url
 
 if TYPE_CHECKING:
     from ..core.errors import DatabaseError
@@ -25,23 +25,6 @@ def default_db_path() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "toolidx" / "tools.db"
-
-
-def in_chunks(values: list) -> Iterator[tuple[str, list]]:
-    """(`?, ?, ...`, values) 500 at a time, for `... IN (?, ...)`: SQLite bounds the variables of
-    one statement."""
-    for i in range(0, len(values), 500):
-        chunk = values[i : i + 500]
-        yield ", ".join("?" * len(chunk)), chunk
-
-
-PG_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_pg_url(target: Any) -> TypeGuard[str]:
-    """Whether `target` names a catalog in PostgreSQL (store/pg/) rather than an index file:
-    the one test, which `open_db` and the CLI's --db make before anything is opened."""
-    return isinstance(target, str) and target.startswith(PG_SCHEMES)
 
 
 def open_db(path: str | os.PathLike | None = None, *, create: bool = False, readonly: bool = False) -> Index:
@@ -75,40 +58,6 @@ def damaged(e: BaseException) -> DatabaseError | None:
     return file_damaged(e)
 
 
-# --- a catalog URL as toolidx shows it: the scheme is the user's, so every layer may mask one ---
-_SECRET_KEY = re.compile(r"pass|secret|token|key|auth|cred", re.I)
-
-
-def unsplit_url(parts: SplitResult) -> str:
-    """urlunsplit, keeping the `//` of an empty authority: libpq's `postgresql:///db?host=/socket`
-    (a Unix socket, no host in the authority) came back as `postgresql:/db...`, which is no
-    postgresql:// URL at all."""
-    text = urlunsplit(parts)
-    if parts.scheme and not parts.netloc and not text.startswith(f"{parts.scheme}://"):
-        text = f"{parts.scheme}://{text[len(parts.scheme) + 1 :]}"
-    return text
-
-
-def public_url(url: str) -> str:
-    """The URL with every secret replaced by ***: the password of `user:pass@` and the value of
-    each secret query key (`?password=`, `sslpassword`, `passfile`, ...). The one masking of a
-    catalog URL: what toolidx prints, stores (db.path) and puts in errors and HTTP answers."""
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        if parts.password:
-            user = netloc.rpartition("@")[0].partition(":")[0]
-            netloc = f"{user}:***@{netloc.rpartition('@')[2]}"
-    except ValueError:  # not a URL urlsplit can read: nothing of it is shown
-        return url.partition("://")[0] + "://***"
-    query = re.sub(
-        r"(^|&)([^&=]*)=([^&]*)",
-        lambda m: f"{m.group(1)}{m.group(2)}=***" if _SECRET_KEY.search(m.group(2)) else m.group(0),
-        parts.query,
-    )
-    return unsplit_url(parts._replace(netloc=netloc, query=query))
-
-
 def same_catalog(a: str, b: str) -> bool:
     """Whether two postgresql:// URLs name the same catalog however spelled: either scheme, the
     host, port, user and database in the authority or in the query, libpq's defaults (PGHOST,
@@ -138,22 +87,3 @@ def _catalog_key(url: str) -> tuple[str, ...]:
         unquote(parts.path.lstrip("/")) or q.get("dbname") or os.environ.get("PGDATABASE") or user,
         q.get("schema") or DEFAULT_SCHEMA,
     )
-
-
-def url_secrets(url: str) -> list[str]:
-    """The secret values `public_url` hides (as written and percent-decoded), longest first: to
-    mask them in text that is not the URL (a driver's error message)."""
-    from urllib.parse import unquote
-
-    found: list[str] = []
-    try:
-        parts = urlsplit(url)
-        if parts.password:
-            found.append(parts.password)
-    except ValueError:
-        return []
-    for m in re.finditer(r"(?:^|&)([^&=]*)=([^&]*)", parts.query):
-        if _SECRET_KEY.search(m.group(1)):
-            found.append(m.group(2))
-    found += [unquote(v) for v in found]
-    return sorted({v for v in found if v}, key=len, reverse=True)

@@ -5,39 +5,65 @@ rewrites a statement after it is written; store/pg/database.py only turns `?` in
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 
-class SqliteSql:
-    """SQLite's spellings (an index file, the usage file)."""
+
+class Dialect(ABC):
+    """How one engine spells what the two write differently."""
 
     # the `LIMIT ?` parameter that keeps every row
-    every_row: int | None = -1
+    every_row: int | None
 
+    @abstractmethod
     def by_code(self, expr: str) -> str:
-        """`expr` ordered by code point, as Python orders strings (SQLite's BINARY already does)."""
-        return expr
+        """`expr` ordered by code point, as Python orders strings."""
 
+    @abstractmethod
     def json_each(self, expr: str, alias: str) -> str:
         """A FROM item: the text elements of the JSON array `expr`, as `alias.value`."""
-        return f"json_each({expr}) AS {alias}"
 
+    @abstractmethod
     def strpos(self, text: str, part: str) -> str:
         """Where `part` first occurs in `text`, from 1; 0 when it does not."""
-        return f"instr({text}, {part})"
 
+    @abstractmethod
     def json_has(self, expr: str, key: str) -> str:
         """Whether the JSON object `expr` has the member `key` (whatever its value, null too)."""
-        return f"json_type({expr}, '$.{key}') IS NOT NULL"
 
+    @abstractmethod
     def json_members(self, expr: str, key: str, alias: str) -> str:
         """A FROM item: the members of the object at `key` of the JSON object `expr` (none when it
         is not an object), as `alias.value`; test a member with `member_is_object(alias)`."""
+
+    @abstractmethod
+    def member_is_object(self, alias: str) -> str: ...
+
+
+class SqliteSql(Dialect):
+    """SQLite's spellings (an index file, the usage file)."""
+
+    every_row = -1
+
+    def by_code(self, expr: str) -> str:
+        return expr  # SQLite's BINARY already orders so
+
+    def json_each(self, expr: str, alias: str) -> str:
+        return f"json_each({expr}) AS {alias}"
+
+    def strpos(self, text: str, part: str) -> str:
+        return f"instr({text}, {part})"
+
+    def json_has(self, expr: str, key: str) -> str:
+        return f"json_type({expr}, '$.{key}') IS NOT NULL"
+
+    def json_members(self, expr: str, key: str, alias: str) -> str:
         return f"json_each(CASE json_type({expr}, '$.{key}') WHEN 'object' THEN {expr} END, '$.{key}') AS {alias}"
 
     def member_is_object(self, alias: str) -> str:
         return f"{alias}.type = 'object'"
 
 
-class PgSql(SqliteSql):
+class PgSql(Dialect):
     """PostgreSQL's spellings (store/pg/): the JSON columns are text, read as jsonb."""
 
     every_row = None  # LIMIT NULL is LIMIT ALL

@@ -9,7 +9,7 @@ from typing import Any
 from ..core.embedding import text_hash
 from . import vectors
 from .index import Index
-from .sqlite.database import APPLICATION_ID, load_vec
+from .sqlite.database import load_vec
 from .sqlite.file import sqlite_module
 from .sqlite.migrations import MIGRATIONS
 
@@ -69,16 +69,7 @@ def index_facts(db: Index) -> dict[str, Any]:
     """The index's schema version against this toolidx's, SQLite's quick integrity check, what
     was crawled and what is missing: servers that failed their last crawl, tools without a vector."""
     with db.snapshot():
-        if db.postgres:  # store/pg/: meta holds what PRAGMAs hold
-            from .pg.database import pg_integrity
-
-            user_version = int(db.get_meta("schema_version") or 0)
-            app_id = APPLICATION_ID if db.get_meta("application") == "toolidx" else 0
-            problems = pg_integrity(db)
-        else:
-            user_version = int(db.scalar("PRAGMA user_version"))
-            app_id = int(db.scalar("PRAGMA application_id"))
-            problems = [r[0] for r in db.execute("PRAGMA quick_check(5)").fetchall()]
+        user_version, is_toolidx, problems = db.writer.integrity()
         tools = int(db.scalar("SELECT count(*) FROM tools"))
         # stale_tools per server: a failed server's own kept tools, not every server's
         # a read-only file from before migration 4 has no servers.owner (a reader need not migrate)
@@ -89,7 +80,7 @@ def index_facts(db: Index) -> dict[str, Any]:
             "FROM servers ORDER BY name"
         )
         stale = int(db.scalar("SELECT count(*) FROM tools WHERE stale = 1"))
-        has_vectors = db.vec_available and vectors.has_table(db)
+        has_vectors = db.vec_available and db.writer.has_vectors()
         with_vectors = int(db.scalar(f"SELECT count(*) FROM {vectors.TABLE}")) if has_vectors else 0
         meta = {
             k: db.get_meta(k) for k in ("embed_model", "embed_dim", "embed_model_path", "config_path", "last_crawl_id")
@@ -108,7 +99,7 @@ def index_facts(db: Index) -> dict[str, Any]:
         "engine": engine_facts(db),
         "schema_version": user_version,
         "schema_expected": len(MIGRATIONS),
-        "is_toolidx": app_id == APPLICATION_ID,
+        "is_toolidx": is_toolidx,
         "integrity": problems,
         "tools": tools,
         "stale_tools": stale,
@@ -123,23 +114,4 @@ def engine_facts(db: Index) -> dict[str, Any]:
     """Which engine holds the index and how it searches vectors: {"engine": "sqlite" | "postgres",
     "version", "vector": "sqlite-vec" | "pgvector" | "real[]" | None, "vector_version",
     "pgvector_available": the version the server could install (PostgreSQL; None: not there)}."""
-    if not db.postgres:
-        version = db.scalar("SELECT sqlite_version()")
-        vec = db.scalar("SELECT vec_version()") if db.vec_available else None
-        return {
-            "engine": "sqlite",
-            "version": version,
-            "vector": "sqlite-vec" if vec else None,
-            "vector_version": vec,
-            "pgvector_available": None,
-        }
-    installed = db.scalar("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-    available = db.scalar("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
-    kind = getattr(db, "vec_kind", None)
-    return {
-        "engine": "postgres",
-        "version": db.scalar("SHOW server_version"),
-        "vector": "pgvector" if kind == "vector" else "real[]" if kind else None,
-        "vector_version": installed,
-        "pgvector_available": available,
-    }
+    return db.writer.engine_facts()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from .db import in_chunks
+from .base import in_chunks
 from .index import Index
 
 

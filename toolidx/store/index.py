@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from .cache import IndexCache
 
 if TYPE_CHECKING:
-    from .dialect import SqliteSql
+    from .dialect import Dialect
     from .retrieval import Retrieval
+    from .writer import Writer
 
 
 @runtime_checkable
@@ -54,11 +55,13 @@ class Index(Protocol):
     # --- for store/'s modules only --------------------------------------------------------------
     conn: Any  # the engine's connection (sqlite3's, or store.pg.database.PgConnection), used under `lock`
     lock: Any  # a threading.RLock: one statement or transaction at a time on `conn`
-    sql: SqliteSql  # the engine's spelling of what the two write differently
+    sql: Dialect  # the engine's spelling of what the two write differently
     module: Any  # the SQLite module whose FTS5 tokenizer cuts a query's words (store/retrieval.py)
 
     @property
-    def postgres(self) -> bool: ...
+    def writer(self) -> Writer:
+        """What this engine writes its own way (store/writer.py), its implementation."""
+        ...
 
     def execute(self, sql: str, params: Any = ()) -> Any: ...
 
@@ -72,4 +75,8 @@ class Index(Protocol):
 
     def transaction(self) -> AbstractContextManager[Any]:
         """One write transaction: readers see all of it or none of it."""
+        ...
+
+    def row_transaction(self) -> AbstractContextManager[Any]:
+        """A short write transaction of rows beside the index (usage: store/usage.py)."""
         ...

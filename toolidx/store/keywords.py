@@ -1,5 +1,6 @@
-"""Writing the keyword index: FTS5's tools_fts in a file; in PostgreSQL, postings of the words
-FTS5's own tokenizer cuts (run in an in-memory SQLite), so both engines rank by the same BM25.
+"""The keyword index: FTS5's tools_fts in a file; in PostgreSQL, postings of the words FTS5's own
+tokenizer cuts (`Tokenizer`, run in an in-memory SQLite), so both engines rank by the same BM25.
+Each engine writes its own (`db.writer`: store/sqlite/writer.py, store/pg/writer.py).
 
 A PostgreSQL text search configuration stems otherwise (snowball, stop words, its own word
 splitting), and the keyword half of hybrid search and its calibrated scores were fitted on
@@ -10,10 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
-from typing import Any
 
-from .db import in_chunks
 from .index import Index
 from .sqlite.migrations import MIGRATIONS
 
@@ -76,40 +74,11 @@ def tokenizer() -> Tokenizer:
 
 def put_many(db: Index, rows: list[tuple[int, dict[str, str]]]) -> None:
     """Index (rowid, fts_row) pairs, replacing what those tools had. Inside the crawl's transaction."""
-    if not rows:
-        return
-    if not db.postgres:
-        for rowid, fts in rows:
-            db.execute("DELETE FROM tools_fts WHERE rowid = ?", (rowid,))
-            db.execute(
-                f"INSERT INTO tools_fts(rowid, {', '.join(fts)}) VALUES (?, {', '.join('?' * len(fts))})",
-                [rowid, *fts.values()],
-            )
-        return
-    delete(db, [r for r, _ in rows])
-    terms, sizes = tokenizer().postings(rows)
-    length = dict(sizes)
-    _copy(db, "tool_terms (term, rowid, col, n, len)", ((*t, length[t[1]]) for t in terms))
-    _copy(db, "tool_docsize (rowid, len)", sizes)
-
-
-def _copy(db: Index, target: str, rows: Iterable[tuple]) -> None:
-    """COPY into PostgreSQL: a crawl of 10k tools writes ~1M postings, 20x faster than INSERTs."""
-    raw: Any = db.conn.raw
-    with db.lock, raw.cursor() as cur, cur.copy(f"COPY {target} FROM STDIN") as cp:
-        for r in rows:
-            cp.write_row(r)
-    db.conn.total_changes += 1
+    if rows:
+        db.writer.put_keywords(rows)
 
 
 def delete(db: Index, rowids: list[int]) -> None:
     """Drop these tools from the keyword index."""
-    if not rowids:
-        return
-    if not db.postgres:
-        for r in rowids:
-            db.execute("DELETE FROM tools_fts WHERE rowid = ?", (r,))
-        return
-    for marks, chunk in in_chunks(rowids):
-        db.execute(f"DELETE FROM tool_terms WHERE rowid IN ({marks})", chunk)
-        db.execute(f"DELETE FROM tool_docsize WHERE rowid IN ({marks})", chunk)
+    if rowids:
+        db.writer.delete_keywords(rowids)

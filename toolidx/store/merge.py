@@ -99,12 +99,7 @@ def read_source(db: Index, position: int) -> Source:
     model = None
     if vectors.has_table(db) and db.get_meta("embed_model") and db.get_meta("embed_dim"):
         model = (str(db.get_meta("embed_model")), int(str(db.get_meta("embed_dim"))))
-    # a file's rows in the order they were written; PostgreSQL's tables have no rowid but these
-    order = (
-        {"servers": "name", "crawl_servers": "crawl_id, server", "crawl_tools": "crawl_id, tool_id"}
-        if db.postgres
-        else {"servers": "rowid", "crawl_servers": "crawl_id, rowid", "crawl_tools": "crawl_id, rowid"}
-    )
+    order = db.writer.written_order  # the rows in the order they were written
     src = Source(
         db,
         position,
@@ -154,16 +149,7 @@ def owners(sources: list[Source]) -> tuple[dict[str, Source], list[dict]]:
 
 
 def _columns(db: Index, table: str) -> list[str]:
-    if db.postgres:
-        return [
-            r["column_name"]
-            for r in db.query(
-                "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
-                "ORDER BY ordinal_position",
-                (db.schema, table),  # type: ignore[attr-defined]
-            )
-        ]
-    return [r["name"] for r in db.query(f"PRAGMA table_info({table})")]
+    return db.writer.columns(table)
 
 
 def _insert(db: Index, table: str, row: dict[str, Any], columns: list[str]) -> None:
@@ -201,7 +187,7 @@ def _history(out: Index, sources: list[Source]) -> dict[tuple[int, int], int]:
                 if server not in best or key > best[server][0]:
                     best[server] = (key, snap.get(server, []))
         rows = [row for _, tools in best.values() for row in tools]
-        # ids from 1, as in a new file (a catalog's sequence is moved past them: _advance_ids)
+        # ids from 1, as in a new file (a catalog's sequence is moved past them: writer.after_merge)
         merged = len(ids) + 1
         _insert(out, "crawls", {**crawl, "id": merged, "tool_count": len(rows)}, ["id", *crawl_cols])
         ids[(pos, crawl_id)] = merged
@@ -264,17 +250,6 @@ def _vector_table(out: Index, model: tuple[str, int] | None, kept: bool) -> None
         vectors.ensure_table(out, *model)
 
 
-def _advance_ids(out: Index) -> None:
-    """Merged rows carry ids from 1, as in a new file. A PostgreSQL identity's next value is moved
-    past them with setval (never back: setval outlives a rollback, and the old rows would then
-    come back with ids the sequence hands out again), not ALTER ... RESTART (an exclusive lock)."""
-    for table, column in (("crawls", "id"), ("tools", "rowid")):
-        out.execute(
-            f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
-            f"GREATEST((SELECT max({column}) FROM {table}), nextval(pg_get_serial_sequence('{table}', '{column}'))))"
-        )
-
-
 def write_merged(
     out: Index,
     sources: list[Source],
@@ -329,8 +304,7 @@ def write_merged(
             _vector_table(out, model, kept)
         for rowid, blob in pending:
             vectors.put(out, rowid, blob)
-        if out.postgres:
-            _advance_ids(out)
+        out.writer.after_merge()
     return counts
 
 
@@ -380,36 +354,6 @@ def _copy_tools(
     keywords.put_many(out, fts_rows)
 
 
-# JSON columns an input's rows must hold for the merge (and every reader of its output) to parse
-# them: the first row that does not, with why. CASE stops at the first true branch, so json_each
-# only ever sees valid JSON.
-_MALFORMED_TOOL = """
-SELECT id, CASE
-    WHEN definition IS NULL OR NOT json_valid(definition) THEN 'its definition is not JSON'
-    WHEN json_type(definition) != 'object' THEN 'its definition is not a JSON object'
-    WHEN tags IS NULL OR NOT json_valid(tags) THEN 'its tags are not JSON'
-    WHEN json_type(tags) != 'array' THEN 'its tags are not a JSON array'
-    WHEN EXISTS (SELECT 1 FROM json_each(tools.tags) WHERE type != 'text') THEN 'its tags are not all strings'
-    WHEN param_names IS NULL OR NOT json_valid(param_names) THEN 'its param_names are not JSON'
-    WHEN input_schema IS NOT NULL AND NOT json_valid(input_schema) THEN 'its input_schema is not JSON'
-    WHEN output_schema IS NOT NULL AND NOT json_valid(output_schema) THEN 'its output_schema is not JSON'
-    WHEN annotations IS NOT NULL AND NOT json_valid(annotations) THEN 'its annotations are not JSON'
-    WHEN icons IS NOT NULL AND NOT json_valid(icons) THEN 'its icons are not JSON'
-    WHEN meta IS NOT NULL AND NOT json_valid(meta) THEN 'its _meta is not JSON'
-    END AS why
-FROM tools WHERE why IS NOT NULL ORDER BY rowid LIMIT 1
-"""
-_MALFORMED_SERVER = """
-SELECT name, CASE
-    WHEN tags IS NULL OR NOT json_valid(tags) OR json_type(tags) != 'array' THEN 'its tags are not a JSON array'
-    WHEN invalid_tools IS NULL OR NOT json_valid(invalid_tools) THEN 'its invalid_tools are not JSON'
-    WHEN connect IS NOT NULL AND NOT json_valid(connect) THEN 'its connect record is not JSON'
-    WHEN capabilities IS NOT NULL AND NOT json_valid(capabilities) THEN 'its capabilities are not JSON'
-    END AS why
-FROM servers WHERE why IS NOT NULL ORDER BY rowid LIMIT 1
-"""
-
-
 def checkpoint(db: Index) -> None:
     """Fold the file's write-ahead log into it and empty the log, so the file alone is the index
     (merge renames it into place)."""
@@ -421,21 +365,17 @@ def malformed_row(db: Index) -> str | None:
     JSON"), or None. Read-only: an input is checked whole before anything is written. The
     catalog's JSON columns are text too (store/pg/migrations.py), so a row written by hand can be
     malformed there as well: PostgreSQL 15 cannot test text for JSON without failing the
-    statement (no IS JSON, no pg_input_is_valid), so its rows are parsed here, by the same rules."""
-    if db.postgres:
-        return _malformed_parsed(db)
-    server = db.one(_MALFORMED_SERVER)
-    if server is not None:
-        return f"server {server['name']!r}: {server['why']}"
-    tool = db.one(_MALFORMED_TOOL)
-    return f"tool {tool['id']!r}: {tool['why']}" if tool is not None else None
+    statement (no IS JSON, no pg_input_is_valid), so its rows are parsed (`malformed_parsed`), by
+    the rules a file's SQL checks (store/sqlite/writer.py)."""
+    return db.writer.malformed_row()
 
 
 _CHECK_CHUNK = 500  # tools parsed per query: a catalog's definitions are never all in memory at once
 
 
-def _malformed_parsed(db: Index) -> str | None:
-    """malformed_row for PostgreSQL: _MALFORMED_SERVER and _MALFORMED_TOOL's rules, in Python."""
+def malformed_parsed(db: Index) -> str | None:
+    """malformed_row for PostgreSQL: store/sqlite/writer.py's _MALFORMED_SERVER and _MALFORMED_TOOL's
+    rules, in Python."""
     for row in db.query("SELECT name, tags, invalid_tools, connect, capabilities FROM servers ORDER BY name"):
         why = _server_why(row)
         if why:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.filters import Filters
-from .db import in_chunks
+from .base import in_chunks
 from .tools import where as filter_sql
 
 if TYPE_CHECKING:

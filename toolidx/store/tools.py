@@ -6,7 +6,7 @@ import json
 from typing import overload
 
 from ..core.filters import Filters, compile_pattern
-from .db import in_chunks
+from .base import in_chunks
 from .index import Index
 
 JSON_COLUMNS = ("input_schema", "output_schema", "annotations", "icons", "meta", "definition", "tags", "param_names")
@@ -60,14 +60,10 @@ def where(db: Index, filters: Filters, alias: str = "t") -> tuple[str, list]:
             f"WHERE tg.value IN ({', '.join('?' * len(f.exclude_tags))}))"
         )
         params += f.exclude_tags
-    if f.name_pattern and db.postgres:
-        # RE2 on both engines: PostgreSQL's ~* is another dialect (\\b, \\z, (?P<n>), \\pL, counts
-        # over 255), so its names are matched here and the condition names them
-        conds.append(f"{a}.name IN (SELECT nm.value FROM {db.sql.json_each('?', 'nm')})")
-        params.append(json.dumps(names_matching(db, f.name_pattern)))
-    elif f.name_pattern:
-        conds.append(f"{a}.name REGEXP ?")  # regexp() below, registered on every connection by store.sqlite.database
-        params.append(f.name_pattern)
+    if f.name_pattern:  # RE2 on both engines (regexp() below on a file; names matched here on PostgreSQL)
+        cond, more = db.writer.name_matches(f"{a}.name", f.name_pattern)
+        conds.append(cond)
+        params += more
     if f.description_contains:
         conds.append(f"{db.sql.strpos(f'lower({a}.description)', 'lower(?)')} > 0")
         params.append(f.description_contains)

@@ -6,8 +6,8 @@ store/sqlite/'s `Database`), so one store module serves both engines: its statem
 in the SQL both speak, and where the two spell one thing differently (json_each, instr) it asks
 `db.sql` (store/dialect.py, `POSTGRES` here). The only change made to a statement here is
 psycopg's placeholder (`pyformat`: `?` -> `%s`). Where a module needs what only one engine has
-(FTS5 or `tool_terms`, sqlite-vec or pgvector, PRAGMA or information_schema), it branches on
-`db.postgres`, inside store/.
+(FTS5 or `tool_terms`, sqlite-vec or pgvector, PRAGMA or information_schema), it asks the index's
+`writer` (store/writer.py; store/pg/writer.py here), as search asks its `retrieval`.
 
 - Tables live in their own schema (`toolidx`, or `?schema=` in the URL), so the database may hold
   other applications' tables; migrations (store/pg/migrations.py) run on connect under an
@@ -39,19 +39,21 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ...core.errors import DatabaseError
 from ...core.tooldoc import fix_strings
 from ..base import IndexBase, statements
 from ..cache import IndexCache
-from ..db import public_url, unsplit_url, url_secrets
-from ..dialect import POSTGRES, SqliteSql
-from ..index import Index
-from ..retrieval import Retrieval
+from ..dialect import POSTGRES, Dialect
 from ..sqlite.file import sqlite_module
-from .migrations import ADDITIVE, PG_MIGRATIONS
+from ..urls import public_url, unsplit_url, url_secrets
+from .migrations import ADDITIVE, PG_MIGRATIONS, PG_USAGE_MIGRATIONS
+
+if TYPE_CHECKING:
+    from ..retrieval import Retrieval
+    from ..writer import Writer
 
 DEFAULT_SCHEMA = "toolidx"
 CHANNEL = "toolidx_catalog"
@@ -226,13 +228,20 @@ class PgDatabase(IndexBase):
     the connection, transactions and versions are PostgreSQL's."""
 
     dialect = "postgres"
-    sql: SqliteSql = POSTGRES
+    sql: Dialect = POSTGRES
 
     @functools.cached_property
     def retrieval(self) -> Retrieval:
         from .retrieval import PgRetrieval
 
         return PgRetrieval(self)
+
+    @functools.cached_property
+    def writer(self) -> Writer:
+        """What this engine writes its own way (store/writer.py)."""
+        from .writer import PgWriter
+
+        return PgWriter(self)
 
     def __init__(self, conn: PgConnection, path: str, schema: str, vec_kind: str | None, vec_error: str | None):
         self.conn = conn
@@ -442,11 +451,9 @@ def _vector_support(raw: Any, readonly: bool) -> tuple[str, str | None]:
 
 def _migrate(raw: Any, schema: str, shown: str, *, readonly: bool, create: bool) -> None:
     """Apply the migrations the schema lacks: the catalog's (PG_MIGRATIONS, counted by
-    meta.schema_version) and the usage tables' (store/usage.py's PG_USAGE_MIGRATIONS, counted by
+    meta.schema_version) and the usage tables' (PG_USAGE_MIGRATIONS, counted by
     meta.usage_schema_version). Read-only, a catalog that lacks only the usage tables is read as
     it is: readers take missing usage tables as nothing recorded."""
-    from ..usage import PG_USAGE_MIGRATIONS
-
     ours = len(PG_MIGRATIONS)
     exists = raw.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
     version = _version(raw, schema, shown) if exists else 0
@@ -537,27 +544,3 @@ def _version(raw: Any, schema: str, shown: str) -> int:
             fix="name another schema with ?schema=NAME",
         )
     return _meta_int(raw, schema, "schema_version")
-
-
-def table_exists(db: Index, name: str) -> bool:
-    """Whether the catalog has the table `name` (either engine)."""
-    if db.postgres:
-        return (
-            db.scalar(
-                "SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-                (db.schema, name),  # type: ignore[attr-defined]
-            )
-            is not None
-        )
-    return db.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)) is not None
-
-
-def pg_integrity(db: Index) -> list[str]:
-    """What doctor reports as the index's integrity: ["ok"], or what is missing (tools the keyword
-    index lacks); PostgreSQL checks its own pages."""
-    missing = int(
-        db.scalar(
-            "SELECT count(*) FROM tools t WHERE NOT EXISTS (SELECT 1 FROM tool_docsize d WHERE d.rowid = t.rowid)"
-        )
-    )
-    return [f"{missing} tool(s) missing from the keyword index (crawl again)"] if missing else ["ok"]

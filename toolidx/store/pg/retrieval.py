@@ -6,12 +6,16 @@ engines rank alike."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from ...core.filters import Filters
 from .. import keywords, vectors
 from ..retrieval import FTS_WEIGHTS, K1, B, Retrieval, fetch_size, split_common
 from ..tools import where as filter_sql
-from .database import PgDatabase as Database  # the catalog's index
+from .writer import pg_value
+
+if TYPE_CHECKING:
+    from .database import PgDatabase as Database  # the catalog's index
 
 
 def _filter(db: Database, filters: Filters | None, column: str) -> tuple[str, list]:
@@ -115,7 +119,7 @@ def vector_knn(db: Database, query: bytes, k: int, filters: Filters | None = Non
     index, or an exact scan of real[] vectors without pgvector."""
     if not _has_vectors(db):
         return []
-    cast, value = vectors.pg_value(db, query)
+    cast, value = pg_value(db, query)
     fsql, fparams = _filter(db, filters, "v.rowid")
     if cast == "::vector":
         sql = (
@@ -146,7 +150,7 @@ def vector_cosines(db: Database, query: bytes, rowids: list[int]) -> dict[int, f
     """Cosine similarity of the query to each given tool that has a vector."""
     if not rowids or not _has_vectors(db):
         return {}
-    cast, value = vectors.pg_value(db, query)
+    cast, value = pg_value(db, query)
     expr = f"1 - (v.embedding <=> ?{cast})" if cast == "::vector" else _array_cosine("v.embedding")
     rows = db.execute(
         f"SELECT v.rowid, {expr} FROM {vectors.TABLE} v WHERE v.rowid = ANY(?::bigint[])", (value, list(rowids))

@@ -17,12 +17,12 @@ from ...core.files import private_dir
 from ..base import IndexBase
 from ..cache import IndexCache
 from .file import FileKind, SqliteFile, check_header, open_file, sqlite_module
-from .migrations import ADDITIVE, MIGRATIONS
+from .migrations import ADDITIVE, APPLICATION_ID, MIGRATIONS
 
 if TYPE_CHECKING:
     from ..retrieval import Retrieval
+    from ..writer import Writer
 
-APPLICATION_ID = 0x54494458  # "TIDX" in PRAGMA application_id marks a file as ours
 _FOREIGN_FIX = "point --db at a toolidx index, or at a new file name"
 
 
@@ -94,6 +94,13 @@ class Database(SqliteFile, IndexBase):
         from .retrieval import SqliteRetrieval
 
         return SqliteRetrieval(self)
+
+    @cached_property
+    def writer(self) -> Writer:
+        """What this engine writes its own way (store/writer.py)."""
+        from .writer import SqliteWriter
+
+        return SqliteWriter(self)
 
     @contextmanager
     def _reading(self) -> Iterator[None]:

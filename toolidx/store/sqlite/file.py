@@ -23,7 +23,7 @@ from typing import Any
 from ...core.errors import DatabaseError
 from ...core.files import NotRegularFile, open_regular, private_file
 from ..base import Statements, statements
-from ..dialect import SQLITE, SqliteSql
+from ..dialect import SQLITE, Dialect
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -365,7 +365,7 @@ class SqliteFile(Statements):
     """One open file: a connection shared by serve's worker threads behind a lock."""
 
     dialect = "sqlite"
-    sql: SqliteSql = SQLITE
+    sql: Dialect = SQLITE
 
     def __init__(self, conn: Any, module: Any):
         self.conn = conn
@@ -376,6 +376,13 @@ class SqliteFile(Statements):
     def transaction(self) -> Iterator[Any]:
         """One write transaction (BEGIN IMMEDIATE): readers see all of it or none of it."""
         with self.lock, write_transaction(self.conn, getattr(self, "path", None)) as conn:
+            yield conn
+
+    @contextmanager
+    def row_transaction(self) -> Iterator[Any]:
+        """A short write transaction of rows (usage: store/usage.py): a file's is its `transaction`
+        (a usage file is apart from its index: it never waits for a crawl)."""
+        with self.transaction() as conn:
             yield conn
 
     @contextmanager

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import vectors
 from . import mapped
-from .database import Database
+
+if TYPE_CHECKING:
+    from .database import Database
 
 EXACT_MAX = 16_384  # vectors scored exactly, held in memory (the full product: ~1 ms at most)
 SHORTLIST = 2000  # vectors whose exact cosine is computed above EXACT_MAX (~0.3 ms)

@@ -8,6 +8,8 @@ not been applied to can still be opened read-only (a downloaded baseline), and i
 missing table as empty.
 """
 
+APPLICATION_ID = 0x54494458  # "TIDX" in PRAGMA application_id marks a file as ours
+
 MIGRATIONS: list[str] = [
     # 1: the first schema
     """

@@ -46,11 +46,11 @@ import time
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core.filters import Filters
 from ...core.tokens import fts_query
-from ..db import in_chunks
+from ..base import in_chunks
 from ..retrieval import (
     FTS_COLUMNS,
     FTS_WEIGHTS,
@@ -66,7 +66,9 @@ from ..retrieval import (
 from ..tools import filtered_rowids
 from ..tools import where as filter_sql
 from . import mapped, matrix
-from .database import Database
+
+if TYPE_CHECKING:
+    from .database import Database
 
 PRELOAD_CHUNK = 100_000  # word occurrences read per preload step (~0.03 s of work between searches)
 # word occurrences `warm` preloads before it returns (~0.5 s); a larger index's load in a thread of
