@@ -21,7 +21,15 @@ FIELDS = {f.name for f in dataclasses.fields(cal.ModelFit)}
 
 
 def _well_formed(model: str, f: dict) -> list[str]:
-    bad = [] if set(f) == FIELDS else [f"{model}: fields {sorted(set(f) ^ FIELDS)}"]
+    bad = [] if set(f) - {"learned"} == FIELDS - {"learned"} else [f"{model}: fields {sorted(set(f) ^ FIELDS)}"]
+    learned = f.get("learned")  # optional: a model without it is never lifted (search.learned)
+    if learned is not None and not (
+        0 <= learned.get("floor", -1) < learned.get("full", -1) <= 1
+        and learned.get("weight", -1) >= 0
+        and isinstance(learned.get("saturate"), int)
+        and learned.get("fitted")
+    ):
+        bad.append(f"{model}: learned = {learned!r}, want 0 <= floor < full <= 1, weight >= 0, saturate, fitted")
     for k in ("cos", "coverage", "name"):
         if not (isinstance(f.get(k), (int, float)) and 0 <= f[k] <= 1):
             bad.append(f"{model}: {k} = {f.get(k)!r}, want a weight in [0, 1]")
@@ -61,6 +69,8 @@ def test_the_shipped_file_is_the_one_the_loader_reads_and_is_well_formed():
         got = dataclasses.asdict(cal.FITS[model])
         got["ramp"] = list(got["ramp"]) if got["ramp"] else None
         got["action"] = list(got["action"])
+        if got["learned"] is None:
+            del got["learned"]
         for k in ("platt", "listwise"):
             got[k] = {mode: list(v) for mode, v in got[k].items()}
         assert got == f, model

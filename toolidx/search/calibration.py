@@ -34,6 +34,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # hybrid: z = cos_w * cos + (1 - cos_w) * bm25_rel + cov_w * coverage
 #             + FUZZY_WEIGHT * fuzzy_strength + name_w * [name_words >= NAME_MIN_WORDS]
@@ -71,6 +72,9 @@ class ModelFit:
     # hybrid's weights of the action marks (search.actions): (opposed, reads_only), subtracted
     # from the score's logit after the list is read; (0, 0) for a model fitted before they existed
     action: tuple[float, float] = (0.0, 0.0)
+    # what past requests lift (search.learned: floor, full, weight, saturate, fitted), fitted by
+    # benchmarks/learned_sim.py; None for a model without them: nothing is lifted
+    learned: dict[str, Any] | None = None
 
 
 def _read_fits() -> dict[str, ModelFit]:
@@ -86,6 +90,7 @@ def _read_fits() -> dict[str, ModelFit]:
             dict(f["threshold"]),
             f["fitted"],
             tuple(f.get("action", (0.0, 0.0))),
+            f.get("learned"),
         )
         for m, f in raw["models"].items()
     }

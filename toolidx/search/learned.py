@@ -26,7 +26,6 @@ Bounded, so it cannot be gamed or run away:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -86,10 +85,9 @@ def off() -> bool:
 
 
 def _read_constants() -> dict[str, Constants]:
-    raw = json.loads(cal.FITS_FILE.read_text())
     out = {}
-    for model, fit in raw["models"].items():
-        c = fit.get("learned")
+    for model, fit in cal.FITS.items():
+        c = fit.learned
         if c:
             out[model] = Constants(float(c["floor"]), float(c["full"]), float(c["weight"]), int(c["saturate"]))
     return out
