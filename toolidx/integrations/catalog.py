@@ -48,7 +48,6 @@ from ..search.hybrid import SearchResult, Spelling, get_query_embedder, search, 
 from ..search.request import CLI, filters_of
 from ..store.db import open_db
 from ..store.index import Index
-from ..store.sqlite.content import digest
 from ..store.trust import state_dir
 
 __all__ = [
@@ -65,7 +64,7 @@ __all__ = [
 API_VERSION = 1
 DEFAULT_SERVER = "server"  # the server part of ids (`server/tool`) in a catalog built from tools
 SOURCE_KEY, SOURCE_SKIPPED = "api_tools_key", "api_tools_skipped"  # meta: the tools a catalog was last built from
-SEAL = "api_cache_seal"  # meta: the keyed digest of everything else in a cache file (store/sqlite/content.py)
+SEAL = "api_cache_seal"  # meta: the keyed digest of everything else in a cache file (db.writer.content_digest)
 KEY_FILE = "catalog-cache.key"  # in the user's state folder: the key caches are sealed with
 T = TypeVar("T")
 MAX_LIMIT = 50  # the most tools search_tools answers at once (both server integrations)
@@ -174,7 +173,7 @@ def _cache_problem(db: Index, key: bytes | None) -> str | None:
         return "no key to check it with"
     if not stored:
         return "it carries no seal (written by an older toolidx, or not by toolidx)"
-    if not hmac.compare_digest(stored, digest(db, key, [SEAL])):
+    if not hmac.compare_digest(stored, db.writer.content_digest(key, [SEAL])):
         return "it changed since it was written, or another user or machine wrote it"
     return None
 
@@ -296,7 +295,7 @@ class Catalog:
                 self.db.set_meta(SOURCE_KEY, key)
                 self.db.set_meta(SOURCE_SKIPPED, json.dumps(skipped))
                 if self._seal_key is not None:  # what this write left, whole, under this user's key
-                    self.db.set_meta(SEAL, digest(self.db, self._seal_key, [SEAL]))
+                    self.db.set_meta(SEAL, self.db.writer.content_digest(self._seal_key, [SEAL]))
             self.skipped, self.embedded = skipped, summary.embedded
         return summary.embedded
 

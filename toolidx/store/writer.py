@@ -86,6 +86,11 @@ class Writer(ABC):
     def integrity(self) -> tuple[int, bool, list[str]]:
         """(the schema version, whether it is a toolidx index, ["ok"] or what is wrong)."""
 
+    def content_digest(self, key: bytes, skip_meta: list[str]) -> str:
+        """A keyed digest of everything the index holds (a sealed cache file: integrations/catalog.py);
+        only a file has one."""
+        raise NotImplementedError("only an index file is sealed")
+
     @abstractmethod
     def engine_facts(self) -> dict[str, Any]:
         """{"engine", "version", "vector", "vector_version", "pgvector_available"}

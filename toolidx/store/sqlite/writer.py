@@ -63,6 +63,11 @@ class SqliteWriter(Writer):
         ours = int(self.db.scalar("PRAGMA application_id")) == APPLICATION_ID
         return version, ours, [r[0] for r in self.db.execute("PRAGMA quick_check(5)").fetchall()]
 
+    def content_digest(self, key: bytes, skip_meta: list[str]) -> str:
+        from .content import digest
+
+        return digest(self.db, key, skip_meta)
+
     def engine_facts(self) -> dict[str, Any]:
         vec = self.db.scalar("SELECT vec_version()") if self.db.vec_available else None
         return {
