@@ -570,7 +570,7 @@ def test_a_10mb_tool_gets_bounded_pages_and_holds_up_no_other_request(tmp_path, 
 
         status, page = get("/tool?id=big/huge")
         assert status == 200 and 'id="description-cut"' in page and "10,000,000 characters" in page
-        row = "<tr><td><code>param_{:04d}</code>".format
+        row = '<tr><td><code class="name">param_<wbr>{:04d}</code>'.format
         assert row(0) in page and row(99) in page and row(100) not in page and 'id="params-next"' in page
         assert "toolidx describe big/huge --detail full" in page  # no example built for 4,000 parameters
         status, last = get("/tool?id=big/huge&params=40")

@@ -51,6 +51,8 @@ NO_JINJA = (
     "the web console needs Jinja2, a dependency of toolidx missing from this install: "
     "reinstall toolidx (pipx reinstall toolidx, or pip install --force-reinstall /path/to/toolidx)\n"
 )
+NOTICES_KEPT = 1000
+FORM_DEFAULTS = {"mode": "hybrid", "k": "10"}  # what the search form sends when nothing was chosen (search.html)
 STATIC = {"/static/console.css": "text/css", "/static/console.js": "text/javascript"}
 NAV = (
     ("/", "Search"),
@@ -102,6 +104,27 @@ def open_privately(link: str) -> Callable[[], None]:
     return lambda: shutil.rmtree(folder, ignore_errors=True)
 
 
+def _address(items: list[tuple[str, str]]) -> str | None:
+    """The search page's address without what the form sends unchosen (an empty field, a filter
+    left at "any", the default mode and count), so an address says only what was asked
+    (`/?q=x&server=time`, not `/?q=x&server=&tag=&...&mode=hybrid&k=10`); None when it is that already."""
+    kept = [(k, v) for k, v in items if v != "" and FORM_DEFAULTS.get(k) != v]
+    if len(kept) == len(items):
+        return None
+    return "/?" + urlencode(kept) if kept else "/"
+
+
+def breakable(value: Any) -> Any:
+    """A name as escaped HTML that may wrap after its `_`, `-` or `/` and nowhere else: a narrow
+    table column breaks `source_timezone` as `source_/timezone`, never `source_ti/mezone`."""
+    import re
+
+    from markupsafe import Markup, escape
+
+    # escaping writes no _, - or /: every one matched is the name's own
+    return Markup(re.sub(r"([_/-])", r"\1<wbr>", str(escape(visible("" if value is None else str(value))))))
+
+
 def _named(cookie: str, request: Any) -> str:
     """The cookie's name for this server: browsers share a host's cookies across its ports, so
     `toolidx ui` and a `serve --http` on one machine would otherwise sign each other out."""
@@ -125,6 +148,8 @@ class Console:
         self.sessions = sessions or Sessions()
         self.throttle = LoginThrottle()
         self._env: Any = None
+        # what an approve or revoke did, shown once on the page its redirect opens: session id -> text
+        self.notices: dict[str, str] = {}
 
     # --- rendering ------------------------------------------------------------------------------
     def env(self) -> Any:
@@ -139,6 +164,7 @@ class Console:
             env.filters["pct"] = lambda v: "–" if v is None else f"{100 * v:.0f}%"
             env.filters["ms"] = lambda v: "–" if v is None else f"{v:.0f} ms"
             env.filters["score"] = lambda v: f"{v:.2f}"
+            env.filters["breakable"] = breakable
             # JSON as text, escaped by autoescape like any other (tojson's \u003c is for <script>)
             env.filters["json"] = lambda v, indent=None: visible(
                 json.dumps(v, ensure_ascii=False, indent=indent, default=str)
@@ -231,10 +257,14 @@ class Console:
 
     async def search_page(self, request: Any) -> Any:
         from starlette.datastructures import QueryParams
+        from starlette.responses import RedirectResponse
 
         # a filter left at "any" sends an empty value: no filter, as /v1/search without it
         params = QueryParams([(k, v) for k, v in request.query_params.multi_items() if v != ""])
         q = (params.get("q") or "").strip()
+        clean = _address(request.query_params.multi_items())
+        if clean is not None and params.get("partial") != "1":
+            return RedirectResponse(clean, status_code=303, headers=SECURITY_HEADERS)
 
         def read(d: Discovery) -> dict[str, Any]:
             out: dict[str, Any] = {"facets": pages.facets(d), "q": q, "params": params, "result": None, "problem": None}
@@ -258,7 +288,10 @@ class Console:
         return await self._read(request, "servers.html", pages.servers, request.query_params.get("page"))
 
     async def quarantine_page(self, request: Any) -> Any:
-        return await self._read(request, "quarantine.html", pages.quarantine, request.query_params.get("server"))
+        visitor = self.visitor(request)
+        notice = self.notices.pop(visitor.session.sid, None) if visitor and visitor.session else None
+        server = request.query_params.get("server")
+        return await self._read(request, "quarantine.html", pages.quarantine, server, notice=notice)
 
     async def changes_page(self, request: Any) -> Any:
         p = request.query_params
@@ -304,8 +337,23 @@ class Console:
         except ToolidxError as e:
             return self.render(request, "error.html", visitor, 400, message=str(e), suggestions=[])
         log.info(f"console: {visitor.grant.label} {done['action']}d {tool_id} at {done['at']}")
+        self._notify(session.sid, done, tool_id)
         back = "/quarantine?" + urlencode({"server": tool_id.partition("/")[0]})
         return RedirectResponse(back, status_code=303, headers=SECURITY_HEADERS)
+
+    def _notify(self, sid: str, done: dict[str, Any], tool_id: str) -> None:
+        """Keep what was done for the page the redirect opens (the POST's own answer is a redirect,
+        and a notice in the address could be forged by a link): "approved 1 tool of hostile"."""
+        server, _, name = tool_id.partition("/")
+        n = int(done.get("count") or 0)
+        tools = f"{n} tool{'s' if n != 1 else ''} of {server}"
+        if done.get("action") == "revoke":
+            text = f"revoked the approval of {tools}: {name}" if n else f"{tool_id} had no approval to revoke"
+        else:
+            text = f"approved {tools}: {name}, by {done.get('by')} at {done.get('at')}"
+        while len(self.notices) >= NOTICES_KEPT:  # sessions that never came back for theirs
+            self.notices.pop(next(iter(self.notices)))
+        self.notices[sid] = text
 
     def _forbidden(self, request: Any, visitor: Visitor | None, message: str) -> Any:
         return self.render(request, "error.html", visitor, 403, message=message, suggestions=[])
@@ -337,7 +385,13 @@ class Console:
             return RedirectResponse("/", status_code=303, headers=SECURITY_HEADERS)
         pre = secrets.token_urlsafe(24)
         response = self.render(
-            request, "login.html", None, status, login_csrf=self.sessions.csrf("login:" + pre), problem=problem
+            request,
+            "login.html",
+            None,
+            status,
+            login_csrf=self.sessions.csrf("login:" + pre),
+            problem=problem,
+            link_only=self.sessions.link_only,
         )
         self._cookie(response, _named(LOGIN_COOKIE, request), pre, 900)
         return response

@@ -41,6 +41,8 @@ class Sessions:
         self._by_token: dict[str, OrderedDict[str, None]] = {}  # a grant's label -> its sessions, oldest first
         # `toolidx ui`'s one-time link: its secret's digest -> the grant it opens a session for
         self._once = {_digest(once): once_grant} if once and once_grant else {}
+        # `toolidx ui`: its one token is shown to nobody, so its login page offers no token form
+        self.link_only = bool(self._once)
 
     def open(self, grant: Grant) -> Session:
         s = Session(secrets.token_urlsafe(32), grant, time.monotonic())

@@ -6,10 +6,15 @@
   var box = document.getElementById("q");
   var results = document.getElementById("results");
   if (!form || !box || !results || !window.fetch) { return; }
+  var DEFAULTS = { mode: "hybrid", k: "10" };  // app.py's FORM_DEFAULTS
   var timer = null;
   var asked = 0;
   function run() {
-    var params = new URLSearchParams(new FormData(form));
+    var params = new URLSearchParams();
+    // as the server's redirect does: no empty field, no default in the address
+    new FormData(form).forEach(function (value, key) {
+      if (value !== "" && DEFAULTS[key] !== value) { params.append(key, value); }
+    });
     if (!box.value.trim()) { return; }
     params.set("partial", "1");
     var n = ++asked;
