@@ -162,6 +162,8 @@ _FAMILY = {
     "smallint": "integer",
     "REAL": "real",
     "double precision": "real",
+    "BLOB": "blob",  # usage pairs' request vectors (search.learned)
+    "bytea": "blob",
 }
 
 
@@ -424,13 +426,14 @@ def test_hybrid_search_and_similar_match_on_both_engines(tmp_path, pg_url, model
 def test_a_replica_holds_no_catalog(tmp_path, pg_url, model_path):
     """search.warm on PostgreSQL loads the model only: no postings, no vector matrix, no names."""
     from toolidx.search.hybrid import search, warm
+    from toolidx.search.request import SearchRequest
 
     _crawl_both(tmp_path, pg_url, "--model-path", model_path)
     db = open_db(pg_url)
     warm(db)
     held = {n for n, size in db.cache.stats()["entries"].items() if size}
     assert held == {"keyword_totals"} or not held, held  # two numbers: tools and their mean length
-    assert search(db, "record my staged changes").hits[0].id == "git/git_commit"
+    assert search(db, SearchRequest("record my staged changes")).hits[0].id == "git/git_commit"
     db.close()
 
 
