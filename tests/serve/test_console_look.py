@@ -183,6 +183,11 @@ def test_no_good_match_names_one_threshold(look, browser):
     # the calibrated threshold, once and at one precision (was "above 0.03", then "threshold 0.029")
     said = re.findall(r"(?:above|threshold) (\d+\.\d+)", text)
     assert said == [f"{api['threshold']:.3f}"], text
+    assert text.count("no good match") + text.count("No good match") == 1, text
+    # and one click shows the best anyway, as min_score=0 does
+    browser.find_element(By.ID, "show-anyway").click()
+    hits = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#hits .tool-link"))
+    assert browser.current_url.endswith("&min_score=0") and hits
 
 
 def test_the_usage_charts_counts_sit_inside_it(look, browser):
