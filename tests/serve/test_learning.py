@@ -12,7 +12,7 @@ import time
 
 import anyio
 import pytest
-from conftest import run_cli
+from conftest import STATE_ENV, run_cli
 
 from toolidx.store.usage import open_usage, usage_path
 
@@ -72,7 +72,9 @@ def test_serve_over_stdio_learns_which_tool_a_request_like_this_one_needs(serve_
     db = tmp_path / "learn.db"
     shutil.copy(serve_index, db)
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "toolidx", "serve", "--db", str(db)], env={"TOOLIDX_MODEL_PATH": model_path}
+        command=sys.executable,
+        args=["-m", "toolidx", "serve", "--db", str(db)],
+        env={"TOOLIDX_MODEL_PATH": model_path, **STATE_ENV},
     )
 
     async def main():
@@ -113,7 +115,7 @@ def test_serve_no_learn_records_and_lifts_nothing(serve_index, model_path, tmp_p
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "toolidx", "serve", "--db", str(db), "--no-learn"],
-        env={"TOOLIDX_MODEL_PATH": model_path},
+        env={"TOOLIDX_MODEL_PATH": model_path, **STATE_ENV},  # the trust store the crawl wrote
     )
 
     async def main():
