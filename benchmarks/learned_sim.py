@@ -84,6 +84,7 @@ def run(set_name: str, model_dir: str, tools: int, future: int, seed: int, grid:
     from toolidx.core.embedding import QUERY_THREADS
     from toolidx.search import learned
     from toolidx.search.hybrid import search
+    from toolidx.search.request import SearchRequest
     from toolidx.store.usage import open_usage
 
     db = build(set_name, model=model_dir, root=TRAIN)
@@ -120,7 +121,7 @@ def run(set_name: str, model_dir: str, tools: int, future: int, seed: int, grid:
                     r1 = r5 = a1 = n = 0
                     for t, fut in items:
                         for q in fut:
-                            got = search(db, q, limit=5, min_score=0.0, embedder=emb, learned=src)
+                            got = search(db, SearchRequest(q, limit=5, min_score=0.0), embedder=emb, learned=src)
                             ids = [h.id for h in got.hits]
                             r1 += bool(ids) and ids[0] == t
                             r5 += t in ids
@@ -161,7 +162,8 @@ def speed(model_dir: str, rounds: int = 5) -> None:
     import numpy as np
 
     from toolidx.core.embedding import QUERY_THREADS
-    from toolidx.search import hybrid, learned
+    from toolidx.search import hybrid, learned, query_vector
+    from toolidx.search.request import SearchRequest
     from toolidx.store import usage
     from toolidx.store.usage import MAX_PAIRS, open_usage
 
@@ -196,13 +198,13 @@ def speed(model_dir: str, rounds: int = 5) -> None:
         src = learned.Source(store, "")
         took: dict[str, list[float]] = {"no pairs": [], f"{MAX_PAIRS:,} pairs": []}
         for q in queries:  # warm: the pairs' matrix, the postings
-            hybrid.search(db, q, embedder=emb, learned=src)
+            hybrid.search(db, SearchRequest(q), embedder=emb, learned=src)
         for _ in range(rounds):
             for q in queries:
                 for name, s in zip(took, (None, src)):
-                    hybrid._qcache.clear()
+                    query_vector._qcache.clear()
                     t0 = time.perf_counter()
-                    hybrid.search(db, q, embedder=emb, learned=s)
+                    hybrid.search(db, SearchRequest(q), embedder=emb, learned=s)
                     took[name].append((time.perf_counter() - t0) * 1000)
         for name, ms in took.items():
             print(

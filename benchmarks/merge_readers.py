@@ -24,6 +24,7 @@ from _common import BENCH
 
 from toolidx.crawl.combine import merge_indexes
 from toolidx.search.hybrid import search
+from toolidx.search.request import SearchRequest
 from toolidx.store.db import open_db
 
 QUERIES = ["send an email", "create a github issue", "weather forecast", "list files", "rename an app"]
@@ -39,7 +40,7 @@ def measure(url: str, index: str) -> dict:
         i = 0
         while not stop.is_set():
             t0 = time.perf_counter()
-            search(db, QUERIES[i % len(QUERIES)], mode="keyword", min_score=0, embedder=None)
+            search(db, SearchRequest(QUERIES[i % len(QUERIES)], mode="keyword", min_score=0), embedder=None)
             latencies.append((t0, time.perf_counter() - t0))
             i += 1
         db.close()

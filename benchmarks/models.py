@@ -65,10 +65,11 @@ def sets() -> dict[str, tuple[str, list[dict], str]]:
 def run_set(db, queries, labels, mode, emb) -> list[dict]:
     from toolidx.search.eval import ranking_metrics
     from toolidx.search.hybrid import search
+    from toolidx.search.request import SearchRequest
 
     rows = []
     for q in queries:
-        res = search(db, q["query"], mode=mode, limit=10, min_score=0.0, embedder=emb)
+        res = search(db, SearchRequest(q["query"], mode=mode, limit=10, min_score=0.0), embedder=emb)
         ids = [h.id for h in res.hits]
         top = res.hits[0].score if res.hits else 0.0
         rel = set(q["relevant"])

@@ -495,8 +495,9 @@ class ToolidxHybrid:
 
     def rank(self, query: str, k: int = 10) -> list[str]:
         from toolidx.search.hybrid import search
+        from toolidx.search.request import SearchRequest
 
-        res = search(self.db, query, mode="hybrid", limit=k, min_score=0, embedder=self.embedder)
+        res = search(self.db, SearchRequest(query, mode="hybrid", limit=k, min_score=0), embedder=self.embedder)
         return [h.id for h in res.hits]
 
 

@@ -509,7 +509,8 @@ def scale(url: str, sizes: list[int], n_queries: int, starts: int) -> None:
     from search_speed import _queries
 
     from toolidx.core.embedding import QUERY_THREADS
-    from toolidx.search import hybrid
+    from toolidx.search import hybrid, query_vector
+    from toolidx.search.request import SearchRequest
     from toolidx.store.db import open_db
 
     emb = embedder()
@@ -539,13 +540,15 @@ def scale(url: str, sizes: list[int], n_queries: int, starts: int) -> None:
         top: dict[tuple[str, str], list[list[str]]] = {}
         for q in queries[-5:]:  # pages, caches, the model's first runs
             for db in dbs.values():
-                hybrid.search(db, q, mode="hybrid", embedder=qemb, min_score=0)
+                hybrid.search(db, SearchRequest(q, mode="hybrid", min_score=0), embedder=qemb)
         for i, q in enumerate(queries):
             for e in ("sqlite", "postgres") if i % 2 == 0 else ("postgres", "sqlite"):
                 for mode in ("hybrid", "keyword"):
-                    hybrid._qcache.clear()  # each query pays for its own embedding, on both engines
+                    query_vector._qcache.clear()  # each query pays for its own embedding, on both engines
                     t0 = time.perf_counter()
-                    r = hybrid.search(dbs[e], q, mode=mode, embedder=qemb if mode == "hybrid" else None, min_score=0)
+                    r = hybrid.search(
+                        dbs[e], SearchRequest(q, mode=mode, min_score=0), embedder=qemb if mode == "hybrid" else None
+                    )
                     lat.setdefault((e, mode), []).append((time.perf_counter() - t0) * 1000)
                     top.setdefault((e, mode), []).append([h.id for h in r.hits])
         for db in dbs.values():

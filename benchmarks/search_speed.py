@@ -129,11 +129,11 @@ def _pct(xs: list[float], p: float) -> float:
 
 
 def _time(fn, queries) -> dict:
-    from toolidx.search import hybrid as search_mod
+    from toolidx.search import query_vector
 
     for q in queries[-5:]:
         fn(q)  # warm caches (pages, name list, model)
-    search_mod._qcache.clear()  # each timed query pays for its own embedding
+    query_vector._qcache.clear()  # each timed query pays for its own embedding
     lat, cpu = [], []
     for q in queries[:-5]:
         t0, c0 = time.perf_counter(), time.process_time()
@@ -187,6 +187,7 @@ def _cold(cmd: list[str], runs: int, env: dict) -> float:
 _SERVE_RSS = """
 import sys, time
 from toolidx.search.hybrid import search, warm
+from toolidx.search.request import SearchRequest
 from toolidx.store.db import open_db
 t0 = time.perf_counter()
 db = open_db(sys.argv[1])
@@ -252,6 +253,7 @@ def main() -> int:
         env = measure_code(args.code, env)
     from toolidx.core.embedding import QUERY_THREADS
     from toolidx.search.hybrid import search, warm
+    from toolidx.search.request import SearchRequest
     from toolidx.store.db import open_db
 
     emb = embedder()  # builds the catalogs
@@ -276,7 +278,7 @@ def main() -> int:
     for n in sizes:
         path = _catalog(n, emb)
         db = open_db(path)
-        r = _time(lambda q, db=db: search(db, q, mode="keyword", embedder=None, limit=10), queries)
+        r = _time(lambda q, db=db: search(db, SearchRequest(q, mode="keyword", limit=10), embedder=None), queries)
         results[(n, "keyword (lazy)")] = r
         print(f"{n:7d} {'keyword (lazy)':15s} {r['p50']:8.2f} {r['p95']:8.2f} {r['cpu_p50']:8.2f}")
         db.close()
@@ -293,7 +295,9 @@ def main() -> int:
         # after the first process's preload: a large index's cache files are written by then
         print(f"{n:7d} {'':15s} a warm serve process holding this index: RSS {_serve_rss(path, env)}")
         for mode in ("keyword", "semantic", "hybrid"):
-            r = _time(lambda q, db=db, mode=mode: search(db, q, mode=mode, embedder=qemb, limit=10), queries)
+            r = _time(
+                lambda q, db=db, mode=mode: search(db, SearchRequest(q, mode=mode, limit=10), embedder=qemb), queries
+            )
             results[(n, mode)] = r
             print(f"{n:7d} {mode:15s} {r['p50']:8.2f} {r['p95']:8.2f} {r['cpu_p50']:8.2f}")
         floor = _floor(db, qemb, queries)

@@ -77,8 +77,9 @@ def sets(models: dict[str, str]) -> dict[str, tuple[str, list[dict], str]]:
 def ask(db, query: str, emb) -> dict:
     """The ranking (min_score 0) and whether the gate answers it."""
     from toolidx.search.hybrid import search
+    from toolidx.search.request import SearchRequest
 
-    res = search(db, query, mode="hybrid", limit=10, min_score=0.0, embedder=emb)
+    res = search(db, SearchRequest(query, mode="hybrid", limit=10, min_score=0.0), embedder=emb)
     top = res.hits[0].score if res.hits else 0.0
     return {
         "ids": [h.id for h in res.hits],

@@ -410,19 +410,20 @@ def test_a_search_counts_the_catalog_once_per_index_version(etom_kw, tmp_path):
     file as on PostgreSQL (a count(*) per query was about a quarter of a keyword search at 10k
     tools), and counted anew after a write."""
     from toolidx.search.hybrid import search
+    from toolidx.search.request import SearchRequest
 
     path = tmp_path / "etom.db"
     shutil.copy(etom_kw, path)
     db = open_db(path)
     try:
-        first = search(db, "convert a pdf", mode="keyword", embedder=None).considered
+        first = search(db, SearchRequest("convert a pdf", mode="keyword"), embedder=None).considered
         seen: list[str] = []
         db.conn.set_trace_callback(seen.append)
-        assert search(db, "send an email", mode="keyword", embedder=None).considered == first
+        assert search(db, SearchRequest("send an email", mode="keyword"), embedder=None).considered == first
         db.conn.set_trace_callback(None)
         assert seen and not [s for s in seen if "count(*)" in s.lower()]
         with db.transaction():
             db.execute("DELETE FROM tools WHERE rowid = (SELECT max(rowid) FROM tools)")
-        assert search(db, "send an email", mode="keyword", embedder=None).considered == first - 1
+        assert search(db, SearchRequest("send an email", mode="keyword"), embedder=None).considered == first - 1
     finally:
         db.close()

@@ -13,6 +13,7 @@ from conftest import run_cli
 from toolidx.core.filters import Filters
 from toolidx.search import learned
 from toolidx.search.hybrid import search
+from toolidx.search.request import SearchRequest
 from toolidx.store.db import open_db
 from toolidx.store.usage import MAX_PAIRS_PER_TOOL, PAIR_DAYS, open_usage, usage_path
 
@@ -60,18 +61,18 @@ def ranked(res):
 
 def test_past_requests_like_this_one_lift_the_tool_they_led_to(index, embedder):
     db = open_db(index)
-    before = search(db, UNSEEN, embedder=embedder, min_score=0, limit=40)
+    before = search(db, SearchRequest(UNSEEN, min_score=0, limit=40), embedder=embedder)
     assert TOOL not in ranked(before)[:10]  # a goal-style request the ranking alone misses
     store = open_usage(usage_path(index))
     teach(store, db, embedder, TOOL, TAUGHT)
-    res = search(db, UNSEEN, embedder=embedder)  # AUTO: the usage beside the index
+    res = search(db, SearchRequest(UNSEEN), embedder=embedder)  # AUTO: the usage beside the index
     assert not res.no_match and TOOL in ranked(res)[:3], res.to_json()
     hit = next(h for h in res.hits if h.id == TOOL)
     assert re.search(r"chosen after [23] similar requests", hit.why), hit.why  # those past the model's floor
     # an unrelated request is not moved: the same hits and scores as without any usage
     for q in ("what time is it in Tokyo", "list the files in my home folder"):
-        alone = search(db, q, embedder=embedder, learned=None)
-        taught = search(db, q, embedder=embedder)
+        alone = search(db, SearchRequest(q), embedder=embedder, learned=None)
+        taught = search(db, SearchRequest(q), embedder=embedder)
         assert [(h.id, h.score) for h in taught.hits] == [(h.id, h.score) for h in alone.hits]
     # the CLI reads the same usage, and says what was learned
     r = run_cli("search", UNSEEN, "--db", index, "--json")
@@ -85,10 +86,10 @@ def test_learning_off_lifts_nothing(index, embedder, monkeypatch):
     store = open_usage(usage_path(index))
     teach(store, db, embedder, TOOL, TAUGHT)
     monkeypatch.setenv(learned.OFF_ENV, "1")
-    assert TOOL not in ranked(search(db, UNSEEN, embedder=embedder, min_score=0))[:10]
+    assert TOOL not in ranked(search(db, SearchRequest(UNSEEN, min_score=0), embedder=embedder))[:10]
     monkeypatch.delenv(learned.OFF_ENV)
     monkeypatch.setattr(learned, "CONSTANTS", {})  # a model without fitted constants: refused
-    assert TOOL not in ranked(search(db, UNSEEN, embedder=embedder, min_score=0))[:10]
+    assert TOOL not in ranked(search(db, SearchRequest(UNSEEN, min_score=0), embedder=embedder))[:10]
     store.close()
     db.close()
 
@@ -110,7 +111,7 @@ def test_one_token_moves_other_callers_results_no_further_than_the_bound(index, 
     one.record_pairs([(target, h, victim, model, vec, "alice", "a1", at)])
 
     def scores(src):
-        res = search(db, victim, embedder=embedder, min_score=0, limit=50, learned=src)
+        res = search(db, SearchRequest(victim, min_score=0, limit=50), embedder=embedder, learned=src)
         return {x.id: x for x in res.hits}
 
     alone = scores(None)
@@ -132,15 +133,17 @@ def test_a_changed_quarantined_or_out_of_scope_tool_is_never_lifted(index, embed
     db = open_db(index)
     store = open_usage(usage_path(index))
     teach(store, db, embedder, TOOL, TAUGHT, tool_hash="0" * 64)  # learned on another definition
-    assert TOOL not in ranked(search(db, UNSEEN, embedder=embedder, min_score=0))[:10]
+    assert TOOL not in ranked(search(db, SearchRequest(UNSEEN, min_score=0), embedder=embedder))[:10]
     store.forget_pairs()
     teach(store, db, embedder, TOOL, TAUGHT)
-    assert TOOL in ranked(search(db, UNSEEN, embedder=embedder))[:3]
+    assert TOOL in ranked(search(db, SearchRequest(UNSEEN), embedder=embedder))[:3]
     # out of the search's scope (a token's servers), or not approved under quarantine
-    scoped = search(db, UNSEEN, embedder=embedder, min_score=0, filters=Filters(servers=["time", "everything"]))
+    scoped = search(
+        db, SearchRequest(UNSEEN, min_score=0, filters=Filters(servers=["time", "everything"])), embedder=embedder
+    )
     assert all(not x.id.startswith("memory/") for x in scoped.hits)
     assert run_cli("approve", "time/get_current_time", "everything/echo", "--db", index).code == 0
-    quarantined = search(db, UNSEEN, embedder=embedder, min_score=0, filters=Filters(approved_only=True))
+    quarantined = search(db, SearchRequest(UNSEEN, min_score=0, filters=Filters(approved_only=True)), embedder=embedder)
     assert TOOL not in ranked(quarantined)
     store.close()
     db.close()

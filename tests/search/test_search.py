@@ -53,10 +53,12 @@ def db(search_db_path):
 @pytest.fixture
 def run(db, embedder):
     from toolidx.search.hybrid import search
+    from toolidx.search.request import SearchRequest
 
     def go(query, **kw):
+        asked = {k: kw.pop(k) for k in ("mode", "limit", "filters", "min_score") if k in kw}
         kw.setdefault("embedder", embedder)
-        return search(db, query, **kw)
+        return search(db, SearchRequest(query, **asked).check(cut_long=True), **kw)  # as the library checks
 
     return go
 
@@ -303,23 +305,25 @@ def test_unknown_mode_and_bad_limit(run):
 
 def test_keyword_mode_loads_no_model(db):
     from toolidx.search.hybrid import search
+    from toolidx.search.request import SearchRequest
 
-    res = search(db, "convert pdf", mode="keyword")  # embedder=INDEX_MODEL: keyword never loads it
+    res = search(db, SearchRequest("convert pdf", mode="keyword"))  # embedder=INDEX_MODEL: keyword never loads it
     assert res.mode_used == "keyword" and res.hits
     assert all("signals" in h.to_json() and h.signals.cosine is None for h in res.hits)
 
 
 def test_without_a_model_hybrid_falls_back_to_keyword(keyword_db_path):
     from toolidx.search.hybrid import get_query_embedder, search
+    from toolidx.search.request import SearchRequest
     from toolidx.store.db import open_db
 
     db = open_db(keyword_db_path)
     assert get_query_embedder(db) is None
-    res = search(db, "convert pdf to markdown")
+    res = search(db, SearchRequest("convert pdf to markdown"))
     assert res.mode == "hybrid" and res.mode_used == "keyword"
     assert res.hits[0].id == "pdf/convert_pdf_to_markdown"
     assert any("ran keyword search instead" in n for n in res.notes)
-    sem = search(db, "convert pdf", mode="semantic")
+    sem = search(db, SearchRequest("convert pdf", mode="semantic"))
     assert sem.mode_used == "keyword"
     db.close()
 
@@ -331,6 +335,7 @@ def test_a_search_reads_data_version_once_and_sees_a_crawl_committed_before_it(t
     from conftest import run_cli
 
     from toolidx.search.hybrid import search
+    from toolidx.search.request import SearchRequest
     from toolidx.store.db import open_db
 
     path = _index(tmp_path, run_cli, "--model-path", model_path)
@@ -340,7 +345,7 @@ def test_a_search_reads_data_version_once_and_sees_a_crawl_committed_before_it(t
 
     def pragmas(query: str) -> tuple[int, list[str]]:
         seen.clear()
-        hits = [h.id for h in search(db, query, mode="hybrid", embedder=embedder).hits]
+        hits = [h.id for h in search(db, SearchRequest(query, mode="hybrid"), embedder=embedder).hits]
         return sum(s == "PRAGMA data_version" for s in seen), hits
 
     query = "calibrate the flux capacitor of a time machine"
@@ -388,13 +393,14 @@ def test_the_query_is_embedded_in_the_searching_thread(run, embedder):
 def test_model_named_by_the_index_is_loaded_from_model_path(db, model_path, monkeypatch):
     from toolidx.core import embedding
     from toolidx.search import hybrid as search_mod
+    from toolidx.search.request import SearchRequest
 
     monkeypatch.setenv("TOOLIDX_MODEL_PATH", model_path)
     monkeypatch.setattr(embedding, "_cache", {})  # a real load, not one an earlier test left
     e = search_mod.get_query_embedder(db)
     assert e is not None and e.dim == 384
     assert search_mod.get_query_embedder(db) is e and list(embedding._cache.values()) == [e]  # one cache
-    assert search_mod.search(db, "weather forecast").mode_used == "hybrid"
+    assert search_mod.search(db, SearchRequest("weather forecast")).mode_used == "hybrid"
 
 
 def test_unicode_queries_match_unicode_text(run):
@@ -476,15 +482,16 @@ def test_a_slip_is_searched_also_as_the_catalogs_word(keyword_db_path):
     """Keyword search finds nothing for a word no tool has; the slip's English neighbour that a
     tool has is searched beside it, and the result says so."""
     from toolidx.search.hybrid import search
+    from toolidx.search.request import SearchRequest
     from toolidx.store.db import open_db
 
     db = open_db(keyword_db_path)
-    res = search(db, "wether forcast", mode="keyword")
+    res = search(db, SearchRequest("wether forcast", mode="keyword"))
     assert res.corrections == {"wether": ["weather"], "forcast": ["forecast"]}
     assert res.hits and res.hits[0].id == "weather/get_forecast"
     assert any("also searched for weather (for 'wether'); forecast (for 'forcast')" in n for n in res.notes)
     assert res.to_json()["corrections"] == res.corrections
-    assert search(db, "weather forecast", mode="keyword").corrections == {}
+    assert search(db, SearchRequest("weather forecast", mode="keyword")).corrections == {}
     db.close()
 
 
@@ -510,6 +517,7 @@ def test_what_is_never_taken_for_a_slip(keyword_db_path):
 def test_without_the_word_list_search_goes_on(keyword_db_path, monkeypatch, tmp_path, capsys):
     from toolidx.search import spelling
     from toolidx.search.hybrid import search
+    from toolidx.search.request import SearchRequest
     from toolidx.store.db import open_db
 
     monkeypatch.setattr(spelling, "WORDS", tmp_path / "missing.txt")
@@ -517,7 +525,7 @@ def test_without_the_word_list_search_goes_on(keyword_db_path, monkeypatch, tmp_
     spelling._by_letter.cache_clear()
     db = open_db(keyword_db_path)
     try:
-        res = search(db, "weather forcast", mode="keyword")  # "weather" alone is still searched
+        res = search(db, SearchRequest("weather forcast", mode="keyword"))  # "weather" alone is still searched
         assert res.corrections == {} and res.hits[0].server == "weather"
         assert "missing.txt" in capsys.readouterr().err
     finally:

@@ -48,11 +48,12 @@ def numbered_db(tmp_path_factory, model_path) -> Path:
 @pytest.mark.parametrize("query", ["tool_01200", "run tool_01200 please", "tool01200"])
 def test_an_exact_name_with_digits_ranks_first(numbered_db, embedder, mode, query):
     from toolidx.search.hybrid import search
+    from toolidx.search.request import SearchRequest
     from toolidx.store.db import open_db
 
     db = open_db(numbered_db)
     try:
-        res = search(db, query, mode=mode, embedder=embedder if mode == "hybrid" else None, limit=5)
+        res = search(db, SearchRequest(query, mode=mode, limit=5), embedder=embedder if mode == "hybrid" else None)
         assert res.hits, res.notes
         assert res.hits[0].id == "gen/tool_01200", [h.id for h in res.hits]
         if "_" in query:  # as a keyword (tool01200 is found by its fuzzy name)
@@ -120,6 +121,7 @@ def test_an_index_of_another_model_is_searched_uncalibrated_and_says_so(search_d
     import shutil
 
     from toolidx.search.hybrid import search
+    from toolidx.search.request import SearchRequest
     from toolidx.store.db import open_db
 
     for suffix in ("", "-wal", "-shm"):
@@ -128,9 +130,9 @@ def test_an_index_of_another_model_is_searched_uncalibrated_and_says_so(search_d
             shutil.copy(src, tmp_path / ("s.db" + suffix))
     db = open_db(tmp_path / "s.db")
     try:
-        calibrated = search(db, "zzqx unrelated gibberish words", embedder=embedder)
+        calibrated = search(db, SearchRequest("zzqx unrelated gibberish words"), embedder=embedder)
         db.set_meta("embed_model", "example/other-model")
-        res = search(db, "zzqx unrelated gibberish words", embedder=embedder)
+        res = search(db, SearchRequest("zzqx unrelated gibberish words"), embedder=embedder)
         assert any("uncalibrated" in n for n in res.notes), res.notes
         assert not res.no_match and res.hits  # no gate: the scores are not probabilities
         assert res.gate == 0.0
@@ -141,9 +143,10 @@ def test_an_index_of_another_model_is_searched_uncalibrated_and_says_so(search_d
 
 def test_runners_up_shown_only_while_plausible(db, embedder):
     from toolidx.search import hybrid
+    from toolidx.search.request import SearchRequest
 
     q = "convert a pdf document to markdown"
-    res = hybrid.search(db, q, embedder=embedder, limit=10)
+    res = hybrid.search(db, SearchRequest(q, limit=10), embedder=embedder)
     assert res.hits
     best = res.hits[0].score
     assert all(h.score >= hybrid.RUNNER_UP_SHARE * best - 1e-4 for h in res.hits)
@@ -151,7 +154,7 @@ def test_runners_up_shown_only_while_plausible(db, embedder):
     shares = [h.signals.share for h in res.hits]
     assert all(s is not None and 0 <= s <= 1 for s in shares) and shares[0] == max(shares)
     assert "share" in res.hits[0].to_json()["signals"]
-    everything = hybrid.search(db, q, embedder=embedder, limit=10, min_score=0.0)
+    everything = hybrid.search(db, SearchRequest(q, limit=10, min_score=0.0), embedder=embedder)
     assert len(everything.hits) == 10  # --min-score 0 still shows all
     cut = [h for h in everything.hits if h.score < hybrid.RUNNER_UP_SHARE * best]
     assert cut, "the catalog has tools far below the best: the rule must have cut some"

@@ -113,16 +113,17 @@ def test_hybrid_coverage_is_the_share_of_query_words_a_tool_has(idx_db, embedder
     """Hybrid's coverage evidence: matched words / query words, quoted values weighing less."""
     from toolidx.search.hybrid import search
     from toolidx.search.quoted import QUOTED_WEIGHT
+    from toolidx.search.request import SearchRequest
 
     db = idx_db
-    res = search(db, "merge pdf files into one document", embedder=embedder, min_score=0.0, limit=8)
+    res = search(db, SearchRequest("merge pdf files into one document", min_score=0.0, limit=8), embedder=embedder)
     terms = query_terms("merge pdf files into one document")
     assert res.mode_used == "hybrid" and res.hits
     for h in res.hits:
         assert h.signals.coverage == round(len(h.matched) / len(terms), 3), h.id
     assert res.hits[0].signals.coverage > 0
     q = 'merge pdf files named "quarterly report"'
-    res = search(db, q, embedder=embedder, min_score=0.0, limit=8)
+    res = search(db, SearchRequest(q, min_score=0.0, limit=8), embedder=embedder)
     terms = query_terms(q)
     w = {t: (QUOTED_WEIGHT if t in ("quarterly", "report") else 1.0) for t in terms}
     for h in res.hits:
@@ -146,6 +147,7 @@ def test_name_words_count_the_tool_name_words_a_query_has_as_the_index_stems_the
 
 def test_a_query_with_two_name_words_adds_name_weight_to_the_hybrid_score(idx_db, embedder, monkeypatch):
     from toolidx.search.hybrid import gather, search
+    from toolidx.search.request import SearchRequest
 
     q = "merge these pdfs for me"
     weight = 0.05  # fit_fusion.py fits the name weight to 0; the mechanism must still add what it is set to
@@ -161,6 +163,6 @@ def test_a_query_with_two_name_words_adds_name_weight_to_the_hybrid_score(idx_db
     on, off = z(weight), z(0.0)
     for name, bonus in (("merge_pdfs", weight), ("convert_pdf_to_markdown", 0.0)):
         assert on[rows[name]] - off[rows[name]] == pytest.approx(bonus, abs=1e-9), name
-    hits = {h.id: h for h in search(idx_db, q, embedder=embedder, min_score=0.0).hits}
+    hits = {h.id: h for h in search(idx_db, SearchRequest(q, min_score=0.0), embedder=embedder).hits}
     assert hits["pdf/merge_pdfs"].signals.name_words == 2
     assert hits["pdf/convert_pdf_to_markdown"].signals.name_words == 1

@@ -10,6 +10,7 @@ from pathlib import Path
 from conftest import run_cli, run_pty
 
 from toolidx.search.hybrid import search
+from toolidx.search.request import SearchRequest
 from toolidx.serve.answers import answer
 from toolidx.store.db import open_db
 
@@ -48,7 +49,7 @@ def test_a_failed_servers_tools_are_flagged_in_every_search_front_end(tmp_path, 
     _crawl_then_break_one(tmp_path, db_target)
     db = open_db(db_target)
     try:
-        hits = {h.id: h for h in search(db, "current time", mode="keyword", min_score=0).hits}
+        hits = {h.id: h for h in search(db, SearchRequest("current time", mode="keyword", min_score=0)).hits}
     finally:
         db.close()
     stale, fresh = hits["time/get_current_time"], hits["files/read_file"]

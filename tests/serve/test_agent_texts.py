@@ -52,7 +52,7 @@ def test_v1_search_says_the_length_and_the_limit(discovery):
     from starlette.datastructures import QueryParams
 
     from toolidx.core.errors import UsageError
-    from toolidx.serve.http import search_payload
+    from toolidx.serve.answers import search_payload
 
     q = "x" * (MAX_QUERY_CHARS + 1)
     with pytest.raises(UsageError) as e:

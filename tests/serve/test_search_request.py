@@ -90,9 +90,31 @@ def test_the_cli_takes_the_filter_options_from_the_table_once():
                 assert p.names[CLI] in text and _flat(p.help(CLI)) in text, (command, p.key)
 
 
+def test_every_front_end_runs_the_one_search_with_the_request_it_built():
+    """(#44) search() takes the request its front-end built and checked (no loose arguments, no
+    SearchRequest.run calling back into it); serve's three front-ends share answers.run_search, the
+    console's page among them; the console imports nothing of serve/http.py, and its form's modes
+    are core.vocabulary's."""
+    import inspect
+
+    from toolidx.search import hybrid
+    from toolidx.search.request import SearchRequest
+
+    assert list(inspect.signature(hybrid.search).parameters) == ["db", "req", "embedder", "spelling", "learned"]
+    assert not hasattr(SearchRequest, "run")
+    package = Path(__file__).parents[2] / "toolidx"
+    console = package / "serve" / "console"
+    assert "..http" not in (console / "pages.py").read_text() + (console / "app.py").read_text()
+    form = (console / "templates" / "search.html").read_text()  # its modes: core.vocabulary's
+    assert "{% for m in search_modes %}" in form and '"semantic"' not in form
+    for front in ("serve/http.py", "serve/answers.py"):
+        text = (package / front).read_text()
+        assert "hybrid import search" not in text or front == "serve/answers.py", front
+
+
 @pytest.mark.parametrize("flag, kept", [("has_examples", "time/get_current_time"), ("no_destructive", None)])
 def test_every_filter_works_on_every_front_end(discovery, flag, kept):
-    from toolidx.serve.http import search_payload
+    from toolidx.serve.answers import search_payload
 
     query = "time zone clock"
     everything = search_payload(discovery, QueryParams({"q": query, "min_score": "0", "mode": "keyword"}))
@@ -115,7 +137,7 @@ def test_a_front_ends_note_on_the_model_replaces_searchs_own(discovery):
 def test_bad_parameters_are_named_as_each_front_end_spells_them(discovery):
     from toolidx.core.errors import UsageError
     from toolidx.search.request import SearchRequest
-    from toolidx.serve.http import search_payload
+    from toolidx.serve.answers import search_payload
 
     with pytest.raises(UsageError, match=r"^k: must be 1\.\.100 \(got 101\)"):
         search_payload(discovery, QueryParams({"q": "time", "k": "101"}))

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from toolidx.search.hybrid import search
+from toolidx.search.request import SearchRequest
 from toolidx.store import vectors
 from toolidx.store.db import open_db
 from toolidx.store.sqlite import mapped, matrix
@@ -83,7 +84,10 @@ def test_a_shortlist_ranks_as_every_cosine(catalog_real_db, blobs, monkeypatch):
 def test_search_answers_alike_from_the_mapped_file(catalog_real_db, embedder, monkeypatch):
     def answers():
         db = open_db(catalog_real_db, readonly=True)
-        out = [[(h.id, h.score) for h in search(db, r, embedder=embedder, min_score=0).hits] for r in REQUESTS]
+        out = [
+            [(h.id, h.score) for h in search(db, SearchRequest(r, min_score=0), embedder=embedder).hits]
+            for r in REQUESTS
+        ]
         db.close()
         return out
 

@@ -1083,7 +1083,7 @@ def search(
 ) -> None:
     """Find tools for a task: keyword + semantic + fuzzy-name ranking, scores in [0, 1]. Says so
     (no hits, exit 1) when no tool is a good match."""
-    from ..core.embedding import INDEX_MODEL
+    from ..search import hybrid
     from ..search.request import SearchRequest
 
     request = SearchRequest(query, mode, limit, min_score).check()
@@ -1091,7 +1091,7 @@ def search(
     chosen = _catalog_filters(filters, database=database, usage_db=usage_db)
     if chosen is not None:
         request.filters = chosen
-    result = request.run(database, INDEX_MODEL)
+    result = hybrid.search(database, request)
     render.search_result(result, as_json, max_tokens)
     if result.no_match:
         raise typer.Exit(EXIT_FAILURE)

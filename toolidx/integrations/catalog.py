@@ -45,7 +45,7 @@ from ..core.servers import ServerResult, ServerSpec, server_name_problem
 from ..core.tooldoc import fix_strings, validate_tool
 from ..crawl.write import store_crawl
 from ..search.hybrid import SearchResult, Spelling, get_query_embedder, search, warm
-from ..search.request import CLI, filters_of
+from ..search.request import CLI, LIMITS, META, SearchRequest, filters_of
 from ..store.db import open_db
 from ..store.index import Index
 from ..store.trust import state_dir
@@ -67,12 +67,11 @@ SOURCE_KEY, SOURCE_SKIPPED = "api_tools_key", "api_tools_skipped"  # meta: the t
 SEAL = "api_cache_seal"  # meta: the keyed digest of everything else in a cache file (db.writer.content_digest)
 KEY_FILE = "catalog-cache.key"  # in the user's state folder: the key caches are sealed with
 T = TypeVar("T")
-MAX_LIMIT = 50  # the most tools search_tools answers at once (both server integrations)
+MAX_LIMIT = int(LIMITS[META][1] or 0)  # the most tools search_tools answers at once: serve's, from the table
 PYTHON = Spelling((), "=")  # hints name the keyword arguments: "min_score=0 shows it anyway"
 # An agent calling search_tools cannot set min_score (the server author does): its "no good match"
 # note says what it can do instead.
-PYTHON_HINT = f" ({PYTHON.setting('min_score', 0)} shows it anyway)"
-AGENT_HINT = "; describe the task in other words, or call a tool you already know by its name"
+AGENT = Spelling((), "=", "; describe the task in other words, or call a tool you already know by its name")
 
 
 def tool_dict(tool: Any) -> dict:
@@ -324,11 +323,13 @@ class Catalog:
         description_contains: str | None = None,
         read_only: bool = False,
         no_destructive: bool = False,
+        spelling: Spelling = PYTHON,
     ) -> SearchResult:
         """`toolidx search`: the tools that serve `query`, best first, each with a calibrated score
         in [0, 1] and why it matched; `no_match` (and no hits) when none is good enough.
         `min_score` replaces that threshold (0: the best tools whatever their score). The keyword
-        filters are the CLI's options; `filters` a whole `Filters` (they are combined)."""
+        filters are the CLI's options; `filters` a whole `Filters` (they are combined). `spelling`:
+        what the notes tell the reader to do (keyword arguments; AGENT: an agent's own words)."""
         f = filters_of(
             {
                 "servers": list(servers),
@@ -344,17 +345,9 @@ class Catalog:
         )
         if filters is not None:  # both: the keyword filters inside `filters`
             f = filters if f.is_empty() else f.narrowed_by(filters)
+        req = SearchRequest(query, mode, limit, min_score, f).check(cut_long=True)
         with self._lock:
-            return search(
-                self.db,
-                query,
-                mode=mode,
-                limit=limit,
-                filters=None if f.is_empty() else f,
-                min_score=min_score,
-                embedder=self.embedder,
-                spelling=PYTHON,
-            )
+            return search(self.db, req, embedder=self.embedder, spelling=spelling)
 
     def describe(self, tool: str, detail: str = "summary") -> Description:
         """`toolidx describe`: one tool (its id, or its bare name) at `detail` (summary | schema |
@@ -448,9 +441,9 @@ def agent_answer(catalog: Catalog, tools: Sequence[Any], query: str, limit: int,
     definitions, as `tools/list` has them) each with its score and why it matched, `no_match`, and
     the notes in words an agent can act on."""
     by_name = {t.name if hasattr(t, "name") else t["name"]: t for t in tools}
-    res = catalog.search(query, limit=limit, min_score=min_score)
+    res = catalog.search(query, limit=limit, min_score=min_score, spelling=AGENT)
     found = [{**tool_dict(by_name[h.name]), "score": h.score, "why": h.why} for h in res.hits if h.name in by_name]
     out: dict[str, Any] = {"tools": found, "no_match": res.no_match}
     if res.notes:
-        out["notes"] = [n.replace(PYTHON_HINT, AGENT_HINT) for n in res.notes]
+        out["notes"] = list(res.notes)
     return out

@@ -121,11 +121,10 @@ class ToolCatalog:
     def search(self, query: str, limit: int = 5, min_score: float | None = None) -> Found:
         """toolidx's hybrid ranking (calibrated "no good match" included), scope applied."""
         from ..search.hybrid import search
+        from ..search.request import SearchRequest
 
-        filters = None if self.scope.is_empty() else self.scope
-        res = search(
-            self.db, query, mode="hybrid", limit=limit, filters=filters, min_score=min_score, embedder=self.embedder
-        )
+        req = SearchRequest(query, "hybrid", limit, min_score, self.scope).check(cut_long=True)
+        res = search(self.db, req, embedder=self.embedder)
         hits = [h for h in res.hits if h.id in self.names]
         return Found(query, [h.id for h in hits], res.no_match)
 

@@ -45,6 +45,8 @@ from ..core.embedding import INDEX_MODEL, QueryEmbedder
 from ..core.errors import UsageError
 from ..core.filters import Filters
 from ..core.vocabulary import SEARCH_MODES
+from ..store.index import Index
+from .request import SearchRequest
 
 KS = (1, 5, 10)
 LABELS = ("any", "all", "steps")
@@ -272,7 +274,7 @@ class EvalReport:
 
 
 def evaluate(
-    db,
+    db: Index,
     queries_path: str | Path,
     *,
     modes: list[str] | tuple[str, ...] = SEARCH_MODES,
@@ -336,8 +338,9 @@ def evaluate(
         shown: list[tuple[float, bool]] = []  # every hit's score and whether it serves the query
         abstained_by: dict[str, list[int]] = {}
         for q in feasible + infeasible_q:
+            req = SearchRequest(q["query"], mode, depth, 0.0, filters or Filters()).check(cut_long=True)
             t0 = time.perf_counter()
-            res = search(db, q["query"], mode=mode, limit=depth, filters=filters, min_score=0.0, embedder=embedder)
+            res = search(db, req, embedder=embedder)
             lat.append((time.perf_counter() - t0) * 1000)
             mode_used = res.mode_used
             threshold = res.gate if min_score is None else min_score

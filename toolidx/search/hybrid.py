@@ -15,7 +15,6 @@ Keyword mode imports no numpy, fastembed or mcp, so a keyword search in a new pr
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,10 +24,12 @@ from ..core.notices import warn_once
 from ..core.tokens import STOP_WORDS, query_terms
 from ..core.toolcard import ToolCard
 from ..core.tooldoc import first_line, split_name
+from ..store.index import Index
 from ..store.tools import filtered_rowids
 from . import actions, negation, quoted, spelling
 from . import calibration as cal
 from . import learned as learning
+from .query_vector import embed_query
 from .request import SPELLINGS, SearchRequest, Spelling
 
 POOL = 50  # candidates taken from each retriever before fusion
@@ -114,8 +115,15 @@ class SearchResult:
     gate: float = 0.0  # the calibrated "no good match" threshold for this query (min_score aside)
     corrections: dict[str, list[str]] = field(default_factory=dict)  # slip -> words searched beside it
     # the note (also in `notes`) that says why mode_used is not mode: a front-end that knows
-    # better why it searched without the model says that instead (SearchRequest.run)
+    # better why it searched without the model says that instead (`without_model`)
     fallback: str = ""
+
+    def without_model(self, note: str | None) -> SearchResult:
+        """This result with the front-end's own note on the model (serve's, while it loads) in
+        place of search's fallback note; unchanged without one."""
+        if note:
+            self.notes = [n for n in self.notes if n != self.fallback] + [note]
+        return self
 
     def to_json(self) -> dict:
         return {
@@ -134,7 +142,7 @@ class SearchResult:
 
 
 # --- query embedding ----------------------------------------------------------------------------
-def get_query_embedder(db) -> Embedder | None:
+def get_query_embedder(db: Index) -> Embedder | None:
     """The embedder for the model named in the index, or None with a one-time warning when the
     index has no vectors or the model cannot be loaded offline. Loaded once per process: by
     `load_embedder`, whose cache is the only one."""
@@ -170,28 +178,7 @@ def get_query_embedder(db) -> Embedder | None:
     return emb
 
 
-_qcache: dict[tuple[int, str], bytes] = {}
-_searched = threading.local()  # this thread's last query embedding: search.learned reads the search's own
-
-
-def _embed_query(embedder: Any, text: str) -> bytes:
-    key = (id(embedder), text)
-    blob = _qcache.get(key)
-    if blob is None:
-        if len(_qcache) > 2048:
-            _qcache.clear()
-        blob = _qcache[key] = embedder.embed_query(text)
-    _searched.blob = (id(embedder), blob)
-    return blob
-
-
-def last_query_vector(embedder: Any) -> bytes | None:
-    """The embedding this thread's last search (gather) made with `embedder`, or None."""
-    last = getattr(_searched, "blob", None)
-    return last[1] if last is not None and last[0] == id(embedder) else None
-
-
-def warm(db, embedder: QueryEmbedder = INDEX_MODEL) -> None:
+def warm(db: Index, embedder: QueryEmbedder = INDEX_MODEL) -> None:
     """Load now what the first searches would load: every word's keyword postings, the vectors
     and the model (a long-lived process: `toolidx serve`, benchmarks). The engine may go on
     loading a large catalog's postings in a thread after it returns (`Retrieval.warm`). Tool names
@@ -205,7 +192,7 @@ def warm(db, embedder: QueryEmbedder = INDEX_MODEL) -> None:
 
 
 # --- fuzzy names --------------------------------------------------------------------------------
-def _all_names(db) -> tuple[list[int], list[str]]:
+def _all_names(db: Index) -> tuple[list[int], list[str]]:
     """(rowids, names as words) of every tool, once per index version."""
 
     def build() -> tuple[list[int], list[str]]:
@@ -215,7 +202,7 @@ def _all_names(db) -> tuple[list[int], list[str]]:
     return db.cache.get("names", build, size=lambda entry: len(entry[0]))
 
 
-def _fuzzy(db, terms: list[str], pool: int, filters: Filters | None, candidates: list[int]) -> dict[int, float]:
+def _fuzzy(db: Index, terms: list[str], pool: int, filters: Filters | None, candidates: list[int]) -> dict[int, float]:
     """rowid -> similarity in [0, 1] of a short query to the tool name (both as words). Scored on
     the keyword/vector candidates (a misspelt name still shares a word or its meaning with the
     tool); only when they are empty on every name in the index."""
@@ -248,7 +235,7 @@ def _prepare(query: str) -> str:
 
 
 def gather(
-    db, query: str, *, mode: str, filters: Filters | None, embedder: Embedder | None, pool: int = POOL
+    db: Index, query: str, *, mode: str, filters: Filters | None, embedder: Embedder | None, pool: int = POOL
 ) -> tuple[dict[int, dict], list[str], str, dict[str, list[str]]]:
     """Candidates with their evidence: {rowid: {"bm25", "cos", "fuzzy", "kw_rank", "vec_rank"}},
     the keyword terms, the mode that actually ran, and the typing slips searched also as other
@@ -282,7 +269,7 @@ def gather(
     if mode_used in ("hybrid", "semantic") and text:
         # in this thread, after the keyword half: the model's threads take every core of a small
         # machine, and one beside them only slowed both (docs/research/search.md, round 12)
-        qv = _embed_query(embedder, (quoted.strip_quoted(text) if hybrid else text)[:2000])
+        qv = embed_query(embedder, (quoted.strip_quoted(text) if hybrid else text)[:2000])
         for rank, (r, s) in enumerate(db.retrieval.knn(qv, pool, filters)):
             c = slot(r)
             c["cos"], c["vec_rank"] = s, rank
@@ -301,7 +288,7 @@ def gather(
     return cands, terms, mode_used, fixes
 
 
-def _cover(db, terms: list[str], tw: dict[str, float] | None, cands: dict[int, dict]) -> None:
+def _cover(db: Index, terms: list[str], tw: dict[str, float] | None, cands: dict[int, dict]) -> None:
     """Each candidate's query words ("matched") and the share of the query they make up
     ("coverage"; quoted values weigh QUOTED_WEIGHT): hybrid's evidence that a tool does what the
     whole request says, not just its rarest part (the coverage weight of the model's fit, calibration.ModelFit)."""
@@ -318,7 +305,7 @@ def _cover(db, terms: list[str], tw: dict[str, float] | None, cands: dict[int, d
         cands[r]["name_words"] = n
 
 
-def _mark_actions(db, text: str, cands: dict[int, dict], neg: negation.Negation | None = None) -> None:
+def _mark_actions(db: Index, text: str, cands: dict[int, dict], neg: negation.Negation | None = None) -> None:
     """Each candidate's action marks (search.actions): "opposed" when the tool does the opposite
     of what the request asks, "reads_only" when the request changes something and the tool only
     reads, "does" when it does just what the request asks, and "negated" when it does what the
@@ -340,7 +327,7 @@ def _mark_actions(db, text: str, cands: dict[int, dict], neg: negation.Negation 
             c["negated"], c["forbidden"] = 1, said
 
 
-def _names_of(db, rowids: list[int]) -> dict[int, str]:
+def _names_of(db: Index, rowids: list[int]) -> dict[int, str]:
     """rowid -> name, for at least the given tools: each read once per index version (fuzzy names,
     name words and action marks all ask for their candidates' names)."""
     known: dict[int, str] = db.cache.get("names_by_rowid", dict, size=len)
@@ -350,7 +337,7 @@ def _names_of(db, rowids: list[int]) -> dict[int, str]:
     return known
 
 
-def _name_stems_for(db, rowids: list[int]) -> dict[int, frozenset[str]]:
+def _name_stems_for(db: Index, rowids: list[int]) -> dict[int, frozenset[str]]:
     """rowid -> the stems of its name's words (stop words aside), for at least the given tools,
     each cut once per index version."""
     known: dict[int, frozenset[str]] = db.cache.get("name_stems", dict, size=len)
@@ -366,7 +353,7 @@ def _name_stems_for(db, rowids: list[int]) -> dict[int, frozenset[str]]:
     return known
 
 
-def _name_words(db, terms: list[str], rowids: list[int]) -> dict[int, int]:
+def _name_words(db: Index, terms: list[str], rowids: list[int]) -> dict[int, int]:
     """How many of each tool name's words the query has ("bar" and "chart" of generate_bar_chart),
     compared as the keyword index stems them."""
     known = _name_stems_for(db, rowids)
@@ -376,24 +363,24 @@ def _name_words(db, terms: list[str], rowids: list[int]) -> dict[int, int]:
 
 
 def search(
-    db,
-    query: str,
+    db: Index,
+    req: SearchRequest,
     *,
-    mode: str = "hybrid",
-    limit: int = 10,
-    filters: Filters | None = None,
-    min_score: float | None = None,
     embedder: QueryEmbedder = INDEX_MODEL,
     spelling: Spelling = CLI,
     learned: Any = learning.AUTO,
 ) -> SearchResult:
-    """Find the tools that serve `query`. `min_score` overrides the calibrated "no good match"
-    threshold (0 returns the best tools whatever their score). `embedder=INDEX_MODEL` loads the
-    index's model (see get_query_embedder); None searches without one. `spelling`: how the caller
-    names the options in hints and errors (the CLI's flags by default). `learned`: where to read
-    what serve learned from usage (search.learned: AUTO, the usage beside the index; a Source;
-    None: nothing)."""
-    SearchRequest(query, mode, limit, min_score).check(cut_long=True)  # bad input, not "no good match"
+    """Find the tools that serve `req`, a request its front-end built and checked
+    (`SearchRequest.check`: the library's callers with `cut_long=True`). `req.min_score` overrides
+    the calibrated "no good match" threshold (0 returns the best tools whatever their score).
+    `embedder=INDEX_MODEL` loads the index's model (see get_query_embedder); None searches without
+    one. `spelling`: how the caller names the options in hints and errors (the CLI's flags by
+    default). `learned`: where to read what serve learned from usage (search.learned: AUTO, the
+    usage beside the index; a Source; None: nothing). The one search of every front-end: the CLI,
+    serve's search_tools, /v1/search and the console (serve.answers.run_search), `Catalog`,
+    `ToolCatalog` and `eval`."""
+    query, mode, limit, min_score = req.query, req.mode, req.limit, req.min_score
+    filters = None if req.filters.is_empty() else req.filters
     notes: list[str] = []
     fallback = ""
     if embedder is INDEX_MODEL:
@@ -467,7 +454,7 @@ def search(
         best = scored[ranked[0]]
         notes.append(
             f"no good match: the best tool ({rows[ranked[0]]['id']}) scored {best:.3f}, "
-            f"below the threshold {threshold:.3f} ({spelling.setting('min_score', 0)} shows it anyway)"
+            f"below the threshold {threshold:.3f}{spelling.below_threshold()}"
         )
     elif no_match and considered == 0:
         notes.append("no tools pass the filters")

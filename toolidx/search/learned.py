@@ -36,6 +36,7 @@ from typing import Any
 
 from ..core.filters import Filters
 from ..core.notices import warn_once
+from ..store.index import Index
 from . import calibration as cal
 from . import quoted
 
@@ -120,7 +121,7 @@ _stores: dict[str, Any] = {}
 _stores_lock = threading.Lock()
 
 
-def source_for(db: Any) -> Source | None:
+def source_for(db: Index) -> Source | None:
     """The CLI's and the library's source: the usage of the index `db` (beside a file, or in a
     catalog's own tables), read as the owner; None when learning is off or nothing was
     recorded yet."""
@@ -196,10 +197,10 @@ def recall(
     got = _pairs(source.store, model)
     if got is None:
         return {}, None
-    from .hybrid import _embed_query, last_query_vector
+    from .query_vector import embed_query, last_query_vector
 
     # the search's own embedding (gather's, just made in this thread), else the request's
-    blob = last_query_vector(embedder) or _embed_query(embedder, request_text(query))
+    blob = last_query_vector(embedder) or embed_query(embedder, request_text(query))
     q = np.frombuffer(blob, dtype=np.float32)
     if q.shape[0] != got.matrix.shape[1]:
         return {}, None
@@ -269,7 +270,7 @@ def rescore(
     return score({r: c.weight * min(ev.weight, c.saturate) / c.saturate for r, ev in found.items()})
 
 
-def _join(db: Any, found: dict[int, Evidence], cands: dict[int, dict], blob: bytes | None) -> None:
+def _join(db: Index, found: dict[int, Evidence], cands: dict[int, dict], blob: bytes | None) -> None:
     missing = [r for r in found if r not in cands]
     if not missing or blob is None:
         return

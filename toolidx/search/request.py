@@ -11,16 +11,12 @@ meta-tools' tokens.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.errors import UsageError
 from ..core.filters import Filters, compile_pattern
 from ..core.tokens import MAX_QUERY_CHARS
 from ..core.vocabulary import SEARCH_MODES
-from .learned import AUTO
-
-if TYPE_CHECKING:
-    from .hybrid import SearchResult
 
 CLI, META, HTTP = "cli", "meta", "http"  # the front-ends that spell the parameters their own way
 
@@ -160,12 +156,19 @@ class Spelling:
 
     names: tuple[tuple[str, str], ...]  # (option, as the front-end writes it)
     sep: str = " "  # between that name and a value
+    # what "no good match" says after its threshold to a reader who cannot set min_score (an agent
+    # over an embedding server's search_tools); "": how to show the best tools anyway
+    instead: str = ""
 
     def name(self, option: str) -> str:
         return dict(self.names).get(option, option)
 
     def setting(self, option: str, value: Any) -> str:
         return f"{self.name(option)}{self.sep}{value}"
+
+    def below_threshold(self) -> str:
+        """What the "no good match" note says after the threshold it names."""
+        return self.instead or f" ({self.setting('min_score', 0)} shows it anyway)"
 
 
 def _spelling(front: str, sep: str) -> Spelling:
@@ -177,9 +180,10 @@ SPELLINGS = {CLI: _spelling(CLI, " "), META: _spelling(META, ": "), HTTP: _spell
 
 @dataclass
 class SearchRequest:
-    """What a search asks, whichever front-end it came from. `filters.has_examples` needs the ids
-    of the tools with examples (`filters.example_ids`), which the front-end reads (its usage file,
-    its scope's recorded calls) before `run`."""
+    """What a search asks, whichever front-end it came from: built by the front-end, checked once
+    (`check`), and handed to `search.hybrid.search`. `filters.has_examples` needs the ids of the
+    tools with examples (`filters.example_ids`), which the front-end reads (its usage file, its
+    scope's recorded calls) before it searches."""
 
     query: str
     mode: str = "hybrid"
@@ -215,31 +219,6 @@ class SearchRequest:
         if self.min_score is not None and not 0.0 <= self.min_score <= 1.0:
             raise UsageError(f"{name('min_score', front)}: must be between 0 and 1 (got {self.min_score})")
         return self
-
-    def run(
-        self, db: Any, embedder: Any, front: str = CLI, without_model: str | None = None, learned: Any = AUTO
-    ) -> SearchResult:
-        """Search `db` with `embedder` (`core.embedding.INDEX_MODEL`: the index's own; None: none).
-        `front` names the options in hints; `without_model`: the front-end's own note when it
-        answers without the model (serve's model still loading), said instead of search's
-        fallback note. `learned`: where what serve learned is read (search.learned: AUTO, the
-        usage beside the index; serve's own Source; None when learning is off)."""
-        from .hybrid import search
-
-        res = search(
-            db,
-            self.query,
-            mode=self.mode,
-            limit=self.limit,
-            filters=None if self.filters.is_empty() else self.filters,
-            min_score=self.min_score,
-            embedder=embedder,
-            spelling=SPELLINGS[front],
-            learned=learned,
-        )
-        if without_model:
-            res.notes = [n for n in res.notes if n != res.fallback] + [without_model]
-        return res
 
 
 def from_http(params: Any) -> SearchRequest:

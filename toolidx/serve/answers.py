@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.budget import fit_budget
 from ..core.errors import INVALID_ARGUMENTS, ToolidxError
@@ -18,6 +18,10 @@ from .discovery import Answer, Discovery, LookupProblem, error_answer
 from .metatools import DEFAULT_TIMEOUT_MS, META_TOOLS
 from .recorder import scope_label
 from .texts import categories_text, describe_text, list_text, search_text, similar_text
+
+if TYPE_CHECKING:
+    from ..search.hybrid import SearchResult
+    from ..search.request import SearchRequest
 
 HIT_KEYS = ("id", "title", "description", "score", "matched", "note")
 
@@ -109,13 +113,35 @@ def _quote(value: Any) -> str:
     return repr(text) if len(text) <= 40 else repr(text[:40]) + "…"
 
 
+def run_search(d: Discovery, req: SearchRequest, front: str) -> SearchResult:
+    """`req` (checked by its front-end) searched inside `d`'s scope, as serve's every front-end
+    searches (search_tools, /v1/search, the web console): recorded examples of this very scope,
+    the scope's filters, search_tools' model policy (waits for a loading model, and says so when it
+    answers without it), what serve learned from usage, hints named as `front` spells them."""
+    from ..search.hybrid import search
+    from ..search.request import SPELLINGS
+
+    req.filters = with_examples(d, req.filters).narrowed_by(d.scope)
+    embedder, without_model = d.model.query_embedder(req.mode)
+    learned = d.usage.source() if d.usage is not None else None  # the caller: learned.CALLER
+    return search(d.db, req, embedder=embedder, spelling=SPELLINGS[front], learned=learned).without_model(without_model)
+
+
+def search_payload(d: Discovery, params: Any) -> dict:
+    """The `toolidx search --json` object for `/v1/search`'s query parameters `params` (a
+    multi-dict: `getlist`, `get`), inside `d`'s scope: /v1/search's and the web console's answer.
+    Raises UsageError for bad parameters."""
+    from ..core.vocabulary import JSON_VERSION
+    from ..search.request import HTTP, from_http
+
+    return {"toolidx": JSON_VERSION, "command": "search", **run_search(d, from_http(params), HTTP).to_json()}
+
+
 def search_tools(d: Discovery, args: dict) -> Answer:
     from ..search.request import META, from_meta
 
     req = from_meta(args)
-    req.filters = with_examples(d, req.filters).narrowed_by(d.scope)
-    embedder, without_model = d.model.query_embedder(req.mode)
-    res = req.run(d.db, embedder, META, without_model, learned=d.usage.source() if d.usage is not None else None)
+    res = run_search(d, req, META)
     full = res.to_json()
     hits = [{k: h[k] for k in HIT_KEYS if h.get(k) not in (None, "", [])} for h in full.get("hits", [])]
     for h in hits:

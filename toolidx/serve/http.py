@@ -33,9 +33,11 @@ from ..core.errors import DatabaseError, ToolidxError, UsageError
 from ..core.vocabulary import JSON_VERSION
 from ..search.learned import CALLER
 from .access import ANONYMOUS, Grant, HostPolicy, Tokens, check_allowed, is_loopback
+from .answers import search_payload
 from .console import PATHS as CONSOLE_PATHS
 from .discovery import Discovery
 from .recorder import token_of
+from .refusals import REFUSALS
 
 log = logging.getLogger("toolidx")
 
@@ -43,32 +45,6 @@ OPEN_PATHS = ("/healthz", "/openapi.json")
 TOKEN_PATHS = ("/mcp", "/v1/search")  # every other path is 404, with no token asked for
 MAX_SESSIONS = 1000  # open MCP sessions, all tokens together
 SESSIONS_PER_TOKEN = 100  # open MCP sessions one token may hold
-
-
-# --- refusals: one log line per kind, rate-limited -------------------------------------------------
-class Refusals:
-    """Logs a refusal (wrong Host, too many connections, ...) once per kind per `every` seconds,
-    with how many were not logged since: a flood of bad requests costs a few lines, not a log
-    line (or a traceback) each."""
-
-    def __init__(self, every: float = 10.0):
-        self.every = every
-        self._last: dict[str, float] = {}
-        self._quiet: dict[str, int] = {}
-
-    def __call__(self, kind: str, text: str) -> None:
-        import time
-
-        now = time.monotonic()
-        if now - self._last.get(kind, -self.every) < self.every:
-            self._quiet[kind] = self._quiet.get(kind, 0) + 1
-            return
-        more = self._quiet.pop(kind, 0)
-        self._last[kind] = now
-        log.warning(f"{text}" + (f" (and {more} more like it since the last such line)" if more else ""))
-
-
-REFUSALS = Refusals()
 
 
 async def _refuse(
@@ -271,23 +247,6 @@ async def _unauthorized(send: Any, offered: bool) -> None:
 
 
 # --- /v1/search -----------------------------------------------------------------------------------
-def search_payload(disc: Discovery, params: Any) -> dict:
-    """The `toolidx search --json` object for the query parameters `params` (a multi-dict:
-    `getlist`, `get`), inside `disc`'s scope. Raises UsageError for bad parameters."""
-    from ..search.request import HTTP, from_http
-
-    req = from_http(params)
-    if req.filters.has_examples:  # recorded examples of this very scope only, as search_tools reads them
-        from .answers import with_examples
-
-        req.filters = with_examples(disc, req.filters)
-    req.filters = req.filters.narrowed_by(disc.scope)
-    embedder, without_model = disc.model.query_embedder(req.mode)  # search_tools' policy: waits for a loading model
-    learned = disc.usage.source() if disc.usage is not None else None  # the caller: learned.CALLER
-    out = req.run(disc.db, embedder, HTTP, without_model, learned=learned).to_json()
-    return {"toolidx": JSON_VERSION, "command": "search", **out}
-
-
 def openapi_document(base_url: str | None = None) -> dict:
     """OpenAPI 3.1 for the search API (the MCP endpoint is described by MCP itself)."""
     from ..search.request import HTTP, PARAMS, Param, json_schema

@@ -6,7 +6,7 @@ minute, measured). Here each connection has a deadline for its request head and 
 (then 408 and close), the number of connections stays below the open-files limit, and when it is
 reached the connection waiting longest for its head gives way to the newcomer (a slow client
 cannot keep out a fresh one); only with no such connection is the newcomer refused (503). Each
-kind of refusal is logged as one line at most every 10 s (http.REFUSALS).
+kind of refusal is logged as one line at most every 10 s (refusals.REFUSALS).
 """
 
 from __future__ import annotations

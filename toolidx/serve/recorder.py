@@ -159,9 +159,9 @@ class Usage:
             masked = learned.mask(text)
             if not masked.strip():
                 return
-            from ..search.hybrid import _embed_query
+            from ..search.query_vector import embed_query
 
-            vector = _embed_query(embedder, masked)  # the search's own when nothing was masked
+            vector = embed_query(embedder, masked)  # the search's own when nothing was masked
         except Exception as e:  # learning never fails a search
             log.debug(f"search not noted for learning: {type(e).__name__}: {e}")
             return

@@ -23,6 +23,7 @@ from ... import __version__
 from ...core.clock import now_iso
 from ...core.errors import DatabaseError, ToolidxError
 from ...core.safetext import visible
+from ...core.vocabulary import SEARCH_MODES
 from ...store.approvals import ChangedSinceShown
 from ..access import ANONYMOUS, Grant, Tokens
 from ..discovery import Discovery, LookupProblem
@@ -165,6 +166,7 @@ class Console:
             env.filters["ms"] = lambda v: "–" if v is None else f"{v:.0f} ms"
             env.filters["score"] = lambda v: f"{v:.2f}"
             env.filters["breakable"] = breakable
+            env.globals["search_modes"] = SEARCH_MODES  # the search form's, as every front-end has them
             # JSON as text, escaped by autoescape like any other (tojson's \u003c is for <script>)
             env.filters["json"] = lambda v, indent=None: visible(
                 json.dumps(v, ensure_ascii=False, indent=indent, default=str)
@@ -399,7 +401,7 @@ class Console:
     async def login(self, request: Any) -> Any:
         from starlette.responses import RedirectResponse
 
-        from ..http import REFUSALS
+        from ..refusals import REFUSALS
 
         form = await request.form()
         pre = request.cookies.get(_named(LOGIN_COOKIE, request))

@@ -62,7 +62,7 @@ def facets(d: Discovery) -> dict[str, Any]:
 
 def search(d: Discovery, params: Any) -> dict[str, Any]:
     """The `/v1/search` answer (the `toolidx search --json` object) for the form's parameters."""
-    from ..http import search_payload
+    from ..answers import search_payload
 
     return search_payload(d, params)
 
