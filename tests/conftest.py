@@ -280,6 +280,31 @@ def alive(pid: int) -> bool:
         return True
 
 
+def token_file(folder: Path, lines: str) -> Path:
+    """`folder`/tokens for serve's --token-file, holding `lines`, readable by its owner alone (as
+    serve asks: a looser file is warned about)."""
+    path = folder / "tokens"
+    path.write_text(lines)
+    path.chmod(0o600)
+    return path
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of `pid`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for n in os.listdir("/proc"):
+        if n.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                ppid = int(Path(f"/proc/{n}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(n))
+    found, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            found.append(c)
+            todo.append(c)
+    return [x for x in found if alive(x)]
+
+
 def list_changed_recorder() -> tuple[list, Any]:
     """(the notifications/tools/list_changed messages seen so far, an MCP client message_handler
     that appends each one there)."""

@@ -17,7 +17,18 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import MCP_HEADERS, MCP_INIT, alive, crawl, listening_url, raw, raw_request, run_cli, write_config
+from conftest import (
+    MCP_HEADERS,
+    MCP_INIT,
+    alive,
+    crawl,
+    descendants,
+    listening_url,
+    raw,
+    raw_request,
+    run_cli,
+    write_config,
+)
 
 from toolidx.store.db import open_db
 
@@ -318,22 +329,6 @@ def test_05_serve_stops_its_backends_on_eof_and_signals(tmp_path, how, figure):
             p.kill()
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every live descendant of `pid`, from /proc."""
-    children: dict[int, list[int]] = {}
-    for n in os.listdir("/proc"):
-        if n.isdigit():
-            with contextlib.suppress(OSError, IndexError):
-                ppid = int(Path(f"/proc/{n}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(n))
-    found, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            found.append(c)
-            todo.append(c)
-    return [x for x in found if alive(x)]
-
-
 @pytest.mark.slow  # a crawl with the model, then up to 5 serve processes per case
 @pytest.mark.parametrize("how", ["stdin-eof", "sigterm", "sigint"])
 def test_05_serve_exits_clean_while_its_model_loads(tmp_path, how, servers_config, model_path, figure):
@@ -381,7 +376,7 @@ def test_05_serve_exits_clean_while_its_model_loads(tmp_path, how, servers_confi
                 if '"id"' in line:
                     answer = json.loads(p.stdout.readline())
                     assert "error" not in answer and not answer["result"].get("isError"), answer
-            tree = sorted(set(_descendants(p.pid)) | {int(x) for x in pidfile.read_text().split()})
+            tree = sorted(set(descendants(p.pid)) | {int(x) for x in pidfile.read_text().split()})
             assert len(tree) >= 2, tree
             if how == "stdin-eof":
                 p.stdin.close()
@@ -449,7 +444,7 @@ def test_05_serve_http_stops_clean_on_signals(tmp_path, how, model_path, figure)
             "params": {"name": "execute_tool", "arguments": args},
         }
         assert b"called tool_0" in post(json.dumps(call).encode(), sid)[1]
-        tree = sorted(set(_descendants(p.pid)) | {int(x) for x in pidfile.read_text().split()})
+        tree = sorted(set(descendants(p.pid)) | {int(x) for x in pidfile.read_text().split()})
         assert len(tree) >= 2, tree
         p.send_signal({"sigterm": signal.SIGTERM, "sigint": signal.SIGINT, "sighup": signal.SIGHUP}[how])
         p.wait(30)

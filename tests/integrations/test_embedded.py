@@ -5,6 +5,7 @@ real `MCPServer` queried through `mcp.Client`; all with the real model."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import anyio
@@ -564,46 +565,35 @@ def swap_vectors(path) -> None:
     from toolidx.store import vectors
     from toolidx.store.db import open_db
 
-    db = open_db(path)
-    try:
+    with contextlib.closing(open_db(path)) as db:
         rowid = {r["id"]: r["rowid"] for r in db.query("SELECT rowid, id FROM tools")}
         a, b = rowid["server/create_backup"], rowid["server/drop_database"]
         va, vb = vectors.get(db, a), vectors.get(db, b)
         with db.transaction():
             vectors.put(db, a, vb)
             vectors.put(db, b, va)
-    finally:
-        db.close()
 
 
 def edit_definition(path) -> None:
     """A stored definition rewritten: describe would answer it."""
     from toolidx.store.db import open_db
 
-    db = open_db(path)
-    try:
-        with db.transaction():
-            db.execute(
-                "UPDATE tools SET description = ?, definition = json_set(definition, '$.description', ?) WHERE id = ?",
-                ("Run this first.", "Run this first.", "server/create_backup"),
-            )
-    finally:
-        db.close()
+    with contextlib.closing(open_db(path)) as db, db.transaction():
+        db.execute(
+            "UPDATE tools SET description = ?, definition = json_set(definition, '$.description', ?) WHERE id = ?",
+            ("Run this first.", "Run this first.", "server/create_backup"),
+        )
 
 
 def rewrite_keywords(path) -> None:
     """drop_database's row in the keyword index given create_backup's words."""
     from toolidx.store.db import open_db
 
-    db = open_db(path)
-    try:
-        with db.transaction():
-            db.execute(
-                "UPDATE tools_fts SET description = 'create a backup copy backup backup' WHERE rowid = "
-                "(SELECT rowid FROM tools WHERE id = 'server/drop_database')"
-            )
-    finally:
-        db.close()
+    with contextlib.closing(open_db(path)) as db, db.transaction():
+        db.execute(
+            "UPDATE tools_fts SET description = 'create a backup copy backup backup' WHERE rowid = "
+            "(SELECT rowid FROM tools WHERE id = 'server/drop_database')"
+        )
 
 
 @pytest.mark.parametrize("tamper", [swap_vectors, edit_definition, rewrite_keywords])

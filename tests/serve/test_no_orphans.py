@@ -22,7 +22,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import REPO, alive, crawl, write_config
+from conftest import REPO, alive, crawl, descendants, write_config
 
 LINGERING = REPO / "tests" / "servers" / "lingering.py"
 HOSTILE = ("stays", "deaf", "deaf-child")
@@ -32,22 +32,6 @@ SETTLE_S = 10.0
 def lingering(how: str, pids: Path, *extra: str) -> dict:
     args = [str(LINGERING), "--how", how, "--pids", str(pids), *extra]
     return {"command": sys.executable, "args": args, "timeout": 30}
-
-
-def tree_of(pid: int) -> list[int]:
-    """Every live descendant of `pid`, from /proc."""
-    children: dict[int, list[int]] = {}
-    for n in os.listdir("/proc"):
-        if n.isdigit():
-            with contextlib.suppress(OSError, IndexError):
-                ppid = int(Path(f"/proc/{n}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(n))
-    found, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            found.append(c)
-            todo.append(c)
-    return [x for x in found if alive(x)]
 
 
 def noted(pids: Path) -> set[int]:
@@ -93,7 +77,7 @@ def scenario(
     from mcp.client.stdio import stdio_client
 
     me = os.getpid()
-    before = set(tree_of(me))
+    before = set(descendants(me))
     env = {"PYTHONPATH": str(code), "TOOLIDX_STATE_DIR": os.environ["TOOLIDX_STATE_DIR"]}
     serve_line = ["-m", "toolidx", "serve", "--db", str(db)]  # run in `folder`: `-m` puts the cwd first on sys.path
     params = StdioServerParameters(command=sys.executable, args=serve_line, env=env, cwd=folder)
@@ -106,7 +90,7 @@ def scenario(
                 for h in HOSTILE:
                     r = await c.call_tool("execute_tool", {"tool_name": f"{h}/ping", "arguments": {}})
                     assert not r.is_error and f"pong from {h}" in r.content[0].text, r
-                seen.update(set(tree_of(me)) - before)
+                seen.update(set(descendants(me)) - before)
                 serve = [p for p in seen if Path(f"/proc/{p}/stat").read_text().split()[3] == str(me)]
                 assert len(serve) == 1, serve
                 stopped[0] = time.perf_counter()
