@@ -10,6 +10,7 @@ The model: _common.MODEL (TOOLIDX_MODEL_PATH); toolidx's own is _common.PACKAGED
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -90,3 +91,34 @@ def build(set_name: str, *, embed: bool = True, model: str = MODEL, root: Path =
     db.close()
     tmp.rename(path)
     return open_db(path)
+
+
+def labelled_sets(models, between: dict | None = None) -> dict[str, tuple[str, list[dict], str]]:
+    """Every bench set and style, as models.py and trust.py report them: set -> (catalog, queries,
+    labels: any / all / steps / none). ETOM's level 1-2 queries that any of `models` (paths) was
+    trained on are left out. `between`: more sets, put after the natural styles."""
+    from fusion_data import clinc_oos
+
+    def jsonl(path) -> list[dict]:
+        return [json.loads(line) for line in open(path) if line.strip()]
+
+    trained = set().union(*(trained_queries("etom/queries.jsonl", m) for m in models))
+    etom = [q for q in jsonl(BENCH / "etom" / "queries.jsonl") if q["id"] not in trained]
+    nat = jsonl(BENCH / "livemcp-natural" / "queries.jsonl")
+    nat_x = jsonl(BENCH / "livemcp-natural" / "queries_infeasible.jsonl")
+    out = {
+        "etom L1": ("etom", [q for q in etom if q.get("level") == 1], "any"),
+        "etom L2": ("etom", [q for q in etom if q.get("level") == 2], "any"),
+        "livemcp": ("livemcp", jsonl(BENCH / "livemcp" / "queries.jsonl"), "any"),
+    }
+    for st in ("plain", "terse", "typo", "long", "name"):
+        out[f"natural {st}"] = ("livemcp", [q for q in nat if q["style"] == st], "any")
+    out |= between or {}
+    out["etom L3 (all)"] = ("etom", jsonl(BENCH / "etom" / "queries_multi.jsonl"), "all")
+    out["etom L4 (steps)"] = ("etom", jsonl(BENCH / "etom" / "queries_level4.jsonl"), "steps")
+    out["livemcp relaxed"] = ("livemcp", jsonl(BENCH / "livemcp" / "queries_relaxed.jsonl"), "steps")
+    out["etom infeasible"] = ("etom", jsonl(BENCH / "etom" / "queries_infeasible.jsonl"), "none")
+    out["natural far"] = ("livemcp", [q for q in nat_x if q["kind"] == "far"], "none")
+    out["natural near"] = ("livemcp", [q for q in nat_x if q["kind"] == "near"], "none")
+    out["clinc oos"] = ("livemcp", clinc_oos(), "none")
+    return out

@@ -23,8 +23,7 @@ import sys
 import time
 
 from _common import BENCH, MODEL, PACKAGED, PACKAGED_V1
-from bench_index import build, embedder, trained_queries
-from fusion_data import clinc_oos
+from bench_index import build, embedder, labelled_sets
 from toolret import SUBSETS, convert
 
 MODELS = {"MiniLM": MODEL, "v1": PACKAGED_V1, "v2": PACKAGED}
@@ -37,29 +36,12 @@ def _jsonl(path) -> list[dict]:
 
 
 def sets() -> dict[str, tuple[str, list[dict], str]]:
-    """set -> (catalog, queries, labels)"""
-    trained = set().union(*(trained_queries("etom/queries.jsonl", m) for m in MODELS.values()))
-    etom = [q for q in _jsonl(BENCH / "etom" / "queries.jsonl") if q["id"] not in trained]
-    nat = _jsonl(BENCH / "livemcp-natural" / "queries.jsonl")
-    nat_x = _jsonl(BENCH / "livemcp-natural" / "queries_infeasible.jsonl")
-    out = {
-        "etom L1": ("etom", [q for q in etom if q.get("level") == 1], "any"),
-        "etom L2": ("etom", [q for q in etom if q.get("level") == 2], "any"),
-        "livemcp": ("livemcp", _jsonl(BENCH / "livemcp" / "queries.jsonl"), "any"),
-    }
-    for st in STYLES:
-        out[f"natural {st}"] = ("livemcp", [q for q in nat if q["style"] == st], "any")
+    """set -> (catalog, queries, labels), with toolret's subsets where they exist"""
+    toolret = {}
     for sub in SUBSETS:
         if folder := convert(sub):
-            out[f"toolret {sub.split('-')[0]}"] = (sub, _jsonl(folder / "queries.jsonl"), "any")
-    out["etom L3 (all)"] = ("etom", _jsonl(BENCH / "etom" / "queries_multi.jsonl"), "all")
-    out["etom L4 (steps)"] = ("etom", _jsonl(BENCH / "etom" / "queries_level4.jsonl"), "steps")
-    out["livemcp relaxed"] = ("livemcp", _jsonl(BENCH / "livemcp" / "queries_relaxed.jsonl"), "steps")
-    out["etom infeasible"] = ("etom", _jsonl(BENCH / "etom" / "queries_infeasible.jsonl"), "none")
-    out["natural far"] = ("livemcp", [q for q in nat_x if q["kind"] == "far"], "none")
-    out["natural near"] = ("livemcp", [q for q in nat_x if q["kind"] == "near"], "none")
-    out["clinc oos"] = ("livemcp", clinc_oos(), "none")
-    return out
+            toolret[f"toolret {sub.split('-')[0]}"] = (sub, _jsonl(folder / "queries.jsonl"), "any")
+    return labelled_sets(MODELS.values(), toolret)
 
 
 def run_set(db, queries, labels, mode, emb) -> list[dict]:

@@ -27,10 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import BENCH, MODEL, PACKAGED, REPO, measure_code, servers_dir
+from _common import MODEL, PACKAGED, REPO, measure_code, servers_dir
 
 MODELS = {"v2": PACKAGED, "MiniLM": MODEL}
-STYLES = ("plain", "terse", "typo", "long", "name")
 HELDOUT = REPO / "tests" / "data" / "negation_heldout.jsonl"
 # issue 43's gate examples on the real servers: (request, what should be first, or None: turned away)
 GATE = [
@@ -50,28 +49,9 @@ def _jsonl(path) -> list[dict]:
 
 def sets(models: dict[str, str]) -> dict[str, tuple[str, list[dict], str]]:
     """set -> (catalog, queries, labels)"""
-    from bench_index import trained_queries
-    from fusion_data import clinc_oos
+    from bench_index import labelled_sets
 
-    trained = set().union(*(trained_queries("etom/queries.jsonl", m) for m in models.values()))
-    etom = [q for q in _jsonl(BENCH / "etom" / "queries.jsonl") if q["id"] not in trained]
-    nat = _jsonl(BENCH / "livemcp-natural" / "queries.jsonl")
-    nat_x = _jsonl(BENCH / "livemcp-natural" / "queries_infeasible.jsonl")
-    out = {
-        "etom L1": ("etom", [q for q in etom if q.get("level") == 1], "any"),
-        "etom L2": ("etom", [q for q in etom if q.get("level") == 2], "any"),
-        "livemcp": ("livemcp", _jsonl(BENCH / "livemcp" / "queries.jsonl"), "any"),
-    }
-    for st in STYLES:
-        out[f"natural {st}"] = ("livemcp", [q for q in nat if q["style"] == st], "any")
-    out["etom L3 (all)"] = ("etom", _jsonl(BENCH / "etom" / "queries_multi.jsonl"), "all")
-    out["etom L4 (steps)"] = ("etom", _jsonl(BENCH / "etom" / "queries_level4.jsonl"), "steps")
-    out["livemcp relaxed"] = ("livemcp", _jsonl(BENCH / "livemcp" / "queries_relaxed.jsonl"), "steps")
-    out["etom infeasible"] = ("etom", _jsonl(BENCH / "etom" / "queries_infeasible.jsonl"), "none")
-    out["natural far"] = ("livemcp", [q for q in nat_x if q["kind"] == "far"], "none")
-    out["natural near"] = ("livemcp", [q for q in nat_x if q["kind"] == "near"], "none")
-    out["clinc oos"] = ("livemcp", clinc_oos(), "none")
-    return out
+    return labelled_sets(models.values())
 
 
 def ask(db, query: str, emb) -> dict:
