@@ -92,7 +92,7 @@ def main() -> int:
                     "top": max(sc.values(), default=0.0),
                     "ce5": float(c[:5].max()) if n else -99.0,
                     "exempt": q["n_terms"] < cal.GATE_MIN_TERMS,
-                    "gate_t": cal.threshold(cal.effective_mode(cands, "hybrid"), q["n_terms"], fit_model),
+                    "gate_t": cal.threshold("hybrid", q["n_terms"], fit_model),
                     **{f"{k} R@1": float(any(h[:1])) for k, h in hits.items()},
                     **{f"{k} R@5": float(any(h[:5])) for k, h in hits.items()},
                 }

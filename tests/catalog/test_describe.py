@@ -13,6 +13,7 @@ from conftest import CliResult, run_cli, run_pty
 from jsonschema.validators import validator_for
 
 from toolidx.catalog.describe import describe, example_arguments, parameter_table
+from toolidx.core.clock import now_iso
 from toolidx.core.errors import NotFoundError, UsageError
 from toolidx.store.db import open_db
 
@@ -397,8 +398,8 @@ def test_usage_metrics_and_examples_come_from_the_one_describe(tmp_path):
     db = tmp_path / "c.db"
     assert crawl(REPO / "tests" / "data" / "catalog" / "servers.yaml", db).code == 0
     store = open_usage(usage_path(db), create=True)
-    store.record_call("git/git_status", "git", "ok", 12.0)
-    store.record_call("git/git_status", "git", "tool_error", 30.0)
+    store.record_calls([("git/git_status", "git", "ok", 12.0, "", now_iso())])
+    store.record_calls([("git/git_status", "git", "tool_error", 30.0, "", now_iso())])
     store.add_example("git/git_status", {"repo_path": "/mine"}, scope="servers=git")
     store.add_example("git/git_status", {"repo_path": "/theirs"}, scope="")
     index = open_db(db)

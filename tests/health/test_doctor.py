@@ -15,6 +15,7 @@ import pytest
 from conftest import REPO, crawl, run_cli, write_config
 
 from toolidx import __version__
+from toolidx.core.clock import now_iso
 
 
 def _by_name(report: dict) -> dict[str, dict]:
@@ -130,8 +131,8 @@ def test_the_usage_file_is_read_without_writing_and_a_broken_one_only_warns(tmp_
     assert not usage.exists()  # doctor did not create it
 
     store = open_usage(usage)
-    store.record_call("weather/get_forecast", "weather", "ok", 12.0)
-    store.record_call("weather/get_forecast", "weather", "tool_error", 30.0)
+    store.record_calls([("weather/get_forecast", "weather", "ok", 12.0, "", now_iso())])
+    store.record_calls([("weather/get_forecast", "weather", "tool_error", 30.0, "", now_iso())])
     store.add_example("weather/get_forecast", {"city": "Paris"})
     store.close()
     before = usage.read_bytes()
@@ -204,7 +205,7 @@ def test_doctor_leaves_the_folder_byte_identical(tmp_path, monkeypatch):
     db = d / "kw.db"
     assert run_cli("crawl", "--config", REPO / "examples" / "servers.yaml", "--db", db, "--model", "none").code == 0
     store = open_usage(d / "kw.db.usage.db")
-    store.record_call("weather/get_forecast", "weather", "ok", 12.0)
+    store.record_calls([("weather/get_forecast", "weather", "ok", 12.0, "", now_iso())])
     store.add_example("weather/get_forecast", {"city": "Paris"})
     store.close()
     before = _listing(d)

@@ -730,9 +730,9 @@ def test_a_merge_into_a_catalog_never_blocks_its_readers(tmp_path, pg_url, model
 def _usage_story(u) -> dict:
     """The same calls and examples recorded through the one UsageStore interface, and what it then says."""
     for d in (10, 20, 30, 40, 1000):
-        u.record_call("s/t", "s", "ok", d)
-    u.record_call("s/t", "s", "tool_error", 50)
-    u.record_call("s/t", "s", "invalid_arguments", 0.1)  # no server time: not in the durations
+        u.record_calls([("s/t", "s", "ok", d, "", now_iso())])
+    u.record_calls([("s/t", "s", "tool_error", 50, "", now_iso())])
+    u.record_calls([("s/t", "s", "invalid_arguments", 0.1, "", now_iso())])  # no server time: not in the durations
     at = now_iso()
     # one batch; a refused call keeps the name as the (untrusted) caller sent it, NUL included
     u.record_calls([("no\x00such", "", "refused", 0.1, "", at), ("s/u", "s", "timeout", 2000.0, "servers=s", at)])
@@ -774,7 +774,7 @@ def test_usage_in_the_catalog_says_what_the_usage_file_says(tmp_path, pg_url):
     assert db.scalar("SELECT count(*) FROM calls") == 9  # in the catalog's schema, read by any connection
     assert db.data_version() == before  # replicas do not reload for a call
     with db.transaction():  # a crawl's write transaction holds the writers' lock ...
-        recorder = threading.Thread(target=u.record_call, args=("s/t", "s", "ok", 5))
+        recorder = threading.Thread(target=u.record_calls, args=([("s/t", "s", "ok", 5, "", now_iso())],))
         recorder.start()
         recorder.join(60)  # a hang guard: a call's row that waited for the lock would wait for ever here
         assert not recorder.is_alive()  # ... and a call's row was written while it was held

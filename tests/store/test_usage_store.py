@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from toolidx.core.clock import now_iso
 from toolidx.core.errors import DatabaseError, UsageError
 from toolidx.store.db import open_db
 from toolidx.store.usage import MAX_EXAMPLES_PER_TOOL, open_usage, shown, usage_path
@@ -48,17 +49,17 @@ def test_a_postgresql_catalog_keeps_usage_in_its_own_tables_unless_a_file_is_nam
 def test_figures_and_examples(tmp_path):
     u = open_usage(tmp_path / "u.db")
     for d in (10, 20, 30, 40, 1000):
-        u.record_call("s/t", "s", "ok", d)
-    u.record_call("s/t", "s", "tool_error", 50)
-    u.record_call("s/t", "s", "invalid_arguments", 0.1)  # no server time: not in the durations
-    u.record_call("other", "", "refused", 0.1)
+        u.record_calls([("s/t", "s", "ok", d, "", now_iso())])
+    u.record_calls([("s/t", "s", "tool_error", 50, "", now_iso())])
+    u.record_calls([("s/t", "s", "invalid_arguments", 0.1, "", now_iso())])  # no server time: not in the durations
+    u.record_calls([("other", "", "refused", 0.1, "", now_iso())])
     m = u.tool_metrics()["s/t"]
     assert m["calls"] == 7 and m["ok"] == 5 and m["success_rate"] == pytest.approx(5 / 7, abs=1e-3)
     assert m["p50_ms"] == 30 and m["p95_ms"] == 1000
     assert m["outcomes"] == {"ok": 5, "tool_error": 1, "invalid_arguments": 1}
     assert set(u.server_metrics()) == {"s"}  # an unresolved refusal has no server
     with pytest.raises(ValueError):
-        u.record_call("s/t", "s", "fine", 1)
+        u.record_calls([("s/t", "s", "fine", 1, "", now_iso())])
     for n in range(MAX_EXAMPLES_PER_TOOL + 3):
         u.add_example("s/t", {"n": n})
     u.add_example("s/t", {"n": 0})  # a repeat is not a new example

@@ -222,13 +222,6 @@ def ranking_values(
     return out
 
 
-def effective_mode(cands: dict[int, dict], mode: str) -> str:
-    """The calibration that applies. Hybrid's is fitted on every candidate, those of queries none of
-    whose words is in the index (pure paraphrases) included, so it is hybrid's own for every query
-    (before fit_fusion.py such a query fell back on the semantic calibration)."""
-    return mode
-
-
 # model id (the index's embed_model) -> what was fitted on it
 CALIBRATED_MODELS = {m: f.fitted for m, f in FITS.items()}
 RRF_K = 60
@@ -285,7 +278,6 @@ def score_candidates(
             scale = 0.5 * min(others) / high
             out.update({r: out[r] * scale for r in forbidden})
         return out
-    mode = effective_mode(cands, mode)
     opposed_w = reads_w = 0.0
     if mode == "keyword":  # its z is a logit already, and its constants belong to no model
         (slope, bias), (a, b, c) = (1.0, 0.0), KW_LISTWISE

@@ -409,7 +409,8 @@ def search(
                 f"scores are uncalibrated for {model} (fitted on "
                 f"{', '.join(cal.CALIBRATED_MODELS)}): ranked by rank fusion, not gated"
             )
-        gate = cal.threshold(cal.effective_mode(cands, mode_used), len(terms), model) if calibrated else 0.0
+        # hybrid's calibration is fitted on every candidate, pure paraphrases included: its own for every query
+        gate = cal.threshold(mode_used, len(terms), model) if calibrated else 0.0
         threshold = gate if min_score is None else float(min_score)
         total = db.retrieval.filtered_count(None)
         scored = learning.rescore(  # what past requests like this one led to (search.learned)

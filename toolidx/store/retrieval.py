@@ -7,6 +7,7 @@ instead of emptying the top k."""
 
 from __future__ import annotations
 
+import math
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -52,6 +53,12 @@ def locked(db: Database) -> Iterator[None]:
     for its snapshot, as a background preload does for each chunk), so none waits in a circle."""
     with db.lock, lock:
         yield
+
+
+def idf(nrow: int, df: int) -> float:
+    """FTS5's idf of a word `df` of the `nrow` tools hold (at least 1e-6, as FTS5), on both engines."""
+    v = math.log((nrow - df + 0.5) / (df + 0.5))
+    return v if v > 0 else 1e-6
 
 
 def split_common(words: list[tuple[T, int]], nrow: int) -> tuple[list[T], list[T]]:

@@ -230,11 +230,6 @@ class UsageStore:
             self.engine.close()
 
     # --- writes -------------------------------------------------------------------------------
-    def record_call(
-        self, tool_id: str, server: str, outcome: str, duration_ms: float, scope: str = "", at: str | None = None
-    ) -> None:
-        self.record_calls([(tool_id, server, outcome, duration_ms, scope, at or now_iso())])
-
     def record_calls(self, calls: list[tuple[str, str, str, float, str, str]]) -> None:
         """Several calls (tool_id, server, outcome, duration_ms, scope, at) in one transaction."""
         for c in calls:

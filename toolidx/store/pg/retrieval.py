@@ -5,12 +5,11 @@ engines rank alike."""
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from ...core.filters import Filters
 from .. import keywords, vectors
-from ..retrieval import FTS_WEIGHTS, K1, B, Retrieval, fetch_size, split_common
+from ..retrieval import FTS_WEIGHTS, K1, B, Retrieval, fetch_size, idf, split_common
 from ..tools import where as filter_sql
 from .writer import pg_value
 
@@ -184,11 +183,7 @@ class PgRetrieval(Retrieval):
         nrow, _ = keyword_totals(self.db)
         df = self.document_counts([t for t, _ in pairs])
 
-        def idf(n: int) -> float:
-            v = math.log((nrow - n + 0.5) / (n + 0.5))
-            return v if v > 0 else 1e-6  # as FTS5
-
-        rare, common = split_common([((t, idf(df[t]) ** idf_power * m), df[t]) for t, m in pairs], nrow)
+        rare, common = split_common([((t, idf(nrow, df[t]) ** idf_power * m), df[t]) for t, m in pairs], nrow)
         return keyword_candidates(self.db, rare, limit, filters, weights, common, fetch_size(limit))
 
     def _tokenizer_sql(self) -> str | None:

@@ -39,7 +39,6 @@ from __future__ import annotations
 import hashlib
 import heapq
 import logging
-import math
 import sys
 import threading
 import time
@@ -59,6 +58,7 @@ from ..retrieval import (
     QueryTokenizer,
     Retrieval,
     fetch_size,
+    idf,
     lock,
     locked,
     split_common,
@@ -260,8 +260,7 @@ class _Index:
         return self.nrow * self.avgdl
 
     def idf(self, df: int) -> float:
-        v = math.log((self.nrow - df + 0.5) / (df + 0.5))
-        return v if v > 0 else 1e-6  # as FTS5
+        return idf(self.nrow, df)
 
     def _put(self, token: str, p: _Postings) -> _Postings:
         if token in self.cache:
