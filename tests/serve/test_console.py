@@ -364,26 +364,37 @@ def test_a_hostile_description_is_only_text(console, browser):
     untouched(browser)
 
 
-def test_usage_page_after_calls(console, browser):
-    """Calls through /mcp show up per tool and per server, with a chart."""
+def three_time_calls(base: str) -> None:
+    """time/get_current_time run three times through /mcp, as ADMIN."""
     import anyio
     from test_serve_http import call, with_client
-
-    base, _ = console
 
     async def calls(c):
         for _ in range(3):
             await call(c, "execute_tool", {"tool_name": "time/get_current_time", "arguments": {"timezone": "UTC"}})
 
     anyio.run(with_client, base, ADMIN, calls)
+
+
+def usage_page(browser, base: str) -> None:
+    """/usage, reloaded until its summary counts three_time_calls' 3 calls (20 s at most)."""
     from selenium.webdriver.common.by import By
 
-    sign_in(browser, base, READER)
     browser.get(base + "/usage")
     deadline = time.monotonic() + 20
     while "3 calls" not in browser.find_element(By.ID, "summary").text and time.monotonic() < deadline:
         time.sleep(0.3)  # calls are recorded off the request path
         browser.refresh()
+
+
+def test_usage_page_after_calls(console, browser):
+    """Calls through /mcp show up per tool and per server, with a chart."""
+    from selenium.webdriver.common.by import By
+
+    base, _ = console
+    three_time_calls(base)
+    sign_in(browser, base, READER)
+    usage_page(browser, base)
     row = browser.find_element(By.XPATH, "//table[@id='tools']//tr[td/a[text()='time/get_current_time']]")
     assert row.text.split()[1:3] == ["3", "100%"]
     assert browser.find_elements(By.CSS_SELECTOR, "#chart rect")

@@ -15,7 +15,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from conftest import raw_request, run_cli
+from conftest import raw_request, run_cli, token_file
 from test_console import (
     ADMIN,
     READER,
@@ -26,6 +26,8 @@ from test_console import (
     shot,
     sign_in,
     spawn,
+    three_time_calls,
+    usage_page,
     wait,
 )
 
@@ -70,9 +72,7 @@ def look_index(serve_index, tmp_path_factory, model_path) -> Path:
 def look(look_index, tmp_path_factory):
     """`serve --http` with an admin, a reader and a read-only token: its base URL."""
     d = tmp_path_factory.mktemp("look-serve")
-    tokens = d / "tokens"
-    tokens.write_text(f"{ADMIN} admin\n{READER}\n{READ_ONLY} read-only\n")
-    tokens.chmod(0o600)
+    tokens = token_file(d, f"{ADMIN} admin\n{READER}\n{READ_ONLY} read-only\n")
     args = ["serve", "--db", str(look_index), "--http", "127.0.0.1:0", "--token-file", str(tokens)]
     with spawn([*args, "--usage-db", str(d / "usage.db")], d / "err") as (base, _):
         deadline = time.monotonic() + 60
@@ -191,23 +191,13 @@ def test_no_good_match_names_one_threshold(look, browser):
 
 
 def test_the_usage_charts_counts_sit_inside_it(look, browser):
-    import anyio
     from selenium.webdriver.common.by import By
-    from test_serve_http import call, with_client
 
-    async def calls(c):
-        for _ in range(3):
-            await call(c, "execute_tool", {"tool_name": "time/get_current_time", "arguments": {"timezone": "UTC"}})
-
-    anyio.run(with_client, look, ADMIN, calls)
+    three_time_calls(look)
     sign_in(browser, look, READER)
     for px in (1280, NARROW):
         width(browser, px)
-        browser.get(look + "/usage")
-        deadline = time.monotonic() + 20
-        while "3 calls" not in browser.find_element(By.ID, "summary").text and time.monotonic() < deadline:
-            time.sleep(0.3)  # calls are recorded off the request path
-            browser.refresh()
+        usage_page(browser, look)
         chart = browser.find_element(By.ID, "chart")
         values = chart.find_elements(By.CSS_SELECTOR, ".value")
         assert [v.text for v in values] == ["3"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import raw_request
+from conftest import raw_request, token_file
 from test_console import ADMIN, READER, TIME_ONLY, HttpSession, _csrf, _host, chromium, make_console_index, spawn
 
 from toolidx.serve.console.sessions import SESSIONS_PER_TOKEN, LoginThrottle, Sessions
@@ -50,11 +50,10 @@ def trust_index(console_index, tmp_path_factory) -> Path:
 def trust_console(trust_index, tmp_path_factory):
     """`serve --http` on trust_index with tokens of each kind of scope: (base URL, stderr path)."""
     d = tmp_path_factory.mktemp("trust-serve")
-    tokens = d / "tokens"
-    tokens.write_text(
-        f"{ADMIN} admin\n{READER}\n{TIME_ONLY} servers=time\n{UNTRUSTED_ONLY} tags=untrusted\n{READ_ONLY} read-only\n"
+    tokens = token_file(
+        d,
+        f"{ADMIN} admin\n{READER}\n{TIME_ONLY} servers=time\n{UNTRUSTED_ONLY} tags=untrusted\n{READ_ONLY} read-only\n",
     )
-    tokens.chmod(0o600)
     err = d / "serve.err"
     args = ["serve", "--db", str(trust_index), "--http", "127.0.0.1:0", "--token-file", str(tokens), "--poll", "0.1"]
     with spawn(args, err) as (base, _):
@@ -188,22 +187,29 @@ def test_logins_with_one_token_never_sign_out_another():
 
 
 # --- #42 item 11: a replaced index is what the console shows ---------------------------------------------
+def replaced_and_served(trust_index: Path, folder: Path, model_path) -> tuple[Path, Path]:
+    """(an index of examples/weather-tools.json alone, to put in the served file's place; a copy of
+    trust_index to serve)."""
+    from conftest import REPO, run_cli
+
+    other = folder / "other.db"
+    cfg = folder / "other.json"
+    cfg.write_text(
+        json.dumps({"mcpServers": {"weather": {"tools_file": str(REPO / "examples" / "weather-tools.json")}}})
+    )
+    assert run_cli("crawl", "--config", cfg, "--db", other, "--model-path", model_path).code == 0
+    served = folder / "served.db"
+    shutil.copy(trust_index, served)
+    return other, served
+
+
 def test_the_console_shows_the_index_that_replaced_the_file(trust_index, tmp_path, model_path):
     """A crawl that writes a new file and renames it over the served one (as `crawl` into a copy,
     or a restore, does), back and forth: each time the console's servers, filters and categories
     are the new file's, never a page kept from the file before."""
     import os
 
-    from conftest import REPO, run_cli
-
-    other = tmp_path / "other.db"
-    cfg = tmp_path / "other.json"
-    cfg.write_text(
-        json.dumps({"mcpServers": {"weather": {"tools_file": str(REPO / "examples" / "weather-tools.json")}}})
-    )
-    assert run_cli("crawl", "--config", cfg, "--db", other, "--model-path", model_path).code == 0
-    served = tmp_path / "served.db"
-    shutil.copy(trust_index, served)
+    other, served = replaced_and_served(trust_index, tmp_path, model_path)
     d = tmp_path / "serve"
     d.mkdir()
     args = ["serve", "--db", str(served), "--http", "127.0.0.1:0", "--poll", "0.1"]
@@ -234,19 +240,10 @@ def test_a_reused_connection_id_never_shows_the_index_before(trust_index, tmp_pa
     keeps its entries in each connection's own cache (store.cache), which a new file never shares."""
     import os
 
-    from conftest import REPO, run_cli
-
     from toolidx.serve.console import pages
     from toolidx.serve.discovery import Discovery
 
-    other = tmp_path / "other.db"
-    cfg = tmp_path / "other.json"
-    cfg.write_text(
-        json.dumps({"mcpServers": {"weather": {"tools_file": str(REPO / "examples" / "weather-tools.json")}}})
-    )
-    assert run_cli("crawl", "--config", cfg, "--db", other, "--model-path", model_path).code == 0
-    served = tmp_path / "served.db"
-    shutil.copy(trust_index, served)
+    other, served = replaced_and_served(trust_index, tmp_path, model_path)
     monkeypatch.setattr(pages, "id", lambda _o: 1, raising=False)
     d = Discovery(str(served))
     try:
@@ -309,12 +306,11 @@ def removed_index(console_index, tmp_path_factory, model_path) -> Path:
 @pytest.fixture(scope="module")
 def removed_console(removed_index, tmp_path_factory):
     d = tmp_path_factory.mktemp("removed-serve")
-    tokens = d / "tokens"
-    tokens.write_text(
+    tokens = token_file(
+        d,
         f"{READER}\n{TIME_ONLY} servers=time\n{UNTRUSTED_ONLY} tags=untrusted\n{READ_ONLY} read-only\n"
-        f"console-category-0123456789abcdef categories=no-such-category\n"
+        f"console-category-0123456789abcdef categories=no-such-category\n",
     )
-    tokens.chmod(0o600)
     args = ["serve", "--db", str(removed_index), "--http", "127.0.0.1:0", "--token-file", str(tokens)]
     with spawn([*args, "--usage-db", str(d / "usage.db")], d / "err") as (base, _):
         yield base
@@ -415,10 +411,8 @@ def test_approve_refuses_a_definition_changed_after_the_page_was_loaded(tmp_path
         assert run_cli("crawl", "--config", cfg, "--db", db, "--model-path", model_path).code == 0
 
     crawl("Convert a document to plain text.")
-    token_file = tmp_path / "tokens"
-    token_file.write_text(f"{ADMIN} admin\n")
-    token_file.chmod(0o600)
-    args = ["serve", "--db", str(db), "--http", "127.0.0.1:0", "--token-file", str(token_file), "--poll", "0.1"]
+    tokens = token_file(tmp_path, f"{ADMIN} admin\n")
+    args = ["serve", "--db", str(db), "--http", "127.0.0.1:0", "--token-file", str(tokens), "--poll", "0.1"]
     with spawn(args, tmp_path / "err") as (base, _):
         sign_in(browser, base, ADMIN)
         browser.get(base + "/quarantine?server=q")
@@ -623,10 +617,8 @@ def test_approve_refuses_when_the_servers_title_changed_after_the_page_was_loade
         assert run_cli("crawl", "--config", cfg, "--db", db, "--model-path", model_path).code == 0
 
     crawl("Q tools")
-    token_file = tmp_path / "tokens"
-    token_file.write_text(f"{ADMIN} admin\n")
-    token_file.chmod(0o600)
-    args = ["serve", "--db", str(db), "--http", "127.0.0.1:0", "--token-file", str(token_file), "--poll", "0.1"]
+    tokens = token_file(tmp_path, f"{ADMIN} admin\n")
+    args = ["serve", "--db", str(db), "--http", "127.0.0.1:0", "--token-file", str(tokens), "--poll", "0.1"]
     with spawn(args, tmp_path / "err") as (base, _), HttpSession(base, ADMIN) as s:
         form = _approve_form(s.get("/quarantine?server=q")[1], "q/convert")
         assert form["hash"] and form["text"]

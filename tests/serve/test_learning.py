@@ -4,9 +4,7 @@ over one catalog."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 import time
 
@@ -180,7 +178,7 @@ def test_over_http_one_tokens_pairs_weigh_as_one_request_in_another_tokens_searc
     import json
     import urllib.request
 
-    from conftest import listening_url
+    from test_serve_http import spawn
 
     from toolidx.search import learned
     from toolidx.store.db import open_db
@@ -196,18 +194,9 @@ def test_over_http_one_tokens_pairs_weigh_as_one_request_in_another_tokens_searc
     at = "2026-11-29T00:00:00.000Z"
     store.record_pairs([(target, h, f"{victim} {i}", model, vec, "file:tokens:2", f"m{i}", at) for i in range(1000)])
     store.close()
-    err = tmp_path / "serve.err"
-    with open(err, "w") as errf:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "toolidx", "serve", "--db", str(serve_index), "--http", "127.0.0.1:0"]
-            + ["--token-file", str(tmp_path / "tokens"), "--usage-db", str(tmp_path / "usage.db")],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=errf,
-            env={**os.environ, "TOOLIDX_MODEL_PATH": model_path},
-        )
-    try:
-        base = listening_url(proc, err)
+    flags = ["--token-file", tmp_path / "tokens", "--usage-db", tmp_path / "usage.db"]
+    env = {"TOOLIDX_MODEL_PATH": model_path}
+    with spawn(serve_index, tmp_path / "serve.err", *flags, env=env, loaded=False) as base:
 
         def hits(token):
             q = urllib.parse.urlencode({"q": victim, "min_score": 0, "limit": 50})
@@ -216,9 +205,6 @@ def test_over_http_one_tokens_pairs_weigh_as_one_request_in_another_tokens_searc
                 return {x["id"]: x for x in json.loads(r.read())["hits"]}
 
         seen, own = hits(alice), hits(mallory)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
     assert "chosen after 1 similar request" in seen[target]["why"]
     assert "chosen after 3 similar requests" in own[target]["why"]
     assert own[target]["score"] > seen[target]["score"]

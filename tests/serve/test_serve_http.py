@@ -20,7 +20,7 @@ import urllib.request
 
 import anyio
 import pytest
-from conftest import MCP_HEADERS, MCP_INIT, listening_url, raw_request, run_cli
+from conftest import MCP_HEADERS, MCP_INIT, listening_url, raw_request, run_cli, token_file
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
 
@@ -32,9 +32,9 @@ ENV_TOKEN = "env-token-0123456789abcdefgh"
 
 
 @contextlib.contextmanager
-def spawn(db, err, *flags, env=None, ssl_context=None, address="127.0.0.1:0"):
+def spawn(db, err, *flags, env=None, ssl_context=None, address="127.0.0.1:0", loaded=True):
     """`toolidx serve --db DB --http ADDRESS FLAGS` as a subprocess: yields its base URL once
-    it listens and its model is loaded; stopped with SIGTERM after."""
+    it listens and (unless not `loaded`) its model is loaded; stopped with SIGTERM after."""
     with open(err, "w") as errf:
         proc = subprocess.Popen(
             [*TOOLIDX, "serve", "--db", str(db), "--http", address, *flags],
@@ -46,7 +46,7 @@ def spawn(db, err, *flags, env=None, ssl_context=None, address="127.0.0.1:0"):
     try:
         deadline = time.monotonic() + 60
         base = listening_url(proc, err)
-        while time.monotonic() < deadline:  # the model loads at start: wait for hybrid search
+        while loaded and time.monotonic() < deadline:  # the model loads at start: wait for hybrid search
             if get(base, "/healthz", context=ssl_context)[1]["model"] in ("ready", "unavailable"):
                 break
             time.sleep(0.2)
@@ -65,9 +65,8 @@ def spawn(db, err, *flags, env=None, ssl_context=None, address="127.0.0.1:0"):
 def http_server(serve_index, tmp_path_factory):
     """One serve --http process for the module: (base_url, stderr path)."""
     d = tmp_path_factory.mktemp("http")
-    tokens = d / "tokens"
-    tokens.write_text(
-        f"# team tokens\n{ADMIN}\n\n{TIME_ONLY} servers=time\n{CRASHY_RO}   servers=crashy,time read-only\n"
+    tokens = token_file(
+        d, f"# team tokens\n{ADMIN}\n\n{TIME_ONLY} servers=time\n{CRASHY_RO}   servers=crashy,time read-only\n"
     )
     err = d / "serve.err"
     with spawn(
@@ -761,17 +760,8 @@ def test_the_first_semantic_search_waits_for_the_model(serve_index, model_path, 
     """/v1/search, or search_tools over MCP, as the first request while the model is still
     loading: it waits for it (one policy, serve/discovery.Model, as over stdio) and ranks by
     meaning, instead of answering by keywords."""
-    err = tmp_path / "serve.err"
-    with open(err, "w") as errf:
-        proc = subprocess.Popen(
-            [*TOOLIDX, "serve", "--db", str(serve_index), "--http", "127.0.0.1:0"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=errf,
-            env={**os.environ, "TOOLIDX_MODEL_PATH": model_path},
-        )
-    try:
-        base = listening_url(proc, err)
+    env = {"TOOLIDX_MODEL_PATH": model_path}
+    with spawn(serve_index, tmp_path / "serve.err", env=env, loaded=False) as base:
         if front == "mcp":
 
             async def first(c):
@@ -785,6 +775,3 @@ def test_the_first_semantic_search_waits_for_the_model(serve_index, model_path, 
             assert all(h["signals"]["cosine"] is not None for h in body["hits"])
         assert body["hits"][0]["id"].startswith("time/")
         assert not any("loading" in n for n in body.get("notes", []))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
