@@ -57,3 +57,21 @@ def test_each_engine_opens_with_its_own_retrieval(db_target):
         assert r.keyword(["weather"], 5) == [] and r.knn(b"\0" * 16, 5) == []
     finally:
         db.close()
+
+
+def test_no_layer_above_store_reaches_for_the_stores_own_members():
+    """The layers above store/ hold a `store.index.Reader` (mypy then refuses `db.conn`); this also
+    catches a layer that names the store's `Index` or reaches a private member of an unannotated
+    index (`self.db`, `s.db`, `out`)."""
+    private = re.compile(
+        r"\b(\w*db|index|out)\.(conn|lock|execute|query|one|scalar|rows|sql|module|writer|row_transaction)\b"
+        r"|\bimport\b.*\bIndex\b|\bIndex\b(?!\s+files?\b)(?=[\]\s|,)]|$)"
+    )
+    found = [
+        f"{p.relative_to(ROOT)}:{n}: {line.strip()}"
+        for p in sorted((ROOT / "toolidx").rglob("*.py"))
+        if "store" not in p.relative_to(ROOT / "toolidx").parts[:1]
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if private.search(line)
+    ]
+    assert not found, "a layer above store/ reaches past store.index.Reader:\n" + "\n".join(found)

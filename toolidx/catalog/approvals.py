@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.errors import UsageError, check_servers
 from ..store import approvals as store
-from ..store.index import Index
+from ..store.index import Reader
 from ..store.tools import list_servers
 from .resolve import resolve_tool_id
 
@@ -23,7 +23,7 @@ def approver() -> str:
         return "unknown"
 
 
-def _targets(db: Index, ids: list[str], servers: list[str], everything: bool, revoke: bool) -> list[str]:
+def _targets(db: Reader, ids: list[str], servers: list[str], everything: bool, revoke: bool) -> list[str]:
     if not ids and not servers and not everything:
         raise UsageError("nothing to approve", fix="name tools (SERVER/TOOL), --server S, or --all")
     if everything:
@@ -63,7 +63,7 @@ class Approval:
 
 
 def approve(
-    db: Index,
+    db: Reader,
     ids: list[str],
     *,
     servers: list[str] | None = None,

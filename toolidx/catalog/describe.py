@@ -17,7 +17,7 @@ from ..core.schemas import example_arguments, parameter_table, required_params, 
 from ..core.toolcard import ToolSummary
 from ..core.tooldoc import annotation_tags
 from ..core.vocabulary import DETAIL_LEVELS as DETAILS
-from ..store.index import Index
+from ..store.index import Reader
 from ..store.tools import get_server, get_tool
 from ..store.usage import UsageStore
 from .examples import generated_arguments, tool_examples
@@ -108,7 +108,7 @@ class Description(ToolSummary):
         return out
 
 
-def _server_info(db: Index, name: str) -> dict | None:
+def _server_info(db: Reader, name: str) -> dict | None:
     s = get_server(db, name)
     if s is None:
         return None
@@ -144,7 +144,7 @@ def _read(usage: UsageStore | None, read: Callable[[UsageStore | None], _T]) -> 
 
 
 def describe(
-    db: Index,
+    db: Reader,
     tool_id: str,
     detail: str = "summary",
     *,

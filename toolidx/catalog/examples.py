@@ -24,7 +24,7 @@ from typing import Any
 from ..core.redact import redact
 from ..core.schemas import compile_validator, example_arguments, schema_errors
 from ..store.catalog import documented_example_rows
-from ..store.index import Index
+from ..store.index import Reader
 from ..store.tools import get_tool
 from ..store.usage import UsageStore
 
@@ -120,7 +120,7 @@ def tool_examples(
     return out
 
 
-def example_tool_ids(db: Index, usage: UsageStore | None = None, scope: str | None = None) -> list[str]:
+def example_tool_ids(db: Reader, usage: UsageStore | None = None, scope: str | None = None) -> list[str]:
     """Ids of the tools with an example of their own (schema, tools_file, recorded in `scope`;
     None: in any) that validates: what the `has_examples` filter keeps (Filters.example_ids).
     The index's part is kept in db.cache until the index changes."""

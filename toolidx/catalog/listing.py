@@ -12,7 +12,7 @@ from ..core.servers import stderr_lines
 from ..core.taxonomy import definition
 from ..core.toolcard import ToolSummary
 from ..store import catalog as q
-from ..store.index import Index
+from ..store.index import Reader
 from ..store.usage import UsageStore
 
 USAGE_SORTS = ("calls", "success", "recent")  # from the usage file (store/usage.py); most first by default
@@ -137,7 +137,7 @@ class Categories:
 
 
 def list_tools(
-    db: Index,
+    db: Reader,
     *,
     page: int = 1,
     page_size: int = 50,
@@ -191,7 +191,7 @@ def list_tools(
 
 
 def _by_usage(
-    db: Index, sort: str, order: str, page: int, page_size: int, filters: Filters | None, usage: UsageStore | None
+    db: Reader, sort: str, order: str, page: int, page_size: int, filters: Filters | None, usage: UsageStore | None
 ) -> tuple[int, list[ListedTool]]:
     """Every matching tool ranked by its usage, then one page of it (usage lives in another file,
     so the ranking is done here rather than in SQL)."""
@@ -220,7 +220,7 @@ def _by_usage(
     return len(rows), items
 
 
-def categories(db: Index, filters: Filters | None = None) -> Categories:
+def categories(db: Reader, filters: Filters | None = None) -> Categories:
     """The categories, tags and servers with their tool counts (see Categories); counts are of
     tools passing `filters`. With filters, servers with no matching tool are left out."""
     with db.snapshot():
@@ -263,7 +263,7 @@ class CatalogSummary(NamedTuple):
     category_count: int  # named categories with a tool
 
 
-def summary(db: Index, filters: Filters | None, *, names: int, largest: int) -> CatalogSummary:
+def summary(db: Reader, filters: Filters | None, *, names: int, largest: int) -> CatalogSummary:
     """The catalog of the tools passing `filters` (None: every tool, stale ones too), counted in
     the database: its tool, server and category counts; the first `names` categories by size; the
     first `names` servers by name, the `largest` with the most tools and those named like one of

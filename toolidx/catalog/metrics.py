@@ -11,7 +11,7 @@ from typing import Any
 from ..core.counts import plural
 from ..core.filters import Filters
 from ..store.catalog import ids_within, page_tools
-from ..store.index import Index
+from ..store.index import Reader
 from ..store.usage import UsageStore
 
 
@@ -73,7 +73,7 @@ def tool_usage(usage: UsageStore | None, tool_id: str) -> Metrics:
 
 
 def usage_report(
-    db: Index, usage: UsageStore | None, filters: Filters | None = None, usage_file: str | None = None
+    db: Reader, usage: UsageStore | None, filters: Filters | None = None, usage_file: str | None = None
 ) -> UsageReport:
     """Per tool (those called, most calls first) and per server: calls, success rate, p50/p95
     duration, last used. Tools called but no longer in the index are kept (marked `removed`)."""

@@ -18,7 +18,7 @@ from ..core.errors import AMBIGUOUS_TOOL, OUT_OF_SCOPE, UNKNOWN_TOOL, NotFoundEr
 from ..core.filters import Filters
 from ..core.tooldoc import fix_strings
 from ..store import catalog as q
-from ..store.index import Index
+from ..store.index import Reader
 
 MAX_SUGGESTIONS = 5
 # A suggestion's least similarity (rapidfuzz `ratio`, 0-100, of the whole id or of the bare name).
@@ -74,7 +74,7 @@ def spellings(text: str) -> list[str]:
     return out
 
 
-def suggest_ids(db: Index, text: str, limit: int = MAX_SUGGESTIONS, within: Filters | None = None) -> list[str]:
+def suggest_ids(db: Reader, text: str, limit: int = MAX_SUGGESTIONS, within: Filters | None = None) -> list[str]:
     """The ids closest to `text`, comparing it with whole ids and with bare tool names; `within`
     limits the candidates (serve's scope: never suggest a tool the caller may not use)."""
     from rapidfuzz import fuzz, process
@@ -94,7 +94,7 @@ def suggest_ids(db: Index, text: str, limit: int = MAX_SUGGESTIONS, within: Filt
 
 
 def resolve_tool_id(
-    db: Index, text: str, *, within: Filters | None = None, aliases: Mapping[str, str] | None = None
+    db: Reader, text: str, *, within: Filters | None = None, aliases: Mapping[str, str] | None = None
 ) -> str:
     """The id of the tool `text` names. `within`: the scope the caller may use (None: every tool),
     checked by look-ups, never by holding the ids in scope; `aliases`: extra names -> ids. Raises

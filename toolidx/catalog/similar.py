@@ -24,7 +24,7 @@ from ..core.toolcard import ToolCard
 from ..core.tooldoc import first_line, split_name
 from ..store import catalog as q
 from ..store import vectors
-from ..store.index import Index
+from ..store.index import Reader
 from ..store.tools import get_tool, get_tools_by_rowid
 from .resolve import UnknownToolError, resolve_tool_id
 
@@ -127,7 +127,7 @@ def duplicate_reason(tool: dict, other: dict, score: float, method: str) -> str 
     return None
 
 
-def _semantic(db: Index, rowid: int, tool: dict, limit: int, embedder) -> list[tuple[int, float]] | None:
+def _semantic(db: Reader, rowid: int, tool: dict, limit: int, embedder) -> list[tuple[int, float]] | None:
     if not db.vec_available or not vectors.has_table(db):
         return None
     vec = vectors.get(db, rowid)
@@ -140,7 +140,7 @@ def _semantic(db: Index, rowid: int, tool: dict, limit: int, embedder) -> list[t
     return [(r, max(0.0, min(1.0, s))) for r, s in pairs if r != rowid][:limit]
 
 
-def _lexical(db: Index, rowid: int, tool: dict, limit: int) -> list[tuple[int, float]]:
+def _lexical(db: Reader, rowid: int, tool: dict, limit: int) -> list[tuple[int, float]]:
     """Word overlap of name+title+description (cosine of word sets) blended with name likeness."""
     from rapidfuzz import fuzz
 
@@ -196,7 +196,7 @@ class SimilarTools:
         }
 
 
-def similar(db: Index, tool_id: str, limit: int = 10, embedder=None) -> SimilarTools:
+def similar(db: Reader, tool_id: str, limit: int = 10, embedder=None) -> SimilarTools:
     """The tools most like `tool_id`, best first (score, then id), by stored embedding
     ("semantic") or by words ("lexical") without vectors."""
     limit = max(1, int(limit))

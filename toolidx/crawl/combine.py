@@ -21,7 +21,7 @@ from ..core.errors import DatabaseError, UsageError
 from ..core.files import private_dir, remove_database_files
 from ..store import merge as store
 from ..store.db import open_db, same_catalog
-from ..store.index import Index
+from ..store.index import Reader
 from ..store.trust import trusted_launch
 from ..store.urls import is_pg_url, public_url
 
@@ -145,7 +145,7 @@ def _fsync(path: Path) -> None:
 
 
 def _read(
-    inputs: list[Target], opened: list[Index]
+    inputs: list[Target], opened: list[Reader]
 ) -> tuple[list[store.Source], tuple[str, int] | None, dict[str, store.Source], list[dict], str | None]:
     """Open and read every input: (sources, model, owner of each server, conflicts, model path)."""
     for p in inputs:
@@ -176,7 +176,7 @@ def merge_indexes(inputs: list[str | os.PathLike], output: str | os.PathLike) ->
     if isinstance(out_target, str):
         return _merge_into_catalog(targets, out_target)
     output = out_target
-    opened: list[Index] = []
+    opened: list[Reader] = []
     tmp = _temp_path(output)
     try:
         sources, model, owner, conflicts, model_path = _read(targets, opened)
@@ -218,7 +218,7 @@ def merge_indexes(inputs: list[str | os.PathLike], output: str | os.PathLike) ->
 
 def _merge_into_catalog(inputs: list[Target], url: str) -> MergeResult:
     """Merge into a PostgreSQL catalog: made if new, else emptied and filled in one transaction."""
-    opened: list[Index] = []
+    opened: list[Reader] = []
     try:
         sources, model, owner, conflicts, model_path = _read(inputs, opened)
         untrusted = sorted(name for name, s in owner.items() if not trusted_launch(s.launch(name)["hash"]))

@@ -17,7 +17,7 @@ from ..core.embedding import Embedder, LazyEmbedder
 from ..core.errors import UsageError
 from ..core.servers import ServerResult, ServerSpec
 from ..store.crawls import CrawlSummary, recorded_configs, recorded_owners
-from ..store.index import Index
+from ..store.index import Reader
 from .config import DEFAULT_CONCURRENCY, Config
 from .sources import load_tools_file
 from .write import store_crawl
@@ -132,7 +132,7 @@ def claim_names(specs: list[ServerSpec], nested: list[list[ServerResult]]) -> li
 
 def run_crawl(
     config: Config,
-    db: Index,
+    db: Reader,
     *,
     only: list[str] | None = None,
     concurrency: int | None = None,
@@ -185,7 +185,7 @@ def _stored_path(config: Config) -> str | None:
     return os.path.abspath(config.path) if config.path and os.path.exists(config.path) else config.path
 
 
-def recorded_config(db: Index, only: list[str] | None = None) -> str:
+def recorded_config(db: Reader, only: list[str] | None = None) -> str:
     """The config to crawl when none is given: the one the index's servers (`only`: these) were
     crawled from, if it is one file that a crawl on this machine read and that still exists, or
     `--from CLIENTS` when a `crawl --from` crawled them (its owner names the clients; what it reads
@@ -237,7 +237,7 @@ class EmbedResult:
 
 
 def embed(
-    db: Index, model: str | None = None, model_path: str | None = None, progress: CrawlProgress | None = None
+    db: Reader, model: str | None = None, model_path: str | None = None, progress: CrawlProgress | None = None
 ) -> EmbedResult:
     """`toolidx embed`: fill in missing or outdated vectors with the model the one resolution order
     picks (`model` / `model_path`, the environment, the index's own model, the default).

@@ -14,7 +14,7 @@ from ..core.servers import ServerResult, launch_hash
 from ..core.tooldoc import ToolDoc, build_tooldoc, server_words
 from ..store import crawls, trust, vectors
 from ..store.crawls import CrawlSummary
-from ..store.index import Index
+from ..store.index import Reader
 
 Progress = Callable[[str, int, int], None]
 
@@ -36,7 +36,7 @@ def docs_for(result: ServerResult) -> list[ToolDoc]:
 
 
 def store_crawl(
-    db: Index,
+    db: Reader,
     results: list[ServerResult],
     *,
     embedder: Embedder | LazyEmbedder | None,
@@ -85,7 +85,7 @@ def store_crawl(
 
 
 def _vectors(
-    db: Index, docs: list[ToolDoc], embedder: Embedder | LazyEmbedder | None, progress: Progress | None
+    db: Reader, docs: list[ToolDoc], embedder: Embedder | LazyEmbedder | None, progress: Progress | None
 ) -> tuple[dict[str, bytes], Embedder | None]:
     """(vectors by tool id for the tools whose embedded text changed, or every tool when the model
     did; the embedder that made them, None when there were none to make)."""
@@ -127,7 +127,7 @@ def embed_texts(embedder: Embedder, texts: list[str], progress: Progress | None)
     return out
 
 
-def embed_missing(db: Index, embedder: Embedder, progress: Progress | None = None) -> int:
+def embed_missing(db: Reader, embedder: Embedder, progress: Progress | None = None) -> int:
     """Embed every tool whose vector is missing or out of date (`toolidx embed`). Returns how many."""
     if not db.vec_available:
         warn_once("vec", f"{db.vec_error}: semantic search is off, keyword search works")

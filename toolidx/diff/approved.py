@@ -12,12 +12,12 @@ from ..core.errors import check_servers
 from ..core.tooldoc import definition_hash
 from ..store import approvals as store
 from ..store import history
-from ..store.index import Index
+from ..store.index import Reader
 from .schema import BREAKING, RISKY, Change
 from .snapshot import DiffResult, Snapshot, ToolDiff, ToolRef, compare_tools, diff_snapshots
 
 
-def approved_snapshot(db: Index, servers: list[str] | None = None) -> Snapshot:
+def approved_snapshot(db: Reader, servers: list[str] | None = None) -> Snapshot:
     """The approved definitions as one side of a diff."""
     rows = store.approvals(db)
     tools: dict[str, ToolRef] = {}
@@ -31,7 +31,7 @@ def approved_snapshot(db: Index, servers: list[str] | None = None) -> Snapshot:
     )
 
 
-def current_snapshot(db: Index, servers: list[str] | None = None) -> Snapshot:
+def current_snapshot(db: Reader, servers: list[str] | None = None) -> Snapshot:
     """The tools in the index now as the other side."""
     from ..store.tools import list_servers
 
@@ -46,7 +46,7 @@ def current_snapshot(db: Index, servers: list[str] | None = None) -> Snapshot:
     return Snapshot(tools, srv, label, lambda hs: history.definitions(db, hs))
 
 
-def awaiting_approval(db: Index, servers: list[str] | None = None) -> DiffResult:
+def awaiting_approval(db: Reader, servers: list[str] | None = None) -> DiffResult:
     """Tools never approved (added) and tools changed since their approval (changed, field by
     field), per server. Approved tools no longer in the index are not listed: nothing awaits."""
     if servers:
@@ -74,7 +74,7 @@ def awaiting_approval(db: Index, servers: list[str] | None = None) -> DiffResult
     return result
 
 
-def changes_since_approval(db: Index, tool: dict, approval: dict) -> list[Change]:
+def changes_since_approval(db: Reader, tool: dict, approval: dict) -> list[Change]:
     """Field-level changes between the approved definition of `tool` and its definition now."""
     defs = history.definitions(db, [approval["hash"]])
     old = defs.get(approval["hash"])
@@ -102,7 +102,7 @@ def current_hash(tool: dict) -> str:
     return store.stored_hash(d if isinstance(d, str) else None)
 
 
-def server_changes(db: Index, server: str) -> list[Change]:
+def server_changes(db: Reader, server: str) -> list[Change]:
     """What the agent reads of `server` (its title and instructions) against what was approved with
     its tools: one change per field that differs. A server whose text was never approved (tools
     approved before toolidx recorded it) counts as changed, unless it has no such text."""

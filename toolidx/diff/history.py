@@ -9,12 +9,12 @@ from typing import Any
 
 from ..core.errors import NotFoundError, UsageError, check_servers
 from ..store import history as store
-from ..store.index import Index
+from ..store.index import Reader
 from .audit import AuditReport, audit_definitions
 from .snapshot import DiffResult, Snapshot, ToolRef, diff_snapshots
 
 
-def resolve_crawl(db: Index, ref: str | int | None, *, default: int = -1) -> int:
+def resolve_crawl(db: Reader, ref: str | int | None, *, default: int = -1) -> int:
     """A crawl id from `ref`: an id (`12`), `latest`/`last`, `previous`/`prev`, or `-N` (the
     Nth crawl from the end; -1 is the latest). None means `default` (as an offset from the end)."""
     ids = store.crawl_ids(db)
@@ -45,7 +45,7 @@ def resolve_crawl(db: Index, ref: str | int | None, *, default: int = -1) -> int
     return n
 
 
-def load_snapshot(db: Index, crawl_id: int, servers: list[str] | None = None) -> Snapshot:
+def load_snapshot(db: Reader, crawl_id: int, servers: list[str] | None = None) -> Snapshot:
     rows = store.snapshot_rows(db, crawl_id, servers)
     tools = {tid: ToolRef(tid, server, name, h, bool(stale)) for tid, server, name, h, stale in rows}
     srv = {r["server"]: r for r in store.crawl_server_rows(db, crawl_id)}
@@ -64,7 +64,7 @@ def _check_servers(snaps: list[Snapshot], servers: list[str] | None) -> None:
 
 
 def diff_crawls(
-    db: Index, from_ref: str | None = None, to_ref: str | None = None, servers: list[str] | None = None
+    db: Reader, from_ref: str | None = None, to_ref: str | None = None, servers: list[str] | None = None
 ) -> DiffResult:
     """Two crawls of one index; by default the last two (or the crawl before `to_ref`)."""
     to_id = resolve_crawl(db, to_ref, default=-1)
@@ -86,8 +86,8 @@ def diff_crawls(
 
 
 def diff_files(
-    old_db: Index,
-    new_db: Index,
+    old_db: Reader,
+    new_db: Reader,
     from_ref: str | None = None,
     to_ref: str | None = None,
     servers: list[str] | None = None,
@@ -141,11 +141,11 @@ class CrawlHistory:
         return {"db": self.db, "filter": {"servers": self.servers}, "crawls": self.crawls}
 
 
-def history(db: Index, limit: int | None = 20, servers: list[str] | None = None) -> CrawlHistory:
+def history(db: Reader, limit: int | None = 20, servers: list[str] | None = None) -> CrawlHistory:
     return CrawlHistory(db.path, list(servers or []), store.crawl_history(db, limit, servers))
 
 
-def audit(db: Index, servers: list[str] | None = None, crawl: str | None = None) -> AuditReport:
+def audit(db: Reader, servers: list[str] | None = None, crawl: str | None = None) -> AuditReport:
     """Scan the index as it is now (or as of one crawl) for text that reads like instructions to
     the model."""
     if crawl is None:
@@ -165,7 +165,7 @@ def audit(db: Index, servers: list[str] | None = None, crawl: str | None = None)
     return audit_definitions(items, {"db": db.path, "crawl_id": cid}, servers)
 
 
-def tool_history(db: Index, tool_id: str, limit: int = 30) -> list[dict[str, Any]]:
+def tool_history(db: Reader, tool_id: str, limit: int = 30) -> list[dict[str, Any]]:
     """What the last `limit` crawls did to one tool, newest first: {crawl_id, started_at, change}
     with change added | changed | removed (its definition hash against the crawl before), for the
     crawls that changed it."""

@@ -47,7 +47,8 @@ from ..crawl.write import store_crawl
 from ..search.hybrid import SearchResult, Spelling, get_query_embedder, search, warm
 from ..search.request import CLI, LIMITS, META, SearchRequest, filters_of
 from ..store.db import open_db
-from ..store.index import Index
+from ..store.health import content_digest
+from ..store.index import Reader
 from ..store.trust import state_dir
 
 __all__ = [
@@ -64,7 +65,7 @@ __all__ = [
 API_VERSION = 1
 DEFAULT_SERVER = "server"  # the server part of ids (`server/tool`) in a catalog built from tools
 SOURCE_KEY, SOURCE_SKIPPED = "api_tools_key", "api_tools_skipped"  # meta: the tools a catalog was last built from
-SEAL = "api_cache_seal"  # meta: the keyed digest of everything else in a cache file (db.writer.content_digest)
+SEAL = "api_cache_seal"  # meta: the keyed digest of everything else in a cache file (store.health.content_digest)
 KEY_FILE = "catalog-cache.key"  # in the user's state folder: the key caches are sealed with
 T = TypeVar("T")
 MAX_LIMIT = int(LIMITS[META][1] or 0)  # the most tools search_tools answers at once: serve's, from the table
@@ -156,7 +157,7 @@ def cache_key() -> bytes | None:
         return None
 
 
-def _cache_problem(db: Index, key: bytes | None) -> str | None:
+def _cache_problem(db: Reader, key: bytes | None) -> str | None:
     """Why the cache file `db` may not be believed (None: it holds what a catalog of this user's
     wrote and sealed, unchanged since). A file with tools that no catalog wrote (an index `crawl`
     made) is refused, not discarded: it may be the user's own."""
@@ -172,12 +173,12 @@ def _cache_problem(db: Index, key: bytes | None) -> str | None:
         return "no key to check it with"
     if not stored:
         return "it carries no seal (written by an older toolidx, or not by toolidx)"
-    if not hmac.compare_digest(stored, db.writer.content_digest(key, [SEAL])):
+    if not hmac.compare_digest(stored, content_digest(db, key, [SEAL])):
         return "it changed since it was written, or another user or machine wrote it"
     return None
 
 
-def _open_cache(path: str, key: bytes | None) -> Index:
+def _open_cache(path: str, key: bytes | None) -> Reader:
     """The cache file at `path`, checked against its seal; one that fails is discarded (removed and
     made anew, its tools embedded again) and the reason said once: its vectors, definitions or
     keyword index could otherwise rank `drop_database` first for "create a backup" (#42)."""
@@ -209,7 +210,7 @@ class Catalog:
     or `Catalog.from_tools` (tool definitions, in memory or in a cache file). Thread-safe."""
 
     def __init__(
-        self, db: Index, embedder: Embedder | None, *, server: str | None = None, seal_key: bytes | None = None
+        self, db: Reader, embedder: Embedder | None, *, server: str | None = None, seal_key: bytes | None = None
     ):
         self.db = db
         self._seal_key = seal_key  # a cache file: sealed after each write
@@ -294,7 +295,7 @@ class Catalog:
                 self.db.set_meta(SOURCE_KEY, key)
                 self.db.set_meta(SOURCE_SKIPPED, json.dumps(skipped))
                 if self._seal_key is not None:  # what this write left, whole, under this user's key
-                    self.db.set_meta(SEAL, self.db.writer.content_digest(self._seal_key, [SEAL]))
+                    self.db.set_meta(SEAL, content_digest(self.db, self._seal_key, [SEAL]))
             self.skipped, self.embedded = skipped, summary.embedded
         return summary.embedded
 

@@ -45,7 +45,7 @@ from ..core.embedding import INDEX_MODEL, QueryEmbedder
 from ..core.errors import UsageError
 from ..core.filters import Filters
 from ..core.vocabulary import SEARCH_MODES
-from ..store.index import Index
+from ..store.index import Reader
 from .request import SearchRequest
 
 KS = (1, 5, 10)
@@ -274,7 +274,7 @@ class EvalReport:
 
 
 def evaluate(
-    db: Index,
+    db: Reader,
     queries_path: str | Path,
     *,
     modes: list[str] | tuple[str, ...] = SEARCH_MODES,

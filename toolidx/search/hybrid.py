@@ -24,7 +24,7 @@ from ..core.notices import warn_once
 from ..core.tokens import STOP_WORDS, query_terms
 from ..core.toolcard import ToolCard
 from ..core.tooldoc import first_line, split_name
-from ..store.index import Index
+from ..store.index import Reader
 from ..store.tools import filtered_rowids
 from . import actions, negation, quoted, spelling
 from . import calibration as cal
@@ -142,7 +142,7 @@ class SearchResult:
 
 
 # --- query embedding ----------------------------------------------------------------------------
-def get_query_embedder(db: Index) -> Embedder | None:
+def get_query_embedder(db: Reader) -> Embedder | None:
     """The embedder for the model named in the index, or None with a one-time warning when the
     index has no vectors or the model cannot be loaded offline. Loaded once per process: by
     `load_embedder`, whose cache is the only one."""
@@ -178,7 +178,7 @@ def get_query_embedder(db: Index) -> Embedder | None:
     return emb
 
 
-def warm(db: Index, embedder: QueryEmbedder = INDEX_MODEL) -> None:
+def warm(db: Reader, embedder: QueryEmbedder = INDEX_MODEL) -> None:
     """Load now what the first searches would load: every word's keyword postings, the vectors
     and the model (a long-lived process: `toolidx serve`, benchmarks). The engine may go on
     loading a large catalog's postings in a thread after it returns (`Retrieval.warm`). Tool names
@@ -192,7 +192,7 @@ def warm(db: Index, embedder: QueryEmbedder = INDEX_MODEL) -> None:
 
 
 # --- fuzzy names --------------------------------------------------------------------------------
-def _all_names(db: Index) -> tuple[list[int], list[str]]:
+def _all_names(db: Reader) -> tuple[list[int], list[str]]:
     """(rowids, names as words) of every tool, once per index version."""
 
     def build() -> tuple[list[int], list[str]]:
@@ -202,7 +202,7 @@ def _all_names(db: Index) -> tuple[list[int], list[str]]:
     return db.cache.get("names", build, size=lambda entry: len(entry[0]))
 
 
-def _fuzzy(db: Index, terms: list[str], pool: int, filters: Filters | None, candidates: list[int]) -> dict[int, float]:
+def _fuzzy(db: Reader, terms: list[str], pool: int, filters: Filters | None, candidates: list[int]) -> dict[int, float]:
     """rowid -> similarity in [0, 1] of a short query to the tool name (both as words). Scored on
     the keyword/vector candidates (a misspelt name still shares a word or its meaning with the
     tool); only when they are empty on every name in the index."""
@@ -235,7 +235,7 @@ def _prepare(query: str) -> str:
 
 
 def gather(
-    db: Index, query: str, *, mode: str, filters: Filters | None, embedder: Embedder | None, pool: int = POOL
+    db: Reader, query: str, *, mode: str, filters: Filters | None, embedder: Embedder | None, pool: int = POOL
 ) -> tuple[dict[int, dict], list[str], str, dict[str, list[str]]]:
     """Candidates with their evidence: {rowid: {"bm25", "cos", "fuzzy", "kw_rank", "vec_rank"}},
     the keyword terms, the mode that actually ran, and the typing slips searched also as other
@@ -288,7 +288,7 @@ def gather(
     return cands, terms, mode_used, fixes
 
 
-def _cover(db: Index, terms: list[str], tw: dict[str, float] | None, cands: dict[int, dict]) -> None:
+def _cover(db: Reader, terms: list[str], tw: dict[str, float] | None, cands: dict[int, dict]) -> None:
     """Each candidate's query words ("matched") and the share of the query they make up
     ("coverage"; quoted values weigh QUOTED_WEIGHT): hybrid's evidence that a tool does what the
     whole request says, not just its rarest part (the coverage weight of the model's fit, calibration.ModelFit)."""
@@ -305,7 +305,7 @@ def _cover(db: Index, terms: list[str], tw: dict[str, float] | None, cands: dict
         cands[r]["name_words"] = n
 
 
-def _mark_actions(db: Index, text: str, cands: dict[int, dict], neg: negation.Negation | None = None) -> None:
+def _mark_actions(db: Reader, text: str, cands: dict[int, dict], neg: negation.Negation | None = None) -> None:
     """Each candidate's action marks (search.actions): "opposed" when the tool does the opposite
     of what the request asks, "reads_only" when the request changes something and the tool only
     reads, "does" when it does just what the request asks, and "negated" when it does what the
@@ -327,7 +327,7 @@ def _mark_actions(db: Index, text: str, cands: dict[int, dict], neg: negation.Ne
             c["negated"], c["forbidden"] = 1, said
 
 
-def _names_of(db: Index, rowids: list[int]) -> dict[int, str]:
+def _names_of(db: Reader, rowids: list[int]) -> dict[int, str]:
     """rowid -> name, for at least the given tools: each read once per index version (fuzzy names,
     name words and action marks all ask for their candidates' names)."""
     known: dict[int, str] = db.cache.get("names_by_rowid", dict, size=len)
@@ -337,7 +337,7 @@ def _names_of(db: Index, rowids: list[int]) -> dict[int, str]:
     return known
 
 
-def _name_stems_for(db: Index, rowids: list[int]) -> dict[int, frozenset[str]]:
+def _name_stems_for(db: Reader, rowids: list[int]) -> dict[int, frozenset[str]]:
     """rowid -> the stems of its name's words (stop words aside), for at least the given tools,
     each cut once per index version."""
     known: dict[int, frozenset[str]] = db.cache.get("name_stems", dict, size=len)
@@ -353,7 +353,7 @@ def _name_stems_for(db: Index, rowids: list[int]) -> dict[int, frozenset[str]]:
     return known
 
 
-def _name_words(db: Index, terms: list[str], rowids: list[int]) -> dict[int, int]:
+def _name_words(db: Reader, terms: list[str], rowids: list[int]) -> dict[int, int]:
     """How many of each tool name's words the query has ("bar" and "chart" of generate_bar_chart),
     compared as the keyword index stems them."""
     known = _name_stems_for(db, rowids)
@@ -363,7 +363,7 @@ def _name_words(db: Index, terms: list[str], rowids: list[int]) -> dict[int, int
 
 
 def search(
-    db: Index,
+    db: Reader,
     req: SearchRequest,
     *,
     embedder: QueryEmbedder = INDEX_MODEL,

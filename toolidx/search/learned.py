@@ -36,7 +36,7 @@ from typing import Any
 
 from ..core.filters import Filters
 from ..core.notices import warn_once
-from ..store.index import Index
+from ..store.index import Reader
 from . import calibration as cal
 from . import quoted
 
@@ -121,7 +121,7 @@ _stores: dict[str, Any] = {}
 _stores_lock = threading.Lock()
 
 
-def source_for(db: Index) -> Source | None:
+def source_for(db: Reader) -> Source | None:
     """The CLI's and the library's source: the usage of the index `db` (beside a file, or in a
     catalog's own tables), read as the owner; None when learning is off or nothing was
     recorded yet."""
@@ -270,7 +270,7 @@ def rescore(
     return score({r: c.weight * min(ev.weight, c.saturate) / c.saturate for r, ev in found.items()})
 
 
-def _join(db: Index, found: dict[int, Evidence], cands: dict[int, dict], blob: bytes | None) -> None:
+def _join(db: Reader, found: dict[int, Evidence], cands: dict[int, dict], blob: bytes | None) -> None:
     missing = [r for r in found if r not in cands]
     if not missing or blob is None:
         return

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..core.notices import warn_once
 from ..core.tokens import MAX_QUERY_CHARS, STOP_WORDS
-from ..store.index import Index
+from ..store.index import Reader
 from . import quoted
 
 WORDS = Path(__file__).with_name("words.txt")
@@ -72,7 +72,7 @@ def _by_letter() -> dict[str, list[str]]:
     return out
 
 
-def corrections(db: Index, text: str) -> dict[str, list[str]]:
+def corrections(db: Reader, text: str) -> dict[str, list[str]]:
     """{slip: the catalog's words searched beside it} for the request `text` (empty: none)."""
     plain = quoted.strip_quoted(text[:MAX_QUERY_CHARS])
     seen = list(dict.fromkeys(w for m in _plain(plain) if (w := m.group(0).lower()) not in STOP_WORDS))

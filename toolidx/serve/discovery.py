@@ -30,7 +30,7 @@ from ..core.schemas import compile_validator, schema_errors
 from ..core.tooldoc import safe_names, server_name_parts
 from ..store.catalog import ids_within
 from ..store.db import open_db
-from ..store.index import Index
+from ..store.index import Reader
 from ..store.tools import all_ids, filtered_rowids, get_tool, get_tools_by_rowid, known_servers, server_names
 from .metatools import cut_text, instructions
 from .texts import invalid_arguments_text
@@ -108,7 +108,7 @@ class _Cache:
     summary: CatalogSummary | None = None  # catalog_summary()
 
 
-def check_servers(db: Index, where: str, names: list[str], what: str, sep: str = ", ") -> None:
+def check_servers(db: Reader, where: str, names: list[str], what: str, sep: str = ", ") -> None:
     """Raise UsageError when the index has no server of one of `names`: "{what}{missing}: not in
     the index", naming the first SERVERS_NAMED servers it has (a look-up, not every server row)."""
     known = known_servers(db, names) if names else set()
@@ -151,7 +151,7 @@ class Model:
         self.wait_s = MODEL_WAIT_S
         self._thread: threading.Thread | None = None
 
-    def start(self, db: Index) -> None:
+    def start(self, db: Reader) -> None:
         """Load in a background thread, once: the sooner it loads, the less the first search by
         meaning waits. It costs the handshake some GIL time (importing fastembed), not the first
         answer."""
@@ -162,7 +162,7 @@ class Model:
         _loaders.add(self._thread)
         self._thread.start()
 
-    def load(self, db: Index) -> None:
+    def load(self, db: Reader) -> None:
         """Load the query embedder for `db` (slow: run it in a background thread). Until it is
         ready, searches wait for it (`query_embedder`)."""
         from ..search.hybrid import get_query_embedder, warm
@@ -208,7 +208,7 @@ class _Served:
 
     def __init__(self, db_path: str, *, expose_tools: bool, max_tokens: int, config_path: str | None):
         self.db_path = db_path
-        self.db: Index = open_db(db_path)
+        self.db: Reader = open_db(db_path)
         self.file_id = self.stat()
         self.data_version = self.db.data_version()
         self.generation = 0  # bumped on each reload: every view drops its caches on a change
@@ -304,7 +304,7 @@ class Discovery:
 
     # --- what a server and its views share ----------------------------------------------------
     @property
-    def db(self) -> Index:
+    def db(self) -> Reader:
         return self._served.db
 
     @property

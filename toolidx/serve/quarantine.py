@@ -11,20 +11,20 @@ from ..core.budget import fit_budget
 from ..core.errors import CHANGED_SINCE_APPROVAL, NOT_APPROVED
 from ..diff.approved import approval_json, approval_state, changes_since_approval, current_hash, server_changes
 from ..store.approvals import approvals
-from ..store.index import Index
+from ..store.index import Reader
 from .discovery import Answer
 
 FIX = "a person reviews it (`toolidx diff --approved`) and approves it (`toolidx approve {id}`)"
 
 
-def not_approved(db: Index, tool_id: str) -> bool:
+def not_approved(db: Reader, tool_id: str) -> bool:
     """Whether `tool_id` is in the index but has never been approved (hidden by quarantine)."""
     from ..store.catalog import tool_exists
 
     return tool_exists(db, tool_id) and tool_id not in approvals(db, [tool_id])
 
 
-def refusal(db: Index, tool: dict, max_tokens: int) -> Answer | None:
+def refusal(db: Reader, tool: dict, max_tokens: int) -> Answer | None:
     """None when the tool's definition is the approved one; otherwise the refusal, with the reason
     and each changed field."""
     approval = approvals(db, [tool["id"]]).get(tool["id"])
@@ -72,7 +72,7 @@ def refusal(db: Index, tool: dict, max_tokens: int) -> Answer | None:
     return Answer(payload, "\n".join(lines), is_error=True)
 
 
-def annotate(db: Index, tool: dict, answer: Answer) -> None:
+def annotate(db: Reader, tool: dict, answer: Answer) -> None:
     """describe_tool under quarantine: `approval` {state, by, at} in the answer, and a line saying
     that a tool changed since its approval will be refused."""
     approval = approvals(db, [tool["id"]]).get(tool["id"])
@@ -84,7 +84,7 @@ def annotate(db: Index, tool: dict, answer: Answer) -> None:
         )
 
 
-def hide_server_text(db: Index, tool: dict, described: dict) -> None:
+def hide_server_text(db: Reader, tool: dict, described: dict) -> None:
     """describe_tool under quarantine: the server's title and instructions are shown only as
     approved; changed (or never approved) text is left out, with a note saying so."""
     info = described.get("server_info")

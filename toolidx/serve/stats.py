@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.budget import CHARS_PER_TOKEN, estimate_tokens
 from ..core.filters import Filters
-from ..store.index import Index
+from ..store.index import Reader
 from ..store.stats import definitions_by_server, server_statuses
 from .metatools import META_TOOLS, SHOWN_SERVERS, SUMMARY_NAMES, meta_tools
 
@@ -90,7 +90,7 @@ class IndexStats:
         return out
 
 
-def catalog_of(db: Index, filters: Filters | None) -> CatalogSummary:
+def catalog_of(db: Reader, filters: Filters | None) -> CatalogSummary:
     """The catalog summary serve puts in its instructions and search_tools' description: counted
     in the database, a few hundred names at most whatever the catalog's size (SUMMARY_NAMES)."""
     from ..catalog.listing import summary
@@ -98,7 +98,7 @@ def catalog_of(db: Index, filters: Filters | None) -> CatalogSummary:
     return summary(db, filters, names=SUMMARY_NAMES, largest=SHOWN_SERVERS)
 
 
-def index_stats(db: Index, filters: Filters | None = None, usage: UsageReport | None = None) -> IndexStats:
+def index_stats(db: Reader, filters: Filters | None = None, usage: UsageReport | None = None) -> IndexStats:
     """Tokens of every tool definition in scope, per server, against the meta-tools'; with `usage`
     (`catalog.metrics.usage_report`), the usage report beside them."""
     defs = definitions_by_server(db, filters)

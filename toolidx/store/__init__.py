@@ -8,6 +8,7 @@ part of the index, written once in the SQL both engines speak (`dialect`: how ea
 things they write differently); what one engine has and the other lacks (FTS5 or postings,
 sqlite-vec or pgvector, PRAGMA or information_schema) is each engine's `writer` beside its
 `retrieval` (`writer.Writer`, `db.writer`), so no module here asks which engine it is on.
-`index.Index` is the open index as every layer above names it. Nothing above this folder names a
-table or runs SQL, nor asks which engine holds the index.
+`index.Reader` is the open index as every layer above names it (`index.Index`, a Reader with the
+connection and statements, is this folder's own). Nothing above this folder names a table or runs
+SQL, nor asks which engine holds the index.
 """

@@ -19,13 +19,14 @@ import json
 from ..core.errors import UsageError
 from ..core.tooldoc import definition_hash
 from .base import in_chunks
-from .index import Index
+from .index import Reader, own
 
 TABLE = "approvals"
 SERVER_TABLE = "server_approvals"
 
 
-def has_table(db: Index, table: str = TABLE) -> bool:
+def has_table(db: Reader, table: str = TABLE) -> bool:
+    db = own(db)
     return db.writer.table_exists(table)
 
 
@@ -34,8 +35,9 @@ def text_hash(title: str | None, instructions: str | None) -> str:
     return definition_hash({"title": title, "instructions": instructions})
 
 
-def server_texts(db: Index, servers: list[str]) -> dict[str, dict]:
+def server_texts(db: Reader, servers: list[str]) -> dict[str, dict]:
     """server -> {"title", "instructions"} as the index holds them now (servers not there: absent)."""
+    db = own(db)
     out: dict[str, dict] = {}
     for marks, chunk in in_chunks(list(dict.fromkeys(servers))):
         for r in db.query(f"SELECT name, server_title, instructions FROM servers WHERE name IN ({marks})", chunk):
@@ -43,9 +45,10 @@ def server_texts(db: Index, servers: list[str]) -> dict[str, dict]:
     return out
 
 
-def server_approvals(db: Index, servers: list[str]) -> dict[str, dict]:
+def server_approvals(db: Reader, servers: list[str]) -> dict[str, dict]:
     """server -> {"server", "hash", "title", "instructions", "approved_by", "approved_at"}: the text
     approved with its tools (none before migration 3, or for a read-only index that lacks it)."""
+    db = own(db)
     if not has_table(db, SERVER_TABLE):
         return {}
     out: dict[str, dict] = {}
@@ -55,8 +58,9 @@ def server_approvals(db: Index, servers: list[str]) -> dict[str, dict]:
     return out
 
 
-def approvals(db: Index, ids: list[str] | None = None) -> dict[str, dict]:
+def approvals(db: Reader, ids: list[str] | None = None) -> dict[str, dict]:
     """tool id -> {"tool_id", "hash", "approved_by", "approved_at"}; all of them, or those of `ids`."""
+    db = own(db)
     if not has_table(db):
         return {}
     if ids is None:
@@ -77,9 +81,10 @@ def stored_hash(definition: str | None) -> str:
         return "unreadable definition"
 
 
-def current_hashes(db: Index, ids: list[str] | None = None, servers: list[str] | None = None) -> dict[str, str]:
+def current_hashes(db: Reader, ids: list[str] | None = None, servers: list[str] | None = None) -> dict[str, str]:
     """tool id -> the hash of its definition (computed), for the tools now in the index (all, or
     `ids`, or `servers`' tools)."""
+    db = own(db)
     if ids is not None:
         out: dict[str, str] = {}
         for marks, chunk in in_chunks(list(dict.fromkeys(ids))):
@@ -111,7 +116,7 @@ class ChangedSinceShown(UsageError):
 
 
 def record(
-    db: Index,
+    db: Reader,
     ids: list[str],
     by: str,
     at: str,
@@ -165,7 +170,7 @@ def record(
     return [{"id": tid, "hash": h, "previous_hash": prev} for tid, h, prev in sorted(rows)]
 
 
-def revoke(db: Index, ids: list[str]) -> list[str]:
+def revoke(db: Reader, ids: list[str]) -> list[str]:
     """Remove the approvals of `ids`; returns the ids that had one."""
     with db.transaction() as conn:
         had: list[str] = []

@@ -83,8 +83,9 @@ class Statements:
 
 class IndexBase(Statements):
     """What an open index of either engine has beyond its statements (store.index.Index is the
-    whole interface): the meta values, and the SQLite module whose FTS5 tokenizer cuts a query's
-    words (store/retrieval.py's QueryTokenizer; the catalog's is an in-memory SQLite)."""
+    whole interface, store.index.Reader the part the layers above use): the meta values, and the
+    SQLite module whose FTS5 tokenizer cuts a query's words (store/retrieval.py's QueryTokenizer;
+    the catalog's is an in-memory SQLite)."""
 
     module: Any
     _pinned: tuple[int, int] | None = None  # (thread, data_version) inside a read snapshot

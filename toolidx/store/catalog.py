@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..core.filters import Filters
 from .base import in_chunks
-from .index import Index
+from .index import Index, Reader, own
 from .tools import decode
 from .tools import where as filter_sql
 
@@ -24,14 +24,16 @@ def _where(db: Index, filters: Filters | None) -> tuple[str, list]:
     return filter_sql(db, filters, "t") if filters is not None else ("TRUE", [])
 
 
-def count_tools(db: Index, filters: Filters | None = None) -> int:
+def count_tools(db: Reader, filters: Filters | None = None) -> int:
+    db = own(db)
     where, params = _where(db, filters)
     return int(db.scalar(f"SELECT count(*) FROM tools t WHERE {where}", params))
 
 
 def page_tools(
-    db: Index, *, sort: str, descending: bool, limit: int, offset: int, filters: Filters | None = None
+    db: Reader, *, sort: str, descending: bool, limit: int, offset: int, filters: Filters | None = None
 ) -> list[dict]:
+    db = own(db)
     where, params = _where(db, filters)
     direction = "DESC" if descending else "ASC"
     order = ", ".join(f"{c} {direction}" for c in SORTS[sort])
@@ -43,7 +45,8 @@ def page_tools(
     return [decode(r) for r in rows]
 
 
-def category_counts(db: Index, filters: Filters | None = None) -> list[dict]:
+def category_counts(db: Reader, filters: Filters | None = None) -> list[dict]:
+    db = own(db)
     where, params = _where(db, filters)
     return db.query(
         f"SELECT t.category AS name, count(*) AS count FROM tools t WHERE {where} "
@@ -52,7 +55,8 @@ def category_counts(db: Index, filters: Filters | None = None) -> list[dict]:
     )
 
 
-def tag_counts(db: Index, filters: Filters | None = None) -> list[dict]:
+def tag_counts(db: Reader, filters: Filters | None = None) -> list[dict]:
+    db = own(db)
     where, params = _where(db, filters)
     return db.query(
         f"SELECT j.value AS name, count(*) AS count FROM tools t, {db.sql.json_each('t.tags', 'j')} "
@@ -61,8 +65,9 @@ def tag_counts(db: Index, filters: Filters | None = None) -> list[dict]:
     )
 
 
-def server_counts(db: Index, filters: Filters | None = None) -> list[dict]:
+def server_counts(db: Reader, filters: Filters | None = None) -> list[dict]:
     """Every server with its matching tools, stale tools, and last crawl status."""
+    db = own(db)
     where, params = _where(db, filters)
     return db.query(
         "SELECT s.name, s.status, s.error, s.stderr_tail, s.transport, s.category, s.crawled_at, s.last_ok_at, "
@@ -74,12 +79,13 @@ def server_counts(db: Index, filters: Filters | None = None) -> list[dict]:
 
 
 def server_summary(
-    db: Index, filters: Filters | None, *, first: int, largest: int, named: list[str]
+    db: Reader, filters: Filters | None, *, first: int, largest: int, named: list[str]
 ) -> tuple[int, int, list[dict]]:
     """(tools passing `filters`, servers having one, [{name, count}] of those servers: the first
     `first` by name, in name order, then the `largest` with the most tools (count, then name) and
     any of `named`). Counted in the database, one pass over the tools (an index-only scan with no
     filter) and look-ups: a catalog of 200k servers sends a few hundred rows. Run it in a snapshot."""
+    db = own(db)
     where, params = _where(db, filters)
     grouped = f"SELECT t.server AS name, count(*) AS count FROM tools t WHERE {where} GROUP BY t.server"
     # equal counts by code point, as Python orders names (the texts rank the rows they get again)
@@ -103,9 +109,10 @@ def server_summary(
     return int(top[0]["tools"]), int(top[0]["servers"]), [{"name": r["name"], "count": r["count"]} for r in rows]
 
 
-def category_summary(db: Index, filters: Filters | None, limit: int) -> tuple[int, list[dict]]:
+def category_summary(db: Reader, filters: Filters | None, limit: int) -> tuple[int, list[dict]]:
     """(named categories of the tools passing `filters`, the first `limit` of them by size as in
     category_counts, [{name, count}])."""
+    db = own(db)
     where, params = _where(db, filters)
     rows = db.query(
         "SELECT name, count, count(*) OVER () AS categories FROM (SELECT t.category AS name, count(*) AS count "
@@ -115,25 +122,29 @@ def category_summary(db: Index, filters: Filters | None, limit: int) -> tuple[in
     return (int(rows[0]["categories"]) if rows else 0), [{"name": r["name"], "count": r["count"]} for r in rows]
 
 
-def id_names(db: Index, filters: Filters | None = None) -> list[dict]:
+def id_names(db: Reader, filters: Filters | None = None) -> list[dict]:
+    db = own(db)
     where, params = _where(db, filters)
     return db.query(f"SELECT t.id, t.server, t.name FROM tools t WHERE {where} ORDER BY t.id", params)
 
 
-def ids_named(db: Index, name: str, filters: Filters | None = None) -> list[str]:
+def ids_named(db: Reader, name: str, filters: Filters | None = None) -> list[str]:
+    db = own(db)
     where, params = _where(db, filters)
     rows = db.query(f"SELECT t.id FROM tools t WHERE ({where}) AND t.name = ? ORDER BY t.id", [*params, name])
     return [r["id"] for r in rows]
 
 
-def tool_exists(db: Index, tool_id: str, filters: Filters | None = None) -> bool:
+def tool_exists(db: Reader, tool_id: str, filters: Filters | None = None) -> bool:
+    db = own(db)
     where, params = _where(db, filters)
     return db.scalar(f"SELECT 1 FROM tools t WHERE ({where}) AND t.id = ?", [*params, tool_id]) is not None
 
 
-def ids_within(db: Index, ids: list[str], filters: Filters | None) -> set[str]:
+def ids_within(db: Reader, ids: list[str], filters: Filters | None) -> set[str]:
     """Those of `ids` that are tools passing `filters` (a scope check by look-up, not a set of
     every id in scope)."""
+    db = own(db)
     where, params = _where(db, filters)
     out: set[str] = set()
     for marks, chunk in in_chunks(sorted(set(ids))):
@@ -142,9 +153,10 @@ def ids_within(db: Index, ids: list[str], filters: Filters | None) -> set[str]:
     return out
 
 
-def rowids_and_hashes(db: Index, ids: list[str], filters: Filters | None) -> dict[str, tuple[int, str]]:
+def rowids_and_hashes(db: Reader, ids: list[str], filters: Filters | None) -> dict[str, tuple[int, str]]:
     """id -> (rowid, definition hash) of those of `ids` that are tools passing `filters` (what
     search.learned may lift: in scope, and as defined now)."""
+    db = own(db)
     where, params = _where(db, filters)
     out: dict[str, tuple[int, str]] = {}
     for marks, chunk in in_chunks(sorted(set(ids))):
@@ -156,20 +168,23 @@ def rowids_and_hashes(db: Index, ids: list[str], filters: Filters | None) -> dic
     return out
 
 
-def tool_rowid(db: Index, tool_id: str) -> int | None:
+def tool_rowid(db: Reader, tool_id: str) -> int | None:
+    db = own(db)
     v = db.scalar("SELECT rowid FROM tools WHERE id = ?", (tool_id,))
     return None if v is None else int(v)
 
 
-def lexical_rows(db: Index) -> list[dict]:
+def lexical_rows(db: Reader) -> list[dict]:
     """What the lexical fallback of `similar` compares: every tool's name, text and params."""
+    db = own(db)
     return db.query("SELECT rowid, id, server, name, title, description FROM tools ORDER BY id")
 
 
-def documented_example_rows(db: Index) -> list[dict]:
+def documented_example_rows(db: Reader) -> list[dict]:
     """Tools whose input schema or saved definition may hold examples of their own (the schema's
     `examples`, a property's `examples` / `default`, a tools_file row's `examples`): {id,
     input_schema, definition}, decoded. Whether one validates is the caller's check."""
+    db = own(db)
     q = db.sql
     rows = db.query(
         f"SELECT id, input_schema, definition FROM tools t WHERE {q.json_has('t.input_schema', 'examples')} "

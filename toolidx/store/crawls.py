@@ -17,7 +17,7 @@ from ..core.servers import ServerResult, stderr_lines
 from ..core.tooldoc import ToolDoc, canonical_json, fix_strings
 from . import keywords, vectors
 from .base import in_chunks
-from .index import Index
+from .index import Index, Reader, own
 
 
 @dataclass
@@ -56,13 +56,14 @@ def _bool(v: bool | None) -> int | None:
     return None if v is None else int(v)
 
 
-def embed_hashes(db: Index) -> dict[str, str | None]:
+def embed_hashes(db: Reader) -> dict[str, str | None]:
     """Each tool's id and the hash of the text its vector was computed from (None: no vector)."""
+    db = own(db)
     return {row["id"]: row["embed_hash"] for row in db.query("SELECT id, embed_hash FROM tools")}
 
 
 def write_crawl(
-    db: Index,
+    db: Reader,
     results: list[ServerResult],
     docs: dict[str, list[ToolDoc]],
     *,
@@ -82,6 +83,7 @@ def write_crawl(
     `prune_other_configs`. Without `prune` every server not crawled is kept. Kept servers are
     carried into this crawl's snapshot. Each server written belongs to `owner` from now on
     (servers.owner)."""
+    db = own(db)
     for r in results:
         r.mask_secrets()  # idempotent; crawl has done it already, other writers may not have
     summary = CrawlSummary(crawl_id=0, config=config_path)
@@ -335,13 +337,15 @@ def _delete_server(db: Index, name: str) -> int:
     return len(rows)
 
 
-def embed_rows(db: Index) -> list[dict]:
+def embed_rows(db: Reader) -> list[dict]:
     """Every tool's rowid, embedded text and the hash its vector was computed from (`toolidx embed`)."""
+    db = own(db)
     return db.query("SELECT rowid, id, embed_text, embed_hash FROM tools")
 
 
-def write_vectors(db: Index, embedder: Embedder, rows: list[dict], blobs: list[bytes]) -> None:
+def write_vectors(db: Reader, embedder: Embedder, rows: list[dict], blobs: list[bytes]) -> None:
     """Store `blobs`, the vectors `embedder` computed for `rows` (from `embed_rows`), in one transaction."""
+    db = own(db)
     with db.transaction():
         vectors.ensure_table(db, embedder.model, embedder.dim, embedder.sha256)
         vectors.remember_model(db, embedder)
@@ -353,8 +357,9 @@ def write_vectors(db: Index, embedder: Embedder, rows: list[dict], blobs: list[b
             )
 
 
-def recorded_owners(db: Index, servers: list[str] | None = None) -> list[str]:
+def recorded_owners(db: Reader, servers: list[str] | None = None) -> list[str]:
     """The owners (servers.owner) of the index's servers (those named, else all)."""
+    db = own(db)
     where, params = "", []
     if servers:
         where, params = f" AND name IN ({', '.join('?' * len(servers))})", list(servers)
@@ -362,10 +367,11 @@ def recorded_owners(db: Index, servers: list[str] | None = None) -> list[str]:
     return [r["owner"] for r in rows]
 
 
-def recorded_configs(db: Index, servers: list[str] | None = None, fallback: bool = True) -> list[str]:
+def recorded_configs(db: Reader, servers: list[str] | None = None, fallback: bool = True) -> list[str]:
     """The config files the index's servers (those named, else all) were last crawled from, as the
     crawls recorded them; an index without servers: the config its last crawl recorded (not
     without `fallback`)."""
+    db = own(db)
     where, params = "", []
     if servers:
         where, params = f" AND s.name IN ({', '.join('?' * len(servers))})", list(servers)

@@ -1,5 +1,5 @@
 """Opening the index: `open_db` picks its engine once, from what `--db` names (a postgresql:// URL:
-store/pg/, else a file: store/sqlite/), and returns it as an `Index`.
+store/pg/, else a file: store/sqlite/), and returns it as a `Reader` (store.index).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from .urls import is_pg_url
 
 if TYPE_CHECKING:
     from ..core.errors import DatabaseError
-    from .index import Index
+    from .index import Reader
 
 DEFAULT_DB_ENV = "TOOLIDX_DB"
 
@@ -27,7 +27,7 @@ def default_db_path() -> Path:
     return Path(base) / "toolidx" / "tools.db"
 
 
-def open_db(path: str | os.PathLike | None = None, *, create: bool = False, readonly: bool = False) -> Index:
+def open_db(path: str | os.PathLike | None = None, *, create: bool = False, readonly: bool = False) -> Reader:
     """Open (and with `create`, make) an index: a `sqlite.database.Database` (a file) or a
     `pg.database.PgDatabase` (a postgresql:// URL), each an `Index` (mypy checks both). Migrations
     are applied on open.

@@ -1,5 +1,6 @@
 """What `toolidx doctor` asks of SQLite and of an index file: the engine's abilities, and an
-index's version, integrity and gaps. Read-only."""
+index's version, integrity and gaps, and the keyed digest a sealed cache file is checked against.
+Read-only."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from ..core.embedding import text_hash
 from . import vectors
-from .index import Index
+from .index import Reader, own
 from .sqlite.database import load_vec
 from .sqlite.file import sqlite_module
 from .sqlite.migrations import MIGRATIONS
@@ -48,9 +49,10 @@ def engine() -> dict[str, Any]:
     }
 
 
-def file_problems(db: Index) -> list[str]:
+def file_problems(db: Reader) -> list[str]:
     """SQLite's quick_check of an index file, its first 5 problems (["ok"]: none; []: it could not
     run at all)."""
+    db = own(db)
     try:
         return [r[0] for r in db.execute("PRAGMA quick_check(5)").fetchall()]
     except Exception:  # the check itself met the damage
@@ -65,9 +67,10 @@ def damaged_file_fix(path: str, source: list[str] | None = None) -> str:
     return recrawl_fix(path, source, doctor=False)
 
 
-def index_facts(db: Index) -> dict[str, Any]:
+def index_facts(db: Reader) -> dict[str, Any]:
     """The index's schema version against this toolidx's, SQLite's quick integrity check, what
     was crawled and what is missing: servers that failed their last crawl, tools without a vector."""
+    db = own(db)
     with db.snapshot():
         user_version, is_toolidx, problems = db.writer.integrity()
         tools = int(db.scalar("SELECT count(*) FROM tools"))
@@ -110,8 +113,15 @@ def index_facts(db: Index) -> dict[str, Any]:
     }
 
 
-def engine_facts(db: Index) -> dict[str, Any]:
+def engine_facts(db: Reader) -> dict[str, Any]:
     """Which engine holds the index and how it searches vectors: {"engine": "sqlite" | "postgres",
     "version", "vector": "sqlite-vec" | "pgvector" | "real[]" | None, "vector_version",
     "pgvector_available": the version the server could install (PostgreSQL; None: not there)}."""
+    db = own(db)
     return db.writer.engine_facts()
+
+
+def content_digest(db: Reader, key: bytes, skip_meta: list[str]) -> str:
+    """A keyed digest of everything the index file holds but the meta rows `skip_meta` (a sealed
+    cache file: integrations/catalog.py). Only a file has one (NotImplementedError otherwise)."""
+    return own(db).writer.content_digest(key, skip_meta)

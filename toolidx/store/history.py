@@ -7,21 +7,24 @@ import json
 from collections.abc import Iterable
 
 from .base import in_chunks
-from .index import Index
+from .index import Reader, own
 
 
-def crawl_ids(db: Index) -> list[int]:
+def crawl_ids(db: Reader) -> list[int]:
+    db = own(db)
     return [int(r["id"]) for r in db.query("SELECT id FROM crawls ORDER BY id")]
 
 
-def get_crawl(db: Index, crawl_id: int) -> dict | None:
+def get_crawl(db: Reader, crawl_id: int) -> dict | None:
+    db = own(db)
     return db.one("SELECT * FROM crawls WHERE id = ?", (crawl_id,))
 
 
-def snapshot_rows(db: Index, crawl_id: int, servers: list[str] | None = None) -> list[tuple]:
+def snapshot_rows(db: Reader, crawl_id: int, servers: list[str] | None = None) -> list[tuple]:
     """(tool_id, server, name, hash, stale) tuples for every tool in one crawl's snapshot; no
     definitions, so a diff parses only the definitions that differ. Tuples, not dicts: a
     10,000-tool crawl is read in a few milliseconds."""
+    db = own(db)
     sql = "SELECT tool_id, server, name, hash, stale FROM crawl_tools WHERE crawl_id = ?"
     params: list = [crawl_id]
     if servers:
@@ -31,9 +34,10 @@ def snapshot_rows(db: Index, crawl_id: int, servers: list[str] | None = None) ->
         return db.conn.execute(sql, params).fetchall()
 
 
-def tool_rows(db: Index, tool_id: str, crawl_ids: list[int]) -> list[dict]:
+def tool_rows(db: Reader, tool_id: str, crawl_ids: list[int]) -> list[dict]:
     """{crawl_id, hash, stale} of `tool_id` in each of `crawl_ids` that had it (by the primary
     key: no scan of every crawl's tools)."""
+    db = own(db)
     if not crawl_ids:
         return []
     marks = ", ".join("?" * len(crawl_ids))
@@ -43,12 +47,14 @@ def tool_rows(db: Index, tool_id: str, crawl_ids: list[int]) -> list[dict]:
     )
 
 
-def crawl_server_rows(db: Index, crawl_id: int) -> list[dict]:
+def crawl_server_rows(db: Reader, crawl_id: int) -> list[dict]:
+    db = own(db)
     return db.query("SELECT * FROM crawl_servers WHERE crawl_id = ?", (crawl_id,))
 
 
-def definitions(db: Index, hashes: Iterable[str]) -> dict[str, dict]:
+def definitions(db: Reader, hashes: Iterable[str]) -> dict[str, dict]:
     """hash -> parsed definition."""
+    db = own(db)
     hs = list(dict.fromkeys(hashes))
     out: dict[str, dict] = {}
     for marks, chunk in in_chunks(hs):
@@ -57,8 +63,9 @@ def definitions(db: Index, hashes: Iterable[str]) -> dict[str, dict]:
     return out
 
 
-def current_definitions(db: Index, servers: list[str] | None = None) -> list[dict]:
+def current_definitions(db: Reader, servers: list[str] | None = None) -> list[dict]:
     """id, server, name, definition of every tool in the index now (for the audit)."""
+    db = own(db)
     sql = "SELECT id, server, name, definition FROM tools"
     params: list = []
     if servers:
@@ -67,9 +74,10 @@ def current_definitions(db: Index, servers: list[str] | None = None) -> list[dic
     return [{**r, "definition": _loads(r["definition"])} for r in db.query(sql + " ORDER BY id", params)]
 
 
-def crawl_history(db: Index, limit: int | None = 20, servers: list[str] | None = None) -> list[dict]:
+def crawl_history(db: Reader, limit: int | None = 20, servers: list[str] | None = None) -> list[dict]:
     """Crawls, newest first, each with tool counts and added/removed/changed against the crawl
     before it (by tool id and definition hash: a rename counts as one removed plus one added)."""
+    db = own(db)
     rows = db.query("SELECT * FROM crawls ORDER BY id DESC" + (" LIMIT ?" if limit else ""), (limit,) if limit else ())
     srv = ""
     params: list = []
@@ -141,8 +149,9 @@ def crawl_history(db: Index, limit: int | None = 20, servers: list[str] | None =
     return out
 
 
-def crawl_snapshot(db: Index, crawl_id: int) -> dict[str, dict]:
+def crawl_snapshot(db: Reader, crawl_id: int) -> dict[str, dict]:
     """tool id -> {server, name, hash, stale, definition} as of one crawl."""
+    db = own(db)
     rows = db.query(
         "SELECT ct.tool_id, ct.server, ct.name, ct.hash, ct.stale, tv.definition "
         "FROM crawl_tools ct JOIN tool_versions tv ON tv.hash = ct.hash "

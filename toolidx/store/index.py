@@ -1,18 +1,17 @@
-"""`Index`: an open index, whichever engine holds it: what every signature above store/ and the
-store modules' own name. `sqlite.database.Database` (a SQLite file) and `pg.database.PgDatabase` (a
-catalog in PostgreSQL) both satisfy it (tests/store/test_pg.py checks both, mypy each use).
-
-Above store/, only the members before the SQL ones are used: where it is, whether it can run a
-vector search, the cache of what readers derive, `retrieval` (what search asks), the meta
-values, snapshots and versions. The SQL members, the connection and its lock are for store/'s
-modules (SQL lives only there: tests/test_docs.py); `postgres` says which engine, for what one
-engine has and the other lacks (FTS5, sqlite-vec, PRAGMA), and `sql` how each spells what both
-have (store/dialect.py)."""
+"""An open index, whichever engine holds it, as two protocols. `Reader`: what the layers above
+store/ hold and call (where it is, whether it can run a vector search, the cache of what readers
+derive, `retrieval`, the meta values, snapshots, versions, a transaction around meta writes);
+every signature above store/ names it, so mypy refuses a layer that reaches for SQL. `Index`: a
+Reader plus the store's own members (the connection, its lock, the statements, `sql`, `writer`),
+what store/'s modules use (SQL lives only there: tests/test_docs.py). `sqlite.database.Database`
+(a SQLite file) and `pg.database.PgDatabase` (a catalog in PostgreSQL) both satisfy `Index`
+(tests/store/test_pg.py checks both, mypy each use); a store function handed a Reader narrows it
+with `own`."""
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from .cache import IndexCache
 
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
 
 
 @runtime_checkable
-class Index(Protocol):
+class Reader(Protocol):
     path: str  # where it is, as errors name it (a catalog's URL without its secrets)
     vec_available: bool  # whether vector search can run on it
     vec_error: str | None  # why not
@@ -50,9 +49,17 @@ class Index(Protocol):
         """Equal only while the index is unchanged."""
         ...
 
+    def transaction(self) -> AbstractContextManager[Any]:
+        """One write transaction: readers see all of it or none of it."""
+        ...
+
     def close(self) -> None: ...
 
-    # --- for store/'s modules only --------------------------------------------------------------
+
+@runtime_checkable
+class Index(Reader, Protocol):
+    """A Reader with the store's own members: for store/'s modules only."""
+
     conn: Any  # the engine's connection (sqlite3's, or store.pg.database.PgConnection), used under `lock`
     lock: Any  # a threading.RLock: one statement or transaction at a time on `conn`
     sql: Dialect  # the engine's spelling of what the two write differently
@@ -73,10 +80,13 @@ class Index(Protocol):
 
     def rows(self, sql: str, params: Any = ()) -> list[tuple]: ...
 
-    def transaction(self) -> AbstractContextManager[Any]:
-        """One write transaction: readers see all of it or none of it."""
-        ...
-
     def row_transaction(self) -> AbstractContextManager[Any]:
         """A short write transaction of rows beside the index (usage: store/usage.py)."""
         ...
+
+
+def own(db: Reader) -> Index:
+    """`db` as the store's modules use it. Every Reader is an index the store opened
+    (store/db.py's open_db: a `Database` or a `PgDatabase`, both an `Index`); the layers above only
+    name it by the smaller protocol, so nothing is checked at run time."""
+    return cast(Index, db)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import threading
 
-from .index import Index
+from .index import Reader, own
 from .sqlite.migrations import MIGRATIONS
 
 FTS_COLUMNS = ("name", "title", "description", "server", "tags", "params")  # tools_fts's, in order
@@ -72,13 +72,15 @@ def tokenizer() -> Tokenizer:
         return _tokenizer
 
 
-def put_many(db: Index, rows: list[tuple[int, dict[str, str]]]) -> None:
+def put_many(db: Reader, rows: list[tuple[int, dict[str, str]]]) -> None:
     """Index (rowid, fts_row) pairs, replacing what those tools had. Inside the crawl's transaction."""
+    db = own(db)
     if rows:
         db.writer.put_keywords(rows)
 
 
-def delete(db: Index, rowids: list[int]) -> None:
+def delete(db: Reader, rowids: list[int]) -> None:
     """Drop these tools from the keyword index."""
+    db = own(db)
     if rowids:
         db.writer.delete_keywords(rowids)

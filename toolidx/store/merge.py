@@ -24,7 +24,7 @@ from ..core.servers import launch_hash
 from ..core.tooldoc import build_tooldoc, canonical_json, fix_strings, server_words
 from . import approvals, keywords, vectors
 from .approvals import stored_hash
-from .index import Index
+from .index import Index, Reader, own
 from .tools import JSON_COLUMNS, SERVER_JSON_COLUMNS
 
 Key = tuple[str, int]  # (when a server was crawled, input position): the larger one wins
@@ -95,7 +95,8 @@ def _clean_row(row: dict) -> dict:
     return {k: _clean(v, k in _JSON_TEXT) for k, v in row.items()}
 
 
-def read_source(db: Index, position: int) -> Source:
+def read_source(db: Reader, position: int) -> Source:
+    db = own(db)
     model = None
     if vectors.has_table(db) and db.get_meta("embed_model") and db.get_meta("embed_dim"):
         model = (str(db.get_meta("embed_model")), int(str(db.get_meta("embed_dim"))))
@@ -251,7 +252,7 @@ def _vector_table(out: Index, model: tuple[str, int] | None, kept: bool) -> None
 
 
 def write_merged(
-    out: Index,
+    out: Reader,
     sources: list[Source],
     owner: dict[str, Source],
     model: tuple[str, int] | None,
@@ -262,6 +263,7 @@ def write_merged(
     """Fill the empty index `out` (one transaction; `replace`: empty a PostgreSQL catalog first,
     in the same transaction). Returns counts: servers, tools, crawls, vectors (copied) and
     missing_vectors (tools that need `toolidx embed`)."""
+    out = own(out)
     counts = {"servers": 0, "tools": 0, "crawls": 0, "vectors": 0, "missing_vectors": 0}
     pending: list[tuple[int, bytes]] = []  # vectors, written once the table fits (_vector_table)
     with out.transaction():
@@ -354,28 +356,31 @@ def _copy_tools(
     keywords.put_many(out, fts_rows)
 
 
-def checkpoint(db: Index) -> None:
+def checkpoint(db: Reader) -> None:
     """Fold the file's write-ahead log into it and empty the log, so the file alone is the index
     (merge renames it into place)."""
+    db = own(db)
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def malformed_row(db: Index) -> str | None:
+def malformed_row(db: Reader) -> str | None:
     """The first row of `db` whose JSON columns cannot be parsed ("tool s/t: its tags are not
     JSON"), or None. Read-only: an input is checked whole before anything is written. The
     catalog's JSON columns are text too (store/pg/migrations.py), so a row written by hand can be
     malformed there as well: PostgreSQL 15 cannot test text for JSON without failing the
     statement (no IS JSON, no pg_input_is_valid), so its rows are parsed (`malformed_parsed`), by
     the rules a file's SQL checks (store/sqlite/writer.py)."""
+    db = own(db)
     return db.writer.malformed_row()
 
 
 _CHECK_CHUNK = 500  # tools parsed per query: a catalog's definitions are never all in memory at once
 
 
-def malformed_parsed(db: Index) -> str | None:
+def malformed_parsed(db: Reader) -> str | None:
     """malformed_row for PostgreSQL: store/sqlite/writer.py's _MALFORMED_SERVER and _MALFORMED_TOOL's
     rules, in Python."""
+    db = own(db)
     for row in db.query("SELECT name, tags, invalid_tools, connect, capabilities FROM servers ORDER BY name"):
         why = _server_why(row)
         if why:

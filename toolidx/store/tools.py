@@ -7,7 +7,7 @@ from typing import overload
 
 from ..core.filters import Filters, compile_pattern
 from .base import in_chunks
-from .index import Index
+from .index import Reader, own
 
 JSON_COLUMNS = ("input_schema", "output_schema", "annotations", "icons", "meta", "definition", "tags", "param_names")
 SERVER_JSON_COLUMNS = ("connect", "capabilities", "tags", "invalid_tools")
@@ -33,10 +33,11 @@ def decode(row: dict | None, columns: tuple[str, ...] = JSON_COLUMNS) -> dict | 
     return out
 
 
-def where(db: Index, filters: Filters, alias: str = "t") -> tuple[str, list]:
+def where(db: Reader, filters: Filters, alias: str = "t") -> tuple[str, list]:
     """A SQL condition over the `tools` table (as `alias`) that keeps what `filters` keeps, and its
     parameters. `approved_only`: a person approved the tool, at any definition (one changed since
     stays visible, serve refuses to run it)."""
+    db = own(db)
     f, a = filters, alias
     if f.nothing:
         return "0 = 1", []
@@ -84,9 +85,10 @@ def where(db: Index, filters: Filters, alias: str = "t") -> tuple[str, list]:
     return sql, params
 
 
-def names_matching(db: Index, pattern: str) -> list[str]:
+def names_matching(db: Reader, pattern: str) -> list[str]:
     """The tool names `pattern` finds (RE2, as `regexp`), from the names cached per index version,
     with the answers of the last patterns asked (RE2 costs ~10 us a name: 1 s at 100k names)."""
+    db = own(db)
 
     def build() -> tuple[list[str], dict[str, list[str]]]:
         return [r["name"] for r in db.query("SELECT DISTINCT name FROM tools")], {}
@@ -108,11 +110,13 @@ def regexp(pattern: str, value: str | None) -> int:
     return int(value is not None and compile_pattern(pattern).search(value) is not None)
 
 
-def get_tool(db: Index, tool_id: str) -> dict | None:
+def get_tool(db: Reader, tool_id: str) -> dict | None:
+    db = own(db)
     return decode(db.one("SELECT * FROM tools WHERE id = ?", (tool_id,)))
 
 
-def get_tools_by_rowid(db: Index, rowids: list[int], columns: str = "*") -> dict[int, dict]:
+def get_tools_by_rowid(db: Reader, rowids: list[int], columns: str = "*") -> dict[int, dict]:
+    db = own(db)
     if not rowids:
         return {}
     out: dict[int, dict] = {}
@@ -122,34 +126,40 @@ def get_tools_by_rowid(db: Index, rowids: list[int], columns: str = "*") -> dict
     return out
 
 
-def all_ids(db: Index) -> list[str]:
+def all_ids(db: Reader) -> list[str]:
+    db = own(db)
     return [r["id"] for r in db.query("SELECT id FROM tools ORDER BY id")]
 
 
-def filtered_rowids(db: Index, filters: Filters | None) -> set[int] | None:
+def filtered_rowids(db: Reader, filters: Filters | None) -> set[int] | None:
     """Rowids passing the filters, or None when there are no filters (everything passes)."""
+    db = own(db)
     if filters is None or filters.is_empty():
         return None
     cond, params = where(db, filters, "t")
     return {r["rowid"] for r in db.query(f"SELECT t.rowid AS rowid FROM tools t WHERE {cond}", params)}
 
 
-def get_server(db: Index, name: str) -> dict | None:
+def get_server(db: Reader, name: str) -> dict | None:
+    db = own(db)
     return decode(db.one("SELECT * FROM servers WHERE name = ?", (name,)), SERVER_JSON_COLUMNS)
 
 
-def list_servers(db: Index) -> list[dict]:
+def list_servers(db: Reader) -> list[dict]:
+    db = own(db)
     return [decode(r, SERVER_JSON_COLUMNS) for r in db.query("SELECT * FROM servers ORDER BY name")]
 
 
-def server_names(db: Index, limit: int | None = None) -> list[str]:
+def server_names(db: Reader, limit: int | None = None) -> list[str]:
     """The servers' names in name order (the first `limit` of them): names only, no row decoded."""
+    db = own(db)
     tail, params = (" LIMIT ?", [limit]) if limit is not None else ("", [])
     return [r["name"] for r in db.query("SELECT name FROM servers ORDER BY name" + tail, params)]
 
 
-def known_servers(db: Index, names: list[str]) -> set[str]:
+def known_servers(db: Reader, names: list[str]) -> set[str]:
     """Those of `names` the index has a server of."""
+    db = own(db)
     out: set[str] = set()
     for marks, chunk in in_chunks(sorted(set(names))):
         out.update(r["name"] for r in db.query(f"SELECT name FROM servers WHERE name IN ({marks})", chunk))

@@ -32,7 +32,7 @@ from typing import Any
 from ..core.clock import now_iso
 from ..core.errors import DatabaseError, UsageError
 from ..core.files import not_regular, private_dir
-from .index import Index
+from .index import Index, Reader, own
 from .pg.migrations import PG_USAGE_MIGRATIONS
 from .sqlite.file import FileKind, SqliteFile, check_header, open_file
 from .urls import is_pg_url, public_url
@@ -523,10 +523,11 @@ def open_usage(target: str | os.PathLike, *, create: bool = True) -> UsageStore 
     return UsageStore(SqliteFile(conn, mod), str(p))
 
 
-def catalog_usage(db: Index, explicit: str | os.PathLike | None = None) -> UsageStore | None:
+def catalog_usage(db: Reader, explicit: str | os.PathLike | None = None) -> UsageStore | None:
     """The usage of the open index `db`, for reading (the CLI): a catalog in PostgreSQL's own tables,
     on the catalog's connection; else the usage file (None when nothing was recorded yet). Raises
     as `usage_path` and `open_usage` do."""
+    db = own(db)
     target = usage_path(db.path, explicit)
     if isinstance(target, Path):
         return open_usage(target, create=False)

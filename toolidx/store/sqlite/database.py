@@ -77,9 +77,9 @@ INDEX = FileKind(
 
 
 class Database(SqliteFile, IndexBase):
-    """A connection to one index file. Thread-safe for serve's worker threads via a lock. What
-    the layers above store/ and the store modules name is its interface, `store.index.Index`,
-    which store/pg/'s PgDatabase (on the same `store.base.IndexBase`) offers too."""
+    """A connection to one index file. Thread-safe for serve's worker threads via a lock. The store
+    modules name its interface, `store.index.Index` (the layers above store/ its part
+    `store.index.Reader`), which store/pg/'s PgDatabase (on the same `store.base.IndexBase`) offers too."""
 
     def __init__(self, conn: Any, path: str, module: Any, vec_available: bool, vec_error: str | None):
         super().__init__(conn, module)
