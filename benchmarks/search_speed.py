@@ -1,7 +1,7 @@
 """Search latency at 10k and 100k tools, what `toolidx serve` pays at start (search.warm, its RSS),
 and the cold start of `toolidx search --mode keyword`.
 
-    python benchmarks/search_speed.py [--sizes 10000,100000] [--queries 200] [--code DIR]
+    python benchmarks/search_speed.py [--sizes 10000,100000] [--queries 200] [--code DIR] [--pairs N]
 
 --code DIR measures the toolidx package in DIR instead of this checkout's (an older commit:
 `git archive <commit> toolidx | tar -x -C DIR`), on the same catalogs, for old-vs-new in one run.
@@ -19,6 +19,16 @@ The `floor` row is what no ranking can go under on this machine: the keyword ret
 embedding and the nearest vectors, nothing else. Hybrid / the floor is what toolidx's
 ranking adds; the floor / the embedding alone is what the machine makes of two retrievals and a
 model sharing its cores and caches (the embedding alone runs hot in a loop of nothing else).
+
+--pairs N (issue 46) also fills a usage store with N learned pairs (search-and-call pairs as serve
+records them, through UsageStore.record_pairs, so its retention applies: at most MAX_PAIRS in all,
+MAX_PAIRS_PER_TOOL per tool; how many it kept is printed) and times, query by query interleaved,
+the floor, hybrid reading an empty store and hybrid reading the full one, and the warm serve
+process's memory with the pairs read. The pairs' requests are real: each bench query recorded
+against its relevant tools and their copies (so every timed query finds past requests like it,
+the costly side: tools lifted, their rows read), the rest the intent sets' requests
+(../shared/train: clinc150, hwu64, banking77) against tools drawn at random, all embedded with
+the catalog's model.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from _common import BENCH, CACHE, MODEL, REPO, measure_code
 from bench_index import embedder, fingerprint, model_tag
@@ -203,8 +214,16 @@ for name in ("toolidx.store.sqlite.retrieval", "toolidx.store.retrieval_sqlite")
         pass
 if loader is not None:
     loader.join()
-search(db, "convert a pdf to markdown", mode="hybrid")
-search(db, "convert a pdf to markdown", mode="keyword")
+kw = {}
+if len(sys.argv) > 2 and sys.argv[2] == "-":  # learning off
+    kw["learned"] = None
+elif len(sys.argv) > 2:  # a usage file: search reading its learned pairs, as serve does
+    from toolidx.search.learned import Source
+    from toolidx.store.usage import open_usage
+    kw["learned"] = Source(open_usage(sys.argv[2], create=False))
+for q in sys.argv[3:] or ["convert a pdf to markdown"]:
+    search(db, SearchRequest(q, mode="hybrid"), **kw)
+search(db, SearchRequest("convert a pdf to markdown", mode="keyword"))
 keys = ("VmRSS", "RssAnon", "RssFile")
 kb = {line.split(":")[0]: int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(keys)}
 print(" ".join(str(kb.get(k, 0) // 1024) for k in keys), f"{ready:.2f}")
@@ -224,18 +243,162 @@ def _preloading(db):
     return None
 
 
-def _serve_rss(path: Path, env: dict) -> str:
+def _serve_rss(path: Path, env: dict, usage: tuple[Path | str, list[str]] | None = None) -> str:
     """Resident memory of a fresh process that holds one warm index as `toolidx serve` does (a
     replica started after the first: a large index's vector file exists), how long its open and
     warm took, and its memory's anonymous and file-backed parts (a memory-mapped file's pages are shared by replicas and
-    given back under pressure; Linux /proc). This process's own RSS would count the catalogs it built."""
+    given back under pressure; Linux /proc). This process's own RSS would count the catalogs it built.
+    `usage`: a usage file whose pairs its searches read ("-": none, learning off), and the requests
+    it searches."""
+    extra = [str(usage[0]), *usage[1]] if usage else []
     r = subprocess.run(
-        [sys.executable, "-c", _SERVE_RSS, str(path)], env=env, cwd=_NEUTRAL, capture_output=True, text=True
+        [sys.executable, "-c", _SERVE_RSS, str(path), *extra], env=env, cwd=_NEUTRAL, capture_output=True, text=True
     )
     if r.returncode or len(r.stdout.split()) != 4:
         return "unmeasured"
     total, anon, file, ready = r.stdout.split()
     return f"{total} MB ({anon} MB anonymous, {file} MB file pages); its open + warm() took {ready} s"
+
+
+def _interleaved(fns: dict, queries) -> dict:
+    """_time for several functions, taking turns query by query, so that a busy machine's load
+    falls on each alike."""
+    from toolidx.search import query_vector
+
+    for q in queries[-5:]:
+        for fn in fns.values():
+            fn(q)
+    lat: dict = {k: [] for k in fns}
+    cpu: dict = {k: [] for k in fns}
+    for q in queries[:-5]:
+        for k, fn in fns.items():
+            query_vector._qcache.clear()
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn(q)
+            lat[k].append((time.perf_counter() - t0) * 1000)
+            cpu[k].append((time.process_time() - c0) * 1000)
+    return {
+        k: {
+            "p50": round(statistics.median(lat[k]), 2),
+            "p95": round(_pct(lat[k], 0.95), 2),
+            "cpu_p50": round(statistics.median(cpu[k]), 2),
+        }
+        for k in fns
+    }
+
+
+def _pair_texts(n: int, emb, ids: list[str]) -> list[tuple[str, str, bytes]]:
+    """n (tool id, request, its embedding): each bench query against its relevant tools and their
+    copies in the catalog, then intent-set requests against tools drawn at random (seeded)."""
+    import re
+
+    from _common import SHARED
+
+    from toolidx.search.learned import request_text
+
+    copies: dict[str, list[str]] = {}
+    for t in ids:
+        server, _, name = t.partition("/")
+        copies.setdefault(re.sub(r"(-r\d+)?(-b)*$", "", server) + "/" + name, []).append(t)
+    out: list[tuple[str, str]] = []
+    for f in ("etom/queries.jsonl", "livemcp/queries.jsonl"):
+        for line in (BENCH / f).read_text().splitlines():
+            if line.strip():
+                q = json.loads(line)
+                out += [(t, q["query"]) for rel in q["relevant"] for t in copies.get(rel, [])]
+    rng = random.Random(46)
+    rng.shuffle(out)
+    out = out[: n // 2]
+    intents = [
+        json.loads(line)["query"]
+        for s in ("clinc150", "hwu64", "banking77")
+        for line in (SHARED / "train" / s / "pairs.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    intents = list(dict.fromkeys(intents))
+    rng.shuffle(intents)
+    out += [(rng.choice(ids), q) for q in intents[: n - len(out)]]
+    texts = sorted({request_text(q) for _, q in out})
+    memo = CACHE / f"pair-vectors-{model_tag()}.json"
+    known = json.loads(memo.read_text()) if memo.exists() else {}
+    todo = [t for t in texts if t not in known]
+    if todo:
+        t0 = time.time()
+        for t, b in zip(todo, emb.embed_documents(todo)):
+            known[t] = b.hex()
+        memo.write_text(json.dumps(known))
+        print(f"embedded {len(todo)} requests in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+    return [(t, request_text(q), bytes.fromhex(known[request_text(q)])) for t, q in out]
+
+
+def _fill_pairs(db, target: Path, n: int, emb):
+    """A usage store at `target` holding up to n pairs of the catalog's tools (as serve records
+    them: one session each, tokens among 8); how many its retention kept."""
+    from datetime import datetime, timezone
+
+    from toolidx.store.usage import open_usage
+
+    hashes = {r["id"]: r["hash"] for r in db.query("SELECT id, hash FROM tools")}
+    model = db.get_meta("embed_model")
+    at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    rows = [
+        (t, hashes[t], q, model, v, f"t{i % 8}" if i % 8 else "", f"s{i}", at)
+        for i, (t, q, v) in enumerate(_pair_texts(n, emb, sorted(hashes)))
+    ]
+    store = open_usage(target)
+    assert store is not None
+    for j in range(0, len(rows), 2000):
+        store.record_pairs(rows[j : j + 2000])
+    kept = int(store.rows("SELECT count(*) FROM pairs")[0][0])
+    return store, kept
+
+
+def _learned_rows(n: int, db, path: Path, env: dict, emb, qemb, queries, pairs: int) -> None:
+    from toolidx.search.hybrid import search
+    from toolidx.search.learned import Source
+    from toolidx.search.request import SearchRequest
+    from toolidx.store.usage import MAX_PAIRS, MAX_PAIRS_PER_TOOL
+
+    folder = Path(tempfile.mkdtemp(prefix="toolidx-speed-usage-"))
+    full, kept = _fill_pairs(db, folder / "full.db", pairs, emb)
+    print(
+        f"{n:7d} {'':15s} {pairs:,} pairs recorded, {kept:,} kept (the store's cap: {MAX_PAIRS:,} in all, "
+        f"{MAX_PAIRS_PER_TOOL} per tool)"
+    )
+    floor = _floor(db, qemb, queries[:6])  # None: code without the retrieval interface
+    from toolidx.core.tokens import query_terms
+    from toolidx.search.hybrid import POOL
+
+    def once(q: str) -> None:
+        text = " ".join(q.split())
+        db.retrieval.keyword(query_terms(text), POOL)
+        db.retrieval.knn(qemb.embed_query(text), POOL)
+
+    fns: dict[str, Any] = {} if floor is None else {"floor": once}
+    # no pairs: learning off (a store holding none is no baseline: learned._pairs raises on it, caught)
+    fns["hybrid, no pairs"] = lambda q: search(
+        db, SearchRequest(q, mode="hybrid", limit=10), embedder=qemb, learned=None
+    )
+    fns[f"hybrid, {kept:,} pairs"] = lambda q: search(
+        db, SearchRequest(q, mode="hybrid", limit=10), embedder=qemb, learned=Source(full)
+    )
+    lifted = sum(any("similar request" in h.why for h in fns[f"hybrid, {kept:,} pairs"](q).hits) for q in queries[:20])
+    got = _interleaved(fns, queries)
+    for k, r in got.items():
+        print(f"{n:7d} {k:15s} {r['p50']:8.2f} {r['p95']:8.2f} {r['cpu_p50']:8.2f}  (interleaved)")
+    if "floor" in got:
+        f = got["floor"]["p50"]
+        for k in list(got)[1:]:
+            print(
+                f"{n:7d} {k} / the floor: {got[k]['p50'] / f:.2f}x wall, "
+                f"{got[k]['cpu_p50'] / got['floor']['cpu_p50']:.2f}x CPU"
+            )
+    print(f"{n:7d} {'':15s} of the first 20 queries, {lifted} had a tool lifted by past requests")
+    asked = queries[:20]
+    for name, usage in (("no", "-"), (f"{kept:,}", folder / "full.db")):
+        rss = _serve_rss(path, env, (usage, asked))
+        print(f"{n:7d} {'':15s} a warm serve process, {name} pairs: RSS {rss}")
+    full.close()
 
 
 def main() -> int:
@@ -244,6 +407,7 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--cold-runs", type=int, default=15)
     ap.add_argument("--code", help="a folder holding the toolidx package to measure (default: this checkout's)")
+    ap.add_argument("--pairs", type=int, default=0, help="also time hybrid with N learned pairs recorded (issue 46)")
     args = ap.parse_args()
     # a fresh cache folder: the first warm() of a large index writes its memory-mapped vector file
     # (store/sqlite/matrix.py), the serve process measured after it maps that file
@@ -315,6 +479,8 @@ def main() -> int:
                 f"{n:7d} the floor (keyword, the embedding, the nearest vectors) / the query embedding's: "
                 f"{floor['p50'] / embed_only['p50']:.2f}x; hybrid / the floor: {h['p50'] / floor['p50']:.2f}x"
             )
+        if args.pairs:
+            _learned_rows(n, db, path, env, emb, qemb, queries, args.pairs)
         db.close()
 
     py = sys.executable
