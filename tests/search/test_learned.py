@@ -94,6 +94,21 @@ def test_learning_off_lifts_nothing(index, embedder, monkeypatch):
     db.close()
 
 
+def test_a_store_whose_pairs_were_all_forgotten_lifts_nothing_and_fails_nothing(index, embedder):
+    """After `forget --all` the store is there with no pairs: the search reads it as no history (it
+    failed a numpy reshape on every search, caught and warned)."""
+    db = open_db(index)
+    store = open_usage(usage_path(index))
+    teach(store, db, embedder, TOOL, TAUGHT)
+    model = db.get_meta("embed_model")
+    src = learned.Source(store, "")
+    assert learned.recall(db, UNSEEN, embedder, None, model, src)[0]  # taught: something lifted
+    store.forget_pairs()
+    assert learned.recall(db, UNSEEN, embedder, None, model, src) == ({}, None)
+    store.close()
+    db.close()
+
+
 def test_one_token_moves_other_callers_results_no_further_than_the_bound(index, embedder, tmp_path):
     """Mallory searches and calls one tool 1,000 times, with the very request Alice will make: in
     anyone else's search that weighs as one similar request of their own (OTHER_CAP), the stated

@@ -169,9 +169,13 @@ def _pairs(store: Any, model: str) -> _Pairs | None:
         got = _memo.get(key)
     if got is None or got.version != version:
         rows = store.pairs_of_model(model)
-        dim = len(rows[-1][3]) if rows else 0
-        rows = [r for r in rows if len(r[3]) == dim]
-        m = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1).copy()
+        size = len(rows[-1][3]) if rows else 0
+        rows = [r for r in rows if len(r[3]) == size]
+        # row by row into one array: joining 20,000 blobs first held ~3 copies at once (a 100 MB
+        # peak at the store's cap); and none (all forgotten) is a 0 x 0 matrix, not a reshape error
+        m = np.empty((len(rows), size // 4), dtype=np.float32)
+        for i, r in enumerate(rows):
+            m[i] = np.frombuffer(r[3], dtype=np.float32)
         norms = np.linalg.norm(m, axis=1, keepdims=True)
         m /= np.where(norms == 0, 1.0, norms)
         got = _Pairs(version, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], m)
