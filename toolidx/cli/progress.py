@@ -175,6 +175,8 @@ class LiveProgress:
 
     def step(self, what: str, done: int, total: int) -> None:
         self.embed = (what, done, total)
+        if self.live is not None:  # each step drawn once, however soon the next comes (8 a second
+            self.live.refresh()  # drew none of a step shorter than 1/8 s on a busy machine)
 
     def close(self) -> None:
         if self.live is not None:
@@ -203,6 +205,7 @@ class LiveSteps:
 
             self.live = Live(self, console=self.console, refresh_per_second=8, transient=True)
             self.live.start()
+        self.live.refresh()  # each step drawn once, as LiveProgress.step does
 
     def close(self) -> None:
         if self.live is not None:
