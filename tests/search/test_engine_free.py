@@ -11,13 +11,20 @@ SEARCH = ROOT / "toolidx" / "search"
 ENGINE_WORDS = re.compile(r"in_database|postgres|dialect|\bstore\.(pg|sqlite)\b|\.(pg|sqlite)\S* import")
 
 
-def test_search_names_no_engine():
-    found = [
+def lines_matching(pattern: re.Pattern, folder: Path, *, lower: bool = False) -> list[str]:
+    """`file:line: text` of each line of the package's modules under `folder` that `pattern`
+    finds, outside store/ (the one room that may name the engines and the index's own members)."""
+    return [
         f"{p.relative_to(ROOT)}:{n}: {line.strip()}"
-        for p in sorted(SEARCH.rglob("*.py"))
+        for p in sorted(folder.rglob("*.py"))
+        if "store" not in p.relative_to(ROOT / "toolidx").parts[:1]
         for n, line in enumerate(p.read_text().splitlines(), 1)
-        if ENGINE_WORDS.search(line.lower())
+        if pattern.search(line.lower() if lower else line)
     ]
+
+
+def test_search_names_no_engine():
+    found = lines_matching(ENGINE_WORDS, SEARCH, lower=True)
     assert not found, "search/ branches on the engine:\n" + "\n".join(found)
 
 
@@ -25,13 +32,7 @@ def test_no_layer_above_store_asks_which_engine_holds_the_index():
     """Only store/ branches on the engine (`db.postgres`, `db.sql`, `in_database`); the layers above
     name the Index and ask it. A URL's scheme is the user's input, not a branch on the engine."""
     asks = re.compile(r"\.postgres\b|\.sql\.|in_database|\bstore\.(pg|sqlite)\b")
-    found = [
-        f"{p.relative_to(ROOT)}:{n}: {line.strip()}"
-        for p in sorted((ROOT / "toolidx").rglob("*.py"))
-        if "store" not in p.relative_to(ROOT / "toolidx").parts[:1]
-        for n, line in enumerate(p.read_text().splitlines(), 1)
-        if asks.search(line)
-    ]
+    found = lines_matching(asks, ROOT / "toolidx")
     assert not found, "a layer above store/ asks which engine it is on:\n" + "\n".join(found)
 
 
@@ -67,11 +68,5 @@ def test_no_layer_above_store_reaches_for_the_stores_own_members():
         r"\b(\w*db|index|out)\.(conn|lock|execute|query|one|scalar|rows|sql|module|writer|row_transaction)\b"
         r"|\bimport\b.*\bIndex\b|\bIndex\b(?!\s+files?\b)(?=[\]\s|,)]|$)"
     )
-    found = [
-        f"{p.relative_to(ROOT)}:{n}: {line.strip()}"
-        for p in sorted((ROOT / "toolidx").rglob("*.py"))
-        if "store" not in p.relative_to(ROOT / "toolidx").parts[:1]
-        for n, line in enumerate(p.read_text().splitlines(), 1)
-        if private.search(line)
-    ]
+    found = lines_matching(private, ROOT / "toolidx")
     assert not found, "a layer above store/ reaches past store.index.Reader:\n" + "\n".join(found)
