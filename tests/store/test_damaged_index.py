@@ -150,3 +150,39 @@ def test_serve_answers_a_damaged_page_with_an_index_error(crawled, tmp_path, mod
     assert str(db) not in json.dumps(sc)
     logged = [m for m in caplog.messages if "search_tools failed" in m]
     assert logged and str(db) in logged[0] and f"toolidx doctor --db {db}" in logged[0], caplog.messages
+
+
+def test_v1_search_answers_a_damaged_page_with_an_index_error(crawled, tmp_path, model_path):
+    """`/v1/search` of `serve --http` as the meta-tools: 503 with an index_error naming neither the
+    file nor a command; serve's log has the one line with both (it answered a generic 500)."""
+    import urllib.error
+    import urllib.request
+
+    from conftest import listening_url
+
+    db = tmp_path / "tools.db"
+    shutil.copy(crawled, db)
+    err = tmp_path / "serve.err"
+    with open(err, "w") as errf:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "toolidx", "serve", "--db", str(db), "--http", "127.0.0.1:0"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errf,
+            env={**os.environ, "TOOLIDX_MODEL_PATH": model_path},
+        )
+    try:
+        base = listening_url(proc, err)
+        _damage(db, "tool_vectors_vector_chunks00")
+        try:
+            with urllib.request.urlopen(f"{base}/v1/search?q=commit+my+changes&mode=semantic", timeout=60) as r:
+                status, body = r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            status, body = e.code, json.loads(e.read())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert status == 503 and body["code"] == "index_error", (status, body)
+    assert "index is damaged" in body["message"] and "toolidx doctor" in body["fix"]
+    assert str(db) not in json.dumps(body)
+    assert f"toolidx doctor --db {db}" in err.read_text()

@@ -85,6 +85,24 @@ def error_answer(error: str, message: str, fix: str | None = None, *, code: str 
     return Answer(payload, f"Error: {message}" + (f"\nFix: {fix}" if fix else ""), is_error=True)
 
 
+def damaged_index_answer(what: str, e: BaseException) -> Answer | None:
+    """The agent's answer when `what` met a damaged page of the index (an index_error naming neither
+    the file nor a command it cannot run: it may be a token holder over HTTP); the operator's log
+    gets the one line with both. None for any other exception."""
+    from ..core.errors import INDEX_ERROR
+    from ..store.db import damaged
+
+    damage = damaged(e)
+    if damage is None:
+        return None
+    log.warning(f"{what} failed: {damage}")
+    return error_answer(
+        INDEX_ERROR,
+        f"{what} failed: the tool index is damaged ({e})",
+        "tell whoever runs this server: `toolidx doctor` says what is damaged and how to rebuild it",
+    )
+
+
 def api_names(ids: Iterable[str], servers: Iterable[str] = ()) -> dict[str, str]:
     """{tool id: its API-safe name}, `server__tool` within clients' tool-name rules
     (`^[A-Za-z0-9_-]{1,64}$`): serve's exposed tools and the integrations' names. A name depends on

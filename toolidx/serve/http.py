@@ -35,7 +35,7 @@ from ..search.learned import CALLER
 from .access import ANONYMOUS, Grant, HostPolicy, Tokens, check_allowed, is_loopback
 from .answers import search_payload
 from .console import PATHS as CONSOLE_PATHS
-from .discovery import Discovery
+from .discovery import Discovery, damaged_index_answer
 from .recorder import token_of
 from .refusals import REFUSALS
 
@@ -386,6 +386,11 @@ def build_app(
                 status_code=503 if unavailable else 400,
                 headers={"Retry-After": "5"} if unavailable else None,
             )
+        except Exception as e:
+            damage = damaged_index_answer("/v1/search", e)
+            if damage is None:
+                raise
+            return JSONResponse({"toolidx": JSON_VERSION, "command": "error", **damage.payload}, status_code=503)
         return JSONResponse(payload)
 
     async def openapi(_request: Request) -> JSONResponse:

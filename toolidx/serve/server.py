@@ -20,13 +20,13 @@ from typing import Any
 import anyio
 
 from .. import __version__
-from ..core.errors import INDEX_ERROR, INTERNAL_ERROR, UNKNOWN_TOOL
+from ..core.errors import INTERNAL_ERROR, UNKNOWN_TOOL
 from ..core.filters import Filters
 from ..search import learned
 from ..store.tools import get_server
 from .answers import answer, call_timeout, check_arguments
 from .backends import BackendPool, SpecSource
-from .discovery import DEFAULT_MAX_TOKENS, Discovery, error_answer
+from .discovery import DEFAULT_MAX_TOKENS, Discovery, damaged_index_answer, error_answer
 from .execute import execute
 from .metatools import DEFAULT_TIMEOUT_MS, META_NAMES, meta_tools
 from .recorder import Usage, token_of
@@ -166,16 +166,9 @@ def build_server(
                 "find tools with search_tools and run them with execute_tool",
             ).to_result()
         except Exception as e:  # a bug must come back as an error result, not kill the session
-            from ..store.db import damaged
-
-            damage = damaged(e)
-            if damage is not None:  # the operator's line names the file and the fix; the agent's, neither
-                log.warning(f"{name} failed: {damage}")
-                return error_answer(
-                    INDEX_ERROR,
-                    f"{name} failed: the tool index is damaged ({e})",
-                    "tell whoever runs this server: `toolidx doctor` says what is damaged and how to rebuild it",
-                ).to_result()
+            damage = damaged_index_answer(name, e)
+            if damage is not None:
+                return damage.to_result()
             log.warning(f"{name} failed: {type(e).__name__}: {e}")
             return error_answer(INTERNAL_ERROR, f"{name} failed: {type(e).__name__}: {e}").to_result()
 
