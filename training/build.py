@@ -48,17 +48,23 @@ def main() -> int:
     ap.add_argument("--out", type=Path, help="the model folder (default: the package's)")
     ap.add_argument("--work", type=Path, default=WORK, help="checkpoint and logs")
     ap.add_argument("--v1", action="store_true", help="rebuild v1: MetaTool and ETOM only, no staged sets")
+    ap.add_argument(
+        "--indirect", action="store_true", help="a candidate: the staged sets' goal-style requests first (data.py)"
+    )
     args = ap.parse_args()
     work = args.work
     name, version, out = (NAME_V1, VERSION_V1, OUT_V1) if args.v1 else (NAME, VERSION, OUT)
     out = args.out or out
+    if args.indirect:  # another model: never searched with v2's calibration constants
+        name, version = name + "-indirect", version + "-indirect"
     from data import sources_used, trained_on
     from export import export
 
     t0 = time.time()
     ckpt = work / "checkpoint"
     if not args.skip_train:
-        run(str(HERE / "decontam.py"))  # stops the build when a training request is also measured
+        # stops the build when a training request is also measured
+        run(str(HERE / "decontam.py"), *(["--indirect"] if args.indirect else []))
         run(
             str(HERE / "train.py"),
             "--out",
@@ -66,6 +72,7 @@ def main() -> int:
             "--steps",
             str(args.steps),
             *(["--no-sources"] if args.v1 else []),
+            *(["--indirect"] if args.indirect else []),
         )
     digest = export(ckpt, out)
     log = json.loads((ckpt / "train_log.json").read_text())
@@ -85,7 +92,10 @@ def main() -> int:
             "seed": log["args"]["seed"],
             "query_len": log["args"]["query_len"],
             "doc_len": log["args"]["doc_len"],
-            "sources": {} if log["args"].get("no_sources", True) else sources_used(),  # no flag: v1
+            # no flag: v1
+            "sources": {}
+            if log["args"].get("no_sources", True)
+            else sources_used(indirect=log["args"].get("indirect", False)),
         },
         "trained_on": trained_on(),
     }

@@ -59,6 +59,48 @@ MAX_TOOLS = 3  # a request that needs more tools is a list of tasks, not a reque
 SOURCE_TRAIN = 0.8  # share of each source's tools trained on; the rest is its validation split
 PER_SOURCE_VAL = 300  # validation requests per source (seeded sample): enough for +-3 points
 MAX_VAL_TOOLS = 1000  # tools per source validation catalog (ETOM's held-out half has 1,154)
+# --indirect (issue 43, round 14): where a cap binds, a tool's requests that share the fewest content
+# words with its text are kept first (ties seeded), so goal-style requests ("my card's corner
+# chipped off" -> damaged_card) fill the caps instead of a random draw; the counts stay the same
+STOP = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "to",
+        "of",
+        "for",
+        "in",
+        "on",
+        "my",
+        "me",
+        "i",
+        "is",
+        "are",
+        "be",
+        "do",
+        "does",
+        "can",
+        "you",
+        "please",
+        "what",
+        "whats",
+        "how",
+        "it",
+        "this",
+        "that",
+        "with",
+        "and",
+        "or",
+        "at",
+        "by",
+        "from",
+        "your",
+        "we",
+        "our",
+        "us",
+    }
+)
 # almost every request of these needs 2-4 tools: split by tool, 2 (RestBench) and 6 (NESTFUL) would
 # be held out; split by request (a hash of its qid) they keep 20 % of the requests, on seen tools
 BY_REQUEST = {"restbench", "nestful"}
@@ -208,9 +250,15 @@ def source(name: str) -> Source:
     return Source(name, tools, train, val, mixed, too_many)
 
 
-def capped(src: Source, rng: random.Random, avoid: set[str]) -> list[tuple[str, list[str]]]:
+def content_words(text: str) -> set[str]:
+    """Words that carry meaning, plural folded: what a request shares with its tool's text."""
+    return {w.rstrip("s") for w in norm(text).split() if w not in STOP and len(w) > 2}
+
+
+def capped(src: Source, rng: random.Random, avoid: set[str], indirect: bool = False) -> list[tuple[str, list[str]]]:
     """At most PER_SOURCE_TOOL requests per tool (a multi-tool request counts for its first tool)
-    and PER_SOURCE in all; none whose text stands in a validation or test set."""
+    and PER_SOURCE in all; none whose text stands in a validation or test set. `indirect`: the
+    requests sharing fewest content words with their tools' text first, at both caps."""
     by_tool: dict[str, list[tuple[str, list[str]]]] = {}
     seen: set[str] = set()
     for q, rel in src.train:
@@ -221,11 +269,23 @@ def capped(src: Source, rng: random.Random, avoid: set[str]) -> list[tuple[str, 
     for t in sorted(by_tool):
         rows = by_tool[t]
         rng.shuffle(rows)
+        if indirect:
+            rows.sort(key=lambda r: _shared(src, r))
         out.extend(rows[:PER_SOURCE_TOOL])
+    if indirect and len(out) > PER_SOURCE:
+        rng.shuffle(out)
+        return sorted(out, key=lambda r: _shared(src, r))[:PER_SOURCE]
     return rng.sample(out, PER_SOURCE) if len(out) > PER_SOURCE else out
 
 
-def source_examples(rng: random.Random, avoid: set[str]) -> tuple[list[Example], dict[str, int]]:
+def _shared(src: Source, row: tuple[str, list[str]]) -> int:
+    tool_words = set().union(*(content_words(tool_text(src.tools[t])) for t in row[1]))
+    return len(content_words(row[0]) & tool_words)
+
+
+def source_examples(
+    rng: random.Random, avoid: set[str], indirect: bool = False
+) -> tuple[list[Example], dict[str, int]]:
     """Each source's capped training requests: one example per request, its positive one of its
     tools (seeded), the others masked (`also`); the near miss a tool of the same server (the same
     source where a source has no servers) that the request does not need."""
@@ -238,7 +298,7 @@ def source_examples(rng: random.Random, avoid: set[str]) -> tuple[list[Example],
         for t in train_ids:
             group.setdefault(str(src.tools[t].get("server") or name), []).append(t)
         text = {t: tool_text(src.tools[t]) for t in train_ids}
-        rows = capped(src, rng, avoid)
+        rows = capped(src, rng, avoid, indirect)
         for q, rel in rows:
             pos = rng.choice(rel)
             siblings = [t for t in group[str(src.tools[pos].get("server") or name)] if t not in rel]
@@ -265,10 +325,10 @@ def source_catalogs() -> list[Catalog]:
     return cats
 
 
-def sources_used(seed: int = 13) -> dict[str, int]:
+def sources_used(seed: int = 13, indirect: bool = False) -> dict[str, int]:
     """Requests trained on per staged source (before typing-slip copies), for model.json: the caps
     fix the counts, whatever the state of the seeded draws."""
-    return source_examples(random.Random(seed), heldout_texts())[1]
+    return source_examples(random.Random(seed), heldout_texts(), indirect)[1]
 
 
 def heldout_texts() -> set[str]:
@@ -276,8 +336,9 @@ def heldout_texts() -> set[str]:
     return {norm(q) for c in validation_catalogs() + test_catalogs() for q, _ in c.queries}
 
 
-def training_examples(seed: int = 13, sources: bool = True) -> list[Example]:
-    """v1's examples (MetaTool, ETOM), then, unless sources=False, the staged licensed sets."""
+def training_examples(seed: int = 13, sources: bool = True, indirect: bool = False) -> list[Example]:
+    """v1's examples (MetaTool, ETOM), then, unless sources=False, the staged licensed sets
+    (`indirect`: their least-overlapping requests first where a cap binds)."""
     rng = random.Random(seed)
     out: list[Example] = []
     docs, pairs = metatool(train=True)
@@ -301,7 +362,7 @@ def training_examples(seed: int = 13, sources: bool = True) -> list[Example]:
             neg = rng.choice(siblings) if siblings else _other(rng, ids, tid)
             out.append(Example(" ".join(words), tool_text(tools[tid]), tool_text(tools[neg])))
     if sources:
-        out.extend(source_examples(rng, heldout_texts())[0])
+        out.extend(source_examples(rng, heldout_texts(), indirect)[0])
     out.extend(
         Example(typo(e.query, rng), e.positive, e.negative, e.also) for e in rng.sample(out, int(len(out) * TYPO_SHARE))
     )

@@ -43,11 +43,11 @@ def _tool_key(row: dict) -> str:
     return norm(f"{row['name']} {row.get('description') or ''}")
 
 
-def findings(cosine: bool) -> list[str]:
+def findings(cosine: bool, indirect: bool = False) -> list[str]:
     from data import SHARED, SOURCES, norm, source, test_catalogs, training_examples, validation_catalogs
 
     out = []
-    train_q = {norm(e.query): e.query for e in training_examples()}
+    train_q = {norm(e.query): e.query for e in training_examples(indirect=indirect)}
     bench = SHARED / "bench"
     measured = {norm(q) for c in validation_catalogs() + test_catalogs() for q, _ in c.queries}
     for extra in ("etom/queries_multi.jsonl", "etom/queries_level4.jsonl", "etom/queries_infeasible.jsonl"):
@@ -101,8 +101,9 @@ def _near(train: list[str], test: list[str]) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cosine", action="store_true", help=f"also MiniLM cosine >= {COSINE} against test requests")
+    ap.add_argument("--indirect", action="store_true", help="check build.py --indirect's training requests")
     args = ap.parse_args()
-    found = findings(args.cosine)
+    found = findings(args.cosine, args.indirect)
     for line in found:
         print(line)
     print(f"decontamination: {len(found)} finding(s)", file=sys.stderr)

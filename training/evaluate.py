@@ -105,6 +105,19 @@ def without_overlap(cat):
     )
 
 
+def by_style(cat) -> list:
+    """livemcp-natural's requests one catalog per style (the set's `style` field: plain, terse, typo,
+    long, name), to see whether a change moves one way of asking and costs another."""
+    from data import SHARED, Catalog, _jsonl
+
+    rows = [q for q in _jsonl(SHARED / "bench" / "livemcp-natural" / "queries.jsonl") if q["relevant"]]
+    styles = sorted({q["style"] for q in rows})
+    return [
+        Catalog(f"{cat.name} [{s}]", cat.docs, [(q["query"], set(q["relevant"])) for q in rows if q["style"] == s])
+        for s in styles
+    ]
+
+
 def broad(rows: dict[str, dict]) -> dict[str, dict]:
     """Each model's mean R@1 and R@5 over the validation sets of MIN_BROAD requests or more, and
     its wins / losses at R@1 against the first model (the base)."""
@@ -131,6 +144,7 @@ def main() -> int:
     ap.add_argument(
         "--cache", type=Path, help="scores by model file and catalog, kept between runs (a model measured once)"
     )
+    ap.add_argument("--by-style", action="store_true", help="also livemcp-natural per style (test: reported only)")
     args = ap.parse_args()
     from data import test_catalogs, validation_catalogs
 
@@ -141,7 +155,11 @@ def main() -> int:
         args.cache.parent.mkdir(parents=True, exist_ok=True)
     report: dict = {"validation": {}, "test": {}, "overlap": overlap()}
     tests = test_catalogs()
-    for kind, cats in (("validation", validation_catalogs()), ("test", tests + [without_overlap(c) for c in tests])):
+    styles = by_style(next(c for c in tests if c.name == "livemcp-natural")) if args.by_style else []
+    for kind, cats in (
+        ("validation", validation_catalogs()),
+        ("test", tests + [without_overlap(c) for c in tests] + styles),
+    ):
         for cat in cats:
             row = {}
             for name, m in models.items():

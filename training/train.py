@@ -60,6 +60,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-sources", action="store_true", help="v1's data only (MetaTool, ETOM)")
+    ap.add_argument("--indirect", action="store_true", help="staged sets: goal-style requests first (data.capped)")
     args = ap.parse_args()
 
     import torch
@@ -68,7 +69,7 @@ def main() -> int:
 
     seed_everything(args.seed, args.threads)
 
-    examples = training_examples(seed=args.seed, sources=not args.no_sources)
+    examples = training_examples(seed=args.seed, sources=not args.no_sources, indirect=args.indirect)
     tok = AutoTokenizer.from_pretrained(args.base)
     model = AutoModel.from_pretrained(args.base)
     model.train()
