@@ -303,6 +303,34 @@ def server_words(server: str, *labels: str | None) -> str:
     return " ".join(_dedupe(words))
 
 
+# what a server's text (server_text) keeps of its instructions: their opening says what the server
+# is for; the rest is how to call it, and the model reads 256 tokens anyway
+SERVER_INSTRUCTIONS_CHARS = 300
+SERVER_TOOL_NAMES = 30  # the tool names a server's text lists at most
+# words that name no server apart: nearly every serverInfo name has one
+_SERVER_FILLER = frozenset({"mcp", "server", "servers", "model", "context", "protocol"})
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def server_text(
+    server: str, server_name: str | None, title: str | None, instructions: str | None, tools: Iterable[str] = ()
+) -> str:
+    """The text of a server that is embedded (search.servers: evidence for its tools): its config
+    name, serverInfo name and title as words, the opening of its instructions and the names of its
+    first tools. Server-controlled, so bounded: controls and format characters dropped, white space
+    collapsed, the instructions cut at SERVER_INSTRUCTIONS_CHARS and every part at MAX_WORD_CHARS a
+    word; it is only ever embedded, never shown."""
+    words = [w for w in _dedupe(server_words(server, server_name, title).split()) if w.lower() not in _SERVER_FILLER]
+    parts = [" ".join(words[:24]) or " ".join(split_name(server))]
+    said = " ".join(_CONTROL.sub(" ", instructions or "").split())[:SERVER_INSTRUCTIONS_CHARS]
+    if said:
+        parts.append(said)
+    names = [" ".join(split_name(t)) for t in list(tools)[:SERVER_TOOL_NAMES]]
+    if names:
+        parts.append(", ".join(names))
+    return cap_words(" ".join(_CONTROL.sub(" ", fix_strings(". ".join(parts))).split()))
+
+
 def embed_text(name: str, title: str | None, description: str, params: list[tuple[str, str]]) -> str:
     """The text that is embedded (README: "Embedded text"). Name as words first, because short
     models weigh the start; the description cut at ~1,000 chars (MiniLM reads 256 tokens anyway);

@@ -11,8 +11,8 @@ from ..core.clock import now_iso
 from ..core.embedding import Embedder, LazyEmbedder, text_hash
 from ..core.notices import warn_once
 from ..core.servers import ServerResult, launch_hash
-from ..core.tooldoc import ToolDoc, build_tooldoc, server_words
-from ..store import crawls, trust, vectors
+from ..core.tooldoc import ToolDoc, build_tooldoc, server_text, server_words
+from ..store import crawls, server_vectors, trust, vectors
 from ..store.crawls import CrawlSummary
 from ..store.index import Reader
 
@@ -68,6 +68,7 @@ def store_crawl(
         owner=owner,
         prune_other_configs=prune_other_configs,
     )
+    embed_servers(db, used or embedder)
     started = {r.spec.name: r.started_at or started_at or now_iso() for r in results}
     for row in summary.servers:
         if row.get("superseded_by"):  # the latest crawl of a server wins, whichever commits last
@@ -113,6 +114,34 @@ def _vectors(
     return dict(zip([d.id for d in todo], embed_texts(embedder, [d.embed_text for d in todo], progress))), embedder
 
 
+def embed_servers(db: Reader, embedder: Embedder | LazyEmbedder | None) -> int:
+    """Embed each server's text (core.tooldoc.server_text: search.servers' evidence) whose vector
+    is missing or from another text or model, with the index's model; drop the vectors of servers
+    gone. Returns how many were embedded. A handful per crawl: a server's text changes with its
+    title, instructions or tools."""
+    if embedder is None or not db.vec_available or not server_vectors.has_table(db):
+        return 0
+    if db.get_meta("embed_model") != embedder.model:
+        return 0  # the index has no vectors of this model (yet): its tools' vectors come first
+    rows = server_vectors.sources(db)
+    texts = {
+        r["name"]: server_text(r["name"], r["server_name"], r["server_title"], r["instructions"], r["tools"])
+        for r in rows
+    }
+    key = f"{embedder.model}\n{embedder.sha256 or ''}"
+    wanted = {s: text_hash(key, t) for s, t in texts.items()}
+    stored = server_vectors.hashes(db)
+    todo = [s for s in texts if stored.get(s) != wanted[s]]
+    blobs: list[bytes] = []
+    if todo:
+        loaded = embedder.get() if isinstance(embedder, LazyEmbedder) else embedder
+        if loaded is None:
+            return 0
+        blobs = embed_texts(loaded, [texts[s] for s in todo], None)
+    server_vectors.write(db, [(s, wanted[s], b) for s, b in zip(todo, blobs)], set(texts))
+    return len(todo)
+
+
 def embed_texts(embedder: Embedder, texts: list[str], progress: Progress | None) -> list[bytes]:
     """Vectors for `texts`, in chunks so the progress display moves every second or two: 320 tools
     took 20-24 s on a busy 2-core machine in chunks of 32 or of 256 alike (#36 item 1)."""
@@ -135,4 +164,5 @@ def embed_missing(db: Reader, embedder: Embedder, progress: Progress | None = No
     redo = vectors.model_changed(db, embedder.model, embedder.sha256) or db.get_meta("embed_dim") != str(embedder.dim)
     todo = [r for r in crawls.embed_rows(db) if redo or r["embed_hash"] != text_hash(embedder.model, r["embed_text"])]
     crawls.write_vectors(db, embedder, todo, embed_texts(embedder, [r["embed_text"] for r in todo], progress))
+    embed_servers(db, embedder)
     return len(todo)

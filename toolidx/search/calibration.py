@@ -75,6 +75,9 @@ class ModelFit:
     # what past requests lift (search.learned: floor, full, weight, saturate, fitted), fitted by
     # benchmarks/learned_sim.py; None for a model without them: nothing is lifted
     learned: dict[str, Any] | None = None
+    # hybrid's weight of the candidate's server evidence (search.servers: its server's cosine lead
+    # over the median server's), in z; 0 for a model fitted without it: the servers move nothing
+    server: float = 0.0
 
 
 def _read_fits() -> dict[str, ModelFit]:
@@ -91,6 +94,7 @@ def _read_fits() -> dict[str, ModelFit]:
             f["fitted"],
             tuple(f.get("action", (0.0, 0.0))),
             f.get("learned"),
+            f.get("server", 0.0),
         )
         for m, f in raw["models"].items()
     }
@@ -201,6 +205,7 @@ def ranking_values(
     best = max((c["bm25"] for c in cands.values()), default=0.0) or 1.0
     scale = size_factor(n_tools)
     cos_w, cov_w, name_w = hybrid_weights(n_terms, fit_for(model) if mode == "hybrid" else None)
+    server_w = fit_for(model).server if mode == "hybrid" else 0.0
     out: dict[int, float] = {}
     for r, c in cands.items():
         fz = fuzzy_strength(c.get("fuzzy", 0.0))
@@ -212,6 +217,7 @@ def ranking_values(
                 + cov_w * c.get("coverage", 0.0)
                 + FUZZY_WEIGHT * fz
                 + name_w * (c.get("name_words", 0) >= NAME_MIN_WORDS)
+                + server_w * c.get("server", 0.0)
             )
         elif mode == "semantic":
             out[r] = c["cos"]

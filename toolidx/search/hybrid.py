@@ -26,7 +26,7 @@ from ..core.toolcard import ToolCard
 from ..core.tooldoc import first_line, split_name
 from ..store.index import Reader
 from ..store.tools import filtered_rowids
-from . import actions, negation, quoted, spelling
+from . import actions, negation, quoted, servers, spelling
 from . import calibration as cal
 from . import learned as learning
 from .query_vector import embed_query
@@ -67,10 +67,13 @@ class Signals:
     # hybrid: the tool does what the request forbids ("do not delete ..."; search.negation): it
     # ranks below every tool that does not
     negated: int | None = None
+    # hybrid: its server's cosine lead over the median server's (search.servers); None without
+    # server vectors
+    server: float | None = None
 
     def to_json(self) -> dict[str, float]:
         out: dict[str, float] = {"bm25": self.bm25, "fuzzy": self.fuzzy}
-        for key in ("cosine", "coverage", "name_words", "share", "opposed", "reads_only", "negated"):
+        for key in ("cosine", "coverage", "name_words", "share", "opposed", "reads_only", "negated", "server"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -276,6 +279,8 @@ def gather(
         missing = [r for r, c in cands.items() if c["cos"] is None]
         for r, s in db.retrieval.cosines(qv, missing).items():
             cands[r]["cos"] = s
+        if hybrid:  # what each candidate's server is about (search.servers)
+            servers.add(db, qv, cands, filters)
     if mode_used in ("hybrid", "keyword"):
         for r, s in _fuzzy(db, typed, pool, filters, list(cands)).items():
             slot(r)["fuzzy"] = s
@@ -449,7 +454,8 @@ def search(
         considered = total if filters is None or filters.is_empty() else db.retrieval.filtered_count(filters)
     if not terms and mode_used == "keyword":
         notes.append("the query has no searchable words (only stop words, bare numbers or symbols)")
-    hits = [_hit(rows[r], scored[r], matched.get(r, []), cands[r], mode_used) for r in kept]
+    server_w = cal.fit_for(model).server if calibrated and mode_used == "hybrid" else 0.0
+    hits = [_hit(rows[r], scored[r], matched.get(r, []), cands[r], mode_used, server_w) for r in kept]
     no_match = not hits
     if no_match and ranked:
         best = scored[ranked[0]]
@@ -474,7 +480,7 @@ def search(
     )
 
 
-def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) -> Hit:
+def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, server_w: float = 0.0) -> Hit:
     reasons = []
     if matched:
         reasons.append("terms: " + ", ".join(matched[:8]))
@@ -482,6 +488,8 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) 
         reasons.append(f"fuzzy name ({ev['fuzzy']:.2f})")
     if mode_used != "keyword" and ev.get("cos", 0) > 0:
         reasons.append(f"semantic ({ev['cos']:.2f})")
+    if server_w and ev.get("server", 0.0) >= servers.JOIN_LEAD:  # its server is what the request is about
+        reasons.append(f"server: {ev['server_name']}")
     if ev.get("learned"):
         reasons.append(learning.why(ev) or "")
     if ev.get("negated"):  # first: what an agent must read before anything else
@@ -498,6 +506,8 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str) 
         signals.name_words = ev.get("name_words", 0)
         signals.opposed, signals.reads_only = ev.get("opposed", 0), ev.get("reads_only", 0)
         signals.negated = ev.get("negated", 0)
+        if "server" in ev:
+            signals.server = round(ev["server"], 3)
     if "share" in ev:
         signals.share = round(ev["share"], 3)
     return Hit(

@@ -217,6 +217,7 @@ _CLEARED = (
     "tool_versions",
     "approvals",
     "server_approvals",
+    "server_vectors",  # not carried: `toolidx embed` on the merged index embeds its servers
 )
 # what makes a PostgreSQL catalog ours; its usage tables (store/usage.py) are not the catalog's and
 # stay, as a usage file beside an index stays when the index is replaced

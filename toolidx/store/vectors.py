@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import server_vectors
 from .index import Reader, own
 from .writer import VECTOR_TABLE as TABLE
 
@@ -46,6 +47,7 @@ def ensure_table(db: Reader, model: str, dim: int, sha256: str | None = None) ->
     if exists:
         db.execute(f"DROP TABLE {TABLE}")
         db.execute("UPDATE tools SET embed_hash = NULL")
+        server_vectors.clear(db)
     db.writer.create_vector_table(dim)
     db.set_meta("embed_model", model)
     db.set_meta("embed_dim", str(dim))

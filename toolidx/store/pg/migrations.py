@@ -144,11 +144,18 @@ PG_MIGRATIONS: list[str] = [
     ALTER TABLE servers ADD COLUMN owner TEXT;
     UPDATE servers SET owner = (SELECT config_path FROM crawls WHERE crawls.id = servers.last_crawl_id);
     """,
+    """
+    CREATE TABLE server_vectors (
+        server     TEXT PRIMARY KEY,
+        embed_hash TEXT NOT NULL,
+        vector     BYTEA NOT NULL
+    );
+    """,
 ]
 
 # as the file's (sqlite.migrations.ADDITIVE, which says why): a catalog these have not been applied
 # to is still read as it is when opened read-only (tests/store/test_pg.py checks both are one)
-ADDITIVE = frozenset({2, 3, 4})
+ADDITIVE = frozenset({2, 3, 4, 5})
 
 
 # The usage file's tables (store/usage.py) in a catalog's PostgreSQL schema (database.py applies
@@ -194,4 +201,5 @@ PG_USAGE_MIGRATIONS: list[str] = [
     CREATE TABLE pairs_generation (one INTEGER PRIMARY KEY CHECK (one = 1), generation BIGINT NOT NULL);
     INSERT INTO pairs_generation VALUES (1, 0);
     """,
+    "CREATE INDEX pairs_model ON pairs(model, id);",
 ]

@@ -152,8 +152,18 @@ MIGRATIONS: list[str] = [
     ALTER TABLE servers ADD COLUMN owner TEXT;
     UPDATE servers SET owner = (SELECT config_path FROM crawls WHERE crawls.id = servers.last_crawl_id);
     """,
+    # 5: each server's own text embedded (issue 43: server evidence, search/servers.py): a request
+    # for what a server is about ("remember ..." and the `memory` server) finds its tools
+    """
+    CREATE TABLE server_vectors (
+        server     TEXT PRIMARY KEY,            -- servers.name
+        embed_hash TEXT NOT NULL,               -- sha256(model + core.tooldoc.server_text)
+        vector     BLOB NOT NULL                -- float32, the tools' model
+    );
+    """,
 ]
 
 # migrations (numbered from 1) that only add tables, or a column only writers read (4: a crawl
-# reads servers.owner to prune; a reader of a file without it has nothing to prune)
-ADDITIVE = frozenset({2, 3, 4})
+# reads servers.owner to prune; a reader of a file without it has nothing to prune; 5: a reader
+# without server vectors searches without server evidence)
+ADDITIVE = frozenset({2, 3, 4, 5})
