@@ -14,6 +14,7 @@ train splits.
     nice -n 10 python benchmarks/learned_sim.py                   # the table (both models)
     nice -n 10 python benchmarks/learned_sim.py --fit --write     # fit floor and weight, write them
     nice -n 10 python benchmarks/learned_sim.py --speed           # search time at the store's cap
+    nice -n 10 python benchmarks/learned_sim.py --recall          # the shortlist against an exact scan
 
 The fit (--fit): on clinc150 and hwu64 (banking77 held out), every floor in FLOORS, full (floor +
 FULLS) and weight in WEIGHTS (saturate 3); kept: the highest mean of R@1 and A@1 (the right tool
@@ -213,6 +214,125 @@ def speed(model_dir: str, rounds: int = 5) -> None:
         store.close()
 
 
+def request_vectors(model_dir: str) -> tuple[list[str], object]:
+    """Every distinct request of the intent sets (all splits, as learned.request_text makes it)
+    and its embedding with the model (normalised rows), embedded once and cached."""
+    import numpy as np
+    from _common import CACHE
+    from bench_index import model_tag
+
+    from toolidx.search.learned import request_text
+
+    texts = sorted(
+        {
+            request_text(json.loads(line)["query"])
+            for s in SPLITS
+            for line in (TRAIN / s / "pairs.jsonl").read_text().splitlines()
+            if line.strip()
+        }
+    )
+    memo = CACHE / f"learned-requests-{model_tag(model_dir)}-{len(texts)}.npy"
+    if memo.exists():
+        m = np.load(memo)
+    else:
+        t0 = time.time()
+        blobs = embedder(None, model_dir).embed_documents(texts)
+        m = np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs])
+        CACHE.mkdir(parents=True, exist_ok=True)
+        np.save(memo, m)
+        print(f"embedded {len(texts)} requests in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+    return texts, m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def _evidence(pairs, sims, groups, c) -> dict:
+    """group -> (how many count, their summed weight) from the pairs `pairs` (indexes), as
+    learned.recall counts them (each group's strongest `saturate`)."""
+    per: dict = {}
+    for i in pairs[sims[pairs] >= c.floor]:
+        per.setdefault(int(groups[i]), []).append(min(1.0, (float(sims[i]) - c.floor) / (c.full - c.floor)))
+    return {g: (min(c.saturate, len(w)), sum(sorted(w, reverse=True)[: c.saturate])) for g, w in per.items()}
+
+
+def recall_check(model_name: str, sizes=(20_000, 100_000), queries: int = 300, seed: int = 46) -> None:
+    """Does the search's shortlist (learned._shortlist: the pairs near in sign bits) hold what an
+    exact scan of all pairs finds at or above the model's floor? Real requests
+    (request_vectors), `queries` of them held out and searched; the store filled with the others
+    through its API, each recorded against its own intent as the tool, by one of 8 tokens, in a
+    session of its own; repeated to reach a size over their number (the caps lifted: a look at
+    the shortlist, not at retention). Per size: the pairs at or above the floor and how many the
+    shortlist missed, of those the pairs that count (each tool and token's strongest `saturate`)
+    and how many it missed, and the requests whose evidence (what recall lifts) differs."""
+    import numpy as np
+
+    from toolidx.search import learned
+    from toolidx.store import usage
+    from toolidx.store.usage import open_usage
+
+    ids = {"MiniLM": "sentence-transformers/all-MiniLM-L6-v2", "v2": "toolidx/tool-minilm-l6-v2"}
+    c = learned.constants(ids[model_name])
+    assert c is not None
+    texts, m = request_vectors(MODELS[model_name])
+    intent = {}
+    for s in SPLITS:
+        for line in (TRAIN / s / "pairs.jsonl").read_text().splitlines():
+            if line.strip():
+                p = json.loads(line)
+                intent.setdefault(learned.request_text(p["query"]), p["tool_id"])
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(texts))
+    asked, rest = order[:queries], order[queries:]
+    usage.MAX_PAIRS = usage.MAX_PAIRS_PER_TOOL = 10**9
+    for size in sizes:
+        picked = np.resize(rest, size)  # repeated past their number: copies of one request
+        with tempfile.TemporaryDirectory() as tmp:
+            store = open_usage(Path(tmp) / "u.db")
+            assert store is not None
+            at = "2026-11-29T00:00:00.000Z"
+            rows = [(intent[texts[i]], "h", f"t{k % 8}") for k, i in enumerate(picked)]
+            for j in range(0, size, 5000):
+                store.record_pairs(
+                    [
+                        (*rows[k][:2], texts[i], ids[model_name], m[i].tobytes(), rows[k][2], f"s{k}", at)
+                        for k, i in enumerate(picked[j : j + 5000], start=j)
+                    ]
+                )
+            t0 = time.perf_counter()
+            got = learned._pairs(store, ids[model_name])
+            read = time.perf_counter() - t0
+            assert got is not None and got.ids.size == size
+            where = {int(x): k for k, x in enumerate(got.ids)}  # pair id -> its row in `picked`
+            groups = np.asarray([hash(r) for r in rows])
+            whole = m[picked]
+            alike = missed = counting = missed_counting = differ = 0
+            listed, took = [], []
+            for qi in asked:
+                q = m[qi]
+                sims = whole @ q
+                t0 = time.perf_counter()
+                short = np.asarray(sorted(where[x] for x in learned._shortlist(got, q, c.floor)), dtype=np.int64)
+                took.append(time.perf_counter() - t0)
+                listed.append(short.size)
+                every = np.nonzero(sims >= c.floor)[0]
+                alike += every.size
+                missed += np.setdiff1d(every, short).size
+                for g in np.unique(groups[every]):
+                    mine = every[groups[every] == g]
+                    top = mine[np.argsort(-sims[mine], kind="stable")[: c.saturate]]
+                    counting += top.size
+                    missed_counting += np.setdiff1d(top, short).size
+                differ += _evidence(np.arange(size), sims, groups, c) != _evidence(short, sims, groups, c)
+            print(
+                f"{model_name} (floor {c.floor:g}) {size:,} pairs: {alike:,} pairs at or above the floor for "
+                f"{queries} requests, the shortlist missed {missed:,}; of the pairs that count {counting:,}, missed "
+                f"{missed_counting}; requests whose lift differs: {differ}. Pairs read a search: p50 "
+                f"{np.median(listed):.0f}, p95 {np.percentile(listed, 95):.0f}, max {max(listed)}; the shortlist "
+                f"p50 {np.median(took) * 1000:.2f} ms; all read once in {read:.1f} s, "
+                f"{got.signs.nbytes + got.ids.nbytes + got.groups.nbytes:,} bytes kept",
+                flush=True,
+            )
+            store.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--tools", type=int, default=60, help="tools drawn per set (half get a history)")
@@ -222,9 +342,14 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="with --fit: write them to calibration.json")
     ap.add_argument("--models", nargs="*", default=list(MODELS))
     ap.add_argument("--speed", action="store_true", help="only: hybrid p50 with the store at its cap, and without")
+    ap.add_argument("--recall", action="store_true", help="only: the shortlist against an exact scan, per model")
     args = ap.parse_args()
     if args.speed:
         speed(MODEL)
+        return
+    if args.recall:
+        for m in args.models:
+            recall_check(m)
         return
     from toolidx.search import calibration as cal
     from toolidx.search import learned

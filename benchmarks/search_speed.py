@@ -21,8 +21,9 @@ ranking adds; the floor / the embedding alone is what the machine makes of two r
 model sharing its cores and caches (the embedding alone runs hot in a loop of nothing else).
 
 --pairs N (issue 46) also fills a usage store with N learned pairs (search-and-call pairs as serve
-records them, through UsageStore.record_pairs, so its retention applies: at most MAX_PAIRS in all,
-MAX_PAIRS_PER_TOOL per tool; how many it kept is printed) and times, query by query interleaved,
+records them, through UsageStore.record_pairs, so its retention applies: MAX_PAIRS_PER_TOOL per
+tool, and at most MAX_PAIRS in all unless N is more: a store over its cap is a look at what search
+would pay for that many; how many it kept is printed) and times, query by query interleaved,
 the floor, hybrid reading an empty store and hybrid reading the full one, and the warm serve
 process's memory with the pairs read. The pairs' requests are real: each bench query recorded
 against its relevant tools and their copies (so every timed query finds past requests like it,
@@ -317,7 +318,8 @@ def _pair_texts(n: int, emb, ids: list[str]) -> list[tuple[str, str, bytes]]:
     ]
     intents = list(dict.fromkeys(intents))
     rng.shuffle(intents)
-    out += [(rng.choice(ids), q) for q in intents[: n - len(out)]]
+    # past their number (a store over its cap, --pairs over MAX_PAIRS) the intents come round again
+    out += [(rng.choice(ids), intents[i % len(intents)]) for i in range(n - len(out))]
     texts = sorted({request_text(q) for _, q in out})
     memo = CACHE / f"pair-vectors-{model_tag()}.json"
     known = json.loads(memo.read_text()) if memo.exists() else {}
@@ -336,8 +338,12 @@ def _fill_pairs(db, target: Path, n: int, emb):
     them: one session each, tokens among 8); how many its retention kept."""
     from datetime import datetime, timezone
 
+    from toolidx.store import usage
     from toolidx.store.usage import open_usage
 
+    # over the cap: a look at what search would pay if the store kept that many (it keeps MAX_PAIRS;
+    # the 50 a tool stay, the bench queries' tools hold more)
+    usage.MAX_PAIRS = max(usage.MAX_PAIRS, n)
     hashes = {r["id"]: r["hash"] for r in db.query("SELECT id, hash FROM tools")}
     model = db.get_meta("embed_model")
     at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
@@ -363,7 +369,7 @@ def _learned_rows(n: int, db, path: Path, env: dict, emb, qemb, queries, pairs: 
     full, kept = _fill_pairs(db, folder / "full.db", pairs, emb)
     print(
         f"{n:7d} {'':15s} {pairs:,} pairs recorded, {kept:,} kept (the store's cap: {MAX_PAIRS:,} in all, "
-        f"{MAX_PAIRS_PER_TOOL} per tool)"
+        f"{MAX_PAIRS_PER_TOOL} per tool{'; lifted here' if pairs > MAX_PAIRS else ''})"
     )
     floor = _floor(db, qemb, queries[:6])  # None: code without the retrieval interface
     from toolidx.core.tokens import query_terms
@@ -375,7 +381,7 @@ def _learned_rows(n: int, db, path: Path, env: dict, emb, qemb, queries, pairs: 
         db.retrieval.knn(qemb.embed_query(text), POOL)
 
     fns: dict[str, Any] = {} if floor is None else {"floor": once}
-    # no pairs: learning off (a store holding none is no baseline: learned._pairs raises on it, caught)
+    # no pairs: learning off
     fns["hybrid, no pairs"] = lambda q: search(
         db, SearchRequest(q, mode="hybrid", limit=10), embedder=qemb, learned=None
     )

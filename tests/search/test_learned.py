@@ -210,3 +210,128 @@ def test_stats_shows_what_was_learned_and_forget_deletes_it(index, embedder):
     r = run_cli("forget", "--db", index, "--all")
     assert r.code == 0 and "forgot 1 learned pair" in r.stderr + r.stdout
     assert run_cli("stats", "--db", index, "--usage", "--json").json["usage"]["learned"] == []
+
+
+def test_a_write_reads_only_its_new_pairs_and_a_deletion_none(index, embedder, monkeypatch):
+    """A search keeps the pairs' ids and sign bits, not their vectors: after a write it reads the
+    new pair's vector and those of the pairs near its request, never every pair's (it read all of
+    them, 20,000 at the store's cap, after each write); after a deletion, only the near ones, and
+    what was deleted is no longer lifted."""
+    import numpy as np
+
+    from toolidx.store import usage
+
+    monkeypatch.setattr(usage, "MAX_PAIRS_PER_TOOL", 10**6)
+    db = open_db(index)
+    store = open_usage(usage_path(index))
+    model = db.get_meta("embed_model")
+    dim = embedder.dim
+    others = 1000  # other tools' past requests, far from this one
+    noise = np.random.default_rng(46).standard_normal((others, dim)).astype(np.float32)
+    h = db.scalar("SELECT hash FROM tools WHERE id = ?", ("everything/echo",))
+    at = "2026-11-29T00:00:00.000Z"
+    store.record_pairs(
+        [("everything/echo", h, f"n{i}", model, noise[i].tobytes(), "", f"n{i}", at) for i in range(others)]
+    )
+    teach(store, db, embedder, TOOL, TAUGHT[:2])
+    vectors_read: list[int] = []
+    rows = store.rows
+
+    def counting(sql, params=()):
+        got = rows(sql, params)
+        vectors_read.append(sum(isinstance(x, (bytes, memoryview)) and len(x) == 4 * dim for r in got for x in r))
+        return got
+
+    monkeypatch.setattr(store, "rows", counting)
+    src = learned.Source(store, "")
+
+    def lifted() -> int:
+        res = search(db, SearchRequest(UNSEEN, min_score=0), embedder=embedder, learned=src)
+        hit = next((x for x in res.hits if x.id == TOOL), None)
+        got = re.search(r"chosen after (\d) similar", hit.why) if hit else None
+        return int(got.group(1)) if got else 0
+
+    assert lifted() == 2
+    vectors_read.clear()
+    teach(store, db, embedder, TOOL, TAUGHT[2:], session="s2")
+    assert lifted() == 3
+    assert sum(vectors_read) == 1 + 3, vectors_read  # the new pair, then the three near ones
+    vectors_read.clear()
+    assert store.forget_pairs(tool_id=TOOL) == 3
+    assert lifted() == 0
+    assert sum(vectors_read) == 0, vectors_read
+    teach(store, db, embedder, TOOL, TAUGHT[:1], session="again")  # a new pair after the deletion
+    assert lifted() == 1
+    store.close()
+    db.close()
+
+
+def test_the_shortlist_holds_what_an_exact_scan_lifts(index, embedder, monkeypatch):
+    """Past requests that are real embeddings of near phrasings (ten ways of asking, thirty
+    facts: many at or above the model's floor of one another), of 8 tools, ~32 a tool: for each
+    request, each tool's strongest `saturate` pairs at or above the floor by an exact scan of
+    every pair are among those the search reads by sign bits (with 4 a group read at most, not
+    the shipped 16), the lift is the exact scan's, and far fewer pairs are read than kept."""
+    import numpy as np
+
+    from toolidx.store import usage
+
+    monkeypatch.setattr(usage, "MAX_PAIRS_PER_TOOL", 10**6)
+    monkeypatch.setattr(learned, "PER_GROUP", 4)
+    asks = ["remember that", "note that", "keep in mind that", "don't forget that", "save the fact that"]
+    asks += ["write down that", "make a note that", "store that", "please record that", "remind me later that"]
+    facts = [
+        "my sister's birthday is in May", "Carol's dog is called Rex", "the meeting moved to Friday",
+        "our wifi password changed", "the invoice is due on the 3rd", "Bob prefers tea to coffee",
+        "the server reboots at midnight", "my flight leaves at 9 am", "the car needs new tyres",
+        "Alice is allergic to peanuts", "the rent went up this year", "the cat's vet visit is Tuesday",
+        "the build broke on main", "Dan moved to Berlin", "the library closes at 6",
+        "my passport expires in June", "the printer is out of toner", "Eve's phone number changed",
+        "the release is on hold", "we ran out of milk", "the plants need water on Sundays",
+        "grandma likes roses", "the gym is closed on holidays", "my bike lock code is new",
+        "the kids' school starts at 8", "Frank owes me ten dollars", "the garage door is broken",
+        "the project deadline is next week", "the dentist appointment is at 4", "the boiler was serviced",
+    ]  # fmt: skip
+    texts = [f"{a} {f}" for f in facts for a in asks]
+    db = open_db(index)
+    model = db.get_meta("embed_model")
+    c = learned.constants(model)
+    assert c is not None
+    tools = [r["id"] for r in db.query("SELECT id FROM tools ORDER BY id")][:8]
+    hashes = {t: db.scalar("SELECT hash FROM tools WHERE id = ?", (t,)) for t in tools}
+    vecs = [embedder.embed_query(t) for t in texts]
+    store = open_usage(usage_path(index))
+    at = "2026-11-29T00:00:00.000Z"
+    held = set(range(0, len(texts), 7))  # asked, never recorded
+    kept = [i for i in range(len(texts)) if i not in held]
+    tool_of = {i: tools[i % len(tools)] for i in kept}
+    store.record_pairs([(tool_of[i], hashes[tool_of[i]], texts[i], model, vecs[i], "", f"s{i}", at) for i in kept])
+    got = learned._pairs(store, model)
+    assert got is not None and got.ids.size == len(kept)
+    assert got.signs.nbytes == len(kept) * learned.SIGN_BITS // 8  # bits, not the vectors, in memory
+    m = np.stack([np.frombuffer(vecs[i], dtype=np.float32) for i in kept])
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    pair = dict(zip(got.ids.tolist(), kept))  # pair id -> its request
+    src = learned.Source(store, "")
+    counted = read = 0
+    reach = learned.REACH
+    for i in sorted(held):
+        q = np.frombuffer(vecs[i], dtype=np.float32)
+        q = q / np.linalg.norm(q)
+        sims = dict(zip(kept, (m @ q).tolist()))
+        shortlist = {pair[x] for x in learned._shortlist(got, q, c.floor)}
+        read += len(shortlist)
+        for t in tools:
+            strongest = sorted((j for j in kept if tool_of[j] == t and sims[j] >= c.floor), key=lambda j: -sims[j])
+            counted += len(strongest[: c.saturate])
+            assert set(strongest[: c.saturate]) <= shortlist, (texts[i], t)
+        with_shortlist = learned.recall(db, texts[i], embedder, None, model, src)[0]
+        monkeypatch.setattr(learned, "REACH", 1000.0)  # every pair read and scored: the exact scan
+        monkeypatch.setattr(learned, "PER_GROUP", 10**9)
+        assert learned.recall(db, texts[i], embedder, None, model, src)[0] == with_shortlist, texts[i]
+        monkeypatch.setattr(learned, "REACH", reach)
+        monkeypatch.setattr(learned, "PER_GROUP", 4)
+    assert counted > 2 * len(held)  # near phrasings: several pairs count a request
+    assert read < len(kept) * len(held) / 4
+    store.close()
+    db.close()

@@ -145,22 +145,73 @@ def source_for(db: Reader) -> Source | None:
     return Source(store, "")
 
 
+# What a search keeps of the pairs: their ids, SIGN_BITS sign bits of each request's embedding
+# against fixed random hyperplanes, and a 64-bit hash of its (tool, definition, token): 64 bytes a
+# pair (20,000: 1.3 MB; their float vectors were 30.7 MB). Two vectors at an angle t have each
+# bit unlike with chance t / pi, so a past request at the model's floor has, with SIGN_BITS bits,
+# SIGN_BITS * t / pi of them unlike give or take sqrt of that: a search reads, from the store by
+# id, the pairs within REACH standard deviations of that count, at most PER_GROUP of each (tool,
+# definition, token) (only its strongest `saturate` count), and scores those exactly.
+# benchmarks/learned_sim.py --recall measures what this finds against an exact scan of every pair.
+SIGN_BITS = 384
+REACH = 3.5
+PER_GROUP = 16
+_SEED = 46
+
+
 @dataclass
 class _Pairs:
-    version: int
-    tools: list[str]
-    hashes: list[str]
-    tokens: list[str]
-    matrix: Any  # n x dim float32, rows normalised
+    version: int  # the store's pairs_version when read
+    seen: int  # the highest pair id read: a write's new pairs are those over it
+    dim: int  # the vectors' dimension (of the newest pair when first read)
+    ids: Any  # int64, ascending
+    signs: Any  # len(ids) x SIGN_BITS / 64, uint64
+    groups: Any  # int64: a hash of each pair's (tool, tool hash, token)
 
 
 _memo: dict[tuple[int, str], _Pairs] = {}
 _memo_lock = threading.Lock()
+_planes: dict[int, Any] = {}
+
+
+def _signs(vectors: Any) -> Any:
+    """k x dim float32 -> k x SIGN_BITS / 64 uint64: on which side of each hyperplane each lies."""
+    import numpy as np
+
+    dim = vectors.shape[1]
+    planes = _planes.get(dim)
+    if planes is None:  # fixed (seeded): pairs read by any process, any day, compare alike
+        planes = _planes.setdefault(
+            dim, np.random.default_rng(_SEED).standard_normal((dim, SIGN_BITS)).astype(np.float32)
+        )
+    # one request: einsum (store/sqlite/matrix.py: OpenBLAS's threads on a busy machine cost 30x);
+    # a batch of pairs, once per write: the BLAS product
+    side = np.einsum("ij,jk->ik", vectors, planes) if len(vectors) == 1 else vectors @ planes
+    return np.packbits(side > 0, axis=1).view(np.uint64)
+
+
+def _hamming(signs: Any, q: Any) -> Any:
+    """How many of its sign bits each row of `signs` has unlike `q`'s."""
+    import numpy as np
+
+    x = np.bitwise_xor(signs, q)
+    if hasattr(np, "bitwise_count"):  # numpy 2
+        return np.bitwise_count(x).sum(axis=1, dtype=np.int32)
+    return np.unpackbits(x.view(np.uint8), axis=1).sum(axis=1, dtype=np.int32)
+
+
+def _group(tool: str, tool_hash: str, token: str) -> int:
+    import hashlib
+
+    h = hashlib.blake2b(f"{tool}\0{tool_hash}\0{token}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "little", signed=True)
 
 
 def _pairs(store: Any, model: str) -> _Pairs | None:
-    """The store's pairs of `model` as one normalised matrix, read again only when a write moved
-    the store's generation (one row read per search); None when there are none."""
+    """The ids, sign bits and groups of the store's pairs of `model`, brought up to date when a
+    write moved the store's generation (one row read per search otherwise): the ids kept are read
+    (an index, no vectors) to drop what was deleted, and only the pairs written since the last
+    read are read whole. None when there are none."""
     import numpy as np
 
     version = store.pairs_version()
@@ -168,22 +219,58 @@ def _pairs(store: Any, model: str) -> _Pairs | None:
     with _memo_lock:
         got = _memo.get(key)
     if got is None or got.version != version:
-        rows = store.pairs_of_model(model)
-        size = len(rows[-1][3]) if rows else 0
-        rows = [r for r in rows if len(r[3]) == size]
-        # row by row into one array: joining 20,000 blobs first held ~3 copies at once (a 100 MB
-        # peak at the store's cap); and none (all forgotten) is a 0 x 0 matrix, not a reshape error
-        m = np.empty((len(rows), size // 4), dtype=np.float32)
-        for i, r in enumerate(rows):
-            m[i] = np.frombuffer(r[3], dtype=np.float32)
-        norms = np.linalg.norm(m, axis=1, keepdims=True)
-        m /= np.where(norms == 0, 1.0, norms)
-        got = _Pairs(version, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], m)
+        kept = np.asarray(store.pair_ids(model), dtype=np.int64)
+        if got is None:
+            words = SIGN_BITS // 64
+            got = _Pairs(version, 0, 0, np.empty(0, np.int64), np.empty((0, words), np.uint64), np.empty(0, np.int64))
+        new = store.pair_vectors(model, got.seen)
+        dim = got.dim or (len(new[-1][4]) // 4 if new else 0)
+        if new and len(new[-1][4]) != dim * 4:  # the newest pairs are of another size: read all anew
+            got, dim = _Pairs(version, 0, 0, got.ids[:0], got.signs[:0], got.groups[:0]), len(new[-1][4]) // 4
+            new = store.pair_vectors(model, 0)
+        rows = [r for r in new if len(r[4]) == dim * 4]
+        m = np.empty((len(rows), dim), dtype=np.float32)
+        for j, r in enumerate(rows):
+            m[j] = np.frombuffer(r[4], dtype=np.float32)
+        still = np.isin(got.ids, kept, assume_unique=True)
+        got = _Pairs(
+            version,
+            max(got.seen, new[-1][0] if new else 0),
+            dim,
+            np.concatenate([got.ids[still], np.asarray([r[0] for r in rows], dtype=np.int64)]),
+            np.concatenate([got.signs[still], _signs(m) if rows else got.signs[:0]]),
+            np.concatenate([got.groups[still], np.asarray([_group(*r[1:4]) for r in rows], dtype=np.int64)]),
+        )
         with _memo_lock:
             if len(_memo) > 8:
                 _memo.clear()
             _memo[key] = got
-    return got if got.tools else None
+    return got if got.ids.size else None
+
+
+def _reach(floor: float) -> int:
+    """How many unlike sign bits a pair may have and still be read: the count expected of a past
+    request at the floor's cosine, plus REACH standard deviations."""
+    import math
+
+    p = math.acos(max(-1.0, min(1.0, floor))) / math.pi
+    return int(SIGN_BITS * p + REACH * math.sqrt(SIGN_BITS * p * (1 - p)))
+
+
+def _shortlist(got: _Pairs, q: Any, floor: float) -> list[int]:
+    """The ids of the pairs a search scores exactly: those within `_reach(floor)` sign bits of
+    the request `q`, the PER_GROUP nearest of each group."""
+    import numpy as np
+
+    near = _hamming(got.signs, _signs(q[None, :])[0])
+    within = np.nonzero(near <= _reach(floor))[0]
+    if within.size > PER_GROUP:
+        order = np.lexsort((near[within], got.groups[within]))  # by group, nearest first
+        g = got.groups[within][order]
+        starts = np.r_[0, np.nonzero(g[1:] != g[:-1])[0] + 1]
+        rank = np.arange(g.size) - np.repeat(starts, np.diff(np.r_[starts, g.size]))
+        within = within[order[rank < PER_GROUP]]
+    return got.ids[within].tolist()
 
 
 # --- the signal ----------------------------------------------------------------------------------
@@ -206,26 +293,34 @@ def recall(
     # the search's own embedding (gather's, just made in this thread), else the request's
     blob = last_query_vector(embedder) or embed_query(embedder, request_text(query))
     q = np.frombuffer(blob, dtype=np.float32)
-    if q.shape[0] != got.matrix.shape[1]:
+    if q.shape[0] != got.dim:
         return {}, None
     q = q / (float(np.linalg.norm(q)) or 1.0)
+    rows = sorted(r for r in source.store.pairs_by_id(_shortlist(got, q, c.floor)) if len(r[4]) == got.dim * 4)
+    if not rows:
+        return {}, blob
+    m = np.empty((len(rows), got.dim), dtype=np.float32)
+    for j, r in enumerate(rows):
+        m[j] = np.frombuffer(r[4], dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    m /= np.where(norms == 0, 1.0, norms)
     # einsum, not a BLAS product: as store/sqlite/matrix.py found, numpy's OpenBLAS threads made
-    # it 30x slower on a busy 2-core machine (12 ms for 10,000 pairs; 1.5 ms so)
-    sims = np.einsum("ij,j->i", got.matrix, q)
+    # it 30x slower on a busy 2-core machine
+    sims = np.einsum("ij,j->i", m, q)
     alike = np.nonzero(sims >= c.floor)[0]
     if alike.size == 0:
         return {}, blob
     from ..store.catalog import rowids_and_hashes
 
-    now = rowids_and_hashes(db, sorted({got.tools[i] for i in alike}), filters)
+    now = rowids_and_hashes(db, sorted({rows[i][1] for i in alike}), filters)
     # each alike past request weighs (cosine - floor) / (full - floor), at most 1: a paraphrase
     # counts whole, one just over the floor (a neighbouring intent, often) next to nothing
     per: dict[tuple[str, str], list[float]] = {}
     for i in alike:
-        tool = got.tools[i]
-        if tool in now and now[tool][1] == got.hashes[i]:
+        _, tool, tool_hash, token, _ = rows[i]
+        if tool in now and now[tool][1] == tool_hash:
             share = min(1.0, (float(sims[i]) - c.floor) / max(c.full - c.floor, 1e-6))
-            per.setdefault((tool, got.tokens[i]), []).append(share)
+            per.setdefault((tool, token), []).append(share)
     out: dict[int, Evidence] = {}
     for (tool, token), weights in per.items():
         cap = c.saturate if token == source.token else OTHER_CAP

@@ -43,7 +43,8 @@ OUTCOMES = ("ok", "tool_error", "invalid_arguments", "timeout", "backend_failed"
 MAX_EXAMPLES_PER_TOOL = 5
 # What serve learned (pairs) is kept this long and this much: a pair older than PAIR_DAYS, or past
 # the newest MAX_PAIRS_PER_TOOL of its tool, or past the newest MAX_PAIRS in all, is deleted when
-# pairs are next written. The cap keeps a search's look over them to one small matrix product.
+# pairs are next written. The cap bounds what a search keeps of them (search/learned.py: 64 bytes
+# a pair) and how many pairs of one tool it may read.
 PAIR_DAYS = 90
 MAX_PAIRS_PER_TOOL = 50
 MAX_PAIRS = 20_000
@@ -107,6 +108,9 @@ USAGE_MIGRATIONS: list[str] = [
     CREATE TABLE pairs_generation (one INTEGER PRIMARY KEY CHECK (one = 1), generation INTEGER NOT NULL);
     INSERT INTO pairs_generation VALUES (1, 0);
     """,
+    # a search keeps only the pairs' ids and sign bits in memory (search.learned): after a write it
+    # reads the ids of one model's pairs from this index, never their vectors, to drop the deleted
+    "CREATE INDEX pairs_model ON pairs(model, id);",
 ]
 OLD_SCOPE = "?"  # examples recorded before scopes were kept (see the migration above)
 
@@ -310,12 +314,31 @@ class UsageStore:
         its copy is current (search.learned, once per search)."""
         return int(self.rows("SELECT generation FROM pairs_generation")[0][0])
 
-    def pairs_of_model(self, model: str) -> list[tuple[str, str, str, bytes]]:
-        """(tool_id, tool_hash, token, vector) of every pair embedded with `model`, oldest first."""
+    def pair_ids(self, model: str) -> list[int]:
+        """The ids of the pairs embedded with `model`, ascending (index pairs_model: no row read)."""
+        return [int(r[0]) for r in self.rows("SELECT id FROM pairs WHERE model = ? ORDER BY id", (model,))]
+
+    def pair_vectors(self, model: str, after: int = 0) -> list[tuple[int, str, str, str, bytes]]:
+        """(id, tool_id, tool_hash, token, vector) of the pairs embedded with `model` whose id is
+        over `after`, ascending: what was written since a reader last read up to `after`."""
         return [
-            (t, h, tk, bytes(v))
-            for t, h, tk, v in self.rows(
-                "SELECT tool_id, tool_hash, token, vector FROM pairs WHERE model = ? ORDER BY id", (model,)
+            (int(i), t, h, tk, bytes(v))
+            for i, t, h, tk, v in self.rows(
+                "SELECT id, tool_id, tool_hash, token, vector FROM pairs WHERE model = ? AND id > ? ORDER BY id",
+                (model, after),
+            )
+        ]
+
+    def pairs_by_id(self, ids: Iterable[int]) -> list[tuple[int, str, str, str, bytes]]:
+        """(id, tool_id, tool_hash, token, vector) of those of the pairs `ids` still kept."""
+        ids = [int(i) for i in ids]
+        if not ids:
+            return []
+        return [
+            (int(i), t, h, tk, bytes(v))
+            for i, t, h, tk, v in self.rows(
+                f"SELECT id, tool_id, tool_hash, token, vector FROM pairs WHERE id IN ({','.join('?' * len(ids))})",
+                tuple(ids),
             )
         ]
 
