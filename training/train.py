@@ -6,6 +6,10 @@ normalisation exactly as toolidx embeds at search time.
 
 Plain torch + transformers, no trainer framework: the loop is short, and the seeds, the data order
 and the logged rate (pairs/second, minutes) are all in view. Logs one line per LOG_EVERY steps.
+
+A run that cannot finish where it is (a shared CPU) stops on SIGUSR1 after the step under way,
+leaving its whole state in OUT/resume/ (weights, optimiser, schedule, data order, random states);
+`--resume` continues it from there to the same model as one run (the same threads and torch).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import signal
 import sys
 import time
 from pathlib import Path
@@ -61,8 +66,11 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-sources", action="store_true", help="v1's data only (MetaTool, ETOM)")
     ap.add_argument("--indirect", action="store_true", help="staged sets: goal-style requests first (data.capped)")
+    ap.add_argument("--resume", action="store_true", help="continue the run stopped by SIGUSR1 in OUT/resume/")
     args = ap.parse_args()
 
+    stop: list[bool] = []  # installed first: a signal while the data loads stops at step 0, never kills
+    signal.signal(signal.SIGUSR1, lambda *_: stop.append(True))
     import torch
     from data import training_examples
     from transformers import AutoModel, AutoTokenizer
@@ -71,7 +79,8 @@ def main() -> int:
 
     examples = training_examples(seed=args.seed, sources=not args.no_sources, indirect=args.indirect)
     tok = AutoTokenizer.from_pretrained(args.base)
-    model = AutoModel.from_pretrained(args.base)
+    saved = Path(args.out) / "resume"
+    model = AutoModel.from_pretrained(saved if args.resume else args.base)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     warmup = max(1, args.steps // 10)
@@ -90,7 +99,24 @@ def main() -> int:
     t0 = time.time()
     seen = 0
     log = []
-    for step in range(args.steps):
+    first = 0
+    if args.resume:
+        state = torch.load(saved / "state.pt", weights_only=False)
+        opt.load_state_dict(state["opt"])
+        sched.load_state_dict(state["sched"])
+        torch.set_rng_state(state["torch_rng"])
+        rng.setstate(state["rng"])
+        order, pos, first, seen, log = state["order"], state["pos"], state["step"], state["seen"], state["log"]
+        t0 -= state["seconds"]
+    for step in range(first, args.steps):
+        if stop:
+            saved.mkdir(parents=True, exist_ok=True)
+            model.save_pretrained(saved)
+            state = {"opt": opt.state_dict(), "sched": sched.state_dict(), "torch_rng": torch.get_rng_state()}
+            state |= {"rng": rng.getstate(), "order": order, "pos": pos, "step": step, "seen": seen, "log": log}
+            torch.save(state | {"seconds": time.time() - t0}, saved / "state.pt")
+            print(f"stopped after step {step} of {args.steps}: --resume continues from {saved}", flush=True)
+            return 3
         if pos + args.batch > len(order):
             rng.shuffle(order)
             pos = 0
