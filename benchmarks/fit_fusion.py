@@ -59,16 +59,19 @@ GRID_COS = (0.6, 0.7, 0.8, 0.85, 0.9)
 GRID_COV = (0.15, 0.25, 0.3, 0.35)
 GRID_NAME = (0.0, 0.02)
 GRID_RAMP = (None, (4, 16), (6, 14), (8, 16), (10, 20))
+# the server evidence's weight (search.servers), fitted with the model's fusion kept (--server)
+GRID_SERVER = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 BEFORE = cal.LONG_WEIGHTS  # the constants this fit replaces (fitted on ETOM alone), where a long query ramps to
 LABELS = {"etom L3 (all)": "all", "etom L4 (steps)": "steps", "livemcp relaxed": "steps"}
 R5_LOSS_MAX = 0.01
 KEEP_FUSION = False
+SERVER = False
 
 
 def weights(cfg: tuple, n_terms: int) -> tuple[float, float, float]:
-    """(cosine weight, coverage, name words) for a query of n_terms words: cfg = (a, c, n, ramp);
-    ramp = (n0, n1) moves from (a, c, n) at n0 words or fewer to BEFORE at n1 or more."""
-    a, c, n, ramp = cfg
+    """(cosine weight, coverage, name words) for a query of n_terms words: cfg = (a, c, n, ramp[,
+    server]); ramp = (n0, n1) moves from (a, c, n) at n0 words or fewer to BEFORE at n1 or more."""
+    a, c, n, ramp = cfg[:4]
     if ramp is None:
         return a, c, n
     w = min(1.0, max(0.0, (n_terms - ramp[0]) / (ramp[1] - ramp[0])))
@@ -77,6 +80,7 @@ def weights(cfg: tuple, n_terms: int) -> tuple[float, float, float]:
 
 def z_values(ev: list, cfg: tuple, n_terms: int) -> np.ndarray:
     a, c, n = weights(cfg, n_terms)
+    srv = cfg[4] if len(cfg) > 4 else 0.0  # search.servers' evidence (calibration.ModelFit.server)
     best = max((e["bm25"] for _, e in ev), default=0.0) or 1.0
     return np.array(
         [
@@ -85,6 +89,7 @@ def z_values(ev: list, cfg: tuple, n_terms: int) -> np.ndarray:
             + c * e.get("coverage", 0.0)
             + n * (e.get("name_words", 0) >= cal.NAME_MIN_WORDS)
             + cal.FUZZY_WEIGHT * cal.fuzzy_strength(e.get("fuzzy", 0.0))
+            + srv * e.get("server", 0.0)
             for _, e in ev
         ]
     )
@@ -152,8 +157,11 @@ def hybrid() -> dict:
     known = current()
     if KEEP_FUSION and known:  # --keep-fusion: this model's fusion as calibration.json holds it
         grid = [(known.cos, known.coverage, known.name, known.ramp), (*BEFORE, None)]
+    if SERVER and known:  # --server: the server evidence's weight, the model's fusion kept
+        grid = [(known.cos, known.coverage, known.name, known.ramp, w) for w in GRID_SERVER] + [(*BEFORE, None)]
+        before_fit = (known.cos, known.coverage, known.name, known.ramp, 0.0)
     perf = {k: {s: per_query(data[s], lambda ev, nt, k=k: z_values(ev, k, nt), lab[s]) for s in fit_sets} for k in grid}
-    before = perf[(*BEFORE, None)]
+    before = perf[before_fit] if SERVER and known else perf[(*BEFORE, None)]
 
     def admissible(k, sets):
         return not any(significantly_worse(perf[k][s], ref[s]) for s in sets for ref in (before, cos_only, bm_only))
@@ -215,8 +223,9 @@ def hybrid() -> dict:
         known.threshold["hybrid"] if known else None,
     )
     marks, t = actions(data, final, Calibration(np.array(own), tuple(lw)), fit_sets, lab)
-    a, c, n, ramp = final
+    a, c, n, ramp = final[:4]
     return {
+        "server": final[4] if len(final) > 4 else 0.0,
         "cos": a,
         "coverage": c,
         "name": n,
@@ -592,17 +601,20 @@ def write(model: str, hyb: dict, sem: tuple[list[float], list[float], float]) ->
     import json
 
     doc = json.loads(cal.FITS_FILE.read_text())
-    # the learned signal's constants are benchmarks/learned_sim.py's, kept as they are
-    kept = {k: v for k, v in doc["models"].get(model, {}).items() if k == "learned"}
+    # the learned signal's constants are benchmarks/learned_sim.py's, the far gate's
+    # benchmarks/gate_dev.py's: kept as they are
+    kept = {k: v for k, v in doc["models"].get(model, {}).items() if k in ("learned", "gate")}
     doc["models"][model] = {
         **kept,
         **{k: hyb[k] for k in ("cos", "coverage", "name", "ramp", "action")},
+        "server": hyb.get("server", 0.0),
         "platt": {"hybrid": hyb["platt"], "semantic": sem[0]},
         "listwise": {"hybrid": hyb["listwise"], "semantic": sem[1]},
         "threshold": {"hybrid": hyb["threshold"], "semantic": round(sem[2], 4)},
         "fitted": "benchmarks/fit_fusion.py on every bench set (ETOM L1-L4, LiveMCPBench, "
         "livemcp-natural) less the queries the model was trained on, and CLINC150's out-of-scope "
-        "requests as impossible ones; the action marks with the rest, leave-one-set-out",
+        "requests as impossible ones; the action marks with the rest, leave-one-set-out"
+        + ("; the server evidence's weight by --server, this model's fusion kept" if SERVER else ""),
     }
     cal.FITS_FILE.write_text(json.dumps(doc, indent=2) + "\n")
     print(f"\nwrote {model}'s fit to {cal.FITS_FILE}")
@@ -615,9 +627,12 @@ def main() -> int:
     ap.add_argument(
         "--keep-fusion", action="store_true", help="keep this model's fusion weights (calibration.json); fit the rest"
     )
+    ap.add_argument(
+        "--server", action="store_true", help="fit the server evidence's weight; keep this model's fusion weights"
+    )
     args = ap.parse_args()
-    global KEEP_FUSION
-    KEEP_FUSION = args.keep_fusion
+    global KEEP_FUSION, SERVER
+    KEEP_FUSION, SERVER = args.keep_fusion, args.server
     if args.write and args.only:
         ap.error("--write needs every mode's fit (no --only)")
     out: dict = {}

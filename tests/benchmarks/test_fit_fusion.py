@@ -18,10 +18,13 @@ import fit_fusion
 
 SHIPPED = REPO / "toolidx" / "search" / "calibration.json"
 FIELDS = {f.name for f in dataclasses.fields(cal.ModelFit)}
+OPTIONAL = {"learned", "server"}  # a model fitted before them goes without (0 / nothing: they move nothing)
 
 
 def _well_formed(model: str, f: dict) -> list[str]:
-    bad = [] if set(f) - {"learned"} == FIELDS - {"learned"} else [f"{model}: fields {sorted(set(f) ^ FIELDS)}"]
+    bad = [] if set(f) - OPTIONAL == FIELDS - OPTIONAL else [f"{model}: fields {sorted(set(f) ^ FIELDS)}"]
+    if "server" in f and not (isinstance(f["server"], (int, float)) and 0 <= f["server"] <= 1):
+        bad.append(f"{model}: server = {f['server']!r}, want a weight in [0, 1]")
     learned = f.get("learned")  # optional: a model without it is never lifted (search.learned)
     if learned is not None and not (
         0 <= learned.get("floor", -1) < learned.get("full", -1) <= 1
@@ -71,6 +74,8 @@ def test_the_shipped_file_is_the_one_the_loader_reads_and_is_well_formed():
         got["action"] = list(got["action"])
         if got["learned"] is None:
             del got["learned"]
+        if "server" not in f and got["server"] == 0.0:  # a model fitted before server evidence
+            del got["server"]
         for k in ("platt", "listwise"):
             got[k] = {mode: list(v) for mode, v in got[k].items()}
         assert got == f, model
@@ -102,6 +107,7 @@ def test_what_write_stores_is_what_the_loader_reads(tmp_path, monkeypatch):
         "listwise": [0.5, 10.0, -2.9],
         "threshold": 0.004,
         "action": [4.0, 2.0],
+        "server": 0.25,
     }
     fit_fusion.write("test/new-model", hyb, ([10.5, -7.0], [0.6, 9.0, -3.1], 0.00612))
     fits = cal._read_fits()
@@ -112,7 +118,7 @@ def test_what_write_stores_is_what_the_loader_reads(tmp_path, monkeypatch):
     assert new.platt == {"hybrid": (9.5, -7.25), "semantic": (10.5, -7.0)}
     assert new.listwise == {"hybrid": (0.5, 10.0, -2.9), "semantic": (0.6, 9.0, -3.1)}
     assert new.threshold == {"hybrid": 0.004, "semantic": 0.0061}
-    assert new.action == (4.0, 2.0)
+    assert new.action == (4.0, 2.0) and new.server == 0.25
     assert not _well_formed("test/new-model", json.loads(copy.read_text())["models"]["test/new-model"])
 
 
@@ -131,6 +137,8 @@ def _evidence(rng, n: int) -> list[tuple[str, dict]]:
             "does": int(rng.random() < 0.15),
             "negated": int(rng.random() < 0.1),
         }
+        if rng.random() < 0.8:  # search.servers' lead (absent: an index without server vectors)
+            e["server"] = max(0.0, rng.uniform(-0.2, 0.6))
         out.append((f"s/t{i}", e))
     return out
 
@@ -142,7 +150,7 @@ def _fitted(fit: cal.ModelFit, q: dict, ev: list) -> dict[str, tuple[list[str], 
     hybrid = fit_fusion.Calibration(np.array(fit.platt["hybrid"]), fit.listwise["hybrid"])
     semantic = fit_fusion.Calibration(np.array(fit.platt["semantic"]), fit.listwise["semantic"])
     keyword = fit_fusion.Calibration(np.array([cal.KW_LOG, cal.KW_REL, cal.KW_BIAS]), cal.KW_LISTWISE)
-    h = fit_fusion.hybrid_item(q, ev, (fit.cos, fit.coverage, fit.name, fit.ramp))
+    h = fit_fusion.hybrid_item(q, ev, (fit.cos, fit.coverage, fit.name, fit.ramp, fit.server))
     s, k = fit_fusion.mode_item("semantic", q, ev), fit_fusion.mode_item("keyword", q, ev)
     return {
         "hybrid": (h[1], list(fit_fusion.marked_scores(h, hybrid, fit.action))),

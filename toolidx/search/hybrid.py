@@ -191,6 +191,7 @@ def warm(db: Reader, embedder: QueryEmbedder = INDEX_MODEL) -> None:
         embedder = get_query_embedder(db)
     db.retrieval.warm(embeddings=embedder is not None)
     if embedder is not None:
+        servers.warm(db)
         embedder.embed_query("warm up")  # ONNX Runtime's first run allocates its buffers
 
 

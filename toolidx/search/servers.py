@@ -11,7 +11,6 @@ changes). Fitted and measured by benchmarks/fit_fusion.py (docs/research/search.
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 from ..core.filters import Filters
@@ -26,80 +25,88 @@ JOIN_TOOLS = 10  # joined at most, per search: the best by their own cosine
 JOIN_LEAD = 0.1
 
 
-def _matrix(db: Reader) -> tuple[list[str], Any] | None:
-    """(server names, their unit vectors as rows), once per index version; None without any."""
+def _matrix(db: Reader) -> tuple[list[str], Any, dict[str, int]] | None:
+    """(server names, their unit vectors as rows, name -> row), once per index version; None
+    without any (or with vectors of several sizes: a model change half done)."""
 
-    def build() -> tuple[list[str], Any] | None:
+    def build() -> tuple[list[str], Any, dict[str, int]] | None:
         import numpy as np
 
         rows = server_vectors.read(db)
-        if not rows:
+        if not rows or len({len(b) for _, b in rows}) != 1:
             return None
-        m = (
-            np.vstack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
-            if len({len(b) for _, b in rows}) == 1
-            else None
-        )
-        if m is None:
-            return None
+        m = np.vstack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
         norms = np.linalg.norm(m, axis=1, keepdims=True)
-        return [s for s, _ in rows], m / np.where(norms > 0, norms, 1.0)
+        names = [s for s, _ in rows]
+        return names, m / np.where(norms > 0, norms, 1.0), {n: i for i, n in enumerate(names)}
 
     return db.cache.get("server_vectors", build, size=lambda e: len(e[0]) if e else 0)
 
 
-def _members(db: Reader) -> tuple[dict[int, str], dict[str, list[int]]]:
-    """(rowid -> server, server -> its rowids), once per index version."""
+def _members(db: Reader, index: dict[str, int]) -> Any:
+    """Each tool's server as its row of the server matrix, by rowid (-1: none), once per index
+    version: 4 bytes a tool (a dict of 100k tools held ~10 MB)."""
 
-    def build() -> tuple[dict[int, str], dict[str, list[int]]]:
-        of: dict[int, str] = {}
-        tools: dict[str, list[int]] = {}
-        for r, s in server_vectors.tool_servers(db):
-            of[r] = s
-            tools.setdefault(s, []).append(r)
-        return of, tools
+    def build() -> Any:
+        import numpy as np
 
-    return db.cache.get("tool_servers", build, size=lambda e: len(e[0]))
+        rows = server_vectors.tool_servers(db)
+        out = np.full(max((r for r, _ in rows), default=0) + 1, -1, dtype=np.int32)
+        for r, s in rows:
+            out[r] = index.get(s, -1)
+        return out
+
+    return db.cache.get("tool_servers", build, size=len)
 
 
-def scores(db: Reader, qv: bytes) -> dict[str, float]:
-    """server -> cosine of the request and the server's text (empty: no server vectors, or of
-    another dimension than the request's)."""
+def leads(db: Reader, qv: bytes) -> tuple[list[str], Any, dict[str, int]] | None:
+    """(server names, each one's cosine to the request less the median server's, name -> index);
+    None without server vectors, or with vectors of another size than the request's."""
     import numpy as np
 
     found = _matrix(db)
     if found is None:
-        return {}
-    names, m = found
+        return None
+    names, m, index = found
     q = np.frombuffer(qv, dtype=np.float32)
     if q.shape[0] != m.shape[1]:
-        return {}
-    n = float(np.linalg.norm(q)) or 1.0
-    return dict(zip(names, (m @ q / n).tolist()))
+        return None
+    # einsum, not a BLAS product: OpenBLAS's spinning threads made this one product 15 ms on a busy
+    # machine (store/sqlite/matrix.py's _dot says the same of the tools' vectors)
+    cos = np.einsum("ij,j->i", m, q) / (float(np.linalg.norm(q)) or 1.0)
+    return names, cos - float(np.median(cos)), index
 
 
-def add(db: Reader, qv: bytes, cands: dict[int, dict], filters: Filters | None) -> dict[str, float]:
+def add(db: Reader, qv: bytes, cands: dict[int, dict], filters: Filters | None) -> None:
     """Give each candidate its server's lead over the median server's cosine ("server", 0 at or
-    under it; "server_name") and let the best servers'
-    tools that pass the filters join (module doc). Returns the servers' cosines."""
-    by_server = scores(db, qv)
-    if not by_server:
-        return by_server
-    of, tools = _members(db)
-    ranked = sorted(by_server, key=lambda s: -by_server[s])
-    median = statistics.median(by_server.values())
-    lead = [s for s in ranked[:JOIN_SERVERS] if by_server[s] - median >= JOIN_LEAD]
-    missing = [r for s in lead for r in tools.get(s, ()) if r not in cands]
+    under it; "server_name") and let the best servers' tools that pass the filters join (module
+    doc)."""
+    import numpy as np
+
+    found = leads(db, qv)
+    if found is None:
+        return
+    names, lead, index = found
+    of = _members(db, index)
+    k = min(JOIN_SERVERS, len(names))
+    best = [int(i) for i in np.argpartition(-lead, k - 1)[:k] if lead[i] >= JOIN_LEAD]
+    missing = [int(r) for i in sorted(best, key=lambda i: -lead[i]) for r in np.flatnonzero(of == i) if r not in cands]
     allowed = filtered_rowids(db, filters) if missing else None
     if allowed is not None:
         missing = [r for r in missing if r in allowed]
     if missing:
         cos = db.retrieval.cosines(qv, missing)
-        best = sorted((r for r in missing if r in cos), key=lambda r: -cos[r])[:JOIN_TOOLS]
-        for r in best:
+        joined = sorted((r for r in missing if r in cos), key=lambda r: -cos[r])[:JOIN_TOOLS]
+        for r in joined:
             cands[r] = {"bm25": 0.0, "cos": cos[r], "fuzzy": 0.0, "joined": 1}
     for r, c in cands.items():
-        s = of.get(r)
-        if s is not None and s in by_server:
-            c["server"], c["server_name"] = max(0.0, by_server[s] - median), s
-    return by_server
+        i = int(of[r]) if r < len(of) else -1
+        if i >= 0:
+            c["server"], c["server_name"] = max(0.0, float(lead[i])), names[i]
+
+
+def warm(db: Reader) -> None:
+    """Read the server vectors and each tool's server now (search.hybrid.warm)."""
+    found = _matrix(db)
+    if found is not None:
+        _members(db, found[2])

@@ -1,0 +1,221 @@
+"""Server evidence (search.servers; issue 43 item 2): a tool's server is evidence for the tool.
+"remember that Alice likes tea" shares no word with the `memory` server's tools ("knowledge
+graph", "entities", "observations"); only the server is called memory. Each server's text is
+embedded at crawl time (store/server_vectors.py, both engines) and a hybrid search reads it."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from toolidx.core.tooldoc import SERVER_INSTRUCTIONS_CHARS, server_text
+
+
+@pytest.fixture(scope="module")
+def real_db(servers_config, model_path, tmp_path_factory):
+    """The 16 real servers of the suite crawled with the tests' model."""
+    from conftest import run_cli
+
+    d = tmp_path_factory.mktemp("servers")
+    (d / "servers.json").write_text(json.dumps(servers_config))
+    r = run_cli("crawl", "--config", d / "servers.json", "--db", d / "real.db", "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    return d / "real.db"
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_the_memory_server_is_evidence_for_its_tools(real_db):
+    """On the 16 real servers: the `memory` server's text leads every other for "save a fact to the
+    knowledge graph", and its tools say so (`why`: server: memory). "remember that Alice likes
+    tea" is not reached: the model puts the request as near `sequential-thinking` as `memory`
+    (docs/research/search.md, round 14)."""
+    from conftest import run_cli
+
+    r = run_cli("search", "save a fact to the knowledge graph", "--db", real_db, "--json", "--limit", "5")
+    assert r.code == 0, r.stderr
+    hits = r.json["hits"]
+    assert hits and all(h["server"] == "memory" for h in hits), [h["id"] for h in hits]
+    assert all(h["signals"]["server"] > 0.2 and "server: memory" in h["why"] for h in hits), hits
+    other = run_cli("search", "what time is it in Tokyo", "--db", real_db, "--json", "--limit", "1").json["hits"][0]
+    assert other["server"] == "time" and "server: time" in other["why"], other
+
+
+@pytest.mark.model
+def test_a_search_scope_keeps_out_the_tools_a_server_would_join(tmp_path, model_path):
+    """The best server's tools join a search's candidates only within its scope (`--server`)."""
+    from conftest import run_cli
+
+    tool = {"name": "list_items", "description": "List the items.", "inputSchema": {"type": "object"}}
+    for server in ("cookbook", "schedule"):
+        (tmp_path / f"{server}.json").write_text(json.dumps({"tools": [tool]}))
+    (tmp_path / "servers.json").write_text(
+        json.dumps({"mcpServers": {s: {"tools_file": str(tmp_path / f"{s}.json")} for s in ("cookbook", "schedule")}})
+    )
+    r = run_cli("crawl", "--config", tmp_path / "servers.json", "--db", tmp_path / "i.db", "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    q = "which meetings do I have tomorrow"
+    r = run_cli("search", q, "--db", tmp_path / "i.db", "--json", "--min-score", "0", "--server", "cookbook")
+    assert [h["id"] for h in r.json["hits"]] == ["cookbook/list_items"], r.json
+
+
+@pytest.mark.model
+def test_a_tool_whose_own_text_says_nothing_of_the_request_is_found_by_its_server(tmp_path, model_path):
+    """Two servers with the same tool: only the servers' names tell them apart. Before, the two
+    tied and `cookbook`'s came first (by id); its server's text puts `schedule`'s first, and
+    `why` names it."""
+    from conftest import run_cli
+
+    tool = {"name": "list_items", "description": "List the items.", "inputSchema": {"type": "object"}}
+    for server in ("cookbook", "schedule"):
+        (tmp_path / f"{server}.json").write_text(json.dumps({"tools": [tool]}))
+    (tmp_path / "servers.json").write_text(
+        json.dumps({"mcpServers": {s: {"tools_file": str(tmp_path / f"{s}.json")} for s in ("cookbook", "schedule")}})
+    )
+    r = run_cli("crawl", "--config", tmp_path / "servers.json", "--db", tmp_path / "i.db", "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    r = run_cli("search", "which meetings do I have tomorrow", "--db", tmp_path / "i.db", "--json", "--min-score", "0")
+    assert r.code == 0, r.stderr
+    first, second = r.json["hits"]
+    assert first["id"] == "schedule/list_items" and first["score"] > second["score"], r.json["hits"]
+    assert first["signals"]["server"] > second["signals"]["server"]
+
+
+@pytest.mark.model
+def test_each_server_is_embedded_once_and_again_only_when_its_text_changes(tmp_path, model_path):
+    """The crawl embeds each server's text; a crawl that changes nothing embeds none again; a
+    server whose tools change gets a new vector; a server gone loses its own."""
+    from conftest import run_cli
+
+    from toolidx.store import server_vectors
+    from toolidx.store.db import open_db
+
+    def crawl(servers: dict) -> dict[str, str]:
+        cfg = tmp_path / "servers.json"
+        cfg.write_text(json.dumps({"mcpServers": servers}))
+        r = run_cli("crawl", "--config", cfg, "--db", tmp_path / "i.db", "--model-path", model_path)
+        assert r.code == 0, r.stderr
+        db = open_db(tmp_path / "i.db")
+        try:
+            return server_vectors.hashes(db)
+        finally:
+            db.close()
+
+    from conftest import REPO
+
+    weather = {"tools_file": str(REPO / "examples" / "weather-tools.json")}
+    files = {"tools_file": str(tmp_path / "files.jsonl")}
+    (tmp_path / "files.jsonl").write_text(
+        json.dumps({"name": "list_files", "description": "List the files", "inputSchema": {"type": "object"}}) + "\n"
+    )
+    first = crawl({"weather": weather, "files": files})
+    assert set(first) == {"weather", "files"}
+    assert crawl({"weather": weather, "files": files}) == first
+    (tmp_path / "files.jsonl").write_text(
+        json.dumps({"name": "list_files", "description": "List the files", "inputSchema": {"type": "object"}})
+        + "\n"
+        + json.dumps({"name": "delete_files", "description": "Delete files", "inputSchema": {"type": "object"}})
+        + "\n"
+    )
+    second = crawl({"weather": weather, "files": files})
+    assert second["weather"] == first["weather"] and second["files"] != first["files"]
+    assert set(crawl({"weather": weather})) == {"weather"}
+
+
+def test_hostile_server_text_is_bounded_and_inert():
+    """A server writes its own name, title and instructions: huge instructions are cut, controls,
+    escape sequences and bidi or zero-width characters are dropped, white space collapsed. Markup
+    stays as words: the text is only embedded, never shown or run."""
+    esc = "\x1b[2J\x1b]0;pwned\x07 \u202edesrever\u202c zero\u200bwidth \x9b31m"
+    text = server_text(
+        "evil",
+        "[bold]loud[/bold]" + esc,
+        "<script>alert(1)</script>" + "\x00",
+        esc + "Use me. " + "x" * 2_000_000,
+        [f"tool_{i}" for i in range(10_000)],
+    )
+    assert len(text) < SERVER_INSTRUCTIONS_CHARS + 2_000, len(text)
+    assert not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in text), repr(text[:200])
+    assert not any(ch in text for ch in "\u202e\u202c\u200b")
+    assert "tool 29" in text and "tool 30" not in text  # the first SERVER_TOOL_NAMES names only
+
+
+@pytest.mark.model
+def test_a_hostile_server_is_embedded_and_searched_like_any_other(tmp_path, model_path):
+    """rawmcp's hostile mode (ANSI/OSC sequences, C1 controls, rich markup and bidi overrides in
+    its serverInfo): its server vector is stored, a search reads it and shows none of it."""
+    from conftest import raw, run_cli
+
+    (tmp_path / "servers.json").write_text(json.dumps({"mcpServers": {"evil": raw("hostile"), "ok": raw("ok")}}))
+    r = run_cli("crawl", "--config", tmp_path / "servers.json", "--db", tmp_path / "i.db", "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    con = sqlite3.connect(tmp_path / "i.db")
+    assert {s for (s,) in con.execute("SELECT server FROM server_vectors")} == {"evil", "ok"}
+    r = run_cli("search", "read a file", "--db", tmp_path / "i.db", "--json", "--min-score", "0")
+    assert r.code == 0, r.stderr
+    assert "\x1b" not in r.stdout and "\u202e" not in r.stdout
+
+
+@pytest.mark.model
+def test_both_engines_store_server_vectors_and_answer_alike(db_target, tmp_path, model_path):
+    """The same catalog on an index file and on PostgreSQL: each server has its vector, and a
+    search gives the same hits with the same server evidence."""
+    from conftest import REPO, run_cli
+
+    (tmp_path / "servers.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "weather": {"tools_file": str(REPO / "examples" / "weather-tools.json")},
+                    "catalog": {"tools_file": str(REPO / "tests" / "data" / "catalog" / "git-tools.json")},
+                }
+            }
+        )
+    )
+    r = run_cli("crawl", "--config", tmp_path / "servers.json", "--db", db_target, "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    r = run_cli("search", "will it rain tomorrow", "--db", db_target, "--json", "--min-score", "0")
+    assert r.code == 0, r.stderr
+    got = [(h["id"], h["score"], h["signals"].get("server")) for h in r.json["hits"]]
+    assert got and all(s is not None for _, _, s in got), got
+    assert got[0][0].startswith("weather/") and got[0][2] > 0, got
+    ANSWERS.setdefault("answers", []).append(got)
+    if len(ANSWERS["answers"]) == 2:
+        a, b = ANSWERS["answers"]
+        assert [i for i, _, _ in a] == [i for i, _, _ in b]
+        assert all(abs(x - y) < 1e-3 and abs(s - t) < 1e-3 for (_, x, s), (_, y, t) in zip(a, b)), (a, b)
+
+
+ANSWERS: dict[str, list] = {}  # the two engines' answers, compared once both ran
+
+
+@pytest.mark.model
+def test_an_index_from_before_server_vectors_is_migrated_and_filled(tmp_path, model_path):
+    """An index written before migration 5 (no server_vectors): opened, it gains the table;
+    `toolidx embed` fills it without re-embedding a tool; search reads it."""
+    from conftest import REPO, run_cli
+
+    from toolidx.store.sqlite.migrations import MIGRATIONS
+
+    (tmp_path / "servers.json").write_text(
+        json.dumps({"mcpServers": {"weather": {"tools_file": str(REPO / "examples" / "weather-tools.json")}}})
+    )
+    db = tmp_path / "i.db"
+    r = run_cli("crawl", "--config", tmp_path / "servers.json", "--db", db, "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    con = sqlite3.connect(db)
+    con.execute("DROP TABLE server_vectors")
+    con.execute("PRAGMA user_version = 4")
+    con.commit()
+    con.close()
+    assert len(MIGRATIONS) >= 5
+    r = run_cli("embed", "--db", db, "--model-path", model_path, "--json")
+    assert r.code == 0, r.stderr
+    assert r.json["embedded"] == 0  # the tools' vectors were there
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    assert [s for (s,) in con.execute("SELECT server FROM server_vectors")] == ["weather"]
+    r = run_cli("search", "will it rain tomorrow", "--db", db, "--json", "--min-score", "0")
+    assert r.json["hits"][0]["signals"]["server"] == 0, r.json  # one server: it leads none
