@@ -59,7 +59,7 @@ GRID_COS = (0.6, 0.7, 0.8, 0.85, 0.9)
 GRID_COV = (0.15, 0.25, 0.3, 0.35)
 GRID_NAME = (0.0, 0.02)
 GRID_RAMP = (None, (4, 16), (6, 14), (8, 16), (10, 20))
-# the server evidence's weight (search.servers), fitted with the model's fusion kept (--server)
+# the server evidence's weight (search.server_match), fitted with the model's fusion kept (--server)
 GRID_SERVER = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 BEFORE = cal.LONG_WEIGHTS  # the constants this fit replaces (fitted on ETOM alone), where a long query ramps to
 LABELS = {"etom L3 (all)": "all", "etom L4 (steps)": "steps", "livemcp relaxed": "steps"}
@@ -80,7 +80,7 @@ def weights(cfg: tuple, n_terms: int) -> tuple[float, float, float]:
 
 def z_values(ev: list, cfg: tuple, n_terms: int) -> np.ndarray:
     a, c, n = weights(cfg, n_terms)
-    srv = cfg[4] if len(cfg) > 4 else 0.0  # search.servers' evidence (calibration.ModelFit.server)
+    srv = cfg[4] if len(cfg) > 4 else 0.0  # search.server_match' evidence (calibration.ModelFit.server)
     best = max((e["bm25"] for _, e in ev), default=0.0) or 1.0
     return np.array(
         [

@@ -137,7 +137,7 @@ def _evidence(rng, n: int) -> list[tuple[str, dict]]:
             "does": int(rng.random() < 0.15),
             "negated": int(rng.random() < 0.1),
         }
-        if rng.random() < 0.8:  # search.servers' lead (absent: an index without server vectors)
+        if rng.random() < 0.8:  # search.server_match' lead (absent: an index without server vectors)
             e["server"] = max(0.0, rng.uniform(-0.2, 0.6))
         out.append((f"s/t{i}", e))
     return out

@@ -1,4 +1,4 @@
-"""Server evidence (search.servers; issue 43 item 2): a tool's server is evidence for the tool.
+"""Server evidence (search.server_match; issue 43 item 2): a tool's server is evidence for the tool.
 "remember that Alice likes tea" shares no word with the `memory` server's tools ("knowledge
 graph", "entities", "observations"); only the server is called memory. Each server's text is
 embedded at crawl time (store/server_vectors.py, both engines) and a hybrid search reads it."""

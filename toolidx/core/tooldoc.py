@@ -315,7 +315,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u20
 def server_text(
     server: str, server_name: str | None, title: str | None, instructions: str | None, tools: Iterable[str] = ()
 ) -> str:
-    """The text of a server that is embedded (search.servers: evidence for its tools): its config
+    """The text of a server that is embedded (search.server_match: evidence for its tools): its config
     name, serverInfo name and title as words, the opening of its instructions and the names of its
     first tools. Server-controlled, so bounded: controls and format characters dropped, white space
     collapsed, the instructions cut at SERVER_INSTRUCTIONS_CHARS and every part at MAX_WORD_CHARS a

@@ -115,7 +115,7 @@ def _vectors(
 
 
 def embed_servers(db: Reader, embedder: Embedder | LazyEmbedder | None) -> int:
-    """Embed each server's text (core.tooldoc.server_text: search.servers' evidence) whose vector
+    """Embed each server's text (core.tooldoc.server_text: search.server_match' evidence) whose vector
     is missing or from another text or model, with the index's model; drop the vectors of servers
     gone. Returns how many were embedded. A handful per crawl: a server's text changes with its
     title, instructions or tools."""

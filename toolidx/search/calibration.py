@@ -75,7 +75,7 @@ class ModelFit:
     # what past requests lift (search.learned: floor, full, weight, saturate, fitted), fitted by
     # benchmarks/learned_sim.py; None for a model without them: nothing is lifted
     learned: dict[str, Any] | None = None
-    # hybrid's weight of the candidate's server evidence (search.servers: its server's cosine lead
+    # hybrid's weight of the candidate's server evidence (search.server_match: its server's cosine lead
     # over the median server's), in z; 0 for a model fitted without it: the servers move nothing
     server: float = 0.0
 

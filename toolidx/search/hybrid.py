@@ -26,7 +26,7 @@ from ..core.toolcard import ToolCard
 from ..core.tooldoc import first_line, split_name
 from ..store.index import Reader
 from ..store.tools import filtered_rowids
-from . import actions, negation, quoted, servers, spelling
+from . import actions, negation, quoted, server_match, spelling
 from . import calibration as cal
 from . import learned as learning
 from .query_vector import embed_query
@@ -67,7 +67,7 @@ class Signals:
     # hybrid: the tool does what the request forbids ("do not delete ..."; search.negation): it
     # ranks below every tool that does not
     negated: int | None = None
-    # hybrid: its server's cosine lead over the median server's (search.servers); None without
+    # hybrid: its server's cosine lead over the median server's (search.server_match); None without
     # server vectors
     server: float | None = None
 
@@ -191,7 +191,7 @@ def warm(db: Reader, embedder: QueryEmbedder = INDEX_MODEL) -> None:
         embedder = get_query_embedder(db)
     db.retrieval.warm(embeddings=embedder is not None)
     if embedder is not None:
-        servers.warm(db)
+        server_match.warm(db)
         embedder.embed_query("warm up")  # ONNX Runtime's first run allocates its buffers
 
 
@@ -280,8 +280,8 @@ def gather(
         missing = [r for r, c in cands.items() if c["cos"] is None]
         for r, s in db.retrieval.cosines(qv, missing).items():
             cands[r]["cos"] = s
-        if hybrid:  # what each candidate's server is about (search.servers)
-            servers.add(db, qv, cands, filters)
+        if hybrid:  # what each candidate's server is about (search.server_match)
+            server_match.add(db, qv, cands, filters)
     if mode_used in ("hybrid", "keyword"):
         for r, s in _fuzzy(db, typed, pool, filters, list(cands)).items():
             slot(r)["fuzzy"] = s
@@ -489,7 +489,7 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, 
         reasons.append(f"fuzzy name ({ev['fuzzy']:.2f})")
     if mode_used != "keyword" and ev.get("cos", 0) > 0:
         reasons.append(f"semantic ({ev['cos']:.2f})")
-    if server_w and ev.get("server", 0.0) >= servers.JOIN_LEAD:  # its server is what the request is about
+    if server_w and ev.get("server", 0.0) >= server_match.JOIN_LEAD:  # its server is what the request is about
         reasons.append(f"server: {ev['server_name']}")
     if ev.get("learned"):
         reasons.append(learning.why(ev) or "")

@@ -1,4 +1,4 @@
-"""Each server's text embedded (`server_vectors`, migration 5; search/servers.py reads it as
+"""Each server's text embedded (`server_vectors`, migration 5; search/server_match.py reads it as
 evidence for the server's tools): one row per server, its vector and the hash of the model and text
 it came from, so a crawl embeds only the servers whose text changed. The same SQL on both engines
 (a BLOB in a file, BYTEA in PostgreSQL). An index opened read-only before the migration reads as

@@ -152,7 +152,7 @@ MIGRATIONS: list[str] = [
     ALTER TABLE servers ADD COLUMN owner TEXT;
     UPDATE servers SET owner = (SELECT config_path FROM crawls WHERE crawls.id = servers.last_crawl_id);
     """,
-    # 5: each server's own text embedded (issue 43: server evidence, search/servers.py): a request
+    # 5: each server's own text embedded (issue 43: server evidence, search/server_match.py): a request
     # for what a server is about ("remember ..." and the `memory` server) finds its tools
     """
     CREATE TABLE server_vectors (
