@@ -271,11 +271,13 @@ def test_the_shortlist_holds_what_an_exact_scan_lifts(index, embedder, monkeypat
     facts: many at or above the model's floor of one another), of 8 tools, ~32 a tool: for each
     request, each tool's strongest `saturate` pairs at or above the floor by an exact scan of
     every pair are among those the search reads by sign bits (with 4 a group read at most, not
-    the shipped 16), the lift is the exact scan's, and far fewer pairs are read than kept."""
+    the shipped 50: the store's cap a tool), the lift is the exact scan's, and far fewer pairs are
+    read than kept."""
     import numpy as np
 
     from toolidx.store import usage
 
+    assert learned.PER_GROUP == MAX_PAIRS_PER_TOOL  # a store within its caps: no group over it
     monkeypatch.setattr(usage, "MAX_PAIRS_PER_TOOL", 10**6)
     monkeypatch.setattr(learned, "PER_GROUP", 4)
     asks = ["remember that", "note that", "keep in mind that", "don't forget that", "save the fact that"]
