@@ -78,6 +78,10 @@ class ModelFit:
     # hybrid's weight of the candidate's server evidence (search.server_match: its server's cosine lead
     # over the median server's), in z; 0 for a model fitted without it: the servers move nothing
     server: float = 0.0
+    # the far gate (search.gate: {"cos": the best cosine under which a request whose subject words
+    # no best tool has is about nothing the catalog holds, "fitted"}), fitted by
+    # benchmarks/gate_dev.py; None for a model without it: no far gate
+    gate: dict[str, Any] | None = None
 
 
 def _read_fits() -> dict[str, ModelFit]:
@@ -95,6 +99,7 @@ def _read_fits() -> dict[str, ModelFit]:
             tuple(f.get("action", (0.0, 0.0))),
             f.get("learned"),
             f.get("server", 0.0),
+            f.get("gate"),
         )
         for m, f in raw["models"].items()
     }

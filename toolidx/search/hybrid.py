@@ -28,6 +28,7 @@ from ..store.index import Reader
 from ..store.tools import filtered_rowids
 from . import actions, negation, quoted, server_match, spelling
 from . import calibration as cal
+from . import gate as far_gate
 from . import learned as learning
 from .query_vector import embed_query
 from .request import SPELLINGS, SearchRequest, Spelling
@@ -67,13 +68,15 @@ class Signals:
     # hybrid: the tool does what the request forbids ("do not delete ..."; search.negation): it
     # ranks below every tool that does not
     negated: int | None = None
+    # hybrid: the request is about nothing the catalog holds (search.gate), and the list was lowered
+    far: int | None = None
     # hybrid: its server's cosine lead over the median server's (search.server_match); None without
     # server vectors
     server: float | None = None
 
     def to_json(self) -> dict[str, float]:
         out: dict[str, float] = {"bm25": self.bm25, "fuzzy": self.fuzzy}
-        for key in ("cosine", "coverage", "name_words", "share", "opposed", "reads_only", "negated", "server"):
+        for key in ("cosine", "coverage", "name_words", "share", "opposed", "reads_only", "negated", "server", "far"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -333,6 +336,24 @@ def _mark_actions(db: Reader, text: str, cands: dict[int, dict], neg: negation.N
             c["negated"], c["forbidden"] = 1, said
 
 
+def _about(
+    db: Reader,
+    query: str,
+    terms: list[str],
+    cands: dict[int, dict],
+    scored: dict[int, float],
+    fit: dict | None,
+    gate: float,
+    total: int,
+) -> far_gate.About | None:
+    """The far gate's reading of the request (search.gate), for a model fitted with one and a
+    request the calibrated gate judges; None when not read. A request that past usage lifted a
+    tool for (search.learned) is about something the catalog holds."""
+    if fit is None or gate <= 0 or any(c.get("learned") for c in cands.values()):
+        return None
+    return far_gate.read(query, terms, cands, scored, fit, db.retrieval.document_frequency, total)
+
+
 def _names_of(db: Reader, rowids: list[int]) -> dict[int, str]:
     """rowid -> name, for at least the given tools: each read once per index version (fuzzy names,
     name words and action marks all ask for their candidates' names)."""
@@ -432,6 +453,12 @@ def search(
                 cands, mode_used, total, model=model, n_terms=len(terms), lift=lift
             ),
         )
+        fit_gate = cal.fit_for(model).gate if calibrated and mode_used == "hybrid" else None
+        about = _about(db, query, terms, cands, scored, fit_gate, gate, total)
+        if about is not None and about.far:  # about nothing the catalog holds (search.gate)
+            scored = far_gate.lower(scored, gate, cal.BELOW)
+            for c in cands.values():
+                c["far"] = about.why()
         order = sorted(scored, key=lambda r: -scored[r])[: limit * 2 + 10]
         if len(order) > limit:  # the rows that can be shown: a score that rounds as the limit-th's or above
             edge = round(scored[order[limit - 1]], 4)
@@ -458,7 +485,12 @@ def search(
     server_w = cal.fit_for(model).server if calibrated and mode_used == "hybrid" else 0.0
     hits = [_hit(rows[r], scored[r], matched.get(r, []), cands[r], mode_used, server_w) for r in kept]
     no_match = not hits
-    if no_match and ranked:
+    if no_match and ranked and about is not None and about.far:
+        notes.append(
+            f"no good match: {about.why()} (no tool has the words, and the nearest by meaning, "
+            f"{rows[ranked[0]]['id']}, is far){spelling.below_threshold()}"
+        )
+    elif no_match and ranked:
         best = scored[ranked[0]]
         notes.append(
             f"no good match: the best tool ({rows[ranked[0]]['id']}) scored {best:.3f}, "
@@ -493,6 +525,8 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, 
         reasons.append(f"server: {ev['server_name']}")
     if ev.get("learned"):
         reasons.append(learning.why(ev) or "")
+    if ev.get("far"):  # the list was lowered for it: said before the evidence it outweighed
+        reasons.insert(0, ev["far"])
     if ev.get("negated"):  # first: what an agent must read before anything else
         reasons.insert(0, f"negated: {ev.get('forbidden', '')}")
     if ev.get("opposed"):
@@ -507,6 +541,7 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, 
         signals.name_words = ev.get("name_words", 0)
         signals.opposed, signals.reads_only = ev.get("opposed", 0), ev.get("reads_only", 0)
         signals.negated = ev.get("negated", 0)
+        signals.far = 1 if ev.get("far") else 0
         if "server" in ev:
             signals.server = round(ev["server"], 3)
     if "share" in ev:
