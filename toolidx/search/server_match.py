@@ -1,13 +1,14 @@
-"""Server evidence (issue 43): a tool's server is evidence for the tool. "remember that Alice likes
-tea" names no word of the `memory` server's tools ("knowledge graph", "entities",
-"observations"); only the server is called memory. Each server's text (core.tooldoc.server_text:
-its names, title, the opening of its instructions, its tools' names) is embedded at crawl time
+"""Server evidence (issue 43): a tool's server is evidence for the tool ("save a fact to the
+knowledge graph" and the `memory` server). Each server's text (core.tooldoc.server_text: its
+names, title, the opening of its instructions, its tools' names) is embedded at crawl time
 (store/server_vectors.py); a hybrid search takes the cosine of the request to every server (tens
-to hundreds: one small matrix product), gives each candidate its server's ("server"), and lets
-the tools of the best JOIN_SERVERS servers join the candidates (at most JOIN_TOOLS, by their own
-cosine, as search.learned joins a tool no retriever found). The fusion weighs "server" by the
-model's fitted weight (calibration.json `server`; 0 for a model fitted without it: nothing
-changes). Fitted and measured by benchmarks/fit_fusion.py (docs/research/search.md, round 14)."""
+to thousands: one small product), gives each candidate its server's lead over the median server
+("server"), and lets the tools of the best JOIN_SERVERS servers join the candidates (at most
+JOIN_TOOLS, by their own cosine, as search.learned joins a tool no retriever found). The fusion
+weighs "server" by the model's fitted weight (calibration.json `server`; 0 for a model fitted
+without it). Fitted and measured by benchmarks/fit_fusion.py --server (docs/research/search.md,
+round 14: a small signal; "remember that Alice likes tea" is not near enough to `memory` in these
+models for any weight the bench sets admit)."""
 
 from __future__ import annotations
 
