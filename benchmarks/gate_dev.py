@@ -35,8 +35,8 @@ from _common import MODEL, PACKAGED, REPO, measure_code, servers_dir
 
 MODELS = {"v2": PACKAGED, "MiniLM": MODEL}
 DEV = REPO / "benchmarks" / "data" / "gate_dev.jsonl"
-# (share, cos): share 0.1 .. 0.6, cos 0.10 .. 0.40
-GRID = [(round(0.1 * i, 1), round(0.10 + 0.01 * j, 2)) for i in range(1, 7) for j in range(31)]
+# (share, cos): share 0.1 .. 0.9, cos 0.10 .. 0.40
+GRID = [(round(0.1 * i, 1), round(0.10 + 0.01 * j, 2)) for i in range(1, 10) for j in range(31)]
 GROUPS = {
     "etom": ("etom L1", "etom L2", "etom L3 (all)", "etom L4 (steps)"),
     "livemcp": ("livemcp", "livemcp relaxed"),
