@@ -27,7 +27,7 @@ COMMON = frozenset(
     salem south spain stanley states swift tell the troll turkey united universal west western
     zulu mayen helena george virgin santa san and of cook land ocean union wake heard minor outlying
     territory terr rep sandwich thunder rainy goose vista prince coral localtime northern
-    """.split()
+    """.split()  # noqa: SIM905 - a word list, read as one
 )
 
 
