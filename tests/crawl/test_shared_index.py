@@ -103,12 +103,14 @@ def _back_to_schema_3(target: str) -> None:
         url, schema = _split_schema(target)
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f"ALTER TABLE {schema}.servers DROP COLUMN owner")
+            conn.execute(f"DROP TABLE {schema}.server_vectors")  # migration 5's
             conn.execute(f"UPDATE {schema}.meta SET value = '3' WHERE key = 'schema_version'")
         return
     from toolidx.store.sqlite.file import sqlite_module
 
     conn = sqlite_module().connect(target)
     conn.execute("ALTER TABLE servers DROP COLUMN owner")
+    conn.execute("DROP TABLE server_vectors")  # migration 5's
     conn.execute("PRAGMA user_version = 3")
     conn.commit()
     conn.close()

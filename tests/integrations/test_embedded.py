@@ -110,7 +110,7 @@ def test_vector_cache_second_start_embeds_nothing(tmp_path, embedder, monkeypatc
     cache = tmp_path / "cache" / "tools.db"
     first = Counting(embedder)
     a = Catalog.from_tools(tool_defs(), cache=cache, embedder=first)
-    assert a.embedded == len(TOOLS) == first.documents
+    assert a.embedded == len(TOOLS) and first.documents == len(TOOLS) + 1  # and the server's text (search.server_match)
     hits_a = [h.to_json() for h in a.search("commit my changes to git").hits]
     a.close()
     again = Counting(embedder)
@@ -121,7 +121,8 @@ def test_vector_cache_second_start_embeds_nothing(tmp_path, embedder, monkeypatc
     changed = tool_defs()[1:]
     changed[0]["description"] = "Send an email with attachments to several recipients."
     changed.append(tool_defs([("play_music", "Play a song on the speakers.", {"song": "string"})])[0])
-    assert b.update(changed) == 2 and again.documents == 2
+    # (and the server's text, which names its tools)
+    assert b.update(changed) == 2 and again.documents == 3
     assert len(b) == len(TOOLS) and b.search("play some music").hits[0].name == "play_music"
     assert b.search("convert pdf", min_score=0).hits[0].name != "convert_pdf"
     # tools handed over in memory vouch for no launch line: the user's trust store is never written;
@@ -604,7 +605,7 @@ def test_vector_cache_changed_on_disk_is_not_used(tamper, tmp_path, embedder, ca
     tamper(cache)
     again = Counting(embedder)
     with Catalog.from_tools(tool_defs(BACKUP_TOOLS), cache=cache, embedder=again) as cat:
-        assert again.documents == len(BACKUP_TOOLS)  # discarded: every tool embedded again
+        assert again.documents == len(BACKUP_TOOLS) + 1  # discarded: every tool embedded again, and the server
         for mode in ("semantic", "hybrid", "keyword"):
             assert cat.search("create a backup", mode=mode).hits[0].name == "create_backup", mode
         assert cat.describe("create_backup").description.startswith("Create a backup copy")
@@ -641,7 +642,7 @@ def test_vector_cache_of_another_user_is_not_used(tmp_path, embedder, monkeypatc
     shutil.copy(theirs, mine)
     again = Counting(embedder)
     with Catalog.from_tools(tool_defs(BACKUP_TOOLS), cache=mine, embedder=again) as cat:
-        assert again.documents == len(BACKUP_TOOLS)
+        assert again.documents == len(BACKUP_TOOLS) + 1  # and the server's text
         assert cat.search("create a backup", mode="semantic").hits[0].name == "create_backup"
     assert f"{mine}: vector cache not used, it changed since it was written, or another user" in caplog.text
 
@@ -674,7 +675,7 @@ def test_vector_cache_without_a_key_is_never_believed(tmp_path, embedder, monkey
     for _ in range(2):
         count = Counting(embedder)
         with Catalog.from_tools(tool_defs(), cache=cache, embedder=count) as cat:
-            assert count.documents == len(TOOLS) and cat.search("send an email").hits[0].name == "send_email"
+            assert count.documents == len(TOOLS) + 1 and cat.search("send an email").hits[0].name == "send_email"
     assert not (state / "catalog-cache.key").exists()
     assert "others may write it" in caplog.text and "TOOLIDX_STATE_DIR" in caplog.text
 

@@ -194,6 +194,7 @@ def test_an_index_from_before_approvals_opens_read_only(tmp_path):
     con.execute("DROP TABLE approvals")
     con.execute("DROP TABLE server_approvals")
     con.execute("ALTER TABLE servers DROP COLUMN owner")  # migration 4's, which came after them
+    con.execute("DROP TABLE server_vectors")  # and migration 5's
     con.execute("PRAGMA user_version = 1")
     con.commit()
     con.close()
