@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.servers import launch_hash
 from ..core.tooldoc import build_tooldoc, canonical_json, fix_strings, server_words
-from . import approvals, keywords, vectors
+from . import approvals, keywords, server_vectors, vectors
 from .approvals import stored_hash
 from .index import Index, Reader, own
 from .tools import JSON_COLUMNS, SERVER_JSON_COLUMNS
@@ -217,7 +217,7 @@ _CLEARED = (
     "tool_versions",
     "approvals",
     "server_approvals",
-    "server_vectors",  # not carried: `toolidx embed` on the merged index embeds its servers
+    "server_vectors",
 )
 # what makes a PostgreSQL catalog ours; its usage tables (store/usage.py) are not the catalog's and
 # stay, as a usage file beside an index stays when the index is replaced
@@ -291,6 +291,7 @@ def write_merged(
         ids = _history(out, sources)
         counts["crawls"] = len(ids)
         next_rowid = [1]
+        server_rows: list[tuple[str, str, bytes]] = []  # each server's text vector, from its owner
         server_cols, tool_cols = _columns(out, "servers"), [c for c in _columns(out, "tools") if c != "rowid"]
         for s in sources:
             mine = [name for name in s.servers if owner[name] is s]
@@ -301,12 +302,15 @@ def write_merged(
                 _insert(out, "servers", row, server_cols)
                 counts["servers"] += 1
                 _copy_tools(out, s, row, tool_cols, model is not None and s.model == model, counts, pending, next_rowid)
+            if model is not None and s.model == model:
+                server_rows += server_vectors.stored(s.db, mine)
         if ids:
             out.set_meta("last_crawl_id", str(max(ids.values())))
         if replace or model is not None:
             _vector_table(out, model, kept)
         for rowid, blob in pending:
             vectors.put(out, rowid, blob)
+        server_vectors.put(out, server_rows)
         out.writer.after_merge()
     return counts
 

@@ -6,6 +6,7 @@ it came from, so a crawl embeds only the servers whose text changed. The same SQ
 
 from __future__ import annotations
 
+from .base import in_chunks
 from .index import Reader, own
 
 TABLE = "server_vectors"
@@ -35,18 +36,36 @@ def hashes(db: Reader) -> dict[str, str]:
     return {s: h for s, h in own(db).rows(f"SELECT server, embed_hash FROM {TABLE}")}
 
 
+def put(db: Reader, rows: list[tuple[str, str, bytes]]) -> None:
+    """Store (server, embed_hash, vector) rows, in the caller's transaction."""
+    db = own(db)
+    for server, h, blob in rows:
+        db.execute(
+            f"INSERT INTO {TABLE}(server, embed_hash, vector) VALUES (?, ?, ?) "
+            "ON CONFLICT(server) DO UPDATE SET embed_hash = excluded.embed_hash, vector = excluded.vector",
+            (server, h, blob),
+        )
+
+
+def stored(db: Reader, servers: list[str]) -> list[tuple[str, str, bytes]]:
+    """(server, embed_hash, vector) of the given servers that have one (a merge carries them)."""
+    if not servers or not has_table(db):
+        return []
+    db = own(db)
+    return [
+        (s, h, bytes(v))
+        for marks, chunk in in_chunks(servers)
+        for s, h, v in db.rows(f"SELECT server, embed_hash, vector FROM {TABLE} WHERE server IN ({marks})", chunk)
+    ]
+
+
 def write(db: Reader, rows: list[tuple[str, str, bytes]], keep: set[str]) -> None:
     """Store (server, embed_hash, vector) rows, and drop the vectors of servers not in `keep`."""
     db = own(db)
     if not has_table(db):
         return
     with db.transaction():
-        for server, h, blob in rows:
-            db.execute(
-                f"INSERT INTO {TABLE}(server, embed_hash, vector) VALUES (?, ?, ?) "
-                "ON CONFLICT(server) DO UPDATE SET embed_hash = excluded.embed_hash, vector = excluded.vector",
-                (server, h, blob),
-            )
+        put(db, rows)
         for (server,) in db.rows(f"SELECT server FROM {TABLE}"):
             if server not in keep:
                 db.execute(f"DELETE FROM {TABLE} WHERE server = ?", (server,))
