@@ -180,9 +180,11 @@ def test_no_good_match_names_one_threshold(look, browser):
             {"Host": _host(look), "Authorization": f"Bearer {READER}"},
         )[1]
     )
-    # the calibrated threshold, once and at one precision (was "above 0.03", then "threshold 0.029")
+    # the calibrated threshold, once and at one precision (was "above 0.03", then "threshold 0.029");
+    # or, where the far gate turned it away (search.gate), the words the catalog lacks instead
     said = re.findall(r"(?:above|threshold) (\d+\.\d+)", text)
-    assert said == [f"{api['threshold']:.3f}"], text
+    assert said in ([], [f"{api['threshold']:.3f}"]), text
+    assert said or "not in the catalog: bake, sourdough, bread" in text, text
     assert text.count("no good match") + text.count("No good match") == 1, text
     # and one click shows the best anyway, as min_score=0 does
     browser.find_element(By.ID, "show-anyway").click()
