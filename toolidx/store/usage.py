@@ -32,6 +32,7 @@ from typing import Any
 from ..core.clock import now_iso
 from ..core.errors import DatabaseError, UsageError
 from ..core.files import not_regular, private_dir
+from .base import in_chunks
 from .index import Index, Reader, own
 from .pg.migrations import PG_USAGE_MIGRATIONS
 from .sqlite.file import FileKind, SqliteFile, check_header, open_file
@@ -331,16 +332,15 @@ class UsageStore:
 
     def pairs_by_id(self, ids: Iterable[int]) -> list[tuple[int, str, str, str, bytes]]:
         """(id, tool_id, tool_hash, token, vector) of those of the pairs `ids` still kept."""
-        ids = [int(i) for i in ids]
-        if not ids:
-            return []
-        return [
-            (int(i), t, h, tk, bytes(v))
-            for i, t, h, tk, v in self.rows(
-                f"SELECT id, tool_id, tool_hash, token, vector FROM pairs WHERE id IN ({','.join('?' * len(ids))})",
-                tuple(ids),
-            )
-        ]
+        out = []
+        for marks, chunk in in_chunks([int(i) for i in ids]):
+            out += [
+                (int(i), t, h, tk, bytes(v))
+                for i, t, h, tk, v in self.rows(
+                    f"SELECT id, tool_id, tool_hash, token, vector FROM pairs WHERE id IN ({marks})", tuple(chunk)
+                )
+            ]
+        return out
 
     def learned(self) -> list[dict]:
         """What was learned, per tool, most pairs first: [{"id", "pairs", "tokens": {label: n},
