@@ -151,6 +151,21 @@ def run_cli(*args: str) -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
+def crawl_with_both_models(folder: Path, servers: dict, model_path: str) -> dict[str, Path]:
+    """`servers` (an mcpServers mapping) crawled twice into `folder`: with the tests' model
+    ("tests") and with toolidx's default model ("default"), whose fits differ (action marks,
+    the far gate); label -> index."""
+    from toolidx.core.embedding import DEFAULT_MODEL
+
+    (folder / "servers.json").write_text(json.dumps({"mcpServers": servers}))
+    out = {}
+    for label, how in (("tests", ("--model-path", model_path)), ("default", ("--model", DEFAULT_MODEL))):
+        r = run_cli("crawl", "--config", folder / "servers.json", "--db", folder / f"{label}.db", *how)
+        assert r.code == 0, r.stderr
+        out[label] = folder / f"{label}.db"
+    return out
+
+
 @dataclass
 class PtyResult:
     code: int

@@ -170,18 +170,10 @@ def test_the_gate_turns_away_the_opposite_action(default_model_index, monkeypatc
 def memory_indexes(servers_config, model_path, tmp_path_factory):
     """The real `memory` server crawled twice: with the tests' model (MiniLM, whose fit gives the
     action marks no weight) and with toolidx's default model (whose fit weighs them)."""
-    from conftest import run_cli
+    from conftest import crawl_with_both_models
 
-    from toolidx.core.embedding import DEFAULT_MODEL
-
-    d = tmp_path_factory.mktemp("memory")
-    (d / "servers.json").write_text(json.dumps({"mcpServers": {"memory": servers_config["mcpServers"]["memory"]}}))
-    out = {}
-    for label, how in (("tests", ("--model-path", model_path)), ("default", ("--model", DEFAULT_MODEL))):
-        r = run_cli("crawl", "--config", d / "servers.json", "--db", d / f"{label}.db", *how)
-        assert r.code == 0, r.stderr
-        out[label] = d / f"{label}.db"
-    return out
+    memory = {"memory": servers_config["mcpServers"]["memory"]}
+    return crawl_with_both_models(tmp_path_factory.mktemp("memory"), memory, model_path)
 
 
 @pytest.mark.servers

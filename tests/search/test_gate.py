@@ -66,19 +66,10 @@ def test_a_subject_is_covered_by_what_is_rare_in_the_catalog_not_by_what_every_t
 @pytest.fixture(scope="module")
 def indexes(servers_config, model_path, tmp_path_factory):
     """Five real servers crawled with the tests' model (MiniLM) and with toolidx's default model."""
-    from conftest import run_cli
+    from conftest import crawl_with_both_models
 
-    from toolidx.core.embedding import DEFAULT_MODEL
-
-    d = tmp_path_factory.mktemp("gate")
     src = servers_config["mcpServers"]
-    (d / "servers.json").write_text(json.dumps({"mcpServers": {n: src[n] for n in SERVERS}}))
-    out = {}
-    for label, how in (("tests", ("--model-path", model_path)), ("default", ("--model", DEFAULT_MODEL))):
-        r = run_cli("crawl", "--config", d / "servers.json", "--db", d / f"{label}.db", *how)
-        assert r.code == 0, r.stderr
-        out[label] = d / f"{label}.db"
-    return out
+    return crawl_with_both_models(tmp_path_factory.mktemp("gate"), {n: src[n] for n in SERVERS}, model_path)
 
 
 def _search(db, q: str, *args: str) -> dict:

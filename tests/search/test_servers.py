@@ -43,9 +43,8 @@ def test_the_memory_server_is_evidence_for_its_tools(real_db):
     assert other["server"] == "time" and "server: time" in other["why"], other
 
 
-@pytest.mark.model
-def test_a_search_scope_keeps_out_the_tools_a_server_would_join(tmp_path, model_path):
-    """The best server's tools join a search's candidates only within its scope (`--server`)."""
+def _two_servers_one_tool(tmp_path, model_path) -> None:
+    """tmp_path/i.db: the same tool `list_items` under two servers, `cookbook` and `schedule`."""
     from conftest import run_cli
 
     tool = {"name": "list_items", "description": "List the items.", "inputSchema": {"type": "object"}}
@@ -56,6 +55,14 @@ def test_a_search_scope_keeps_out_the_tools_a_server_would_join(tmp_path, model_
     )
     r = run_cli("crawl", "--config", tmp_path / "servers.json", "--db", tmp_path / "i.db", "--model-path", model_path)
     assert r.code == 0, r.stderr
+
+
+@pytest.mark.model
+def test_a_search_scope_keeps_out_the_tools_a_server_would_join(tmp_path, model_path):
+    """The best server's tools join a search's candidates only within its scope (`--server`)."""
+    from conftest import run_cli
+
+    _two_servers_one_tool(tmp_path, model_path)
     q = "which meetings do I have tomorrow"
     r = run_cli("search", q, "--db", tmp_path / "i.db", "--json", "--min-score", "0", "--server", "cookbook")
     assert [h["id"] for h in r.json["hits"]] == ["cookbook/list_items"], r.json
@@ -68,14 +75,7 @@ def test_a_tool_whose_own_text_says_nothing_of_the_request_is_found_by_its_serve
     `why` names it."""
     from conftest import run_cli
 
-    tool = {"name": "list_items", "description": "List the items.", "inputSchema": {"type": "object"}}
-    for server in ("cookbook", "schedule"):
-        (tmp_path / f"{server}.json").write_text(json.dumps({"tools": [tool]}))
-    (tmp_path / "servers.json").write_text(
-        json.dumps({"mcpServers": {s: {"tools_file": str(tmp_path / f"{s}.json")} for s in ("cookbook", "schedule")}})
-    )
-    r = run_cli("crawl", "--config", tmp_path / "servers.json", "--db", tmp_path / "i.db", "--model-path", model_path)
-    assert r.code == 0, r.stderr
+    _two_servers_one_tool(tmp_path, model_path)
     r = run_cli("search", "which meetings do I have tomorrow", "--db", tmp_path / "i.db", "--json", "--min-score", "0")
     assert r.code == 0, r.stderr
     first, second = r.json["hits"]
