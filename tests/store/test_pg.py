@@ -424,7 +424,11 @@ def test_hybrid_search_and_similar_match_on_both_engines(tmp_path, pg_url, model
 
 
 def test_a_replica_holds_no_catalog(tmp_path, pg_url, model_path):
-    """search.warm on PostgreSQL loads the model only: no postings, no vector matrix, no names."""
+    """search.warm on PostgreSQL loads the model only: no postings, no vector matrix, no names; of
+    the catalog it holds two numbers (keyword_totals: tools and their mean length) and, for server
+    evidence (search.server_match), one vector per server and each tool's server as 4 bytes."""
+    import numpy as np
+
     from toolidx.search.hybrid import search, warm
     from toolidx.search.request import SearchRequest
 
@@ -432,7 +436,12 @@ def test_a_replica_holds_no_catalog(tmp_path, pg_url, model_path):
     db = open_db(pg_url)
     warm(db)
     held = {n for n, size in db.cache.stats()["entries"].items() if size}
-    assert held == {"keyword_totals"} or not held, held  # two numbers: tools and their mean length
+    assert held <= {"keyword_totals", "server_vectors", "tool_servers"}, held
+    servers = db.scalar("SELECT count(*) FROM servers WHERE status = 'ok'")
+    names, matrix, _ = db.cache.get("server_vectors", lambda: None)
+    assert len(names) == matrix.shape[0] <= servers, names
+    members = db.cache.get("tool_servers", lambda: None)
+    assert members.dtype == np.int32 and members.ndim == 1, members
     assert search(db, SearchRequest("record my staged changes")).hits[0].id == "git/git_commit"
     db.close()
 

@@ -187,9 +187,10 @@ def _signs(vectors: Any) -> Any:
         planes = _planes.setdefault(
             dim, np.random.default_rng(_SEED).standard_normal((dim, SIGN_BITS)).astype(np.float32)
         )
-    # one request: einsum (store/sqlite/matrix.py: OpenBLAS's threads on a busy machine cost 30x);
-    # a batch of pairs, once per write: the BLAS product
-    side = np.einsum("ij,jk->ik", vectors, planes) if len(vectors) == 1 else vectors @ planes
+    # einsum, never a BLAS product, as everywhere a search runs (store/sqlite/matrix.py: OpenBLAS's
+    # threads spin after one and cost a busy machine 30x; test_a_search_makes_no_blas_product): a
+    # batch of 1,000 pairs takes ~12 ms so (2 ms by BLAS), and only the pairs new since the last read
+    side = np.einsum("ij,jk->ik", vectors, planes)
     return np.packbits(side > 0, axis=1).view(np.uint64)
 
 
