@@ -190,6 +190,18 @@ def test_numpy_sums_are_the_python_sums(etom_kw, queries, monkeypatch):
 def test_a_large_index_preloads_in_the_background(etom_kw, queries, monkeypatch):
     """Above PRELOAD_INLINE occurrences warm returns at once and the postings load in a thread:
     the same answers meanwhile (words fetched one by one) and after; a close stops it quietly."""
+    import threading
+
+    # the preload waits for the test's word: this etom index loads in a few ms, and a fast run
+    # had finished it before the test looked (the py3.10 tier of a CI run: preloading() None)
+    go = threading.Event()
+    real = retrieval_sqlite._preload_in_background
+
+    def held(db) -> None:
+        go.wait(60)
+        real(db)
+
+    monkeypatch.setattr(retrieval_sqlite, "_preload_in_background", held)
     db = open_db(etom_kw)
     _fresh(db)
     want = {q: db.retrieval.keyword(query_terms(q), 20) for q in queries[:40]}
@@ -200,8 +212,10 @@ def test_a_large_index_preloads_in_the_background(etom_kw, queries, monkeypatch)
     loader = retrieval_sqlite.preloading(db)
     assert loader is not None
     during = {q: db.retrieval.keyword(query_terms(q), 20) for q in queries[:40]}
-    loader.join(60)
     index, _ = retrieval_sqlite._get(db)
+    assert not index.complete  # these answers were made while it loads
+    go.set()
+    loader.join(60)
     assert index.complete and retrieval_sqlite.preloading(db) is None
     after = {q: db.retrieval.keyword(query_terms(q), 20) for q in queries[:40]}
     for got in (during, after):
@@ -213,13 +227,13 @@ def test_a_large_index_preloads_in_the_background(etom_kw, queries, monkeypatch)
 
     for f in _kw_files():
         f.unlink()
+    go.clear()
     db = open_db(etom_kw)
     assert db.retrieval.warm(embeddings=False)
-    # the thread itself, not preloading()'s "while it runs": on a fast run it may be done already
-    # (the py3.10 tier of a CI run found it so: preloading() gave None)
-    loader = db.cache.peek(f"bm25_postings{retrieval_sqlite.FTS_WEIGHTS}").loader
+    loader = retrieval_sqlite.preloading(db)
     assert loader is not None
-    db.close()  # while it loads, or after
+    db.close()  # while it loads
+    go.set()
     loader.join(60)
     assert not loader.is_alive()
 
