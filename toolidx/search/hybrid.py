@@ -453,8 +453,8 @@ def search(
                 cands, mode_used, total, model=model, n_terms=len(terms), lift=lift
             ),
         )
-        fit_gate = cal.fit_for(model).gate if calibrated and mode_used == "hybrid" else None
-        about = _about(db, query, terms, cands, scored, fit_gate, gate, total)
+        fit = cal.fit_for(model) if calibrated and mode_used == "hybrid" else None  # the far gate, server evidence
+        about = _about(db, query, terms, cands, scored, fit.gate if fit else None, gate, total)
         if about is not None and about.far:  # about nothing the catalog holds (search.gate)
             scored = far_gate.lower(scored, gate, cal.BELOW)
             for c in cands.values():
@@ -482,7 +482,7 @@ def search(
         considered = total if filters is None or filters.is_empty() else db.retrieval.filtered_count(filters)
     if not terms and mode_used == "keyword":
         notes.append("the query has no searchable words (only stop words, bare numbers or symbols)")
-    server_w = cal.fit_for(model).server if calibrated and mode_used == "hybrid" else 0.0
+    server_w = fit.server if fit else 0.0
     hits = [_hit(rows[r], scored[r], matched.get(r, []), cands[r], mode_used, server_w) for r in kept]
     no_match = not hits
     if no_match and ranked and about is not None and about.far:

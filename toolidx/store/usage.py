@@ -319,27 +319,21 @@ class UsageStore:
         """The ids of the pairs embedded with `model`, ascending (index pairs_model: no row read)."""
         return [int(r[0]) for r in self.rows("SELECT id FROM pairs WHERE model = ? ORDER BY id", (model,))]
 
-    def pair_vectors(self, model: str, after: int = 0, limit: int = -1) -> list[tuple[int, str, str, str, bytes]]:
-        """(id, tool_id, tool_hash, token, vector) of the pairs embedded with `model` whose id is
-        over `after`, ascending, the first `limit` (-1: all): what was written since a reader last
-        read up to `after`."""
-        rows = self.rows(
-            "SELECT id, tool_id, tool_hash, token, vector FROM pairs WHERE model = ? AND id > ? ORDER BY id"
-            + (" LIMIT ?" if limit >= 0 else ""),
-            (model, after, limit) if limit >= 0 else (model, after),
-        )
+    def _pair_rows(self, where: str, params: tuple) -> list[tuple[int, str, str, str, bytes]]:
+        """(id, tool_id, tool_hash, token, vector) of the pairs `where` selects."""
+        rows = self.rows(f"SELECT id, tool_id, tool_hash, token, vector FROM pairs WHERE {where}", params)
         return [(int(i), t, h, tk, bytes(v)) for i, t, h, tk, v in rows]
+
+    def pair_vectors(self, model: str, after: int, limit: int) -> list[tuple[int, str, str, str, bytes]]:
+        """(id, tool_id, tool_hash, token, vector) of the first `limit` pairs embedded with `model`
+        whose id is over `after`, ascending: what was written since a reader last read up to `after`."""
+        return self._pair_rows("model = ? AND id > ? ORDER BY id LIMIT ?", (model, after, limit))
 
     def pairs_by_id(self, ids: Iterable[int]) -> list[tuple[int, str, str, str, bytes]]:
         """(id, tool_id, tool_hash, token, vector) of those of the pairs `ids` still kept."""
         out = []
         for marks, chunk in in_chunks([int(i) for i in ids]):
-            out += [
-                (int(i), t, h, tk, bytes(v))
-                for i, t, h, tk, v in self.rows(
-                    f"SELECT id, tool_id, tool_hash, token, vector FROM pairs WHERE id IN ({marks})", tuple(chunk)
-                )
-            ]
+            out += self._pair_rows(f"id IN ({marks})", tuple(chunk))
         return out
 
     def learned(self) -> list[dict]:
