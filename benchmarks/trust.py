@@ -9,6 +9,8 @@
   never tuned on) on the 16 real servers: how many put a forbidden tool first, how many the
   wanted one, how many are answered;
 - the gate's examples of issue 43 on the same servers (the `memory` server's writes);
+- the goal-style dev requests of benchmarks/data/goal_dev.jsonl (read while tuning: dev, not a
+  test) on the same servers, per mode;
 - the held-out requests of tests/data/v3_heldout.jsonl (issue 43 Deliver 4: 120 servable in five
   styles, 40 far and 30 near impossible ones, written before the v3 gate and server rules and never
   tuned on) on the same servers, crawled into SQLite and PostgreSQL: per style hybrid R@1 / R@5,
@@ -39,6 +41,8 @@ from _common import MODEL, PACKAGED, REPO, measure_code, servers_dir
 MODELS = {"v2": PACKAGED, "MiniLM": MODEL}
 HELDOUT = REPO / "tests" / "data" / "negation_heldout.jsonl"
 V3 = REPO / "tests" / "data" / "v3_heldout.jsonl"
+GOAL = REPO / "benchmarks" / "data" / "goal_dev.jsonl"  # goal-style dev requests (read while tuning)
+REAL = ("negation", "gate", "goal", "heldout", "heldout-pg")  # the real servers' row sets
 STYLES = ("plain", "terse", "typo", "chatty", "indirect")
 MODES = ("hybrid", "keyword", "semantic")
 # issue 43's gate examples on the real servers: (request, what should be first, or None: turned away)
@@ -170,6 +174,7 @@ def real_servers(models: dict[str, str], work: Path, only: str | None, pg: str |
                 {"query": query, "want": want, "top3": a["ids"][:3], "answered": a["answered"], "score": a["top"]}
             )
         out[f"{label}|gate"] = gate
+        out[f"{label}|goal"] = [_modes(db, emb, q) | {"id": q["id"]} for q in _jsonl(GOAL)]
         db.close()
     return out
 
@@ -177,23 +182,26 @@ def real_servers(models: dict[str, str], work: Path, only: str | None, pg: str |
 def heldout(db, emb) -> list[dict]:
     """Every v3 held-out request in each mode: its ranking (ids only: the rows name no request) and
     whether the default search, as a user runs it, answers or says "no good match"."""
+
+    return [{"id": q["id"], "set": q.get("style") or q["kind"]} | _modes(db, emb, q) for q in _jsonl(V3)]
+
+
+def _modes(db, emb, q: dict) -> dict:
+    """A request in each mode: its ranking and whether the default search answers it."""
     from toolidx.search.eval import ranking_metrics
     from toolidx.search.hybrid import search
     from toolidx.search.request import SearchRequest
 
-    rows = []
-    for q in _jsonl(V3):
-        row: dict = {"id": q["id"], "set": q.get("style") or q["kind"]}
-        for mode in MODES:
-            ids = ask(db, q["query"], emb, mode)["ids"]
-            said = search(db, SearchRequest(q["query"], mode=mode, limit=10), embedder=emb)
-            cell = {"ids": ids, "answered": not said.no_match}
-            if q["relevant"]:
-                m = ranking_metrics(ids, q["relevant"], "any", (1, 5))
-                cell |= {"R@1": m["R@1"], "R@5": m["R@5"]}
-            row[mode] = cell
-        rows.append(row)
-    return rows
+    row = {}
+    for mode in MODES:
+        ids = ask(db, q["query"], emb, mode)["ids"]
+        said = search(db, SearchRequest(q["query"], mode=mode, limit=10), embedder=emb)
+        cell = {"ids": ids, "answered": not said.no_match}
+        if q["relevant"]:
+            m = ranking_metrics(ids, q["relevant"], "any", (1, 5))
+            cell |= {"R@1": m["R@1"], "R@5": m["R@5"]}
+        row[mode] = cell
+    return row
 
 
 def engines_alike(a: list[dict], b: list[dict]) -> list[str]:
@@ -292,11 +300,11 @@ def report(now: dict, before: dict | None, models: dict[str, str]) -> None:
             return f"{mean(rows, 'R@1'):.3f}/{mean(rows, 'R@5'):.3f} ans {mean(rows, 'answered'):.3f}"
         return f"turned away {1 - mean(rows, 'answered'):.3f}"
 
-    if any(k.split("|", 1)[1] not in ("negation", "gate", "heldout", "heldout-pg") for k in now):
+    if any(k.split("|", 1)[1] not in REAL for k in now):
         print(f"{'model':7s} {'set':17s} {'n':>4s}  {'before':>26s}  {'after':>26s}  first changed")
     for key, rows in now.items():
         label, name = key.split("|", 1)
-        if name in ("negation", "gate", "heldout", "heldout-pg"):
+        if name in REAL:
             continue
         feasible = "R@1" in rows[0] if rows else False
         old = (before or {}).get(key)
@@ -321,6 +329,20 @@ def report(now: dict, before: dict | None, models: dict[str, str]) -> None:
         for g in now[f"{label}|gate"]:
             said = "answered" if g["answered"] else "no good match"
             print(f"  {label} {g['query']!r}: {said} {g['score']:.3f} {g['top3']}")
+        for tag, rows in (("before", (before or {}).get(f"{label}|goal")), ("after", now.get(f"{label}|goal"))):
+            if rows:
+                print(
+                    f"{label} goal-style dev ({len(rows)}), {tag}: "
+                    + "; ".join(
+                        f"{m} {_share(rows, m, 'R@1'):.3f}/{_share(rows, m, 'R@5'):.3f} "
+                        f"ans {_share(rows, m, 'answered'):.3f}"
+                        for m in MODES
+                    )
+                )
+
+
+def _share(rows: list[dict], mode: str, key: str) -> float:
+    return sum(r[mode][key] for r in rows) / len(rows)
 
 
 def main() -> int:
