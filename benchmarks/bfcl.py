@@ -146,6 +146,14 @@ def main() -> int:
                 f"{label + ' ' + mode:18s} {mean(a, 'R@1'):.3f}/{mean(a, 'R@5'):.3f} {mean(a, 'answered'):9.3f} "
                 f"{mean(b, 'R@1'):.3f}/{mean(b, 'R@5'):.3f}"
             )
+    # by category: the live ones are users' own functions, many defined again with other words in
+    # other questions (one name, several descriptions), so a pooled catalog holds near-copies
+    for label in args.models.split(","):
+        for mode in ("hybrid", "semantic", "keyword"):
+            by: dict[str, list[dict]] = {}
+            for q, r in zip(one, rows[f"{label} {mode} one"]):
+                by.setdefault(q["category"], []).append(r)
+            print(f"{label + ' ' + mode:18s} " + "  ".join(f"{c} {mean(rs, 'R@1'):.3f}" for c, rs in by.items()))
     if args.json:
         Path(args.json).write_text(json.dumps(rows))
     return 0
