@@ -135,6 +135,7 @@ def test_the_shipped_model_loads_from_an_installed_wheel_offline(tmp_path):
         assert "toolidx/models/tool-minilm-l6-v2/model.onnx" in names and "toolidx/search/calibration.json" in names
         assert "toolidx/models/tool-minilm-l6/model.onnx" in names  # v1
         assert "toolidx/search/words.txt" in names  # search.spelling reads it for a word no tool has
+        assert "toolidx/search/derive.txt" in names  # search.derive: "remember" and the `memory` server
         z.extractall(site)
     cfg = write_config(tmp_path / "c.json", {"cat": {"tools_file": str(CATALOG)}})
     env = offline_env(tmp_path)
