@@ -6,7 +6,9 @@ of benchmarks/data/gate_dev.jsonl (written before the gate's lexicons, on the 16
 the test suite), in hybrid (the ranking and whether the calibrated gate answers it; the far gate's
 reading: the subject words, those a best tool has, the best cosine), keyword and semantic (whether
 a right tool is in their top 5). With the far gate's bound off, that is the code before it; each
-bound is then the same rows read again, so before / after is one run.
+bound is then the same rows read again, so before / after is one run. So is the rule of a task of
+several steps (hybrid.several_steps: "create a project and then list its tools" is not lowered for
+its reading step): read, never applied, while measuring; kept() applies it to the rows.
 
 The far gate turns a request away when the idf-weighed share of its subject words that its best
 tools have is under S and its best cosine under B. (S, B) (calibration.json `gate`, per model) are
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 import tempfile
 import time
@@ -57,21 +60,32 @@ def _model_id(path: str) -> str:
     return resolve_model(path=path).name
 
 
+def _gold(q: dict, labels: str) -> set[str]:
+    return {i for s in q["steps"] for i in s} if labels == "steps" else set(q.get("relevant") or ())
+
+
 def _right(ids: list[str], q: dict, labels: str) -> bool:
-    gold = {i for s in q["steps"] for i in s} if labels == "steps" else set(q.get("relevant") or ())
-    return bool(gold & set(ids[:5]))
+    return bool(_gold(q, labels) & set(ids[:5]))
 
 
 def measure(db, queries: list[dict], labels: str, emb) -> list[dict]:
     """Per request: hybrid's ranking and answer with the far gate read but never applied, the far
     gate's reading, and whether keyword or semantic alone has a right tool in its top 5."""
+    from toolidx.search import calibration as cal
     from toolidx.search import gate as far_gate
+    from toolidx.search import hybrid
     from toolidx.search.eval import ranking_metrics
     from toolidx.search.hybrid import search
     from toolidx.search.request import SearchRequest
 
     seen: list = []
     read = far_gate.read
+    several = hybrid.several_steps
+    steps: list[bool] = []
+
+    def steps_spy(text, asked):  # read, never applied: steps() applies it to the rows
+        steps.append(several(text, asked))
+        return False
 
     def spy(text, terms, cands, scored, fit, df, n_tools):
         import heapq
@@ -80,13 +94,16 @@ def measure(db, queries: list[dict], labels: str, emb) -> list[dict]:
         have = sorted({w for r in best for w in cands[r].get("matched", ())})
         cos = max((c.get("cos") or 0.0 for c in cands.values()), default=0.0)
         seen.append({"terms": list(terms), "have": have, "cos": round(cos, 4), "df": df(list(terms)), "n": n_tools})
+        seen.append(_ranks(db, cands, scored, best))
         return read(text, terms, cands, scored, fit, df, n_tools)
 
     rows = []
-    far_gate.read = spy
+    far_gate.read, hybrid.several_steps = spy, steps_spy
+    reads_w = cal.fit_for(db.get_meta("embed_model")).action[1]
     try:
         for q in queries:
             seen.clear()
+            steps.clear()
             res = search(db, SearchRequest(q["query"], mode="hybrid", limit=10, min_score=0.0), embedder=emb)
             ids = [h.id for h in res.hits]
             row = {
@@ -94,21 +111,47 @@ def measure(db, queries: list[dict], labels: str, emb) -> list[dict]:
                 "query": q["query"],
                 "answered": bool(res.hits) and res.hits[0].score >= res.gate,
                 "top": res.hits[0].score if res.hits else 0.0,
-                "read": seen[-1] if seen else None,  # None: the far gate does not judge it
+                "gate": res.gate,
+                "hits": ids,
+                "read": seen[0] if seen else None,  # None: the far gate does not judge it
+                # the candidates in keyword's or semantic's top 10 within hybrid: [id, kw rank,
+                # vec rank, hybrid score, reads_only, opposed, does, negated]
+                "cands": seen[1] if seen else None,
+                "steps": any(steps),  # a task of several steps (hybrid.several_steps)
+                "reads_w": reads_w,
             }
             alone = False
             for mode in ("keyword", "semantic"):
-                r = search(db, SearchRequest(q["query"], mode=mode, limit=5, min_score=0.0), embedder=emb)
-                alone = alone or (labels != "none" and _right([h.id for h in r.hits], q, labels))
+                r = search(db, SearchRequest(q["query"], mode=mode, limit=10, min_score=0.0), embedder=emb)
+                mids = [h.id for h in r.hits]
+                alone = alone or (labels != "none" and _right(mids, q, labels))
                 row[f"{mode} top"] = r.hits[0].score if r.hits else 0.0
+                row[f"{mode} gate"] = r.gate
+                row[f"{mode} hits"] = mids
             if labels != "none":
                 gold = q["steps"] if labels == "steps" else q["relevant"]
                 m = ranking_metrics(ids, gold, labels, (1, 5))
-                row |= {"R@1": m["R@1"], "R@5": m["R@5"], "alone5": alone}
+                row |= {"R@1": m["R@1"], "R@5": m["R@5"], "alone5": alone, "gold": sorted(_gold(q, labels))}
             rows.append(row)
     finally:
-        far_gate.read = read
+        far_gate.read, hybrid.several_steps = read, several
     return rows
+
+
+def _ranks(db, cands: dict, scored: dict, best: list) -> list:
+    keep = [r for r, c in cands.items() if min(c.get("kw_rank", 99), c.get("vec_rank", 99)) < 10 or r in best]
+    rows = db.retrieval.hit_rows(keep)
+    return [
+        [
+            rows[r]["id"],
+            cands[r].get("kw_rank"),
+            cands[r].get("vec_rank"),
+            scored.get(r, 0.0),
+            *(int(cands[r].get(k) or 0) for k in ("reads_only", "opposed", "does", "negated")),
+        ]
+        for r in keep
+        if r in rows
+    ]
 
 
 def collect(models: dict[str, str], work: Path) -> dict:
@@ -160,11 +203,25 @@ def far(row: dict, bound: tuple[float, float] | None) -> bool:
     return bool(row["subjects"]) and row["share"] < share and row["read"]["cos"] < cos
 
 
-def answered(row: dict, bound: tuple[float, float] | None) -> bool:
-    return row["answered"] and not far(row, bound)
+def kept(row: dict) -> bool:
+    """Whether hybrid.several_steps keeps an answer the rows' code turned away: a task of several
+    steps whose list a reading tool led was lowered by the model's reads_only weight, and scores at
+    the calibrated gate without it (the lowering moves the whole list alike)."""
+    if row["answered"] or not row.get("steps") or not row.get("cands") or not row["hits"]:
+        return False
+    marks = {c[0]: c for c in row["cands"]}
+    top = marks.get(row["hits"][0])
+    if top is None or not top[4] or any(marks[i][6] for i in row["hits"][:5] if i in marks):
+        return False
+    x = min(max(top[3], 1e-300), 1 - 1e-16)
+    return 1 / (1 + math.exp(-(math.log(x / (1 - x)) + row["reads_w"]))) >= row["gate"]
 
 
-def summary(rows: dict, label: str, bound: tuple[float, float] | None) -> dict:
+def answered(row: dict, bound: tuple[float, float] | None, steps: bool = True) -> bool:
+    return (row["answered"] or (steps and kept(row))) and not far(row, bound)
+
+
+def summary(rows: dict, label: str, bound: tuple[float, float] | None, steps: bool = True) -> dict:
     """Per set: R@1, R@5, gated R@5, answered share; far / near turned away; the servable
     requests keyword or semantic alone found (top 5) that hybrid turns away."""
     out: dict = {}
@@ -173,16 +230,16 @@ def summary(rows: dict, label: str, bound: tuple[float, float] | None) -> dict:
         if lab != label or not rs:
             continue
         n = len(rs)
-        ans = sum(answered(r, bound) for r in rs) / n
+        ans = sum(answered(r, bound, steps) for r in rs) / n
         if "R@1" in rs[0]:
             out[name] = {
                 "n": n,
                 "R@1": sum(r["R@1"] for r in rs) / n,
                 "R@5": sum(r["R@5"] for r in rs) / n,
-                "R@5 gated": sum(r["R@5"] * answered(r, bound) for r in rs) / n,
+                "R@5 gated": sum(r["R@5"] * answered(r, bound, steps) for r in rs) / n,
                 "answered": ans,
-                "alone5 turned away": sum(r["alone5"] and not answered(r, bound) for r in rs),
-                "alone5 far": sum(r["alone5"] and r["answered"] and far(r, bound) for r in rs),
+                "alone5 turned away": sum(r["alone5"] and not answered(r, bound, steps) for r in rs),
+                "alone5 far": sum(r["alone5"] and answered(r, None, steps) and far(r, bound) for r in rs),
             }
         else:
             out[name] = {"n": n, "turned away": 1 - ans}
@@ -223,7 +280,7 @@ def pooled(s: dict, sets: tuple[str, ...], key: str) -> float:
 
 def report(rows: dict, bounds: dict[str, tuple[float, float] | None]) -> None:
     for label, b in bounds.items():
-        before, after = summary(rows, label, None), summary(rows, label, b)
+        before, after = summary(rows, label, None, steps=False), summary(rows, label, b)
         print(f"\n{label}: far when the subject's covered share < {b and b[0]} and the best cosine < {b and b[1]}")
         print(f"  {'set':17s} {'n':>4s}  {'R@1':>5s} {'R@5':>5s}  {'R@5 gated':>13s}  {'answered':>13s}  alone5 away")
         for name, v in after.items():
@@ -246,6 +303,17 @@ def report(rows: dict, bounds: dict[str, tuple[float, float] | None]) -> None:
             f"{sum(v.get('alone5 turned away', 0) for v in before.values())} -> "
             f"{sum(v.get('alone5 turned away', 0) for v in after.values())}"
         )
+        off = summary(rows, label, b, steps=False)
+        print("  a task of several steps (hybrid.several_steps), at that bound: off -> on")
+        for name, v in after.items():
+            w = off[name]
+            if "R@1" in v:
+                print(
+                    f"    {name:17s} R@5 gated {w['R@5 gated']:.3f}->{v['R@5 gated']:.3f}"
+                    f"  alone5 away {w['alone5 turned away']}->{v['alone5 turned away']}"
+                )
+            else:
+                print(f"    {name:17s} turned away {w['turned away']:.3f}->{v['turned away']:.3f}")
 
 
 def write(bounds: dict[str, tuple[float, float] | None], models: dict[str, str], how: str) -> None:

@@ -15,6 +15,7 @@ Keyword mode imports no numpy, fastembed or mcp, so a keyword search in a new pr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -314,20 +315,45 @@ def _cover(db: Reader, terms: list[str], tw: dict[str, float] | None, cands: dic
         cands[r]["name_words"] = n
 
 
+# a clause of a request that starts with a verb: after a comma or a sentence's end, after "and",
+# "then", "also", "next", "finally", after "to" (what a step is for: "call the method to get the
+# counts") or "that" / "which" (what a thing made must do)
+_CLAUSE = re.compile(
+    r"(?:^|[,.;:!?]\s*|\b(?:and|then|also|after that|afterwards|next|finally|to|that|which)\s+)"
+    r"(?:then\s+|also\s+|please\s+)?([a-z][a-z']*)"
+)
+
+
+def several_steps(text: str, asked: str | None) -> bool:
+    """Whether a clause of the request asks an action besides `asked`, its own ("create a project
+    and then list its tools"): a task of steps, one of which may only read."""
+    for m in _CLAUSE.finditer(text.lower()):
+        w = m.group(1)
+        said = actions.VERBS.get(w) or (actions.VERBS.get(w[:-1]) if w.endswith("s") else None)
+        if said is not None and said != asked:
+            return True
+    return False
+
+
 def _mark_actions(db: Reader, text: str, cands: dict[int, dict], neg: negation.Negation | None = None) -> None:
     """Each candidate's action marks (search.actions): "opposed" when the tool does the opposite
     of what the request asks, "reads_only" when the request changes something and the tool only
     reads, "does" when it does just what the request asks, and "negated" when it does what the
-    request forbids (search.negation; "forbidden": the verbs, for `why`)."""
+    request forbids (search.negation; "forbidden": the verbs, for `why`). In a task of several
+    steps a tool that reads is one of them ("step"), not one that "only reads": the list a reading
+    step leads is not lowered (issue 43: ETOM's "create ... and then list ..." were turned away)."""
     request = neg.request if neg is not None else actions.read_request(text)
     if request[1] is None and neg is None:
         return
     names = _names_of(db, list(cands))
     said = ", ".join(neg.said) if neg is not None else ""
     one = actions.asks_one_thing(text, request[0])  # a task of several steps lifts none of them
+    steps = several_steps(text, request[0])
     for r, c in cands.items():
         name = names.get(r, "")
         c["opposed"], c["reads_only"] = actions.marks(request, name)
+        if steps and c["reads_only"]:
+            c["reads_only"], c["step"] = 0, 1
         # and on what the request is about: a word of it besides the verb ("create a Next.js
         # middleware ..." and `create_directory` share only "create")
         about = any(actions.VERBS.get(w) != request[0] for w in c.get("matched", ()))
@@ -533,6 +559,8 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, 
         reasons.append("its action is the opposite of the request's")
     elif ev.get("reads_only"):
         reasons.append("it only reads; the request changes something")
+    elif ev.get("step"):
+        reasons.append("it reads: a step of the request's task")
     signals = Signals(bm25=round(ev.get("bm25", 0.0), 3), fuzzy=round(ev.get("fuzzy", 0.0), 3))
     if mode_used != "keyword":
         signals.cosine = round(ev.get("cos", 0.0), 4)
