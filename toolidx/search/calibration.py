@@ -82,6 +82,11 @@ class ModelFit:
     # no best tool has is about nothing the catalog holds, "fitted"}), fitted by
     # benchmarks/gate_dev.py; None for a model without it: no far gate
     gate: dict[str, Any] | None = None
+    # the near gate (search.near: {"cos": the best cosine under which a request naming a product no
+    # tool has asks for what the catalog lacks, "action_cos": that under which a request asking an
+    # action no best tool may do does, "fitted"}), fitted by benchmarks/near_dev.py; None for a
+    # model without it: no near gate
+    near: dict[str, Any] | None = None
 
 
 def _read_fits() -> dict[str, ModelFit]:
@@ -100,6 +105,7 @@ def _read_fits() -> dict[str, ModelFit]:
             f.get("learned"),
             f.get("server", 0.0),
             f.get("gate"),
+            near=f.get("near"),
         )
         for m, f in raw["models"].items()
     }

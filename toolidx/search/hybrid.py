@@ -31,6 +31,7 @@ from . import actions, negation, quoted, server_match, spelling
 from . import calibration as cal
 from . import gate as far_gate
 from . import learned as learning
+from . import near as near_gate
 from .query_vector import embed_query
 from .request import SPELLINGS, SearchRequest, Spelling
 
@@ -74,6 +75,8 @@ class Signals:
     # hybrid: its server's cosine lead over the median server's (search.server_match); None without
     # server vectors
     server: float | None = None
+    # hybrid: the request names a product no tool has (search.near), and the list was lowered
+    near: int | None = None
 
     def to_json(self) -> dict[str, float]:
         out: dict[str, float] = {"bm25": self.bm25, "fuzzy": self.fuzzy}
@@ -81,6 +84,8 @@ class Signals:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        if self.near is not None:
+            out["near"] = self.near
         return out
 
 
@@ -380,6 +385,27 @@ def _about(
     return far_gate.read(query, terms, cands, scored, fit, db.retrieval.document_frequency, total)
 
 
+def _near(
+    db: Reader,
+    query: str,
+    terms: list[str],
+    cands: dict[int, dict],
+    scored: dict[int, float],
+    fit: dict | None,
+    gate: float,
+    about: far_gate.About | None,
+    slips: dict[str, list[str]],
+) -> near_gate.Near | None:
+    """The near gate's reading of the request (search.near), as _about's: for a model fitted with
+    one, a request the calibrated gate judges and the far gate let through, and no lift from
+    past usage."""
+    if fit is None or gate <= 0 or (about is not None and about.far) or any(c.get("learned") for c in cands.values()):
+        return None
+    return near_gate.read(
+        query, terms, cands, scored, fit, db.retrieval.document_frequency, db.retrieval.hit_rows, slips
+    )
+
+
 def _names_of(db: Reader, rowids: list[int]) -> dict[int, str]:
     """rowid -> name, for at least the given tools: each read once per index version (fuzzy names,
     name words and action marks all ask for their candidates' names)."""
@@ -485,6 +511,11 @@ def search(
             scored = far_gate.lower(scored, gate, cal.BELOW)
             for c in cands.values():
                 c["far"] = about.why()
+        near = _near(db, query, terms, cands, scored, fit.near if fit else None, gate, about, fixes)
+        if near is not None and near.near:  # names a product the catalog lacks (search.near)
+            scored = far_gate.lower(scored, gate, cal.BELOW)
+            for c in cands.values():
+                c["near"] = near.why()
         order = sorted(scored, key=lambda r: -scored[r])[: limit * 2 + 10]
         if len(order) > limit:  # the rows that can be shown: a score that rounds as the limit-th's or above
             edge = round(scored[order[limit - 1]], 4)
@@ -514,6 +545,12 @@ def search(
     if no_match and ranked and about is not None and about.far:
         notes.append(
             f"no good match: {about.why()} (no tool has the words, and the nearest by meaning, "
+            f"{rows[ranked[0]]['id']}, is far){spelling.below_threshold()}"
+        )
+    elif no_match and ranked and near is not None and near.near:
+        lacks = "names it" if near.missing else "does it"
+        notes.append(
+            f"no good match: {near.why()} (no tool {lacks}, and the nearest by meaning, "
             f"{rows[ranked[0]]['id']}, is far){spelling.below_threshold()}"
         )
     elif no_match and ranked:
@@ -551,6 +588,8 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, 
         reasons.append(f"server: {ev['server_name']}")
     if ev.get("learned"):
         reasons.append(learning.why(ev) or "")
+    if ev.get("near"):  # the list was lowered for it, as for "far"
+        reasons.insert(0, ev["near"])
     if ev.get("far"):  # the list was lowered for it: said before the evidence it outweighed
         reasons.insert(0, ev["far"])
     if ev.get("negated"):  # first: what an agent must read before anything else
@@ -570,6 +609,7 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, 
         signals.opposed, signals.reads_only = ev.get("opposed", 0), ev.get("reads_only", 0)
         signals.negated = ev.get("negated", 0)
         signals.far = 1 if ev.get("far") else 0
+        signals.near = 1 if ev.get("near") else 0
         if "server" in ev:
             signals.server = round(ev["server"], 3)
     if "share" in ev:
