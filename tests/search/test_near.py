@@ -73,7 +73,7 @@ def test_a_product_the_catalog_names_or_a_near_tool_is_no_near_request():
 
 def test_an_action_none_of_the_best_tools_may_do_is_a_near_request():
     """Of the request's best tools, none says the verb, does the action by its name or a verb of
-    it in its description, or has a name without a verb."""
+    it in its description, or has no description."""
     text = SEND
     read_file = {"cos": 0.2, "matched": ["file"]}
     rows = {1: {"name": "read_file", "description": "Read the complete contents of a file."}}
@@ -84,10 +84,12 @@ def test_an_action_none_of_the_best_tools_may_do_is_a_near_request():
         {"name": "send_file", "description": "Send a file."},  # its name's action
         {"name": "share_file", "description": "Share a file."},  # another verb of the action (send)
         {"name": "get_file", "description": "Get a file, or send it to someone."},  # a verb of it in its description
-        {"name": "file_transfer", "description": "Move a file elsewhere."},  # no verb in its name
+        {"name": "file_transfer", "description": ""},  # says nothing of what it does
     ]
     for row in may:
         assert _read(text, {1: read_file}, {}, {1: row}) is None, row
+    # a name without a verb is read by its description, like any other
+    assert _read(text, {1: read_file}, {}, {1: {"name": "file_transfer", "description": "Move a file."}}) is not None
     # it says the verb the request typed, as the keyword index matched it
     assert _read(text, {1: {**read_file, "matched": ["file", "send"]}}, {}, rows) is None
     # any best tool that may do it, about the object or not: a server's tool can only add that
@@ -115,11 +117,8 @@ def _search(db, q: str, *args: str) -> dict:
     return r.json
 
 
-# what each model's fit turns away on these five servers, and why; the default model's fit has no
-# action part (benchmarks/near_dev.py found no bound that turned a near request away within the
-# constraints), so the sending is not its near gate's
+# what each model's fit turns away on these five servers, and why
 TURNED_AWAY = {MONGO: "not in the catalog: MongoDB", SEND: "nothing here sends file"}
-BY_MODEL = {"tests": TURNED_AWAY, "default": {MONGO: TURNED_AWAY[MONGO]}}
 
 
 def _model_name(model: str, monkeypatch) -> str:
@@ -143,7 +142,7 @@ def test_a_near_request_is_turned_away_and_says_why(indexes, model, monkeypatch)
 
     name = _model_name(model, monkeypatch)
     db = indexes[model]
-    for asked, why in BY_MODEL[model].items():
+    for asked, why in TURNED_AWAY.items():
         found = _search(db, asked)
         assert found["no_match"] and found["hits"] == [], (asked, found["hits"][:2])
         assert any(n.startswith(f"no good match: {why}") for n in found["notes"]), found["notes"]
@@ -153,7 +152,7 @@ def test_a_near_request_is_turned_away_and_says_why(indexes, model, monkeypatch)
     monkeypatch.setitem(cal.FITS, name, dataclasses.replace(cal.FITS[name], near=None))
     before = _search(db, MONGO)
     assert not before["no_match"] and before["hits"][0]["id"].startswith("memory/"), before["hits"][:2]
-    for asked, why in BY_MODEL[model].items():
+    for asked, why in TURNED_AWAY.items():
         shown = _search(db, asked, "--min-score", "0")
         assert not any(why in n for n in shown["notes"]) and all(h["signals"]["near"] == 0 for h in shown["hits"])
 

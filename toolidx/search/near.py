@@ -29,8 +29,8 @@ send, create, ...), it asks that one thing and has a subject (search.gate.subjec
 file notes.txt" is about *file*), and none of its best K tools may do it: none has the verb it
 typed (in its name or text, as the keyword index stems them), does the action by its name
 (`remove_file`), says a verb of the action in its description ("Manage branches: ... delete a
-branch") or has a name with no verb at all (what it does is unknown, so it may): "nothing here
-deletes file" (the subject words its best tools have, else all of them). Every best tool is read
+branch") or has no description (what it does is unknown, so it may): "nothing here deletes
+file" (the subject words its best tools have, else all of them). Every best tool is read
 for the action, whatever it is about, so a tool a server adds can only make the action done,
 never a request turned away that another tool would answer. A verb the lexicon lacks
 ("translate", "lock") is not read: measured, such verbs were as often a synonym of a tool's
@@ -201,10 +201,10 @@ def _lacking(
     objects: list[str] = []
     for r, row in rows(best).items():
         name = row.get("name") or ""
-        if verb in cands[r].get("matched", ()) or actions.tool_action(name) in (asked, None):
-            return None  # it says the verb (as the keyword index stems it), does the action, or may
+        if verb in cands[r].get("matched", ()) or actions.tool_action(name) == asked:
+            return None  # it says the verb (as the keyword index stems it) or does the action
         said = re.findall(r"[a-z]+", (row.get("description") or "").lower())
-        if any(actions.VERBS.get(w) == asked for w in said):
-            return None
+        if any(actions.VERBS.get(w) == asked for w in said) or not said:
+            return None  # its description says a verb of the action, or says nothing: it may
         objects += [w for w in cands[r].get("matched", ()) if w in subject and w not in objects]
     return verb, tuple(objects or sorted(subject))
