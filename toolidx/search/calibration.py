@@ -327,7 +327,10 @@ def score_candidates(
         top = heapq.nlargest(DOER_K, answers, key=final.__getitem__)
         doer = next((r for r in top if cands[r].get("does")), None)
         if doer is not None:
-            final = _under(final, [r for r in final if cands[r].get("reads_only")], final[doer])
+            # and so does a tool that does the opposite ("remember ..." and `delete_relations`;
+            # search.hybrid's "contrary")
+            below = [r for r in final if cands[r].get("reads_only") or cands[r].get("contrary")]
+            final = _under(final, below, final[doer])
         elif reads_w and top and cands[top[0]].get("reads_only"):
             final = {r: x - reads_w for r, x in final.items()}
         if negated and answers:

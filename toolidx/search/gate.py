@@ -102,7 +102,7 @@ def subjects(text: str, terms: list[str]) -> list[str]:
     words = re.findall(r"[a-z]+", plain.lower())
     said = set(words)
     typed = set(re.findall(r"[a-z]+", text.lower()))  # a term not typed is a slip's correction (search.spelling)
-    skip = names(plain) | places() | {w for w, nxt in zip(words, words[1:]) if nxt in _OBJECT}
+    skip = names(plain) | places() | {w for w, nxt in zip(words, words[1:]) if nxt in _OBJECT} | _fact(plain, words)
     # a verb of the lexicon a word or two after an article is a noun: "a SELECT query", "the git log"
     nouns = {
         w for i, w in enumerate(words) if w in actions.VERBS and _DETERMINER.intersection(words[max(0, i - 2) : i])
@@ -118,6 +118,16 @@ def subjects(text: str, terms: list[str]) -> list[str]:
         and len(t) > 2
         and not (len(t) > 4 and t.endswith("ed") and not t.endswith("eed"))  # "moved", "named": a verb's
     ]
+
+
+def _fact(plain: str, words: list[str]) -> set[str]:
+    """The words of the clause after the request's verb and "that", when the verb writes
+    ("remember that Alice likes tea", "record that ..."; search.actions.read_request): the fact it
+    hands over is a value, like a quoted one, not what the request is about. A verb that reads
+    asks about the clause ("check that the backup ran"), and it stays."""
+    asked, verb = actions.read_request(plain)
+    i = words.index(verb) if asked in actions.WRITES and verb in words else -1
+    return set(words[i + 2 :]) if 0 <= i < len(words) - 2 and words[i + 1] == "that" else set()
 
 
 @dataclass(frozen=True)

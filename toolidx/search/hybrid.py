@@ -266,6 +266,11 @@ def gather(
     typed = query_terms(text)  # the name-like match reads what was typed: a slip is its evidence
     text = spelling.expand(text, fixes)
     terms = query_terms(text) if fixes else typed
+    # "remember ..." is searched also as "memory", the name of a server of its family, by keyword
+    # only: the embedding reads the verb's own meaning, and "memory" beside it drew a browser's
+    # heap snapshot (search.server_match.kin)
+    kin = server_match.kin(db, text) if mode_used == "hybrid" else {}
+    terms = terms + [n for ns in kin.values() for n in ns if n not in terms]
     cands: dict[int, dict] = {}
 
     def slot(r: int) -> dict:
@@ -290,13 +295,16 @@ def gather(
         for r, s in db.retrieval.cosines(qv, missing).items():
             cands[r]["cos"] = s
         if hybrid:  # what each candidate's server is about (search.server_match)
-            server_match.add(db, qv, cands, filters)
+            server_match.add(db, qv, cands, filters, server_match.kin_servers(db, kin))
     if mode_used in ("hybrid", "keyword"):
         for r, s in _fuzzy(db, typed, pool, filters, list(cands)).items():
             slot(r)["fuzzy"] = s
     if hybrid:
         _cover(db, terms, tw, cands)
         _mark_actions(db, text, cands, neg)
+        for c in cands.values():  # what a server's name of a request word's family matched (`why`)
+            if said := [f"{w} ~ {n}" for w, ns in kin.items() for n in ns if n in c.get("matched", ())]:
+                c["kin"] = ", ".join(said)
     for c in cands.values():
         if c["cos"] is None:
             c["cos"] = 0.0
@@ -357,6 +365,10 @@ def _mark_actions(db: Reader, text: str, cands: dict[int, dict], neg: negation.N
     for r, c in cands.items():
         name = names.get(r, "")
         c["opposed"], c["reads_only"] = actions.marks(request, name)
+        # the antonym of the request's verb ("remember ..." and `delete_relations`), not an update
+        # asked of a tool that creates or deletes (ETOM's "update the graph by removing ..." wants
+        # `delete_observations`): it ranks under a tool that does what was asked, as one that reads
+        c["contrary"] = int(c["opposed"] and (request[0], actions.tool_action(name)) not in actions.ASKED_NOT_DONE)
         if steps and c["reads_only"]:
             c["reads_only"], c["step"] = 0, 1
         # and on what the request is about: a word of it besides the verb ("create a Next.js
@@ -586,6 +598,8 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, 
         reasons.append(f"semantic ({ev['cos']:.2f})")
     if server_w and ev.get("server", 0.0) >= server_match.JOIN_LEAD:  # its server is what the request is about
         reasons.append(f"server: {ev['server_name']}")
+    if ev.get("kin"):
+        reasons.append(f"words of one family: {ev['kin']}")
     if ev.get("learned"):
         reasons.append(learning.why(ev) or "")
     if ev.get("near"):  # the list was lowered for it, as for "far"

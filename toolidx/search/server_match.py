@@ -8,22 +8,31 @@ JOIN_TOOLS, by their own cosine, as search.learned joins a tool no retriever fou
 weighs "server" by the model's fitted weight (calibration.json `server`; 0 for a model fitted
 without it). Fitted and measured by benchmarks/fit_fusion.py --server (docs/research/search.md,
 round 14: a small signal; "remember that Alice likes tea" is not near enough to `memory` in these
-models for any weight the bench sets admit)."""
+models for any weight the bench sets admit).
+
+The words reach it instead (`kin`, round 15): a request whose verb is of one family with a
+server's one-word name (search.derive: "remember" and `memory`), and rarer in the catalog than
+that name, is searched also as the name by keyword, and that server leads by KIN_LEAD."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..core.filters import Filters
+from ..core.tooldoc import server_text, split_name
 from ..store import server_vectors
 from ..store.index import Reader
 from ..store.tools import filtered_rowids
+from . import actions, derive
 
 JOIN_SERVERS = 2  # the best servers whose tools may join the candidates
 JOIN_TOOLS = 10  # joined at most, per search: the best by their own cosine
 # the lead over the median server's cosine a server needs for its tools to join: a request about
 # nothing in particular lifts no server
 JOIN_LEAD = 0.1
+# the lead of a server the request names by a word of its name's family (kin): a cosine of 1 to
+# the request, as near as a text can be ("remember ..." and `memory`)
+KIN_LEAD = 1.0
 
 
 def _matrix(db: Reader) -> tuple[list[str], Any, dict[str, int]] | None:
@@ -78,16 +87,24 @@ def leads(db: Reader, qv: bytes) -> tuple[list[str], Any, dict[str, int]] | None
     return names, cos - float(np.median(cos)), index
 
 
-def add(db: Reader, qv: bytes, cands: dict[int, dict], filters: Filters | None) -> None:
+def add(
+    db: Reader, qv: bytes, cands: dict[int, dict], filters: Filters | None, named: list[str] | tuple[str, ...] = ()
+) -> None:
     """Give each candidate its server's lead over the median server's cosine ("server", 0 at or
     under it; "server_name") and let the best servers' tools that pass the filters join (module
-    doc)."""
+    doc). `named`: servers the request names by a word of their name's family (kin): each leads
+    by KIN_LEAD at least."""
     import numpy as np
 
     found = leads(db, qv)
     if found is None:
         return
     names, lead, index = found
+    if named:
+        lead = lead.copy()
+        for s in named:
+            if s in index:
+                lead[index[s]] = max(float(lead[index[s]]), KIN_LEAD)
     of = _members(db, index)
     k = min(JOIN_SERVERS, len(names))
     best = [int(i) for i in np.argpartition(-lead, k - 1)[:k] if lead[i] >= JOIN_LEAD]
@@ -106,8 +123,62 @@ def add(db: Reader, qv: bytes, cands: dict[int, dict], filters: Filters | None) 
             c["server"], c["server_name"] = max(0.0, float(lead[i])), names[i]
 
 
+def _named(db: Reader) -> dict[str, tuple[str, list[str]]]:
+    """{stem: (word, the servers it names)} of the servers named by one word ("memory",
+    "mcp-memory"; filler such as "mcp" and "server" aside), the word as the keyword index stems
+    it, once per index version."""
+
+    def build() -> dict[str, tuple[str, list[str]]]:
+        found = _matrix(db)
+        by_word: dict[str, list[str]] = {}
+        for n in found[0] if found else []:
+            words = split_name(server_text(n, None, None, None))  # its name's words, less "mcp", "server"
+            if len(words) == 1 and words[0].isalpha():
+                by_word.setdefault(words[0], []).append(n)
+        cut = db.retrieval.stems(list(by_word)) or {}
+        return {cut[w][0]: (w, ns) for w, ns in by_word.items() if len(cut.get(w, ())) == 1}
+
+    return db.cache.get("server_names", build, size=len)
+
+
+def kin(db: Reader, text: str) -> dict[str, list[str]]:
+    """{the request's verb: the server names related to it by derivation (search.derive)}, searched
+    beside it as a typing slip's corrections are: "remember that Alice likes tea" and the `memory`
+    server. The verb is the request's first word after its opening (search.actions.read_request):
+    what it asks done, not what it is about ("start a countdown timer" is not about `time`). Only
+    a verb the catalog says less often than the name (df): "read" is every reader's word, and a
+    request to read is not about a `reader` server; "remember" is one tool's ("Remember Me"),
+    `memory` nine's."""
+    verb = actions.read_request(text)[1]
+    words = [verb] if verb and verb.isalpha() else []
+    named = _named(db) if words else {}
+    if not named:
+        return {}
+    cut = db.retrieval.stems(words) or {}
+    found = {
+        w: sorted({named[r][0] for t in cut.get(w, ()) for r in derive.related(t) if r in named})
+        for w in words
+        if not set(cut.get(w, ())) & named.keys()
+    }
+    found = {w: ns for w, ns in found.items() if ns}
+    if not found:
+        return {}
+    df = db.retrieval.document_frequency(sorted(set(found) | {n for ns in found.values() for n in ns}))
+    out = {w: [n for n in ns if df[w] < df[n]] for w, ns in found.items()}
+    return {w: ns for w, ns in out.items() if ns}
+
+
+def kin_servers(db: Reader, kin: dict[str, list[str]]) -> list[str]:
+    """The servers the words of `kin` (its values: server names as words) name."""
+    words = {n for ns in kin.values() for n in ns}
+    return sorted({s for w, ss in _named(db).values() if w in words for s in ss}) if words else []
+
+
 def warm(db: Reader) -> None:
-    """Read the server vectors and each tool's server now (search.hybrid.warm)."""
+    """Read the server vectors, each tool's server and the servers named by one word now, and the
+    table of words related by derivation (~40 ms) when one is (search.hybrid.warm)."""
     found = _matrix(db)
     if found is not None:
         _members(db, found[2])
+        if _named(db):
+            derive.related("")
