@@ -36,6 +36,10 @@ long / name; impossible requests: etom infeasible, natural far, natural near.
 
 The model is _common.MODEL (TOOLIDX_MODEL_PATH; toolidx's own: toolidx/models/tool-minilm-l6).
 Queries the model was trained on (its model.json) are left out of every set (fusion_data).
+`--keep-fusion` keeps the model's fusion weights and server weight (calibration.json) and refits
+hybrid's Platt, listwise, threshold and the action marks (opposed, reads_only, writes: a grid,
+the pick on the impossible sets' abstention, then R@1); with `--write` it keeps semantic's
+constants as they are (they read no mark).
 `--write` (with no --only) stores hybrid's and semantic's all-sets fit for that model in
 calibration.json; keyword's constants belong to no model and stay in calibration.py (KW_*, from
 the fit with all-MiniLM-L6-v2, whose sets keep every query).
@@ -156,7 +160,8 @@ def hybrid() -> dict:
     grid.append((*BEFORE, None))
     known = current()
     if KEEP_FUSION and known:  # --keep-fusion: this model's fusion as calibration.json holds it
-        grid = [(known.cos, known.coverage, known.name, known.ramp), (*BEFORE, None)]
+        # with its server evidence's weight: a fit without it would write server 0
+        grid = [(known.cos, known.coverage, known.name, known.ramp, known.server), (*BEFORE, None)]
     if SERVER and known:  # --server: the server evidence's weight, the model's fusion kept
         grid = [(known.cos, known.coverage, known.name, known.ramp, w) for w in GRID_SERVER] + [(*BEFORE, None)]
         before_fit = (known.cos, known.coverage, known.name, known.ramp, 0.0)
@@ -238,11 +243,12 @@ def hybrid() -> dict:
 
 
 GRID_MARKS = (0.0, 1.0, 2.0, 4.0, 6.0, 10.0)  # in the score's logit (calibration.score_candidates)
+GRID_WRITES = (0.0, 0.5, 1.0, 2.0, 4.0, 6.0)  # the writes mark's, likewise
 
 
 def hybrid_item(q: dict, ev: list, fusion: tuple) -> tuple:
     """One query's hybrid candidates as the fit reads them: (query, tool ids, z (a column), a fixed
-    offset (none), relevant, opposed, reads only, does what is asked, negated)."""
+    offset (none), relevant, opposed, reads only, does what is asked, negated, writes, contrary)."""
     return (
         q,
         [t for t, _ in ev],
@@ -253,6 +259,8 @@ def hybrid_item(q: dict, ev: list, fusion: tuple) -> tuple:
         np.array([e.get("reads_only", 0) for _, e in ev], float),
         np.array([e.get("does", 0) for _, e in ev], float),
         np.array([e.get("negated", 0) for _, e in ev], float),
+        np.array([e.get("writes", 0) for _, e in ev], float),
+        np.array([e.get("contrary", 0) for _, e in ev], float),
     )
 
 
@@ -275,9 +283,10 @@ def _under(x: np.ndarray, which: np.ndarray, ceiling: float) -> np.ndarray:
     return x
 
 
-def marked_scores(it, cal_, marks: tuple[float, float]) -> np.ndarray:
-    """calibration.score_candidates with the action marks (it[5]: opposed, it[6]: reads only)
-    weighed by `marks`, a tool that does what is asked (it[7]) and the negated ones (it[8])."""
+def marked_scores(it, cal_, marks: tuple[float, ...]) -> np.ndarray:
+    """calibration.score_candidates with the action marks (it[5]: opposed, it[6]: reads only,
+    it[9]: writes) weighed by `marks`, a tool that does what is asked (it[7]), the antonym of
+    what is asked (it[10], under a doer as a reading tool is) and the negated ones (it[8])."""
     if not len(it[1]):
         return np.zeros(0)
     lg = cal_.logits(it)
@@ -289,21 +298,29 @@ def marked_scores(it, cal_, marks: tuple[float, float]) -> np.ndarray:
     x = a * lg + b * share + c
     if marks[0]:
         x = x - marks[0] * it[5]
+    if len(marks) > 2 and marks[2] and len(it) > 9:
+        x = x - marks[2] * it[9]
     answers = np.flatnonzero(~negated)
     if len(answers):
         # the best DOER_K answers, as score_candidates orders them (heapq.nlargest: ties by position)
         top = answers[np.argsort(-x[answers], kind="stable")][: cal.DOER_K]
         doers = [i for i in top if len(it) > 7 and it[7][i]]
         if doers:
-            x = _under(x, np.flatnonzero(it[6]), float(x[doers[0]]))
+            below = it[6] + (it[10] if len(it) > 10 else 0)
+            x = _under(x, np.flatnonzero(below), float(x[doers[0]]))
         elif marks[1] and it[6][top[0]]:  # a list led by a tool that only reads: all of it, order kept
             x = x - marks[1]
+        if len(marks) > 2 and marks[2] and len(it) > 9:  # a request that only reads: writers under a reader
+            writers = answers[it[9][answers] > 0]
+            readers = [i for i in top if not it[9][i]]
+            if len(writers) and readers:
+                x = _under(x, writers, float(x[readers[0]]))
         if negated.any():
             x = _below(x, negated, float(x[answers].min()))
     return 1 / (1 + np.exp(-np.clip(x, -40, 40)))
 
 
-def first_hits(items_s: list, cal_, marks: tuple[float, float]) -> np.ndarray:
+def first_hits(items_s: list, cal_, marks: tuple[float, ...]) -> np.ndarray:
     """Per query: (first hit's score, it serves, a relevant tool in the top 5, exempt from the gate)."""
     out = []
     for it in items_s:
@@ -334,12 +351,14 @@ def gate_threshold(tops: dict) -> float:
 
 def actions(data: dict, fusion: tuple, cal_, fit_sets: list[str], lab: dict):
     """The action marks' weights (search.actions), in the score's logit, with the fusion and the
-    calibration fixed: a grid over (opposed, reads_only). A point's ranking (by the marked score)
+    calibration fixed: a grid over (opposed, reads_only, writes). A point's ranking (by the marked score)
     must be no more than 1 point of R@5 below the unmarked one on any set, multi-tool sets
     included, and not significantly worse; its threshold is re-picked on the feasible sets alone
     (feasible R@5 within 1 point per catalog), so what it turns away of each impossible set is
     measured on data the threshold never saw. The pick: the best mean abstention over the
-    impossible sets, each weighing the same; leave-one-set-out over them shows the pick held out.
+    impossible sets, each weighing the same, then the best mean R@1 (each catalog weighing the
+    same: a mark that only reorders, as `writes` mostly does, is picked for its ranking), then the
+    lightest; leave-one-set-out over the impossible sets shows the pick held out.
     Returns (weights, threshold)."""
     marked = {s: [hybrid_item(q, ev, fusion) for q, ev in rows] for s, rows in data.items()}  # multi-tool sets too
 
@@ -353,36 +372,40 @@ def actions(data: dict, fusion: tuple, cal_, fit_sets: list[str], lab: dict):
             out.append((m["R@1"], m["R@5"]))
         return np.array(out)
 
-    base_rank = {s: ranking(s, (0.0, 0.0)) for s in fit_sets}
+    none = (0.0, 0.0, 0.0)
+    base_rank = {s: ranking(s, none) for s in fit_sets}
+    size = {s: len(marked[s]) for s in fit_sets}
     table = {}
-    print("\n1b. action marks (opposed, reads_only) in the score's logit; abstention per impossible set")
+    print("\n1b. action marks (opposed, reads_only, writes) in the score's logit; abstention per impossible set")
     head = " ".join(f"{s:>16s}" for s in INFEASIBLE)
-    print(f"  {'weights':12s} {'ok':>3s} {'threshold':>9s} {head}   worst R@5 change")
-    for marks in itertools.product(GRID_MARKS, GRID_MARKS):
+    print(f"  {'weights':16s} {'ok':>3s} {'threshold':>9s} {head}   R@1 (catalogs)   worst R@5 change")
+    for marks in itertools.product(GRID_MARKS, GRID_MARKS, GRID_WRITES):
         perf = {s: ranking(s, marks) for s in fit_sets}
+        r1 = objective({s: perf[s][:, :1] for s in fit_sets}, fit_sets, size)
         drop = {s: float(perf[s][:, 1].mean() - base_rank[s][:, 1].mean()) for s in fit_sets}
         worse = [s for s in fit_sets if drop[s] < -R5_LOSS_MAX or significantly_worse(perf[s], base_rank[s])]
         tops = {s: first_hits(marked[s], cal_, marks) for s in [*FEASIBLE, *INFEASIBLE]}
         th = gate_threshold(tops)
         held = {s: float(((tops[s][:, 0] < th) & (tops[s][:, 3] == 0)).mean()) for s in INFEASIBLE}
-        table[marks] = (not worse, held, th)
+        table[marks] = (not worse, held, th, r1)
         w = min(drop, key=drop.get)
         print(
-            f"  {str(marks):12s} {'no' if worse else 'yes':>3s} {th:9.4f} "
+            f"  {str(marks):16s} {'no' if worse else 'yes':>3s} {th:9.4f} "
             + " ".join(f"{held[s]:16.3f}" for s in INFEASIBLE)
-            + f"   {drop[w]:+.3f} ({w})"
+            + f"   {r1:.4f}   {drop[w]:+.3f} ({w})"
             + (f"  worse: {', '.join(worse)}" if worse else ""),
             flush=True,
         )
 
     def pick(sets):
-        ok = [k for k, v in table.items() if v[0]] or [(0.0, 0.0)]
-        return max(ok, key=lambda k: (round(float(np.mean([table[k][1][s] for s in sets])), 4), -sum(k)))
+        ok = [k for k, v in table.items() if v[0]] or [none]
+        return max(
+            ok, key=lambda k: (round(float(np.mean([table[k][1][s] for s in sets])), 4), round(table[k][3], 4), -sum(k))
+        )
 
     for s in INFEASIBLE:
         k = pick([t for t in INFEASIBLE if t != s])
-        none = table[(0.0, 0.0)][1][s]
-        print(f"  picked without {s}: {k}; {s} turned away {table[k][1][s]:.3f} (no marks: {none:.3f})")
+        print(f"  picked without {s}: {k}; {s} turned away {table[k][1][s]:.3f} (no marks: {table[none][1][s]:.3f})")
     final = pick(list(INFEASIBLE))
     print(f"  all impossible sets -> {final}, threshold {table[final][2]}")
     return final, table[final][2]
@@ -601,9 +624,10 @@ def write(model: str, hyb: dict, sem: tuple[list[float], list[float], float]) ->
     import json
 
     doc = json.loads(cal.FITS_FILE.read_text())
-    # the learned signal's constants are benchmarks/learned_sim.py's, the far gate's
-    # benchmarks/gate_dev.py's: kept as they are
-    kept = {k: v for k, v in doc["models"].get(model, {}).items() if k in ("learned", "gate")}
+    # what this fit does not fit (the learned signal's constants are benchmarks/learned_sim.py's,
+    # the far gate's benchmarks/gate_dev.py's, ...): kept as it is
+    ours = ("cos", "coverage", "name", "ramp", "action", "server", "platt", "listwise", "threshold", "fitted")
+    kept = {k: v for k, v in doc["models"].get(model, {}).items() if k not in ours}
     doc["models"][model] = {
         **kept,
         **{k: hyb[k] for k in ("cos", "coverage", "name", "ramp", "action")},
@@ -614,7 +638,13 @@ def write(model: str, hyb: dict, sem: tuple[list[float], list[float], float]) ->
         "fitted": "benchmarks/fit_fusion.py on every bench set (ETOM L1-L4, LiveMCPBench, "
         "livemcp-natural) less the queries the model was trained on, and CLINC150's out-of-scope "
         "requests as impossible ones; the action marks with the rest, leave-one-set-out"
-        + ("; the server evidence's weight by --server, this model's fusion kept" if SERVER else ""),
+        + ("; the server evidence's weight by --server, this model's fusion kept" if SERVER else "")
+        + (
+            "; by --keep-fusion: this model's fusion and server weight kept, hybrid's Platt, listwise, "
+            "threshold and action marks (opposed, reads_only, writes) refitted"
+            if KEEP_FUSION
+            else ""
+        ),
     }
     cal.FITS_FILE.write_text(json.dumps(doc, indent=2) + "\n")
     print(f"\nwrote {model}'s fit to {cal.FITS_FILE}")
@@ -636,7 +666,13 @@ def main() -> int:
     if args.write and args.only:
         ap.error("--write needs every mode's fit (no --only)")
     out: dict = {}
+    known = current()
     for mode in ("hybrid", "keyword", "semantic"):
+        if KEEP_FUSION and known and mode != "hybrid" and args.only is None:
+            # hybrid's refit: the other modes' constants, which read no action mark, as they are
+            if mode == "semantic":
+                out[mode] = (list(known.platt["semantic"]), list(known.listwise["semantic"]), known.threshold["semantic"])
+            continue
         if args.only in (None, mode):
             out[mode] = hybrid() if mode == "hybrid" else single_mode(mode)
     if args.write:

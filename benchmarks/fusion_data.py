@@ -46,6 +46,7 @@ def _key() -> str:
         "toolidx/core/tokens.py",
         "toolidx/search/quoted.py",
         "toolidx/search/actions.py",
+        "toolidx/search/negation.py",
         "toolidx/search/server_match.py",
         "toolidx/search/spelling.py",
         "toolidx/search/words.txt",

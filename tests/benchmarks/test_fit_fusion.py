@@ -18,7 +18,7 @@ import fit_fusion
 
 SHIPPED = REPO / "toolidx" / "search" / "calibration.json"
 FIELDS = {f.name for f in dataclasses.fields(cal.ModelFit)}
-OPTIONAL = {"learned", "server", "gate"}  # a model fitted without them goes without: they move nothing
+OPTIONAL = {"learned", "server", "gate", "near"}  # a model fitted without them goes without: they move nothing
 
 
 def _well_formed(model: str, f: dict) -> list[str]:
@@ -54,8 +54,8 @@ def _well_formed(model: str, f: dict) -> list[str]:
     if any(set(f.get(k, {})) != {"hybrid", "semantic"} for k in ("platt", "listwise", "threshold")):
         bad.append(f"{model}: modes {[sorted(f.get(k, {})) for k in ('platt', 'listwise', 'threshold')]}")
     action = f.get("action")  # weights subtracted from the score's logit: never negative
-    if not (isinstance(action, list) and len(action) == 2 and all(isinstance(x, float) and x >= 0 for x in action)):
-        bad.append(f"{model}: action = {action!r}, want [opposed >= 0, reads_only >= 0]")
+    if not (isinstance(action, list) and len(action) == 3 and all(isinstance(x, float) and x >= 0 for x in action)):
+        bad.append(f"{model}: action = {action!r}, want [opposed >= 0, reads_only >= 0, writes >= 0]")
     if not (isinstance(f.get("fitted"), str) and f["fitted"]):
         bad.append(f"{model}: no `fitted` (on what, by what)")
     return bad
@@ -78,6 +78,8 @@ def test_the_shipped_file_is_the_one_the_loader_reads_and_is_well_formed():
             del got["server"]
         if got.get("gate", 0) is None:  # a model without a far gate (search.gate)
             del got["gate"]
+        if got.get("near", 0) is None:  # a model without a near gate (search.near)
+            del got["near"]
         for k in ("platt", "listwise"):
             got[k] = {mode: list(v) for mode, v in got[k].items()}
         assert got == f, model
@@ -108,7 +110,7 @@ def test_what_write_stores_is_what_the_loader_reads(tmp_path, monkeypatch):
         "platt": [9.5, -7.25],
         "listwise": [0.5, 10.0, -2.9],
         "threshold": 0.004,
-        "action": [4.0, 2.0],
+        "action": [4.0, 2.0, 1.0],
         "server": 0.25,
     }
     fit_fusion.write("test/new-model", hyb, ([10.5, -7.0], [0.6, 9.0, -3.1], 0.00612))
@@ -120,8 +122,32 @@ def test_what_write_stores_is_what_the_loader_reads(tmp_path, monkeypatch):
     assert new.platt == {"hybrid": (9.5, -7.25), "semantic": (10.5, -7.0)}
     assert new.listwise == {"hybrid": (0.5, 10.0, -2.9), "semantic": (0.6, 9.0, -3.1)}
     assert new.threshold == {"hybrid": 0.004, "semantic": 0.0061}
-    assert new.action == (4.0, 2.0) and new.server == 0.25
+    assert new.action == (4.0, 2.0, 1.0) and new.server == 0.25
     assert not _well_formed("test/new-model", json.loads(copy.read_text())["models"]["test/new-model"])
+
+
+def test_write_keeps_what_other_fits_stored(tmp_path, monkeypatch):
+    """A model's refit (--keep-fusion, --write) replaces what fit_fusion fits and keeps the keys
+    other scripts fitted (learned_sim's `learned`, gate_dev's `gate`, any new one, e.g. `near`):
+    it kept only `learned` and `gate`, so a refit dropped a newer gate's constants."""
+    doc = json.loads(SHIPPED.read_text())
+    model = cal.REFERENCE_MODEL
+    doc["models"][model]["near"] = {"cos": 0.3, "fitted": "another script"}
+    copy = tmp_path / "calibration.json"
+    copy.write_text(json.dumps(doc))
+    monkeypatch.setattr(cal, "FITS_FILE", copy)
+    old = doc["models"][model]
+    hyb = {k: old[k] for k in ("cos", "coverage", "name", "ramp", "server")} | {
+        "platt": old["platt"]["hybrid"],
+        "listwise": old["listwise"]["hybrid"],
+        "threshold": old["threshold"]["hybrid"],
+        "action": [6.0, 10.0, 3.0],
+    }
+    sem = (old["platt"]["semantic"], old["listwise"]["semantic"], old["threshold"]["semantic"])
+    fit_fusion.write(model, hyb, sem)
+    new = json.loads(copy.read_text())["models"][model]
+    assert new["near"] == {"cos": 0.3, "fitted": "another script"} and new["action"] == [6.0, 10.0, 3.0]
+    assert all(new[k] == old[k] for k in old if k not in ("action", "fitted"))
 
 
 def _evidence(rng, n: int) -> list[tuple[str, dict]]:
@@ -136,6 +162,8 @@ def _evidence(rng, n: int) -> list[tuple[str, dict]]:
             "name_words": rng.randint(0, 3),
             "opposed": int(rng.random() < 0.1),
             "reads_only": int(rng.random() < 0.3),
+            "writes": int(rng.random() < 0.2),
+            "contrary": int(rng.random() < 0.1),
             "does": int(rng.random() < 0.15),
             "negated": int(rng.random() < 0.1),
         }

@@ -168,8 +168,8 @@ def test_the_gate_turns_away_the_opposite_action(default_model_index, monkeypatc
 
 @pytest.fixture(scope="module")
 def memory_indexes(servers_config, model_path, tmp_path_factory):
-    """The real `memory` server crawled twice: with the tests' model (MiniLM, whose fit gives the
-    action marks no weight) and with toolidx's default model (whose fit weighs them)."""
+    """The real `memory` server crawled twice: with the tests' model (MiniLM) and with toolidx's
+    default model, each with its own fit of the action marks."""
     from conftest import crawl_with_both_models
 
     memory = {"memory": servers_config["mcpServers"]["memory"]}
@@ -198,3 +198,92 @@ def test_a_tool_that_does_what_is_asked_rises_above_one_that_only_reads(memory_i
         assert ids.index("memory/read_graph") > ids.index("memory/add_observations"), ids
         gated = run_cli("search", asked, "--db", db, "--json")
         assert not gated.json["no_match"] and gated.json["hits"][0]["id"] == ids[0], gated.json["notes"]
+
+
+@pytest.mark.parametrize(
+    ("query", "name", "mark"),
+    [
+        # the request only reads; the tool changes something (issue 43)
+        ("list the entities in my knowledge graph", "create_entities", 1),
+        ("what observations do we have about Alice", "add_observations", 1),
+        ("show me the schema of the users table", "create_table", 1),
+        ("list the entities in my knowledge graph", "read_graph", 0),
+        # a tool name whose only verb is a noun there too (`git_log`: the log, not "log it")
+        ("show me the commit history", "git_log", 0),
+        ("show me the history of the repository", "git_commit", 1),
+        # a read phrasing of a write: asked about, not forbidden ("show me how to create",
+        # "what happens if I delete", "saved to": any inflection of a writing verb)
+        ("show me how to create a new branch", "git_create_branch", 0),
+        ("what happens if I delete the sheet named Q3", "delete_sheet", 0),
+        ("read the article on Llullaillaco, saved to notes.md", "write_file", 0),
+        ("can you check in my changes with a message", "git_commit", 0),
+        # a request that writes, or says no verb: no such mark
+        ("create a new branch", "git_create_branch", 0),
+        ("weather in Paris", "create_forecast", 0),
+    ],
+)
+def test_writes_mark(query, name, mark):
+    request = actions.read_request(query)
+    assert actions.writes(request, name, actions.only_reads(query)) == mark
+
+
+def test_a_negated_request_whose_rest_reads_marks_the_tools_that_write():
+    """"do not delete the entities, just show me the graph": what is asked is to read (negation's
+    rest of the request), so a tool that creates is marked as well as forbidden ones."""
+    from toolidx.search import negation
+
+    neg = negation.read("without removing any observations, show what we know about Bob")
+    assert neg is not None and neg.request[0] == actions.READ and actions.only_reads(neg.text)
+    assert actions.writes(neg.request, "add_observations", actions.only_reads(neg.text)) == 1
+
+
+def test_right_tools_of_the_bench_are_almost_never_marked_writes(bench_dir):
+    """What the writes mark costs feasible requests: on every feasible bench request, its relevant
+    tools all marked as writing for a request that only reads (measured 4 of 1,844: ETOM's 'fetch
+    the owner() of a contract' and `contractCall`, LiveMCPBench's 'summarize it in a PPT')."""
+    n = marked = 0
+    for name in ("etom", "livemcp", "livemcp-natural"):
+        tools = {}
+        for line in (bench_dir / name / "tools.jsonl").read_text().splitlines():
+            t = json.loads(line)
+            tools[t["id"]] = t["name"]
+        for line in (bench_dir / name / "queries.jsonl").read_text().splitlines():
+            q = json.loads(line)
+            if not q["relevant"]:
+                continue
+            n += 1
+            request, reads = actions.read_request(q["query"]), actions.only_reads(q["query"])
+            marked += all(actions.writes(request, tools.get(r, r.split("/")[-1]), reads) for r in q["relevant"])
+    assert n > 1800
+    assert marked <= 5, f"{marked} of {n} feasible requests have every relevant tool marked writes"
+
+
+@pytest.mark.servers
+@pytest.mark.model
+@pytest.mark.parametrize("model", ["tests", "default"])
+def test_a_request_that_only_reads_puts_a_tool_that_reads_first(memory_indexes, model, monkeypatch):
+    """Issue 43: a request to read on the memory server had a tool that writes first
+    (`create_entities` for "list the entities in my knowledge graph", `add_observations` for
+    "what observations do we have about Alice" and for the negated "without removing any
+    observations, show what we know about Bob"), with both models. With the writes mark (its
+    weight fitted per model) a tool that reads is first and `why` says why the writer fell; a
+    read phrasing of a write ("how do I add an observation") keeps the tool that writes first."""
+    from conftest import run_cli
+
+    if model == "default":
+        monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
+    db = memory_indexes[model]
+    readers = ("memory/read_graph", "memory/search_nodes", "memory/open_nodes")
+    for asked, writer in (
+        ("list the entities in my knowledge graph", "memory/create_entities"),
+        ("what observations do we have about Alice", "memory/add_observations"),
+        ("without removing any observations, show what we know about Bob", "memory/add_observations"),
+    ):
+        r = run_cli("search", asked, "--db", db, "--json", "--min-score", "0", "-n", "10")
+        assert r.code == 0, r.stderr
+        hits = r.json["hits"]
+        assert hits[0]["id"] in readers, [h["id"] for h in hits]
+        wrote = next(h for h in hits if h["id"] == writer)
+        assert wrote["signals"]["writes"] == 1 and "action: writes; the request only reads" in wrote["why"]
+    r = run_cli("search", "how do I add an observation to an entity", "--db", db, "--json", "--min-score", "0")
+    assert r.json["hits"][0]["id"] == "memory/add_observations" and r.json["hits"][0]["signals"]["writes"] == 0

@@ -10,7 +10,12 @@ with a small verb lexicon, and hybrid's evidence gets two marks (search.hybrid.g
   or deletes, or a verb and the one that undoes it (ANTONYMS: lock / unlock, enable / disable,
   activate / deactivate, follow / unfollow);
 - `reads_only`: the request changes something (creates, deletes, updates, sends, buys, starts,
-  ...) and the tool only reads (get, list, search, ...): "buy 0.1 ETH" and `get_price`.
+  ...) and the tool only reads (get, list, search, ...): "buy 0.1 ETH" and `get_price`;
+- `writes`, the other way round: the request only reads (a read verb or a question, and no verb
+  of the lexicon that changes something: "show me how to create a branch" asks about creating)
+  and the tool changes something: "list the entities in my knowledge graph" and
+  `create_entities`; "do not delete the entities, just show me the graph" reads (search.negation's
+  rest of the request).
 
 Their weights belong to the model they were fitted on (calibration.ModelFit.action,
 benchmarks/fit_fusion.py): a mark lowers the hit's score (its final logit, after the list is read),
@@ -90,6 +95,8 @@ PHRASES = {
     ("mark", "done"): COMPLETE,
     ("mark", "complete"): COMPLETE,
     ("cross", "off"): COMPLETE,
+    ("check", "in"): CREATE,  # a commit, not a look inside
+    ("tell", "me"): READ,
 }
 
 OPPOSITES = {
@@ -211,6 +218,60 @@ def does(request: tuple[str | None, str | None], name: str) -> int:
     only reads (search.calibration.score_candidates)."""
     asked = request[0]
     return int(asked in WRITES and tool_action(name) == asked and not marks(request, name)[0])
+
+
+# words of the verb lexicon that a tool name also uses as a noun after its object (`git_log`,
+# `purchase_order`, `blog_post`): the only verb of such a name is no evidence that it writes
+NOUN_TOO = frozenset(
+    "log logs record records post posts order orders book books call calls share shares draft drafts "
+    "schedule schedules new changes".split()
+)
+
+
+def writes(request: tuple[str | None, str | None], name: str, reads: bool) -> int:
+    """1 when the request asks to read and only reads (`reads`: only_reads of its text) and a
+    tool named `name` changes something (`list the entities` and `create_entities`)."""
+    if not reads or request[0] != READ or tool_action(name) not in WRITES:
+        return 0
+    words = _words(name)
+    verb = next((w for w in (words[:1] + words[-1:] + words[1:-1]) if w in VERBS), None)
+    lead = bool(words) and (words[0] in VERBS or tuple(words[:2]) in PHRASES)
+    return int(lead or verb not in NOUN_TOO)
+
+
+def forms(word: str) -> frozenset[str]:
+    """`word` and the stems its -ing / -ed / -s inflection could come from (deleting: delete;
+    stopping: stop; clears: clear)."""
+    w = word.lower()
+    out = {w}
+    if w.endswith("ing") and len(w) > 5:
+        out |= {w[:-3], w[:-3] + "e"}
+        if w[-4] == w[-5]:
+            out.add(w[:-4])
+    if w.endswith("ed") and len(w) > 4:
+        out |= {w[:-2], w[:-1]}
+        if w[-3] == w[-4]:
+            out.add(w[:-3])
+    if w.endswith("es") and len(w) > 4:
+        out.add(w[:-2])
+    if w.endswith("s") and not w.endswith("ss") and len(w) > 3:
+        out.add(w[:-1])
+    return frozenset(out)
+
+
+def inflected(word: str) -> str | None:
+    """The action of `word` or of a verb its inflection comes from (`deleting`: delete)."""
+    for f in sorted(forms(word)):
+        if f in VERBS:
+            return VERBS[f]
+    return None
+
+
+def only_reads(text: str) -> bool:
+    """Whether no verb of the lexicon in a request, in any inflection, changes something: of a
+    request that asks to read, whether it only reads ("show me how to create a branch", "what
+    happens if I delete the sheet", "read the article, saved to notes.md" ask about a write)."""
+    return all(inflected(w) in (None, READ) for w in _WORD.findall(text.lower()))
 
 
 def asks_one_thing(text: str, asked: str | None) -> bool:

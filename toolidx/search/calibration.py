@@ -69,9 +69,10 @@ class ModelFit:
     listwise: dict[str, tuple[float, float, float]]  # mode -> (a, b, c): the score's logit a*l + b*share + c
     threshold: dict[str, float]  # mode -> the "no good match" gate
     fitted: str  # on what, by what
-    # hybrid's weights of the action marks (search.actions): (opposed, reads_only), subtracted
-    # from the score's logit after the list is read; (0, 0) for a model fitted before they existed
-    action: tuple[float, float] = (0.0, 0.0)
+    # hybrid's weights of the action marks (search.actions): (opposed, reads_only, writes),
+    # subtracted from the score's logit after the list is read; 0 for a mark a model was fitted
+    # before (a file's two weights read as writes 0)
+    action: tuple[float, ...] = (0.0, 0.0, 0.0)
     # what past requests lift (search.learned: floor, full, weight, saturate, fitted), fitted by
     # benchmarks/learned_sim.py; None for a model without them: nothing is lifted
     learned: dict[str, Any] | None = None
@@ -101,7 +102,7 @@ def _read_fits() -> dict[str, ModelFit]:
             {k: (v[0], v[1], v[2]) for k, v in f["listwise"].items()},
             dict(f["threshold"]),
             f["fitted"],
-            tuple(f.get("action", (0.0, 0.0))),
+            (*f.get("action", ()), 0.0, 0.0, 0.0)[:3],
             f.get("learned"),
             f.get("server", 0.0),
             f.get("gate"),
@@ -295,14 +296,14 @@ def score_candidates(
             scale = 0.5 * min(others) / high
             out.update({r: out[r] * scale for r in forbidden})
         return out
-    opposed_w = reads_w = 0.0
+    opposed_w = reads_w = writes_w = 0.0
     if mode == "keyword":  # its z is a logit already, and its constants belong to no model
         (slope, bias), (a, b, c) = (1.0, 0.0), KW_LISTWISE
     else:
         fit = fit_for(model)
         (slope, bias), (a, b, c) = fit.platt[mode], fit.listwise[mode]
         if mode == "hybrid":
-            opposed_w, reads_w = fit.action
+            opposed_w, reads_w, writes_w = (*fit.action, 0.0, 0.0, 0.0)[:3]
     logits = {r: slope * z + bias for r, z in ranking_values(cands, mode, n_tools, n_terms, model).items()}
     for r, up in (lift or {}).items():  # what past requests like this one led to (search.learned)
         if r in logits:
@@ -321,7 +322,13 @@ def score_candidates(
     # `add_observations`). Else a best tool that only reads what the request would change lowers
     # the whole list alike, its order kept: a task may need that tool as a step (find, then book),
     # but a list led by it does not do what was asked (fit_fusion.py measured both ways).
-    final = {r: a * x + b * shares.get(r, 0.0) + c - opposed_w * cands[r].get("opposed", 0) for r, x in logits.items()}
+    # The other way round, a request that only reads: a tool that changes something falls by its
+    # own weight, and under the best of the DOER_K that does not ("list the entities in my
+    # knowledge graph": `create_entities` under `read_graph`); with none, the list falls.
+    final = {
+        r: a * x + b * shares.get(r, 0.0) + c - opposed_w * cands[r].get("opposed", 0) - writes_w * cands[r].get("writes", 0)
+        for r, x in logits.items()
+    }
     if mode == "hybrid" and final:
         answers = [r for r in final if r not in negated]
         top = heapq.nlargest(DOER_K, answers, key=final.__getitem__)
@@ -333,6 +340,10 @@ def score_candidates(
             final = _under(final, below, final[doer])
         elif reads_w and top and cands[top[0]].get("reads_only"):
             final = {r: x - reads_w for r, x in final.items()}
+        writers = [r for r in answers if cands[r].get("writes")]
+        reader = next((r for r in top if not cands[r].get("writes")), None)
+        if writes_w and writers and reader is not None:
+            final = _under(final, writers, final[reader])
         if negated and answers:
             final = _below(final, negated, min(final[r] for r in answers))
     return {r: _sigmoid(x) for r, x in final.items()}

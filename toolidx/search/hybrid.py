@@ -67,6 +67,8 @@ class Signals:
     # and the tool only reads (1); search.actions
     opposed: int | None = None
     reads_only: int | None = None
+    # hybrid: the request only reads and the tool changes something (1); search.actions
+    writes: int | None = None
     # hybrid: the tool does what the request forbids ("do not delete ..."; search.negation): it
     # ranks below every tool that does not
     negated: int | None = None
@@ -80,7 +82,7 @@ class Signals:
 
     def to_json(self) -> dict[str, float]:
         out: dict[str, float] = {"bm25": self.bm25, "fuzzy": self.fuzzy}
-        for key in ("cosine", "coverage", "name_words", "share", "opposed", "reads_only", "negated", "server", "far"):
+        for key in ("cosine", "coverage", "name_words", "share", "opposed", "reads_only", "writes", "negated", "server", "far"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -361,10 +363,12 @@ def _mark_actions(db: Reader, text: str, cands: dict[int, dict], neg: negation.N
     names = _names_of(db, list(cands))
     said = ", ".join(neg.said) if neg is not None else ""
     one = actions.asks_one_thing(text, request[0])  # a task of several steps lifts none of them
+    reads = request[0] == actions.READ and actions.only_reads(text)
     steps = several_steps(text, request[0])
     for r, c in cands.items():
         name = names.get(r, "")
         c["opposed"], c["reads_only"] = actions.marks(request, name)
+        c["writes"] = actions.writes(request, name, reads)
         # the antonym of the request's verb ("remember ..." and `delete_relations`), not an update
         # asked of a tool that creates or deletes (ETOM's "update the graph by removing ..." wants
         # `delete_observations`): it ranks under a tool that does what was asked, as one that reads
@@ -612,6 +616,8 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, 
         reasons.append("its action is the opposite of the request's")
     elif ev.get("reads_only"):
         reasons.append("it only reads; the request changes something")
+    elif ev.get("writes"):
+        reasons.append("action: writes; the request only reads")
     elif ev.get("step"):
         reasons.append("it reads: a step of the request's task")
     signals = Signals(bm25=round(ev.get("bm25", 0.0), 3), fuzzy=round(ev.get("fuzzy", 0.0), 3))
@@ -621,6 +627,7 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, 
         signals.coverage = round(ev.get("coverage", 0.0), 3)
         signals.name_words = ev.get("name_words", 0)
         signals.opposed, signals.reads_only = ev.get("opposed", 0), ev.get("reads_only", 0)
+        signals.writes = ev.get("writes", 0)
         signals.negated = ev.get("negated", 0)
         signals.far = 1 if ev.get("far") else 0
         signals.near = 1 if ev.get("near") else 0

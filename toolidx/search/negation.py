@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from . import actions, quoted
+from .actions import forms
 
 # the negators; `not` only where it opens a clause ("not the merge, just ..."), since "is not
 # working" or "whether or not" forbid nothing
@@ -45,31 +46,7 @@ _FILLERS = "ever even try to want need please you i we go ahead actually really 
 _FILLER = frozenset(_FILLERS.split())
 
 
-def forms(word: str) -> frozenset[str]:
-    """`word` and the stems its -ing / -ed / -s inflection could come from (deleting: delete;
-    stopping: stop; clears: clear)."""
-    w = word.lower()
-    out = {w}
-    if w.endswith("ing") and len(w) > 5:
-        out |= {w[:-3], w[:-3] + "e"}
-        if w[-4] == w[-5]:
-            out.add(w[:-4])
-    if w.endswith("ed") and len(w) > 4:
-        out |= {w[:-2], w[:-1]}
-        if w[-3] == w[-4]:
-            out.add(w[:-3])
-    if w.endswith("es") and len(w) > 4:
-        out.add(w[:-2])
-    if w.endswith("s") and not w.endswith("ss") and len(w) > 3:
-        out.add(w[:-1])
-    return frozenset(out)
-
-
-def _action(word: str) -> str | None:
-    for f in sorted(forms(word)):
-        if f in actions.VERBS:
-            return actions.VERBS[f]
-    return None
+_action = actions.inflected
 
 
 @dataclass(frozen=True)
