@@ -61,7 +61,7 @@ def main() -> int:
     from toolidx.core.embedding import QUERY_THREADS
     from toolidx.store.db import open_db
 
-    queries = [json.loads(line) for line in open(DEV) if line.strip()]
+    queries = [json.loads(line) for line in DEV.read_text().splitlines() if line.strip()]
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.db_dir or tmp)
@@ -69,7 +69,8 @@ def main() -> int:
             path = MODELS[label]
             dbp = work / f"real-{label}.db"
             if not dbp.exists():
-                code, _, err = cli("crawl", "--config", Path(servers_dir()) / "servers.json", "--db", dbp, "--model-path", path)
+                cfg = Path(servers_dir()) / "servers.json"
+                code, _, err = cli("crawl", "--config", cfg, "--db", dbp, "--model-path", path)
                 if code != 0:
                     sys.exit(f"crawl of the real servers failed: {err.strip()[-500:]}")
             db = open_db(dbp)
@@ -78,10 +79,11 @@ def main() -> int:
             out[label] = rows
             for kind in dict.fromkeys(q["kind"] for q in queries):
                 rs = [r for r in rows if r["kind"] == kind]
+                first, top5 = sum(r["right_first"] for r in rs), sum(r["right_top5"] for r in rs)
                 print(
-                    f"{label:7s} {kind:10s} n {len(rs):3d}  wanted first {sum(r['right_first'] for r in rs):3d}  "
-                    f"top 5 {sum(r['right_top5'] for r in rs):3d}  forbidden first {sum(r['forbidden_first'] for r in rs)}"
-                    f"  answered {sum(r['answered'] for r in rs):3d}"
+                    f"{label:7s} {kind:10s} n {len(rs):3d}  wanted first {first:3d}  top 5 {top5:3d}  "
+                    f"forbidden first {sum(r['forbidden_first'] for r in rs)}  "
+                    f"answered {sum(r['answered'] for r in rs):3d}"
                 )
             for r in rows:
                 if not r["right_first"]:

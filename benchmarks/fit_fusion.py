@@ -671,7 +671,8 @@ def main() -> int:
         if KEEP_FUSION and known and mode != "hybrid" and args.only is None:
             # hybrid's refit: the other modes' constants, which read no action mark, as they are
             if mode == "semantic":
-                out[mode] = (list(known.platt["semantic"]), list(known.listwise["semantic"]), known.threshold["semantic"])
+                sem = known.platt["semantic"], known.listwise["semantic"], known.threshold["semantic"]
+                out[mode] = (list(sem[0]), list(sem[1]), sem[2])
             continue
         if args.only in (None, mode):
             out[mode] = hybrid() if mode == "hybrid" else single_mode(mode)

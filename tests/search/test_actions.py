@@ -228,7 +228,7 @@ def test_writes_mark(query, name, mark):
 
 
 def test_a_negated_request_whose_rest_reads_marks_the_tools_that_write():
-    """"do not delete the entities, just show me the graph": what is asked is to read (negation's
+    """ "do not delete the entities, just show me the graph": what is asked is to read (negation's
     rest of the request), so a tool that creates is marked as well as forbidden ones."""
     from toolidx.search import negation
 

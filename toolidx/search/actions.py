@@ -222,10 +222,8 @@ def does(request: tuple[str | None, str | None], name: str) -> int:
 
 # words of the verb lexicon that a tool name also uses as a noun after its object (`git_log`,
 # `purchase_order`, `blog_post`): the only verb of such a name is no evidence that it writes
-NOUN_TOO = frozenset(
-    "log logs record records post posts order orders book books call calls share shares draft drafts "
-    "schedule schedules new changes".split()
-)
+_NOUNS = "log logs record records post posts order orders book books call calls share shares draft drafts schedule"
+NOUN_TOO = frozenset((*_NOUNS.split(), "schedules", "new", "changes"))
 
 
 def writes(request: tuple[str | None, str | None], name: str, reads: bool) -> int:

@@ -325,9 +325,9 @@ def score_candidates(
     # The other way round, a request that only reads: a tool that changes something falls by its
     # own weight, and under the best of the DOER_K that does not ("list the entities in my
     # knowledge graph": `create_entities` under `read_graph`); with none, the list falls.
+    final = {r: a * x + b * shares.get(r, 0.0) + c for r, x in logits.items()}
     final = {
-        r: a * x + b * shares.get(r, 0.0) + c - opposed_w * cands[r].get("opposed", 0) - writes_w * cands[r].get("writes", 0)
-        for r, x in logits.items()
+        r: x - opposed_w * cands[r].get("opposed", 0) - writes_w * cands[r].get("writes", 0) for r, x in final.items()
     }
     if mode == "hybrid" and final:
         answers = [r for r in final if r not in negated]

@@ -82,7 +82,8 @@ class Signals:
 
     def to_json(self) -> dict[str, float]:
         out: dict[str, float] = {"bm25": self.bm25, "fuzzy": self.fuzzy}
-        for key in ("cosine", "coverage", "name_words", "share", "opposed", "reads_only", "writes", "negated", "server", "far"):
+        keys = ("cosine", "coverage", "name_words", "share", "opposed", "reads_only", "writes", "negated")
+        for key in (*keys, "server", "far"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
