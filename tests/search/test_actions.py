@@ -239,8 +239,9 @@ def test_a_negated_request_whose_rest_reads_marks_the_tools_that_write():
 
 def test_right_tools_of_the_bench_are_almost_never_marked_writes(bench_dir):
     """What the writes mark costs feasible requests: on every feasible bench request, its relevant
-    tools all marked as writing for a request that only reads (measured 4 of 1,844: ETOM's 'fetch
-    the owner() of a contract' and `contractCall`, LiveMCPBench's 'summarize it in a PPT')."""
+    tools all marked as writing for a request that only reads (measured 0 of 1,844; a right tool
+    is marked, beside one that is not, in ETOM's 'retrieve the image assets ... from this Figma
+    file' and `add_figma_file` and LiveMCPBench's 'summarize it in a PPT' and `create_presentation`)."""
     n = marked = 0
     for name in ("etom", "livemcp", "livemcp-natural"):
         tools = {}
@@ -255,7 +256,7 @@ def test_right_tools_of_the_bench_are_almost_never_marked_writes(bench_dir):
             request, reads = actions.read_request(q["query"]), actions.only_reads(q["query"])
             marked += all(actions.writes(request, tools.get(r, r.split("/")[-1]), reads) for r in q["relevant"])
     assert n > 1800
-    assert marked <= 5, f"{marked} of {n} feasible requests have every relevant tool marked writes"
+    assert marked <= 3, f"{marked} of {n} feasible requests have every relevant tool marked writes"
 
 
 @pytest.mark.servers
