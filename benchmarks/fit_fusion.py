@@ -355,7 +355,9 @@ def actions(data: dict, fusion: tuple, cal_, fit_sets: list[str], lab: dict):
     must be no more than 1 point of R@5 below the unmarked one on any set, multi-tool sets
     included, and not significantly worse; its threshold is re-picked on the feasible sets alone
     (feasible R@5 within 1 point per catalog), so what it turns away of each impossible set is
-    measured on data the threshold never saw. The pick: the best mean abstention over the
+    measured on data the threshold never saw, and it may turn away no more feasible requests whose
+    right tool hybrid's keyword or vector half ranks in its top 5 than the model's shipped weights
+    do (issue 43: never "no good match" for those). The pick: the best mean abstention over the
     impossible sets, each weighing the same, then the best mean R@1 (each catalog weighing the
     same: a mark that only reorders, as `writes` mostly does, is picked for its ranking), then the
     lightest; leave-one-set-out over the impossible sets shows the pick held out.
@@ -375,6 +377,29 @@ def actions(data: dict, fusion: tuple, cal_, fit_sets: list[str], lab: dict):
     none = (0.0, 0.0, 0.0)
     base_rank = {s: ranking(s, none) for s in fit_sets}
     size = {s: len(marked[s]) for s in fit_sets}
+    # issue 43: a servable request whose right tool keyword or semantic alone ranks in its top 5
+    # (read here as hybrid's own keyword and vector ranks) is never turned away; no point may turn
+    # away more of them than the model's shipped weights do
+    alone5 = {
+        s: np.array(
+            [
+                any(t in set(q["relevant"]) and min(e.get("kw_rank", 99), e.get("vec_rank", 99)) < 5 for t, e in ev)
+                for q, ev in data[s]
+            ],
+            bool,
+        )
+        for s in fit_sets
+    }
+
+    def away5(marks) -> int:
+        tops = {s: first_hits(marked[s], cal_, marks) for s in fit_sets}
+        th = gate_threshold({s: first_hits(marked[s], cal_, marks) for s in [*FEASIBLE, *INFEASIBLE]})
+        return int(sum(((tops[s][:, 0] < th) & (tops[s][:, 3] == 0) & alone5[s]).sum() for s in fit_sets))
+
+    known = current()
+    shipped = (*(known.action if known else ()), 0.0, 0.0, 0.0)[:3]
+    limit = away5(shipped)
+    print(f"\n  servable, a right tool in keyword's or semantic's top 5, turned away at the shipped {shipped}: {limit}")
     table = {}
     print("\n1b. action marks (opposed, reads_only, writes) in the score's logit; abstention per impossible set")
     head = " ".join(f"{s:>16s}" for s in INFEASIBLE)
@@ -387,12 +412,15 @@ def actions(data: dict, fusion: tuple, cal_, fit_sets: list[str], lab: dict):
         tops = {s: first_hits(marked[s], cal_, marks) for s in [*FEASIBLE, *INFEASIBLE]}
         th = gate_threshold(tops)
         held = {s: float(((tops[s][:, 0] < th) & (tops[s][:, 3] == 0)).mean()) for s in INFEASIBLE}
+        away = away5(marks)
+        if away > limit:
+            worse.append(f"{away} servable ones turned away")
         table[marks] = (not worse, held, th, r1)
         w = min(drop, key=drop.get)
         print(
             f"  {str(marks):16s} {'no' if worse else 'yes':>3s} {th:9.4f} "
             + " ".join(f"{held[s]:16.3f}" for s in INFEASIBLE)
-            + f"   {r1:.4f}   {drop[w]:+.3f} ({w})"
+            + f"   {r1:.4f}   {drop[w]:+.3f} ({w}) away5 {away}"
             + (f"  worse: {', '.join(worse)}" if worse else ""),
             flush=True,
         )
