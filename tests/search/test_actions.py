@@ -146,8 +146,9 @@ def test_the_gate_turns_away_the_opposite_action(default_model_index, monkeypatc
     create = next(h for h in found["hits"] if h["id"] == "filesystem/create_directory")
     assert create["signals"]["opposed"] == 1 and "opposite" in create["why"]
     assert found["hits"][0]["id"] != "filesystem/create_directory" and found["no_match"], found["hits"][:3]
-    # the same fit without the marks: the tool that creates answers the request to delete
-    unmarked = dataclasses.replace(cal.FITS[DEFAULT_MODEL], action=(0.0, 0.0))
+    # the same fit without the marks: the tool that creates answers the request to delete (and
+    # without the near gate, which since issue 43 turns it away too: "nothing here deletes folder")
+    unmarked = dataclasses.replace(cal.FITS[DEFAULT_MODEL], action=(0.0, 0.0, 0.0), near=None)
     monkeypatch.setitem(cal.FITS, DEFAULT_MODEL, unmarked)
     before = search(asked, "--server", "filesystem")
     assert before["hits"][0]["id"] == "filesystem/create_directory" and not before["no_match"]

@@ -18,11 +18,13 @@ from toolidx.store.db import open_db
 from toolidx.store.usage import MAX_PAIRS_PER_TOOL, PAIR_DAYS, open_usage, usage_path
 
 TAUGHT = [  # three ways of asking one thing, each followed by a successful call of the tool
-    "please remember my sister's birthday is in May",
-    "remember my sister's birthday, it is in May",
+    "please keep in mind my sister's birthday is in May",
+    "don't let me forget my sister's birthday, it is in May",
     "keep in mind my sister's birthday is in May",
 ]
-UNSEEN = "remember that my sister's birthday is on May 12"
+# no "remember": that verb names the memory server by derivation (search.derive), and the ranking
+# alone finds it; the lift is for what the ranking misses
+UNSEEN = "keep in mind that my sister's birthday is on May 12"
 TOOL = "memory/create_entities"
 
 
