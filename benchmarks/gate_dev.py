@@ -278,21 +278,26 @@ def pooled(s: dict, sets: tuple[str, ...], key: str) -> float:
     return sum(s[x][key] * s[x]["n"] for x in sets if x in s) / n if n else 0.0
 
 
+def table(before: dict, after: dict) -> None:
+    """Each set's summary before -> after (near_dev.py prints its gate's so too)."""
+    print(f"  {'set':17s} {'n':>4s}  {'R@1':>5s} {'R@5':>5s}  {'R@5 gated':>13s}  {'answered':>13s}  alone5 away")
+    for name, v in after.items():
+        w = before[name]
+        if "R@1" in v:
+            print(
+                f"  {name:17s} {v['n']:4d}  {v['R@1']:.3f} {v['R@5']:.3f}"
+                f"  {w['R@5 gated']:.3f}->{v['R@5 gated']:.3f}"
+                f"  {w['answered']:.3f}->{v['answered']:.3f}  {w['alone5 turned away']}->{v['alone5 turned away']}"
+            )
+        else:
+            print(f"  {name:17s} {v['n']:4d}  turned away {w['turned away']:.3f}->{v['turned away']:.3f}")
+
+
 def report(rows: dict, bounds: dict[str, tuple[float, float] | None]) -> None:
     for label, b in bounds.items():
         before, after = summary(rows, label, None, steps=False), summary(rows, label, b)
         print(f"\n{label}: far when the subject's covered share < {b and b[0]} and the best cosine < {b and b[1]}")
-        print(f"  {'set':17s} {'n':>4s}  {'R@1':>5s} {'R@5':>5s}  {'R@5 gated':>13s}  {'answered':>13s}  alone5 away")
-        for name, v in after.items():
-            w = before[name]
-            if "R@1" in v:
-                print(
-                    f"  {name:17s} {v['n']:4d}  {v['R@1']:.3f} {v['R@5']:.3f}"
-                    f"  {w['R@5 gated']:.3f}->{v['R@5 gated']:.3f}"
-                    f"  {w['answered']:.3f}->{v['answered']:.3f}  {w['alone5 turned away']}->{v['alone5 turned away']}"
-                )
-            else:
-                print(f"  {name:17s} {v['n']:4d}  turned away {w['turned away']:.3f}->{v['turned away']:.3f}")
+        table(before, after)
         for tag, sets in (("far", FAR), ("near", NEAR), ("bench far", FAR[:3]), ("bench near", NEAR[:1])):
             print(
                 f"  {tag} turned away (pooled): {pooled(before, sets, 'turned away'):.3f} -> "

@@ -159,17 +159,7 @@ def report(rows: dict, bounds: dict[str, Bound], far_bounds: dict) -> None:
         fb = far_bounds[label]
         before, after = summary(rows, label, fb, None), summary(rows, label, fb, b)
         print(f"\n{label}: near at (product, action) cosine bounds {b} (far gate at {fb})")
-        print(f"  {'set':17s} {'n':>4s}  {'R@1':>5s} {'R@5':>5s}  {'R@5 gated':>13s}  {'answered':>13s}  alone5 away")
-        for name, v in after.items():
-            w = before[name]
-            if "R@1" in v:
-                print(
-                    f"  {name:17s} {v['n']:4d}  {v['R@1']:.3f} {v['R@5']:.3f}"
-                    f"  {w['R@5 gated']:.3f}->{v['R@5 gated']:.3f}"
-                    f"  {w['answered']:.3f}->{v['answered']:.3f}  {w['alone5 turned away']}->{v['alone5 turned away']}"
-                )
-            else:
-                print(f"  {name:17s} {v['n']:4d}  turned away {w['turned away']:.3f}->{v['turned away']:.3f}")
+        gate_dev.table(before, after)
         for tag, sets in (("far", gate_dev.FAR), ("near", gate_dev.NEAR)):
             print(
                 f"  {tag} turned away (pooled): {gate_dev.pooled(before, sets, 'turned away'):.3f} -> "

@@ -83,11 +83,8 @@ def test_marks(query, name, marks):
     assert actions.marks(actions.read_request(query), name) == marks
 
 
-def test_gold_tools_of_the_bench_are_almost_never_marked(bench_dir):
-    """What the marks cost feasible requests: on every feasible bench request, its relevant tools
-    marked as contradicting it (measured 1 of 1,844, an ETOM request that says "update ... by
-    removing" of a delete tool)."""
-    n = marked = 0
+def _feasible(bench_dir):
+    """Every feasible bench request: (its text, its relevant tools' names)."""
     for name in ("etom", "livemcp", "livemcp-natural"):
         tools = {}
         for line in (bench_dir / name / "tools.jsonl").read_text().splitlines():
@@ -95,12 +92,19 @@ def test_gold_tools_of_the_bench_are_almost_never_marked(bench_dir):
             tools[t["id"]] = t["name"]
         for line in (bench_dir / name / "queries.jsonl").read_text().splitlines():
             q = json.loads(line)
-            if not q["relevant"]:
-                continue
-            n += 1
-            request = actions.read_request(q["query"])
-            marks = [actions.marks(request, tools.get(r, r.split("/")[-1])) for r in q["relevant"]]
-            marked += all(any(m) for m in marks)
+            if q["relevant"]:
+                yield q["query"], [tools.get(r, r.split("/")[-1]) for r in q["relevant"]]
+
+
+def test_gold_tools_of_the_bench_are_almost_never_marked(bench_dir):
+    """What the marks cost feasible requests: on every feasible bench request, its relevant tools
+    marked as contradicting it (measured 1 of 1,844, an ETOM request that says "update ... by
+    removing" of a delete tool)."""
+    requests = list(_feasible(bench_dir))
+    n, marked = len(requests), 0
+    for query, names in requests:
+        request = actions.read_request(query)
+        marked += all(any(actions.marks(request, name)) for name in names)
     assert n > 1800
     assert marked <= 3, f"{marked} of {n} feasible requests have every relevant tool marked"
 
@@ -243,19 +247,11 @@ def test_right_tools_of_the_bench_are_almost_never_marked_writes(bench_dir):
     tools all marked as writing for a request that only reads (measured 0 of 1,844; a right tool
     is marked, beside one that is not, in ETOM's 'retrieve the image assets ... from this Figma
     file' and `add_figma_file` and LiveMCPBench's 'summarize it in a PPT' and `create_presentation`)."""
-    n = marked = 0
-    for name in ("etom", "livemcp", "livemcp-natural"):
-        tools = {}
-        for line in (bench_dir / name / "tools.jsonl").read_text().splitlines():
-            t = json.loads(line)
-            tools[t["id"]] = t["name"]
-        for line in (bench_dir / name / "queries.jsonl").read_text().splitlines():
-            q = json.loads(line)
-            if not q["relevant"]:
-                continue
-            n += 1
-            request, reads = actions.read_request(q["query"]), actions.only_reads(q["query"])
-            marked += all(actions.writes(request, tools.get(r, r.split("/")[-1]), reads) for r in q["relevant"])
+    requests = list(_feasible(bench_dir))
+    n, marked = len(requests), 0
+    for query, names in requests:
+        request, reads = actions.read_request(query), actions.only_reads(query)
+        marked += all(actions.writes(request, name, reads) for name in names)
     assert n > 1800
     assert marked <= 3, f"{marked} of {n} feasible requests have every relevant tool marked writes"
 
