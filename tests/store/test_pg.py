@@ -426,7 +426,8 @@ def test_hybrid_search_and_similar_match_on_both_engines(tmp_path, pg_url, model
 def test_a_replica_holds_no_catalog(tmp_path, pg_url, model_path):
     """search.warm on PostgreSQL loads the model only: no postings, no vector matrix, no names; of
     the catalog it holds two numbers (keyword_totals: tools and their mean length) and, for server
-    evidence (search.server_match), one vector per server and each tool's server as 4 bytes."""
+    evidence (search.server_match), one vector per server, each tool's server as 4 bytes and the
+    servers named by one word (server_names: "remember ..." and the `memory` server)."""
     import numpy as np
 
     from toolidx.search.hybrid import search, warm
@@ -436,8 +437,9 @@ def test_a_replica_holds_no_catalog(tmp_path, pg_url, model_path):
     db = open_db(pg_url)
     warm(db)
     held = {n for n, size in db.cache.stats()["entries"].items() if size}
-    assert held <= {"keyword_totals", "server_vectors", "tool_servers"}, held
+    assert held <= {"keyword_totals", "server_vectors", "tool_servers", "server_names"}, held
     servers = db.scalar("SELECT count(*) FROM servers WHERE status = 'ok'")
+    assert len(db.cache.get("server_names", lambda: None)) <= servers  # a word per server, at most
     names, matrix, _ = db.cache.get("server_vectors", lambda: None)
     assert len(names) == matrix.shape[0] <= servers, names
     members = db.cache.get("tool_servers", lambda: None)
