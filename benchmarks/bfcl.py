@@ -9,7 +9,7 @@ index cache ($TOOLIDX_BENCH_CACHE/bfcl/). Per model: hybrid, semantic and keywor
 questions with one wanted function (simple, multiple, live simple / multiple, Java, JavaScript)
 and, labels "all", of those calling several (parallel multiple).
 
-    python benchmarks/bfcl.py --gorilla /path/to/gorilla [--models v2,MiniLM] [--json OUT]
+    python benchmarks/bfcl.py --gorilla /path/to/gorilla [--models v2,MiniLM] [--json OUT] [--code DIR]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import CACHE, MODEL, PACKAGED
+from _common import CACHE, MODEL, PACKAGED, measure_code
 
 MODELS = {"v2": PACKAGED, "MiniLM": MODEL}
 DATA = "berkeley-function-call-leaderboard/bfcl_eval/data"
@@ -114,7 +114,10 @@ def main() -> int:
     ap.add_argument("--gorilla", required=True, help="a checkout (or bare mirror) of ShishirPatil/gorilla")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--json", help="write every row here")
+    ap.add_argument("--code", help="measure the toolidx package in this folder (git archive COMMIT toolidx)")
     args = ap.parse_args()
+    if args.code:
+        measure_code(args.code, {})
     from bench_index import build, embedder
     from models import run_set
 
