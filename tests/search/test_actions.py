@@ -232,6 +232,26 @@ def test_writes_mark(query, name, mark):
     assert actions.writes(request, name, actions.only_reads(query)) == mark
 
 
+@pytest.mark.parametrize(
+    ("query", "reads"),
+    [
+        ("what changed since my last commit", True),  # a past change, asked about; "my last commit" a noun
+        ("which files were modified in the repo", True),
+        ("who edited the report document last", True),
+        ("what happens if I delete the sheet", False),  # asks about a write to come
+        ("what did I commit yesterday", False),  # the verb's own form: not read as past
+        ("read the article, saved to notes.md", False),  # not a question: the past form still writes
+        ("show the files I created today", False),
+        ("show a new page in the browser", False),  # "a new page": one to be made
+    ],
+)
+def test_a_question_about_what_happened_only_reads(query, reads):
+    """A question whose verb of change is past asks what happened ("what changed since my last
+    commit" put `git_commit` first on the memory, filesystem and git servers), and a verb right
+    after a determiner is a noun ("my last commit")."""
+    assert actions.only_reads(query) is reads
+
+
 def test_a_negated_request_whose_rest_reads_marks_the_tools_that_write():
     """ "do not delete the entities, just show me the graph": what is asked is to read (negation's
     rest of the request), so a tool that creates is marked as well as forbidden ones."""

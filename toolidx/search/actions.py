@@ -138,6 +138,7 @@ OPENING = frozenset(
         )
     ).split()
 )
+DETERMINERS = frozenset("the a an my this these those our your his her their its every each".split())  # noqa: SIM905
 QUESTION = frozenset(("what", "what's", "whats", "which", "how", "who", "where", "when", "is", "are"))
 LOOK_AHEAD = 8  # the request's verb is among its first words
 _WORD = re.compile(r"[a-z][a-z']*")
@@ -268,8 +269,24 @@ def inflected(word: str) -> str | None:
 def only_reads(text: str) -> bool:
     """Whether no verb of the lexicon in a request, in any inflection, changes something: of a
     request that asks to read, whether it only reads ("show me how to create a branch", "what
-    happens if I delete the sheet", "read the article, saved to notes.md" ask about a write)."""
-    return all(inflected(w) in (None, READ) for w in _WORD.findall(text.lower()))
+    happens if I delete the sheet", "read the article, saved to notes.md" ask about a write). In
+    a question, a verb of change in the past asks what happened, not that it be done: "what
+    changed since my last commit", "which files were deleted"."""
+    words = _WORD.findall(text.lower())
+    past = read_request(text)[1] in QUESTION
+    return all(
+        inflected(w) in (None, READ)
+        or (past and w.endswith("ed"))
+        # "my last commit" is a noun; "the article, saved to" a verb, and "a new page" asks one made
+        or (after_determiner(words, i) and not w.endswith("ed") and w != "new")
+        for i, w in enumerate(words)
+    )
+
+
+def after_determiner(words: list[str], i: int) -> bool:
+    """Whether `words[i]` follows a determiner by a word or two: a noun, though the lexicon has
+    it as a verb ("my last commit", "the git log")."""
+    return not DETERMINERS.isdisjoint(words[max(0, i - 2) : i])
 
 
 def asks_one_thing(text: str, asked: str | None) -> bool:

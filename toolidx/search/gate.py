@@ -65,7 +65,6 @@ _NOT_SUBJECT = frozenset(
 # a word before one of these is a verb ("water the plants", "track my package", "remember that
 # Alice ..."): what the request does, whether or not search.actions knows it
 _OBJECT = frozenset("the a an my this that these those me our your his her their its some all it them us him".split())  # noqa: SIM905
-_DETERMINER = frozenset("the a an my this these those our your his her their its every each".split())  # noqa: SIM905
 # a host, path, file or e-mail: a value, not a subject ("example.com", "Europe/Paris")
 _VALUE = re.compile(r"\S*\w[./@:\\]\w\S*")
 # a word capitalised where a sentence does not start: a name ("Alice", "Spotify", "DHL", "GitHub")
@@ -104,9 +103,7 @@ def subjects(text: str, terms: list[str]) -> list[str]:
     typed = set(re.findall(r"[a-z]+", text.lower()))  # a term not typed is a slip's correction (search.spelling)
     skip = names(plain) | places() | {w for w, nxt in zip(words, words[1:]) if nxt in _OBJECT} | _fact(plain, words)
     # a verb of the lexicon a word or two after an article is a noun: "a SELECT query", "the git log"
-    nouns = {
-        w for i, w in enumerate(words) if w in actions.VERBS and _DETERMINER.intersection(words[max(0, i - 2) : i])
-    }
+    nouns = {w for i, w in enumerate(words) if w in actions.VERBS and actions.after_determiner(words, i)}
     return [
         t
         for t in terms
