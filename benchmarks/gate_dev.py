@@ -278,6 +278,18 @@ def pooled(s: dict, sets: tuple[str, ...], key: str) -> float:
     return sum(s[x][key] * s[x]["n"] for x in sets if x in s) / n if n else 0.0
 
 
+def rows_for(args, models: dict[str, str], measure=None) -> dict:
+    """The rows of `--rows` (an earlier `--json`), or of a new run of `measure` (this script's
+    collect unless given) written to `--json`."""
+    if args.rows:
+        return json.loads(Path(args.rows).read_text())
+    with tempfile.TemporaryDirectory() as work:
+        rows = (measure or collect)(models, Path(work))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows))
+    return rows
+
+
 def table(before: dict, after: dict) -> None:
     """Each set's summary before -> after (near_dev.py prints its gate's so too)."""
     print(f"  {'set':17s} {'n':>4s}  {'R@1':>5s} {'R@5':>5s}  {'R@5 gated':>13s}  {'answered':>13s}  alone5 away")
@@ -363,13 +375,7 @@ def main() -> int:
         _index_from(Path(args.code))
     models = {m: MODELS[m] for m in args.models.split(",")}
     t0 = time.time()
-    if args.rows:
-        rows = json.loads(Path(args.rows).read_text())
-    else:
-        with tempfile.TemporaryDirectory() as work:
-            rows = collect(models, Path(work))
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows))
+    rows = rows_for(args, models)
     bounds: dict[str, tuple[float, float] | None] = {}
     how = ""
     for label in models:

@@ -25,7 +25,6 @@ import argparse
 import dataclasses
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -203,13 +202,7 @@ def main() -> int:
     args = ap.parse_args()
     models = {m: gate_dev.MODELS[m] for m in args.models.split(",")}
     t0 = time.time()
-    if args.rows:
-        rows = json.loads(Path(args.rows).read_text())
-    else:
-        with tempfile.TemporaryDirectory() as work:
-            rows = collect(models, Path(work))
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows))
+    rows = gate_dev.rows_for(args, models, collect)
     far_bounds = shipped_far(models)
     bounds: dict[str, Bound] = {}
     how = ""

@@ -151,6 +151,13 @@ def run_cli(*args: str) -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
+def search_json(db, q: str, *args: str) -> dict:
+    """`toolidx search Q --json` on `db`: its JSON, exit 0 or 1 ("no good match") as its JSON says."""
+    r = run_cli("search", q, "--db", db, "--json", *args)
+    assert r.code in (0, 1) and (r.code == 1) == r.json["no_match"], r.stderr
+    return r.json
+
+
 def crawl_with_both_models(folder: Path, servers: dict, model_path: str) -> dict[str, Path]:
     """`servers` (an mcpServers mapping) crawled twice into `folder`: with the tests' model
     ("tests") and with toolidx's default model ("default"), whose fits differ (action marks,

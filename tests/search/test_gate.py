@@ -73,11 +73,9 @@ def indexes(servers_config, model_path, tmp_path_factory):
 
 
 def _search(db, q: str, *args: str) -> dict:
-    from conftest import run_cli
+    from conftest import search_json
 
-    r = run_cli("search", q, "--db", db, "--json", *args)
-    assert r.code in (0, 1) and (r.code == 1) == r.json["no_match"], r.stderr  # 1: no good match
-    return r.json
+    return search_json(db, q, *args)
 
 
 HOTELS = "find hotels near the Eiffel Tower under 150 euros"
