@@ -397,7 +397,7 @@ def actions(data: dict, fusion: tuple, cal_, fit_sets: list[str], lab: dict):
         return int(sum(((tops[s][:, 0] < th) & (tops[s][:, 3] == 0) & alone5[s]).sum() for s in fit_sets))
 
     known = current()
-    shipped = (*(known.action if known else ()), 0.0, 0.0, 0.0)[:3]
+    shipped = known.action if known else (0.0, 0.0, 0.0)
     limit = away5(shipped)
     print(f"\n  servable, a right tool in keyword's or semantic's top 5, turned away at the shipped {shipped}: {limit}")
     table = {}

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from toolidx.search import negation
+from toolidx.search import actions, negation
 
 SIX = [
     "do not delete my files, just list them",
@@ -71,7 +71,7 @@ def test_forbidden_tools_by_name_and_by_action():
     # a verb outside the lexicon forbids the tools named with it, in any inflection
     m = negation.read("without merging the pull request, check its status")
     assert m.forbids("merge_pull_request") and not m.forbids("get_pull_request_status")
-    assert negation.forms("stopping") >= {"stop"} and negation.forms("deleted") >= {"delete"}
+    assert actions.forms("stopping") >= {"stop"} and actions.forms("deleted") >= {"delete"}
 
 
 TOOLS = [

@@ -72,7 +72,7 @@ class ModelFit:
     # hybrid's weights of the action marks (search.actions): (opposed, reads_only, writes),
     # subtracted from the score's logit after the list is read; 0 for a mark a model was fitted
     # before (a file's two weights read as writes 0)
-    action: tuple[float, ...] = (0.0, 0.0, 0.0)
+    action: tuple[float, float, float] = (0.0, 0.0, 0.0)
     # what past requests lift (search.learned: floor, full, weight, saturate, fitted), fitted by
     # benchmarks/learned_sim.py; None for a model without them: nothing is lifted
     learned: dict[str, Any] | None = None
@@ -90,6 +90,13 @@ class ModelFit:
     near: dict[str, Any] | None = None
 
 
+def _three(action) -> tuple[float, float, float]:
+    """A file's action weights as (opposed, reads_only, writes): a mark it lacks weighs 0 (a model
+    fitted before the writes mark stores two)."""
+    a = (*action, 0.0, 0.0, 0.0)
+    return (float(a[0]), float(a[1]), float(a[2]))
+
+
 def _read_fits() -> dict[str, ModelFit]:
     raw = json.loads(FITS_FILE.read_text())
     return {
@@ -102,7 +109,7 @@ def _read_fits() -> dict[str, ModelFit]:
             {k: (v[0], v[1], v[2]) for k, v in f["listwise"].items()},
             dict(f["threshold"]),
             f["fitted"],
-            (*f.get("action", ()), 0.0, 0.0, 0.0)[:3],
+            _three(f.get("action", ())),
             f.get("learned"),
             f.get("server", 0.0),
             f.get("gate"),
@@ -303,7 +310,7 @@ def score_candidates(
         fit = fit_for(model)
         (slope, bias), (a, b, c) = fit.platt[mode], fit.listwise[mode]
         if mode == "hybrid":
-            opposed_w, reads_w, writes_w = (*fit.action, 0.0, 0.0, 0.0)[:3]
+            opposed_w, reads_w, writes_w = fit.action
     logits = {r: slope * z + bias for r, z in ranking_values(cands, mode, n_tools, n_terms, model).items()}
     for r, up in (lift or {}).items():  # what past requests like this one led to (search.learned)
         if r in logits:
@@ -325,9 +332,15 @@ def score_candidates(
     # The other way round, a request that only reads: a tool that changes something falls by its
     # own weight, and under the best of the DOER_K that does not ("list the entities in my
     # knowledge graph": `create_entities` under `read_graph`); with none, the list falls.
-    final = {r: a * x + b * shares.get(r, 0.0) + c for r, x in logits.items()}
     final = {
-        r: x - opposed_w * cands[r].get("opposed", 0) - writes_w * cands[r].get("writes", 0) for r, x in final.items()
+        r: (
+            a * x
+            + b * shares.get(r, 0.0)
+            + c
+            - opposed_w * cands[r].get("opposed", 0)
+            - writes_w * cands[r].get("writes", 0)
+        )
+        for r, x in logits.items()
     }
     if mode == "hybrid" and final:
         answers = [r for r in final if r not in negated]
@@ -340,9 +353,9 @@ def score_candidates(
             final = _under(final, below, final[doer])
         elif reads_w and top and cands[top[0]].get("reads_only"):
             final = {r: x - reads_w for r, x in final.items()}
-        writers = [r for r in answers if cands[r].get("writes")]
+        writers = [r for r in answers if cands[r].get("writes")] if writes_w else []
         reader = next((r for r in top if not cands[r].get("writes")), None)
-        if writes_w and writers and reader is not None:
+        if writers and reader is not None:
             final = _under(final, writers, final[reader])
         if negated and answers:
             final = _below(final, negated, min(final[r] for r in answers))

@@ -83,12 +83,10 @@ class Signals:
     def to_json(self) -> dict[str, float]:
         out: dict[str, float] = {"bm25": self.bm25, "fuzzy": self.fuzzy}
         keys = ("cosine", "coverage", "name_words", "share", "opposed", "reads_only", "writes", "negated")
-        for key in (*keys, "server", "far"):
+        for key in (*keys, "server", "far", "near"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
-        if self.near is not None:
-            out["near"] = self.near
         return out
 
 
@@ -384,45 +382,6 @@ def _mark_actions(db: Reader, text: str, cands: dict[int, dict], neg: negation.N
             c["negated"], c["forbidden"] = 1, said
 
 
-def _about(
-    db: Reader,
-    query: str,
-    terms: list[str],
-    cands: dict[int, dict],
-    scored: dict[int, float],
-    fit: dict | None,
-    gate: float,
-    total: int,
-) -> far_gate.About | None:
-    """The far gate's reading of the request (search.gate), for a model fitted with one and a
-    request the calibrated gate judges; None when not read. A request that past usage lifted a
-    tool for (search.learned) is about something the catalog holds."""
-    if fit is None or gate <= 0 or any(c.get("learned") for c in cands.values()):
-        return None
-    return far_gate.read(query, terms, cands, scored, fit, db.retrieval.document_frequency, total)
-
-
-def _near(
-    db: Reader,
-    query: str,
-    terms: list[str],
-    cands: dict[int, dict],
-    scored: dict[int, float],
-    fit: dict | None,
-    gate: float,
-    about: far_gate.About | None,
-    slips: dict[str, list[str]],
-) -> near_gate.Near | None:
-    """The near gate's reading of the request (search.near), as _about's: for a model fitted with
-    one, a request the calibrated gate judges and the far gate let through, and no lift from
-    past usage."""
-    if fit is None or gate <= 0 or (about is not None and about.far) or any(c.get("learned") for c in cands.values()):
-        return None
-    return near_gate.read(
-        query, terms, cands, scored, fit, db.retrieval.document_frequency, db.retrieval.hit_rows, slips
-    )
-
-
 def _names_of(db: Reader, rowids: list[int]) -> dict[int, str]:
     """rowid -> name, for at least the given tools: each read once per index version (fuzzy names,
     name words and action marks all ask for their candidates' names)."""
@@ -523,12 +482,21 @@ def search(
             ),
         )
         fit = cal.fit_for(model) if calibrated and mode_used == "hybrid" else None  # the far gate, server evidence
-        about = _about(db, query, terms, cands, scored, fit.gate if fit else None, gate, total)
+        # the far and near gates read a request the calibrated gate judges, with a model fitted
+        # for them; a request that past usage lifted a tool for (search.learned) is about
+        # something the catalog holds
+        judged = gate > 0 and not any(c.get("learned") for c in cands.values())
+        about = near = None
+        if judged and fit is not None and fit.gate is not None:
+            df = db.retrieval.document_frequency
+            about = far_gate.read(query, terms, cands, scored, fit.gate, df, total)
         if about is not None and about.far:  # about nothing the catalog holds (search.gate)
             scored = far_gate.lower(scored, gate, cal.BELOW)
             for c in cands.values():
                 c["far"] = about.why()
-        near = _near(db, query, terms, cands, scored, fit.near if fit else None, gate, about, fixes)
+        elif judged and fit is not None and fit.near is not None:  # and what the far gate let through
+            df, rows_of = db.retrieval.document_frequency, db.retrieval.hit_rows
+            near = near_gate.read(query, terms, cands, scored, fit.near, df, rows_of, fixes)
         if near is not None and near.near:  # names a product the catalog lacks (search.near)
             scored = far_gate.lower(scored, gate, cal.BELOW)
             for c in cands.values():

@@ -16,8 +16,7 @@ where a request names a product: where it is done ("in QuickBooks", "on GitLab",
 base", "from Spotify") or what holds the thing it acts on ("a Jira ticket", "the MongoDB
 collection", "my Jupyter notebook": PRODUCT_NOUNS). A name in any other place is an argument,
 a person, a coin, a stock ("the price of Dogecoin", "stats for Azir"): no evidence either way.
-When no tool of the catalog has
-the name (its document frequency, as the keyword index cuts it, is 0: a tool's name,
+When no tool of the catalog has the name (its document frequency, as the keyword index cuts it, is 0: a tool's name,
 description, server or parameters naming it makes it the catalog's) and no tool is near the
 request in meaning (the best cosine under the model's bound, calibration.json `near`), the
 request asks for a product the catalog lacks: hybrid lowers its list under the "no good match"

@@ -24,7 +24,6 @@ import re
 from dataclasses import dataclass
 
 from . import actions, quoted
-from .actions import forms
 
 # the negators; `not` only where it opens a clause ("not the merge, just ..."), since "is not
 # working" or "whether or not" forbid nothing
@@ -46,9 +45,6 @@ _FILLERS = "ever even try to want need please you i we go ahead actually really 
 _FILLER = frozenset(_FILLERS.split())
 
 
-_action = actions.inflected
-
-
 @dataclass(frozen=True)
 class Negation:
     """A request read for what it forbids."""
@@ -62,7 +58,7 @@ class Negation:
     def forbids(self, name: str) -> bool:
         """Whether a tool named `name` does what the request forbids: a word of its name is a
         forbidden verb, or its action is a forbidden one."""
-        if any(not forms(w).isdisjoint(self.words) for w in actions.name_words(name)):
+        if any(not actions.forms(w).isdisjoint(self.words) for w in actions.name_words(name)):
             return True
         return bool(self.actions) and actions.tool_action(name) in self.actions
 
@@ -84,8 +80,8 @@ def read(text: str) -> Negation | None:
         words = list(_WORD.finditer(text, m.end(), clause_end))
         first = next((w for w in words if w.group().lower() not in _FILLER), None)
         verbs = [first] if first else []
-        lexical = next((w for w in words if _action(w.group()) in actions.WRITES and w is not first), None)
-        if lexical is not None and not (first is not None and _action(first.group())):
+        lexical = next((w for w in words if actions.inflected(w.group()) in actions.WRITES and w is not first), None)
+        if lexical is not None and not (first is not None and actions.inflected(first.group())):
             verbs.append(lexical)
         if verbs:
             clauses.append((start, m.end(), verbs))
@@ -105,7 +101,7 @@ def read(text: str) -> Negation | None:
     cut: list[tuple[int, int]] = []
     said: list[str] = []
     for start, end, verbs in clauses:
-        kept = [v for v in verbs if request[0] is None or _action(v.group()) != request[0]]
+        kept = [v for v in verbs if request[0] is None or actions.inflected(v.group()) != request[0]]
         if kept:
             cut.append((start, end))
             cut += [v.span() for v in kept]
@@ -116,10 +112,10 @@ def read(text: str) -> Negation | None:
     rest = " ".join(rest.split())
     if request[1] is None:
         request = actions.read_request(rest)
-    forbidden = {a for w in said if (a := _action(w)) in actions.WRITES}
+    forbidden = {a for w in said if (a := actions.inflected(w)) in actions.WRITES}
     return Negation(
         text=rest,
-        words=frozenset(f for w in said for f in forms(w)),
+        words=frozenset(f for w in said for f in actions.forms(w)),
         said=tuple(dict.fromkeys(said)),
         actions=frozenset(forbidden),
         request=request,
