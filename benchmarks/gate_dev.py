@@ -7,7 +7,7 @@ the test suite), in hybrid (the ranking and whether the calibrated gate answers 
 reading: the subject words, those a best tool has, the best cosine), keyword and semantic (whether
 a right tool is in their top 5). With the far gate's bound off, that is the code before it; each
 bound is then the same rows read again, so before / after is one run. So is the rule of a task of
-several steps (hybrid.several_steps: "create a project and then list its tools" is not lowered for
+several steps (actions.several_steps: "create a project and then list its tools" is not lowered for
 its reading step): read, never applied, while measuring; kept() applies it to the rows.
 
 The far gate turns a request away when the idf-weighed share of its subject words that its best
@@ -71,16 +71,16 @@ def _right(ids: list[str], q: dict, labels: str) -> bool:
 def measure(db, queries: list[dict], labels: str, emb) -> list[dict]:
     """Per request: hybrid's ranking and answer with the far gate read but never applied, the far
     gate's reading, and whether keyword or semantic alone has a right tool in its top 5."""
+    from toolidx.search import actions
     from toolidx.search import calibration as cal
     from toolidx.search import gate as far_gate
-    from toolidx.search import hybrid
     from toolidx.search.eval import ranking_metrics
     from toolidx.search.hybrid import search
     from toolidx.search.request import SearchRequest
 
     seen: list = []
     read = far_gate.read
-    several = hybrid.several_steps
+    several = actions.several_steps
     steps: list[bool] = []
 
     def steps_spy(text, asked):  # read, never applied: steps() applies it to the rows
@@ -98,7 +98,7 @@ def measure(db, queries: list[dict], labels: str, emb) -> list[dict]:
         return read(text, terms, cands, scored, fit, df, n_tools)
 
     rows = []
-    far_gate.read, hybrid.several_steps = spy, steps_spy
+    far_gate.read, actions.several_steps = spy, steps_spy
     reads_w = cal.fit_for(db.get_meta("embed_model")).action[1]
     try:
         for q in queries:
@@ -117,7 +117,7 @@ def measure(db, queries: list[dict], labels: str, emb) -> list[dict]:
                 # the candidates in keyword's or semantic's top 10 within hybrid: [id, kw rank,
                 # vec rank, hybrid score, reads_only, opposed, does, negated]
                 "cands": seen[1] if seen else None,
-                "steps": any(steps),  # a task of several steps (hybrid.several_steps)
+                "steps": any(steps),  # a task of several steps (actions.several_steps)
                 "reads_w": reads_w,
             }
             alone = False
@@ -134,7 +134,7 @@ def measure(db, queries: list[dict], labels: str, emb) -> list[dict]:
                 row |= {"R@1": m["R@1"], "R@5": m["R@5"], "alone5": alone, "gold": sorted(_gold(q, labels))}
             rows.append(row)
     finally:
-        far_gate.read, hybrid.several_steps = read, several
+        far_gate.read, actions.several_steps = read, several
     return rows
 
 
@@ -204,7 +204,7 @@ def far(row: dict, bound: tuple[float, float] | None) -> bool:
 
 
 def kept(row: dict) -> bool:
-    """Whether hybrid.several_steps keeps an answer the rows' code turned away: a task of several
+    """Whether actions.several_steps keeps an answer the rows' code turned away: a task of several
     steps whose list a reading tool led was lowered by the model's reads_only weight, and scores at
     the calibrated gate without it (the lowering moves the whole list alike)."""
     if row["answered"] or not row.get("steps") or not row.get("cands") or not row["hits"]:
@@ -321,7 +321,7 @@ def report(rows: dict, bounds: dict[str, tuple[float, float] | None]) -> None:
             f"{sum(v.get('alone5 turned away', 0) for v in after.values())}"
         )
         off = summary(rows, label, b, steps=False)
-        print("  a task of several steps (hybrid.several_steps), at that bound: off -> on")
+        print("  a task of several steps (actions.several_steps), at that bound: off -> on")
         for name, v in after.items():
             w = off[name]
             if "R@1" in v:

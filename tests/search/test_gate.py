@@ -157,10 +157,10 @@ def test_both_engines_turn_a_far_request_away_alike(db_target, servers_config, m
 
 
 def test_a_task_of_several_steps_is_one_whose_clause_asks_another_action():
-    """hybrid.several_steps: another action's verb opening a clause ("and then list", "to get"),
+    """actions.several_steps: another action's verb opening a clause ("and then list", "to get"),
     not a noun that spells a verb ("make a list of", "my last move")."""
     from toolidx.search import actions
-    from toolidx.search.hybrid import several_steps
+    from toolidx.search.actions import several_steps
 
     def steps(text: str) -> bool:
         return several_steps(text, actions.read_request(text)[0])

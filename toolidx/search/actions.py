@@ -289,6 +289,30 @@ def after_determiner(words: list[str], i: int) -> bool:
     return not DETERMINERS.isdisjoint(words[max(0, i - 2) : i])
 
 
+# a clause of a request that starts with a verb: after a comma or a sentence's end, after "and",
+# "then", "also", "next", "finally", after "to" (what a step is for: "call the method to get the
+# counts") or "that" / "which" (what a thing made must do)
+_CLAUSE = re.compile(
+    r"(?:^|[,.;:!?]\s*|\b(?:and|then|also|after that|afterwards|next|finally|to|that|which)\s+)"
+    r"(?:then\s+|also\s+|please\s+)?([a-z][a-z']*)"
+)
+
+
+def several_steps(text: str, asked: str | None) -> bool:
+    """Whether a clause of the request asks an action besides `asked`, its own ("create a project
+    and then list its tools"): a task of steps, one of which may only read."""
+    for m in _CLAUSE.finditer(text.lower()):
+        said = _verb_or_its_s(m.group(1))
+        if said is not None and said != asked:
+            return True
+    return False
+
+
+def _verb_or_its_s(w: str) -> str | None:
+    """The action of a verb of the lexicon, with its -s ("and checks", "then lists")."""
+    return VERBS.get(w) or (VERBS.get(w[:-1]) if w.endswith("s") else None)
+
+
 def asks_one_thing(text: str, asked: str | None) -> bool:
     """Whether every verb of the lexicon in the request names the action it asks: "save a fact
     to the knowledge graph" does; "create a folder and then list its files" asks two (a task of
@@ -297,8 +321,7 @@ def asks_one_thing(text: str, asked: str | None) -> bool:
     if asked is None:
         return False
     for w in _WORD.findall(text.lower()):
-        # with a verb's -s ("and checks", "then lists")
-        said = VERBS.get(w) or (VERBS.get(w[:-1]) if w.endswith("s") else None)
+        said = _verb_or_its_s(w)
         if said not in (None, asked):
             return False
     return True

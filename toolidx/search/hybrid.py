@@ -15,7 +15,6 @@ Keyword mode imports no numpy, fastembed or mcp, so a keyword search in a new pr
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -329,26 +328,6 @@ def _cover(db: Reader, terms: list[str], tw: dict[str, float] | None, cands: dic
         cands[r]["name_words"] = n
 
 
-# a clause of a request that starts with a verb: after a comma or a sentence's end, after "and",
-# "then", "also", "next", "finally", after "to" (what a step is for: "call the method to get the
-# counts") or "that" / "which" (what a thing made must do)
-_CLAUSE = re.compile(
-    r"(?:^|[,.;:!?]\s*|\b(?:and|then|also|after that|afterwards|next|finally|to|that|which)\s+)"
-    r"(?:then\s+|also\s+|please\s+)?([a-z][a-z']*)"
-)
-
-
-def several_steps(text: str, asked: str | None) -> bool:
-    """Whether a clause of the request asks an action besides `asked`, its own ("create a project
-    and then list its tools"): a task of steps, one of which may only read."""
-    for m in _CLAUSE.finditer(text.lower()):
-        w = m.group(1)
-        said = actions.VERBS.get(w) or (actions.VERBS.get(w[:-1]) if w.endswith("s") else None)
-        if said is not None and said != asked:
-            return True
-    return False
-
-
 def _mark_actions(db: Reader, text: str, cands: dict[int, dict], neg: negation.Negation | None = None) -> None:
     """Each candidate's action marks (search.actions): "opposed" when the tool does the opposite
     of what the request asks, "reads_only" when the request changes something and the tool only
@@ -363,7 +342,7 @@ def _mark_actions(db: Reader, text: str, cands: dict[int, dict], neg: negation.N
     said = ", ".join(neg.said) if neg is not None else ""
     one = actions.asks_one_thing(text, request[0])  # a task of several steps lifts none of them
     reads = request[0] == actions.READ and actions.only_reads(text)
-    steps = several_steps(text, request[0])
+    steps = actions.several_steps(text, request[0])
     for r, c in cands.items():
         name = names.get(r, "")
         c["opposed"], c["reads_only"] = actions.marks(request, name)
