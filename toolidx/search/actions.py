@@ -58,7 +58,8 @@ for _action, _spelled in {
     "parse analyze summarize extract calculate whois searcher getter finder reader viewer fetcher details "
     "info",
     CREATE: "create add make insert register new creates adds makes inserts registers build builds "
-    "compose draft write writes schedule remind record log draw reserve book commit save remember memorize",
+    "compose draft write writes schedule remind record log draw reserve book commit save remember memorize "
+    "store stores jot",
     DELETE: "delete remove erase destroy purge trash discard wipe deletes removes erases destroys uninstall cancel",
     UPDATE: "update edit modify change rename amend updates edits modifies changes renames set adjust move "
     "increase decrease scale rotate assign renew fix stamp upvote vote",

@@ -117,6 +117,11 @@ def subjects(text: str, terms: list[str]) -> list[str]:
     ]
 
 
+# how far past the request's verb its "that" may open the fact: the verb, then where the fact
+# goes ("in the graph", "to my notes")
+_FACT_REACH = 4
+
+
 def _fact(plain: str, words: list[str]) -> set[str]:
     """The words of the clause after the request's verb and "that", when the verb writes
     ("remember that Alice likes tea", "record that ..."; search.actions.read_request): the fact it
@@ -124,7 +129,9 @@ def _fact(plain: str, words: list[str]) -> set[str]:
     asks about the clause ("check that the backup ran"), and it stays."""
     asked, verb = actions.read_request(plain)
     i = words.index(verb) if asked in actions.WRITES and verb in words else -1
-    return set(words[i + 2 :]) if 0 <= i < len(words) - 2 and words[i + 1] == "that" else set()
+    # "that" right after the verb or after where it goes ("store in the graph that ...")
+    j = next((k for k in range(i + 1, min(i + _FACT_REACH + 1, len(words) - 1)) if words[k] == "that"), -1)
+    return set(words[j + 1 :]) if i >= 0 and j > 0 else set()
 
 
 @dataclass(frozen=True)
