@@ -17,7 +17,10 @@
   keyword and semantic alone from the same run, far / near turned away, the gate's cost in R@5, the
   servable requests that keyword or semantic alone has in its top 5 but hybrid answers "no good
   match", and whether both engines give every answer alike. Its report names requests by id only:
-  nobody tuning may read that file.
+  nobody tuning may read that file;
+- the same table for near_ops_dev.jsonl (dev) and tests/data/near_ops_check.jsonl (a check nobody
+  tuning reads): near requests in the catalog's own domain, an operation none of its tools offers
+  ("add a git submodule"), beside servable ones of the same styles (benchmarks/data/NEAR_OPS.md).
 
     python benchmarks/trust.py [--models v2,MiniLM] [--json OUT.json] [--before OLD.json]
                                [--code DIR] [--only heldout] [--no-pg] [--model LABEL=FOLDER]
@@ -42,7 +45,14 @@ MODELS = {"v2": PACKAGED, "MiniLM": MODEL}
 HELDOUT = REPO / "tests" / "data" / "negation_heldout.jsonl"
 V3 = REPO / "tests" / "data" / "v3_heldout.jsonl"
 GOAL = REPO / "benchmarks" / "data" / "goal_dev.jsonl"  # goal-style dev requests (read while tuning)
-REAL = ("negation", "gate", "goal", "heldout", "heldout-pg")  # the real servers' row sets
+# near requests in the catalog's own domain (an operation no tool offers) and servable ones, written
+# together and split at random (benchmarks/data/NEAR_OPS.md): dev is read while tuning, check is not
+NEAR_OPS = {
+    "near-ops dev": REPO / "benchmarks" / "data" / "near_ops_dev.jsonl",
+    "near-ops check": REPO / "tests" / "data" / "near_ops_check.jsonl",
+}
+# the real servers' row sets
+REAL = ("negation", "gate", "goal", "heldout", "heldout-pg", *NEAR_OPS)
 STYLES = ("plain", "terse", "typo", "chatty", "indirect")
 MODES = ("hybrid", "keyword", "semantic")
 # issue 43's gate examples on the real servers: (request, what should be first, or None: turned away)
@@ -128,13 +138,16 @@ def real_servers(models: dict[str, str], work: Path, only: str | None, pg: str |
         code, listed, err = cli("list", "--db", dbp, "--json", "--page-size", "1000")
         tools = {t["id"] for t in json.loads(listed)["items"]} if code == 0 else set()
         # a server that renamed or dropped a tool would leave its requests unservable without a word
-        unknown = sorted({r for q in _jsonl(V3) for r in q["relevant"]} - tools)
-        if unknown:
-            sys.exit(f"{V3.name} labels tools the real servers no longer have: {unknown}")
+        for labelled in (V3, *NEAR_OPS.values()):
+            unknown = sorted({r for q in _jsonl(labelled) for r in q.get("relevant", ())} - tools)
+            if unknown:
+                sys.exit(f"{labelled.name} labels tools the real servers no longer have: {unknown}")
         db = open_db(dbp)
         emb = embedder(threads=QUERY_THREADS, model=path)
         out[f"{label}|heldout"] = heldout(db, emb)
         print(f"{label}: v3 held-out measured on SQLite", file=sys.stderr, flush=True)
+        for name, file in NEAR_OPS.items():
+            out[f"{label}|{name}"] = heldout(db, emb, file)
         if pg:
             from pg_bench import _schema_url
 
@@ -179,11 +192,15 @@ def real_servers(models: dict[str, str], work: Path, only: str | None, pg: str |
     return out
 
 
-def heldout(db, emb) -> list[dict]:
-    """Every v3 held-out request in each mode: its ranking (ids only: the rows name no request) and
-    whether the default search, as a user runs it, answers or says "no good match"."""
+def heldout(db, emb, file: Path = V3) -> list[dict]:
+    """Every request of `file` (the v3 held-out ones by default) in each mode: its ranking (ids
+    only: the rows name no request) and whether the default search, as a user runs it, answers or
+    says "no good match"; grouped by style when servable, else by kind (far, near)."""
 
-    return [{"id": q["id"], "set": q.get("style") or q["kind"]} | _modes(db, emb, q) for q in _jsonl(V3)]
+    def group(q: dict) -> str:
+        return q["kind"] if q.get("kind") in ("far", "near") else q.get("style") or q["kind"]
+
+    return [{"id": q["id"], "set": group(q)} | _modes(db, emb, q) for q in _jsonl(file)]
 
 
 def _modes(db, emb, q: dict) -> dict:
@@ -197,7 +214,7 @@ def _modes(db, emb, q: dict) -> dict:
         ids = ask(db, q["query"], emb, mode)["ids"]
         said = search(db, SearchRequest(q["query"], mode=mode, limit=10), embedder=emb)
         cell = {"ids": ids, "answered": not said.no_match}
-        if q["relevant"]:
+        if q.get("relevant"):
             m = ranking_metrics(ids, q["relevant"], "any", (1, 5))
             cell |= {"R@1": m["R@1"], "R@5": m["R@5"]}
         row[mode] = cell
@@ -214,7 +231,9 @@ def engines_alike(a: list[dict], b: list[dict]) -> list[str]:
     ]
 
 
-def heldout_table(now: dict, before: dict | None, models: dict[str, str]) -> None:
+def heldout_table(
+    now: dict, before: dict | None, models: dict[str, str], key: str = "heldout", title: str = ""
+) -> None:
     """A markdown table, one row per model x style / far / near (SQLite; PostgreSQL's rows only where
     its answers differ). Servable: hybrid R@1, R@5, R@5 when a request hybrid turns away counts as a
     miss (gated), the gate's cost (gated - ranking), `lost`: how many whose right tool keyword or
@@ -252,34 +271,37 @@ def heldout_table(now: dict, before: dict | None, models: dict[str, str]) -> Non
         return [r for r in rows if r["set"] == g or (g == "servable" and r["set"] in STYLES)]
 
     head = "hyb R@1|hyb R@5|R@5 gated|gate cost|lost|answered|kw R@1|kw R@5|sem R@1|sem R@5|away hyb|away kw|away sem"
-    print(f"\nheld-out v3 ({V3.name}), the 16 real servers\n|model|engine|set|n|{head}|")
+    print(f"\n{title or f'held-out v3 ({V3.name})'}, the 16 real servers\n|model|engine|set|n|{head}|")
     print("|---|---|---|---:|" + "---:|" * len(head.split("|")))
     for label in models:
-        rows = now.get(f"{label}|heldout") or []
-        pg = now.get(f"{label}|heldout-pg")
+        rows = now.get(f"{label}|{key}") or []
+        pg = now.get(f"{label}|{key}-pg")
         diff = engines_alike(rows, pg) if pg is not None else []
-        runs = [("sqlite", rows, (before or {}).get(f"{label}|heldout"))]
+        runs = [("sqlite", rows, (before or {}).get(f"{label}|{key}"))]
         if diff:
-            runs.append(("pg", pg or [], (before or {}).get(f"{label}|heldout-pg")))
+            runs.append(("pg", pg or [], (before or {}).get(f"{label}|{key}-pg")))
         for engine, got, old in runs:
             for g in (*STYLES, "servable", "far", "near"):
+                if not pick(got, g):
+                    continue
                 if old:
                     print(f"|{label}|{engine} before|{g}|{len(pick(old, g))}|{'|'.join(cells(pick(old, g)))}|")
                 print(f"|{label}|{engine}|{g}|{len(pick(got, g))}|{'|'.join(cells(pick(got, g)))}|")
     for label in models:
-        rows = now.get(f"{label}|heldout") or []
+        rows = now.get(f"{label}|{key}") or []
         gone = [r["id"] for r in rows if "R@1" in r["hybrid"] and lost(r)]
         print(f"{label}: lost (right tool in keyword's or semantic's top 5, hybrid no good match): {gone or 'none'}")
-        old = (before or {}).get(f"{label}|heldout")
+        old = (before or {}).get(f"{label}|{key}")
         if old:
             moved = [a["id"] for a, b in zip(rows, old) if a["hybrid"]["ids"][:1] != b["hybrid"]["ids"][:1]]
             flipped = [a["id"] for a, b in zip(rows, old) if a["hybrid"]["answered"] != b["hybrid"]["answered"]]
             print(
                 f"{label}: hybrid's first tool changed on {len(moved)}, answered / turned away on {flipped or 'none'}"
             )
-        pg = now.get(f"{label}|heldout-pg")
+        pg = now.get(f"{label}|{key}-pg")
         if pg is None:
-            print(f"{label}: PostgreSQL not measured (--no-pg)")
+            if key == "heldout":
+                print(f"{label}: PostgreSQL not measured (--no-pg)")
             continue
         diff = engines_alike(rows, pg)
         alike = f"{len(diff)} different answers" if diff else "the same answers"
@@ -386,6 +408,8 @@ def main() -> int:
     before = json.loads(Path(args.before).read_text()) if args.before else None
     report(now, before, models)
     heldout_table(now, before, models)
+    for name, file in NEAR_OPS.items():
+        heldout_table(now, before, models, name, f"{name} ({file.name})")
     print(f"total {time.time() - t0:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(now))
