@@ -72,6 +72,17 @@ _NAME = re.compile(r"(?<![\w.'/@:#-])([A-Z][\w]*|[a-z]+[A-Z]\w*)")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"'(]\s*)$")
 
 
+def without_values(text: str) -> str:
+    """`text` less its values: quoted arguments, hosts, paths, files, e-mails (an argument names
+    nothing the request is about)."""
+    return _VALUE.sub(" ", quoted.strip_quoted(text))
+
+
+def opens_sentence(text: str, at: int) -> bool:
+    """Whether the word at `at` opens a sentence of `text` (where a capital says nothing of a name)."""
+    return bool(_SENTENCE_START.search(text, 0, at))
+
+
 @lru_cache(maxsize=1)
 def places() -> frozenset[str]:
     """The place words of PLACES (one a line, lowercase)."""
@@ -88,7 +99,7 @@ def names(text: str) -> set[str]:
     out = set()
     for m in _NAME.finditer(text):
         word = m.group(1)
-        if word[0].isupper() and word[1:].islower() and _SENTENCE_START.search(text, 0, m.start()):
+        if word[0].isupper() and word[1:].islower() and opens_sentence(text, m.start()):
             continue  # "Book a flight": a sentence's first word, not a name
         out.update(query_terms(word) + [word.lower()])  # its parts as the keyword index cuts them
     return out
@@ -97,7 +108,7 @@ def names(text: str) -> set[str]:
 def subjects(text: str, terms: list[str]) -> list[str]:
     """What `text` is about, of its keyword `terms` (as search read them)."""
     text = text[:MAX_QUERY_CHARS]
-    plain = _VALUE.sub(" ", quoted.strip_quoted(text))  # a quoted value is an argument, not a subject
+    plain = without_values(text)
     words = re.findall(r"[a-z]+", plain.lower())
     said = set(words)
     typed = set(re.findall(r"[a-z]+", text.lower()))  # a term not typed is a slip's correction (search.spelling)

@@ -53,7 +53,7 @@ from pathlib import Path
 
 from ..core.notices import warn_once
 from ..core.tokens import MAX_QUERY_CHARS
-from . import actions, gate, quoted
+from . import actions, gate
 from .gate import K
 
 # the WordPiece vocabulary of toolidx's models (bert-base-uncased's, Apache-2.0), shipped with the
@@ -99,7 +99,7 @@ def vocabulary() -> frozenset[str]:
 def coined(text: str) -> list[tuple[str, str]]:
     """The request's coined names: (as typed, lowercase), in order, each once."""
     text = text[:MAX_QUERY_CHARS]
-    plain = gate._VALUE.sub(" ", quoted.strip_quoted(text))  # a quoted value or a path is an argument
+    plain = gate.without_values(text)
     vocab = vocabulary()
     if not vocab:
         return []
@@ -109,7 +109,7 @@ def coined(text: str) -> list[tuple[str, str]]:
         if word.isupper():
             continue  # PDF, CSV, USD: a format or a unit, not a product
         camel = any(ch.isupper() for ch in word[1:])
-        if not camel and gate._SENTENCE_START.search(plain, 0, m.start()):
+        if not camel and gate.opens_sentence(plain, m.start()):
             continue  # "Book a flight": a sentence's first word says nothing of a name
         after = _NEXT_WORD.match(plain, m.end())
         where = _WHERE.search(plain, 0, m.start()) and not _TOPIC.search(plain, 0, m.start())
