@@ -190,3 +190,27 @@ def test_fastmcp_example_says_what_it_does_before_the_model_loads(tmp_path):
     assert lines and lines[0].startswith("example: loading the model and embedding 20 tools (usually 5-30 s"), lines
     assert any(line.startswith("example: ... still loading the model and embedding (1") for line in lines), lines
     assert not any("tools/list" in line for line in lines)  # the model never loaded: all of it came before
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["search", "x", "-n", "0"], "Invalid value for '--limit'"),
+        (["search", "x", "--limt", "3"], "No such option: --limt"),
+        (["search"], "Missing argument 'QUERY'"),
+        (["serch", "x"], "No such command 'serch'"),
+    ],
+)
+def test_arguments_that_do_not_parse_answer_json_with_json(index, args, said):
+    """Found trying toolidx as a new user (round 16): with --json, an option out of range, a
+    misspelt option or command, or a missing argument printed click's usage text on stderr and
+    nothing on stdout, while toolidx's own usage errors (an empty query, a missing index) answer
+    the error object a script reads. Before: stdout empty."""
+    _, db = index
+    r = run_cli(*args, "--db", db, "--json")
+    assert r.code == 2, r
+    assert r.json["command"] == "error" and r.json["code"] == "usage_error", r.stdout
+    assert said in r.json["message"] and r.json["fix"].startswith("see toolidx"), r.json
+    assert said in r.stderr  # and the usage text a person reads is still there
+    plain = run_cli(*args, "--db", db)
+    assert plain.code == 2 and plain.stdout == "", plain

@@ -17,7 +17,7 @@ from typing import Any, List, Optional
 import typer
 from typer.core import TyperCommand
 
-from ..core.errors import EXIT_FAILURE, EXIT_USAGE, ToolidxError
+from ..core.errors import EXIT_FAILURE, EXIT_USAGE, ToolidxError, UsageError
 from . import render
 
 
@@ -1171,6 +1171,10 @@ def main(argv: list[str] | None = None) -> None:
     except click_exc.ClickException as e:
         e.show()
         code = EXIT_USAGE if e.exit_code == 2 else e.exit_code
+        if as_json:  # the arguments did not parse: the JSON a script reads says so, as our own usage errors do
+            ctx = getattr(e, "ctx", None)
+            command = ctx.command_path if ctx is not None else "toolidx"
+            render.emit_json("error", UsageError(e.format_message(), fix=f"see {command} --help").to_json())
     except KeyboardInterrupt:
         render.note("interrupted")
         code = 130
