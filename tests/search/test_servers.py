@@ -365,3 +365,67 @@ def test_the_fact_after_remember_that_is_a_value_not_a_subject():
     assert subjects(q, query_terms(q)) == ["green", "tea", "shop"]
     q = "check that the nightly backup ran"  # a verb that reads asks about the clause
     assert subjects(q, query_terms(q)) == ["nightly", "backup", "ran"]
+
+
+@pytest.mark.model
+def test_a_deprecated_tool_gives_its_place_to_the_replacement_its_server_names(db_target, tmp_path, model_path):
+    """Found trying toolidx as a new user (round 16): the official filesystem server's `read_file`
+    says "DEPRECATED: Use read_text_file instead", and "read a file" put it first at 1.00, over
+    its replacement. A deprecated tool shown above the tool its own text names trades scores with
+    it, on both engines, and both say so in `why`. Only a tool of the same server counts: a server
+    naming another server's tool as its replacement moves nothing (it reorders its own tools only,
+    as its descriptions could anyway)."""
+    from conftest import search_json
+
+    servers = {
+        "files": [
+            ("read_file", "Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead."),
+            ("read_text_file", "Read the complete contents of a file from the file system as text."),
+            ("list_directory", "List the files in a directory."),
+        ],
+        "mirror": [
+            ("read_file_copy", "Read the complete contents of a file. Deprecated; use `read_text_file` instead.")
+        ],
+    }
+    target = _named_servers(tmp_path, model_path, servers, db_target)
+    hits = search_json(target, "read the complete contents of a file", "--min-score", "0")["hits"]
+    by_id = {h["id"]: h for h in hits}
+    assert hits[0]["id"] == "files/read_text_file", [(h["id"], h["score"]) for h in hits]
+    assert "replaces files/read_file (deprecated)" in hits[0]["why"]
+    old = by_id["files/read_file"]
+    assert old["why"].startswith("deprecated: its server says use read_text_file instead"), old
+    assert old["score"] <= hits[0]["score"]
+    # another server's tool named as the replacement: said, never traded for
+    copy = by_id["mirror/read_file_copy"]
+    assert copy["why"].startswith("deprecated:"), copy
+    assert all("replaces mirror/" not in h["why"] for h in hits), hits
+
+
+def test_a_replacement_is_read_from_a_deprecated_tools_own_words_only():
+    """core.tooldoc.replacement: the tool a deprecated tool's text names as its replacement; none
+    where a tool is about deprecation ("Identify deprecated NPM packages") or names no tool."""
+    from toolidx.core.tooldoc import replacement
+
+    assert replacement("Read a file as text. DEPRECATED: Use read_text_file instead.") == "read_text_file"
+    assert replacement("Deprecated; use `list_files` instead.") == "list_files"
+    assert replacement("This tool is deprecated in favour of search_v2.") == "search_v2"
+    assert replacement("", "Read File (Deprecated, use read_text_file)") == "read_text_file"
+    assert replacement("Identify deprecated NPM packages by analyzing a list of package names.") is None
+    assert replacement("Check if packages are deprecated") is None
+    assert replacement("Use read_file to read a file.") is None
+    assert replacement(None, None) is None
+    assert len(replacement("DEPRECATED: use " + "x" * 5000 + " instead") or "") <= 128  # bounded
+
+
+@pytest.mark.model
+@pytest.mark.slow
+@pytest.mark.parametrize("label", ["tests", "default"])
+def test_the_filesystem_servers_retired_read_file_is_not_handed_first(both_models, label):
+    """The real filesystem server (the suite's 16): "read a file" put `read_file` ("DEPRECATED: Use
+    read_text_file instead") first at 1.00 with either model; its replacement leads now."""
+    from conftest import search_json
+
+    hits = search_json(both_models[label], "read a file", "--limit", "5")["hits"]
+    assert hits[0]["id"] == "filesystem/read_text_file", [(h["id"], h["score"]) for h in hits]
+    old = next(h for h in hits if h["id"] == "filesystem/read_file")
+    assert old["why"].startswith("deprecated: its server says use read_text_file instead"), old

@@ -241,6 +241,24 @@ def param_docs(schema: dict | None) -> list[tuple[str, str]]:
     return out
 
 
+# a tool that says it is deprecated and names what replaces it: "DEPRECATED: Use read_text_file
+# instead", "Deprecated; use `list_files` instead", "deprecated in favour of search_v2"
+_REPLACED_BY = re.compile(
+    r"\bdeprecated\b[^.;]{0,40}?[.:;,(-]?\s*(?:please\s+)?(?:use|in\s+favou?r\s+of|replaced\s+by|superseded\s+by)"
+    r"\s+(?:the\s+)?[`'\"]?([A-Za-z_][\w.-]{0,127}?)[`'\"]?(?:\s+(?:tool\s+)?instead\b|[\s.,;)]|$)",
+    re.IGNORECASE,
+)
+
+
+def replacement(description: str | None, title: str | None = None) -> str | None:
+    """The name of the tool a deprecated tool's own text says replaces it, if it says one."""
+    for text in (title, description):
+        m = _REPLACED_BY.search(text or "")
+        if m:
+            return m.group(1).rstrip(".-")
+    return None
+
+
 def first_line(text: str | None, limit: int = 160) -> str:
     t = " ".join((text or "").split())
     m = re.match(r"(.+?[.!?])(\s|$)", t)

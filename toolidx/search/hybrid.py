@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import tooldoc
 from ..core.embedding import INDEX_MODEL, Embedder, QueryEmbedder
 from ..core.filters import Filters
 from ..core.notices import warn_once
@@ -361,6 +362,33 @@ def _mark_actions(db: Reader, text: str, cands: dict[int, dict], neg: negation.N
             c["negated"], c["forbidden"] = 1, said
 
 
+def _replaced_first(
+    db: Reader, scored: dict[int, float], cands: dict[int, dict], rows: dict[int, dict], shown: list[int]
+) -> None:
+    """A tool shown whose own text says it is deprecated and names its replacement ("DEPRECATED:
+    Use read_text_file instead": the filesystem server's `read_file`) trades scores with that tool
+    when it ranks above it, and both say so in `why`: an agent is not handed a tool its server
+    retired. Only a tool of the same server, among this search's candidates (its filters kept), is
+    a replacement: a server reorders its own tools only, as its own descriptions could anyway.
+    `rows` gains the replacement's row when it was not among them."""
+    named = {r: tooldoc.replacement(rows[r].get("description"), rows[r].get("title")) for r in shown if r in rows}
+    named = {r: n for r, n in named.items() if n}
+    if not named:
+        return
+    names = _names_of(db, list(cands))
+    for r, name in named.items():
+        cands[r]["deprecated"] = name
+        rivals = [c for c in cands if c != r and names.get(c) == name]
+        found = {c: row for c, row in db.retrieval.hit_rows(rivals).items() if row["server"] == rows[r]["server"]}
+        if not found:
+            continue
+        new = next(iter(found))
+        cands[new]["replaces"] = rows[r]["id"]
+        if scored[r] > scored[new]:
+            scored[r], scored[new] = scored[new], scored[r]
+        rows.setdefault(new, found[new])
+
+
 def _names_of(db: Reader, rowids: list[int]) -> dict[int, str]:
     """rowid -> name, for at least the given tools: each read once per index version (fuzzy names,
     name words and action marks all ask for their candidates' names)."""
@@ -485,6 +513,7 @@ def search(
             edge = round(scored[order[limit - 1]], 4)
             order = [r for r in order if round(scored[r], 4) >= edge]
         rows = db.retrieval.hit_rows(order)
+        _replaced_first(db, scored, cands, rows, order[:limit])
         # as shown (4 decimals), ties by the unrounded score: low scores round alike
         ranked = sorted(rows, key=lambda r: (-round(scored[r], 4), -scored[r], rows[r]["id"]))
         if min_score is None:
@@ -560,6 +589,10 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, 
         reasons.insert(0, ev["far"])
     if ev.get("negated"):  # first: what an agent must read before anything else
         reasons.insert(0, f"negated: {ev.get('forbidden', '')}")
+    if ev.get("deprecated"):  # its server retired it: said first, as a negation is
+        reasons.insert(0, f"deprecated: its server says use {ev['deprecated']} instead")
+    if ev.get("replaces"):
+        reasons.append(f"replaces {ev['replaces']} (deprecated)")
     if ev.get("opposed"):
         reasons.append("its action is the opposite of the request's")
     elif ev.get("reads_only"):
