@@ -134,6 +134,17 @@ def test_page_past_the_end(catalog_db):
     assert "past the last page" in d.notes[0] and "past the last page" in d.to_json()["notes"][0]
 
 
+def test_a_misspelt_server_is_named_with_what_it_may_have_meant(cli, catalog_db):
+    """list --server gti printed an empty page and nothing else (found trying toolidx as a new
+    user, round 16)."""
+    r = cli("list", "--db", catalog_db, "--server", "dcos", "--json")
+    assert r.code == 0 and r.json["total"] == 0
+    assert r.json["notes"] == [
+        "no server 'dcos' (did you mean docs?) in the index; `toolidx categories` lists the servers"
+    ]
+    assert "notes" not in cli("list", "--db", catalog_db, "--server", "docs", "--json").json
+
+
 def test_text_list_is_tsv_in_a_pipe(cli, catalog_db):
     r = cli("list", "--db", catalog_db, "--server", "docs")
     lines = r.stdout.splitlines()

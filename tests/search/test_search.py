@@ -260,6 +260,12 @@ def test_filters_that_match_nothing(run):
     res = run("git", filters=Filters(servers=["nope"]))
     assert res.no_match and res.considered == 0
     assert any("no tools pass the filters" in n for n in res.notes)
+    # a misspelt server says so, with the servers it may have meant (round 16, found trying
+    # toolidx as a new user: `--server gti` said only that nothing passed)
+    res = run("git", filters=Filters(servers=["gti", "wether"]))
+    assert "no server 'gti' (did you mean git?), 'wether' (did you mean weather?) in the index" in res.notes[-1]
+    res = run("git", filters=Filters(servers=["weather"], name_pattern="^nothing$"))
+    assert res.no_match and not any("no server" in n for n in res.notes)  # the server is there
 
 
 def test_invalid_regex_is_a_usage_error():

@@ -13,6 +13,7 @@ from ..core.taxonomy import definition
 from ..core.toolcard import ToolSummary
 from ..store import catalog as q
 from ..store.index import Reader
+from ..store.tools import unknown_servers_note
 from ..store.usage import UsageStore
 
 USAGE_SORTS = ("calls", "success", "recent")  # from the usage file (store/usage.py); most first by default
@@ -186,8 +187,15 @@ def list_tools(
         sort=sort,
         order=order,
         filters=filters.to_json() if filters else {},
-        notes=[f"page {page} is past the last page ({pages})"] if page > pages and total else [],
+        notes=[f"page {page} is past the last page ({pages})"]
+        if page > pages and total
+        else _no_such_server(db, filters),
     )
+
+
+def _no_such_server(db: Reader, filters: Filters | None) -> list[str]:
+    said = unknown_servers_note(db, filters.servers) if filters and filters.servers else None
+    return [said] if said else []
 
 
 def _by_usage(

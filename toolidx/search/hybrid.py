@@ -26,7 +26,7 @@ from ..core.tokens import STOP_WORDS, query_terms
 from ..core.toolcard import ToolCard
 from ..core.tooldoc import first_line, split_name
 from ..store.index import Reader
-from ..store.tools import filtered_rowids
+from ..store.tools import filtered_rowids, unknown_servers_note
 from . import actions, negation, quoted, server_match, spelling
 from . import calibration as cal
 from . import gate as far_gate
@@ -554,6 +554,8 @@ def search(
         )
     elif no_match and considered == 0:
         notes.append("no tools pass the filters")
+        if filters is not None and filters.servers and (said := unknown_servers_note(db, filters.servers)):
+            notes.append(said)
     return SearchResult(
         query=query,
         mode=mode,

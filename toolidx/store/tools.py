@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import overload
 
@@ -155,6 +156,20 @@ def server_names(db: Reader, limit: int | None = None) -> list[str]:
     db = own(db)
     tail, params = (" LIMIT ?", [limit]) if limit is not None else ("", [])
     return [r["name"] for r in db.query("SELECT name FROM servers ORDER BY name" + tail, params)]
+
+
+def unknown_servers_note(db: Reader, names: list[str]) -> str | None:
+    """What a list or a search says when its --server names a server the index lacks ("no server
+    'gti' in the index (did you mean git?)"): a misspelt filter matches nothing, silently, else."""
+    unknown = sorted(set(names) - known_servers(db, names))
+    if not unknown:
+        return None
+    have = server_names(db)
+    said = []
+    for name in unknown[:5]:
+        close = difflib.get_close_matches(name, have, n=3, cutoff=0.6)
+        said.append(f"{name!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+    return f"no server {', '.join(said)} in the index; `toolidx categories` lists the servers"
 
 
 def known_servers(db: Reader, names: list[str]) -> set[str]:
