@@ -256,6 +256,16 @@ def test_filters_apply_inside_candidate_generation(run):
     ]
 
 
+def test_a_keyword_search_that_finds_no_word_says_which_words(run):
+    """keyword mode's "no good match" for a request no tool shares a word with said nothing at all
+    (round 16, found trying toolidx as a new user); hybrid explains its own."""
+    res = run("book a flight to Paris", mode="keyword")
+    assert res.no_match and res.considered > 0
+    assert res.notes == [
+        "no good match: no tool has any of the words book, flight, paris; --mode hybrid or semantic reads the meaning too"
+    ], res.notes
+
+
 def test_filters_that_match_nothing(run):
     res = run("git", filters=Filters(servers=["nope"]))
     assert res.no_match and res.considered == 0

@@ -556,6 +556,9 @@ def search(
         notes.append("no tools pass the filters")
         if filters is not None and filters.servers and (said := unknown_servers_note(db, filters.servers)):
             notes.append(said)
+    elif no_match and terms:  # keyword search found no tool with any of the words: say which words
+        meaning = "; --mode hybrid or semantic reads the meaning too" if mode_used == "keyword" else ""
+        notes.append(f"no good match: no tool has any of the words {', '.join(terms[:8])}{meaning}")
     return SearchResult(
         query=query,
         mode=mode,
