@@ -142,6 +142,25 @@ def test_the_first_search_by_meaning_over_stdio_is_semantic(serve_index, model_p
     assert not any("loading" in n for n in sc.get("notes", []))
 
 
+def test_the_first_search_by_keyword_over_stdio_is_answered_while_the_model_loads(
+    serve_index, model_path, tmp_path, monkeypatch
+):
+    """A keyword search does not wait for the model: the first one of a session ran while the
+    model's thread imported numpy, and was handed a half-imported module ("partially initialized
+    module 'numpy' has no attribute 'matrix'", internal_error), in every session an agent tried
+    (round 16). Three sessions: each first search is answered."""
+    monkeypatch.setenv("TOOLIDX_MODEL_PATH", model_path)
+    entry = client_entry(serve_index)
+
+    async def body(c, events):
+        return await call(c, "search_tools", {"query": "current time in a timezone", "search_type": "keyword"})
+
+    for i in range(3):
+        r, sc, text = scenario(entry, body, tmp_path / f"stderr{i}.txt")
+        assert not r.is_error, text
+        assert sc["mode_used"] == "keyword" and sc["hits"][0]["id"].startswith("time/"), sc
+
+
 def test_a_recrawl_triggers_list_changed_over_stdio(serve_index, model_path, tmp_path, monkeypatch):
     monkeypatch.setenv("TOOLIDX_MODEL_PATH", model_path)
     db = tmp_path / "reload.db"

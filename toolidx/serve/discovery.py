@@ -175,6 +175,14 @@ class Model:
         answer."""
         if self.state != "not loaded":
             return
+        # the search modules (numpy with them) imported here, whole, before the thread: a keyword
+        # search does not wait for the model, and one importing them while the thread does was
+        # handed a half-imported numpy ("partially initialized module 'numpy' has no attribute
+        # 'matrix'": every first keyword search_tools of a session failed)
+        import numpy  # noqa: F401  # imported lazily elsewhere: a cold keyword CLI search needs none
+
+        from ..search import hybrid  # noqa: F401
+
         self.state = "loading"
         self._thread = threading.Thread(target=self.load, args=(db,), name="toolidx-model", daemon=True)
         _loaders.add(self._thread)
