@@ -496,11 +496,39 @@ def test_every_answer_respects_the_token_budget(serve_index):
             ),
         ]
 
-    for r, sc, text in session(build(serve_index, max_tokens=400), body):
+    listed, *rest = session(build(serve_index, max_tokens=400), body)
+    for r, sc, text in rest:
         assert not r.is_error
         assert "truncated" in sc, sc
         assert estimate_tokens(sc) <= 400 or sc["truncated"]["items_kept"] <= 1
         assert "Shortened to fit 400 tokens" in text
+    # a list page the budget would cut is a shorter page instead (the next test)
+    r, sc, text = listed
+    assert not r.is_error and sc["page_size_asked"] == 100 and sc["page_size"] == len(sc["items"]) < 100, sc
+    assert estimate_tokens(sc) <= 400 or "truncated" in sc
+    assert f"next_page: 2 with page_size {sc['page_size']}" in text
+
+
+def test_list_tools_under_a_budget_reaches_every_tool_by_next_page(serve_index):
+    """An agent asked page_size 100 and got tools 1-77 with next_page 2, which started at 101: the
+    tools the budget cut from a page were never listed (round 16, found driving serve as an agent
+    would). A page the budget would cut is a page as long as what fits, aligned so that page
+    numbers go on from it; following next_page with the page_size each answer gives lists every
+    tool once, whatever page the agent starts on."""
+
+    async def body(c):
+        seen, page, size, answers = [], 1, 10, 0
+        while page:
+            _, sc, _ = await call(c, "list_tools", {"page": page, "page_size": size})
+            seen += [t["id"] for t in sc["items"]]
+            page, size, answers = sc["next_page"], sc["page_size"], answers + 1
+        _, later, _ = await call(c, "list_tools", {"page": 3, "page_size": 10})  # starts at tool 21
+        return seen, answers, later
+
+    seen, answers, later = session(build(serve_index, max_tokens=250), body)
+    assert len(seen) == len(set(seen)) == 42 and answers > 5, (len(seen), answers)
+    first = (later["page"] - 1) * later["page_size"]
+    assert first == 20 and later["page_size"] < 10, later  # the same tool 21 starts it
 
 
 # --- reload ------------------------------------------------------------------------------------------

@@ -171,28 +171,43 @@ def list_tools(d: Discovery, args: dict) -> Answer:
     from .metatools import USAGE_SORTS
 
     sort_by = args.get("sort_by", "name")
-    res = listing(
-        d.db,
-        page=args.get("page", 1),
-        page_size=args.get("page_size", 20),
-        sort=USAGE_SORTS.get(sort_by, sort_by),
-        order=args.get("sort_order"),
-        filters=_filters(d, args),
-        usage=d.usage_store(),
-    )
-    items = [compact(t.to_json()) for t in res.items]
-    if args.get("include_schemas"):
-        _schemas_for(d, items)
-    payload = {
-        "total": res.total,
-        "page": res.page,
-        "pages": res.pages,
-        "page_size": res.page_size,
-        "next_page": res.next_page,
-        "items": items,
-    }
-    payload = fit_budget(payload, "items", d.max_tokens)
-    return Answer(payload, list_text(payload, sort_by, res.order))
+    filters = _filters(d, args)
+
+    def page(number: int, size: int) -> tuple[dict, str]:
+        res = listing(
+            d.db,
+            page=number,
+            page_size=size,
+            sort=USAGE_SORTS.get(sort_by, sort_by),
+            order=args.get("sort_order"),
+            filters=filters,
+            usage=d.usage_store(),
+        )
+        items = [compact(t.to_json()) for t in res.items]
+        if args.get("include_schemas"):
+            _schemas_for(d, items)
+        payload = {
+            "total": res.total,
+            "page": res.page,
+            "pages": res.pages,
+            "page_size": res.page_size,
+            "next_page": res.next_page,
+            "items": items,
+        }
+        return fit_budget(payload, "items", d.max_tokens), res.order
+
+    number, size = args.get("page", 1), args.get("page_size", 20)
+    payload, order = page(number, size)
+    kept = (payload.get("truncated") or {}).get("items_kept", 0)
+    if (payload.get("truncated") or {}).get("items_dropped") and kept:
+        # the budget cut the page: pages as long as what fits, one of them starting where this
+        # one starts, so that following next_page reaches every tool (the cut page's next_page
+        # skipped the tools it dropped). The answer's page_size says the length to ask with.
+        start = (number - 1) * size
+        fit = next(n for n in range(kept, 0, -1) if start % n == 0)
+        payload, order = page(start // fit + 1, fit)
+        payload["page_size_asked"] = size
+    return Answer(payload, list_text(payload, sort_by, order))
 
 
 def describe_tool(d: Discovery, args: dict) -> Answer:

@@ -49,7 +49,13 @@ def list_text(p: dict, sort: str, order: str) -> str:
     head = (
         (
             f"Tools {first}-{first + len(items) - 1} of {p['total']} (page {p['page']}/{p['pages']}, "
-            f"by {sort} {order}); next_page: {p['next_page']}"
+            f"by {sort} {order}); "
+            + (
+                f"next_page: {p['next_page']}"
+                + (f" with page_size {p['page_size']}" if p.get("page_size_asked") else "")
+                if p["next_page"]
+                else "last page"
+            )
         )
         if items
         else f"No tools on page {p.get('page')} (total {p['total']})."
