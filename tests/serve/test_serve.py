@@ -192,6 +192,21 @@ def test_search_hints_name_the_meta_tools_own_parameters(serve_index, embedder):
     assert "--" not in json.dumps(sc) + text
 
 
+def test_a_search_whose_filters_keep_every_tool_out_says_so_not_that_nothing_does_it(serve_index):
+    """filters.servers ["GitHub"] (the server is `github`) answered "tell the user that no
+    available tool does this" (round 16, found driving serve as an agent would): the filters kept
+    every tool out, not the request. The answer says to check them, names the server meant, and
+    sends to the meta-tool that lists the servers, not to a CLI command."""
+
+    async def body(c):
+        return await call(c, "search_tools", {"query": "current time in Tokyo", "filters": {"servers": ["TIME"]}})
+
+    r, sc, text = session(build(serve_index), body)
+    assert sc["no_match"] and "passes these filters" in sc["message"] and "get_tool_categories" in sc["message"]
+    assert "no server 'TIME' (did you mean time?) in the index" in sc["notes"], sc
+    assert "tell the user" not in text and "toolidx " not in text
+
+
 def test_list_tools_pages_through_everything_once(serve_index):
     async def body(c):
         pages, page = [], 1

@@ -156,7 +156,12 @@ def search_tools(d: Discovery, args: dict) -> Answer:
         "no_match": bool(full.get("no_match")),
         "hits": hits,
     }
-    if payload["no_match"]:
+    if payload["no_match"] and not full.get("considered"):  # the filters kept every tool out, not the request
+        payload["message"] = (
+            "No indexed tool passes these filters. Check them (get_tool_categories lists the servers, "
+            "categories and tags), or search without them."
+        )
+    elif payload["no_match"]:
         payload["message"] = (  # search_text starts "No good match for QUERY." before it
             "No indexed tool fits this request well. Rephrase it, or tell the user that no available tool does this."
         )

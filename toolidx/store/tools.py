@@ -165,11 +165,12 @@ def unknown_servers_note(db: Reader, names: list[str]) -> str | None:
     if not unknown:
         return None
     have = server_names(db)
+    by_lower = {h.lower(): h for h in have}  # a name of the right letters, cased otherwise, first
     said = []
     for name in unknown[:5]:
-        close = difflib.get_close_matches(name, have, n=3, cutoff=0.6)
+        close = [by_lower[c] for c in difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)]
         said.append(f"{name!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
-    return f"no server {', '.join(said)} in the index; `toolidx categories` lists the servers"
+    return f"no server {', '.join(said)} in the index"
 
 
 def known_servers(db: Reader, names: list[str]) -> set[str]:
