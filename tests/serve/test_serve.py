@@ -207,6 +207,30 @@ def test_a_search_whose_filters_keep_every_tool_out_says_so_not_that_nothing_doe
     assert "tell the user" not in text and "toolidx " not in text
 
 
+def test_a_hit_an_agent_should_not_use_as_asked_says_why_in_search_tools(serve_index, embedder):
+    """search_tools' hits carried no `why` (to save the agent's tokens), so a tool its server
+    retired, or one that only reads what the request would change, looked like any match (round
+    16, found driving serve as an agent would). Each hit now carries its cautions, in the JSON and
+    in the text an agent reads; a tool that does what was asked carries none."""
+
+    async def body(c):
+        return [
+            await call(c, "search_tools", {"query": q, "limit": 5, "filters": {"min_score": 0}})
+            for q in ("read a file", "rename notes.txt to todo.txt")
+        ]
+
+    (_, read, text), (_, renamed, _) = session(build(serve_index, embedder), body)
+    by_id = {h["id"]: h for h in read["hits"]}
+    assert read["hits"][0]["id"] == "filesystem/read_text_file" and "cautions" not in read["hits"][0], read
+    assert by_id["filesystem/read_file"]["cautions"][0] == "deprecated: its server says use read_text_file instead"
+    assert "   caution: deprecated: its server says use read_text_file instead" in text
+    first = renamed["hits"][0]
+    assert first["id"] == "filesystem/move_file" and "cautions" not in first, renamed
+    assert any("it only reads; the request changes something" in h.get("cautions", []) for h in renamed["hits"]), (
+        renamed
+    )
+
+
 def test_list_tools_pages_through_everything_once(serve_index):
     async def body(c):
         pages, page = [], 1

@@ -102,6 +102,10 @@ class Hit(ToolCard):
     # Ranked as before, but every front-end shows `note` beside it (#36 item 5)
     stale: bool = False
     note: str = ""  # "stale: its server failed its last crawl (why)"; "" for a tool crawled fine
+    # what an agent must read before it uses this tool, of `why`: the request forbids it, its
+    # server retired it, it does the opposite, it only reads what the request would change, it
+    # writes where the request only reads (serve's search_tools shows these, not the whole `why`)
+    cautions: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -112,6 +116,7 @@ class Hit(ToolCard):
             "signals": self.signals.to_json(),
             "stale": self.stale,
             "note": self.note,
+            "cautions": self.cautions,
         }
 
 
@@ -594,18 +599,21 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, 
         reasons.insert(0, ev["far"])
     if ev.get("negated"):  # first: what an agent must read before anything else
         reasons.insert(0, f"negated: {ev.get('forbidden', '')}")
+    cautions = [f"negated: {ev.get('forbidden', '')}"] if ev.get("negated") else []
     if ev.get("deprecated"):  # its server retired it: said first, as a negation is
-        reasons.insert(0, f"deprecated: its server says use {ev['deprecated']} instead")
+        cautions.append(f"deprecated: its server says use {ev['deprecated']} instead")
+        reasons.insert(0, cautions[-1])
     if ev.get("replaces"):
         reasons.append(f"replaces {ev['replaces']} (deprecated)")
     if ev.get("opposed"):
-        reasons.append("its action is the opposite of the request's")
+        cautions.append("its action is the opposite of the request's")
     elif ev.get("reads_only"):
-        reasons.append("it only reads; the request changes something")
+        cautions.append("it only reads; the request changes something")
     elif ev.get("writes"):
-        reasons.append("action: writes; the request only reads")
+        cautions.append("action: writes; the request only reads")
     elif ev.get("step"):
         reasons.append("it reads: a step of the request's task")
+    reasons += [c for c in cautions if not c.startswith(("negated:", "deprecated:"))]
     signals = Signals(bm25=round(ev.get("bm25", 0.0), 3), fuzzy=round(ev.get("fuzzy", 0.0), 3))
     if mode_used != "keyword":
         signals.cosine = round(ev.get("cos", 0.0), 4)
@@ -633,6 +641,7 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, 
         signals=signals,
         stale=bool(row.get("stale")),
         note=stale_note(row.get("stale_reason")) if row.get("stale") else "",
+        cautions=cautions,
     )
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..search.hybrid import SearchResult
     from ..search.request import SearchRequest
 
-HIT_KEYS = ("id", "title", "description", "score", "matched", "note")
+HIT_KEYS = ("id", "title", "description", "score", "matched", "note", "cautions")
 
 
 def answer(d: Discovery, name: str, args: dict) -> Answer:

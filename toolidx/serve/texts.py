@@ -35,6 +35,8 @@ def search_text(p: dict) -> str:
             lines.append(f"{n}. {h['id']} ({h.get('score')}) — {h.get('description', '')}")
             if h.get("note"):
                 lines.append(f"   {h['note']}")
+            if h.get("cautions"):
+                lines.append("   caution: " + "; ".join(h["cautions"]))
             if "input_schema" in h:
                 lines.append(f"   input schema: {compact_json(h['input_schema'])}")
         lines.append("Next: describe_tool for the arguments, then execute_tool.")
