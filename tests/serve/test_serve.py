@@ -414,6 +414,23 @@ def test_a_backend_that_crashes_mid_session_is_reported_then_restarted(serve_ind
     assert "exit code 7" in crash_text and "crashing on request" in crash_text  # exit code + stderr
 
 
+def test_a_servers_error_answer_does_not_say_a_retry_is_pointless(serve_index):
+    """A live server's JSON-RPC error ("fetch failed: ... ENOTFOUND") came with "a retry gets the
+    same answer" (round 16, found driving serve as an agent would): an error of the network or of
+    the service behind the server may pass. The fix says to retry later only for that; the backend
+    is kept (the next call is answered by the same process)."""
+
+    async def body(c):
+        refused = await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "refuse"}})
+        after = await call(c, "execute_tool", {"tool_name": "crashy/echo", "arguments": {"text": "hi"}})
+        return refused, after
+
+    (r, sc, text), (ok, echo, _) = session(build(serve_index), body)
+    assert r.is_error and sc["error"] == "backend_unavailable" and "ENOTFOUND" in sc["message"], sc
+    assert "retry later only for that" in sc["fix"] and "gets the same answer" not in text, sc
+    assert not ok.is_error and echo == {"text": "hi"}
+
+
 def test_a_backend_that_does_not_start_says_why_in_its_own_words(tmp_path):
     """ "did not start (server closed the connection)" said nothing a user could act on; the
     server's last stderr lines come with it, in execute_tool's answer and in `toolidx check`."""

@@ -90,6 +90,10 @@ def main() -> None:
             reply(msg_id, {"tools": TOOLS})
         elif method == "tools/call":
             p = msg.get("params") or {}
+            if p.get("name") == "echo" and (p.get("arguments") or {}).get("text") == "refuse":
+                # a JSON-RPC error, as a server whose service behind it is unreachable answers
+                reply(msg_id, error={"code": -32603, "message": "fetch failed: getaddrinfo ENOTFOUND api.example.com"})
+                continue
             reply(msg_id, call(p.get("name"), p.get("arguments") or {}))
         elif method == "ping":
             reply(msg_id, {})

@@ -50,8 +50,9 @@ class BackendUnavailable(Exception):
 
 # what an agent can do, by what happened (execute's answer says it with the reason)
 FIX_REFUSED = (
-    "the server is running and answered this call with an error, so a retry gets the same "
-    "answer: check the arguments (describe_tool) or tell the user the tool failed"
+    "the server is running and answered this call with an error: check the arguments "
+    "(describe_tool); an error of the network or of a service behind the server may pass, so "
+    "retry later only for that; else tell the user the tool failed"
 )
 FIX_RESTARTED = "try again: the server process ended and is started afresh on the next call"
 FIX_TIMED_OUT = "try again with a longer timeout, or a smaller request"
