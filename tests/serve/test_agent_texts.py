@@ -43,6 +43,16 @@ def test_a_value_quoted_in_another_error_is_cut_short(discovery):
     assert line.startswith("search_type: 'xxxx") and "…" in line and "is not one of" in line
 
 
+def test_arguments_sent_as_json_text_are_told_to_be_an_object(discovery):
+    """execute_tool's `arguments` as a JSON string was refused with the validator's "is not of
+    type 'object'" alone (round 16, found driving serve as an agent would)."""
+    a = answer(discovery, "execute_tool", {"tool_name": "t/x", "arguments": '{"timezone": "UTC"}'})
+    assert a.is_error
+    line = a.payload["errors"][0]
+    assert line.startswith("arguments: a string (") and line.endswith("pass the object itself, not its JSON text")
+    assert line in a.text
+
+
 def test_no_good_match_is_said_once(discovery):
     a = answer(discovery, "search_tools", {"query": "time", "filters": {"min_score": 1.0}})
     assert a.payload["no_match"] and a.text.count("No good match") == 1, a.text

@@ -103,6 +103,8 @@ def _argument_problem(e: Any) -> str:
         return f"{where}: {len(value):,} characters, the {edge} is {bound:,} ({_quote(value)})"
     if e.validator in ("maxItems", "minItems") and isinstance(value, list):
         return f"{where}: {len(value):,} items, the {edge} is {bound:,}"
+    if e.validator == "type" and bound == "object" and isinstance(value, str):  # JSON text for the object
+        return f"{where}: a string ({_quote(value)}); pass the object itself, not its JSON text"
     shown = repr(value)
     message = e.message.replace(shown, _quote(value)) if len(shown) > 60 else e.message
     return f"{where}: {message[:200]}"
