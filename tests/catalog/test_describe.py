@@ -259,6 +259,22 @@ def test_example_prefers_the_schemas_own_values():
     assert example_arguments({"type": "object"}) == {} and example_arguments(None) == {}
 
 
+def test_a_repository_asked_apart_from_its_owner_is_a_name():
+    """GitHub's create_issue asks `owner` and `repo` apart, and its example said
+    "repo": "owner/repo" (round 16, found driving serve as an agent would)."""
+    props = {"owner": {"type": "string"}, "repo": {"type": "string"}, "title": {"type": "string"}}
+    ex = example_arguments({"type": "object", "properties": props, "required": ["owner", "repo", "title"]})
+    assert ex == {"owner": "octocat", "repo": "example-repo", "title": "Example title"}
+    assert example_arguments({"type": "object", "properties": {"repo": {"type": "string"}}, "required": ["repo"]}) == {
+        "repo": "owner/repo"
+    }
+    pattern = {"type": "string", "pattern": "^[^/]+/[^/]+$"}  # the schema wants owner/repo: it stays so
+    ex = example_arguments(
+        {"type": "object", "properties": {"owner": props["owner"], "repo": pattern}, "required": ["owner", "repo"]}
+    )
+    assert "/" in ex["repo"]
+
+
 @pytest.mark.slow  # ~3,000 real schemas: 15-30 s
 def test_every_bench_schema_gets_a_valid_example(bench_dir):
     """ETOM's 2,375 and LiveMCPBench's 527 input schemas, as their servers published them."""

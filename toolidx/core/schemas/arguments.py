@@ -567,6 +567,10 @@ class _Gen:
         while len(out) < min_props:  # open objects: invent keys the schema allows
             key = f"key{len(out) + 1}"
             out[key] = self.value(self._prop_schema(s, key, props), key, seen, depth + 1)
+        if "owner" in {k.lower() for k in out}:  # owner and repository asked apart: the repository is a name
+            for k in [k for k, v in out.items() if v == "owner/repo"]:
+                if self.valid("example-repo", resolve(self._prop_schema(s, k, props), self.root, seen).obj):
+                    out[k] = "example-repo"
         keys = list(out)
         for i, a in enumerate(keys):
             for b in keys[i + 1 :]:
