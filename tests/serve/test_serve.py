@@ -273,6 +273,24 @@ def test_describe_tool_gives_schema_example_and_closest_names(serve_index):
     assert set(ambiguous["suggestions"]) == {"crashy/echo", "everything/echo"}
 
 
+def test_an_unknown_tool_is_not_offered_its_opposite(serve_index):
+    """execute_tool on a tool that does not exist got the closest names, the opposite operation
+    first (`github/delete_repository` -> `create_repository`; round 16, found driving serve as an
+    agent would): an agent may run what it is offered. Names that do the opposite are left out;
+    others stay."""
+
+    async def body(c):
+        return [
+            await call(c, "execute_tool", {"tool_name": "filesystem/delete_directory", "arguments": {}}),
+            await call(c, "describe_tool", {"tool_name": "filesystem/create_directry"}),
+        ]
+
+    (r, sc, text), (_, typo, _) = session(build(serve_index), body)
+    assert r.is_error and sc["error"] == "unknown_tool", sc
+    assert "filesystem/create_directory" not in sc.get("suggestions", []) and "create_directory" not in text, sc
+    assert typo["suggestions"][0] == "filesystem/create_directory"  # a slip of its name is still offered
+
+
 def test_describe_tool_example_gives_two_ends_two_values(serve_index):
     """describe_tool's example reads the tool's text as the CLI's does: convert_time's source and
     target are two different time zones (it converted Europe/Paris to Europe/Paris)."""

@@ -78,6 +78,18 @@ class LookupProblem(Exception):
         return Answer(payload, text, is_error=True)
 
 
+def _not_opposite(asked: str, suggestions: list[str]) -> list[str]:
+    """The closest names to an unknown tool, less those that do its opposite: an agent that asked
+    `github/delete_repository` was offered `create_repository` first (round 16), and an agent may
+    run what it is offered. Read with search.actions' verbs, as search reads an opposite."""
+    from ..search import actions
+
+    action = actions.tool_action(asked.rsplit("/", 1)[-1])
+    if action is None:
+        return suggestions
+    return [s for s in suggestions if not actions.marks((action, None), s.rsplit("/", 1)[-1])[0]]
+
+
 def error_answer(error: str, message: str, fix: str | None = None, *, code: str | None = None, **extra: Any) -> Answer:
     """An error result: `error` and `code` are one of core.errors' codes (`code` differs only where
     `error` keeps an older value: a ToolidxError's class name)."""
@@ -473,7 +485,7 @@ class Discovery:
                 e.code, f"tool {name!r} is outside what this server may use ({self.scope_text()})", e.suggestions
             ) from None
         except UnknownToolError as e:
-            raise LookupProblem(e.code, f"no tool {name!r} in the index", e.suggestions) from None
+            raise LookupProblem(e.code, f"no tool {name!r} in the index", _not_opposite(name, e.suggestions)) from None
         except UsageError:
             raise LookupProblem(UNKNOWN_TOOL, "no tool name given", []) from None
         tool = self.tool(tool_id)
