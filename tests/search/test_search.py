@@ -125,6 +125,40 @@ def test_hostile_query_terms_are_quoted():
     assert len(query_terms("word " * 5000 + " ".join(f"w{i}" for i in range(200)))) <= 48
 
 
+def test_a_word_in_camel_case_is_searched_whole_as_well_as_in_parts(tmp_path):
+    """Tool texts say "PowerPoint", "GitHub", "JavaScript" as one token each, and the query split
+    them into parts only: "GitHub" searched "git" and "hub" (the git server's tools, none of
+    GitHub's), "PowerPoint" searched "point" (`add_bullet_points`). Found driving serve as an agent
+    would (round 16). The whole word comes first, then its parts (an identifier, "getUserById",
+    still finds `get_user_by_id`)."""
+    from conftest import run_cli, search_json
+
+    from toolidx.core.tokens import query_terms
+
+    assert query_terms("open the GitHub issue") == ["open", "github", "git", "hub", "issue"]
+    assert query_terms("getUserById") == ["getuserbyid", "user", "id"]  # "get": a stop word
+    assert query_terms("read_file v2_api") == ["read", "file", "v2", "api"]  # not camel case: as before
+    tools = {
+        "github": [("create_issue", "Create a new issue in a GitHub repository")],
+        "git": [("git_status", "Show the working tree status of the git repository")],
+        "deck": [
+            ("add_bullet_points", "Add bullet points to a slide"),
+            ("add_video", "Insert a video into a PowerPoint slide"),
+        ],
+    }
+    for s, ts in tools.items():
+        (tmp_path / f"{s}.json").write_text(
+            json.dumps({"tools": [{"name": n, "description": d, "inputSchema": {"type": "object"}} for n, d in ts]})
+        )
+    cfg = {"mcpServers": {s: {"tools_file": str(tmp_path / f"{s}.json")} for s in tools}}
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    assert run_cli("crawl", "--config", tmp_path / "c.json", "--db", tmp_path / "i.db", "--model", "none").code == 0
+    first = search_json(tmp_path / "i.db", "open an issue on GitHub", "--mode", "keyword", "--min-score", "0")["hits"][
+        0
+    ]
+    assert first["id"] == "github/create_issue", first
+
+
 @pytest.mark.parametrize(
     "name, words",
     [

@@ -185,8 +185,10 @@ STOP_WORDS = frozenset(
 )
 
 
-def query_terms(text: str) -> list[str]:
-    """Lowercase keyword terms of a query, in order, deduplicated, at most MAX_TERMS."""
+def query_terms(text: str, whole: bool = True) -> list[str]:
+    """Lowercase keyword terms of a query, in order, deduplicated, at most MAX_TERMS. `whole`: a
+    word in camel case is a term whole too, before its parts (False: its parts only, as a name's
+    words are compared)."""
     seen: set[str] = set()
     out: list[str] = []
     for m in _WORD.finditer(text[:MAX_QUERY_CHARS]):
@@ -194,7 +196,11 @@ def query_terms(text: str) -> list[str]:
         # digits alone ("on March 3 2023") say little; inside an identifier (tool_01234, v2_api)
         # they are what tells it from its siblings, so they stay
         ident = not word.isdigit() and any(ch.isdigit() for ch in word)
-        for w in map(cap_words, split_name(word)):  # a long word as the index cut it
+        parts = split_name(word)
+        # a word in camel case is also the word the index holds ("PowerPoint", "GitHub": tool texts
+        # say it whole, as one token), before its parts (an identifier: "getUserById")
+        joined = [word.lower()] if whole and len(parts) > 1 and word.isalpha() else []
+        for w in map(cap_words, joined + parts):  # a long word as the index cut it
             if (
                 w in seen
                 or w in STOP_WORDS

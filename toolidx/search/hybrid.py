@@ -269,9 +269,10 @@ def gather(
     if neg is not None and neg.text:
         text = neg.text
     fixes = spelling.corrections(db, text)
-    typed = query_terms(text)  # the name-like match reads what was typed: a slip is its evidence
+    # the name-like match reads what was typed, as a name's words: a slip is its evidence
+    typed = query_terms(text, whole=False)
     text = spelling.expand(text, fixes)
-    terms = query_terms(text) if fixes else typed
+    terms = query_terms(text)
     # "remember ..." is searched also as "memory", the name of a server of its family, by keyword
     # only: the embedding reads the verb's own meaning, and "memory" beside it drew a browser's
     # heap snapshot (search.server_match.kin)
