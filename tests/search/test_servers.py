@@ -429,3 +429,40 @@ def test_the_filesystem_servers_retired_read_file_is_not_handed_first(both_model
     assert hits[0]["id"] == "filesystem/read_text_file", [(h["id"], h["score"]) for h in hits]
     old = next(h for h in hits if h["id"] == "filesystem/read_file")
     assert old["why"].startswith("deprecated: its server says use read_text_file instead"), old
+
+
+@pytest.mark.model
+def test_a_place_name_alone_is_no_keyword_evidence(db_target, tmp_path, model_path):
+    """Issue 43: "a match on a place name ... alone is not evidence". "weather in London tomorrow"
+    found the time server's `get_current_time` at 0.59 (round 16, found driving serve as an agent
+    would): its parameter's example says Europe/London. A place's name weighs nothing in the
+    keyword half, on both engines, unless the request says nothing else."""
+    from conftest import run_cli, search_json
+
+    tool = {
+        "name": "get_current_time",
+        "description": "Get current time in a specific timezone",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"timezone": {"type": "string", "description": "IANA timezone, e.g. Europe/London"}},
+        },
+    }
+    other = {"name": "read_file", "description": "Read a file", "inputSchema": {"type": "object"}}
+    (tmp_path / "t.json").write_text(json.dumps({"tools": [tool]}))
+    (tmp_path / "f.json").write_text(json.dumps({"tools": [other]}))
+    cfg = {
+        "mcpServers": {
+            "time": {"tools_file": str(tmp_path / "t.json")},
+            "files": {"tools_file": str(tmp_path / "f.json")},
+        }
+    }
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    r = run_cli("crawl", "--config", tmp_path / "c.json", "--db", db_target, "--model-path", model_path)
+    assert r.code == 0, r.stderr
+    weather = search_json(db_target, "weather in London tomorrow", "--min-score", "0")["hits"][0]
+    assert weather["id"] == "time/get_current_time" and weather["signals"]["bm25"] == 0, weather
+    assert weather["signals"]["coverage"] == 0, weather
+    asked = search_json(db_target, "what time is it in London", "--min-score", "0")["hits"][0]
+    assert asked["id"] == "time/get_current_time" and asked["signals"]["bm25"] > 0 and asked["score"] > weather["score"]
+    alone = search_json(db_target, "London", "--min-score", "0")["hits"][0]  # places only: a lookup
+    assert alone["id"] == "time/get_current_time" and alone["signals"]["bm25"] > 0, alone

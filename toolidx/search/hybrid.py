@@ -284,7 +284,7 @@ def gather(
         return cands.setdefault(r, {"bm25": 0.0, "cos": None, "fuzzy": 0.0})
 
     hybrid = mode_used == "hybrid"  # reads quoted values and rare words differently (docs/research/search.md)
-    tw = quoted.term_weights(text, terms) if hybrid else None
+    tw = _places_weigh_nothing(terms, quoted.term_weights(text, terms)) if hybrid else None
     if mode_used in ("hybrid", "keyword"):
         for rank, (r, s) in enumerate(
             db.retrieval.keyword(terms, pool, filters, idf_power=cal.IDF_POWER if hybrid else 1.0, term_weights=tw)
@@ -316,6 +316,16 @@ def gather(
         if c["cos"] is None:
             c["cos"] = 0.0
     return cands, terms, mode_used, fixes
+
+
+def _places_weigh_nothing(terms: list[str], tw: dict[str, float]) -> dict[str, float]:
+    """The keyword weights `tw` with a place's name at 0 (search.gate.places): a match on a place
+    alone is no evidence (issue 43: "weather in London tomorrow" found `get_current_time`, whose
+    parameter's example says Europe/London, at 0.59). A request of places only keeps them."""
+    places = [t for t in terms if t in far_gate.places()]
+    if not places or len(places) == len(terms):
+        return tw
+    return {**tw, **dict.fromkeys(places, 0.0)}
 
 
 def _cover(db: Reader, terms: list[str], tw: dict[str, float] | None, cands: dict[int, dict]) -> None:
