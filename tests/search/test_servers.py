@@ -466,3 +466,26 @@ def test_a_place_name_alone_is_no_keyword_evidence(db_target, tmp_path, model_pa
     assert asked["id"] == "time/get_current_time" and asked["signals"]["bm25"] > 0 and asked["score"] > weather["score"]
     alone = search_json(db_target, "London", "--min-score", "0")["hits"][0]  # places only: a lookup
     assert alone["id"] == "time/get_current_time" and alone["signals"]["bm25"] > 0, alone
+
+
+@pytest.mark.model
+def test_a_tool_whose_text_says_it_does_not_do_the_asked_verb_says_so_in_its_cautions(db_target, tmp_path, model_path):
+    """ "run a VBA macro" put a tool whose description says "It is only read, never run" first at
+    0.99 (round 16, found driving serve as an agent would), on the keyword match on "run". Its rank
+    stays (a server's words are read, not trusted to move it), and its cautions say it."""
+    from conftest import run_cli, search_json
+
+    tools = [
+        ("read_vba", "Show the VBA code in an .xlsm workbook, module by module. It is only read, never run."),
+        ("describe_workbook", "Describe the sheets of an Excel workbook"),
+    ]
+    (tmp_path / "x.json").write_text(
+        json.dumps({"tools": [{"name": n, "description": d, "inputSchema": {"type": "object"}} for n, d in tools]})
+    )
+    (tmp_path / "c.json").write_text(json.dumps({"mcpServers": {"excel": {"tools_file": str(tmp_path / "x.json")}}}))
+    assert run_cli("crawl", "--config", tmp_path / "c.json", "--db", db_target, "--model-path", model_path).code == 0
+    hits = {h["id"]: h for h in search_json(db_target, "run a VBA macro in the workbook", "--min-score", "0")["hits"]}
+    assert hits["excel/read_vba"]["cautions"] == ["its description says it does not run"], hits
+    assert hits["excel/describe_workbook"]["cautions"] == []
+    shown = search_json(db_target, "show the VBA code of the workbook", "--min-score", "0")["hits"]
+    assert shown[0]["id"] == "excel/read_vba" and shown[0]["cautions"] == []  # it does show

@@ -15,6 +15,7 @@ Keyword mode imports no numpy, fastembed or mcp, so a keyword search in a new pr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -405,6 +406,29 @@ def _replaced_first(
         rows.setdefault(new, found[new])
 
 
+# a verb a tool's own text says it does not do: "It is only read, never run", "does not modify",
+# "without deleting the source"
+_DISCLAIMS = re.compile(
+    r"\b(?:never|not|cannot|can't|won't|doesn't|does\s+not|do\s+not|don't|without)\s+(?:be\s+|being\s+)?([a-z]+)",
+    re.IGNORECASE,
+)
+
+
+def _disclaimed(query: str, cands: dict[int, dict], rows: dict[int, dict], shown: list[int]) -> None:
+    """A tool shown whose own description says it does not do the request's verb ("run a VBA
+    macro" and `read_vba`: "It is only read, never run", which the keyword match on "run" put
+    first at 0.99) says so in its cautions; its rank stays (a server's words are read, not trusted
+    to move it)."""
+    verb = actions.read_request(query)[1]
+    if not verb:
+        return
+    asked = actions.forms(verb)
+    for r in shown:
+        text = (rows.get(r) or {}).get("description") or ""
+        if any(asked & actions.forms(m.group(1)) for m in _DISCLAIMS.finditer(text[:2000])):
+            cands[r]["disclaims"] = verb
+
+
 def _names_of(db: Reader, rowids: list[int]) -> dict[int, str]:
     """rowid -> name, for at least the given tools: each read once per index version (fuzzy names,
     name words and action marks all ask for their candidates' names)."""
@@ -530,6 +554,7 @@ def search(
             order = [r for r in order if round(scored[r], 4) >= edge]
         rows = db.retrieval.hit_rows(order)
         _replaced_first(db, scored, cands, rows, order[:limit])
+        _disclaimed(query, cands, rows, order[:limit])
         # as shown (4 decimals), ties by the unrounded score: low scores round alike
         ranked = sorted(rows, key=lambda r: (-round(scored[r], 4), -scored[r], rows[r]["id"]))
         if min_score is None:
@@ -616,6 +641,8 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, 
         reasons.insert(0, cautions[-1])
     if ev.get("replaces"):
         reasons.append(f"replaces {ev['replaces']} (deprecated)")
+    if ev.get("disclaims"):
+        cautions.append(f"its description says it does not {ev['disclaims']}")
     if ev.get("opposed"):
         cautions.append("its action is the opposite of the request's")
     elif ev.get("reads_only"):
