@@ -407,9 +407,9 @@ def _replaced_first(
 
 
 # a verb a tool's own text says it does not do: "It is only read, never run", "does not modify",
-# "without deleting the source"
+# "without deleting the source"; not a passive ("if the file cannot be read": what may fail)
 _DISCLAIMS = re.compile(
-    r"\b(?:never|not|cannot|can't|won't|doesn't|does\s+not|do\s+not|don't|without)\s+(?:be\s+|being\s+)?([a-z]+)",
+    r"\b(?:never|not|cannot|can't|won't|doesn't|does\s+not|do\s+not|don't|without)\s+([a-z]+)",
     re.IGNORECASE,
 )
 
