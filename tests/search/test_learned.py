@@ -138,7 +138,7 @@ def test_one_token_moves_other_callers_results_no_further_than_the_bound(index, 
         assert [(x.id, x.score) for x in seen.values()] == [(x.id, x.score) for x in bounded.values()]
         assert seen[target].score > alone[target].score and "chosen after 1 similar request" in seen[target].why
         # the strong match stays first: a capped lift cannot carry a weak tool over it
-        assert next(iter(seen)) == next(iter(alone)) == "time/convert_time"
+        assert next(iter(seen)) == next(iter(alone)) == "time/get_current_time"
     own = scores(learned.Source(store, "mallory"))  # its own searches: up to `saturate` count
     assert own[target].score > bounded[target].score and "chosen after 3 similar requests" in own[target].why
     one.close()
