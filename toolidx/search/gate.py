@@ -139,10 +139,14 @@ def _fact(plain: str, words: list[str]) -> set[str]:
     hands over is a value, like a quoted one, not what the request is about. A verb that reads
     asks about the clause ("check that the backup ran"), and it stays."""
     asked, verb = actions.read_request(plain)
-    i = words.index(verb) if asked in actions.WRITES and verb in words else -1
+    if asked not in actions.WRITES or verb not in words:
+        return set()
+    i = words.index(verb)
     # "that" right after the verb or after where it goes ("store in the graph that ...")
-    j = next((k for k in range(i + 1, min(i + _FACT_REACH + 1, len(words) - 1)) if words[k] == "that"), -1)
-    return set(words[j + 1 :]) if i >= 0 and j > 0 else set()
+    for k in range(i + 1, min(i + _FACT_REACH + 1, len(words) - 1)):
+        if words[k] == "that":
+            return set(words[k + 1 :])
+    return set()
 
 
 @dataclass(frozen=True)

@@ -641,17 +641,19 @@ def _hit(row: dict, score: float, matched: list[str], ev: dict, mode_used: str, 
         reasons.insert(0, cautions[-1])
     if ev.get("replaces"):
         reasons.append(f"replaces {ev['replaces']} (deprecated)")
+    said_last = []  # cautions said after the evidence, in `why` as in `cautions`
     if ev.get("disclaims"):
-        cautions.append(f"its description says it does not {ev['disclaims']}")
+        said_last.append(f"its description says it does not {ev['disclaims']}")
     if ev.get("opposed"):
-        cautions.append("its action is the opposite of the request's")
+        said_last.append("its action is the opposite of the request's")
     elif ev.get("reads_only"):
-        cautions.append("it only reads; the request changes something")
+        said_last.append("it only reads; the request changes something")
     elif ev.get("writes"):
-        cautions.append("action: writes; the request only reads")
+        said_last.append("action: writes; the request only reads")
     elif ev.get("step"):
         reasons.append("it reads: a step of the request's task")
-    reasons += [c for c in cautions if not c.startswith(("negated:", "deprecated:"))]
+    cautions += said_last
+    reasons += said_last
     signals = Signals(bm25=round(ev.get("bm25", 0.0), 3), fuzzy=round(ev.get("fuzzy", 0.0), 3))
     if mode_used != "keyword":
         signals.cosine = round(ev.get("cos", 0.0), 4)

@@ -205,8 +205,9 @@ def list_tools(d: Discovery, args: dict) -> Answer:
 
     number, size = args.get("page", 1), args.get("page_size", 20)
     payload, order = page(number, size)
-    kept = (payload.get("truncated") or {}).get("items_kept", 0)
-    if (payload.get("truncated") or {}).get("items_dropped") and kept:
+    cut = payload.get("truncated") or {}
+    kept = cut.get("items_kept", 0)
+    if cut.get("items_dropped") and kept:
         # the budget cut the page: pages as long as what fits, one of them starting where this
         # one starts, so that following next_page reaches every tool (the cut page's next_page
         # skipped the tools it dropped). The answer's page_size says the length to ask with.

@@ -48,17 +48,12 @@ def search_text(p: dict) -> str:
 def list_text(p: dict, sort: str, order: str) -> str:
     items = p["items"]
     first = ((p.get("page") or 1) - 1) * (p.get("page_size") or len(items)) + 1
+    then = f"next_page: {p['next_page']}" if p["next_page"] else "last page"
+    if p["next_page"] and p.get("page_size_asked"):  # the budget shortened the page: ask the next as long
+        then += f" with page_size {p['page_size']}"
     head = (
-        (
-            f"Tools {first}-{first + len(items) - 1} of {p['total']} (page {p['page']}/{p['pages']}, "
-            f"by {sort} {order}); "
-            + (
-                f"next_page: {p['next_page']}"
-                + (f" with page_size {p['page_size']}" if p.get("page_size_asked") else "")
-                if p["next_page"]
-                else "last page"
-            )
-        )
+        f"Tools {first}-{first + len(items) - 1} of {p['total']} (page {p['page']}/{p['pages']}, "
+        f"by {sort} {order}); {then}"
         if items
         else f"No tools on page {p.get('page')} (total {p['total']})."
     )
