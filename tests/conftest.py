@@ -158,6 +158,18 @@ def search_json(db, q: str, *args: str) -> dict:
     return r.json
 
 
+# five real servers of the suite the gates' tests search (search.gate, search.near)
+GATE_SERVERS = ("time", "filesystem", "memory", "git", "fetch")
+
+
+@pytest.fixture(scope="session")
+def gate_indexes(servers_config, model_path, tmp_path_factory) -> dict[str, Path]:
+    """GATE_SERVERS crawled with the tests' model ("tests") and toolidx's default model
+    ("default"), once for every test that reads them (read-only)."""
+    src = servers_config["mcpServers"]
+    return crawl_with_both_models(tmp_path_factory.mktemp("gates"), {n: src[n] for n in GATE_SERVERS}, model_path)
+
+
 def crawl_with_both_models(folder: Path, servers: dict, model_path: str) -> dict[str, Path]:
     """`servers` (an mcpServers mapping) crawled twice into `folder`: with the tests' model
     ("tests") and with toolidx's default model ("default"), whose fits differ (action marks,

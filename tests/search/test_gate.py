@@ -8,11 +8,11 @@ import dataclasses
 import json
 
 import pytest
+from conftest import search_json
 
 from toolidx.core.tokens import query_terms
 from toolidx.search import gate
 
-SERVERS = ("time", "filesystem", "memory", "git", "fetch")
 FLIGHT = "book a flight to Paris next tuesday"
 
 
@@ -63,21 +63,6 @@ def test_a_subject_is_covered_by_what_is_rare_in_the_catalog_not_by_what_every_t
     assert gate.read("tell me about Paris", query_terms("tell me about Paris"), {}, {}, fit, lambda ws: {}, n) is None
 
 
-@pytest.fixture(scope="module")
-def indexes(servers_config, model_path, tmp_path_factory):
-    """Five real servers crawled with the tests' model (MiniLM) and with toolidx's default model."""
-    from conftest import crawl_with_both_models
-
-    src = servers_config["mcpServers"]
-    return crawl_with_both_models(tmp_path_factory.mktemp("gate"), {n: src[n] for n in SERVERS}, model_path)
-
-
-def _search(db, q: str, *args: str) -> dict:
-    from conftest import search_json
-
-    return search_json(db, q, *args)
-
-
 HOTELS = "find hotels near the Eiffel Tower under 150 euros"
 # what each model's fit answered, without the far gate, on these five servers: the flight by the
 # time server's convert_time (its text names Europe/Paris), the hotels by search_files ("find");
@@ -88,7 +73,7 @@ ANSWERED_BEFORE = {"tests": {HOTELS: "filesystem/"}, "default": {FLIGHT: "time/"
 @pytest.mark.servers
 @pytest.mark.model
 @pytest.mark.parametrize("model", ["tests", "default"])
-def test_a_request_about_nothing_the_catalog_holds_is_turned_away(indexes, model, monkeypatch):
+def test_a_request_about_nothing_the_catalog_holds_is_turned_away(gate_indexes, model, monkeypatch):
     """Issue 43: "book a flight to Paris" was answered by time/convert_time, whose text names
     Europe/Paris. Now "no good match", saying what is missing; with the model's fit less its far
     gate (a model fitted without one), answered as before."""
@@ -97,21 +82,21 @@ def test_a_request_about_nothing_the_catalog_holds_is_turned_away(indexes, model
 
     if model == "default":
         monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
-    db = indexes[model]
+    db = gate_indexes[model]
     missing_words = {FLIGHT: "flight", HOTELS: "hotels, euros"}
     for asked in ANSWERED_BEFORE[model]:
         missing = missing_words[asked]
-        found = _search(db, asked)
+        found = search_json(db, asked)
         assert found["no_match"] and found["hits"] == [], found
         assert any(f"not in the catalog: {missing}" in n for n in found["notes"]), found["notes"]
-        top = _search(db, asked, "--min-score", "0")["hits"][0]
+        top = search_json(db, asked, "--min-score", "0")["hits"][0]
         assert top["why"].startswith(f"not in the catalog: {missing}") and top["signals"]["far"] == 1, top
         assert top["score"] < found["calibrated_threshold"]
     # fit-or-refuse: the same model without a far gate answers them, as it did before
     name = DEFAULT_MODEL if model == "default" else cal.REFERENCE_MODEL
     monkeypatch.setitem(cal.FITS, name, dataclasses.replace(cal.FITS[name], gate=None))
     for asked, server in ANSWERED_BEFORE[model].items():
-        before = _search(db, asked)
+        before = search_json(db, asked)
         assert not before["no_match"] and before["hits"][0]["id"].startswith(server), before["hits"][:2]
         assert before["hits"][0]["signals"]["far"] == 0
 
@@ -129,11 +114,11 @@ SERVED = [
 @pytest.mark.servers
 @pytest.mark.model
 @pytest.mark.parametrize("model", ["tests", "default"])
-def test_a_servable_request_that_names_a_place_or_a_person_is_answered(indexes, model, monkeypatch):
+def test_a_servable_request_that_names_a_place_or_a_person_is_answered(gate_indexes, model, monkeypatch):
     if model == "default":
         monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
     for q, want in SERVED:
-        found = _search(indexes[model], q)
+        found = search_json(gate_indexes[model], q)
         assert not found["no_match"], (q, found["notes"])
         assert want in [h["id"] for h in found["hits"][:5]], (q, [h["id"] for h in found["hits"][:5]])
         assert all(h["signals"].get("far", 0) == 0 for h in found["hits"])
@@ -150,9 +135,9 @@ def test_both_engines_turn_a_far_request_away_alike(db_target, servers_config, m
     (tmp_path / "servers.json").write_text(json.dumps({"mcpServers": {n: src[n] for n in ("time", "filesystem")}}))
     r = run_cli("crawl", "--config", tmp_path / "servers.json", "--db", db_target, "--model-path", model_path)
     assert r.code == 0, r.stderr
-    far = _search(db_target, HOTELS)
+    far = search_json(db_target, HOTELS)
     assert far["no_match"] and any("not in the catalog: hotels, euros" in n for n in far["notes"]), far
-    near = _search(db_target, "what time is it in Tokyo right now")
+    near = search_json(db_target, "what time is it in Tokyo right now")
     assert not near["no_match"] and near["hits"][0]["id"] == "time/get_current_time", near["hits"][:3]
 
 
@@ -179,23 +164,23 @@ STEPS = "create a folder named reports and then list what is in it"
 
 @pytest.mark.servers
 @pytest.mark.model
-def test_a_task_whose_step_reads_is_answered(indexes, monkeypatch):
+def test_a_task_whose_step_reads_is_answered(gate_indexes, monkeypatch):
     """Issue 43: a servable request whose right tool keyword or semantic alone has in its top 5
     never gets "no good match". With the default model a list led by a tool that only reads was
     lowered for a request that changes something, a task's reading step too: this one scored 0.00
     and was turned away (ETOM's "create ... and then list ...": 16 of the 24 such requests)."""
     monkeypatch.delenv("TOOLIDX_MODEL_PATH", raising=False)
-    db = indexes["default"]
+    db = gate_indexes["default"]
     steps = {"filesystem/create_directory", "filesystem/list_directory", "filesystem/list_directory_with_sizes"}
     for mode in ("keyword", "semantic"):
-        alone = [h["id"] for h in _search(db, STEPS, "--mode", mode, "--min-score", "0")["hits"][:5]]
+        alone = [h["id"] for h in search_json(db, STEPS, "--mode", mode, "--min-score", "0")["hits"][:5]]
         assert steps.intersection(alone), (mode, alone)
-    found = _search(db, STEPS)
+    found = search_json(db, STEPS)
     assert not found["no_match"], found["notes"]
     top5 = {h["id"]: h for h in found["hits"][:5]}
     assert "filesystem/create_directory" in top5, list(top5)
     listing = top5.get("filesystem/list_directory") or top5["filesystem/list_directory_with_sizes"]
     assert "a step of the request's task" in listing["why"] and listing["signals"]["reads_only"] == 0, listing
     # one action asked, and the best tool only reads it: lowered as before
-    one = _search(db, "create a folder named reports", "--min-score", "0")["hits"]
+    one = search_json(db, "create a folder named reports", "--min-score", "0")["hits"]
     assert all("a step of" not in h["why"] for h in one)

@@ -10,11 +10,11 @@ import dataclasses
 import json
 
 import pytest
+from conftest import search_json
 
 from toolidx.core.tokens import query_terms
 from toolidx.search import near
 
-SERVERS = ("time", "filesystem", "memory", "git", "fetch")
 MONGO = "query the MongoDB collection of users"
 SEND = "send the file report.pdf to Bob"
 
@@ -100,21 +100,6 @@ def test_an_action_none_of_the_best_tools_may_do_is_a_near_request():
     assert _read("send the file and then delete it", {1: read_file}, {}, rows) is None
 
 
-@pytest.fixture(scope="module")
-def indexes(servers_config, model_path, tmp_path_factory):
-    """Five real servers crawled with the tests' model (MiniLM) and with toolidx's default model."""
-    from conftest import crawl_with_both_models
-
-    src = servers_config["mcpServers"]
-    return crawl_with_both_models(tmp_path_factory.mktemp("near"), {n: src[n] for n in SERVERS}, model_path)
-
-
-def _search(db, q: str, *args: str) -> dict:
-    from conftest import search_json
-
-    return search_json(db, q, *args)
-
-
 # what each model's fit turns away on these five servers, and why
 TURNED_AWAY = {MONGO: "not in the catalog: MongoDB", SEND: "nothing here sends file"}
 
@@ -132,26 +117,26 @@ def _model_name(model: str, monkeypatch) -> str:
 @pytest.mark.servers
 @pytest.mark.model
 @pytest.mark.parametrize("model", ["tests", "default"])
-def test_a_near_request_is_turned_away_and_says_why(indexes, model, monkeypatch):
+def test_a_near_request_is_turned_away_and_says_why(gate_indexes, model, monkeypatch):
     """Issue 43: near requests were answered (held-out near turned away .000). Now "no good
     match", naming the product or the action; the same model without its near fit answers the
     MongoDB request (memory's search_nodes), as it did before, and says nothing of either."""
     from toolidx.search import calibration as cal
 
     name = _model_name(model, monkeypatch)
-    db = indexes[model]
+    db = gate_indexes[model]
     for asked, why in TURNED_AWAY.items():
-        found = _search(db, asked)
+        found = search_json(db, asked)
         assert found["no_match"] and found["hits"] == [], (asked, found["hits"][:2])
         assert any(n.startswith(f"no good match: {why}") for n in found["notes"]), found["notes"]
-        top = _search(db, asked, "--min-score", "0")["hits"][0]
+        top = search_json(db, asked, "--min-score", "0")["hits"][0]
         assert top["why"].startswith(why) and top["signals"]["near"] == 1, top
         assert top["score"] < found["calibrated_threshold"]
     monkeypatch.setitem(cal.FITS, name, dataclasses.replace(cal.FITS[name], near=None))
-    before = _search(db, MONGO)
+    before = search_json(db, MONGO)
     assert not before["no_match"] and before["hits"][0]["id"].startswith("memory/"), before["hits"][:2]
     for asked, why in TURNED_AWAY.items():
-        shown = _search(db, asked, "--min-score", "0")
+        shown = search_json(db, asked, "--min-score", "0")
         assert not any(why in n for n in shown["notes"]) and all(h["signals"]["near"] == 0 for h in shown["hits"])
 
 
@@ -168,10 +153,10 @@ SERVED = [
 @pytest.mark.servers
 @pytest.mark.model
 @pytest.mark.parametrize("model", ["tests", "default"])
-def test_a_servable_request_with_a_name_or_an_action_the_catalog_has_is_answered(indexes, model, monkeypatch):
+def test_a_servable_request_with_a_name_or_an_action_the_catalog_has_is_answered(gate_indexes, model, monkeypatch):
     _model_name(model, monkeypatch)
     for q, want in SERVED:
-        found = _search(indexes[model], q)
+        found = search_json(gate_indexes[model], q)
         assert not found["no_match"], (q, found["notes"])
         assert any(h["id"].startswith(want) for h in found["hits"][:5]), (q, [h["id"] for h in found["hits"][:5]])
         assert all(h["signals"]["near"] == 0 for h in found["hits"])
@@ -225,13 +210,13 @@ def test_a_servers_text_only_makes_a_name_the_catalogs(servers_config, model_pat
         r = run_cli("crawl", "--config", config, "--db", dbs[label], "--model-path", model_path)
         assert r.code == 0, r.stderr
     # the noise names every other product: MongoDB is still not the catalog's, and nothing else is turned away
-    found = _search(dbs["noise"], MONGO)
+    found = search_json(dbs["noise"], MONGO)
     assert found["no_match"] and any("not in the catalog: MongoDB" in n for n in found["notes"]), found["notes"]
     for q in ("add an observation that Alice works at Acme in Berlin", "list the files in my Documents folder"):
-        found = _search(dbs["noise"], q)
+        found = search_json(dbs["noise"], q)
         assert not found["no_match"] and all(h["signals"]["near"] == 0 for h in found["hits"]), (q, found["notes"])
     # a tool naming it makes it the catalog's: answered, by that tool
-    found = _search(dbs["mongo"], MONGO)
+    found = search_json(dbs["mongo"], MONGO)
     assert not found["no_match"] and found["hits"][0]["id"] == "mongo/find_documents", found["hits"][:2]
     assert all(h["signals"]["near"] == 0 for h in found["hits"])
 
@@ -248,7 +233,7 @@ def test_both_engines_turn_a_near_request_away_alike(db_target, servers_config, 
     r = run_cli("crawl", "--config", tmp_path / "servers.json", "--db", db_target, "--model-path", model_path)
     assert r.code == 0, r.stderr
     for asked, why in TURNED_AWAY.items():
-        found = _search(db_target, asked)
+        found = search_json(db_target, asked)
         assert found["no_match"] and any(n.startswith(f"no good match: {why}") for n in found["notes"]), found
-    served = _search(db_target, "delete the memory entity for Alice")
+    served = search_json(db_target, "delete the memory entity for Alice")
     assert not served["no_match"] and served["hits"][0]["id"] == "memory/delete_entities", served["hits"][:3]
